@@ -1,0 +1,13 @@
+"""shardhash: which shard owns this key?
+
+Stable, seeded hashing and every common placement strategy (modulo, jump,
+rings, rendezvous, Maglev, buckets, ranges, directories, watermarks), for
+one key on a hot path or hundreds of millions in one vectorised pass, with
+the same answer in every process, on every platform and in every release.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]
