@@ -1,0 +1,115 @@
+/*
+ * shardhash core: xxHash (XXH32, XXH64, XXH3-64) shared constants and
+ * single-word fast paths.
+ *
+ * Written from the xxHash specification (doc/xxhash_spec.md, v0.2.0, in the
+ * xxHash project by Yann Collet).  The one-shot functions over a byte buffer
+ * are declared in sh_hash.h and defined in sh_xxhash.c.
+ *
+ * The *_word functions hash one 64-bit integer as its 8 little-endian bytes.
+ * Each returns exactly what the general function returns for that 8-byte
+ * buffer; they are the specialised length-8 paths, with every quantity that
+ * depends only on the (default) secret folded into a constant, so a batch
+ * loop that inlines them does a handful of multiplies per key and no loads.
+ */
+#ifndef SH_XXHASH_H
+#define SH_XXHASH_H
+
+#include "sh_common.h"
+#include "sh_hash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Prime constants of the specification. */
+#define SH_XXH_PRIME32_1 0x9E3779B1u
+#define SH_XXH_PRIME32_2 0x85EBCA77u
+#define SH_XXH_PRIME32_3 0xC2B2AE3Du
+#define SH_XXH_PRIME32_4 0x27D4EB2Fu
+#define SH_XXH_PRIME32_5 0x165667B1u
+
+#define SH_XXH_PRIME64_1 UINT64_C(0x9E3779B185EBCA87)
+#define SH_XXH_PRIME64_2 UINT64_C(0xC2B2AE3D27D4EB4F)
+#define SH_XXH_PRIME64_3 UINT64_C(0x165667B19E3779F9)
+#define SH_XXH_PRIME64_4 UINT64_C(0x85EBCA77C2B2AE63)
+#define SH_XXH_PRIME64_5 UINT64_C(0x27D4EB2F165667C5)
+
+#define SH_XXH_PRIME_MX1 UINT64_C(0x165667919E3779F9)
+#define SH_XXH_PRIME_MX2 UINT64_C(0x9FB21C651E98DF25)
+
+/* XXH3's 192-byte default secret (defined in sh_xxhash.c). */
+#define SH_XXH3_SECRET_SIZE 192
+extern const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE];
+
+/* XXH3's 4..8-byte path reads the secret words at offsets 8 and 16; their
+ * xor, for the default secret, is this constant (checked against the secret
+ * bytes by the tests of the word paths). */
+#define SH_XXH3_SECRET_8_XOR_16 UINT64_C(0xC73AB174C5ECD5A2)
+
+/* ---- XXH32 of one 8-byte little-endian word ---------------------------- */
+SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
+{
+    /* Fewer than 16 bytes: single accumulator, length added, then the two
+     * 4-byte lanes and the final avalanche. */
+    uint32_t acc = seed + SH_XXH_PRIME32_5 + 8u;
+    acc += (uint32_t)v * SH_XXH_PRIME32_3;
+    acc = sh_rotl32(acc, 17) * SH_XXH_PRIME32_4;
+    acc += (uint32_t)(v >> 32) * SH_XXH_PRIME32_3;
+    acc = sh_rotl32(acc, 17) * SH_XXH_PRIME32_4;
+    acc ^= acc >> 15;
+    acc *= SH_XXH_PRIME32_2;
+    acc ^= acc >> 13;
+    acc *= SH_XXH_PRIME32_3;
+    acc ^= acc >> 16;
+    return acc;
+}
+
+/* ---- XXH64 of one 8-byte little-endian word ---------------------------- */
+SH_FORCE_INLINE uint64_t sh_xxh64_word(uint64_t v, uint64_t seed)
+{
+    uint64_t acc = seed + SH_XXH_PRIME64_5 + 8u;
+    uint64_t lane = sh_rotl64(v * SH_XXH_PRIME64_2, 31) * SH_XXH_PRIME64_1;
+    acc ^= lane;
+    acc = sh_rotl64(acc, 27) * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
+    acc ^= acc >> 33;
+    acc *= SH_XXH_PRIME64_2;
+    acc ^= acc >> 29;
+    acc *= SH_XXH_PRIME64_3;
+    acc ^= acc >> 32;
+    return acc;
+}
+
+/* ---- XXH3-64 of one 8-byte little-endian word -------------------------- */
+/* The seed-only part of the 4..8-byte path: the secret constant minus the
+ * "modified seed".  A loop with a fixed seed computes it once when the word
+ * function is inlined. */
+SH_FORCE_INLINE uint64_t sh_xxh3_word_key(uint64_t seed)
+{
+    uint64_t mod = seed ^ ((uint64_t)sh_swap32((uint32_t)seed) << 32);
+    return SH_XXH3_SECRET_8_XOR_16 - mod;
+}
+
+/* Core of the length-8 path given the precomputed key. */
+SH_FORCE_INLINE uint64_t sh_xxh3_64_word_keyed(uint64_t v, uint64_t key)
+{
+    /* first 4 bytes go high, last 4 low: a 32-bit rotation of v */
+    uint64_t x = key ^ sh_rotl64(v, 32);
+    x ^= sh_rotl64(x, 49) ^ sh_rotl64(x, 24);
+    x *= SH_XXH_PRIME_MX2;
+    x ^= (x >> 35) + 8u;
+    x *= SH_XXH_PRIME_MX2;
+    x ^= x >> 28;
+    return x;
+}
+
+SH_FORCE_INLINE uint64_t sh_xxh3_64_word(uint64_t v, uint64_t seed)
+{
+    return sh_xxh3_64_word_keyed(v, sh_xxh3_word_key(seed));
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SH_XXHASH_H */
