@@ -1,0 +1,164 @@
+/*
+ * MD5 as specified by RFC 1321, written from the specification.
+ *
+ * The sine-derived constants T[i] = floor(|sin(i + 1)| * 2^32) and the
+ * per-round shift amounts are those of RFC 1321 section 3.4.  Words are
+ * read little-endian explicitly, so the result does not depend on the host.
+ */
+#include "sh_md5.h"
+
+static const uint32_t sh_md5_T[64] = {
+    0xd76aa478u, 0xe8c7b756u, 0x242070dbu, 0xc1bdceeeu,
+    0xf57c0fafu, 0x4787c62au, 0xa8304613u, 0xfd469501u,
+    0x698098d8u, 0x8b44f7afu, 0xffff5bb1u, 0x895cd7beu,
+    0x6b901122u, 0xfd987193u, 0xa679438eu, 0x49b40821u,
+    0xf61e2562u, 0xc040b340u, 0x265e5a51u, 0xe9b6c7aau,
+    0xd62f105du, 0x02441453u, 0xd8a1e681u, 0xe7d3fbc8u,
+    0x21e1cde6u, 0xc33707d6u, 0xf4d50d87u, 0x455a14edu,
+    0xa9e3e905u, 0xfcefa3f8u, 0x676f02d9u, 0x8d2a4c8au,
+    0xfffa3942u, 0x8771f681u, 0x6d9d6122u, 0xfde5380cu,
+    0xa4beea44u, 0x4bdecfa9u, 0xf6bb4b60u, 0xbebfbc70u,
+    0x289b7ec6u, 0xeaa127fau, 0xd4ef3085u, 0x04881d05u,
+    0xd9d4d039u, 0xe6db99e5u, 0x1fa27cf8u, 0xc4ac5665u,
+    0xf4292244u, 0x432aff97u, 0xab9423a7u, 0xfc93a039u,
+    0x655b59c3u, 0x8f0ccc92u, 0xffeff47du, 0x85845dd1u,
+    0x6fa87e4fu, 0xfe2ce6e0u, 0xa3014314u, 0x4e0811a1u,
+    0xf7537e82u, 0xbd3af235u, 0x2ad7d2bbu, 0xeb86d391u,
+};
+
+#define SH_MD5_RF(x, y, z) (((x) & (y)) | (~(x) & (z)))
+#define SH_MD5_RG(x, y, z) (((x) & (z)) | ((y) & ~(z)))
+#define SH_MD5_RH(x, y, z) ((x) ^ (y) ^ (z))
+#define SH_MD5_RI(x, y, z) ((y) ^ ((x) | ~(z)))
+
+#define SH_MD5_STEP(f, a, b, c, d, xk, s, t) \
+    do { (a) += f((b), (c), (d)) + (xk) + (t); (a) = sh_rotl32((a), (s)) + (b); } while (0)
+
+/* Process one 64-byte block into the state s[4]. */
+static void sh_md5_block(uint32_t s[4], const uint8_t *p)
+{
+    uint32_t X[16];
+    uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
+    int i;
+    for (i = 0; i < 16; i++) X[i] = sh_read32le(p + 4 * i);
+
+    /* Round 1: X[k] with k = i. */
+    for (i = 0; i < 16; i += 4) {
+        SH_MD5_STEP(SH_MD5_RF, a, b, c, d, X[i], 7, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RF, d, a, b, c, X[i + 1], 12, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RF, c, d, a, b, X[i + 2], 17, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RF, b, c, d, a, X[i + 3], 22, sh_md5_T[i + 3]);
+    }
+    /* Round 2: k = (1 + 5i) mod 16. */
+    for (i = 16; i < 32; i += 4) {
+        SH_MD5_STEP(SH_MD5_RG, a, b, c, d, X[(5 * i + 1) & 15], 5, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RG, d, a, b, c, X[(5 * (i + 1) + 1) & 15], 9, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RG, c, d, a, b, X[(5 * (i + 2) + 1) & 15], 14, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RG, b, c, d, a, X[(5 * (i + 3) + 1) & 15], 20, sh_md5_T[i + 3]);
+    }
+    /* Round 3: k = (5 + 3i) mod 16. */
+    for (i = 32; i < 48; i += 4) {
+        SH_MD5_STEP(SH_MD5_RH, a, b, c, d, X[(3 * i + 5) & 15], 4, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RH, d, a, b, c, X[(3 * (i + 1) + 5) & 15], 11, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RH, c, d, a, b, X[(3 * (i + 2) + 5) & 15], 16, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RH, b, c, d, a, X[(3 * (i + 3) + 5) & 15], 23, sh_md5_T[i + 3]);
+    }
+    /* Round 4: k = 7i mod 16. */
+    for (i = 48; i < 64; i += 4) {
+        SH_MD5_STEP(SH_MD5_RI, a, b, c, d, X[(7 * i) & 15], 6, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RI, d, a, b, c, X[(7 * (i + 1)) & 15], 10, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RI, c, d, a, b, X[(7 * (i + 2)) & 15], 15, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RI, b, c, d, a, X[(7 * (i + 3)) & 15], 21, sh_md5_T[i + 3]);
+    }
+    s[0] += a; s[1] += b; s[2] += c; s[3] += d;
+}
+
+/* Digest state after the whole message (padding included). */
+static void sh_md5_state(const void *data, size_t len, uint32_t s[4])
+{
+    const uint8_t *p = (const uint8_t *)data;
+    uint8_t tail[128];
+    size_t rem, padded, i;
+    uint64_t bits = (uint64_t)len * 8u;
+
+    s[0] = 0x67452301u; s[1] = 0xefcdab89u; s[2] = 0x98badcfeu; s[3] = 0x10325476u;
+    while (len >= 64) {
+        sh_md5_block(s, p);
+        p += 64;
+        len -= 64;
+    }
+    /* Padding: 0x80, zeros up to 56 mod 64, then the bit length (LE64). */
+    rem = len;
+    if (rem) memcpy(tail, p, rem);
+    tail[rem] = 0x80u;
+    padded = (rem < 56) ? 64 : 128;
+    memset(tail + rem + 1, 0, padded - rem - 1);
+    for (i = 0; i < 8; i++) tail[padded - 8 + i] = (uint8_t)(bits >> (8 * i));
+    sh_md5_block(s, tail);
+    if (padded == 128) sh_md5_block(s, tail + 64);
+}
+
+void sh_md5(const void *data, size_t len, uint8_t out[16])
+{
+    uint32_t s[4];
+    int i, j;
+    sh_md5_state(data, len, s);
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < 4; j++) out[4 * i + j] = (uint8_t)(s[i] >> (8 * j));
+}
+
+uint32_t sh_md5_u32le(const void *data, size_t len)
+{
+    uint32_t s[4];
+    sh_md5_state(data, len, s);
+    return s[0]; /* digest bytes 0..3 are s[0] in little-endian order */
+}
+
+void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        int64_t a = offsets[i], b = offsets[i + 1];
+        out[i] = sh_md5_u32le(data + a, (size_t)(b - a));
+    }
+}
+
+uint64_t sh_mongo_hash_int64(int64_t v)
+{
+    /* 16-byte message, always a single padded block. */
+    uint8_t block[64];
+    uint32_t s[4];
+    uint64_t u = (uint64_t)v;
+    int i;
+    memset(block, 0, sizeof block);
+    /* bytes 0..3: seed 0; bytes 4..7: canonical type 10 (number). */
+    block[4] = 10u;
+    for (i = 0; i < 8; i++) block[8 + i] = (uint8_t)(u >> (8 * i));
+    block[16] = 0x80u;
+    block[56] = 128u; /* 16 bytes = 128 bits */
+    s[0] = 0x67452301u; s[1] = 0xefcdab89u; s[2] = 0x98badcfeu; s[3] = 0x10325476u;
+    sh_md5_block(s, block);
+    return (uint64_t)s[0] | ((uint64_t)s[1] << 32);
+}
+
+void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_mongo_hash_int64(values[i]);
+}
+
+int64_t sh_mongo_double_to_long(double d)
+{
+    /* 9223372036854775808.0 is 2^63, exactly representable. */
+    if (d != d) return 0;
+    if (d == 9223372036854775808.0) return INT64_MIN;
+    if (d > 9223372036854775808.0) return INT64_MAX;
+    if (d < -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)d; /* in range: C truncates toward zero */
+}
+
+void sh_mongo_hash_double_batch(const double *values, size_t n, uint64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_mongo_hash_int64(sh_mongo_double_to_long(values[i]));
+}

@@ -1,0 +1,43 @@
+/*
+ * shardhash core: MD5 (RFC 1321) and the MD5-based placement hashes.
+ *
+ * MD5 is used here only as the placement hash of real systems (ketama
+ * continuums, MongoDB hashed shard keys), never for security.
+ */
+#ifndef SH_MD5_H
+#define SH_MD5_H
+
+#include "sh_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One-shot MD5 digest of `len` bytes into out[16]. */
+void sh_md5(const void *data, size_t len, uint8_t out[16]);
+
+/* ketama key hash: the first four digest bytes as a little-endian uint32. */
+uint32_t sh_md5_u32le(const void *data, size_t len);
+
+/* Batch ketama key hash over Arrow-style binary data: key i is
+ * data[offsets[i] .. offsets[i+1]).  Offsets are validated by the caller
+ * (monotonic, within the buffer). */
+void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out);
+
+/* MongoDB hashed-index value of a number already reduced to int64
+ * (seed 0): md5(LE32(0) || LE32(10) || LE64(v)), first 8 digest bytes as a
+ * little-endian int64, returned as its two's-complement bit pattern. */
+uint64_t sh_mongo_hash_int64(int64_t v);
+void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out);
+
+/* MongoDB safeNumberLongForHash for a double: NaN -> 0, exactly 2^63 ->
+ * INT64_MIN, above -> INT64_MAX, below -2^63 -> INT64_MIN, otherwise
+ * truncation toward zero. */
+int64_t sh_mongo_double_to_long(double d);
+void sh_mongo_hash_double_batch(const double *values, size_t n, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SH_MD5_H */
