@@ -10,4 +10,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+# -- hashing -----------------------------------------------------------------
+from shardhash.hashing import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_bytes, hash_key
+
+__all__ = [
+    "__version__",
+    "ALGORITHMS",
+    "Hasher",
+    "KeyCodec",
+    "hash_array",
+    "hash_bytes",
+    "hash_key",
+]

@@ -78,6 +78,14 @@ SH_FORCE_INLINE uint64_t sh_read64be(const void *p)
     return ((uint64_t)sh_read32be(p) << 32) | (uint64_t)sh_read32be((const uint8_t *)p + 4);
 }
 
+/* Host-order loads from possibly unaligned memory (for values, not bytes). */
+SH_FORCE_INLINE uint64_t sh_load_u64(const void *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 SH_FORCE_INLINE void sh_write64le(void *p, uint64_t v)
 {
     uint8_t *b = (uint8_t *)p;

@@ -1,0 +1,790 @@
+# distutils: sources = [src/shardhash/_core/sh_batch.c, src/shardhash/_core/sh_xxhash.c, src/shardhash/_core/sh_murmur3.c, src/shardhash/_core/sh_fnv.c]
+"""Compiled hashing core: scalar and batch hashing, the Hasher spec object.
+
+Private module; the public API is :mod:`shardhash.hashing`.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongLong, PyLong_AsUnsignedLongLong
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from cpython.unicode cimport PyUnicode_Check
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, calloc
+from libc.string cimport memset
+
+import json
+
+import numpy as np
+
+from shardhash._codec import KeyCodec, INT_MIN, INT_MAX
+from shardhash._parallel import parallel_for, resolve_threads
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t *) except NULL
+
+cdef extern from "sh_hash.h" nogil:
+    uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
+    uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+    uint64_t sh_xxh3_64(const void *data, size_t len, uint64_t seed)
+    uint32_t sh_murmur3_32(const void *data, size_t len, uint32_t seed)
+    void sh_murmur3_128(const void *data, size_t len, uint32_t seed, uint64_t *out)
+    uint32_t sh_fnv1a_32(const void *data, size_t len)
+    uint64_t sh_fnv1a_64(const void *data, size_t len)
+    uint64_t sh_hash64(int algo, const void *data, size_t len, uint64_t seed)
+
+cdef extern from "sh_xxhash.h" nogil:
+    uint64_t sh_xxh3_64_word(uint64_t v, uint64_t seed)
+    uint64_t sh_xxh64_word(uint64_t v, uint64_t seed)
+    uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
+
+cdef extern from "sh_murmur3.h" nogil:
+    uint32_t sh_murmur3_32_word(uint64_t v, uint32_t seed)
+    uint64_t sh_murmur3_128_word_h1(uint64_t v, uint32_t seed)
+
+cdef extern from "sh_fnv.h" nogil:
+    uint32_t sh_fnv1a_32_word(uint64_t v)
+    uint64_t sh_fnv1a_64_word(uint64_t v)
+
+cdef extern from "sh_batch.h" nogil:
+    void sh_hash_words(int algo, uint64_t seed, const uint64_t *words, size_t n, uint64_t *out)
+    void sh_hash_words_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride,
+                               size_t n, uint64_t *out)
+    void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride,
+                                 size_t n, int is_unsigned, uint64_t *out)
+    size_t sh_format_decimal(uint64_t v, int is_unsigned, char *buf)
+    void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32_t *offsets,
+                           size_t n, uint64_t *out)
+    void sh_hash_offsets64(int algo, uint64_t seed, const uint8_t *data, const int64_t *offsets,
+                           size_t n, uint64_t *out)
+    ptrdiff_t sh_hash_views(int algo, uint64_t seed, const uint8_t *views, const uint8_t *const *buffers,
+                            const int64_t *buffer_sizes, size_t n_buffers, size_t n, uint64_t *out)
+    void sh_hash_fixed_bytes(int algo, uint64_t seed, const char *base, size_t itemsize,
+                             ptrdiff_t stride, size_t n, uint64_t *out)
+    ptrdiff_t sh_hash_ucs4(int algo, uint64_t seed, const char *base, size_t nchars, ptrdiff_t stride,
+                           size_t n, uint8_t *scratch, uint64_t *out)
+
+# ---------------------------------------------------------------------------
+# Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)
+cdef extern from *:
+    """
+    #ifndef ARROW_C_DATA_INTERFACE
+    #define ARROW_C_DATA_INTERFACE
+    struct ArrowSchema {
+      const char* format; const char* name; const char* metadata; int64_t flags;
+      int64_t n_children; struct ArrowSchema** children; struct ArrowSchema* dictionary;
+      void (*release)(struct ArrowSchema*); void* private_data;
+    };
+    struct ArrowArray {
+      int64_t length; int64_t null_count; int64_t offset; int64_t n_buffers; int64_t n_children;
+      const void** buffers; struct ArrowArray** children; struct ArrowArray* dictionary;
+      void (*release)(struct ArrowArray*); void* private_data;
+    };
+    #endif
+    #ifndef ARROW_C_STREAM_INTERFACE
+    #define ARROW_C_STREAM_INTERFACE
+    struct ArrowArrayStream {
+      int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+      int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+      const char* (*get_last_error)(struct ArrowArrayStream*);
+      void (*release)(struct ArrowArrayStream*);
+      void* private_data;
+    };
+    #endif
+    static void sh_release_schema(struct ArrowSchema *s) { if (s && s->release) s->release(s); }
+    static void sh_release_array(struct ArrowArray *a) { if (a && a->release) a->release(a); }
+    static int sh_stream_get_schema(struct ArrowArrayStream *st, struct ArrowSchema *out) { return st->get_schema(st, out); }
+    static int sh_stream_get_next(struct ArrowArrayStream *st, struct ArrowArray *out) { return st->get_next(st, out); }
+    static const char *sh_stream_error(struct ArrowArrayStream *st) { const char *e = st->get_last_error ? st->get_last_error(st) : NULL; return e ? e : "unknown error"; }
+    """
+    struct ArrowSchema:
+        const char* format
+        int64_t n_children
+        ArrowSchema* dictionary
+        void (*release)(ArrowSchema*)
+    struct ArrowArray:
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        const void** buffers
+        ArrowArray* dictionary
+        void (*release)(ArrowArray*)
+    struct ArrowArrayStream:
+        void (*release)(ArrowArrayStream*)
+    void sh_release_schema(ArrowSchema *s)
+    void sh_release_array(ArrowArray *a)
+    int sh_stream_get_schema(ArrowArrayStream *st, ArrowSchema *out)
+    int sh_stream_get_next(ArrowArrayStream *st, ArrowArray *out)
+    const char *sh_stream_error(ArrowArrayStream *st)
+
+
+ALGORITHMS = ("xxh3_64", "xxh64", "xxh32", "murmur3_32", "murmur3_128", "fnv1a_32", "fnv1a_64")
+# Width of each algorithm's natural output and of the seed it takes (0 = unseeded).
+_OUT_BITS = {"xxh3_64": 64, "xxh64": 64, "xxh32": 32, "murmur3_32": 32, "murmur3_128": 128,
+             "fnv1a_32": 32, "fnv1a_64": 64}
+_SEED_BITS = {"xxh3_64": 64, "xxh64": 64, "xxh32": 32, "murmur3_32": 32, "murmur3_128": 32,
+              "fnv1a_32": 0, "fnv1a_64": 0}
+HASHER_FORMAT = "shardhash.hasher/1"
+_HASHER_FIELDS = ("format", "algorithm", "seed", "codec")
+
+cdef enum:
+    A_XXH3_64 = 0
+    A_XXH64 = 1
+    A_XXH32 = 2
+    A_MURMUR3_32 = 3
+    A_MURMUR3_128 = 4
+    A_FNV1A_32 = 5
+    A_FNV1A_64 = 6
+
+cdef uint64_t _I64_MIN_MAG = 1ULL << 63
+
+
+def check_algorithm(algorithm):
+    """Validate an algorithm name; return its index in ALGORITHMS."""
+    if not isinstance(algorithm, str):
+        raise TypeError(f"algorithm must be a str, one of {ALGORITHMS}, not {type(algorithm).__name__}")
+    try:
+        return ALGORITHMS.index(algorithm)
+    except ValueError:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}") from None
+
+
+def check_seed(algorithm, seed):
+    """Validate a seed for an algorithm; return it as a Python int."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        if hasattr(seed, "__index__") and not isinstance(seed, (bool, float)) and type(seed).__name__ != "bool_":
+            seed = seed.__index__()
+        else:
+            raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+    seed = int(seed)
+    bits = _SEED_BITS[algorithm]
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    if bits == 0:
+        if seed != 0:
+            raise ValueError(f"{algorithm} takes no seed; seed must be 0, got {seed}")
+    elif seed >> bits:
+        raise OverflowError(f"seed {seed} does not fit the {bits}-bit seed of {algorithm} "
+                            f"(must be < 2**{bits})")
+    return seed
+
+
+cdef inline uint64_t _hash_word(int algo, uint64_t v, uint64_t seed) noexcept nogil:
+    if algo == A_XXH3_64:
+        return sh_xxh3_64_word(v, seed)
+    elif algo == A_XXH64:
+        return sh_xxh64_word(v, seed)
+    elif algo == A_XXH32:
+        return sh_xxh32_word(v, <uint32_t>seed)
+    elif algo == A_MURMUR3_32:
+        return sh_murmur3_32_word(v, <uint32_t>seed)
+    elif algo == A_MURMUR3_128:
+        return sh_murmur3_128_word_h1(v, <uint32_t>seed)
+    elif algo == A_FNV1A_32:
+        return sh_fnv1a_32_word(v)
+    else:
+        return sh_fnv1a_64_word(v)
+
+
+cdef inline int _int_to_word(object key, uint64_t *word) except -1:
+    """Python int (exactly int) -> 64-bit pattern; OverflowError out of range."""
+    cdef long long s
+    cdef unsigned long long u
+    try:
+        s = PyLong_AsLongLong(key)
+        word[0] = <uint64_t>s
+        return 0
+    except OverflowError:
+        pass
+    try:
+        u = PyLong_AsUnsignedLongLong(key)
+    except OverflowError:
+        raise OverflowError(f"integer key {key} is out of range: keys must lie in [-2**63, 2**64-1]") from None
+    word[0] = <uint64_t>u
+    return 0
+
+
+def hash_bytes(data, algorithm="xxh3_64", seed=0):
+    """Hash a bytes-like object; return the algorithm's natural-width unsigned value.
+
+    >>> hash_bytes(b"abc", "xxh64")
+    4952883123889572249
+    """
+    cdef int algo = check_algorithm(algorithm)
+    seed = check_seed(algorithm, seed)
+    if isinstance(data, str):
+        raise TypeError("hash_bytes() needs bytes-like data, not str (encode it, or use hash_key)")
+    cdef const uint8_t[::1] view
+    try:
+        if isinstance(data, bytes):
+            view = data
+        else:
+            view = memoryview(data).cast("B")
+    except TypeError:
+        raise TypeError(f"hash_bytes() needs a bytes-like object, not {type(data).__name__}") from None
+    cdef uint64_t s = <uint64_t>seed
+    cdef size_t n = view.shape[0]
+    cdef const uint8_t *p = &view[0] if n > 0 else <const uint8_t *>b""
+    cdef uint64_t h2[2]
+    if algo == A_MURMUR3_128:
+        sh_murmur3_128(p, n, <uint32_t>s, h2)
+        return (<object>h2[1] << 64) | <object>h2[0]
+    return sh_hash64(algo, p, n, s)
+
+
+cdef class Hasher:
+    """A frozen hashing spec: algorithm, seed and key codec.
+
+    ``hasher(key)`` hashes one key, ``hasher.hash_array(keys)`` many; both
+    give the algorithm's value widened to 64 bits (32-bit algorithms
+    zero-extended, ``murmur3_128`` its first 64-bit word h1).
+
+    >>> h = Hasher("xxh3_64", seed=7)
+    >>> h(42) == int(h.hash_array([42])[0])
+    True
+    >>> Hasher.from_dict(h.to_dict()) == h
+    True
+    """
+
+    def __cinit__(self, algorithm="xxh3_64", seed=0, codec=None):
+        self._algo = check_algorithm(algorithm)
+        self.algorithm = algorithm
+        self.seed = check_seed(algorithm, seed)
+        self._seed = <uint64_t>self.seed
+        if codec is None:
+            codec = KeyCodec()
+        elif not isinstance(codec, KeyCodec):
+            raise TypeError(f"codec must be a shardhash.KeyCodec or None, not {type(codec).__name__}")
+        self.codec = codec
+        self._fast_int = codec.int_encoding == "le64"
+        self._fast_str = codec.plain_strings
+        self._doc_cache = None
+
+    # -- scalar ---------------------------------------------------------------
+    cdef uint64_t hash_one(self, object key) except? 0:
+        cdef uint64_t word
+        cdef Py_ssize_t n
+        cdef const char *p
+        cdef type t = type(key)
+        if t is int and self._fast_int:
+            _int_to_word(key, &word)
+            return _hash_word(self._algo, word, self._seed)
+        if t is str and self._fast_str:
+            p = PyUnicode_AsUTF8AndSize(key, &n)
+            return sh_hash64(self._algo, p, <size_t>n, self._seed)
+        if t is bytes:
+            return sh_hash64(self._algo, PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), self._seed)
+        data = self.codec.encode(key)
+        return sh_hash64(self._algo, PyBytes_AS_STRING(data), <size_t>PyBytes_GET_SIZE(data), self._seed)
+
+    def __call__(self, key):
+        """Hash one key (int, str, bytes, uuid.UUID or a tuple of those)."""
+        return self.hash_one(key)
+
+    def encode(self, key):
+        """The bytes this hasher hashes for ``key`` (the codec's encoding)."""
+        return self.codec.encode(key)
+
+    # -- batch ----------------------------------------------------------------
+    def hash_array(self, keys, out=None, threads=None):
+        """Hash many keys into a uint64 array (see :func:`shardhash.hash_array`)."""
+        return _hash_array(self, keys, out, threads)
+
+    # -- documents, equality ----------------------------------------------------
+    def to_dict(self):
+        """The canonical document of this hashing spec."""
+        return {"format": HASHER_FORMAT, "algorithm": self.algorithm, "seed": self.seed,
+                "codec": self.codec.to_dict()}
+
+    @classmethod
+    def from_dict(cls, doc):
+        """Rebuild a Hasher from :meth:`to_dict` output (strict about fields)."""
+        if not isinstance(doc, dict):
+            raise TypeError(f"a hasher document must be a dict, got {type(doc).__name__}")
+        unknown = sorted(set(doc) - set(_HASHER_FIELDS), key=str)
+        if unknown:
+            raise ValueError(f"unknown field(s) in hasher document: {', '.join(map(str, unknown))}")
+        if doc.get("format") != HASHER_FORMAT:
+            raise ValueError(f"hasher document format must be {HASHER_FORMAT!r}, got {doc.get('format')!r}")
+        missing = [f for f in _HASHER_FIELDS if f not in doc]
+        if missing:
+            raise ValueError(f"hasher document is missing field(s): {', '.join(missing)}")
+        if isinstance(doc["seed"], bool) or not isinstance(doc["seed"], int):
+            raise TypeError(f"hasher document seed must be an int, got {doc['seed']!r}")
+        return cls(doc["algorithm"], doc["seed"], KeyCodec.from_dict(doc["codec"]))
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    def __eq__(self, other):
+        if not isinstance(other, Hasher):
+            return NotImplemented
+        cdef Hasher o = <Hasher>other
+        return self.algorithm == o.algorithm and self.seed == o.seed and self.codec == o.codec
+
+    def __ne__(self, other):
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self):
+        return hash((self.algorithm, self.seed, self.codec))
+
+    def __repr__(self):
+        parts = [repr(self.algorithm)]
+        if self.seed:
+            parts.append(f"seed={self.seed}")
+        if self.codec != KeyCodec():
+            parts.append(f"codec={self.codec!r}")
+        return f"Hasher({', '.join(parts)})"
+
+    def __reduce__(self):
+        return (Hasher, (self.algorithm, self.seed, self.codec))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Hasher objects are immutable")
+
+
+def hash_key(key, algorithm="xxh3_64", seed=0, codec=None):
+    """Hash one key with a one-off hashing spec (see :class:`Hasher`).
+
+    >>> hash_key(42) == hash_key(42, "xxh3_64", 0)
+    True
+    """
+    return (<Hasher>Hasher(algorithm, seed, codec)).hash_one(key)
+
+
+def hash_array(keys, algorithm="xxh3_64", seed=0, codec=None, out=None, threads=None):
+    """Hash many keys into a ``uint64`` array (see :meth:`Hasher.hash_array`)."""
+    return _hash_array(Hasher(algorithm, seed, codec), keys, out, threads)
+
+
+# ---------------------------------------------------------------------------
+# Batch dispatch
+
+cdef object _prepare_out(object out, Py_ssize_t n):
+    if out is None:
+        return np.empty(n, dtype=np.uint64)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray of uint64, not {type(out).__name__}")
+    if out.dtype != np.dtype(np.uint64) or not out.dtype.isnative:
+        raise TypeError(f"out must have dtype uint64 (native byte order), not {out.dtype}")
+    if out.ndim != 1:
+        raise ValueError(f"out must be 1-dimensional, got {out.ndim} dimensions")
+    if out.shape[0] != n:
+        raise ValueError(f"out has length {out.shape[0]} but there are {n} keys")
+    if not out.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+    return out
+
+
+cdef object _hash_array(Hasher h, object keys, object out, object threads):
+    if threads is not None:
+        resolve_threads(threads, 1)  # validate early
+    if isinstance(keys, np.ndarray):
+        return _hash_ndarray(h, keys, out, threads)
+    if isinstance(keys, (str, bytes, bytearray)):
+        raise TypeError(f"hash_array() needs a sequence of keys, not a single {type(keys).__name__} "
+                        "(use hash_key for one key)")
+    if isinstance(keys, (list, tuple)):
+        return _hash_objects(h, keys, out)
+    mod = type(keys).__module__ or ""
+    if mod.startswith("pandas"):
+        return _hash_pandas(h, keys, out, threads)
+    if hasattr(keys, "__arrow_c_array__") or hasattr(keys, "__arrow_c_stream__"):
+        return _hash_arrow(h, keys, out, threads)
+    if hasattr(keys, "__array__") and not hasattr(keys, "__iter__"):
+        return _hash_ndarray(h, np.asarray(keys), out, threads)
+    if hasattr(keys, "__iter__"):
+        return _hash_objects(h, list(keys), out)
+    raise TypeError(f"hash_array() cannot hash keys of type {type(keys).__name__}")
+
+
+cdef object _hash_pandas(Hasher h, object keys, object out, object threads):
+    if type(keys).__name__ == "DataFrame":
+        raise ValueError("hash_array() needs one column of keys, not a DataFrame")
+    arr = getattr(keys, "array", None)
+    if arr is not None and hasattr(arr, "__arrow_c_array__"):
+        try:
+            return _hash_arrow(h, arr, out, threads)
+        except NotImplementedError:
+            pass
+    values = keys.to_numpy()
+    return _hash_ndarray(h, values, out, threads)
+
+
+cdef object _hash_objects(Hasher h, object seq, object out):
+    """Python objects: hashed one by one with the GIL (scalar rules)."""
+    cdef Py_ssize_t n = len(seq)
+    out = _prepare_out(out, n)
+    cdef uint64_t[::1] o = out
+    cdef Py_ssize_t i
+    for i in range(n):
+        key = seq[i]
+        try:
+            o[i] = h.hash_one(key)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise type(exc)(f"key at position {i}: {exc}") from None
+    return out
+
+
+cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
+    if a.ndim != 1:
+        raise ValueError(f"keys must be a 1-dimensional array, got {a.ndim} dimensions")
+    kind = a.dtype.kind
+    cdef Py_ssize_t n = a.shape[0]
+    if kind in "iu":
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        out = _prepare_out(out, n)
+        if a.dtype.itemsize == 8:
+            _hash_int64_strided(h, a, out, threads, kind == "u")
+        else:
+            # Narrow integers: widen in chunks (no full-size temporary).
+            _hash_narrow_ints(h, a, out, threads)
+        return out
+    if kind == "S":
+        out = _prepare_out(out, n)
+        _hash_fixed_bytes(h, a, out, threads)
+        return out
+    if kind == "U":
+        if not h._fast_str:
+            return _hash_objects(h, a.tolist(), out)
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        out = _prepare_out(out, n)
+        _hash_ucs4(h, a, out, threads)
+        return out
+    if kind == "O":
+        return _hash_objects(h, a, out)
+    if kind == "T":  # numpy >= 2 StringDType
+        return _hash_objects(h, a.astype(object), out)
+    if kind == "b":
+        raise TypeError("cannot hash a boolean array: booleans are not keys")
+    if kind in "fc":
+        raise TypeError(f"cannot hash a {a.dtype} array: floating-point and complex values are not keys "
+                        "(convert them to integers or strings explicitly)")
+    if kind in "mM":
+        raise TypeError(f"cannot hash a {a.dtype} array directly; hash its integer view "
+                        "(arr.view('int64')) or its string form")
+    raise TypeError(f"cannot hash an array of dtype {a.dtype}")
+
+
+cdef inline size_t _addr(object a):
+    """Address of a numpy array's first element (the caller keeps ``a`` alive)."""
+    return <size_t>a.__array_interface__["data"][0]
+
+
+cdef _hash_int64_strided(Hasher h, object a, object out, object threads, bint is_unsigned):
+    cdef Py_ssize_t n = a.shape[0]
+    if n == 0:
+        return
+    cdef size_t base = _addr(a)
+    cdef Py_ssize_t stride = a.strides[0]   # may be negative: the kernels take signed strides
+    cdef uint64_t[::1] o = out
+    cdef uint64_t *op = &o[0]
+    cdef int algo = h._algo
+    cdef uint64_t seed = h._seed
+    cdef bint decimal = not h._fast_int
+
+    def body(Py_ssize_t start, Py_ssize_t stop):
+        cdef const char *p = <const char *>base + start * stride
+        with nogil:
+            if decimal:
+                sh_hash_decimal_strided(algo, seed, p, stride, stop - start, is_unsigned, op + start)
+            else:
+                sh_hash_words_strided(algo, seed, p, stride, stop - start, op + start)
+
+    parallel_for(n, threads, body)
+
+
+cdef _hash_narrow_ints(Hasher h, object a, object out, object threads):
+    # Widen 8/16/32-bit integers chunk by chunk (value semantics: -1 stays -1).
+    cdef Py_ssize_t n = a.shape[0]
+    if n == 0:
+        return
+    wide = np.uint64 if a.dtype.kind == "u" else np.int64
+    cdef bint is_unsigned = a.dtype.kind == "u"
+    cdef uint64_t[::1] o = out
+    cdef uint64_t *op = &o[0]
+    cdef int algo = h._algo
+    cdef uint64_t seed = h._seed
+    cdef bint decimal = not h._fast_int
+    cdef Py_ssize_t CHUNK = 1 << 14
+
+    def body(Py_ssize_t start, Py_ssize_t stop):
+        cdef Py_ssize_t s, e
+        cdef const char *p
+        for s in range(start, stop, CHUNK):
+            e = min(stop, s + CHUNK)
+            w = np.ascontiguousarray(a[s:e], dtype=wide)
+            p = <const char *>_addr(w)
+            with nogil:
+                if decimal:
+                    sh_hash_decimal_strided(algo, seed, p, 8, e - s, is_unsigned, op + s)
+                else:
+                    sh_hash_words(algo, seed, <const uint64_t *>p, e - s, op + s)
+
+    parallel_for(n, threads, body)
+
+
+cdef _hash_fixed_bytes(Hasher h, object a, object out, object threads):
+    cdef Py_ssize_t n = a.shape[0]
+    if n == 0:
+        return
+    cdef size_t base = _addr(a)
+    cdef Py_ssize_t stride = a.strides[0]
+    cdef size_t itemsize = a.dtype.itemsize
+    cdef uint64_t[::1] o = out
+    cdef uint64_t *op = &o[0]
+    cdef int algo = h._algo
+    cdef uint64_t seed = h._seed
+
+    def body(Py_ssize_t start, Py_ssize_t stop):
+        cdef const char *p = <const char *>base + start * stride
+        with nogil:
+            sh_hash_fixed_bytes(algo, seed, p, itemsize, stride, stop - start, op + start)
+
+    parallel_for(n, threads, body)
+
+
+cdef _hash_ucs4(Hasher h, object a, object out, object threads):
+    cdef Py_ssize_t n = a.shape[0]
+    if n == 0:
+        return
+    cdef size_t base = _addr(a)
+    cdef Py_ssize_t stride = a.strides[0]
+    cdef size_t nchars = a.dtype.itemsize // 4
+    cdef uint64_t[::1] o = out
+    cdef uint64_t *op = &o[0]
+    cdef int algo = h._algo
+    cdef uint64_t seed = h._seed
+
+    def body(Py_ssize_t start, Py_ssize_t stop):
+        cdef const char *p = <const char *>base + start * stride
+        cdef ptrdiff_t bad
+        cdef uint8_t *scratch = <uint8_t *>malloc(4 * nchars + 1)
+        if scratch == NULL:
+            raise MemoryError()
+        try:
+            with nogil:
+                bad = sh_hash_ucs4(algo, seed, p, nchars, stride, stop - start, scratch, op + start)
+        finally:
+            free(scratch)
+        if bad >= 0:
+            raise ValueError(f"key at position {start + bad}: string {a[start + bad]!r} holds a code point "
+                             "that is not a Unicode scalar value (a lone surrogate) and cannot be UTF-8 encoded")
+
+    parallel_for(n, threads, body)
+
+
+# ---------------------------------------------------------------------------
+# Arrow (PyCapsule interface): zero-copy over the producer's buffers.
+
+cdef class _ArrowChunk:
+    """Owns one imported ArrowArray (released on deallocation)."""
+    cdef ArrowArray arr
+    cdef bint owned
+
+    def __dealloc__(self):
+        if self.owned:
+            sh_release_array(&self.arr)
+
+
+cdef inline bint _valid_bit(const uint8_t *bitmap, int64_t i) noexcept nogil:
+    return (bitmap[i >> 3] >> (i & 7)) & 1
+
+
+cdef int64_t _first_null(ArrowArray *arr) noexcept nogil:
+    cdef const uint8_t *bitmap
+    cdef int64_t i
+    if arr.null_count == 0 or arr.n_buffers < 1 or arr.buffers[0] == NULL:
+        return -1
+    bitmap = <const uint8_t *>arr.buffers[0]
+    for i in range(arr.length):
+        if not _valid_bit(bitmap, arr.offset + i):
+            return i
+    return -1
+
+
+cdef object _arrow_format(ArrowSchema *schema):
+    if schema.dictionary != NULL:
+        raise TypeError("cannot hash a dictionary-encoded (categorical) Arrow array: decode it first")
+    return (<bytes>schema.format).decode("ascii", "replace")
+
+
+_ARROW_INT_FORMATS = {"l": (8, True), "L": (8, False), "i": (4, True), "I": (4, False),
+                      "s": (2, True), "S": (2, False), "c": (1, True), "C": (1, False)}
+_ARROW_VAR_FORMATS = {"u": 32, "z": 32, "U": 64, "Z": 64}
+_ARROW_VIEW_FORMATS = ("vu", "vz")
+
+
+cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
+    cdef ArrowSchema *schema
+    cdef ArrowArray *carr
+    cdef ArrowArrayStream *stream
+    cdef ArrowSchema stream_schema
+    cdef _ArrowChunk chunk
+    chunks = []
+    if hasattr(keys, "__arrow_c_array__"):
+        caps = keys.__arrow_c_array__()
+        schema_cap, array_cap = caps
+        schema = <ArrowSchema *>PyCapsule_GetPointer(schema_cap, "arrow_schema")
+        carr = <ArrowArray *>PyCapsule_GetPointer(array_cap, "arrow_array")
+        fmt = _arrow_format(schema)
+        # The capsule keeps ownership; we borrow the array while the capsule lives.
+        chunk = _ArrowChunk()
+        chunk.arr = carr[0]
+        chunk.owned = False
+        chunks.append(chunk)
+        keepalive = (schema_cap, array_cap)
+    else:
+        stream_cap = keys.__arrow_c_stream__()
+        stream = <ArrowArrayStream *>PyCapsule_GetPointer(stream_cap, "arrow_array_stream")
+        memset(&stream_schema, 0, sizeof(ArrowSchema))
+        if sh_stream_get_schema(stream, &stream_schema) != 0:
+            raise ValueError(f"Arrow stream error: {(<bytes>sh_stream_error(stream)).decode('utf-8', 'replace')}")
+        try:
+            fmt = _arrow_format(&stream_schema)
+            if fmt == "+s" or fmt.startswith("+"):
+                raise TypeError(f"cannot hash a nested Arrow type (format {fmt!r}); pass one column")
+            while True:
+                chunk = _ArrowChunk()
+                memset(&chunk.arr, 0, sizeof(ArrowArray))
+                if sh_stream_get_next(stream, &chunk.arr) != 0:
+                    raise ValueError(f"Arrow stream error: "
+                                     f"{(<bytes>sh_stream_error(stream)).decode('utf-8', 'replace')}")
+                if chunk.arr.release == NULL:
+                    break
+                chunk.owned = True
+                chunks.append(chunk)
+        finally:
+            sh_release_schema(&stream_schema)
+        keepalive = stream_cap
+    if fmt.startswith("+"):
+        raise TypeError(f"cannot hash a nested Arrow type (format {fmt!r}); pass one column")
+    if fmt not in _ARROW_INT_FORMATS and fmt not in _ARROW_VAR_FORMATS and fmt not in _ARROW_VIEW_FORMATS:
+        if fmt in ("f", "g", "e"):
+            raise TypeError(f"cannot hash an Arrow floating-point array (format {fmt!r}): floats are not keys")
+        if fmt == "b":
+            raise TypeError("cannot hash an Arrow boolean array: booleans are not keys")
+        if fmt == "n":
+            raise ValueError("cannot hash an Arrow null array: every key is null")
+        raise TypeError(f"cannot hash an Arrow array of format {fmt!r}; supported: int8-64, uint8-64, "
+                        "string, large_string, binary, large_binary, string_view, binary_view")
+    is_str = fmt in ("u", "U", "vu")
+    if is_str and not h._fast_str:
+        raise NotImplementedError  # handled by the caller via Python objects
+    cdef int64_t total = 0, pos = 0, bad
+    for c in chunks:
+        chunk = <_ArrowChunk>c
+        bad = _first_null(&chunk.arr)
+        if bad >= 0:
+            raise ValueError(f"key at position {total + bad} is null: nulls cannot be hashed")
+        total += chunk.arr.length
+    out = _prepare_out(out, total)
+    for c in chunks:
+        chunk = <_ArrowChunk>c
+        _hash_arrow_chunk(h, fmt, chunk, out, pos, threads)
+        pos += chunk.arr.length
+    del keepalive
+    return out
+
+
+cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t pos, object threads):
+    cdef ArrowArray *arr = &chunk.arr
+    cdef Py_ssize_t n = arr.length
+    if n == 0:
+        return
+    cdef uint64_t[::1] o = out
+    cdef uint64_t *op = &o[0] + pos
+    cdef int algo = h._algo
+    cdef uint64_t seed = h._seed
+    cdef bint decimal = not h._fast_int
+    cdef int64_t off = arr.offset
+    cdef size_t data_addr, offs_addr
+    cdef int width
+    cdef bint is_signed
+    if fmt in _ARROW_INT_FORMATS:
+        width, is_signed = _ARROW_INT_FORMATS[fmt]
+        if width == 8:
+            data_addr = <size_t>arr.buffers[1] + <size_t>(off * 8)
+
+            def body64(Py_ssize_t start, Py_ssize_t stop):
+                cdef const char *p = <const char *>data_addr + start * 8
+                with nogil:
+                    if decimal:
+                        sh_hash_decimal_strided(algo, seed, p, 8, stop - start, not is_signed, op + start)
+                    else:
+                        sh_hash_words_strided(algo, seed, p, 8, stop - start, op + start)
+
+            parallel_for(n, threads, body64)
+        else:
+            np_dtype = np.dtype(("i" if is_signed else "u") + str(width))
+            view = np.frombuffer(_ArrowBuffer(chunk, <size_t>arr.buffers[1], (off + n) * width), dtype=np_dtype)[off:]
+            _hash_narrow_ints(h, view, out[pos:pos + n], threads)
+        return
+    if fmt in _ARROW_VAR_FORMATS:
+        data_addr = <size_t>arr.buffers[2]
+        if _ARROW_VAR_FORMATS[fmt] == 32:
+            offs_addr = <size_t>arr.buffers[1] + <size_t>(off * 4)
+
+            def body32(Py_ssize_t start, Py_ssize_t stop):
+                with nogil:
+                    sh_hash_offsets32(algo, seed, <const uint8_t *>data_addr,
+                                      <const int32_t *>offs_addr + start, stop - start, op + start)
+
+            parallel_for(n, threads, body32)
+        else:
+            offs_addr = <size_t>arr.buffers[1] + <size_t>(off * 8)
+
+            def bodyL(Py_ssize_t start, Py_ssize_t stop):
+                with nogil:
+                    sh_hash_offsets64(algo, seed, <const uint8_t *>data_addr,
+                                      <const int64_t *>offs_addr + start, stop - start, op + start)
+
+            parallel_for(n, threads, bodyL)
+        return
+    # string_view / binary_view: buffers = [validity, views, data..., variadic sizes]
+    cdef int64_t nbuf = arr.n_buffers - 3
+    if nbuf < 0:
+        raise ValueError("malformed Arrow view array: too few buffers")
+    cdef const int64_t *sizes = <const int64_t *>arr.buffers[arr.n_buffers - 1]
+    cdef const uint8_t *const *bufs = <const uint8_t *const *>(arr.buffers + 2)
+    cdef const uint8_t *views = <const uint8_t *>arr.buffers[1] + off * 16
+    cdef ptrdiff_t bad
+    with nogil:
+        bad = sh_hash_views(algo, seed, views, bufs, sizes, <size_t>nbuf, <size_t>n, op)
+    if bad >= 0:
+        raise ValueError(f"malformed Arrow view at position {pos + bad}")
+
+
+cdef class _ArrowBuffer:
+    """Buffer-protocol wrapper over an Arrow buffer (keeps the chunk alive)."""
+    cdef object chunk
+    cdef const void *ptr
+    cdef Py_ssize_t size
+    cdef Py_ssize_t shape[1]
+
+    def __cinit__(self, _ArrowChunk chunk, size_t ptr, Py_ssize_t size):
+        self.chunk = chunk
+        self.ptr = <const void *>ptr
+        self.size = size
+
+    def __getbuffer__(self, Py_buffer *buf, int flags):
+        self.shape[0] = self.size
+        buf.buf = <void *>self.ptr
+        buf.obj = self
+        buf.len = self.size
+        buf.readonly = 1
+        buf.itemsize = 1
+        buf.format = NULL
+        buf.ndim = 1
+        buf.shape = self.shape
+        buf.strides = NULL
+        buf.suboffsets = NULL
+        buf.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer *buf):
+        pass

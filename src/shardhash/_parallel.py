@@ -1,0 +1,83 @@
+"""Run a GIL-releasing kernel over an index range on several threads.
+
+Kernels in the compiled modules release the GIL, so plain threads give real
+parallelism without OpenMP (which is not portable to every compiler the
+wheels are built with).  Work is split into contiguous chunks; each thread
+writes only its own slice of the output, so no locking is needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["resolve_threads", "parallel_for", "MIN_PARALLEL"]
+
+# Below this many items a second thread costs more than it saves.
+MIN_PARALLEL = 1 << 16
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_threads(threads: int | None, n: int) -> int:
+    """Validate ``threads`` and pick the number of threads for ``n`` items.
+
+    ``None`` means: one thread for small inputs, every core for large ones.
+    """
+    if threads is None:
+        if n < MIN_PARALLEL * 2:
+            return 1
+        return max(1, min(cpu_count(), n // MIN_PARALLEL))
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    return max(1, min(threads, n)) if n else 1
+
+
+def _get_pool(size: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    if _pool is None or _pool_size < size:
+        old = _pool
+        _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="shardhash")
+        _pool_size = size
+        if old is not None:
+            old.shutdown(wait=False)
+    return _pool
+
+
+def parallel_for(n: int, threads: int | None, body: Callable[[int, int], None]) -> None:
+    """Call ``body(start, stop)`` over contiguous chunks covering ``range(n)``.
+
+    ``body`` must release the GIL for the threads to run in parallel and must
+    only write its own part of any shared output.  Exceptions propagate.
+    """
+    t = resolve_threads(threads, n)
+    if t <= 1 or n == 0:
+        body(0, n)
+        return
+    step = -(-n // t)
+    bounds = [(s, min(n, s + step)) for s in range(0, n, step)]
+    pool = _get_pool(len(bounds) - 1)
+    # The calling thread takes the first chunk itself.
+    futures = [pool.submit(body, s, e) for s, e in bounds[1:]]
+    try:
+        body(*bounds[0])
+    finally:
+        errors = []
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below
+                errors.append(exc)
+    if errors:
+        raise errors[0]
