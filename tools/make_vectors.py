@@ -21,6 +21,7 @@ import argparse
 import difflib
 import sys
 from pathlib import Path
+from typing import Callable
 
 import mmh3
 import xxhash
@@ -61,7 +62,7 @@ def fnv1a_64(data: bytes) -> int:
 # name -> (hex digits, seeds, reference function (data, seed) -> int)
 SEEDS_64 = (0, 1, M32, M64, 0xD6E8FEB86659FD93, 0x42C5F0A9B1E37D08)
 SEEDS_32 = (0, 1, M32, 0x9747B28C, 0x3C6EF372)
-ALGORITHMS = {
+ALGORITHMS: dict[str, tuple[int, tuple[int, ...], Callable[[bytes, int], int]]] = {
     "xxh3_64": (16, SEEDS_64, lambda d, s: xxhash.xxh3_64_intdigest(d, seed=s)),
     "xxh64": (16, SEEDS_64, lambda d, s: xxhash.xxh64_intdigest(d, seed=s)),
     "xxh32": (8, SEEDS_32, lambda d, s: xxhash.xxh32_intdigest(d, seed=s)),
