@@ -1,0 +1,686 @@
+"""PostgreSQL declarative hash partitioning, reproduced to the bit.
+
+``CREATE TABLE t (...) PARTITION BY HASH (a, b)`` sends a row to the
+partition ``(MODULUS m, REMAINDER r)`` whose remainder is ``rowhash % m``,
+where ``rowhash`` combines, column by column with ``hash_combine64``, the
+type's seeded 64-bit hash (``hashint8extended``, ``hashtextextended``, ...)
+with seed :data:`HASH_PARTITION_SEED`.  NULL columns are skipped.  This
+module computes the same values, one at a time or over whole arrays, and
+routes rows with :class:`HashPartitionRouter`.
+
+Supported column types (PostgreSQL's names; SQL aliases such as ``bigint``,
+``integer``, ``double precision`` are accepted):
+
+==============  =============================================================
+``int2``        Python ``int`` in [-32768, 32767]
+``int4``        ``int`` in [-2**31, 2**31-1]
+``int8``        ``int`` in [-2**63, 2**63-1]
+``date``        :class:`datetime.date` (arrays: ``datetime64``, whole days)
+``timestamp``   naive :class:`datetime.datetime` (arrays: ``datetime64``)
+``timestamptz`` aware :class:`datetime.datetime` (arrays: ``datetime64`` as UTC)
+``text``        ``str`` (UTF-8, the database encoding; no NUL characters)
+``varchar``     same as ``text``
+``bytea``       ``bytes``-like
+``uuid``        :class:`uuid.UUID` or its text
+``float8``      ``float`` (or ``int``); ``0.0 == -0.0``, every NaN alike
+``float4``      ``float``, rounded to single precision first
+==============  =============================================================
+
+What is exact, and what is not: the database must use a deterministic
+collation for text (the default; ICU nondeterministic collations hash a
+sort key) and the UTF-8 encoding; the server must be little-endian (x86-64,
+arm64: byte-string types hash differently on big-endian servers).
+``numeric`` and enum columns are not modelled.  See docs/compat.md.
+
+>>> hash_extended(42, "int8")
+7363975540656877951
+>>> hash32("hello", "text")
+-1870292951
+>>> partition_of((42,), 4, ("int8",))
+2
+>>> partition_of((1, "a"), 8, ("int4", "text"))
+5
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import numbers
+import operator
+import struct
+import uuid as _uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _pg
+
+__all__ = [
+    "HASH_PARTITION_SEED",
+    "TYPES",
+    "canonical_type",
+    "hash_extended",
+    "hash32",
+    "hash_extended_array",
+    "hash32_array",
+    "row_hash",
+    "partition_of",
+    "partition_of_array",
+    "HashPartitionRouter",
+]
+
+#: ``HASH_PARTITION_SEED`` of PostgreSQL's ``src/include/catalog/partition.h``.
+HASH_PARTITION_SEED: int = 0x7A5B22367996DCFD
+
+#: The column types this module hashes, by PostgreSQL's own names.
+TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "varchar",
+         "bytea", "uuid", "float4", "float8")
+
+_ALIASES = {
+    "smallint": "int2", "smallserial": "int2", "serial2": "int2",
+    "integer": "int4", "int": "int4", "serial": "int4", "serial4": "int4",
+    "bigint": "int8", "bigserial": "int8", "serial8": "int8",
+    "timestamp without time zone": "timestamp",
+    "timestamp with time zone": "timestamptz",
+    "character varying": "varchar",
+    "double precision": "float8", "real": "float4",
+}
+
+_INT_RANGE = {"int2": (-(1 << 15), (1 << 15) - 1), "int4": (-(1 << 31), (1 << 31) - 1),
+              "int8": (-(1 << 63), (1 << 63) - 1)}
+_INT_DTYPE = {"int2": np.int16, "int4": np.int32, "int8": np.int64}
+
+_EPOCH_DATE_ORD = _dt.date(2000, 1, 1).toordinal()
+_EPOCH_TS = _dt.datetime(2000, 1, 1)
+_UNIX_TO_PG_DAYS = 10957                      # 1970-01-01 -> 2000-01-01
+_UNIX_TO_PG_US = 946684800 * 1_000_000
+# PostgreSQL's accepted ranges, in its internal units since 2000-01-01.
+_DATE_MIN, _DATE_MAX = -2451545, 2145031948    # 4714-11-24 BC .. 5874897-12-31
+_TS_MIN, _TS_MAX = -211813488000000000, 9223371331199999999   # 4714-11-24 BC .. 294276 AD
+
+_M64 = (1 << 64) - 1
+
+# Key kinds after conversion.
+_U32, _FLOAT, _BYTES = 0, 1, 2
+
+
+def canonical_type(type: str) -> str:
+    """PostgreSQL's name for a column type, from it or an SQL alias.
+
+    >>> canonical_type("bigint")
+    'int8'
+    """
+    if not isinstance(type, str):
+        raise TypeError(f"type must be a str such as 'int8', not {type!r}")
+    t = " ".join(type.strip().lower().split())
+    t = _ALIASES.get(t, t)
+    if t not in TYPES:
+        raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(TYPES)}")
+    return t
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+    seed = int(seed)
+    if not -(1 << 63) <= seed <= _M64:
+        raise ValueError(f"seed {seed} does not fit in 64 bits")
+    return seed & _M64
+
+
+def _describe(value: Any) -> str:
+    r = repr(value)
+    if len(r) > 60:
+        r = r[:57] + "..."
+    return f"{r} (type {type(value).__name__})"
+
+
+# ------------------------------------------------------------------ scalars
+
+def _int_value(value: Any, t: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{t} value must be an int, not {_describe(value)}")
+    v = operator.index(value)
+    lo, hi = _INT_RANGE[t]
+    if not lo <= v <= hi:
+        raise ValueError(f"value {v} out of range for {t} [{lo}, {hi}]")
+    return v
+
+
+def _date_days(value: Any) -> int:
+    if isinstance(value, _dt.datetime) or not isinstance(value, _dt.date):
+        raise TypeError(f"date value must be a datetime.date, not {_describe(value)}")
+    return value.toordinal() - _EPOCH_DATE_ORD
+
+
+def _timestamp_us(value: Any, t: str) -> int:
+    if not isinstance(value, _dt.datetime):
+        raise TypeError(f"{t} value must be a datetime.datetime, not {_describe(value)}")
+    if t == "timestamp":
+        if value.tzinfo is not None and value.utcoffset() is not None:
+            raise ValueError(f"timestamp value must be naive (use 'timestamptz'): {value!r}")
+        naive = value.replace(tzinfo=None)
+    else:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"timestamptz value must be timezone-aware: {value!r}")
+        naive = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return (naive - _EPOCH_TS) // _dt.timedelta(microseconds=1)
+
+
+def _text_bytes(value: Any, t: str) -> bytes:
+    if not isinstance(value, str):
+        raise TypeError(f"{t} value must be a str, not {_describe(value)}")
+    if "\x00" in value:
+        raise ValueError(f"{t} value cannot contain NUL characters: {value!r}")
+    return value.encode("utf-8")
+
+
+def _bytea_bytes(value: Any) -> bytes:
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"bytea value must be bytes-like, not {_describe(value)}")
+    return bytes(value)
+
+
+def _uuid_bytes(value: Any) -> bytes:
+    if isinstance(value, _uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        try:
+            return _uuid.UUID(value).bytes
+        except ValueError:
+            raise ValueError(f"invalid uuid text {value!r}") from None
+    raise TypeError(f"uuid value must be a uuid.UUID or str, not {_describe(value)}")
+
+
+def _float_value(value: Any, t: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{t} value must be a float, not {_describe(value)}")
+    try:
+        v = float(value)
+    except OverflowError:
+        raise ValueError(f"value {value} out of range for {t}") from None
+    if t == "float4" and not math.isnan(v):
+        try:
+            v = struct.unpack("<f", struct.pack("<f", v))[0]
+        except OverflowError:
+            raise ValueError(f"value {value} out of range for float4") from None
+    return v
+
+
+def _scalar_key(value: Any, t: str) -> tuple[int, Any]:
+    if value is None:
+        raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    if t in ("int2", "int4"):
+        return _U32, _int_value(value, t) & 0xFFFFFFFF
+    if t == "int8":
+        return _U32, _pg.fold_int8(_int_value(value, t))
+    if t == "date":
+        return _U32, _date_days(value) & 0xFFFFFFFF
+    if t in ("timestamp", "timestamptz"):
+        us = _timestamp_us(value, t)
+        if not _TS_MIN <= us <= _TS_MAX:
+            raise ValueError(f"{t} value out of PostgreSQL's range: {value!r}")
+        return _U32, _pg.fold_int8(us)
+    if t in ("text", "varchar"):
+        return _BYTES, _text_bytes(value, t)
+    if t == "bytea":
+        return _BYTES, _bytea_bytes(value)
+    if t == "uuid":
+        return _BYTES, _uuid_bytes(value)
+    return _FLOAT, _float_value(value, t)
+
+
+def hash_extended(value: Any, type: str, seed: int = HASH_PARTITION_SEED) -> int:
+    """The type's seeded 64-bit hash (hash opclass proc 2), as an unsigned int.
+
+    ``hash_extended(v, "int8", s)`` equals ``hashint8extended(v, s)`` in SQL
+    (which shows it signed: take it modulo ``2**64``).
+
+    >>> hash_extended(42, "bigint")
+    7363975540656877951
+    >>> hash_extended(-0.0, "float8", seed=7)
+    7
+    """
+    t = canonical_type(type)
+    s = _check_seed(seed)
+    kind, key = _scalar_key(value, t)
+    if kind == _U32:
+        return int(_pg.hash_uint32_extended(key, s))
+    if kind == _FLOAT:
+        return int(_pg.float8_extended(key, s))
+    return int(_pg.hash_bytes_extended(key, s))
+
+
+def hash32(value: Any, type: str) -> int:
+    """The type's unseeded 32-bit hash (``hashint4``, ``hashtext``, ...), signed.
+
+    This is the hash Citus distributes rows by (``worker_hash``).
+
+    >>> hash32(42, "int4"), hash32(42, "int8"), hash32("hello", "text")
+    (1509752520, 1509752520, -1870292951)
+    """
+    t = canonical_type(type)
+    kind, key = _scalar_key(value, t)
+    if kind == _U32:
+        return int(_pg.hash_uint32(key))
+    if kind == _FLOAT:
+        return int(_pg.float8_32(key))
+    return int(_pg.hash_bytes(key))
+
+
+# ------------------------------------------------------------------- arrays
+
+class _Keys:
+    """Converted array keys: one of ints (int16/32/64 array), floats, fixed, varlen."""
+
+    __slots__ = ("kind", "a", "b", "n", "isnull")
+
+    def __init__(self, kind: str, a: Any, b: Any, n: int, isnull: np.ndarray | None) -> None:
+        self.kind, self.a, self.b, self.n, self.isnull = kind, a, b, n, isnull
+
+
+def _is_arrow(values: Any) -> bool:
+    return type(values).__module__.split(".")[0] == "pyarrow"
+
+
+def _varlen_from_bytes(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    n = len(items)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if n:
+        np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=n), out=offsets[1:])
+    data = np.frombuffer(b"".join(items), dtype=np.uint8)
+    return data, offsets
+
+
+def _arrow_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if not isinstance(values, pa.Array):
+        raise TypeError(f"unsupported Arrow object {type(values).__name__}")
+    n = len(values)
+    isnull = None
+    if values.null_count:
+        if not allow_null:
+            raise TypeError(f"cannot hash NULLs as {t} (null at position "
+                            f"{int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])})")
+        isnull = values.is_null().to_numpy(zero_copy_only=False).astype(np.uint8)
+    ty = values.type
+    if t in ("text", "varchar", "bytea") and (pa.types.is_string(ty) or pa.types.is_large_string(ty)
+                                               or pa.types.is_binary(ty) or pa.types.is_large_binary(ty)):
+        is_str = pa.types.is_string(ty) or pa.types.is_large_string(ty)
+        if (t == "bytea") == is_str:
+            want = "binary" if t == "bytea" else "string"
+            raise TypeError(f"{t} values must be an Arrow {want} array, not {ty}")
+        arr = values.cast(pa.large_binary())
+        bufs = arr.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+        data = (np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None
+                else np.zeros(0, dtype=np.uint8))
+        if t != "bytea" and n:
+            body = data[offsets[0]:offsets[n]]
+            if body.size and not body.all():
+                valid = np.ones(n, dtype=bool) if isnull is None else ~isnull.astype(bool)
+                zero_at = np.flatnonzero(body == 0)[0] + offsets[0]
+                pos = int(np.searchsorted(offsets, zero_at, side="right") - 1)
+                if valid[pos]:
+                    raise ValueError(f"{t} value at position {pos} contains a NUL character")
+        return _Keys("varlen", np.ascontiguousarray(data), np.ascontiguousarray(offsets), n, isnull)
+    if isnull is not None or not (pa.types.is_integer(ty) or pa.types.is_floating(ty)
+                                  or pa.types.is_temporal(ty)):
+        return _list_keys(values.to_pylist(), t, allow_null)
+    return _numpy_keys(values.to_numpy(zero_copy_only=False), t, allow_null)
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _datetime_ints(arr: np.ndarray, t: str) -> np.ndarray:
+    if np.isnat(arr).any():
+        raise ValueError(f"NaT at position {_first_bad(np.isnat(arr))} cannot be hashed as {t}")
+    if t == "date":
+        days = arr.astype("datetime64[D]")
+        if (days.astype(arr.dtype) != arr).any():
+            pos = _first_bad(days.astype(arr.dtype) != arr)
+            raise ValueError(f"date value at position {pos} is not a whole day: {arr[pos]}")
+        v = days.astype(np.int64)
+        lo, hi = _DATE_MIN + _UNIX_TO_PG_DAYS, _DATE_MAX + _UNIX_TO_PG_DAYS
+        bad = (v < lo) | (v > hi)
+        if bad.any():
+            raise ValueError(f"date value at position {_first_bad(bad)} out of PostgreSQL's range")
+        return (v - _UNIX_TO_PG_DAYS).astype(np.int32)
+    us = arr.astype("datetime64[us]")
+    if (us.astype(arr.dtype) != arr).any():
+        pos = _first_bad(us.astype(arr.dtype) != arr)
+        raise ValueError(f"{t} value at position {pos} has sub-microsecond precision: {arr[pos]}")
+    v = us.astype(np.int64)
+    # datetime64[us] never exceeds PostgreSQL's upper bound once shifted to
+    # 2000-01-01; only the lower one (4714-11-24 BC) needs checking.
+    bad = v < _TS_MIN + _UNIX_TO_PG_US
+    if bad.any():
+        raise ValueError(f"{t} value at position {_first_bad(bad)} out of PostgreSQL's range")
+    return v - _UNIX_TO_PG_US
+
+
+def _numpy_keys(arr: np.ndarray, t: str, allow_null: bool) -> _Keys:
+    n = len(arr)
+    k = arr.dtype.kind
+    if k == "O":
+        return _list_keys(arr.tolist(), t, allow_null)
+    if t in _INT_RANGE:
+        if k not in "iu":
+            raise TypeError(f"{t} values must be integers, not an array of {arr.dtype}")
+        lo, hi = _INT_RANGE[t]
+        if n and (np.iinfo(arr.dtype).min < lo or np.iinfo(arr.dtype).max > hi):
+            mn, mx = arr.min(), arr.max()
+            if mn < lo or mx > hi:
+                pos = _first_bad((arr < lo) | (arr > hi))
+                raise ValueError(f"value {int(arr[pos])} at position {pos} out of range for {t} [{lo}, {hi}]")
+        return _Keys("int", np.ascontiguousarray(arr, dtype=_INT_DTYPE[t]), None, n, None)
+    if t in ("date", "timestamp", "timestamptz"):
+        if k != "M":
+            raise TypeError(f"{t} values must be datetime64 or datetime objects, not {arr.dtype}")
+        return _Keys("int", np.ascontiguousarray(_datetime_ints(arr, t)), None, n, None)
+    if t in ("float8", "float4"):
+        if k not in "fiu":
+            raise TypeError(f"{t} values must be floats, not an array of {arr.dtype}")
+        with np.errstate(over="ignore"):
+            f = np.asarray(arr, dtype=np.float64)
+            if t == "float4":
+                f32 = f.astype(np.float32)
+                bad = np.isinf(f32) & ~np.isinf(f)
+                if bad.any():
+                    pos = _first_bad(bad)
+                    raise ValueError(f"value {f[pos]} at position {pos} out of range for float4")
+                f = f32.astype(np.float64)
+        return _Keys("float", np.ascontiguousarray(f), None, n, None)
+    if t == "uuid":
+        if arr.dtype == np.uint8 and arr.ndim == 2 and arr.shape[1] == 16:
+            return _Keys("fixed", np.ascontiguousarray(arr).reshape(-1), 16, n, None)
+        if k == "U":
+            return _list_keys(arr.tolist(), t, allow_null)
+        raise TypeError(f"uuid values must be uuid.UUID/str objects or an (n, 16) uint8 array, not {arr.dtype}")
+    if t in ("text", "varchar"):
+        if k != "U":
+            raise TypeError(f"{t} values must be str, not an array of {arr.dtype}")
+        return _list_keys(arr.tolist(), t, allow_null)
+    # bytea
+    if k == "S":
+        raise TypeError("bytea values cannot come from a numpy bytes_ array (it drops trailing NUL "
+                        "bytes); pass a list or an object array of bytes")
+    raise TypeError(f"bytea values must be bytes, not an array of {arr.dtype}")
+
+
+def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
+    n = len(items)
+    isnull = None
+    if any(x is None for x in items):
+        if not allow_null:
+            pos = next(i for i, x in enumerate(items) if x is None)
+            raise TypeError(f"cannot hash NULL (None) at position {pos} as {t}")
+        isnull = np.fromiter((x is None for x in items), dtype=np.uint8, count=n)
+    try:
+        if t in _INT_RANGE:
+            lo, hi = _INT_RANGE[t]
+            out = np.empty(n, dtype=_INT_DTYPE[t])
+            for i, x in enumerate(items):
+                out[i] = 0 if x is None else _int_value(x, t)
+            return _Keys("int", out, None, n, isnull)
+        if t == "date":
+            out = np.empty(n, dtype=np.int32)
+            for i, x in enumerate(items):
+                out[i] = 0 if x is None else _date_days(x)
+            return _Keys("int", out, None, n, isnull)
+        if t in ("timestamp", "timestamptz"):
+            out = np.empty(n, dtype=np.int64)
+            for i, x in enumerate(items):
+                if x is None:
+                    out[i] = 0
+                    continue
+                us = _timestamp_us(x, t)
+                if not _TS_MIN <= us <= _TS_MAX:
+                    raise ValueError(f"{t} value out of PostgreSQL's range: {x!r}")
+                out[i] = us
+            return _Keys("int", out, None, n, isnull)
+        if t in ("float8", "float4"):
+            f = np.fromiter((0.0 if x is None else _float_value(x, t) for x in items),
+                            dtype=np.float64, count=n)
+            return _Keys("float", f, None, n, isnull)
+        if t == "uuid":
+            blob = b"".join(b"\0" * 16 if x is None else _uuid_bytes(x) for x in items)
+            return _Keys("fixed", np.frombuffer(blob, dtype=np.uint8), 16, n, isnull)
+        if t == "bytea":
+            data, offsets = _varlen_from_bytes([b"" if x is None else _bytea_bytes(x) for x in items])
+        else:
+            data, offsets = _varlen_from_bytes([b"" if x is None else _text_bytes(x, t) for x in items])
+        return _Keys("varlen", data, offsets, n, isnull)
+    except (TypeError, ValueError) as exc:
+        # Name the position of the offending value.
+        for i, x in enumerate(items):
+            if x is None:
+                continue
+            try:
+                _scalar_key(x, t)
+            except (TypeError, ValueError):
+                raise type(exc)(f"at position {i}: {exc}") from None
+        raise
+
+
+def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or np.isscalar(values):
+        raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}")
+    if _is_arrow(values):
+        return _arrow_keys(values, t, allow_null)
+    if hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars":
+        return _arrow_keys(values.to_arrow(), t, allow_null)
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1 and not (t == "uuid" and values.ndim == 2):
+            raise ValueError(f"expected a 1-D array, got shape {values.shape}")
+        return _numpy_keys(values, t, allow_null)
+    if hasattr(values, "to_numpy") and type(values).__module__.split(".")[0] == "pandas":
+        arr = values.to_numpy()
+        return _numpy_keys(arr, t, allow_null)
+    items = list(values)
+    if t in _INT_RANGE and items and not any(x is None or isinstance(x, (bool, np.bool_)) for x in items):
+        try:
+            arr = np.asarray(items)
+        except (ValueError, OverflowError):
+            arr = None
+        if arr is not None and arr.dtype.kind in "iu" and arr.ndim == 1:
+            return _numpy_keys(arr, t, allow_null)
+    if t in ("float8", "float4") and items and all(type(x) is float for x in items):
+        return _numpy_keys(np.asarray(items, dtype=np.float64), t, allow_null)
+    return _list_keys(items, t, allow_null)
+
+
+def _out_array(out: Any, n: int, dtype: type) -> np.ndarray:
+    if out is None:
+        return np.empty(n, dtype=dtype)
+    if not isinstance(out, np.ndarray) or out.dtype != dtype or out.ndim != 1 or not out.flags.c_contiguous:
+        raise TypeError(f"out must be a contiguous 1-D numpy array of {np.dtype(dtype).name}")
+    if len(out) != n:
+        raise ValueError(f"out has {len(out)} elements, expected {n}")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    return out
+
+
+def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None) -> None:
+    if keys.kind == "int":
+        _pg.int_extended(keys.a, seed, out, threads)
+    elif keys.kind == "float":
+        _pg.float8_extended_array(keys.a, seed, out, threads)
+    elif keys.kind == "fixed":
+        _pg.fixed_extended(keys.a, keys.b, seed, out)
+    else:
+        _pg.varlen_extended(keys.a, keys.b, seed, out, threads)
+
+
+def _hash32_keys(keys: _Keys, out: np.ndarray, threads: int | None) -> None:
+    if keys.kind == "int":
+        _pg.int_32(keys.a, out, threads)
+    elif keys.kind == "float":
+        _pg.float8_32_array(keys.a, out, threads)
+    elif keys.kind == "fixed":
+        _pg.fixed_32(keys.a, keys.b, out)
+    else:
+        _pg.varlen_32(keys.a, keys.b, out, threads)
+
+
+def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED, *,
+                        out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+    """:func:`hash_extended` over a whole array, as ``uint64``.
+
+    ``values``: a list, a numpy array (integers, floats, ``datetime64``, str,
+    objects), a pandas Series or a pyarrow / polars array.  Kernels release
+    the GIL; ``threads=None`` uses every core for large inputs.
+
+    >>> hash_extended_array([42, -1], "int8").tolist() == [hash_extended(42, "int8"), hash_extended(-1, "int8")]
+    True
+    """
+    t = canonical_type(type)
+    s = _check_seed(seed)
+    keys = _to_keys(values, t)
+    res = _out_array(out, keys.n, np.uint64)
+    _extended_keys(keys, s, res, threads)
+    return res
+
+
+def hash32_array(values: Any, type: str, *, out: np.ndarray | None = None,
+                 threads: int | None = None) -> np.ndarray:
+    """:func:`hash32` over a whole array, as ``int32``.
+
+    >>> hash32_array(["hello", ""], "text").tolist()
+    [-1870292951, -1477818771]
+    """
+    t = canonical_type(type)
+    keys = _to_keys(values, t)
+    res = _out_array(out, keys.n, np.int32)
+    _hash32_keys(keys, res, threads)
+    return res
+
+
+# --------------------------------------------------------------------- rows
+
+def _check_types(types: Any) -> tuple[str, ...]:
+    if isinstance(types, str):
+        types = (types,)
+    if not isinstance(types, Sequence) or not types:
+        raise TypeError(f"types must be a non-empty tuple of type names, not {types!r}")
+    return tuple(canonical_type(t) for t in types)
+
+
+def _check_modulus(modulus: Any) -> int:
+    if isinstance(modulus, bool) or not isinstance(modulus, numbers.Integral):
+        raise TypeError(f"modulus must be an int, not {_describe(modulus)}")
+    m = int(modulus)
+    if not 1 <= m <= (1 << 31) - 1:
+        raise ValueError(f"modulus must be in [1, 2**31-1] like PostgreSQL's, got {m}")
+    return m
+
+
+def _row_tuple(row: Any, ntypes: int) -> tuple[Any, ...]:
+    if ntypes == 1 and not isinstance(row, tuple):
+        row = (row,)
+    if not isinstance(row, (tuple, list)):
+        raise TypeError(f"row must be a tuple of column values, not {_describe(row)}")
+    if len(row) != ntypes:
+        raise ValueError(f"row has {len(row)} values but the partition key has {ntypes} columns")
+    return tuple(row)
+
+
+def row_hash(row: Any, types: Any) -> int:
+    """The partition-key hash of one row (unsigned 64-bit).
+
+    ``row`` is a tuple of column values (None for SQL NULL); ``types`` the
+    matching tuple of type names.  A one-column key accepts a bare value.
+
+    >>> hex(row_hash((1, "a"), ("int4", "text")))
+    '0x47bb31e3ca45ebc5'
+    >>> row_hash((None, "a"), ("int4", "text")) == row_hash(("a",), ("text",))
+    True
+    """
+    ts = _check_types(types)
+    vals = _row_tuple(row, len(ts))
+    h = 0
+    for v, t in zip(vals, ts):
+        if v is None:
+            continue
+        h = _pg.hash_combine64(h, hash_extended(v, t))
+    return int(h)
+
+
+def partition_of(row: Any, modulus: int, types: Any) -> int:
+    """The remainder of the partition ``(MODULUS modulus, REMAINDER r)`` that holds ``row``.
+
+    >>> partition_of((42,), 4, ("int8",)), partition_of(("hello",), 7, ("text",))
+    (2, 3)
+    >>> partition_of((None, None), 4, ("int4", "text"))   # all NULL: hash 0
+    0
+    """
+    m = _check_modulus(modulus)
+    return row_hash(row, types) % m
+
+
+def _row_hash_array(columns: Sequence[Any], types: tuple[str, ...], threads: int | None) -> np.ndarray:
+    n = -1
+    acc: np.ndarray | None = None
+    tmp: np.ndarray | None = None
+    for col, t in zip(columns, types):
+        keys = _to_keys(col, t, allow_null=True)
+        if acc is None:
+            n = keys.n
+            acc = np.zeros(n, dtype=np.uint64)
+            tmp = np.empty(n, dtype=np.uint64)
+        elif keys.n != n:
+            raise ValueError(f"columns have different lengths ({n} and {keys.n})")
+        assert tmp is not None
+        _extended_keys(keys, HASH_PARTITION_SEED, tmp, threads)
+        _pg.combine64(acc, tmp, keys.isnull)
+    assert acc is not None
+    return acc
+
+
+def _columns(rows_or_columns: Any, ntypes: int) -> list[Any]:
+    """Columns from a 1-column array, or a sequence of row tuples."""
+    if ntypes == 1:
+        return [rows_or_columns]
+    if isinstance(rows_or_columns, np.ndarray) and rows_or_columns.dtype.kind != "O":
+        raise TypeError("a multi-column key needs a sequence of row tuples (or columns=...)")
+    rows = list(rows_or_columns)
+    cols: list[list[Any]] = [[] for _ in range(ntypes)]
+    for i, r in enumerate(rows):
+        if not isinstance(r, (tuple, list)) or len(r) != ntypes:
+            raise ValueError(f"row at position {i} must be a tuple of {ntypes} values, not {_describe(r)}")
+        for c, v in zip(cols, r):
+            c.append(v)
+    return cols
+
+
+def partition_of_array(rows: Any = None, modulus: int = 1, types: Any = (), *,
+                       columns: Sequence[Any] | None = None, threads: int | None = None) -> np.ndarray:
+    """:func:`partition_of` over many rows, as an ``int64`` array of remainders.
+
+    Give either ``rows`` (a sequence of row tuples, or for a one-column key
+    an array of values) or ``columns`` (one array per key column, in key
+    order; None marks NULL in lists and object arrays, and Arrow nulls are
+    NULLs).
+
+    >>> partition_of_array([(1, "a"), (None, "a"), (None, None)], 8, ("int4", "text")).tolist()
+    [5, 6, 0]
+    """
+    ts = _check_types(types)
+    m = _check_modulus(modulus)
+    if (rows is None) == (columns is None):
+        raise TypeError("give exactly one of rows or columns")
+    cols = _columns(rows, len(ts)) if columns is None else list(columns)
+    if len(cols) != len(ts):
+        raise ValueError(f"{len(cols)} columns given but the partition key has {len(ts)}")
+    acc = _row_hash_array(cols, ts, threads)
+    res = np.empty(len(acc), dtype=np.int64)
+    _pg.remainder(acc, m, res)
+    return res
