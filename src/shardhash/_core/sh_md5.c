@@ -114,12 +114,161 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
     return s[0]; /* digest bytes 0..3 are s[0] in little-endian order */
 }
 
+/* Multi-lane MD5 for short messages (at most 55 bytes: one padded block).
+ * SH_MD5_LANES independent messages advance in lock step; the per-lane
+ * loops are plain C that compilers turn into SIMD (SSE2 / NEON) without any
+ * target-specific code. */
+#define SH_MD5_LANES 8
+
+#define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                                   \
+    do {                                                                       \
+        int l_;                                                                \
+        for (l_ = 0; l_ < SH_MD5_LANES; l_++) {                                \
+            uint32_t v_ = a[l_] + f(b[l_], c[l_], d[l_]) + X[k][l_] + (t);     \
+            a[l_] = ((v_ << (s)) | (v_ >> (32 - (s)))) + b[l_];                \
+        }                                                                      \
+    } while (0)
+
+#if (defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)) && !defined(SH_NO_SIMD)
+#include <emmintrin.h>
+#define SH_MD5_SSE2 1
+#endif
+
+#if defined(SH_MD5_SSE2)
+/* The same lane loop written with SSE2 (baseline on every x86-64 target):
+ * two groups of four lanes interleaved for instruction-level parallelism. */
+#define SH_V_ROTL(v, s) _mm_or_si128(_mm_slli_epi32((v), (s)), _mm_srli_epi32((v), 32 - (s)))
+#define SH_V_F(x, y, z) _mm_xor_si128((z), _mm_and_si128((x), _mm_xor_si128((y), (z))))
+#define SH_V_G(x, y, z) _mm_xor_si128((y), _mm_and_si128((z), _mm_xor_si128((x), (y))))
+#define SH_V_H(x, y, z) _mm_xor_si128(_mm_xor_si128((x), (y)), (z))
+#define SH_V_I(x, y, z) _mm_xor_si128((y), _mm_or_si128((x), _mm_xor_si128((z), ones)))
+#define SH_V_STEP(f, a, b, c, d, k, s, t)                                                  \
+    do {                                                                                   \
+        __m128i t_ = _mm_set1_epi32((int)(t));                                             \
+        __m128i v0_ = _mm_add_epi32(_mm_add_epi32(a##0, f(b##0, c##0, d##0)),              \
+                                    _mm_add_epi32(X0[k], t_));                             \
+        __m128i v1_ = _mm_add_epi32(_mm_add_epi32(a##1, f(b##1, c##1, d##1)),              \
+                                    _mm_add_epi32(X1[k], t_));                             \
+        a##0 = _mm_add_epi32(SH_V_ROTL(v0_, s), b##0);                                     \
+        a##1 = _mm_add_epi32(SH_V_ROTL(v1_, s), b##1);                                     \
+    } while (0)
+
+static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES])
+{
+    __m128i X0[16], X1[16];
+    const __m128i ones = _mm_set1_epi32(-1);
+    __m128i a0 = _mm_set1_epi32((int)0x67452301u), b0 = _mm_set1_epi32((int)0xefcdab89u);
+    __m128i c0 = _mm_set1_epi32((int)0x98badcfeu), d0 = _mm_set1_epi32((int)0x10325476u);
+    __m128i a1 = a0, b1 = b0, c1 = c0, d1 = d0;
+    int i;
+    for (i = 0; i < 16; i++) {
+        X0[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][0]);
+        X1[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][4]);
+    }
+    for (i = 0; i < 16; i += 4) {
+        SH_V_STEP(SH_V_F, a, b, c, d, i, 7, sh_md5_T[i]);
+        SH_V_STEP(SH_V_F, d, a, b, c, i + 1, 12, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_F, c, d, a, b, i + 2, 17, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_F, b, c, d, a, i + 3, 22, sh_md5_T[i + 3]);
+    }
+    for (i = 16; i < 32; i += 4) {
+        SH_V_STEP(SH_V_G, a, b, c, d, (5 * i + 1) & 15, 5, sh_md5_T[i]);
+        SH_V_STEP(SH_V_G, d, a, b, c, (5 * (i + 1) + 1) & 15, 9, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_G, c, d, a, b, (5 * (i + 2) + 1) & 15, 14, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_G, b, c, d, a, (5 * (i + 3) + 1) & 15, 20, sh_md5_T[i + 3]);
+    }
+    for (i = 32; i < 48; i += 4) {
+        SH_V_STEP(SH_V_H, a, b, c, d, (3 * i + 5) & 15, 4, sh_md5_T[i]);
+        SH_V_STEP(SH_V_H, d, a, b, c, (3 * (i + 1) + 5) & 15, 11, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_H, c, d, a, b, (3 * (i + 2) + 5) & 15, 16, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_H, b, c, d, a, (3 * (i + 3) + 5) & 15, 23, sh_md5_T[i + 3]);
+    }
+    for (i = 48; i < 64; i += 4) {
+        SH_V_STEP(SH_V_I, a, b, c, d, (7 * i) & 15, 6, sh_md5_T[i]);
+        SH_V_STEP(SH_V_I, d, a, b, c, (7 * (i + 1)) & 15, 10, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_I, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_I, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
+    }
+    a0 = _mm_add_epi32(a0, _mm_set1_epi32((int)0x67452301u));
+    a1 = _mm_add_epi32(a1, _mm_set1_epi32((int)0x67452301u));
+    _mm_storeu_si128((__m128i *)(void *)&out[0], a0);
+    _mm_storeu_si128((__m128i *)(void *)&out[4], a1);
+}
+#else
+static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES])
+{
+    uint32_t a[SH_MD5_LANES], b[SH_MD5_LANES], c[SH_MD5_LANES], d[SH_MD5_LANES];
+    int l, i;
+    for (l = 0; l < SH_MD5_LANES; l++) {
+        a[l] = 0x67452301u; b[l] = 0xefcdab89u; c[l] = 0x98badcfeu; d[l] = 0x10325476u;
+    }
+    for (i = 0; i < 16; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RF, a, b, c, d, i, 7, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RF, d, a, b, c, i + 1, 12, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RF, c, d, a, b, i + 2, 17, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RF, b, c, d, a, i + 3, 22, sh_md5_T[i + 3]);
+    }
+    for (i = 16; i < 32; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RG, a, b, c, d, (5 * i + 1) & 15, 5, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RG, d, a, b, c, (5 * (i + 1) + 1) & 15, 9, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RG, c, d, a, b, (5 * (i + 2) + 1) & 15, 14, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RG, b, c, d, a, (5 * (i + 3) + 1) & 15, 20, sh_md5_T[i + 3]);
+    }
+    for (i = 32; i < 48; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RH, a, b, c, d, (3 * i + 5) & 15, 4, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RH, d, a, b, c, (3 * (i + 1) + 5) & 15, 11, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RH, c, d, a, b, (3 * (i + 2) + 5) & 15, 16, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RH, b, c, d, a, (3 * (i + 3) + 5) & 15, 23, sh_md5_T[i + 3]);
+    }
+    for (i = 48; i < 64; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RI, a, b, c, d, (7 * i) & 15, 6, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RI, d, a, b, c, (7 * (i + 1)) & 15, 10, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RI, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RI, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
+    }
+    for (l = 0; l < SH_MD5_LANES; l++) out[l] = a[l] + 0x67452301u;
+}
+#endif
+
+/* Load a message of at most 55 bytes as lane `l` of a padded block. */
+static void sh_md5_load_lane(uint32_t X[16][SH_MD5_LANES], int l, const uint8_t *p, size_t len)
+{
+    size_t full = len >> 2, w, r = len & 3u;
+    uint32_t last = 0x80u << (8 * r);
+    for (w = 0; w < full; w++) X[w][l] = sh_read32le(p + 4 * w);
+    /* the partial word: the remaining bytes, then the 0x80 terminator */
+    if (r >= 1) last |= (uint32_t)p[4 * full];
+    if (r >= 2) last |= (uint32_t)p[4 * full + 1] << 8;
+    if (r >= 3) last |= (uint32_t)p[4 * full + 2] << 16;
+    X[full][l] = last;
+    for (w = full + 1; w < 14; w++) X[w][l] = 0;
+    X[14][l] = (uint32_t)(len << 3);
+    X[15][l] = 0;
+}
+
 void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
 {
+    uint32_t X[16][SH_MD5_LANES], h[SH_MD5_LANES];
+    size_t idx[SH_MD5_LANES];
     size_t i;
+    int fill = 0, l;
     for (i = 0; i < n; i++) {
-        int64_t a = offsets[i], b = offsets[i + 1];
-        out[i] = sh_md5_u32le(data + a, (size_t)(b - a));
+        size_t len = (size_t)(offsets[i + 1] - offsets[i]);
+        if (len > 55) {
+            out[i] = sh_md5_u32le(data + offsets[i], len);
+            continue;
+        }
+        sh_md5_load_lane(X, fill, data + offsets[i], len);
+        idx[fill++] = i;
+        if (fill == SH_MD5_LANES) {
+            sh_md5_lanes(X, h);
+            for (l = 0; l < SH_MD5_LANES; l++) out[idx[l]] = h[l];
+            fill = 0;
+        }
+    }
+    for (l = 0; l < fill; l++) {
+        int64_t a = offsets[idx[l]], b = offsets[idx[l] + 1];
+        out[idx[l]] = sh_md5_u32le(data + a, (size_t)(b - a));
     }
 }
 
@@ -161,4 +310,43 @@ void sh_mongo_hash_double_batch(const double *values, size_t n, uint64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) out[i] = sh_mongo_hash_int64(sh_mongo_double_to_long(values[i]));
+}
+
+/* First continuum index whose point is >= h (upper == 0) or > h (upper != 0),
+ * wrapping to 0 past the end. */
+SH_FORCE_INLINE size_t sh_ketama_find(const uint32_t *points, size_t m, int upper, uint32_t h)
+{
+    size_t lo = 0, hi = m;
+    if (upper) {
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (points[mid] <= h) lo = mid + 1; else hi = mid;
+        }
+    } else {
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (points[mid] < h) lo = mid + 1; else hi = mid;
+        }
+    }
+    return lo == m ? 0 : lo;
+}
+
+void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
+                      const uint32_t *hashes, size_t n, int32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = owners[sh_ketama_find(points, m, upper, hashes[i])];
+}
+
+void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+                             const uint32_t *points, const int32_t *owners, size_t m, int upper,
+                             int32_t *out)
+{
+    uint32_t h[256];
+    size_t i, k, chunk;
+    for (i = 0; i < n; i += chunk) {
+        chunk = n - i < 256 ? n - i : 256;
+        sh_md5_u32le_offsets(offsets + i, data, chunk, h);
+        for (k = 0; k < chunk; k++) out[i + k] = owners[sh_ketama_find(points, m, upper, h[k])];
+    }
 }

@@ -24,6 +24,17 @@ uint32_t sh_md5_u32le(const void *data, size_t len);
  * (monotonic, within the buffer). */
 void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out);
 
+/* ketama continuum lookup.  points[0..m) sorted ascending (m >= 1), owners[k]
+ * the server of point k.  A key hash h goes to the first point >= h
+ * (upper == 0: libketama, libmemcached, twemproxy) or the first point > h
+ * (upper != 0: uhashring's bisect_right), wrapping to point 0. */
+void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
+                      const uint32_t *hashes, size_t n, int32_t *out);
+/* MD5 key hash and lookup fused, over Arrow-style binary data. */
+void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+                             const uint32_t *points, const int32_t *owners, size_t m, int upper,
+                             int32_t *out);
+
 /* MongoDB hashed-index value of a number already reduced to int64
  * (seed 0): md5(LE32(0) || LE32(10) || LE64(v)), first 8 digest bytes as a
  * little-endian int64, returned as its two's-complement bit pattern. */

@@ -1,0 +1,491 @@
+# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_des.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_xxhash.c]
+"""Compiled kernels of the compatibility modes for Cassandra, ketama, Vitess,
+MongoDB and Redis Cluster.
+
+Private module; the public API is in :mod:`shardhash.compat.cassandra`,
+:mod:`~shardhash.compat.ketama`, :mod:`~shardhash.compat.vitess`,
+:mod:`~shardhash.compat.mongo` and :mod:`~shardhash.compat.redis`.
+
+Every batch kernel validates its inputs with the GIL held, then runs the C
+core without the GIL, split over threads by ``shardhash._parallel``.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_Check
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+import numpy as np
+
+from shardhash._parallel import parallel_for
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t *) except NULL
+
+cdef extern from "sh_md5.h" nogil:
+    void sh_md5(const void *data, size_t len, uint8_t *out)
+    uint32_t sh_md5_u32le(const void *data, size_t len)
+    void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+    void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
+                          const uint32_t *hashes, size_t n, int32_t *out)
+    void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+                                 const uint32_t *points, const int32_t *owners, size_t m,
+                                 int upper, int32_t *out)
+    uint64_t sh_mongo_hash_int64(int64_t v)
+    void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
+    int64_t sh_mongo_double_to_long(double d)
+    void sh_mongo_hash_double_batch(const double *values, size_t n, uint64_t *out)
+
+cdef extern from "sh_des.h" nogil:
+    ctypedef struct sh_des_ctx:
+        pass
+    void sh_des_setkey(sh_des_ctx *ctx, const uint8_t *key)
+    uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block)
+    uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block)
+    void sh_des_encrypt_batch(const sh_des_ctx *ctx, const uint64_t *inp, size_t n, uint64_t *out)
+    void sh_des_decrypt_batch(const sh_des_ctx *ctx, const uint64_t *inp, size_t n, uint64_t *out)
+
+cdef extern from "sh_crc16.h" nogil:
+    uint16_t sh_crc16_xmodem(const void *data, size_t len)
+    uint16_t sh_redis_keyslot(const void *key, size_t len)
+    void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
+
+cdef extern from "sh_cassandra.h" nogil:
+    uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
+    int64_t sh_cassandra_token(const void *data, size_t len)
+    void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out)
+    void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
+    void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
+    void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n,
+                                 int64_t *out)
+
+cdef extern from "sh_xxhash.h" nogil:
+    uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+
+
+# The Vitess `hash` vindex encrypts with an all-zero DES key.  The expanded
+# key is built once at import and only read afterwards (thread-safe).
+cdef sh_des_ctx _ZERO_KEY_DES
+cdef uint8_t _zero_key[8]
+_zero_key[:] = [0, 0, 0, 0, 0, 0, 0, 0]
+sh_des_setkey(&_ZERO_KEY_DES, _zero_key)
+
+
+# ----------------------------------------------------------------------------
+# Keys as Arrow-style (offsets, data)
+# ----------------------------------------------------------------------------
+
+cdef const uint8_t _EMPTY[1]
+
+
+cdef inline bytes _as_bytes(object k, Py_ssize_t i, object convert):
+    cdef Py_ssize_t n
+    cdef const char *p
+    if PyBytes_Check(k):
+        return <bytes>k
+    if isinstance(k, str):
+        p = PyUnicode_AsUTF8AndSize(k, &n)
+        return p[:n]
+    if isinstance(k, (bytearray, memoryview)):
+        return bytes(k)
+    if convert is not None:
+        b = convert(k)
+        if not PyBytes_Check(b):
+            raise TypeError(f"key at position {i}: converter returned {type(b).__name__}, not bytes")
+        return <bytes>b
+    raise TypeError(f"key at position {i} must be bytes or str, not {type(k).__name__} ({k!r:.60})")
+
+
+def _arrow_pack(obj):
+    """(offsets int64, data uint8) of an Arrow binary/string array, or None."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    if isinstance(obj, pa.ChunkedArray):
+        obj = obj.combine_chunks()
+    elif not isinstance(obj, pa.Array):
+        if hasattr(obj, "__arrow_c_array__"):
+            obj = pa.array(obj)
+        elif hasattr(obj, "__arrow_c_stream__"):
+            obj = pa.chunked_array(obj).combine_chunks()
+        else:
+            return None
+    t = obj.type
+    if not (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
+            or pa.types.is_large_string(t)):
+        if (getattr(pa.types, "is_binary_view", None) and pa.types.is_binary_view(t)) or \
+                (getattr(pa.types, "is_string_view", None) and pa.types.is_string_view(t)):
+            obj = obj.cast(pa.large_binary())
+            t = obj.type
+        else:
+            raise TypeError(f"Arrow keys must be binary or string, not {t}")
+    if obj.null_count:
+        first = obj.is_null().index(True).as_py()
+        raise ValueError(f"key at position {first} is null")
+    n = len(obj)
+    bufs = obj.buffers()
+    odt = np.int64 if (pa.types.is_large_binary(t) or pa.types.is_large_string(t)) else np.int32
+    if n == 0:
+        return np.zeros(1, np.int64), np.zeros(1, np.uint8)
+    offsets = np.frombuffer(bufs[1], dtype=odt)[obj.offset: obj.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
+    return offsets, data
+
+
+def pack_keys(keys, convert=None):
+    """Lay out keys as Arrow-style ``(offsets, data)``: key i is
+    ``data[offsets[i]:offsets[i+1]]``.
+
+    bytes-like keys are taken as they are, ``str`` as UTF-8; any other key
+    goes through ``convert(key) -> bytes`` or raises TypeError naming its
+    position.  Arrow binary/string arrays (and objects exporting the Arrow
+    C interface) are used without copying the data.
+    """
+    cdef Py_ssize_t i, n, total = 0, pos = 0, m
+    cdef int64_t[::1] off
+    cdef uint8_t[::1] dat
+    cdef bytes b
+    if isinstance(keys, (bytes, str, bytearray, memoryview)):
+        raise TypeError("keys must be a sequence of keys, not a single "
+                        f"{type(keys).__name__}")
+    if not isinstance(keys, (list, tuple, np.ndarray)):
+        packed = _arrow_pack(keys)
+        if packed is not None:
+            return packed
+        keys = list(keys)
+    elif isinstance(keys, np.ndarray):
+        if keys.ndim != 1:
+            raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
+        keys = keys.tolist()
+    n = len(keys)
+    parts = [None] * n
+    for i in range(n):
+        b = _as_bytes(keys[i], i, convert)
+        parts[i] = b
+        total += PyBytes_GET_SIZE(b)
+    offsets = np.empty(n + 1, dtype=np.int64)
+    data = np.empty(max(total, 1), dtype=np.uint8)
+    off = offsets
+    dat = data
+    off[0] = 0
+    for i in range(n):
+        b = <bytes>parts[i]
+        m = PyBytes_GET_SIZE(b)
+        if m:
+            memcpy(&dat[pos], PyBytes_AS_STRING(b), m)
+        pos += m
+        off[i + 1] = pos
+    return offsets, data
+
+
+cdef Py_ssize_t _check_offsets(const int64_t[::1] offsets, Py_ssize_t ndata) except -1:
+    """Validate Arrow offsets (non-decreasing, inside the data); returns n."""
+    cdef Py_ssize_t i, n = offsets.shape[0] - 1
+    if n < 0:
+        raise ValueError("offsets must have at least one element")
+    if offsets[0] < 0:
+        raise ValueError(f"offsets[0] = {offsets[0]} is negative")
+    for i in range(n):
+        if offsets[i + 1] < offsets[i]:
+            raise ValueError(f"offsets decrease at position {i + 1}")
+    if offsets[n] > ndata:
+        raise ValueError(f"offsets end at {offsets[n]} beyond the data ({ndata} bytes)")
+    return n
+
+
+# ----------------------------------------------------------------------------
+# Scalars
+# ----------------------------------------------------------------------------
+
+def md5(const uint8_t[::1] data not None) -> bytes:
+    """MD5 digest (RFC 1321) of a bytes-like object."""
+    cdef uint8_t out[16]
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    sh_md5(p, <size_t>data.shape[0], out)
+    return (<char *>out)[:16]
+
+
+def crc16_xmodem(const uint8_t[::1] data not None) -> int:
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    return sh_crc16_xmodem(p, <size_t>data.shape[0])
+
+
+def redis_keyslot(const uint8_t[::1] data not None) -> int:
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    return sh_redis_keyslot(p, <size_t>data.shape[0])
+
+
+def cassandra_token(const uint8_t[::1] data not None) -> int:
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    return sh_cassandra_token(p, <size_t>data.shape[0])
+
+
+def ketama_hash(const uint8_t[::1] data not None) -> int:
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    return sh_md5_u32le(p, <size_t>data.shape[0])
+
+
+def mongo_hash_int64(int64_t v) -> int:
+    """Signed int64 MongoDB hash of a number already reduced to int64."""
+    cdef uint64_t h = sh_mongo_hash_int64(v)
+    return <int64_t>h
+
+
+def mongo_double_to_long(double d) -> int:
+    return sh_mongo_double_to_long(d)
+
+
+def des_encrypt_zero_key(uint64_t block) -> int:
+    return sh_des_encrypt(&_ZERO_KEY_DES, block)
+
+
+def des_decrypt_zero_key(uint64_t block) -> int:
+    return sh_des_decrypt(&_ZERO_KEY_DES, block)
+
+
+# ----------------------------------------------------------------------------
+# Batch kernels (outputs allocated by the caller or here)
+# ----------------------------------------------------------------------------
+
+def cassandra_token_offsets(const int64_t[::1] offsets not None, const uint8_t[::1] data not None,
+                            threads=None):
+    cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef const uint8_t *d = &data[0] if data.shape[0] else _EMPTY
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_cassandra_token_offsets(&offsets[s], d, <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def cassandra_token_bigint(const int64_t[::1] values not None, threads=None):
+    cdef Py_ssize_t n = values.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_cassandra_token_bigint(&values[s], <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def cassandra_token_int(const int32_t[::1] values not None, threads=None):
+    cdef Py_ssize_t n = values.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_cassandra_token_int(&values[s], <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def cassandra_ring_index(const int64_t[::1] ring not None, const int64_t[::1] tokens not None,
+                         threads=None):
+    """Index of the first ring token >= each token, wrapping to 0."""
+    cdef Py_ssize_t n = tokens.shape[0], m = ring.shape[0], i
+    if m == 0:
+        raise ValueError("the ring has no tokens")
+    for i in range(m - 1):
+        if ring[i + 1] < ring[i]:
+            raise ValueError("ring tokens must be sorted")
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_cassandra_ring_index(&ring[0], <size_t>m, &tokens[s], <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def redis_keyslot_offsets(const int64_t[::1] offsets not None, const uint8_t[::1] data not None,
+                          threads=None):
+    cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
+    out = np.empty(n, dtype=np.uint16)
+    cdef uint16_t[::1] o = out
+    cdef const uint8_t *d = &data[0] if data.shape[0] else _EMPTY
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_redis_keyslot_offsets(&offsets[s], d, <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def ketama_hash_offsets(const int64_t[::1] offsets not None, const uint8_t[::1] data not None,
+                        threads=None):
+    cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
+    out = np.empty(n, dtype=np.uint32)
+    cdef uint32_t[::1] o = out
+    cdef const uint8_t *d = &data[0] if data.shape[0] else _EMPTY
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_md5_u32le_offsets(&offsets[s], d, <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+cdef int _check_continuum(const uint32_t[::1] points, const int32_t[::1] owners) except -1:
+    cdef Py_ssize_t i, m = points.shape[0]
+    if m == 0:
+        raise ValueError("the continuum has no points")
+    if owners.shape[0] != m:
+        raise ValueError("points and owners differ in length")
+    for i in range(m - 1):
+        if points[i + 1] < points[i]:
+            raise ValueError("continuum points must be sorted")
+    return 0
+
+
+def ketama_route_offsets(const uint32_t[::1] points not None, const int32_t[::1] owners not None,
+                         bint upper, const int64_t[::1] offsets not None,
+                         const uint8_t[::1] data not None, threads=None):
+    """MD5 key hash + continuum lookup: the owner index of every key."""
+    _check_continuum(points, owners)
+    cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
+    cdef Py_ssize_t m = points.shape[0]
+    out = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef const uint8_t *d = &data[0] if data.shape[0] else _EMPTY
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_ketama_route_offsets(&offsets[s], d, <size_t>(e - s), &points[0], &owners[0],
+                                        <size_t>m, upper, &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def ketama_lookup(const uint32_t[::1] points not None, const int32_t[::1] owners not None,
+                  bint upper, const uint32_t[::1] hashes not None, threads=None):
+    _check_continuum(points, owners)
+    cdef Py_ssize_t n = hashes.shape[0], m = points.shape[0]
+    out = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_ketama_lookup(&points[0], &owners[0], <size_t>m, upper, &hashes[s],
+                                 <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+def mongo_hash_int64_array(const int64_t[::1] values not None, threads=None):
+    cdef Py_ssize_t n = values.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_mongo_hash_int64_batch(&values[s], <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out.view(np.int64)
+
+
+def mongo_hash_double_array(const double[::1] values not None, threads=None):
+    cdef Py_ssize_t n = values.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_mongo_hash_double_batch(&values[s], <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out.view(np.int64)
+
+
+def des_encrypt_zero_key_array(const uint64_t[::1] blocks not None, threads=None):
+    """DES (all-zero key) of each block, blocks as big-endian uint64 values."""
+    cdef Py_ssize_t n = blocks.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        if e > s:
+            with nogil:
+                sh_des_encrypt_batch(&_ZERO_KEY_DES, &blocks[s], <size_t>(e - s), &o[s])
+    parallel_for(n, threads, body)
+    return out
+
+
+cdef inline size_t _format_decimal(int64_t v, char *buf) noexcept nogil:
+    """Decimal text of a signed 64-bit integer; returns its length."""
+    cdef char tmp[24]
+    cdef size_t n = 0, k = 0
+    cdef uint64_t u
+    if v < 0:
+        u = <uint64_t>0 - <uint64_t>v
+    else:
+        u = <uint64_t>v
+    while True:
+        tmp[n] = <char>(48 + u % 10)
+        n += 1
+        u //= 10
+        if u == 0:
+            break
+    if v < 0:
+        buf[0] = 45  # '-'
+        k = 1
+    while n:
+        n -= 1
+        buf[k] = tmp[n]
+        k += 1
+    return k
+
+
+def xxh64_offsets(const int64_t[::1] offsets not None, const uint8_t[::1] data not None,
+                  threads=None):
+    """xxh64 (seed 0) of every key."""
+    cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef const uint8_t *d = &data[0] if data.shape[0] else _EMPTY
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        cdef Py_ssize_t i
+        with nogil:
+            for i in range(s, e):
+                o[i] = sh_xxh64(d + offsets[i], <size_t>(offsets[i + 1] - offsets[i]), 0)
+    parallel_for(n, threads, body)
+    return out
+
+
+def xxh64_decimal_int64(const int64_t[::1] values not None, threads=None):
+    """xxh64 (seed 0) of each value's decimal text (Vitess ``xxhash`` over ints)."""
+    cdef Py_ssize_t n = values.shape[0]
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+
+    def body(Py_ssize_t s, Py_ssize_t e):
+        cdef Py_ssize_t i
+        cdef char buf[24]
+        cdef size_t k
+        with nogil:
+            for i in range(s, e):
+                k = _format_decimal(values[i], buf)
+                o[i] = sh_xxh64(buf, k, 0)
+    parallel_for(n, threads, body)
+    return out
+
+
+def xxh64(const uint8_t[::1] data not None) -> int:
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    return sh_xxh64(p, <size_t>data.shape[0], 0)
