@@ -1,0 +1,134 @@
+"""The frozen golden hash vectors (tests/vectors/hashes.tsv).
+
+Two independent checks of every row:
+
+* the reference packages (xxhash, mmh3, a pure-Python FNV-1a) still produce
+  it -- the file is what the reference algorithms say, not what we say;
+* ``shardhash.hash_bytes`` reproduces it, bit for bit.
+
+Format and buffer rule: tests/vectors/README.md.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import mmh3
+import pytest
+import xxhash
+
+import shardhash
+
+VECTORS = Path(__file__).resolve().parent / "vectors" / "hashes.tsv"
+ALGORITHMS = ("xxh3_64", "xxh64", "xxh32", "murmur3_32", "murmur3_128", "fnv1a_32", "fnv1a_64")
+HEX_DIGITS = {"xxh3_64": 16, "xxh64": 16, "xxh32": 8, "murmur3_32": 8, "murmur3_128": 32,
+              "fnv1a_32": 8, "fnv1a_64": 16}
+M32 = (1 << 32) - 1
+M64 = (1 << 64) - 1
+
+
+def make_buffer(n: int = 2048) -> bytes:
+    """byte[i] = ((i * 2654435761 + 1013904223) mod 2**32) >> 24."""
+    return bytes(((i * 2654435761 + 1013904223) & M32) >> 24 for i in range(n))
+
+
+BUF = make_buffer()
+
+
+def _fnv1a(data: bytes, basis: int, prime: int, mask: int) -> int:
+    # FNV-1a as in the FNV specification (draft-eastlake-fnv).
+    h = basis
+    for b in data:
+        h = ((h ^ b) * prime) & mask
+    return h
+
+
+REFERENCE: dict[str, Callable[[bytes, int], int]] = {
+    "xxh3_64": lambda d, s: xxhash.xxh3_64_intdigest(d, seed=s),
+    "xxh64": lambda d, s: xxhash.xxh64_intdigest(d, seed=s),
+    "xxh32": lambda d, s: xxhash.xxh32_intdigest(d, seed=s),
+    "murmur3_32": lambda d, s: mmh3.hash(d, s, signed=False),
+    "murmur3_128": lambda d, s: mmh3.hash128(d, s, x64arch=True, signed=False),
+    "fnv1a_32": lambda d, s: _fnv1a(d, 0x811C9DC5, 0x01000193, M32),
+    "fnv1a_64": lambda d, s: _fnv1a(d, 0xCBF29CE484222325, 0x100000001B3, M64),
+}
+
+
+def load_rows() -> list[tuple[str, int, int, int]]:
+    rows = []
+    header_seen = False
+    for lineno, line in enumerate(VECTORS.read_text(encoding="utf-8").splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        if not header_seen:
+            assert line == "algorithm\tseed\tlength\texpected", f"line {lineno}: bad header"
+            header_seen = True
+            continue
+        algo, seed, length, expected = line.split("\t")
+        assert algo in HEX_DIGITS, f"line {lineno}: unknown algorithm {algo!r}"
+        assert len(expected) == HEX_DIGITS[algo], f"line {lineno}: width of {expected!r}"
+        assert expected == expected.lower(), f"line {lineno}: hex must be lowercase"
+        assert 0 <= int(length) <= len(BUF), f"line {lineno}: length {length}"
+        rows.append((algo, int(seed), int(length), int(expected, 16)))
+    return rows
+
+
+ROWS = load_rows()
+
+
+def test_buffer_rule_matches_readme() -> None:
+    assert BUF[:8].hex(" ") == "3c da 78 17 b5 53 f1 8f"
+    assert len(set(BUF)) == 256
+
+
+def test_coverage_of_the_vector_file() -> None:
+    per_algo = Counter(r[0] for r in ROWS)
+    assert set(per_algo) == set(ALGORITHMS)
+    lengths = {r[2] for r in ROWS}
+    assert set(range(257)) <= lengths
+    for boundary in (240, 241, 1023, 1024, 1025, 2047, 2048):
+        assert boundary in lengths
+    seeds = {a: {r[1] for r in ROWS if r[0] == a} for a in ALGORITHMS}
+    for a in ("xxh3_64", "xxh64"):
+        assert {0, 1, M32, M64} <= seeds[a]
+    for a in ("xxh32", "murmur3_32", "murmur3_128"):
+        assert {0, 1, M32} <= seeds[a] and max(seeds[a]) <= M32
+    assert seeds["fnv1a_32"] == seeds["fnv1a_64"] == {0}
+    # every algorithm/seed pair covers the same lengths
+    combos = Counter((r[0], r[1]) for r in ROWS)
+    assert len(set(combos.values())) == 1
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_reference_packages_reproduce_vectors(algorithm: str) -> None:
+    ref = REFERENCE[algorithm]
+    bad = [(seed, n, hex(exp)) for a, seed, n, exp in ROWS
+           if a == algorithm and ref(BUF[:n], seed) != exp]
+    assert not bad, f"{len(bad)} rows differ from the reference, first: {bad[:5]}"
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_hash_bytes_matches_vectors(algorithm: str) -> None:
+    bad = []
+    for a, seed, n, exp in ROWS:
+        if a != algorithm:
+            continue
+        got = shardhash.hash_bytes(BUF[:n], algorithm, seed)
+        if got != exp:
+            bad.append((seed, n, hex(exp), hex(got)))
+    assert not bad, f"{len(bad)} rows differ, first (seed, len, expected, got): {bad[:5]}"
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_hash_bytes_keyword_form_and_default_seed(algorithm: str) -> None:
+    rows = [r for r in ROWS if r[0] == algorithm and r[1] == 0]
+    for _, _, n, exp in rows[::37]:
+        assert shardhash.hash_bytes(BUF[:n], algorithm=algorithm) == exp
+        assert shardhash.hash_bytes(data=BUF[:n], algorithm=algorithm, seed=0) == exp
+
+
+def test_hash_bytes_default_algorithm_is_xxh3_64() -> None:
+    for _, seed, n, exp in (r for r in ROWS if r[0] == "xxh3_64" and r[1] == 0):
+        assert shardhash.hash_bytes(BUF[:n]) == exp
