@@ -1,0 +1,319 @@
+"""Cassandra's ``Murmur3Partitioner``, reproduced to the bit.
+
+A row's token is computed from its serialized partition key:
+
+* ``h1`` of MurmurHash3 x64_128 (seed 0) -- but Cassandra's variant, whose
+  tail bytes are Java signed bytes: a tail byte >= 0x80 is sign-extended
+  before it is mixed in, so the token differs from standard murmur3
+  (``mmh3.hash64``) for most binary keys;
+* taken as a signed 64-bit integer, with ``-2**63`` replaced by ``2**63-1``;
+* the empty key's token is ``-2**63`` (the ring's minimum).
+
+:func:`serialize` produces the partition-key bytes of CQL values (``int``,
+``bigint``, ``text``, ``uuid``, ... and composite keys), and
+:class:`TokenRouter` finds the owner on a token ring: the node of the first
+ring token >= the key's token, wrapping around (vnodes: several tokens per
+node).
+
+What is exact: tokens (checked against ``cassandra-driver``'s
+``Murmur3Token.from_key`` on binary keys with high tail bytes) and primary
+ownership.  Not modelled: replica placement beyond the primary owner under
+NetworkTopologyStrategy (racks, datacenters), and the other partitioners
+(Random, ByteOrdered).
+
+>>> token(b"hello")
+-3758069500696749310
+>>> token(serialize(1, "int")), token(serialize(1, "bigint"))
+(-4069959284402364209, 6292367497774912474)
+>>> token(serialize((1, "a"), ("int", "text")))
+6516349416904725244
+"""
+
+from __future__ import annotations
+
+import bisect
+import numbers
+import struct
+import uuid as _uuid
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _native_b
+
+__all__ = [
+    "MIN_TOKEN",
+    "MAX_TOKEN",
+    "CQL_TYPES",
+    "token",
+    "token_array",
+    "serialize",
+    "evenly_spaced_tokens",
+    "TokenRouter",
+]
+
+MIN_TOKEN = -(1 << 63)
+MAX_TOKEN = (1 << 63) - 1
+
+# CQL type name -> canonical name.
+_ALIASES = {
+    "int": "int",
+    "bigint": "bigint",
+    "counter": "bigint",
+    "smallint": "smallint",
+    "tinyint": "tinyint",
+    "text": "text",
+    "varchar": "text",
+    "ascii": "ascii",
+    "uuid": "uuid",
+    "timeuuid": "uuid",
+    "blob": "blob",
+    "boolean": "boolean",
+    "timestamp": "timestamp",
+}
+CQL_TYPES = tuple(sorted(_ALIASES))
+
+_INT_RANGES = {
+    "tinyint": (1, -(1 << 7), (1 << 7) - 1),
+    "smallint": (2, -(1 << 15), (1 << 15) - 1),
+    "int": (4, -(1 << 31), (1 << 31) - 1),
+    "bigint": (8, -(1 << 63), (1 << 63) - 1),
+    "timestamp": (8, -(1 << 63), (1 << 63) - 1),
+}
+
+
+def _bytes_like(key: Any, what: str = "key") -> bytes:
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    if isinstance(key, str):
+        raise TypeError(f"{what} must be the serialized partition key (bytes), not str; "
+                        f"use serialize({key!r:.40}, 'text')")
+    raise TypeError(f"{what} must be bytes, not {type(key).__name__} ({key!r:.60})")
+
+
+def token(key: bytes) -> int:
+    """The ``Murmur3Partitioner`` token of one serialized partition key.
+
+    >>> token(b""), token(b"123")
+    (-9223372036854775808, -7468325962851647638)
+    """
+    return int(_native_b.cassandra_token(_bytes_like(key)))
+
+
+def _type_name(cql_type: Any) -> str:
+    if not isinstance(cql_type, str):
+        raise TypeError(f"a CQL type name must be a str, not {type(cql_type).__name__}")
+    t = _ALIASES.get(cql_type.strip().lower())
+    if t is None:
+        raise ValueError(f"unsupported CQL type {cql_type!r}; supported: {', '.join(CQL_TYPES)}")
+    return t
+
+
+def _serialize_one(value: Any, t: str) -> bytes:
+    if value is None:
+        raise ValueError("a partition key component cannot be null")
+    if t in _INT_RANGES:
+        size, lo, hi = _INT_RANGES[t]
+        if t == "timestamp" and hasattr(value, "timestamp") and not isinstance(value, numbers.Number):
+            import datetime as _dt
+
+            if isinstance(value, _dt.datetime):
+                if value.tzinfo is None:
+                    value = value.replace(tzinfo=_dt.timezone.utc)
+                delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+                value = (delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"a CQL {t} must be an int, not {type(value).__name__} ({value!r:.60})")
+        v = int(value)
+        if not lo <= v <= hi:
+            raise OverflowError(f"{v} is out of range for CQL {t} ({lo}..{hi})")
+        return v.to_bytes(size, "big", signed=True)
+    if t in ("text", "ascii"):
+        if not isinstance(value, str):
+            raise TypeError(f"a CQL {t} must be a str, not {type(value).__name__} ({value!r:.60})")
+        if t == "ascii":
+            try:
+                return value.encode("ascii")
+            except UnicodeEncodeError:
+                raise ValueError(f"{value!r:.60} is not ASCII") from None
+        return value.encode("utf-8")
+    if t == "uuid":
+        if isinstance(value, _uuid.UUID):
+            return value.bytes
+        if isinstance(value, str):
+            try:
+                return _uuid.UUID(value).bytes
+            except ValueError:
+                raise ValueError(f"{value!r:.60} is not a UUID") from None
+        raise TypeError(f"a CQL uuid must be a uuid.UUID or str, not {type(value).__name__}")
+    if t == "blob":
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        raise TypeError(f"a CQL blob must be bytes, not {type(value).__name__}")
+    if t == "boolean":
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"a CQL boolean must be a bool, not {type(value).__name__}")
+        return b"\x01" if value else b"\x00"
+    raise AssertionError(t)  # pragma: no cover
+
+
+def serialize(value: Any, cql_type: str | Sequence[str]) -> bytes:
+    """The partition-key bytes Cassandra hashes for a CQL value.
+
+    Single-column keys: ``int`` -> 4 bytes big-endian, ``bigint`` 8,
+    ``smallint`` 2, ``tinyint`` 1, ``text``/``varchar`` UTF-8, ``ascii``,
+    ``uuid``/``timeuuid`` 16 bytes, ``blob`` as is, ``boolean`` 1 byte,
+    ``timestamp`` 8-byte milliseconds since the epoch (an ``int`` or a
+    ``datetime``; naive datetimes are UTC).  Composite keys: ``value`` is a
+    tuple and ``cql_type`` the tuple of column types; each component is
+    written as a 2-byte big-endian length, its bytes and a 0 byte.
+
+    >>> serialize(1, "int")
+    b'\\x00\\x00\\x00\\x01'
+    >>> serialize((1, "a"), ("int", "text"))
+    b'\\x00\\x04\\x00\\x00\\x00\\x01\\x00\\x00\\x01a\\x00'
+    """
+    if isinstance(cql_type, (tuple, list)):
+        if not isinstance(value, (tuple, list)):
+            raise TypeError(f"a composite key needs a tuple of {len(cql_type)} values, "
+                            f"not {type(value).__name__}")
+        if len(value) != len(cql_type):
+            raise ValueError(f"composite key has {len(value)} values for {len(cql_type)} types")
+        if len(cql_type) == 1:
+            return _serialize_one(value[0], _type_name(cql_type[0]))
+        parts = []
+        for i, (v, t) in enumerate(zip(value, cql_type)):
+            b = _serialize_one(v, _type_name(t))
+            if len(b) > 0xFFFF:
+                raise ValueError(f"component {i} of the composite key is {len(b)} bytes "
+                                 "(at most 65535)")
+            parts.append(struct.pack(">H", len(b)) + b + b"\x00")
+        return b"".join(parts)
+    return _serialize_one(value, _type_name(cql_type))
+
+
+def _int_array(keys: Any, t: str) -> np.ndarray:
+    size, lo, hi = _INT_RANGES[t]
+    arr = np.asarray(keys)
+    if arr.ndim != 1:
+        raise ValueError(f"keys must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuO":
+        raise TypeError(f"CQL {t} keys must be integers, not an array of {arr.dtype}")
+    if arr.dtype.kind == "O":
+        for i, v in enumerate(arr.tolist()):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"key at position {i}: a CQL {t} must be an int, not "
+                                f"{type(v).__name__} ({v!r:.60})")
+            if not lo <= int(v) <= hi:
+                raise OverflowError(f"key at position {i}: {int(v)} is out of range for CQL {t}")
+        return np.array(arr.tolist(), dtype=np.int64)
+    if arr.size:
+        amin, amax = int(arr.min()), int(arr.max())
+        if amin < lo or amax > hi:
+            bad = int(np.flatnonzero((arr < lo) | (arr > hi))[0]) if arr.dtype.kind == "i" or amax <= hi \
+                else int(np.flatnonzero(arr > hi)[0])
+            raise OverflowError(f"key at position {bad}: {int(arr[bad])} is out of range for CQL {t}")
+    return arr.astype(np.int64, copy=False)
+
+
+def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int | None = None) -> np.ndarray:
+    """Tokens of many partition keys at once, as an ``int64`` array.
+
+    With ``cql_type="blob"`` (the default) ``keys`` are serialized partition
+    keys: a sequence of bytes, or an Arrow binary array (used without
+    copying).  With ``"bigint"`` or ``"int"`` (also ``smallint``,
+    ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
+    is serialized in the kernel; other CQL types are serialized per key with
+    :func:`serialize`.  Runs without the GIL on ``threads`` threads.
+
+    >>> token_array([b"123", b""]).tolist()
+    [-7468325962851647638, -9223372036854775808]
+    >>> token_array(np.array([1, 2]), "int").tolist() == [token(serialize(v, "int")) for v in (1, 2)]
+    True
+    """
+    if isinstance(cql_type, str):
+        t = _type_name(cql_type)
+        if t == "blob":
+            offsets, data = _native_b.pack_keys(keys)
+            return _native_b.cassandra_token_offsets(offsets, data, threads)
+        if t in ("bigint", "timestamp"):
+            return _native_b.cassandra_token_bigint(_int_array(keys, t), threads)
+        if t == "int":
+            return _native_b.cassandra_token_int(_int_array(keys, t).astype(np.int32), threads)
+        if t in ("text", "ascii"):
+            if t == "text":
+                for i, k in enumerate(keys if isinstance(keys, (list, tuple)) else ()):
+                    if not isinstance(k, str):
+                        raise TypeError(f"key at position {i}: a CQL text must be a str, not "
+                                        f"{type(k).__name__} ({k!r:.60})")
+                offsets, data = _native_b.pack_keys(keys)
+                return _native_b.cassandra_token_offsets(offsets, data, threads)
+    elif not isinstance(cql_type, (tuple, list)):
+        raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
+    if isinstance(keys, np.ndarray):
+        keys = keys.tolist()
+    parts = [serialize(k, cql_type) for k in keys]
+    offsets, data = _native_b.pack_keys(parts)
+    return _native_b.cassandra_token_offsets(offsets, data, threads)
+
+
+def evenly_spaced_tokens(n: int, offset: int = 0) -> list[int]:
+    """``n`` evenly spaced ring tokens, ``(2**64 // n) * i - 2**63 + offset``:
+    the classic initial tokens for ``n`` single-token nodes.
+
+    >>> evenly_spaced_tokens(4)
+    [-9223372036854775808, -4611686018427387904, 0, 4611686018427387904]
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int, not {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    step = (1 << 64) // n
+    out = []
+    for i in range(n):
+        t = step * i + MIN_TOKEN + offset
+        t = (t - MIN_TOKEN) % (1 << 64) + MIN_TOKEN
+        out.append(t)
+    return out
+
+
+def _check_token(t: Any, node: Any) -> int:
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+        raise TypeError(f"token {t!r:.60} of node {node!r} must be an int, not {type(t).__name__}")
+    v = int(t)
+    if not MIN_TOKEN <= v <= MAX_TOKEN:
+        raise ValueError(f"token {v} of node {node!r} is outside the Murmur3 range "
+                         f"[{MIN_TOKEN}, {MAX_TOKEN}]")
+    return v
+
+
+def _build_ring(tokens: Mapping[Hashable, Iterable[int]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    if not isinstance(tokens, Mapping):
+        raise TypeError(f"tokens must be a mapping node -> [token, ...], not {type(tokens).__name__}")
+    nodes = [str(n) for n in tokens]
+    if not nodes:
+        raise ValueError("a token ring needs at least one node")
+    if len(set(nodes)) != len(nodes):
+        raise ValueError("node names must be distinct (as strings)")
+    pairs: list[tuple[int, int]] = []
+    owner_of: dict[int, str] = {}
+    for idx, node in enumerate(tokens):
+        toks = tokens[node]
+        if isinstance(toks, (int, np.integer)) and not isinstance(toks, bool):
+            toks = [toks]
+        toks = list(toks)
+        if not toks:
+            raise ValueError(f"node {node!r} has no tokens")
+        for t in toks:
+            v = _check_token(t, node)
+            if v in owner_of:
+                raise ValueError(f"token {v} is owned twice: by {owner_of[v]!r} and by {str(node)!r}")
+            owner_of[v] = str(node)
+            pairs.append((v, idx))
+    pairs.sort()
+    ring = np.array([p[0] for p in pairs], dtype=np.int64)
+    owners = np.array([p[1] for p in pairs], dtype=np.int32)
+    return nodes, ring, owners

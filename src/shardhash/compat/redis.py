@@ -1,0 +1,163 @@
+"""Redis Cluster key slots, reproduced to the bit.
+
+Redis Cluster sends a key to slot ``CRC16(k) & 16383`` (CRC16-XMODEM:
+polynomial 0x1021, initial value 0, no reflection), where ``k`` is the key's
+*hash tag* -- the bytes between the first ``{`` and the next ``}`` after
+it -- when that tag is non-empty, and the whole key otherwise.  So
+``{user1000}.following`` and ``{user1000}.followers`` share a slot, ``{}x``
+is hashed whole, and in ``a{}b{c}`` the first tag is empty so the whole key
+is hashed (not ``c``).  Each master node serves some ranges of slots;
+:class:`ClusterRouter` routes by a slot -> node table.
+
+What is exact: every slot, for any binary key (checked against
+``CLUSTER KEYSLOT`` of a real ``redis-server``).  Keys are bytes as they
+are, or ``str`` as UTF-8 (what redis-py sends).
+
+>>> keyslot(b"foo")
+12182
+>>> keyslot("{user1000}.following") == keyslot("{user1000}.followers") == 3443
+True
+>>> keyslot(b"a{}b{c}") == keyslot(b"a{}b{c}x")   # empty first tag: whole key
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _native_b
+
+__all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
+
+SLOTS = 16384
+
+
+def _key_bytes(key: Any) -> bytes:
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    raise TypeError(f"a Redis key must be bytes or str, not {type(key).__name__} ({key!r:.60})")
+
+
+def hash_tag(key: bytes | str) -> bytes:
+    """The bytes Redis hashes for ``key``: its non-empty hash tag, or the key.
+
+    >>> hash_tag(b"{user1000}.following")
+    b'user1000'
+    >>> hash_tag(b"{{a}}"), hash_tag(b"{}x"), hash_tag(b"foo{bar}{zap}")
+    (b'{a', b'{}x', b'bar')
+    """
+    b = _key_bytes(key)
+    s = b.find(b"{")
+    if s != -1:
+        e = b.find(b"}", s + 1)
+        if e != -1 and e != s + 1:
+            return b[s + 1:e]
+    return b
+
+
+def keyslot(key: bytes | str) -> int:
+    """The Redis Cluster slot (0..16383) of one key, as ``CLUSTER KEYSLOT``.
+
+    >>> keyslot(b"123456789"), keyslot(b""), keyslot(b"{{}}")
+    (12739, 0, 4092)
+    """
+    return int(_native_b.redis_keyslot(_key_bytes(key)))
+
+
+def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
+    """Slots of many keys at once, as a ``uint16`` array.
+
+    ``keys``: a sequence of bytes/str, a numpy bytes/str/object array, or an
+    Arrow binary/string array (used without copying).  Runs without the GIL
+    on ``threads`` threads (``None``: one thread for small inputs, all
+    cores for large ones).
+
+    >>> keyslot_array([b"foo", "bar", b"{foo}x"]).tolist()
+    [12182, 5061, 12182]
+    """
+    offsets, data = _native_b.pack_keys(keys)
+    return _native_b.redis_keyslot_offsets(offsets, data, threads)
+
+
+def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Hashable, list[tuple[int, int]]]:
+    """Split the 16384 slots into one contiguous, near-equal range per node.
+
+    Node i ends at ``round((i + 1) * 16384 / n - 1)`` (halves rounded up),
+    the last node at 16383; for three masters this is the familiar
+    0-5460 / 5461-10922 / 10923-16383 layout of ``redis-cli --cluster create``.
+
+    >>> even_slot_ranges(["a", "b", "c"])
+    {'a': [(0, 5460)], 'b': [(5461, 10922)], 'c': [(10923, 16383)]}
+    """
+    n = len(nodes)
+    if n == 0:
+        raise ValueError("need at least one node")
+    if len(set(nodes)) != n:
+        raise ValueError("node names must be distinct")
+    if n > SLOTS:
+        raise ValueError(f"at most {SLOTS} nodes can own slots, got {n}")
+    per = SLOTS / n
+    out: dict[Hashable, list[tuple[int, int]]] = {}
+    first = 0
+    for i, node in enumerate(nodes):
+        last = SLOTS - 1 if i == n - 1 else int(i * per + per - 1 + 0.5)
+        last = max(last, first)
+        out[node] = [(first, last)]
+        first = last + 1
+    return out
+
+
+def _slot_table(slot_ranges: Mapping[Hashable, Iterable[tuple[int, int]]]) -> tuple[list[Hashable], np.ndarray]:
+    """Validate a node -> slot ranges map and build the slot -> node-index table."""
+    if not isinstance(slot_ranges, Mapping):
+        raise TypeError(f"slot_ranges must be a mapping node -> [(start, end), ...], not {type(slot_ranges).__name__}")
+    nodes = list(slot_ranges)
+    if not nodes:
+        raise ValueError("slot_ranges is empty")
+    table = np.full(SLOTS, -1, dtype=np.int32)
+    for idx, node in enumerate(nodes):
+        ranges = slot_ranges[node]
+        if isinstance(ranges, tuple) and len(ranges) == 2 and all(isinstance(x, int) for x in ranges):
+            raise TypeError(f"slot ranges of node {node!r} must be a list of (start, end) pairs, "
+                            f"not a single pair {ranges!r}")
+        for r in ranges:
+            if not (isinstance(r, (tuple, list)) and len(r) == 2):
+                raise TypeError(f"slot range {r!r} of node {node!r} is not a (start, end) pair")
+            start, end = r
+            for v in (start, end):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                    raise TypeError(f"slot range {r!r} of node {node!r}: bounds must be ints, "
+                                    f"not {type(v).__name__}")
+            start, end = int(start), int(end)
+            if not (0 <= start <= end < SLOTS):
+                raise ValueError(f"slot range ({start}, {end}) of node {node!r} is not within "
+                                 f"0..{SLOTS - 1} with start <= end")
+            seg = table[start:end + 1]
+            taken = np.flatnonzero(seg >= 0)
+            if taken.size:
+                slot = start + int(taken[0])
+                raise ValueError(f"slot {slot} is assigned twice: to {nodes[int(seg[taken[0]])]!r} "
+                                 f"and to {node!r}")
+            seg[:] = idx
+    missing = np.flatnonzero(table < 0)
+    if missing.size:
+        raise ValueError(f"{missing.size} slots have no node, the first is slot {int(missing[0])} "
+                         "(a cluster must cover all 16384 slots)")
+    return nodes, table
+
+
+def _ranges_of(table: np.ndarray, nodes: list[Hashable]) -> dict[Hashable, list[tuple[int, int]]]:
+    out: dict[Hashable, list[tuple[int, int]]] = {n: [] for n in nodes}
+    change = np.flatnonzero(np.diff(table)) + 1
+    starts = np.concatenate(([0], change))
+    ends = np.concatenate((change - 1, [SLOTS - 1]))
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        out[nodes[int(table[s])]].append((s, e))
+    return out
