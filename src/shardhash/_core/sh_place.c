@@ -1,0 +1,274 @@
+/*
+ * shardhash core: placement kernels (see sh_place.h and docs/routers.md).
+ */
+#include "sh_place.h"
+
+#include <math.h>
+
+/* ------------------------------------------------------------------------ */
+/* Jump consistent hash                                                      */
+
+#define SH_JUMP_MULT UINT64_C(2862933555777941757)
+
+int32_t sh_jump(uint64_t key, int32_t num_buckets)
+{
+    int64_t b = -1, j = 0;
+    while (j < num_buckets) {
+        b = j;
+        key = key * SH_JUMP_MULT + 1;
+        j = (int64_t)((double)(b + 1) * (2147483648.0 / (double)((key >> 33) + 1)));
+    }
+    return (int32_t)b;
+}
+
+#define SH_JUMP_LANES 8
+
+void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
+{
+    size_t i = 0;
+    const int64_t nb = num_buckets;
+    /* Lanes advance in lock-step; a lane that has finished keeps its state
+     * (selects instead of branches), so the divisions of the live lanes
+     * overlap in the pipeline instead of waiting for each other. */
+    for (; i + SH_JUMP_LANES <= n; i += SH_JUMP_LANES) {
+        uint64_t k[SH_JUMP_LANES];
+        int64_t b[SH_JUMP_LANES], j[SH_JUMP_LANES];
+        int l, live;
+        for (l = 0; l < SH_JUMP_LANES; l++) {
+            k[l] = hashes[i + l];
+            b[l] = -1;
+            j[l] = 0;
+        }
+        do {
+            live = 0;
+            for (l = 0; l < SH_JUMP_LANES; l++) {
+                int go = j[l] < nb;
+                int64_t nbv = go ? j[l] : b[l];
+                uint64_t nk = k[l] * SH_JUMP_MULT + 1;
+                int64_t nj = (int64_t)((double)(nbv + 1) * (2147483648.0 / (double)((nk >> 33) + 1)));
+                b[l] = nbv;
+                k[l] = go ? nk : k[l];
+                j[l] = go ? nj : j[l];
+                live |= go;
+            }
+        } while (live);
+        for (l = 0; l < SH_JUMP_LANES; l++) out[i + l] = (int32_t)b[l];
+    }
+    for (; i < n; i++) out[i] = sh_jump(hashes[i], num_buckets);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fast modulo                                                               */
+
+void sh_fastmod_init(sh_fastmod *f, uint64_t d)
+{
+    /* M = floor((2^128 - 1) / d) + 1 (mod 2^128), by binary long division. */
+    uint64_t q_hi = 0, q_lo = 0, r = 0;
+    int bit;
+    if (d == 0) d = 1;
+    for (bit = 127; bit >= 0; bit--) {
+        uint64_t top = r >> 63;  /* remainder about to overflow 64 bits */
+        r = (r << 1) | 1u;       /* every bit of 2^128 - 1 is one */
+        if (top || r >= d) {
+            r -= d;
+            if (bit >= 64) q_hi |= (uint64_t)1 << (bit - 64);
+            else q_lo |= (uint64_t)1 << bit;
+        }
+    }
+    q_lo += 1;
+    if (q_lo == 0) q_hi += 1;
+    f->m_lo = q_lo;
+    f->m_hi = q_hi;
+    f->d = d;
+}
+
+void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
+                     const int32_t *placement, int32_t *out)
+{
+    size_t i;
+    const sh_fastmod fm = *f;
+    for (i = 0; i < n; i++) out[i] = placement[sh_fastmod_u64(hashes[i], &fm)];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ring                                                                      */
+
+unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
+{
+    unsigned bits = 1;
+    unsigned cap = width < 24 ? width : 24;
+    while (bits < cap && ((size_t)1 << bits) < ntokens) bits++;
+    return bits;
+}
+
+void sh_ring_build_index(const uint64_t *tokens, size_t ntokens, unsigned shift,
+                         unsigned bits, uint32_t *index)
+{
+    uint64_t p, count = (uint64_t)1 << bits, last = count - 1;
+    size_t i = 0;
+    for (p = 0; p < count; p++) {
+        while (i < ntokens) {
+            uint64_t pref = shift >= 64 ? 0 : tokens[i] >> shift;
+            if (pref > last) pref = last;
+            if (pref >= p) break;
+            i++;
+        }
+        index[p] = (uint32_t)i;
+    }
+    index[count] = (uint32_t)ntokens;
+}
+
+SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens,
+                                              const int32_t *SH_RESTRICT owners, size_t ntokens,
+                                              const uint32_t *SH_RESTRICT index, uint64_t last,
+                                              unsigned shift, uint64_t h)
+{
+    uint64_t p = shift >= 64 ? 0 : h >> shift;
+    size_t lo, hi;
+    if (p > last) p = last;
+    lo = index[p];
+    hi = index[p + 1];
+    if (hi - lo > 8) {
+        /* Dense prefix: binary search for the first token >= h in [lo, hi). */
+        while (lo < hi) {
+            size_t mid = lo + ((hi - lo) >> 1);
+            if (tokens[mid] < h) lo = mid + 1;
+            else hi = mid;
+        }
+    } else {
+        while (lo < hi && tokens[lo] < h) lo++;
+    }
+    if (lo == ntokens) lo = 0;
+    return owners[lo];
+}
+
+int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
+{
+    return sh_ring_lookup_inline(r->tokens, r->owners, r->ntokens, r->index, r->index_last,
+                                 r->shift, h);
+}
+
+void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
+{
+    size_t i;
+    const uint64_t *tokens = r->tokens;
+    const int32_t *owners = r->owners;
+    const uint32_t *index = r->index;
+    const size_t ntokens = r->ntokens;
+    const uint64_t last = r->index_last;
+    const unsigned shift = r->shift;
+    for (i = 0; i < n; i++)
+        out[i] = sh_ring_lookup_inline(tokens, owners, ntokens, index, last, shift, hashes[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Maglev                                                                    */
+
+int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
+                       uint64_t m, int32_t *table, uint64_t *pos, double *credit)
+{
+    uint64_t filled = 0, c;
+    size_t i;
+    if (nshards == 0 || m < 2 || m < nshards) return -1;
+    /* pos[] holds each shard's next candidate slot; skips are recomputed
+     * from the shard hash (cheap) to avoid a third workspace. */
+    for (c = 0; c < m; c++) table[c] = -1;
+    for (i = 0; i < nshards; i++) {
+        pos[i] = sh_mix64(shard_hashes[i] ^ SH_MAGLEV_OFFSET_SALT) % m;
+        credit[i] = 0.0;
+    }
+    for (;;) {
+        for (i = 0; i < nshards; i++) {
+            uint64_t p, s;
+            if (weights) {
+                credit[i] += weights[i];
+                if (credit[i] < 1.0) continue;
+                credit[i] -= 1.0;
+            }
+            s = sh_mix64(shard_hashes[i] ^ SH_MAGLEV_SKIP_SALT) % (m - 1) + 1;
+            p = pos[i];
+            while (table[p] >= 0) {
+                p += s;
+                if (p >= m) p -= m;
+            }
+            table[p] = (int32_t)i;
+            p += s;
+            if (p >= m) p -= m;
+            pos[i] = p;
+            if (++filled == m) return 0;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rendezvous                                                                */
+
+SH_FORCE_INLINE int32_t sh_rendezvous_inline(uint64_t h, const uint64_t *seeds,
+                                             const double *weights, size_t nshards)
+{
+    size_t i, best = 0;
+    if (weights == NULL) {
+        uint64_t bx = sh_mix64(h ^ seeds[0]);
+        for (i = 1; i < nshards; i++) {
+            uint64_t x = sh_mix64(h ^ seeds[i]);
+            if (x > bx) {
+                bx = x;
+                best = i;
+            }
+        }
+    } else {
+        double bs = -1.0;
+        for (i = 0; i < nshards; i++) {
+            uint64_t x = sh_mix64(h ^ seeds[i]);
+            /* u in (0, 1): an odd 53-bit integer over 2^53, exact in a double. */
+            double u = (double)((x >> 11) | 1u) * (1.0 / 9007199254740992.0);
+            double s = -weights[i] / log(u);
+            if (s > bs) {
+                bs = s;
+                best = i;
+            }
+        }
+    }
+    return (int32_t)best;
+}
+
+int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards)
+{
+    return sh_rendezvous_inline(h, seeds, weights, nshards);
+}
+
+void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
+                         const double *weights, size_t nshards, int32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_rendezvous_inline(hashes[i], seeds, weights, nshards);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Overrides                                                                 */
+
+int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + ((hi - lo) >> 1);
+        if (ohashes[mid] < h) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < m && ohashes[lo] == h) return oshards[lo];
+    return -1;
+}
+
+void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
+                       const uint64_t *hashes, size_t n, int32_t *out)
+{
+    size_t i;
+    if (m == 0) return;
+    for (i = 0; i < n; i++) {
+        uint64_t h = hashes[i];
+        int32_t s;
+        if (h < ohashes[0] || h > ohashes[m - 1]) continue;
+        s = sh_override_find(ohashes, oshards, m, h);
+        if (s >= 0) out[i] = s;
+    }
+}

@@ -1,0 +1,130 @@
+/*
+ * shardhash core: placement kernels over 64-bit hash values.
+ *
+ * Plain C99, no Python.h.  Every function maps a key's 64-bit hash to the
+ * index of a shard (int32_t).  The algorithms, mixing functions and constants
+ * here are part of shardhash's routing protocol (docs/routers.md): changing
+ * any of them changes where keys live.
+ *
+ * Batch kernels share one shape: (const uint64_t *hashes, size_t n, ..., int32_t *out).
+ * None allocates memory; tables are built by the caller.
+ */
+#ifndef SH_PLACE_H
+#define SH_PLACE_H
+
+#include "sh_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Mixing: the SplitMix64 finaliser (Steele, Lea & Flood 2014; the constants of
+ * Stafford's "Mix13").  A bijection on 64-bit words.
+ */
+SH_FORCE_INLINE uint64_t sh_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* ---------------------------------------------------------------------------
+ * Jump consistent hash (Lamping & Veach 2014), bit-exact with the paper's
+ * reference code.  num_buckets must be >= 1.
+ */
+int32_t sh_jump(uint64_t key, int32_t num_buckets);
+/* Same, several independent keys interleaved per iteration. */
+void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Exact 64-bit modulo by a fixed divisor without a division instruction
+ * (Lemire, Kaser & Kurz 2019, "Faster remainder by direct computation"):
+ * M = floor((2^128 - 1) / d) + 1 taken mod 2^128; a % d = ((M * a) mod 2^128) * d >> 128.
+ */
+typedef struct {
+    uint64_t m_lo, m_hi;  /* the 128-bit constant M */
+    uint64_t d;           /* divisor, >= 1 */
+} sh_fastmod;
+
+void sh_fastmod_init(sh_fastmod *f, uint64_t d);
+
+SH_FORCE_INLINE uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
+{
+    uint64_t lb_hi, lb_lo, p_hi, q_hi, q_lo, carry;
+    /* lowbits = M * a mod 2^128 */
+    lb_lo = sh_mul128(f->m_lo, a, &lb_hi);
+    lb_hi += f->m_hi * a;
+    /* (lowbits * d) >> 128 */
+    (void)sh_mul128(lb_lo, f->d, &p_hi);
+    q_lo = sh_mul128(lb_hi, f->d, &q_hi);
+    carry = (q_lo + p_hi) < q_lo;
+    return q_hi + carry;
+}
+
+/* Bucket routing: out[i] = placement[hashes[i] % f->d]. */
+void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
+                     const int32_t *placement, int32_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Consistent-hash ring.  tokens: sorted strictly increasing, owners[i] owns
+ * the arc (tokens[i-1], tokens[i]]; the arc past the last token wraps to
+ * tokens[0].  The index maps each top-bits prefix p = h >> shift (clamped to
+ * index_len - 2) to the position of the first token whose prefix is >= p;
+ * it has index_len = 2^bits + 1 entries (the last one is ntokens).
+ */
+typedef struct {
+    const uint64_t *tokens;
+    const int32_t *owners;
+    size_t ntokens;
+    const uint32_t *index;
+    uint64_t index_last;   /* 2^bits - 1: largest prefix */
+    unsigned shift;        /* width - bits */
+} sh_ring;
+
+/* Number of prefix bits used for ntokens tokens over a `width`-bit space. */
+unsigned sh_ring_index_bits(size_t ntokens, unsigned width);
+/* Fill index[0 .. 2^bits] for a ring whose prefixes are h >> shift. */
+void sh_ring_build_index(const uint64_t *tokens, size_t ntokens, unsigned shift,
+                         unsigned bits, uint32_t *index);
+int32_t sh_ring_lookup(const sh_ring *r, uint64_t h);
+void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Maglev (Eisenbud et al. 2016).  shard_hashes[i] is shard i's identity hash;
+ * offset_i = mix64(shard_hash ^ SH_MAGLEV_OFFSET_SALT) % m,
+ * skip_i = mix64(shard_hash ^ SH_MAGLEV_SKIP_SALT) % (m - 1) + 1.
+ * weights: NULL for equal weights, else relative weights in (0, 1] (each
+ * shard's weight divided by the largest).  m must be prime and >= nshards.
+ * Workspaces: pos (nshards uint64) and credit (nshards doubles).
+ * Returns 0 on success, -1 on bad arguments.
+ */
+#define SH_MAGLEV_OFFSET_SALT UINT64_C(0x6f66667365743a31) /* "offset:1" */
+#define SH_MAGLEV_SKIP_SALT   UINT64_C(0x736b69703a312121) /* "skip:1!!" */
+int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
+                       uint64_t m, int32_t *table, uint64_t *pos, double *credit);
+
+/* ---------------------------------------------------------------------------
+ * Rendezvous (highest random weight).  seeds[i] = mix64(shard i's identity
+ * hash); the draw of shard i for key hash h is x = mix64(h ^ seeds[i]).
+ * Unweighted: the shard with the largest x wins.  Weighted (logarithmic
+ * method): u = ((x >> 11) + 0.5) / 2^53 in (0, 1), score = -w_i / ln(u),
+ * largest score wins.  Ties go to the lowest index.
+ */
+int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards);
+void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
+                         const double *weights, size_t nshards, int32_t *out);
+
+/* ---------------------------------------------------------------------------
+ * Overrides (directory routing): ohashes sorted strictly increasing;
+ * a hash equal to ohashes[j] routes to oshards[j].
+ */
+int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h);
+void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
+                       const uint64_t *hashes, size_t n, int32_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SH_PLACE_H */

@@ -1,0 +1,598 @@
+# distutils: sources = [src/shardhash/_core/sh_place.c]
+"""Compiled routing cores (private; the public API is ``shardhash.routing``).
+
+``RouterCore`` is the base ``cdef class`` of every router.  It holds the
+hasher, the shard tuple and one placement kernel (a C function from
+``_core/sh_place.c``) with its tables.  ``route(key)`` hashes the key through
+the hasher's C entry point and places the hash without leaving C;
+``route_hashes`` validates its input, then runs the kernel without the GIL
+over contiguous chunks on ``shardhash._parallel.parallel_for``.
+
+A router configures exactly one kernel with one of the ``_use_*`` methods,
+then seals itself with ``_seal()``; after that the tables can no longer
+change (routers are immutable, which is what makes the GIL-free batch loops
+safe).  Routers without a C kernel set ``_use_python()`` and implement
+``_route_hashes_kernel(hashes, out)`` in Python.
+"""
+
+from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t
+from libc.string cimport memcpy
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.ref cimport Py_INCREF, PyObject
+
+from shardhash._hashing cimport Hasher
+
+import numpy as np
+
+from shardhash._parallel import parallel_for
+
+__all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out",
+           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+
+
+cdef extern from "sh_place.h" nogil:
+    ctypedef struct sh_fastmod:
+        uint64_t m_lo
+        uint64_t m_hi
+        uint64_t d
+    ctypedef struct sh_ring:
+        const uint64_t *tokens
+        const int32_t *owners
+        size_t ntokens
+        const uint32_t *index
+        uint64_t index_last
+        unsigned shift
+    uint64_t sh_mix64(uint64_t z)
+    int32_t sh_jump(uint64_t key, int32_t num_buckets)
+    void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
+    void sh_fastmod_init(sh_fastmod *f, uint64_t d)
+    uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
+    void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
+                         const int32_t *placement, int32_t *out)
+    unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
+    void sh_ring_build_index(const uint64_t *tokens, size_t ntokens, unsigned shift,
+                             unsigned bits, uint32_t *index)
+    int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
+    void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
+    int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
+                           uint64_t m, int32_t *table, uint64_t *pos, double *credit)
+    int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards)
+    void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
+                             const double *weights, size_t nshards, int32_t *out)
+    int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
+    void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
+                           const uint64_t *hashes, size_t n, int32_t *out)
+
+
+cdef enum:
+    KIND_UNSET = 0
+    KIND_PY = 1
+    KIND_BUCKET = 2
+    KIND_JUMP = 3
+    KIND_RING = 4
+    KIND_RENDEZVOUS = 5
+    KIND_DELEGATE = 6
+
+DEF PRE_BLOCK = 512
+
+_U64_MAX = (1 << 64) - 1
+
+
+# ---------------------------------------------------------------------------
+# Input validation shared by every router
+
+
+def as_hashes(hashes, name="hashes"):
+    """Return ``hashes`` as a C-contiguous 1-D uint64 array, or raise.
+
+    Accepts uint64 arrays as they are (no copy when contiguous), other
+    integer arrays and sequences of ints when every value is in
+    [0, 2**64 - 1].  Floats, bools, strings and negative values are errors
+    naming the offending position.
+    """
+    cdef Py_ssize_t i
+    if isinstance(hashes, np.ndarray):
+        a = hashes
+    else:
+        if isinstance(hashes, (str, bytes, bytearray)) or not hasattr(hashes, "__len__"):
+            if hasattr(hashes, "__array__"):
+                a = np.asarray(hashes)
+            else:
+                raise TypeError(f"{name} must be an array or sequence of unsigned 64-bit ints, "
+                                f"not {type(hashes).__name__}")
+        else:
+            if len(hashes) == 0:
+                return np.empty(0, dtype=np.uint64)
+            try:
+                a = np.asarray(hashes)
+            except (OverflowError, ValueError):
+                a = np.asarray(list(hashes), dtype=object)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    dt = a.dtype
+    if dt == np.uint64:
+        return np.ascontiguousarray(a)
+    kind = dt.kind
+    if kind == "u":
+        return a.astype(np.uint64)
+    if kind == "i":
+        neg = np.flatnonzero(a < 0)
+        if neg.size:
+            j = int(neg[0])
+            raise ValueError(f"{name}[{j}] = {int(a[j])} is negative; hashes are unsigned 64-bit values")
+        return a.astype(np.uint64)
+    if kind == "O":
+        out = np.empty(a.shape[0], dtype=np.uint64)
+        for i in range(a.shape[0]):
+            v = a[i]
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name}[{i}] = {v!r} is not an integer (type {type(v).__name__})")
+            v = int(v)
+            if v < 0 or v > _U64_MAX:
+                raise ValueError(f"{name}[{i}] = {v} is outside [0, 2**64 - 1]")
+            out[i] = v
+        return out
+    raise TypeError(f"{name} must hold unsigned 64-bit integers, got dtype {dt}")
+
+
+def prepare_out(out, Py_ssize_t n):
+    """Allocate, or check, an int32 output array of length ``n``."""
+    if out is None:
+        return np.empty(n, dtype=np.int32)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy int32 array, not {type(out).__name__}")
+    if out.dtype != np.int32:
+        raise TypeError(f"out must have dtype int32, got {out.dtype}")
+    if out.ndim != 1 or out.shape[0] != n:
+        raise ValueError(f"out must have shape ({n},), got {out.shape}")
+    if not out.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    return out
+
+
+def _check_count(n, name="num_buckets"):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(n).__name__}")
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {n}")
+    if n > 0x7FFFFFFF:
+        raise OverflowError(f"{name} must be < 2**31, got {n}")
+    return n
+
+
+def jump_hash(key, num_buckets):
+    """Jump consistent hash (Lamping & Veach 2014) of a 64-bit ``key``.
+
+    >>> jump_hash(1, 100)
+    55
+    """
+    if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+        raise TypeError(f"key must be an int, not {type(key).__name__}")
+    key = int(key)
+    if key < 0 or key > _U64_MAX:
+        raise OverflowError(f"key {key} is outside [0, 2**64 - 1]")
+    nb = _check_count(num_buckets)
+    return sh_jump(<uint64_t>key, <int32_t>nb)
+
+
+def jump_hash_array(keys, num_buckets, *, out=None):
+    """Jump consistent hash of every uint64 in ``keys``; returns int32 array."""
+    cdef int32_t nb = _check_count(num_buckets)
+    a = as_hashes(keys, "keys")
+    out = prepare_out(out, a.shape[0])
+    cdef const uint64_t[::1] hv = a
+    cdef int32_t[::1] ov = out
+    cdef size_t n = hv.shape[0]
+    if n:
+        with nogil:
+            sh_jump_batch(&hv[0], n, nb, &ov[0])
+    return out
+
+
+def mix64(x):
+    """The SplitMix64 finaliser used by rendezvous and Maglev (a bijection)."""
+    return sh_mix64(<uint64_t>int(x))
+
+
+def fastmod_constant(d):
+    """Lemire's 128-bit constant M for divisor ``d`` (as a Python int)."""
+    cdef sh_fastmod f
+    sh_fastmod_init(&f, <uint64_t>int(d))
+    return (int(f.m_hi) << 64) | int(f.m_lo)
+
+
+def ring_index_bits(size_t ntokens, unsigned width):
+    return sh_ring_index_bits(ntokens, width)
+
+
+def maglev_populate(shard_hashes, weights, uint64_t m):
+    """Populate a Maglev lookup table of prime size ``m`` (int32 array)."""
+    sh = np.ascontiguousarray(shard_hashes, dtype=np.uint64)
+    cdef const uint64_t[::1] shv = sh
+    cdef size_t ns = shv.shape[0]
+    cdef const double[::1] wv
+    cdef const double *wp = NULL
+    if weights is not None:
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        if w.shape[0] != ns:
+            raise ValueError("weights and shard_hashes differ in length")
+        wv = w
+        wp = &wv[0]
+    if ns == 0 or m < 2 or m < ns:
+        raise ValueError(f"bad Maglev table size {m} for {ns} shards")
+    table = np.empty(m, dtype=np.int32)
+    pos = np.empty(ns, dtype=np.uint64)
+    credit = np.empty(ns, dtype=np.float64)
+    cdef int32_t[::1] tv = table
+    cdef uint64_t[::1] pv = pos
+    cdef double[::1] cv = credit
+    cdef int rc
+    with nogil:
+        rc = sh_maglev_populate(&shv[0], wp, ns, m, &tv[0], &pv[0], &cv[0])
+    if rc != 0:
+        raise ValueError("Maglev population failed")
+    return table
+
+
+cdef inline object _prefix_of(object key, Py_ssize_t p):
+    if type(key) is not tuple:
+        if not isinstance(key, tuple):
+            if p == 1:
+                return key      # a bare key is its own one-part prefix
+            raise TypeError(f"this router routes on the first {p} part(s) of a tuple key; "
+                            f"got {key!r} (type {type(key).__name__})")
+    if PyTuple_GET_SIZE(key) < p:
+        raise ValueError(f"key {key!r} has fewer than {p} parts")
+    if p == 1:
+        return <object>PyTuple_GET_ITEM(key, 0)
+    return key[:p]
+
+
+cdef class RouterCore:
+    """Hasher + shards + one placement kernel.  Not used directly."""
+
+    cdef Hasher _hasher
+    cdef tuple _shards
+    cdef int _kind
+    cdef bint _sealed
+    cdef Py_ssize_t _prefix
+    cdef Py_ssize_t _nshards
+    # bucket / modulo / maglev
+    cdef sh_fastmod _fm
+    cdef const int32_t *_placement
+    # jump
+    cdef int32_t _nb
+    # ring / hash ranges
+    cdef sh_ring _ring
+    # rendezvous
+    cdef const uint64_t *_seeds
+    cdef const double *_weights
+    cdef size_t _nseeds
+    # overrides (directory)
+    cdef const uint64_t *_ohash
+    cdef const int32_t *_oshard
+    cdef size_t _nover
+    # pre-transform: placement sees (h + add) ^ xor
+    cdef uint64_t _pre_add
+    cdef uint64_t _pre_xor
+    cdef bint _has_pre
+    cdef list _keep
+    cdef RouterCore _delegate
+
+    def __cinit__(self, *args, **kwargs):
+        self._kind = KIND_UNSET
+        self._sealed = False
+        self._prefix = 0
+        self._keep = []
+        self._nover = 0
+        self._has_pre = False
+        self._shards = ()
+        self._nshards = 0
+
+    # -- configuration (only before _seal) ----------------------------------
+
+    cdef _check_open(self):
+        if self._sealed:
+            raise AttributeError("routers are immutable")
+
+    def _core_init(self, tuple shards, Hasher hasher, Py_ssize_t key_prefix=0):
+        self._check_open()
+        if hasher is None:
+            raise TypeError("hasher must be a shardhash.Hasher")
+        self._shards = shards
+        self._nshards = len(shards)
+        self._hasher = hasher
+        self._prefix = key_prefix
+
+    cdef _own(self, arr, dtype):
+        a = np.array(arr, dtype=dtype, copy=True, order="C")
+        a.setflags(write=False)
+        self._keep.append(a)
+        return a
+
+    def _use_python(self):
+        """Placement is done by the Python method ``_route_hashes_kernel``."""
+        self._check_open()
+        self._kind = KIND_PY
+
+    def _use_bucket(self, placement):
+        """bucket = placement-hash % len(placement); shard = placement[bucket]."""
+        self._check_open()
+        p = self._own(placement, np.int32)
+        if p.ndim != 1 or p.shape[0] == 0:
+            raise ValueError("placement must be a non-empty 1-D table")
+        if p.min() < 0 or p.max() >= self._nshards:
+            raise ValueError("placement refers to a shard index out of range")
+        cdef const int32_t[::1] pv = p
+        self._placement = &pv[0]
+        sh_fastmod_init(&self._fm, <uint64_t>p.shape[0])
+        self._kind = KIND_BUCKET
+        return p
+
+    def _use_jump(self):
+        self._check_open()
+        self._nb = <int32_t>self._nshards
+        self._kind = KIND_JUMP
+
+    def _use_ring(self, tokens, owners, unsigned width=64):
+        """tokens: strictly increasing uint64; owners: int32 shard indices."""
+        self._check_open()
+        t = self._own(tokens, np.uint64)
+        o = self._own(owners, np.int32)
+        cdef Py_ssize_t n = t.shape[0]
+        if n == 0 or o.shape[0] != n:
+            raise ValueError("a ring needs as many owners as tokens, and at least one token")
+        if n >= 0x7FFFFFFF:
+            raise ValueError("too many tokens")
+        if n > 1 and not bool(np.all(t[1:] > t[:n - 1])):
+            raise ValueError("ring tokens must be strictly increasing")
+        if o.min() < 0 or o.max() >= self._nshards:
+            raise ValueError("ring owner index out of range")
+        if width < 1 or width > 64:
+            raise ValueError("width must be in 1..64")
+        cdef unsigned bits = sh_ring_index_bits(<size_t>n, width)
+        idx = np.empty((1 << bits) + 1, dtype=np.uint32)
+        cdef const uint64_t[::1] tv = t
+        cdef const int32_t[::1] ov = o
+        cdef uint32_t[::1] iv = idx
+        sh_ring_build_index(&tv[0], <size_t>n, width - bits, bits, &iv[0])
+        idx.setflags(write=False)
+        self._keep.append(idx)
+        self._ring.tokens = &tv[0]
+        self._ring.owners = &ov[0]
+        self._ring.ntokens = <size_t>n
+        self._ring.index = &iv[0]
+        self._ring.index_last = (<uint64_t>1 << bits) - 1
+        self._ring.shift = width - bits
+        self._kind = KIND_RING
+        return t, o
+
+    def _use_rendezvous(self, seeds, weights=None):
+        self._check_open()
+        s = self._own(seeds, np.uint64)
+        if s.shape[0] != self._nshards:
+            raise ValueError("one seed per shard")
+        cdef const uint64_t[::1] sv = s
+        cdef const double[::1] wv
+        self._seeds = &sv[0]
+        self._nseeds = <size_t>s.shape[0]
+        self._weights = NULL
+        if weights is not None:
+            w = self._own(weights, np.float64)
+            if w.shape[0] != self._nshards:
+                raise ValueError("one weight per shard")
+            wv = w
+            self._weights = &wv[0]
+        self._kind = KIND_RENDEZVOUS
+
+    def _use_delegate(self, RouterCore other):
+        """Place hashes exactly as the sealed router ``other`` (whose shards
+        must be the first ``len(other.shards)`` of ours), e.g. under overrides."""
+        self._check_open()
+        if other is None or not other._sealed or other._kind == KIND_UNSET:
+            raise ValueError("the delegate must be a finished router")
+        if other._kind == KIND_PY:
+            raise ValueError("the delegate has no C kernel")
+        if tuple(self._shards[:other._nshards]) != other._shards:
+            raise ValueError("the delegate's shards must come first, in order")
+        self._delegate = other
+        self._kind = KIND_DELEGATE
+
+    def _use_overrides(self, ohashes, oshards):
+        """Exact hash -> shard index overrides applied after the kernel."""
+        self._check_open()
+        h = self._own(ohashes, np.uint64)
+        s = self._own(oshards, np.int32)
+        if h.shape[0] != s.shape[0]:
+            raise ValueError("one shard per override")
+        if h.shape[0] > 1 and not bool(np.all(h[1:] > h[:h.shape[0] - 1])):
+            raise ValueError("override hashes must be strictly increasing")
+        if h.shape[0] and (s.min() < 0 or s.max() >= self._nshards):
+            raise ValueError("override shard index out of range")
+        cdef const uint64_t[::1] hv
+        cdef const int32_t[::1] sv
+        self._nover = <size_t>h.shape[0]
+        if self._nover:
+            hv = h
+            sv = s
+            self._ohash = &hv[0]
+            self._oshard = &sv[0]
+
+    def _use_pre_transform(self, add=0, xor=0):
+        """Kernels see ``((h + add) mod 2**64) ^ xor`` instead of ``h``."""
+        self._check_open()
+        self._pre_add = <uint64_t>int(add)
+        self._pre_xor = <uint64_t>int(xor)
+        self._has_pre = self._pre_add != 0 or self._pre_xor != 0
+
+    def _seal(self):
+        if self._kind == KIND_UNSET:
+            raise TypeError(f"{type(self).__name__} configured no placement kernel")
+        self._sealed = True
+
+    # -- read-only views -------------------------------------------------------
+
+    @property
+    def shards(self):
+        """Logical shard ids, in index order."""
+        return self._shards
+
+    @property
+    def hasher(self):
+        """The ``Hasher`` that turns keys into 64-bit values."""
+        return self._hasher
+
+    @property
+    def key_prefix(self):
+        """Route tuple keys on their first ``key_prefix`` parts (None: whole key)."""
+        return self._prefix or None
+
+    # -- the hot paths ---------------------------------------------------------
+
+    cdef inline int32_t _place(self, uint64_t h) except -1:
+        cdef int32_t i
+        cdef uint64_t g = h
+        if self._has_pre:
+            g = (g + self._pre_add) ^ self._pre_xor
+        if self._kind == KIND_BUCKET:
+            i = self._placement[sh_fastmod_u64(g, &self._fm)]
+        elif self._kind == KIND_JUMP:
+            i = sh_jump(g, self._nb)
+        elif self._kind == KIND_RING:
+            i = sh_ring_lookup(&self._ring, g)
+        elif self._kind == KIND_RENDEZVOUS:
+            i = sh_rendezvous(g, self._seeds, self._weights, self._nseeds)
+        elif self._kind == KIND_DELEGATE:
+            i = self._delegate._place(g)
+        elif self._kind == KIND_PY:
+            i = self._place_py(h)
+        else:
+            raise TypeError(f"{type(self).__name__} has no placement kernel")
+        if self._nover:
+            j = sh_override_find(self._ohash, self._oshard, self._nover, h)
+            if j >= 0:
+                i = j
+        return i
+
+    cdef int32_t _place_py(self, uint64_t h) except -1:
+        r = self._route_hash(h)
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < self._nshards:
+            raise ValueError(f"{type(self).__name__}._route_hash returned {r!r}, "
+                             f"not a shard index in [0, {self._nshards})")
+        return <int32_t>r
+
+    def _route_hash(self, h):
+        """One hash -> shard index, for Python-kernel routers (default: via the batch kernel)."""
+        out = np.empty(1, dtype=np.int32)
+        self._route_hashes_kernel(np.array([h], dtype=np.uint64), out)
+        return int(out[0])
+
+    def _route_hashes_kernel(self, hashes, out):
+        raise NotImplementedError(f"{type(self).__name__} must implement _route_hashes_kernel")
+
+    def route(self, key):
+        """The shard id that owns ``key``."""
+        cdef int32_t i
+        if self._prefix:
+            key = _prefix_of(key, self._prefix)
+        i = self._place(self._hasher.hash_one(key))
+        r = <object>PyTuple_GET_ITEM(self._shards, i)
+        return r
+
+    def route_index(self, key):
+        """The index in ``shards`` of the shard that owns ``key``."""
+        if self._prefix:
+            key = _prefix_of(key, self._prefix)
+        return self._place(self._hasher.hash_one(key))
+
+    def route_hash(self, h):
+        """The shard index for one precomputed 64-bit hash."""
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
+            raise TypeError(f"hash must be an int, not {type(h).__name__}")
+        h = int(h)
+        if h < 0 or h > _U64_MAX:
+            raise ValueError(f"hash {h} is outside [0, 2**64 - 1]")
+        return self._place(<uint64_t>h)
+
+    cdef void _kernel(self, const uint64_t *h, size_t n, int32_t *out) noexcept nogil:
+        cdef uint64_t buf[PRE_BLOCK]
+        cdef size_t s, m, k
+        if self._has_pre:
+            s = 0
+            while s < n:
+                m = n - s
+                if m > PRE_BLOCK:
+                    m = PRE_BLOCK
+                for k in range(m):
+                    buf[k] = (h[s + k] + self._pre_add) ^ self._pre_xor
+                self._kernel_plain(buf, m, out + s)
+                s += m
+        else:
+            self._kernel_plain(h, n, out)
+        if self._nover:
+            sh_override_batch(self._ohash, self._oshard, self._nover, h, n, out)
+
+    cdef void _kernel_plain(self, const uint64_t *h, size_t n, int32_t *out) noexcept nogil:
+        if self._kind == KIND_BUCKET:
+            sh_bucket_batch(h, n, &self._fm, self._placement, out)
+        elif self._kind == KIND_JUMP:
+            sh_jump_batch(h, n, self._nb, out)
+        elif self._kind == KIND_RING:
+            sh_ring_batch(&self._ring, h, n, out)
+        elif self._kind == KIND_RENDEZVOUS:
+            sh_rendezvous_batch(h, n, self._seeds, self._weights, self._nseeds, out)
+        elif self._kind == KIND_DELEGATE:
+            self._delegate._kernel(h, n, out)
+
+    def _run_chunk(self, const uint64_t[::1] hv, int32_t[::1] ov, Py_ssize_t start, Py_ssize_t stop):
+        if stop > start:
+            with nogil:
+                self._kernel(&hv[start], <size_t>(stop - start), &ov[start])
+
+    def route_hashes(self, hashes, *, out=None, threads=None):
+        """Shard indices (int32 array) for precomputed uint64 hashes."""
+        a = as_hashes(hashes)
+        cdef Py_ssize_t n = a.shape[0]
+        out = prepare_out(out, n)
+        if self._kind == KIND_PY:
+            if n:
+                self._route_hashes_kernel(a, out)
+                self._apply_overrides_py(a, out)
+            return out
+        if self._kind == KIND_UNSET:
+            raise TypeError(f"{type(self).__name__} has no placement kernel")
+        if n == 0:
+            return out
+        run = self._run_chunk
+        parallel_for(n, threads, lambda s, e: run(a, out, s, e))
+        return out
+
+    def _apply_overrides_py(self, a, out):
+        cdef const uint64_t[::1] hv
+        cdef int32_t[::1] ov
+        if self._nover and a.shape[0]:
+            hv = a
+            ov = out
+            with nogil:
+                sh_override_batch(self._ohash, self._oshard, self._nover, &hv[0],
+                                  <size_t>hv.shape[0], &ov[0])
+
+    def route_many(self, keys, *, out=None, threads=None):
+        """Shard indices (int32 array) for many keys: hashes them, then routes the hashes.
+
+        Uses one uint64 temporary per key (the hashes).
+        """
+        if self._prefix:
+            keys = _prefix_many(keys, self._prefix)
+        hashes = self._hasher.hash_array(keys, threads=threads)
+        return self.route_hashes(hashes, out=out, threads=threads)
+
+
+def _prefix_many(keys, Py_ssize_t p):
+    if isinstance(keys, np.ndarray) and keys.dtype != object:
+        raise TypeError("a key_prefix router needs tuple keys, not an array of dtype "
+                        f"{keys.dtype}")
+    return [_prefix_of(k, p) for k in keys]
