@@ -317,3 +317,179 @@ def _build_ring(tokens: Mapping[Hashable, Iterable[int]]) -> tuple[list[str], np
     ring = np.array([p[0] for p in pairs], dtype=np.int64)
     owners = np.array([p[1] for p in pairs], dtype=np.int32)
     return nodes, ring, owners
+
+
+def _router_base() -> Any:
+    from shardhash.routing import Router, register_router_type
+
+    return Router, register_router_type
+
+
+_Router, _register = _router_base()
+
+
+@_register("cassandra_token")
+class TokenRouter(_Router):  # type: ignore[misc, valid-type]
+    """Primary ownership on a Cassandra token ring (``Murmur3Partitioner``).
+
+    ``tokens`` maps each node to its ring tokens (one token per node, or
+    ``num_tokens`` vnodes each).  A key goes to the node of the first ring
+    token >= its token, wrapping to the smallest token: node token ``T``
+    owns ``(previous token, T]``.  ``cql_type`` says how :meth:`route` and
+    :meth:`route_many` turn keys into partition-key bytes (``"blob"``: keys
+    are already serialized; ``"bigint"``, ``"text"``, ``("int", "text")``
+    ... : see :func:`serialize`).
+
+    >>> r = TokenRouter({"n1": [-6148914691236517206], "n2": [-2], "n3": [6148914691236517202]},
+    ...                 cql_type="bigint")
+    >>> token(serialize(1, "bigint"))     # above the last ring token: wraps to n1
+    6292367497774912474
+    >>> r.route(1), r.route_many([1, 2, 3, 4]).tolist()
+    ('n1', [0, 0, 0, 2])
+    >>> from shardhash.routing import load_router
+    >>> load_router(r.to_json()) == r
+    True
+    """
+
+    _doc_fields = ("tokens", "cql_type")
+    routes_on_hash = False
+
+    def __init__(self, tokens: Mapping[Hashable, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
+                 version: int = 1) -> None:
+        nodes, ring, owners = _build_ring(tokens)
+        if isinstance(cql_type, (list, tuple)):
+            ct: str | tuple[str, ...] = tuple(cql_type)
+            if not ct:
+                raise ValueError("a composite cql_type needs at least one column type")
+            for t in ct:
+                _type_name(t)
+        else:
+            _type_name(cql_type)
+            ct = cql_type
+        super().__init__(nodes, version=version)
+        ring.setflags(write=False)
+        owners.setflags(write=False)
+        self._set("_ring", ring)
+        self._set("_owners", owners)
+        self._set("_cql_type", ct)
+        self._use_python()
+        self._finish()
+
+    # -- document ----------------------------------------------------------------
+
+    def _doc_params(self) -> dict[str, Any]:
+        per: dict[str, list[int]] = {s: [] for s in self.shards}
+        for t, o in zip(self._ring.tolist(), self._owners.tolist()):
+            per[self.shards[o]].append(int(t))
+        ct = self._cql_type
+        return {"tokens": per, "cql_type": list(ct) if isinstance(ct, tuple) else ct}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> TokenRouter:
+        if key_prefix is not None:
+            raise ValueError("a Cassandra token router has no key_prefix")
+        toks = params["tokens"]
+        if not isinstance(toks, Mapping) or set(toks) != set(shards):
+            raise ValueError("params.tokens must map exactly the document's shards to their tokens")
+        return cls({s: toks[s] for s in shards}, cql_type=params.get("cql_type", "blob"), version=version)
+
+    # -- ring --------------------------------------------------------------------
+
+    @property
+    def tokens(self) -> dict[str, list[int]]:
+        """Node -> its sorted ring tokens."""
+        return self._doc_params()["tokens"]  # type: ignore[no-any-return]
+
+    @property
+    def ring(self) -> np.ndarray:
+        """All ring tokens, sorted (read-only int64 array); ``ring_owners`` holds their nodes' indices."""
+        return self._ring  # type: ignore[no-any-return]
+
+    @property
+    def ring_owners(self) -> np.ndarray:
+        return self._owners  # type: ignore[no-any-return]
+
+    @property
+    def cql_type(self) -> str | tuple[str, ...]:
+        return self._cql_type  # type: ignore[no-any-return]
+
+    def _key_token(self, key: Any) -> int:
+        ct = self._cql_type
+        if ct == "blob":
+            return token(key)
+        return token(serialize(key, ct))
+
+    def token_of(self, key: Any) -> int:
+        """The token of ``key`` (serialized with this router's ``cql_type``)."""
+        return self._key_token(key)
+
+    def _index_of_token(self, t: int) -> int:
+        i = int(np.searchsorted(self._ring, t, side="left"))
+        return 0 if i == len(self._ring) else i
+
+    # -- routing -----------------------------------------------------------------
+
+    def route_index(self, key: Any) -> int:
+        """Index in ``shards`` of the node that owns ``key``."""
+        return int(self._owners[self._index_of_token(self._key_token(key))])
+
+    def route(self, key: Any) -> str:
+        """The node that owns ``key`` (the primary replica)."""
+        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
+
+    def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Node indices (int32) for precomputed tokens (int64)."""
+        t = np.ascontiguousarray(tokens, dtype=np.int64)
+        idx = _native_b.cassandra_ring_index(self._ring, t, threads)
+        res = self._owners[idx]
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Node indices (int32 array) for many keys, via :func:`token_array`."""
+        return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
+
+    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
+        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes: "
+                        "use route_many(keys) or route_tokens(tokens)")
+
+    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
+        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes")
+
+    def replicas(self, key: Any, rf: int) -> list[str]:
+        """The ``rf`` replicas of ``key`` under SimpleStrategy: walk the ring
+        clockwise from the owning token, collecting distinct nodes.
+
+        >>> r = TokenRouter({"a": [0], "b": [100], "c": [200]})
+        >>> r.replicas(b"k", 2) == [r.route(b"k"), r.shards[(r.route_index(b"k") + 1) % 3]]
+        True
+        """
+        if isinstance(rf, bool) or not isinstance(rf, int) or rf < 1:
+            raise ValueError(f"rf must be a positive int, got {rf!r}")
+        i = self._index_of_token(self._key_token(key))
+        m = len(self._ring)
+        out: list[str] = []
+        for k in range(m):
+            node = self.shards[int(self._owners[(i + k) % m])]
+            if node not in out:
+                out.append(node)
+                if len(out) == min(rf, len(self.shards)):
+                    break
+        return out
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """Inclusive ``(lo, hi, node index)`` ranges covering ``[0, 2**64-1]``,
+        in the token space shifted by ``2**63`` (``lo = token + 2**63``), so
+        that ``shardhash.plan.moved_ranges`` can compare two rings."""
+        off = 1 << 63
+        ring = [int(t) + off for t in self._ring.tolist()]
+        own = self._owners.tolist()
+        out = [(0, ring[0], own[0])]
+        for i in range(1, len(ring)):
+            out.append((ring[i - 1] + 1, ring[i], own[i]))
+        if ring[-1] < (1 << 64) - 1:
+            out.append((ring[-1] + 1, (1 << 64) - 1, own[0]))
+        return out
