@@ -161,3 +161,106 @@ def _ranges_of(table: np.ndarray, nodes: list[Hashable]) -> dict[Hashable, list[
     for s, e in zip(starts.tolist(), ends.tolist()):
         out[nodes[int(table[s])]].append((s, e))
     return out
+
+
+def _router_base() -> Any:
+    from shardhash.routing import Router, register_router_type
+
+    return Router, register_router_type
+
+
+_Router, _register = _router_base()
+
+
+@_register("redis_cluster")
+class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
+    """Route keys to Redis Cluster masters by slot.
+
+    ``slot_ranges`` maps each node to its inclusive ``(start, end)`` slot
+    ranges (as ``CLUSTER SHARDS`` / ``CLUSTER SLOTS`` report them).  Together
+    the ranges must cover slots 0..16383 exactly once: a gap or an overlap is
+    a ValueError.
+
+    >>> r = ClusterRouter(even_slot_ranges(["a", "b", "c"]))
+    >>> r.route("foo"), r.route_many([b"foo", b"{foo}bar", b"baz"]).tolist()
+    ('c', [2, 2, 0])
+    >>> r.slot_ranges["a"]
+    [(0, 5460)]
+    """
+
+    _doc_fields = ("slot_ranges",)
+    routes_on_hash = False
+
+    def __init__(self, slot_ranges: Mapping[Hashable, Iterable[tuple[int, int]]], *, version: int = 1) -> None:
+        nodes, table = _slot_table(slot_ranges)
+        names = [str(n) for n in nodes]
+        if len(set(names)) != len(names):
+            raise ValueError("node names must be distinct (as strings)")
+        super().__init__(names, version=version)
+        table.setflags(write=False)
+        self._set("_table", table)
+        self._use_python()
+        self._finish()
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"slot_ranges": {n: [list(r) for r in rs] for n, rs in _ranges_of(self._table, list(self.shards)).items()}}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> ClusterRouter:
+        if key_prefix is not None:
+            raise ValueError("a Redis Cluster router has no key_prefix")
+        sr = params["slot_ranges"]
+        if not isinstance(sr, Mapping) or set(sr) != set(shards):
+            raise ValueError("params.slot_ranges must map exactly the document's shards to slot ranges")
+        return cls({s: [tuple(r) for r in sr[s]] for s in shards}, version=version)
+
+    @property
+    def slot_ranges(self) -> dict[str, list[tuple[int, int]]]:
+        """Node -> its inclusive slot ranges, merged and sorted."""
+        return _ranges_of(self._table, list(self.shards))  # type: ignore[return-value]
+
+    @property
+    def slot_table(self) -> np.ndarray:
+        """Node index of each of the 16384 slots (read-only int32 array)."""
+        return self._table  # type: ignore[no-any-return]
+
+    def route_index(self, key: Any) -> int:
+        return int(self._table[keyslot(key)])
+
+    def route(self, key: Any) -> str:
+        """The master node serving ``key``'s slot."""
+        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
+
+    def route_slots(self, slots: Any, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Node indices (int32) for slot numbers."""
+        s = np.asarray(slots)
+        if s.dtype.kind not in "iu":
+            raise TypeError(f"slots must be integers, not {s.dtype}")
+        if s.size and (int(s.min()) < 0 or int(s.max()) >= SLOTS):
+            raise ValueError(f"slots must be in 0..{SLOTS - 1}")
+        return np.take(self._table, s, out=out)
+
+    def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Node indices (int32 array) for many keys, via :func:`keyslot_array`."""
+        return np.take(self._table, keyslot_array(keys, threads=threads), out=out)
+
+    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
+        raise TypeError("a Redis Cluster router routes slots, not shardhash hashes: "
+                        "use route_many(keys) or route_slots(slots)")
+
+    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
+        raise TypeError("a Redis Cluster router routes slots, not shardhash hashes")
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """Inclusive ``(lo, hi, node index)`` ranges covering ``[0, 2**64-1]``:
+        slot ``s`` is the interval ``[s * 2**50, (s + 1) * 2**50 - 1]``, so
+        that ``shardhash.plan.moved_ranges`` reports moved slot ranges
+        (divide ``lo`` and ``hi + 1`` by ``2**50``)."""
+        out = []
+        pos = {n: i for i, n in enumerate(self.shards)}
+        for node, ranges in _ranges_of(self._table, list(self.shards)).items():
+            for s, e in ranges:
+                out.append((s << 50, ((e + 1) << 50) - 1, pos[node]))
+        out.sort()
+        return out
