@@ -648,6 +648,15 @@ def _row_hash_array(columns: Sequence[Any], types: tuple[str, ...], threads: int
 def _columns(rows_or_columns: Any, ntypes: int) -> list[Any]:
     """Columns from a 1-column array, or a sequence of row tuples."""
     if ntypes == 1:
+        # One key column: an array of values, or a sequence of 1-tuples
+        # (no supported column type has tuple values).
+        if isinstance(rows_or_columns, (list, tuple)) and any(isinstance(r, tuple) for r in rows_or_columns):
+            vals = []
+            for i, r in enumerate(rows_or_columns):
+                if not isinstance(r, tuple) or len(r) != 1:
+                    raise ValueError(f"row at position {i} must be a 1-tuple, not {_describe(r)}")
+                vals.append(r[0])
+            return [vals]
         return [rows_or_columns]
     if isinstance(rows_or_columns, np.ndarray) and rows_or_columns.dtype.kind != "O":
         raise TypeError("a multi-column key needs a sequence of row tuples (or columns=...)")
