@@ -81,21 +81,24 @@ SH_FORCE_INLINE uint64_t sh_xxh64_word(uint64_t v, uint64_t seed)
 }
 
 /* ---- XXH3-64 of one 8-byte little-endian word -------------------------- */
-/* The seed-only part of the 4..8-byte path: the secret constant minus the
- * "modified seed".  A loop with a fixed seed computes it once when the word
- * function is inlined. */
+/* The 4..8-byte path at length 8: with v's first 4 bytes moved high,
+ *     x = (secret[8:16] ^ secret[16:24]) - modified_seed ^ rotl(v, 32)
+ *     x ^= rotl(x, 49) ^ rotl(x, 24)
+ * and since rotation distributes over xor, the seed-only term and its two
+ * rotations fold into one per-seed key:
+ *     x = key ^ rotl(v, 32) ^ rotl(v, 17) ^ rotl(v, 56).
+ * A loop with a fixed seed computes the key once when these are inlined. */
 SH_FORCE_INLINE uint64_t sh_xxh3_word_key(uint64_t seed)
 {
     uint64_t mod = seed ^ ((uint64_t)sh_swap32((uint32_t)seed) << 32);
-    return SH_XXH3_SECRET_8_XOR_16 - mod;
+    uint64_t k = SH_XXH3_SECRET_8_XOR_16 - mod;
+    return k ^ sh_rotl64(k, 49) ^ sh_rotl64(k, 24);
 }
 
-/* Core of the length-8 path given the precomputed key. */
+/* The length-8 path given the per-seed key from sh_xxh3_word_key(). */
 SH_FORCE_INLINE uint64_t sh_xxh3_64_word_keyed(uint64_t v, uint64_t key)
 {
-    /* first 4 bytes go high, last 4 low: a 32-bit rotation of v */
-    uint64_t x = key ^ sh_rotl64(v, 32);
-    x ^= sh_rotl64(x, 49) ^ sh_rotl64(x, 24);
+    uint64_t x = key ^ sh_rotl64(v, 32) ^ sh_rotl64(v, 17) ^ sh_rotl64(v, 56);
     x *= SH_XXH_PRIME_MX2;
     x ^= (x >> 35) + 8u;
     x *= SH_XXH_PRIME_MX2;
