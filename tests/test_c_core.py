@@ -51,11 +51,14 @@ def _toolchain() -> tuple[str, str]:
     return bash, cc
 
 
-def _run(vectors: Path, *tests: str) -> subprocess.CompletedProcess[str]:
+def _run(vectors: Path, *tests: str, cflags: str | None = None) -> subprocess.CompletedProcess[str]:
     bash, cc = _toolchain()
     env = dict(os.environ)
     env["CC"] = cc
-    env.setdefault("CFLAGS", STRICT_CFLAGS)
+    if cflags is not None:
+        env["CFLAGS"] = cflags
+    else:
+        env.setdefault("CFLAGS", STRICT_CFLAGS)
     env["SH_CORE_DIR"] = str(CORE)
     env["SH_VECTORS_DIR"] = str(vectors)
     env.pop("RUNNER", None)
@@ -87,6 +90,6 @@ def test_c_vector_program_detects_a_wrong_vector(tmp_path: Path) -> None:
     flipped = expected[:-1] + ("0" if expected[-1] != "0" else "1")
     lines[i] = f"{algo}\t{seed}\t{length}\t{flipped}\n"
     (tmp_path / "hashes.tsv").write_text("".join(lines), encoding="utf-8", newline="\n")
-    res = _run(tmp_path, "test_hash_vectors")
+    res = _run(tmp_path, "test_hash_vectors", cflags="-std=c99 -O0")
     assert res.returncode != 0, res.stdout + res.stderr
     assert ", 2 failed" in res.stdout, res.stdout + res.stderr

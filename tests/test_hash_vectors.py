@@ -132,3 +132,33 @@ def test_hash_bytes_keyword_form_and_default_seed(algorithm: str) -> None:
 def test_hash_bytes_default_algorithm_is_xxh3_64() -> None:
     for _, seed, n, exp in (r for r in ROWS if r[0] == "xxh3_64" and r[1] == 0):
         assert shardhash.hash_bytes(BUF[:n]) == exp
+
+
+# Values published independently of any package, so the suite does not rest
+# on the vector file alone.
+#  - FNV-1a: the FNV specification's test vectors (draft-eastlake-fnv; also
+#    test_fnv.c of the FNV reference code).
+#  - MurmurHash3_x86_32: the widely cited test values for the reference code.
+#  - XXH32/XXH64/XXH3_64 of the empty input, seed 0 (xxHash documentation).
+PUBLISHED = [
+    ("fnv1a_32", b"", 0, 0x811C9DC5),
+    ("fnv1a_32", b"a", 0, 0xE40C292C),
+    ("fnv1a_32", b"foobar", 0, 0xBF9CF968),
+    ("fnv1a_64", b"", 0, 0xCBF29CE484222325),
+    ("fnv1a_64", b"a", 0, 0xAF63DC4C8601EC8C),
+    ("fnv1a_64", b"foobar", 0, 0x85944171F73967E8),
+    ("murmur3_32", b"", 0, 0),
+    ("murmur3_32", b"", 1, 0x514E28B7),
+    ("murmur3_32", b"", 0xFFFFFFFF, 0x81F16F39),
+    ("murmur3_32", b"Hello, world!", 0x9747B28C, 0x24884CBA),
+    ("murmur3_32", b"The quick brown fox jumps over the lazy dog", 0x9747B28C, 0x2FA826CD),
+    ("xxh32", b"", 0, 0x02CC5D05),
+    ("xxh64", b"", 0, 0xEF46DB3751D8E999),
+    ("xxh3_64", b"", 0, 0x2D06800538D394C2),
+]
+
+
+@pytest.mark.parametrize(("algorithm", "data", "seed", "expected"), PUBLISHED)
+def test_published_values(algorithm: str, data: bytes, seed: int, expected: int) -> None:
+    assert REFERENCE[algorithm](data, seed) == expected
+    assert shardhash.hash_bytes(data, algorithm, seed) == expected

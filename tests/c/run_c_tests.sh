@@ -16,6 +16,7 @@
 #   RUNNER    command prefix to run the programs, e.g. for an arm64 cross build:
 #             CC=aarch64-linux-gnu-gcc RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 #   EXEEXT    executable suffix (default: .exe when CC names mingw, else empty)
+#   JOBS      parallel compiles of the core       (default: number of CPUs)
 #   SH_CORE_DIR     the core sources     (default: <repo>/src/shardhash/_core)
 #   SH_VECTORS_DIR  the golden vectors   (default: <repo>/tests/vectors)
 set -euo pipefail
@@ -62,13 +63,24 @@ echo "compiler: $cc $cflags"
 echo "core:     $core (${#core_srcs[@]} files)"
 echo "vectors:  $vectors"
 
-# The core is compiled once; each test program links against its objects.
+# The core is compiled once (JOBS files at a time); each test program links
+# against its objects.
+jobs_max=${JOBS:-$( (getconf _NPROCESSORS_ONLN || nproc) 2>/dev/null || echo 2)}
 objs=()
+pids=()
 for src in "${core_srcs[@]}"; do
   obj="$build/core_$(basename "${src%.c}").o"
   # shellcheck disable=SC2086
-  $cc $cppflags $cflags -I"$core" -c "$src" -o "$obj"
+  $cc $cppflags $cflags -I"$core" -c "$src" -o "$obj" &
+  pids+=($!)
   objs+=("$obj")
+  if [ ${#pids[@]} -ge "$jobs_max" ]; then
+    wait "${pids[0]}" || { echo "core build failed" >&2; exit 1; }
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in ${pids[@]+"${pids[@]}"}; do
+  wait "$pid" || { echo "core build failed" >&2; exit 1; }
 done
 
 failed=()

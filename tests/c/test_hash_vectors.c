@@ -10,7 +10,8 @@
  *   - from an odd address (so no result depends on alignment);
  * rows of length 8 also go through the inline single-word fast path.
  * Then every 8-byte window of the buffer is hashed through each word fast
- * path and through the general function, which must agree.
+ * path and through the general function, which must agree, and a few
+ * independently published values are checked.
  * Prints "N passed, M failed" and exits 1 on any failure.
  */
 #include <stdio.h>
@@ -220,6 +221,47 @@ static void check_word_windows(void)
     }
 }
 
+/* A few values published independently of any package, so the checker does
+ * not rest on the vector file alone.
+ * FNV-1a: the FNV specification's test vectors (draft-eastlake-fnv; also
+ *   test_fnv.c of the FNV reference code).
+ * MurmurHash3_x86_32: the widely cited test values for the reference code
+ *   ("" with seeds 0, 1, 0xffffffff; strings with seed 0x9747b28c).
+ * XXH32 / XXH64 / XXH3_64 of the empty input, seed 0 (xxHash documentation). */
+static void check_published(void)
+{
+    static const struct {
+        int algo;
+        const char *text;
+        uint64_t seed;
+        uint64_t expected;
+    } pub[] = {
+        {SH_ALGO_FNV1A_32, "", 0, 0x811c9dc5u},
+        {SH_ALGO_FNV1A_32, "a", 0, 0xe40c292cu},
+        {SH_ALGO_FNV1A_32, "foobar", 0, 0xbf9cf968u},
+        {SH_ALGO_FNV1A_64, "", 0, UINT64_C(0xcbf29ce484222325)},
+        {SH_ALGO_FNV1A_64, "a", 0, UINT64_C(0xaf63dc4c8601ec8c)},
+        {SH_ALGO_FNV1A_64, "foobar", 0, UINT64_C(0x85944171f73967e8)},
+        {SH_ALGO_MURMUR3_32, "", 0, 0u},
+        {SH_ALGO_MURMUR3_32, "", 1, 0x514e28b7u},
+        {SH_ALGO_MURMUR3_32, "", 0xffffffffu, 0x81f16f39u},
+        {SH_ALGO_MURMUR3_32, "Hello, world!", 0x9747b28cu, 0x24884cbau},
+        {SH_ALGO_MURMUR3_32, "The quick brown fox jumps over the lazy dog", 0x9747b28cu,
+         0x2fa826cdu},
+        {SH_ALGO_XXH32, "", 0, 0x02cc5d05u},
+        {SH_ALGO_XXH64, "", 0, UINT64_C(0xef46db3751d8e999)},
+        {SH_ALGO_XXH3_64, "", 0, UINT64_C(0x2d06800538d394c2)},
+    };
+    size_t i;
+    for (i = 0; i < sizeof pub / sizeof pub[0]; i++) {
+        uint64_t hi, lo;
+        size_t len = strlen(pub[i].text);
+        hash_general(pub[i].algo, (const uint8_t *)pub[i].text, len, pub[i].seed, &hi, &lo);
+        check(hi == 0 && lo == pub[i].expected, 0, "published", k_names[pub[i].algo],
+              pub[i].seed, len, hi, lo);
+    }
+}
+
 int main(int argc, char **argv)
 {
     char path[4096];
@@ -291,6 +333,7 @@ int main(int argc, char **argv)
         }
     }
     check_word_windows();
+    check_published();
 
     printf("test_hash_vectors: %lu rows from %s\n", rows, path);
     printf("%lu passed, %lu failed\n", g_passed, g_failed);
