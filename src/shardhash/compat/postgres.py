@@ -693,3 +693,110 @@ def partition_of_array(rows: Any = None, modulus: int = 1, types: Any = (), *,
     res = np.empty(len(acc), dtype=np.int64)
     _pg.remainder(acc, m, res)
     return res
+
+
+# ------------------------------------------------------------------- router
+
+def _router_base() -> Any:
+    from shardhash.routing import Router, register_router_type
+
+    return Router, register_router_type
+
+
+_Router, _register = _router_base()
+
+
+@_register("postgres_hash_partition")
+class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
+    """Route rows to the partitions of a ``PARTITION BY HASH`` table.
+
+    ``partitions[i]`` is the partition ``FOR VALUES WITH (MODULUS
+    len(partitions), REMAINDER i)``; ``types`` names the partition-key
+    columns in key order.  Keys are rows: a tuple of column values (None for
+    NULL), or a bare value for a one-column key.  ``route_many`` takes a
+    sequence of row tuples (or, for one column, any array of values).
+
+    >>> r = HashPartitionRouter([f"orders_p{i}" for i in range(4)], ("bigint",))
+    >>> r.route(42), r.route_many([42, 7, 1 << 40]).tolist()
+    ('orders_p2', [2, 3, 2])
+    >>> r2 = HashPartitionRouter(["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"], ("int4", "text"))
+    >>> r2.route((1, "a")), r2.route((None, None))
+    ('p5', 'p0')
+    """
+
+    _doc_fields = ("types",)
+    routes_on_hash = False
+
+    def __init__(self, partitions: Sequence[str], types: Any, *, version: int = 1) -> None:
+        ts = _check_types(types)
+        super().__init__(partitions, version=version)
+        if len(self.shards) > (1 << 31) - 1:
+            raise ValueError("too many partitions for a PostgreSQL modulus")
+        self._set("_types", ts)
+        self._use_python()
+        self._finish()
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The partition-key column types (PostgreSQL's names), in key order."""
+        return self._types  # type: ignore[no-any-return]
+
+    @property
+    def modulus(self) -> int:
+        """The partitions' MODULUS (the number of partitions)."""
+        return len(self.shards)
+
+    @property
+    def bucket_count(self) -> int:
+        """Rows go to bucket ``rowhash % bucket_count`` (= the modulus)."""
+        return len(self.shards)
+
+    @property
+    def placement(self) -> np.ndarray:
+        """Partition index of each remainder: the identity."""
+        p = np.arange(len(self.shards), dtype=np.int32)
+        p.setflags(write=False)
+        return p
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"types": list(self._types)}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> HashPartitionRouter:
+        if key_prefix is not None:
+            raise ValueError("a PostgreSQL hash-partition router has no key_prefix")
+        types = params["types"]
+        if not isinstance(types, list) or not types:
+            raise ValueError("params.types must be a non-empty list of type names")
+        return cls(shards, tuple(types), version=version)
+
+    def route_index(self, row: Any) -> int:
+        return partition_of(row, len(self.shards), self._types)
+
+    def route(self, row: Any) -> str:
+        """The partition that holds ``row``."""
+        return self.shards[self.route_index(row)]  # type: ignore[no-any-return]
+
+    def route_many(self, rows: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Partition indices (int32) of many rows."""
+        rem = partition_of_array(rows, len(self.shards), self._types, threads=threads)
+        res = _out_array(out, len(rem), np.int32)
+        res[...] = rem
+        return res
+
+    def route_columns(self, columns: Sequence[Any], *, out: np.ndarray | None = None,
+                      threads: int | None = None) -> np.ndarray:
+        """Partition indices (int32) of rows given column by column (None / Arrow nulls = NULL)."""
+        rem = partition_of_array(columns=columns, modulus=len(self.shards), types=self._types,
+                                 threads=threads)
+        res = _out_array(out, len(rem), np.int32)
+        res[...] = rem
+        return res
+
+    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
+        raise TypeError("a PostgreSQL hash-partition router hashes rows with PostgreSQL's own "
+                        "functions, not a shardhash hasher: use route_many(rows)")
+
+    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
+        raise TypeError("a PostgreSQL hash-partition router does not route shardhash hashes")

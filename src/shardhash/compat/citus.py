@@ -1,0 +1,219 @@
+"""Citus hash-distributed tables, reproduced to the bit.
+
+Citus hashes the distribution column with PostgreSQL's 32-bit hash function
+for its type (``hashint8``, ``hashtext``, ... -- the value of
+``worker_hash(v)``), and each shard owns an inclusive range of that signed
+32-bit hash.  ``create_distributed_table`` cuts the range into ``shard_count``
+equal parts, the last one taking the remainder (:func:`shard_ranges`);
+splits and tenant isolation leave arbitrary ranges, which
+:class:`CitusRouter` accepts as an explicit list (read them from
+``pg_dist_shard.shardminvalue / shardmaxvalue``).
+
+>>> shard_ranges(4)
+[(-2147483648, -1073741825), (-1073741824, -1), (0, 1073741823), (1073741824, 2147483647)]
+>>> r = CitusRouter([f"orders_{102008 + i}" for i in range(32)], "bigint")
+>>> r.route(42)
+'orders_102030'
+
+Shard placement on worker nodes is not modelled (it lives in
+``pg_dist_placement``): route to shards, then map shards to nodes.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
+
+__all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
+
+#: Size of Citus' hash space (``HASH_TOKEN_COUNT``): the signed 32-bit range.
+HASH_TOKEN_COUNT = 1 << 32
+#: Citus' upper limit for ``shard_count``.
+MAX_SHARD_COUNT = 64000
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def shard_ranges(n: int) -> list[tuple[int, int]]:
+    """The inclusive ``(min, max)`` hash ranges of ``n`` uniform Citus shards.
+
+    Shard ``i`` starts at ``-2**31 + i * (2**32 // n)``; the last shard ends
+    at ``2**31 - 1`` and so absorbs the remainder ``2**32 % n``.
+
+    >>> shard_ranges(3)
+    [(-2147483648, -715827884), (-715827883, 715827881), (715827882, 2147483647)]
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"shard count must be an int, not {n!r}")
+    n = int(n)
+    if not 1 <= n <= MAX_SHARD_COUNT:
+        raise ValueError(f"shard count must be in [1, {MAX_SHARD_COUNT}] (Citus' limit), got {n}")
+    inc = HASH_TOKEN_COUNT // n
+    out = []
+    for i in range(n):
+        lo = _I32_MIN + i * inc
+        hi = _I32_MAX if i == n - 1 else lo + inc - 1
+        out.append((lo, hi))
+    return out
+
+
+def _check_ranges(ranges: Any, n: int) -> list[tuple[int, int]]:
+    if isinstance(ranges, (str, bytes)) or not isinstance(ranges, Sequence):
+        raise TypeError(f"ranges must be a sequence of (min, max) pairs, not {type(ranges).__name__}")
+    if len(ranges) != n:
+        raise ValueError(f"{len(ranges)} ranges given for {n} shards")
+    out = []
+    for i, r in enumerate(ranges):
+        if isinstance(r, (str, bytes)) or not isinstance(r, Sequence) or len(r) != 2:
+            raise TypeError(f"ranges[{i}] must be a (min, max) pair, not {r!r}")
+        lo, hi = r
+        for v in (lo, hi):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"ranges[{i}] bounds must be ints, not {v!r}")
+        lo, hi = int(lo), int(hi)
+        if not _I32_MIN <= lo <= hi <= _I32_MAX:
+            raise ValueError(f"ranges[{i}] = ({lo}, {hi}) is not an inclusive range within "
+                             f"[{_I32_MIN}, {_I32_MAX}]")
+        out.append((lo, hi))
+    order = sorted(range(n), key=lambda i: out[i])
+    expect = _I32_MIN
+    for i in order:
+        lo, hi = out[i]
+        if lo > expect:
+            raise ValueError(f"hash values {expect}..{lo - 1} belong to no shard (hole before ranges[{i}])")
+        if lo < expect:
+            raise ValueError(f"ranges[{i}] = ({lo}, {hi}) overlaps the range before it (which ends at {expect - 1})")
+        expect = hi + 1
+    if expect != _I32_MAX + 1:
+        raise ValueError(f"hash values {expect}..{_I32_MAX} belong to no shard (hole at the end)")
+    return out
+
+
+def _router_base() -> Any:
+    from shardhash.routing import Router, register_router_type
+
+    return Router, register_router_type
+
+
+_Router, _register = _router_base()
+
+
+@_register("citus")
+class CitusRouter(_Router):  # type: ignore[misc, valid-type]
+    """Route distribution-column values to the shards of a Citus table.
+
+    ``shards[i]`` owns the inclusive hash range ``ranges[i]``; by default the
+    uniform ranges of ``len(shards)`` shards (:func:`shard_ranges`).  Explicit
+    ranges must cover the 32-bit hash space exactly (a hole or an overlap is a
+    ValueError).  ``type`` is the distribution column's PostgreSQL type.
+
+    >>> r = CitusRouter(["s0", "s1", "s2", "s3"], "int4")
+    >>> r.route(42), r.route_many([1, 2, 3]).tolist()
+    ('s3', [0, 3, 1])
+    >>> split = CitusRouter(["s0", "s1a", "s1b", "s2", "s3"], "int4",
+    ...     ranges=[(-2**31, -1073741825), (-1073741824, -536870913), (-536870912, -1),
+    ...             (0, 1073741823), (1073741824, 2**31 - 1)])
+    >>> split.route(2)
+    's3'
+    """
+
+    _doc_fields = ("type", "ranges")
+    routes_on_hash = False
+
+    def __init__(self, shards: Sequence[str], type: str, ranges: Sequence[tuple[int, int]] | None = None,
+                 *, version: int = 1) -> None:
+        t = canonical_type(type)
+        _check_types((t,))
+        super().__init__(shards, version=version)
+        n = len(self.shards)
+        rs = shard_ranges(n) if ranges is None else _check_ranges(ranges, n)
+        order = sorted(range(n), key=lambda i: rs[i])
+        mins = np.array([rs[i][0] for i in order], dtype=np.int64)
+        owner = np.array(order, dtype=np.int32)
+        mins.setflags(write=False)
+        owner.setflags(write=False)
+        self._set("_type", t)
+        self._set("_ranges", tuple(rs))
+        self._set("_mins", mins)
+        self._set("_owner", owner)
+        self._use_python()
+        self._finish()
+
+    @property
+    def type(self) -> str:
+        """The distribution column's type (PostgreSQL's name)."""
+        return self._type  # type: ignore[no-any-return]
+
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        """Inclusive ``(min, max)`` hash range of each shard, in shard order."""
+        return list(self._ranges)
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"type": self._type, "ranges": [list(r) for r in self._ranges]}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> CitusRouter:
+        if key_prefix is not None:
+            raise ValueError("a Citus router has no key_prefix")
+        ranges = params["ranges"]
+        if not isinstance(ranges, list):
+            raise ValueError("params.ranges must be a list of [min, max] pairs")
+        return cls(shards, params["type"], [tuple(r) for r in ranges], version=version)
+
+    def shard_of_hash(self, h: int) -> int:
+        """Shard index owning the 32-bit hash value ``h`` (``worker_hash`` output)."""
+        if isinstance(h, bool) or not isinstance(h, numbers.Integral) or not _I32_MIN <= int(h) <= _I32_MAX:
+            raise ValueError(f"a Citus hash is a signed 32-bit int, not {h!r}")
+        pos = int(np.searchsorted(self._mins, int(h), side="right")) - 1
+        return int(self._owner[pos])
+
+    def route_index(self, value: Any) -> int:
+        if value is None:
+            raise ValueError("a Citus distribution column cannot be NULL")
+        return self.shard_of_hash(hash32(value, self._type))
+
+    def route(self, value: Any) -> str:
+        """The shard that holds rows whose distribution column is ``value``."""
+        return self.shards[self.route_index(value)]  # type: ignore[no-any-return]
+
+    def route_worker_hashes(self, hashes: Any, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Shard indices (int32) for 32-bit hash values (``worker_hash`` outputs)."""
+        h = np.asarray(hashes)
+        if h.dtype.kind not in "iu":
+            raise TypeError(f"hashes must be integers, not {h.dtype}")
+        if h.size and (int(h.min()) < _I32_MIN or int(h.max()) > _I32_MAX):
+            raise ValueError("Citus hashes are signed 32-bit ints")
+        pos = np.searchsorted(self._mins, h.astype(np.int64, copy=False), side="right") - 1
+        res = _out_array(out, len(pos), np.int32)
+        np.take(self._owner, pos, out=res)
+        return res
+
+    def route_many(self, values: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Shard indices (int32) of many distribution-column values."""
+        return self.route_worker_hashes(hash32_array(values, self._type, threads=threads), out=out)
+
+    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
+        raise TypeError("a Citus router hashes values with PostgreSQL's 32-bit hash, not a shardhash "
+                        "hasher: use route_many(values) or route_worker_hashes(hashes)")
+
+    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
+        raise TypeError("a Citus router does not route shardhash hashes")
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """Inclusive ``(lo, hi, shard index)`` ranges covering ``[0, 2**64-1]``:
+        the Citus hash ``h`` is the interval ``[(h + 2**31) * 2**32,
+        (h + 2**31 + 1) * 2**32 - 1]``, so ``shardhash.plan`` can report the
+        hash ranges that change shard (``lo // 2**32 - 2**31`` gives back
+        the Citus hash)."""
+        out = []
+        for i, (lo, hi) in enumerate(self._ranges):
+            out.append(((lo - _I32_MIN) << 32, ((hi - _I32_MIN + 1) << 32) - 1, i))
+        out.sort()
+        return out
