@@ -13,7 +13,7 @@ splits and tenant isolation leave arbitrary ranges, which
 [(-2147483648, -1073741825), (-1073741824, -1), (0, 1073741823), (1073741824, 2147483647)]
 >>> r = CitusRouter([f"orders_{102008 + i}" for i in range(32)], "bigint")
 >>> r.route(42)
-'orders_102030'
+'orders_102035'
 
 Shard placement on worker nodes is not modelled (it lives in
 ``pg_dist_placement``): route to shards, then map shards to nodes.
