@@ -1,0 +1,1030 @@
+"""Migration planning: what moves when a topology changes, and in what order.
+
+* :func:`diff` routes every key under the old and the new router in one
+  chunked pass and counts the old × new move matrix (optionally weighted by
+  bytes or requests), with balance figures before and after.
+* :func:`moved_ranges` answers without any keys, for strategies that partition
+  the 64-bit hash space: the exact hash intervals, buckets or residue classes
+  that change owner.
+* :func:`add_shards`, :func:`remove_shards` and :func:`reweight` build the new
+  router (``version + 1``) and an ordered list of capped migration
+  :class:`Step` s.
+* :func:`ideal_fraction` is the least share of keys any strategy must move for
+  a change of target shares (1/5 when a fifth equal shard joins four).
+
+>>> from shardhash import plan
+>>> from shardhash.routing import ModuloRouter
+>>> old = ModuloRouter(["a", "b", "c"])
+>>> new = ModuloRouter(["a", "b", "c", "d"])
+>>> rep = plan.diff(old, new, list(range(120_000)))
+>>> round(rep.moved_fraction, 2), rep.ideal_fraction
+(0.75, 0.25)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .analysis import imbalance
+from .io import DEFAULT_CHUNK_SIZE, iter_chunks
+
+__all__ = [
+    "PlanReport",
+    "MovedRange",
+    "Step",
+    "diff",
+    "moved_ranges",
+    "ideal_fraction",
+    "target_shares",
+    "add_shards",
+    "remove_shards",
+    "reweight",
+    "plan_steps",
+]
+
+HASH_SPACE = 1 << 64
+_MAX = HASH_SPACE - 1
+_MAX_RESIDUES = 1 << 22
+
+
+def _routing() -> Any:
+    from . import routing
+
+    return routing
+
+
+# ----------------------------------------------------------------- the report
+
+
+@dataclass
+class PlanReport:
+    """What :func:`diff` found (every count is over the keys given)."""
+
+    old_shards: tuple[str, ...]
+    new_shards: tuple[str, ...]
+    total: int
+    moved: int
+    ideal_fraction: float
+    matrix: np.ndarray
+    weighted_matrix: np.ndarray | None = None
+    sources: np.ndarray | None = None
+    destinations: np.ndarray | None = None
+
+    @property
+    def moved_fraction(self) -> float:
+        return self.moved / self.total if self.total else 0.0
+
+    @property
+    def before(self) -> np.ndarray:
+        """Keys per old shard."""
+        return self.matrix.sum(axis=1)
+
+    @property
+    def after(self) -> np.ndarray:
+        """Keys per new shard."""
+        return self.matrix.sum(axis=0)
+
+    @property
+    def before_weighted(self) -> np.ndarray | None:
+        return None if self.weighted_matrix is None else self.weighted_matrix.sum(axis=1)
+
+    @property
+    def after_weighted(self) -> np.ndarray | None:
+        return None if self.weighted_matrix is None else self.weighted_matrix.sum(axis=0)
+
+    @property
+    def moved_weight(self) -> float | None:
+        if self.weighted_matrix is None:
+            return None
+        return float(self.weighted_matrix[self._moved_mask()].sum())
+
+    @property
+    def imbalance_before(self) -> dict[str, float]:
+        return imbalance(self.before)
+
+    @property
+    def imbalance_after(self) -> dict[str, float]:
+        return imbalance(self.after)
+
+    def _moved_mask(self) -> np.ndarray:
+        old = np.asarray(self.old_shards, dtype=object)[:, None]
+        new = np.asarray(self.new_shards, dtype=object)[None, :]
+        return old != new
+
+    def moves(self) -> list[dict[str, Any]]:
+        """Non-empty off-diagonal cells: ``{source, destination, keys[, weight]}``, largest first."""
+        out = []
+        mask = self._moved_mask()
+        for i, j in zip(*np.nonzero(mask & (self.matrix > 0))):
+            d: dict[str, Any] = {
+                "source": self.old_shards[i],
+                "destination": self.new_shards[j],
+                "keys": int(self.matrix[i, j]),
+            }
+            if self.weighted_matrix is not None:
+                d["weight"] = float(self.weighted_matrix[i, j])
+            out.append(d)
+        out.sort(key=lambda d: (-d["keys"], d["source"], d["destination"]))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "old_shards": list(self.old_shards),
+            "new_shards": list(self.new_shards),
+            "total": self.total,
+            "moved": self.moved,
+            "moved_fraction": self.moved_fraction,
+            "ideal_fraction": self.ideal_fraction,
+            "matrix": self.matrix.tolist(),
+            "before": self.before.tolist(),
+            "after": self.after.tolist(),
+            "imbalance_before": self.imbalance_before,
+            "imbalance_after": self.imbalance_after,
+            "moves": self.moves(),
+        }
+        if self.weighted_matrix is not None:
+            d["weighted_matrix"] = self.weighted_matrix.tolist()
+            d["moved_weight"] = self.moved_weight
+            d["before_weighted"] = self.before_weighted.tolist()  # type: ignore[union-attr]
+            d["after_weighted"] = self.after_weighted.tolist()  # type: ignore[union-attr]
+        return d
+
+    def summary(self) -> str:
+        """A plain-text summary table."""
+        lines = [
+            f"keys: {self.total:,}   moved: {self.moved:,} ({self.moved_fraction:.2%})   "
+            f"ideal: {self.ideal_fraction:.2%}",
+            f"balance max/mean: before {self.imbalance_before['max_mean']:.4f}  "
+            f"after {self.imbalance_after['max_mean']:.4f}",
+        ]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------ routing helpers
+
+
+def _hash_routed(router: Any) -> bool:
+    """True when ``route_hashes(hasher.hash_array(keys)) == route_many(keys)``."""
+    flag = getattr(router, "routes_on_hash", None)
+    if flag is not None:
+        return bool(flag)
+    r = _routing()
+    kinds = tuple(
+        getattr(r, name)
+        for name in ("ModuloRouter", "JumpRouter", "RingRouter", "RendezvousRouter", "MaglevRouter",
+                     "BucketRouter", "HashRangeRouter")
+        if hasattr(r, name)
+    )
+    if type(router) not in kinds:
+        return False
+    return getattr(router, "key_prefix", None) is None
+
+
+def _check_router(router: Any, what: str) -> None:
+    if not all(hasattr(router, a) for a in ("shards", "route_many")):
+        raise TypeError(f"{what} must be a shardhash router, not {type(router).__name__}")
+
+
+def diff(
+    old: Any,
+    new: Any,
+    keys: Any,
+    *,
+    weights: Any = None,
+    per_key: bool = False,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    threads: int | None = None,
+    on_chunk: Callable[[Any, np.ndarray, np.ndarray, np.ndarray | None], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PlanReport:
+    """Route ``keys`` under ``old`` and ``new`` and count what moves.
+
+    ``keys`` is an array-like (anything ``route_many`` accepts) or a stream of
+    chunks such as :func:`shardhash.io.open_ids` (whose chunks carry their
+    weights).  ``weights`` (bytes, requests...) fills ``weighted_matrix``.
+    Work happens in chunks of ``chunk_size`` keys; when both routers route on
+    the same hash the keys are hashed once.  Nothing per key is kept unless
+    ``per_key=True`` (then ``sources`` / ``destinations`` hold the old and new
+    shard index of every key); ``on_chunk(keys, old_idx, new_idx, weights)``
+    sees each chunk (e.g. to write moved keys out) and ``progress(n)`` is told
+    how many keys each chunk held.
+
+    >>> from shardhash import routing
+    >>> old = routing.JumpRouter(["a", "b", "c", "d"])
+    >>> new = routing.JumpRouter(["a", "b", "c", "d", "e"])
+    >>> rep = diff(old, new, range(100_000))
+    >>> 0.19 < rep.moved_fraction < 0.21, int(rep.after[4]) == rep.moved
+    (True, True)
+    """
+    _check_router(old, "old")
+    _check_router(new, "new")
+    if isinstance(keys, range):
+        keys = np.arange(keys.start, keys.stop, keys.step, dtype=np.int64)
+    from ._plan import count_moves
+
+    n_old, n_new = len(old.shards), len(new.shards)
+    matrix = np.zeros((n_old, n_new), dtype=np.int64)
+    wmatrix: np.ndarray | None = None
+    share_hash = _hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher
+    src_parts: list[np.ndarray] = []
+    dst_parts: list[np.ndarray] = []
+    hbuf = obuf = nbuf = None
+    for k, w, _ in iter_chunks(keys, weights, chunk_size=chunk_size):
+        n = len(k)
+        if n == 0:
+            continue
+        if obuf is None or len(obuf) < n or per_key:
+            cap = max(n, 0 if obuf is None else len(obuf))
+            obuf = np.empty(cap, dtype=np.int32)
+            nbuf = np.empty(cap, dtype=np.int32)
+            hbuf = np.empty(cap, dtype=np.uint64) if share_hash else None
+        oi, ni = obuf[:n], nbuf[:n]  # type: ignore[index]
+        if share_hash:
+            h = old.hasher.hash_array(k, out=hbuf[:n], threads=threads)  # type: ignore[index]
+            old.route_hashes(h, out=oi, threads=threads)
+            new.route_hashes(h, out=ni, threads=threads)
+        else:
+            old.route_many(k, out=oi, threads=threads)
+            new.route_many(k, out=ni, threads=threads)
+        if w is not None and wmatrix is None:
+            if matrix.any():
+                raise ValueError("weights are missing for some chunks: give weights for every key or none")
+            wmatrix = np.zeros((n_old, n_new), dtype=np.float64)
+        elif w is None and wmatrix is not None:
+            raise ValueError("weights are missing for some chunks: give weights for every key or none")
+        count_moves(oi, ni, matrix, w, wmatrix, threads=threads)
+        if on_chunk is not None:
+            on_chunk(k, oi, ni, w)
+        if per_key:
+            src_parts.append(oi)
+            dst_parts.append(ni)
+        if progress is not None:
+            progress(n)
+    rep = PlanReport(
+        tuple(old.shards),
+        tuple(new.shards),
+        int(matrix.sum()),
+        0,
+        ideal_fraction(old, new),
+        matrix,
+        wmatrix,
+    )
+    rep.moved = int(matrix[rep._moved_mask()].sum())
+    if per_key:
+        rep.sources = np.concatenate(src_parts) if src_parts else np.zeros(0, np.int32)
+        rep.destinations = np.concatenate(dst_parts) if dst_parts else np.zeros(0, np.int32)
+    return rep
+
+
+# --------------------------------------------------------------- ideal share
+
+
+def target_shares(router: Any) -> dict[str, float]:
+    """The share of keys each shard is meant to own (sums to 1).
+
+    From the router's ``weights`` when it has them, from its placement table
+    or hash ranges when those define it, else equal shares.
+
+    >>> from shardhash import routing
+    >>> target_shares(routing.ModuloRouter(["a", "b"]))
+    {'a': 0.5, 'b': 0.5}
+    """
+    shards = tuple(router.shards)
+    w = getattr(router, "weights", None)
+    vals: np.ndarray | None = None
+    if isinstance(w, Mapping):
+        vals = np.array([float(w.get(s, 1.0)) for s in shards])
+    elif w is not None and not callable(w) and len(w) == len(shards):
+        vals = np.asarray(w, dtype=np.float64)
+    else:
+        t = _table_of(router)
+        if t is not None and _kind(router) == "bucket":
+            vals = np.bincount(t, minlength=len(shards)).astype(np.float64)
+        else:
+            rng = _ranges_of(router)
+            if rng is not None and _kind(router) == "hashrange":
+                vals = np.zeros(len(shards))
+                for lo, hi, s in rng:
+                    vals[s] += hi - lo + 1
+    if vals is None or not np.isfinite(vals).all() or vals.sum() <= 0:
+        vals = np.ones(len(shards))
+    vals = vals / vals.sum()
+    return {s: float(v) for s, v in zip(shards, vals)}
+
+
+def ideal_fraction(old: Any, new: Any) -> float:
+    """The least share of keys any placement must move to go from ``old``'s
+    target shares to ``new``'s: half the L1 distance between the two.
+
+    >>> from shardhash import routing
+    >>> ideal_fraction(routing.JumpRouter(list("abcd")), routing.JumpRouter(list("abcde")))
+    0.2
+    """
+    a = target_shares(old)
+    b = target_shares(new)
+    ids = set(a) | set(b)
+    return round(0.5 * sum(abs(a.get(s, 0.0) - b.get(s, 0.0)) for s in ids), 12)
+
+
+# ------------------------------------------------------- hash-space structure
+
+
+def _kind(router: Any) -> str | None:
+    r = _routing()
+    for name, kind in (
+        ("ModuloRouter", "modulo"),
+        ("JumpRouter", "jump"),
+        ("RingRouter", "ring"),
+        ("MaglevRouter", "maglev"),
+        ("BucketRouter", "bucket"),
+        ("HashRangeRouter", "hashrange"),
+        ("RendezvousRouter", "rendezvous"),
+    ):
+        cls = getattr(r, name, None)
+        if cls is not None and type(router) is cls:
+            return kind
+    return None
+
+
+def _table_of(router: Any) -> np.ndarray | None:
+    """Shard index per slot, for routers that route ``placement[hash % bucket_count]``."""
+    if _kind(router) not in ("modulo", "bucket", "maglev"):
+        return None
+    pl = getattr(router, "placement", None)
+    if pl is None:
+        return None
+    pl = np.asarray(pl)
+    if pl.dtype.kind not in "iu":
+        pos = {s: i for i, s in enumerate(router.shards)}
+        pl = np.array([pos[s] for s in pl.tolist()])
+    return pl.astype(np.int64)
+
+
+def _ranges_of(router: Any) -> list[tuple[int, int, int]] | None:
+    fn = getattr(router, "owned_ranges", None)
+    if fn is None:
+        return None
+    out = []
+    for lo, hi, s in fn():
+        out.append((int(lo), int(hi), int(s)))
+    out.sort()
+    return out
+
+
+@dataclass(frozen=True)
+class MovedRange:
+    """A part of the hash space that changes owner.
+
+    ``kind`` is ``"range"`` (every hash in ``[lo, hi]``), ``"bucket"`` (the
+    hashes with ``hash % modulus == bucket``; ``lo``/``hi`` are the smallest
+    and largest of them), ``"residue"`` (the same, for a modulus that is the
+    least common multiple of two table sizes) or ``"scattered"`` (jump hash:
+    no interval structure; ``share`` is the expected fraction, ``exact`` is
+    False).  ``share`` is the fraction of the 2**64 hash values.
+    """
+
+    lo: int
+    hi: int
+    source: str
+    destination: str
+    share: float
+    kind: str = "range"
+    bucket: int | None = None
+    modulus: int | None = None
+    exact: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "kind": self.kind,
+            "lo": self.lo,
+            "hi": self.hi,
+            "source": self.source,
+            "destination": self.destination,
+            "share": self.share,
+        }
+        if self.bucket is not None:
+            d["bucket"] = self.bucket
+            d["modulus"] = self.modulus
+        if not self.exact:
+            d["exact"] = False
+        return d
+
+
+def _residue_count(r: int, m: int) -> int:
+    """How many 64-bit values h have h % m == r."""
+    return (_MAX - r) // m + 1
+
+
+def moved_ranges(old: Any, new: Any) -> list[MovedRange]:
+    """The parts of the hash space whose owner changes from ``old`` to ``new``.
+
+    Works without keys for strategies that partition the hash space: rings
+    and hash ranges (exact intervals), buckets, Maglev and modulo (exact
+    residue classes), and jump (expected shares per source and destination).
+    Both routers must use the same hasher.  Other strategies raise ValueError:
+    use :func:`diff` with keys.
+
+    >>> from shardhash import routing
+    >>> old = routing.RingRouter(["A", "B", "C"], tokens={"A": [20], "B": [50], "C": [80]})
+    >>> new = routing.RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
+    >>> [(m.lo, m.hi, m.source, m.destination) for m in moved_ranges(old, new)]
+    [(21, 40, 'B', 'D')]
+    """
+    _check_router(old, "old")
+    _check_router(new, "new")
+    if getattr(old, "hasher", None) != getattr(new, "hasher", None):
+        raise ValueError(
+            "old and new routers hash keys differently "
+            f"({getattr(old, 'hasher', None)!r} vs {getattr(new, 'hasher', None)!r}); "
+            "their hash spaces cannot be compared: use plan.diff with keys"
+        )
+    ko, kn = _kind(old), _kind(new)
+    so, sn = tuple(old.shards), tuple(new.shards)
+    if ko == "jump" and kn == "jump":
+        return _jump_moves(so, sn)
+    to, tn = _table_of(old), _table_of(new)
+    if to is not None and tn is not None:
+        return _table_moves(to, tn, so, sn, bucket_kind=(len(to) == len(tn) and ko == kn and ko != "modulo"))
+    ro, rn = _ranges_of(old), _ranges_of(new)
+    if ro is not None and rn is not None:
+        return _interval_moves(ro, rn, so, sn)
+    raise ValueError(
+        f"moved_ranges cannot compare {type(old).__name__} with {type(new).__name__} without keys "
+        "(it needs two rings / hash-range routers, two table routers (modulo, buckets, Maglev) "
+        "or two jump routers); use plan.diff(old, new, keys)"
+    )
+
+
+def _interval_moves(
+    ro: list[tuple[int, int, int]], rn: list[tuple[int, int, int]], so: tuple[str, ...], sn: tuple[str, ...]
+) -> list[MovedRange]:
+    for name, rr in (("old", ro), ("new", rn)):
+        covered = sum(hi - lo + 1 for lo, hi, _ in rr)
+        if covered != HASH_SPACE:
+            raise ValueError(f"the {name} router's owned_ranges do not cover the hash space exactly")
+    starts = sorted({lo for lo, _, _ in ro} | {lo for lo, _, _ in rn})
+    o_lo = [lo for lo, _, _ in ro]
+    n_lo = [lo for lo, _, _ in rn]
+    import bisect
+
+    out: list[MovedRange] = []
+    cur: list[Any] | None = None
+    for i, lo in enumerate(starts):
+        hi = starts[i + 1] - 1 if i + 1 < len(starts) else _MAX
+        src = so[ro[bisect.bisect_right(o_lo, lo) - 1][2]]
+        dst = sn[rn[bisect.bisect_right(n_lo, lo) - 1][2]]
+        if src == dst:
+            cur = None
+            continue
+        if cur is not None and cur[1] + 1 == lo and cur[2] == src and cur[3] == dst:
+            cur[1] = hi
+        else:
+            cur = [lo, hi, src, dst]
+            out.append(cur)  # type: ignore[arg-type]
+    return [MovedRange(lo, hi, s, d, (hi - lo + 1) / HASH_SPACE) for lo, hi, s, d in out]  # type: ignore[misc]
+
+
+def _table_moves(
+    to: np.ndarray, tn: np.ndarray, so: tuple[str, ...], sn: tuple[str, ...], bucket_kind: bool
+) -> list[MovedRange]:
+    m1, m2 = len(to), len(tn)
+    lcm = m1 * m2 // math.gcd(m1, m2)
+    if lcm > _MAX_RESIDUES:
+        raise ValueError(
+            f"table sizes {m1} and {m2} give {lcm:,} residue classes (more than {_MAX_RESIDUES:,}); "
+            "use plan.diff with keys"
+        )
+    r = np.arange(lcm, dtype=np.int64)
+    src = to[r % m1]
+    dst = tn[r % m2]
+    so_a = np.asarray(so, dtype=object)
+    sn_a = np.asarray(sn, dtype=object)
+    moved = np.flatnonzero(so_a[src] != sn_a[dst])
+    kind = "bucket" if bucket_kind else "residue"
+    out = []
+    for res in moved.tolist():
+        cnt = _residue_count(res, lcm)
+        out.append(
+            MovedRange(
+                lo=res,
+                hi=res + (cnt - 1) * lcm,
+                source=so[src[res]],
+                destination=sn[dst[res]],
+                share=cnt / HASH_SPACE,
+                kind=kind,
+                bucket=res,
+                modulus=lcm,
+            )
+        )
+    return out
+
+
+def _jump_moves(so: tuple[str, ...], sn: tuple[str, ...]) -> list[MovedRange]:
+    # Jump hash: going from n to m buckets, a key keeps its bucket when both
+    # are below min(n, m); the keys of the buckets beyond it are spread
+    # uniformly (Lamping & Veach 2014).  Shares are expectations.
+    n, m = len(so), len(sn)
+    shares: dict[tuple[int, int], float] = {}
+    for i in range(n):
+        for j in range(m):
+            if m >= n:
+                p = (1.0 / m if i == j else 0.0) if j < n else 1.0 / (m * n)
+            else:
+                p = (1.0 / n if i == j else 0.0) if i < m else 1.0 / (n * m)
+            if p and so[i] != sn[j]:
+                shares[(i, j)] = shares.get((i, j), 0.0) + p
+    return [
+        MovedRange(0, _MAX, so[i], sn[j], p, kind="scattered", exact=False)
+        for (i, j), p in sorted(shares.items())
+    ]
+
+
+# ------------------------------------------------------------------ planners
+
+
+@dataclass
+class Step:
+    """One migration step: copy the keys described here from ``source`` to ``destination``.
+
+    ``kind``: ``"range"`` (hashes in ``[lo, hi]``), ``"buckets"`` (the listed
+    buckets of a table of ``modulus`` slots), or ``"filter"`` (keys with a
+    hash in ``[lo, hi]`` whose owner changes from source to destination -- for
+    strategies without interval structure).  ``share`` is the fraction of the
+    hash space (expected, for filters); ``est_keys`` / ``est_bytes`` are
+    estimates when key counts or weights were given.
+    """
+
+    order: int
+    kind: str
+    source: str
+    destination: str
+    share: float
+    lo: int = 0
+    hi: int = _MAX
+    buckets: tuple[int, ...] | None = None
+    modulus: int | None = None
+    est_keys: float | None = None
+    est_bytes: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "order": self.order,
+            "kind": self.kind,
+            "source": self.source,
+            "destination": self.destination,
+            "share": self.share,
+            "lo": self.lo,
+            "hi": self.hi,
+        }
+        if self.buckets is not None:
+            d["buckets"] = list(self.buckets)
+            d["modulus"] = self.modulus
+        if self.est_keys is not None:
+            d["est_keys"] = self.est_keys
+        if self.est_bytes is not None:
+            d["est_bytes"] = self.est_bytes
+        return d
+
+
+def _check_cap(max_step_share: float) -> float:
+    if isinstance(max_step_share, bool) or not isinstance(max_step_share, (int, float)):
+        raise TypeError(f"max_step_share must be a number, not {type(max_step_share).__name__}")
+    if not (0 < max_step_share <= 1) or math.isnan(max_step_share):
+        raise ValueError(f"max_step_share must be in (0, 1], got {max_step_share!r}")
+    return float(max_step_share)
+
+
+def _sampled_pairs(old: Any, new: Any, samples: int = 1 << 18) -> dict[tuple[str, str], float]:
+    """Estimate the moved share per (source, destination) from random hashes."""
+    rng = np.random.default_rng(0x5EED)
+    h = rng.integers(0, HASH_SPACE, size=samples, dtype=np.uint64)
+    oi = np.asarray(old.route_hashes(h))
+    ni = np.asarray(new.route_hashes(h))
+    so = np.asarray(old.shards, dtype=object)
+    sn = np.asarray(new.shards, dtype=object)
+    out: dict[tuple[str, str], float] = {}
+    mat = np.bincount(oi.astype(np.int64) * len(sn) + ni, minlength=len(so) * len(sn)).reshape(len(so), len(sn))
+    for i, j in zip(*np.nonzero(mat)):
+        if so[i] != sn[j]:
+            out[(so[i], sn[j])] = mat[i, j] / samples
+    return out
+
+
+def plan_steps(
+    old: Any,
+    new: Any,
+    *,
+    max_step_share: float = 0.02,
+    keys: Any = None,
+    weights: Any = None,
+    total_keys: int | None = None,
+    total_bytes: float | None = None,
+) -> list[Step]:
+    """Ordered migration steps from ``old`` to ``new``, none moving more than
+    ``max_step_share`` of the hash space (a range or bucket bigger than the
+    cap is split; one bucket is the smallest step).
+
+    Steps come from :func:`moved_ranges` when the strategies allow it, else
+    from the moved share per (source, destination) pair, estimated by routing
+    random hashes (``"filter"`` steps).  Steps are interleaved round-robin
+    across (source, destination) pairs so consecutive steps load different
+    shards.  With ``keys`` (and ``weights``) the keys are counted once with
+    :func:`diff` and each step's ``est_keys`` / ``est_bytes`` are its pair's
+    exact totals shared out in proportion to hash space; with ``total_keys``
+    / ``total_bytes`` they are that total times the step's share.
+    """
+    cap = _check_cap(max_step_share)
+    try:
+        moves = moved_ranges(old, new)
+    except ValueError:
+        if not (_hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher):
+            raise
+        moves = [
+            MovedRange(0, _MAX, s, d, p, kind="scattered", exact=False)
+            for (s, d), p in sorted(_sampled_pairs(old, new).items())
+        ]
+    per_pair: dict[tuple[str, str], list[Step]] = {}
+    for m in moves:
+        lst = per_pair.setdefault((m.source, m.destination), [])
+        if m.kind == "range":
+            pieces = max(1, math.ceil(m.share / cap - 1e-12))
+            width = m.hi - m.lo + 1
+            for p in range(pieces):
+                lo = m.lo + width * p // pieces
+                hi = m.lo + width * (p + 1) // pieces - 1
+                lst.append(Step(0, "range", m.source, m.destination, (hi - lo + 1) / HASH_SPACE, lo, hi))
+        elif m.kind in ("bucket", "residue"):
+            if lst and lst[-1].kind == "buckets" and lst[-1].share + m.share <= cap + 1e-15:
+                last = lst[-1]
+                last.buckets = (last.buckets or ()) + (m.bucket,)  # type: ignore[operator]
+                last.share += m.share
+                last.lo = min(last.lo, m.lo)
+                last.hi = max(last.hi, m.hi)
+            else:
+                lst.append(Step(0, "buckets", m.source, m.destination, m.share, m.lo, m.hi, (m.bucket,), m.modulus))  # type: ignore[arg-type]
+        else:
+            pieces = max(1, math.ceil(m.share / cap - 1e-12))
+            for p in range(pieces):
+                lo = HASH_SPACE * p // pieces
+                hi = HASH_SPACE * (p + 1) // pieces - 1
+                lst.append(Step(0, "filter", m.source, m.destination, m.share / pieces, lo, hi))
+    pair_keys: dict[tuple[str, str], tuple[float, float | None]] = {}
+    if keys is not None:
+        rep = diff(old, new, keys, weights=weights)
+        for mv in rep.moves():
+            pair_keys[(mv["source"], mv["destination"])] = (float(mv["keys"]), mv.get("weight"))
+    ordered: list[Step] = []
+    queues = [per_pair[p] for p in sorted(per_pair)]
+    depth = max((len(q) for q in queues), default=0)
+    for level in range(depth):
+        for q in queues:
+            if level < len(q):
+                ordered.append(q[level])
+    pair_share = {p: sum(s.share for s in q) for p, q in per_pair.items()}
+    for i, st in enumerate(ordered):
+        st.order = i + 1
+        p = (st.source, st.destination)
+        if keys is not None:
+            cnt, wt = pair_keys.get(p, (0.0, None))
+            frac = st.share / pair_share[p] if pair_share[p] else 0.0
+            st.est_keys = cnt * frac
+            st.est_bytes = None if wt is None else wt * frac
+        else:
+            if total_keys is not None:
+                st.est_keys = total_keys * st.share
+            if total_bytes is not None:
+                st.est_bytes = total_bytes * st.share
+    return ordered
+
+
+def _weights_dict(router: Any) -> dict[str, float] | None:
+    w = getattr(router, "weights", None)
+    if w is None:
+        return None
+    if isinstance(w, Mapping):
+        return {str(k): float(v) for k, v in w.items()}
+    if len(w) == len(router.shards):
+        return {s: float(x) for s, x in zip(router.shards, w)}
+    return None
+
+
+def _check_ids(ids: Any, what: str) -> list[str]:
+    if isinstance(ids, str):
+        ids = [ids]
+    try:
+        out = list(ids)
+    except TypeError:
+        raise TypeError(f"{what} must be a shard id or a list of shard ids, not {type(ids).__name__}") from None
+    if not out:
+        raise ValueError(f"{what}: no shard ids given")
+    for s in out:
+        if not isinstance(s, str) or not s:
+            raise TypeError(f"{what}: shard ids must be non-empty strings, got {s!r}")
+    if len(set(out)) != len(out):
+        dup = next(s for s in out if out.count(s) > 1)
+        raise ValueError(f"{what}: shard id {dup!r} given twice")
+    return out
+
+
+def _check_weights(weights: Mapping[str, float] | None, what: str = "weights") -> dict[str, float] | None:
+    if weights is None:
+        return None
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"{what} must be a mapping shard id -> weight, not {type(weights).__name__}")
+    out = {}
+    for k, v in weights.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{what}[{k!r}] = {v!r}: weights must be finite and > 0")
+        out[str(k)] = float(v)
+    return out
+
+
+def _balanced_placement(
+    placement: list[str], shards: Sequence[str], weights: Mapping[str, float] | None
+) -> list[str]:
+    """Move as few buckets as possible so each shard holds its weighted share.
+
+    Targets use the largest-remainder method (equal shards differ by at most
+    one bucket); ties for the extra buckets go to shards that already hold
+    more, so fewer buckets move.  Only shards above target give, only shards
+    below target receive, and each gives its highest-numbered buckets.
+    """
+    b = len(placement)
+    w = np.array([float((weights or {}).get(s, 1.0)) for s in shards])
+    quota = b * w / w.sum()
+    base = np.floor(quota).astype(np.int64)
+    rem = int(b - base.sum())
+    current = {s: 0 for s in shards}
+    for s in placement:
+        if s in current:
+            current[s] += 1
+    frac = quota - base
+    order = sorted(range(len(shards)), key=lambda i: (-round(frac[i], 12), -current[shards[i]], i))
+    for i in order[:rem]:
+        base[i] += 1
+    target = {s: int(t) for s, t in zip(shards, base)}
+    held: dict[str, list[int]] = {}
+    for bkt, s in enumerate(placement):
+        held.setdefault(s, []).append(bkt)
+    free: list[int] = []
+    for s, bs in held.items():
+        keep = target.get(s, 0)
+        if len(bs) > keep:
+            free.extend(bs[keep:])
+    free.sort()
+    new = list(placement)
+    receivers = [s for s in shards if current[s] < target[s]]
+    need = {s: target[s] - current[s] for s in receivers}
+    ri = 0
+    for bkt in free:
+        # Round-robin over the receivers that still need buckets.
+        for _ in range(len(receivers)):
+            s = receivers[ri % len(receivers)]
+            ri += 1
+            if need[s] > 0:
+                need[s] -= 1
+                new[bkt] = s
+                break
+    return new
+
+
+def _rebuild(router: Any, shards: Sequence[str], *, weights: dict[str, float] | None,
+             tokens: Mapping[str, Sequence[int]] | None = None,
+             placement: list[str] | None = None, splits: list[int] | None = None,
+             range_shards: list[str] | None = None) -> Any:
+    """A router of the same strategy and settings over new shards, version + 1."""
+    r = _routing()
+    kind = _kind(router)
+    version = int(getattr(router, "version", 0)) + 1
+    common: dict[str, Any] = {"hasher": router.hasher, "version": version}
+    if kind == "modulo":
+        return r.ModuloRouter(list(shards), **common)
+    if kind == "jump":
+        return r.JumpRouter(list(shards), **common)
+    if kind == "rendezvous":
+        return r.RendezvousRouter(list(shards), weights=weights, **common)
+    if kind == "maglev":
+        size = getattr(router, "table_size", None)
+        if size is not None and size < 100 * len(shards):
+            size = None
+        return r.MaglevRouter(list(shards), table_size=size, weights=weights, **common)
+    if kind == "ring":
+        old_tokens = getattr(router, "explicit_tokens", None) or getattr(router, "tokens_given", None)
+        kw: dict[str, Any] = {"vnodes": getattr(router, "vnodes", None)}
+        if kw["vnodes"] is None:
+            del kw["vnodes"]
+        if old_tokens:
+            t = {s: list(v) for s, v in dict(old_tokens).items() if s in shards}
+            for s in shards:
+                if s not in t:
+                    if tokens is None or s not in tokens:
+                        raise ValueError(f"this ring places tokens explicitly: give tokens={{{s!r}: [...]}} for the new shard")
+                    t[s] = list(tokens[s])
+            kw["tokens"] = t
+        elif tokens:
+            raise ValueError("tokens= only applies to rings built with explicit tokens")
+        return r.RingRouter(list(shards), weights=weights, **kw, **common)
+    if kind == "bucket":
+        return r.BucketRouter(list(shards), placement, **common)
+    if kind == "hashrange":
+        return r.HashRangeRouter(splits, range_shards, **common)
+    raise ValueError(
+        f"no planner for {type(router).__name__}: planners support modulo, jump, ring, rendezvous, "
+        "Maglev, bucket and hash-range routers"
+    )
+
+
+def _placement_ids(router: Any) -> list[str]:
+    t = _table_of(router)
+    assert t is not None
+    return [router.shards[i] for i in t.tolist()]
+
+
+def _hashrange_parts(router: Any) -> tuple[list[int], list[str]]:
+    rng = _ranges_of(router)
+    assert rng is not None
+    return [lo for lo, _, _ in rng[1:]], [router.shards[s] for _, _, s in rng]
+
+
+def _finish(router: Any, new: Any, kw: dict[str, Any]) -> tuple[Any, list[Step]]:
+    return new, plan_steps(router, new, **kw)
+
+
+def add_shards(
+    router: Any,
+    new_ids: str | Sequence[str],
+    *,
+    weights: Mapping[str, float] | None = None,
+    tokens: Mapping[str, Sequence[int]] | None = None,
+    max_step_share: float = 0.02,
+    keys: Any = None,
+    key_weights: Any = None,
+    total_keys: int | None = None,
+    total_bytes: float | None = None,
+) -> tuple[Any, list[Step]]:
+    """Add shards: returns ``(new_router, steps)``; ``new_router.version`` is one more.
+
+    ``weights`` gives the new shards' weights (default 1).  Bucket routers
+    move the fewest buckets that balance the shards; rings keep every
+    existing token (new tokens are named ``"<id>:<n>"``, so their positions
+    are stable); hash-range routers split the widest ranges.  ``tokens`` gives
+    explicit ring positions for the new shards of a ring built with tokens.
+    See :func:`plan_steps` for the step options.
+
+    >>> from shardhash import routing
+    >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 8)
+    >>> new, steps = add_shards(r, "c")
+    >>> sorted(new.placement.count(s) if isinstance(new.placement, list) else list(new.placement).count(s) for s in "abc")
+    [5, 5, 6]
+    >>> new.version == r.version + 1
+    True
+    """
+    _check_router(router, "router")
+    ids = _check_ids(new_ids, "new_ids")
+    for s in ids:
+        if s in router.shards:
+            raise ValueError(f"shard {s!r} is already in the topology")
+    w_new = _check_weights(weights)
+    if w_new is not None:
+        unknown = set(w_new) - set(ids)
+        if unknown:
+            raise ValueError(f"weights given for shards that are not being added: {sorted(unknown)}")
+    shards = list(router.shards) + ids
+    old_w = _weights_dict(router)
+    w = None
+    if old_w is not None or w_new is not None:
+        w = {s: (old_w or {}).get(s, 1.0) for s in router.shards}
+        w.update({s: (w_new or {}).get(s, 1.0) for s in ids})
+    kind = _kind(router)
+    extra: dict[str, Any] = {}
+    if kind == "bucket":
+        extra["placement"] = _balanced_placement(_placement_ids(router), shards, w)
+    elif kind == "hashrange":
+        splits, owners = _hashrange_parts(router)
+        for s in ids:
+            bounds = [0] + splits + [HASH_SPACE]
+            widths = [bounds[i + 1] - bounds[i] for i in range(len(owners))]
+            i = int(np.argmax(widths))
+            mid = bounds[i] + widths[i] // 2
+            splits.insert(i, mid)
+            owners.insert(i + 1, s)
+        extra["splits"], extra["range_shards"] = splits, owners
+    new = _rebuild(router, shards, weights=w, tokens=tokens, **extra)
+    return _finish(router, new, dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
+                                     total_keys=total_keys, total_bytes=total_bytes))
+
+
+def remove_shards(
+    router: Any,
+    ids: str | Sequence[str],
+    *,
+    max_step_share: float = 0.02,
+    keys: Any = None,
+    key_weights: Any = None,
+    total_keys: int | None = None,
+    total_bytes: float | None = None,
+) -> tuple[Any, list[Step]]:
+    """Remove shards: returns ``(new_router, steps)`` with ``version`` one more.
+
+    Bucket routers hand the removed shards' buckets to the remaining shards
+    so they stay balanced (no other bucket moves); rings drop the removed
+    shards' tokens; hash-range routers merge each removed range into its
+    neighbour.  Jump hash can only drop shards cheaply from the end of its
+    list: removing another one renumbers the later shards and the steps show
+    the cost.
+
+    >>> from shardhash import routing
+    >>> r = routing.RingRouter(["a", "b", "c"])
+    >>> new, steps = remove_shards(r, "c")
+    >>> new.shards, {s.source for s in steps}
+    (('a', 'b'), {'c'})
+    """
+    _check_router(router, "router")
+    gone = _check_ids(ids, "ids")
+    for s in gone:
+        if s not in router.shards:
+            raise ValueError(f"shard {s!r} is not in the topology (shards: {', '.join(router.shards)})")
+    shards = [s for s in router.shards if s not in gone]
+    if not shards:
+        raise ValueError("cannot remove every shard")
+    old_w = _weights_dict(router)
+    w = None if old_w is None else {s: old_w.get(s, 1.0) for s in shards}
+    kind = _kind(router)
+    extra: dict[str, Any] = {}
+    if kind == "bucket":
+        extra["placement"] = _balanced_placement(_placement_ids(router), shards, w)
+    elif kind == "hashrange":
+        splits, owners = _hashrange_parts(router)
+        i = 0
+        while i < len(owners):
+            if owners[i] in gone:
+                if len(owners) == 1:
+                    raise ValueError("cannot remove every shard")
+                # Merge into the left neighbour (the right one for the first range).
+                if i > 0:
+                    del splits[i - 1]
+                else:
+                    del splits[0]
+                del owners[i]
+            else:
+                i += 1
+        # Merge adjacent ranges now owned by the same shard.
+        j = 1
+        while j < len(owners):
+            if owners[j] == owners[j - 1]:
+                del owners[j]
+                del splits[j - 1]
+            else:
+                j += 1
+        extra["splits"], extra["range_shards"] = splits, owners
+    new = _rebuild(router, shards, weights=w, **extra)
+    return _finish(router, new, dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
+                                     total_keys=total_keys, total_bytes=total_bytes))
+
+
+def reweight(
+    router: Any,
+    weights: Mapping[str, float],
+    *,
+    max_step_share: float = 0.02,
+    keys: Any = None,
+    key_weights: Any = None,
+    total_keys: int | None = None,
+    total_bytes: float | None = None,
+) -> tuple[Any, list[Step]]:
+    """Change shard weights: returns ``(new_router, steps)`` with ``version`` one more.
+
+    Shards not named keep their weight.  Bucket routers move the fewest
+    buckets that reach the new shares; rings, rendezvous and Maglev are
+    rebuilt with the new weights (ring tokens keep their identities, so a
+    heavier shard only gains tokens).
+
+    >>> from shardhash import routing
+    >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 6)
+    >>> new, steps = reweight(r, {"a": 2.0})
+    >>> sorted((s.source, s.destination) for s in steps)
+    [('b', 'a')]
+    """
+    _check_router(router, "router")
+    w_in = _check_weights(weights)
+    assert w_in is not None
+    for s in w_in:
+        if s not in router.shards:
+            raise ValueError(f"weights name shard {s!r}, which is not in the topology")
+    old_w = _weights_dict(router) or {}
+    w = {s: old_w.get(s, 1.0) for s in router.shards}
+    w.update(w_in)
+    kind = _kind(router)
+    extra: dict[str, Any] = {}
+    if kind == "bucket":
+        extra["placement"] = _balanced_placement(_placement_ids(router), list(router.shards), w)
+    elif kind in ("modulo", "jump", "hashrange"):
+        raise ValueError(f"{type(router).__name__} has no weights; use buckets, a ring, rendezvous or Maglev")
+    new = _rebuild(router, list(router.shards), weights=w, **extra)
+    return _finish(router, new, dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
+                                     total_keys=total_keys, total_bytes=total_bytes))
