@@ -124,7 +124,9 @@ class KeyCodec:
             return self.encode_str(key)
         if isinstance(key, (bytes, bytearray)):
             return bytes(key)
-        if isinstance(key, bool) or type(key).__name__ == "bool_":
+        if isinstance(key, bool) or (
+            type(key).__module__ == "numpy" and type(key).__name__ in ("bool", "bool_")
+        ):
             raise TypeError(f"cannot use {_describe(key)} as a key: booleans are rejected")
         if isinstance(key, int):
             return self.encode_int(key)
@@ -177,7 +179,7 @@ class KeyCodec:
         """Rebuild a codec from :meth:`to_dict` output; strict about fields."""
         if not isinstance(doc, dict):
             raise TypeError(f"a codec document must be a dict, got {type(doc).__name__}")
-        unknown = sorted(set(doc) - set(_FIELDS))
+        unknown = sorted(set(doc) - set(_FIELDS), key=str)
         if unknown:
             raise ValueError(f"unknown field(s) in codec document: {', '.join(map(str, unknown))}")
         fmt = doc.get("format")

@@ -8,6 +8,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong, PyLong_AsUnsignedLongLong
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.unicode cimport PyUnicode_Check
+from cpython.list cimport PyList_GET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.ref cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, calloc
 from libc.string cimport memset
@@ -270,7 +273,11 @@ cdef class Hasher:
             _int_to_word(key, &word)
             return _hash_word(self._algo, word, self._seed)
         if t is str and self._fast_str:
-            p = PyUnicode_AsUTF8AndSize(key, &n)
+            try:
+                p = PyUnicode_AsUTF8AndSize(key, &n)
+            except UnicodeEncodeError:
+                self.codec.encode(key)  # raises the codec's ValueError
+                raise
             return sh_hash64(self._algo, p, <size_t>n, self._seed)
         if t is bytes:
             return sh_hash64(self._algo, PyBytes_AS_STRING(key), <size_t>PyBytes_GET_SIZE(key), self._seed)
@@ -404,11 +411,13 @@ cdef object _hash_array(Hasher h, object keys, object out, object threads):
 cdef object _hash_pandas(Hasher h, object keys, object out, object threads):
     if type(keys).__name__ == "DataFrame":
         raise ValueError("hash_array() needs one column of keys, not a DataFrame")
-    arr = getattr(keys, "array", None)
-    if arr is not None and hasattr(arr, "__arrow_c_array__"):
+    dtype = getattr(keys, "dtype", None)
+    if not isinstance(dtype, np.dtype) and hasattr(keys, "__arrow_c_stream__"):
+        # Extension dtypes (pandas' str / string[pyarrow] / int64[pyarrow] / Int64):
+        # export through Arrow instead of materialising Python objects.
         try:
-            return _hash_arrow(h, arr, out, threads)
-        except NotImplementedError:
+            return _hash_arrow(h, keys, out, threads)
+        except (ImportError, NotImplementedError):
             pass
     values = keys.to_numpy()
     return _hash_ndarray(h, values, out, threads)
@@ -418,21 +427,49 @@ cdef object _hash_objects(Hasher h, object seq, object out):
     """Python objects: hashed one by one with the GIL (scalar rules)."""
     cdef Py_ssize_t n = len(seq)
     out = _prepare_out(out, n)
+    if n == 0:
+        return out
     cdef uint64_t[::1] o = out
-    cdef Py_ssize_t i
-    for i in range(n):
-        key = seq[i]
-        try:
-            o[i] = h.hash_one(key)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise type(exc)(f"key at position {i}: {exc}") from None
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t stride
+    cdef const char *base
+    cdef PyObject *item
+    try:
+        if type(seq) is list:
+            for i in range(n):
+                o[i] = h.hash_one(<object>PyList_GET_ITEM(seq, i))
+        elif type(seq) is tuple:
+            for i in range(n):
+                o[i] = h.hash_one(<object>PyTuple_GET_ITEM(seq, i))
+        elif isinstance(seq, np.ndarray) and seq.dtype.kind == "O":
+            base = <const char *>_addr(seq)
+            stride = seq.strides[0]
+            for i in range(n):
+                item = (<PyObject **>(base + i * stride))[0]
+                if item == NULL:
+                    raise TypeError("cannot use None as a key")
+                o[i] = h.hash_one(<object>item)
+        else:
+            for i in range(n):
+                o[i] = h.hash_one(seq[i])
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _base_error(exc)(f"key at position {i}: {exc}") from None
     return out
+
+
+cdef object _base_error(object exc):
+    for cls in (OverflowError, TypeError, ValueError):
+        if isinstance(exc, cls):
+            return cls
+    return ValueError
 
 
 cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
     if a.ndim != 1:
         raise ValueError(f"keys must be a 1-dimensional array, got {a.ndim} dimensions")
     kind = a.dtype.kind
+    if a.shape[0] == 0 and kind not in "iuSUOT":
+        return _prepare_out(out, 0)  # no keys, whatever np.array([]) chose as dtype
     cdef Py_ssize_t n = a.shape[0]
     if kind in "iu":
         if not a.dtype.isnative:
@@ -573,8 +610,11 @@ cdef _hash_ucs4(Hasher h, object a, object out, object threads):
         finally:
             free(scratch)
         if bad >= 0:
-            raise ValueError(f"key at position {start + bad}: string {a[start + bad]!r} holds a code point "
-                             "that is not a Unicode scalar value (a lone surrogate) and cannot be UTF-8 encoded")
+            raw = np.frombuffer(a[start + bad:start + bad + 1].tobytes(), dtype=np.uint32)
+            cps = [int(c) for c in raw if c > 0x10FFFF or 0xD800 <= c <= 0xDFFF]
+            raise ValueError(f"key at position {start + bad}: the string holds code point "
+                             f"{cps[0]:#x}, which is not a Unicode scalar value (a surrogate or beyond "
+                             "U+10FFFF), so it cannot be UTF-8 encoded")
 
     parallel_for(n, threads, body)
 
@@ -674,8 +714,6 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
         raise TypeError(f"cannot hash an Arrow array of format {fmt!r}; supported: int8-64, uint8-64, "
                         "string, large_string, binary, large_binary, string_view, binary_view")
     is_str = fmt in ("u", "U", "vu")
-    if is_str and not h._fast_str:
-        raise NotImplementedError  # handled by the caller via Python objects
     cdef int64_t total = 0, pos = 0, bad
     for c in chunks:
         chunk = <_ArrowChunk>c
@@ -686,10 +724,51 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
     out = _prepare_out(out, total)
     for c in chunks:
         chunk = <_ArrowChunk>c
-        _hash_arrow_chunk(h, fmt, chunk, out, pos, threads)
+        if is_str and not h._fast_str:
+            # The codec transforms strings (normalise / casefold / strip): decode
+            # each value and take the scalar path.
+            _hash_objects(h, _arrow_chunk_strings(chunk, fmt), out[pos:pos + chunk.arr.length])
+        else:
+            _hash_arrow_chunk(h, fmt, chunk, out, pos, threads)
         pos += chunk.arr.length
     del keepalive
     return out
+
+
+cdef list _arrow_chunk_strings(_ArrowChunk chunk, str fmt):
+    """Decode the UTF-8 values of a string chunk into Python str objects."""
+    cdef ArrowArray *arr = &chunk.arr
+    cdef int64_t n = arr.length, off = arr.offset, i
+    cdef const int32_t *o32
+    cdef const int64_t *o64
+    cdef const uint8_t *data
+    cdef const uint8_t *v
+    cdef int32_t ln, bi, bo
+    result = []
+    if fmt == "u":
+        o32 = <const int32_t *>arr.buffers[1] + off
+        data = <const uint8_t *>arr.buffers[2]
+        for i in range(n):
+            result.append((<const char *>data)[o32[i]:o32[i + 1]].decode("utf-8"))
+    elif fmt == "U":
+        o64 = <const int64_t *>arr.buffers[1] + off
+        data = <const uint8_t *>arr.buffers[2]
+        for i in range(n):
+            result.append((<const char *>data)[o64[i]:o64[i + 1]].decode("utf-8"))
+    else:
+        for i in range(n):
+            v = <const uint8_t *>arr.buffers[1] + (off + i) * 16
+            ln = <int32_t>(v[0] | (v[1] << 8) | (v[2] << 16) | (<uint32_t>v[3] << 24))
+            if ln <= 12:
+                result.append((<const char *>v + 4)[:ln].decode("utf-8"))
+            else:
+                bi = <int32_t>(v[8] | (v[9] << 8) | (v[10] << 16) | (<uint32_t>v[11] << 24))
+                bo = <int32_t>(v[12] | (v[13] << 8) | (v[14] << 16) | (<uint32_t>v[15] << 24))
+                if bi < 0 or bi >= arr.n_buffers - 3:
+                    raise ValueError(f"malformed Arrow view at position {i}")
+                data = <const uint8_t *>arr.buffers[2 + bi]
+                result.append((<const char *>data + bo)[:ln].decode("utf-8"))
+    return result
 
 
 cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t pos, object threads):

@@ -9,6 +9,7 @@ writes only its own slice of the output, so no locking is needed.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,6 +18,7 @@ __all__ = ["resolve_threads", "parallel_for", "MIN_PARALLEL"]
 # Below this many items a second thread costs more than it saves.
 MIN_PARALLEL = 1 << 16
 
+_pool_lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 
@@ -67,9 +69,13 @@ def parallel_for(n: int, threads: int | None, body: Callable[[int, int], None]) 
         return
     step = -(-n // t)
     bounds = [(s, min(n, s + step)) for s in range(0, n, step)]
-    pool = _get_pool(len(bounds) - 1)
+    # The lock covers growing the pool and submitting to it, so no thread can
+    # submit to a pool another thread has just retired.  Retired pools still
+    # finish the work already submitted to them.
+    with _pool_lock:
+        pool = _get_pool(len(bounds) - 1)
+        futures = [pool.submit(body, s, e) for s, e in bounds[1:]]
     # The calling thread takes the first chunk itself.
-    futures = [pool.submit(body, s, e) for s, e in bounds[1:]]
     try:
         body(*bounds[0])
     finally:
