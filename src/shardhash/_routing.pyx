@@ -105,8 +105,13 @@ def as_hashes(hashes, name="hashes"):
                 return np.empty(0, dtype=np.uint64)
             try:
                 a = np.asarray(hashes)
-            except (OverflowError, ValueError):
-                a = np.asarray(list(hashes), dtype=object)
+            except (OverflowError, ValueError, TypeError):
+                a = None
+            if a is None or a.dtype.kind not in "iu":
+                # Mixed or huge Python ints (numpy may pick float64): check one by one.
+                a = np.empty(len(hashes), dtype=object)
+                for i, v in enumerate(hashes):
+                    a[i] = v
     if a.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
     dt = a.dtype
@@ -427,6 +432,10 @@ cdef class RouterCore:
         self._pre_add = <uint64_t>int(add)
         self._pre_xor = <uint64_t>int(xor)
         self._has_pre = self._pre_add != 0 or self._pre_xor != 0
+
+    def _has_c_kernel(self):
+        """True when placement runs in C (not in a Python ``_route_hashes_kernel``)."""
+        return self._kind not in (KIND_UNSET, KIND_PY)
 
     def _seal(self):
         if self._kind == KIND_UNSET:

@@ -88,6 +88,14 @@ __all__ = [
     "Router",
     "ModuloRouter",
     "JumpRouter",
+    "RingRouter",
+    "RendezvousRouter",
+    "MaglevRouter",
+    "BucketRouter",
+    "RangeRouter",
+    "HashRangeRouter",
+    "DirectoryRouter",
+    "WatermarkRouter",
     "load_router",
     "register_router_type",
     "router_types",
@@ -505,3 +513,822 @@ class JumpRouter(Router):
         super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
         self._use_jump()
         self._finish()
+
+
+# ---------------------------------------------------------------------------
+# consistent-hash ring
+
+
+def _merge_ranges(ranges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    out: list[tuple[int, int, int]] = []
+    for lo, hi, s in ranges:
+        if lo > hi:
+            continue
+        if out and out[-1][2] == s and out[-1][1] + 1 == lo:
+            out[-1] = (out[-1][0], hi, s)
+        else:
+            out.append((lo, hi, s))
+    return out
+
+
+_COLLISION_RULES = ("error", "first")
+
+
+@register_router_type("ring")
+class RingRouter(Router):
+    """Consistent-hash ring: a key belongs to the first token at or after its hash.
+
+    Each shard ``s`` gets ``floor(vnodes * weight(s) + 0.5)`` tokens (at least
+    one), token ``i`` at position ``hasher("s:i")`` (the router's hasher
+    applied to the string ``f"{s}:{i}"``), so adding a shard never moves the
+    others' tokens.  ``tokens={"A": [20, ...], ...}`` gives explicit positions
+    instead.  Two tokens on one position are an error naming both
+    (``collisions="error"``), or with ``collisions="first"`` the token whose
+    ``(shard id, token number)`` sorts first keeps it.
+
+    >>> r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
+    >>> [r.shards[i] for i in r.route_hashes([35, 40, 20, 21, 45, 51, 81, 90, 0])]
+    ['D', 'D', 'A', 'D', 'B', 'C', 'A', 'A', 'A']
+    """
+
+    _doc_fields = ("vnodes", "weights", "tokens", "collisions")
+
+    def __init__(self, shards: Iterable[str], *, vnodes: int | None = None,
+                 weights: Mapping[str, float] | None = None,
+                 tokens: Mapping[str, Sequence[int]] | None = None, collisions: str = "error",
+                 hasher: Hasher | None = None, version: int = 1, key_prefix: int | None = None) -> None:
+        super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
+        if collisions not in _COLLISION_RULES:
+            raise ValueError(f"collisions must be one of {_COLLISION_RULES}, got {collisions!r}")
+        self._set("_collisions", collisions)
+        entries: list[tuple[int, str, int]] = []   # (position, shard id, token number)
+        if tokens is not None:
+            if vnodes is not None or weights is not None:
+                raise ValueError("give either tokens= or vnodes=/weights=, not both")
+            if not isinstance(tokens, Mapping):
+                raise TypeError(f"tokens must be a mapping shard id -> positions, not {type(tokens).__name__}")
+            known = set(self.shards)
+            for s in tokens:
+                if s not in known:
+                    raise ValueError(f"tokens names unknown shard {s!r}")
+            explicit: dict[str, list[int]] = {}
+            for s in self.shards:
+                if s not in tokens:
+                    raise ValueError(f"shard {s!r} has no tokens")
+                pos = tokens[s]
+                if isinstance(pos, (str, bytes)) or not isinstance(pos, Iterable):
+                    raise TypeError(f"tokens[{s!r}] must be a list of ints")
+                plist = [_check_int(p, f"tokens[{s!r}][{i}]", 0, U64_MAX) for i, p in enumerate(pos)]
+                if not plist:
+                    raise ValueError(f"shard {s!r} has no tokens")
+                explicit[s] = plist
+                entries.extend((p, s, i) for i, p in enumerate(plist))
+            self._set("_vnodes", None)
+            self._set("_weights", None)
+            self._set("_explicit", explicit)
+        else:
+            v = 256 if vnodes is None else _check_int(vnodes, "vnodes", 1, 1 << 20)
+            w = _check_weights(weights, self.shards)
+            self._set("_vnodes", v)
+            self._set("_weights", w)
+            self._set("_explicit", None)
+            for s in self.shards:
+                count = max(1, math.floor(v * (w.get(s, 1.0) if w else 1.0) + 0.5))
+                entries.extend((_identity_hash(self.hasher, f"{s}:{i}"), s, i) for i in range(count))
+            if len(entries) > 1 << 28:
+                raise ValueError(f"ring would have {len(entries)} tokens (limit 2**28)")
+        entries.sort()
+        kept: list[tuple[int, str, int]] = []
+        for e in entries:
+            if kept and kept[-1][0] == e[0]:
+                a, b = kept[-1], e
+                if collisions == "error" or a[1] == b[1]:
+                    raise ValueError(
+                        f"ring tokens collide: {a[1]}:{a[2]} and {b[1]}:{b[2]} both sit at position {e[0]}")
+                continue  # entries are sorted by (position, shard id, number): the first stays
+            kept.append(e)
+        index = {s: i for i, s in enumerate(self.shards)}
+        t = np.array([e[0] for e in kept], dtype=np.uint64)
+        o = np.array([index[e[1]] for e in kept], dtype=np.int32)
+        tok, own = self._use_ring(t, o, _width(self.hasher))
+        self._set("_tokens", tok)
+        self._set("_owners", own)
+        self._finish()
+
+    @property
+    def vnodes(self) -> int | None:
+        """Tokens per unit of weight (None for explicit tokens)."""
+        return self._vnodes  # type: ignore[no-any-return]
+
+    @property
+    def weights(self) -> dict[str, float] | None:
+        return dict(self._weights) if self._weights else None
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Token positions, sorted (read-only uint64 array)."""
+        return self._tokens  # type: ignore[no-any-return]
+
+    @property
+    def token_owners(self) -> np.ndarray:
+        """Shard index owning each token (read-only int32 array)."""
+        return self._owners  # type: ignore[no-any-return]
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """``(lo, hi, shard index)`` inclusive hash intervals covering [0, 2**64 - 1]."""
+        t = self._tokens.tolist()
+        o = self._owners.tolist()
+        ranges = [(0, t[0], o[0])]
+        ranges += [(t[i - 1] + 1, t[i], o[i]) for i in range(1, len(t))]
+        if t[-1] < U64_MAX:
+            ranges.append((t[-1] + 1, U64_MAX, o[0]))
+        return _merge_ranges(ranges)
+
+    def _doc_params(self) -> dict[str, Any]:
+        if self._explicit is not None:
+            return {"tokens": {s: list(p) for s, p in self._explicit.items()},
+                    "collisions": self._collisions}
+        return {"vnodes": self._vnodes, "weights": _weights_doc(self._weights),
+                "collisions": self._collisions}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        collisions = params.get("collisions", "error")
+        if params.get("tokens") is not None:
+            return cls(shards, tokens=params["tokens"], collisions=collisions, hasher=hasher,
+                       version=version, key_prefix=key_prefix)
+        return cls(shards, vnodes=params["vnodes"], weights=params.get("weights"),
+                   collisions=collisions, hasher=hasher, version=version, key_prefix=key_prefix)
+
+
+# ---------------------------------------------------------------------------
+# rendezvous
+
+
+@register_router_type("rendezvous")
+class RendezvousRouter(Router):
+    """Highest random weight: each shard draws ``mix64(hash ^ seed)``; the largest wins.
+
+    ``seed = mix64(hasher(shard id))``.  With ``weights``, the logarithmic
+    method: ``score = -weight / ln(u)`` with ``u = ((draw >> 11) | 1) / 2**53``.
+
+    >>> r = RendezvousRouter(["a", "b", "c"])
+    >>> r.route("user:1") in ("a", "b", "c")
+    True
+    """
+
+    _doc_fields = ("weights",)
+
+    def __init__(self, shards: Iterable[str], *, weights: Mapping[str, float] | None = None,
+                 hasher: Hasher | None = None, version: int = 1, key_prefix: int | None = None) -> None:
+        super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
+        w = _check_weights(weights, self.shards)
+        self._set("_weights", w)
+        seeds = np.array([mix64(_identity_hash(self.hasher, s)) for s in self.shards], dtype=np.uint64)
+        wl = None
+        if w:
+            full = [w.get(s, 1.0) for s in self.shards]
+            if len(set(full)) > 1:
+                wl = np.array(full, dtype=np.float64)
+        self._use_rendezvous(seeds, wl)
+        self._finish()
+
+    @property
+    def weights(self) -> dict[str, float] | None:
+        return dict(self._weights) if self._weights else None
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"weights": _weights_doc(self._weights)}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        return cls(shards, weights=params.get("weights"), hasher=hasher, version=version,
+                   key_prefix=key_prefix)
+
+
+# ---------------------------------------------------------------------------
+# Maglev
+
+
+_MAGLEV_MAX = 1 << 28
+
+
+@register_router_type("maglev")
+class MaglevRouter(Router):
+    """Maglev hashing (Eisenbud et al. 2016): a prime-sized lookup table
+    ``table[hash % table_size]`` filled from per-shard permutations.
+
+    The default table size is the smallest prime >= 100 * len(shards).
+
+    >>> r = MaglevRouter(["a", "b", "c"])
+    >>> r.table_size
+    307
+    """
+
+    _doc_fields = ("table_size", "weights")
+
+    def __init__(self, shards: Iterable[str], *, table_size: int | None = None,
+                 weights: Mapping[str, float] | None = None, hasher: Hasher | None = None,
+                 version: int = 1, key_prefix: int | None = None) -> None:
+        super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
+        n = len(self.shards)
+        if table_size is None:
+            m = _next_prime(100 * n)
+        else:
+            m = _check_int(table_size, "table_size", 2, _MAGLEV_MAX)
+            if not _is_prime(m):
+                raise ValueError(f"table_size must be prime, got {m}")
+            if m < n:
+                raise ValueError(f"table_size {m} is smaller than the number of shards ({n})")
+        if m > _MAGLEV_MAX:
+            raise ValueError(f"table_size {m} exceeds {_MAGLEV_MAX}")
+        w = _check_weights(weights, self.shards)
+        rel = None
+        if w:
+            full = [w.get(s, 1.0) for s in self.shards]
+            top = max(full)
+            if min(full) != top:
+                rel = np.array([x / top for x in full], dtype=np.float64)
+        ids = np.array([_identity_hash(self.hasher, s) for s in self.shards], dtype=np.uint64)
+        table = maglev_populate(ids, rel, m)
+        self._set("_weights", w)
+        self._set("_m", m)
+        self._set("_table", self._use_bucket(table))
+        self._finish()
+
+    @property
+    def table_size(self) -> int:
+        return self._m  # type: ignore[no-any-return]
+
+    @property
+    def bucket_count(self) -> int:
+        """Same as ``table_size``: bucket = hash % bucket_count."""
+        return self._m  # type: ignore[no-any-return]
+
+    @property
+    def table(self) -> np.ndarray:
+        """The lookup table: shard index of each slot (read-only int32 array)."""
+        return self._table  # type: ignore[no-any-return]
+
+    placement = table
+
+    @property
+    def weights(self) -> dict[str, float] | None:
+        return dict(self._weights) if self._weights else None
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"table_size": self._m, "weights": _weights_doc(self._weights)}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        return cls(shards, table_size=params["table_size"], weights=params.get("weights"),
+                   hasher=hasher, version=version, key_prefix=key_prefix)
+
+
+# ---------------------------------------------------------------------------
+# buckets
+
+
+@register_router_type("bucket")
+class BucketRouter(Router):
+    """A fixed number of logical buckets (``hash % len(placement)``) and a
+    placement table bucket -> shard id.
+
+    >>> r = BucketRouter(["db1", "db2"], ["db1", "db1", "db2", "db2"])
+    >>> [r.shards[i] for i in r.route_hashes([0, 1, 2, 3, 6])]
+    ['db1', 'db1', 'db2', 'db2', 'db2']
+    """
+
+    _doc_fields = ("placement",)
+
+    def __init__(self, shards: Iterable[str], placement: Sequence[str], *,
+                 hasher: Hasher | None = None, version: int = 1, key_prefix: int | None = None) -> None:
+        super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
+        if isinstance(placement, (str, bytes)) or not isinstance(placement, Iterable):
+            raise TypeError(f"placement must be a sequence of shard ids, not {type(placement).__name__}")
+        index = {s: i for i, s in enumerate(self.shards)}
+        idx = []
+        for b, s in enumerate(placement):
+            if not isinstance(s, str):
+                raise TypeError(f"placement[{b}] must be a shard id string, got {_describe(s)}")
+            i = index.get(s)
+            if i is None:
+                raise ValueError(f"placement[{b}] names unknown shard {s!r}")
+            idx.append(i)
+        if not idx:
+            raise ValueError("placement must not be empty")
+        if len(idx) > 0x7FFFFFFF:
+            raise ValueError("too many buckets")
+        self._set("_placement", self._use_bucket(np.array(idx, dtype=np.int32)))
+        self._finish()
+
+    @classmethod
+    def from_ranges(cls, starts: Mapping[int, str] | Iterable[tuple[int, str]], bucket_count: int, *,
+                    shards: Iterable[str] | None = None, hasher: Hasher | None = None,
+                    version: int = 1, key_prefix: int | None = None) -> BucketRouter:
+        """Build from range starts: bucket ``b`` goes to the shard of the
+        greatest start <= b (the first start must be 0).
+
+        >>> r = BucketRouter.from_ranges({0: "db1", 256: "db2"}, 512)
+        >>> r.placement_ids[255], r.placement_ids[256]
+        ('db1', 'db2')
+        """
+        n = _check_int(bucket_count, "bucket_count", 1, 0x7FFFFFFF)
+        items = list(starts.items()) if isinstance(starts, Mapping) else list(starts)
+        if not items:
+            raise ValueError("starts must not be empty")
+        pairs = []
+        for i, it in enumerate(items):
+            if not isinstance(it, tuple) or len(it) != 2:
+                raise TypeError(f"starts[{i}] must be a (start, shard id) pair")
+            st = _check_int(it[0], f"start of range {i}", 0, n - 1)
+            _check_shard_id(it[1], f"shard of range {i}")
+            pairs.append((st, it[1]))
+        for i in range(1, len(pairs)):
+            if pairs[i][0] <= pairs[i - 1][0]:
+                raise ValueError(f"range starts must be strictly increasing: {pairs[i - 1][0]} then {pairs[i][0]}")
+        if pairs[0][0] != 0:
+            raise ValueError(f"the first range must start at bucket 0, not {pairs[0][0]}")
+        placement: list[str] = []
+        for i, (st, s) in enumerate(pairs):
+            end = pairs[i + 1][0] if i + 1 < len(pairs) else n
+            placement.extend([s] * (end - st))
+        if shards is None:
+            shards = list(dict.fromkeys(s for _, s in pairs))
+        return cls(shards, placement, hasher=hasher, version=version, key_prefix=key_prefix)
+
+    @property
+    def bucket_count(self) -> int:
+        return int(self._placement.shape[0])
+
+    @property
+    def placement(self) -> np.ndarray:
+        """Shard index of each bucket (read-only int32 array)."""
+        return self._placement  # type: ignore[no-any-return]
+
+    @property
+    def placement_ids(self) -> tuple[str, ...]:
+        """Shard id of each bucket."""
+        sh = self.shards
+        return tuple(sh[i] for i in self._placement.tolist())
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"placement": self._placement.tolist()}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        p = params["placement"]
+        if not isinstance(p, list):
+            raise ValueError("bucket params: 'placement' must be a list of shard indices")
+        ids = []
+        for b, i in enumerate(p):
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(shards):
+                raise ValueError(f"bucket params: placement[{b}] = {i!r} is not a shard index")
+            ids.append(shards[i])
+        return cls(shards, ids, hasher=hasher, version=version, key_prefix=key_prefix)
+
+
+# ---------------------------------------------------------------------------
+# ranges over the hash space
+
+
+@register_router_type("hash_range")
+class HashRangeRouter(Router):
+    """Ranges of the 64-bit hash space (Citus, MongoDB hashed, Vitess style).
+
+    ``splits`` are the lower bounds (inclusive) of ranges 1..k; range 0
+    starts at 0.  ``shards[i]`` owns range ``i``; a shard may own several
+    ranges (``router.shards`` then lists it once, in first-appearance order).
+
+    >>> r = HashRangeRouter([2**63], ["low", "high"])
+    >>> [r.shards[i] for i in r.route_hashes([0, 2**63 - 1, 2**63, 2**64 - 1])]
+    ['low', 'low', 'high', 'high']
+    """
+
+    _doc_fields = ("splits", "owners")
+
+    def __init__(self, splits: Sequence[int], shards: Sequence[str], *, hasher: Hasher | None = None,
+                 version: int = 1, key_prefix: int | None = None) -> None:
+        if isinstance(splits, (str, bytes)) or not isinstance(splits, Iterable):
+            raise TypeError(f"splits must be a sequence of ints, not {type(splits).__name__}")
+        if isinstance(shards, (str, bytes)) or not isinstance(shards, Iterable):
+            raise TypeError(f"shards must be a sequence of shard ids, not {type(shards).__name__}")
+        sp = [_check_int(s, f"splits[{i}]", 1, U64_MAX) for i, s in enumerate(splits)]
+        owners = list(shards)
+        if len(owners) != len(sp) + 1:
+            raise ValueError(f"{len(sp)} splits need {len(sp) + 1} shards, got {len(owners)}")
+        for i in range(1, len(sp)):
+            if sp[i] <= sp[i - 1]:
+                raise ValueError(f"splits must be strictly increasing: splits[{i - 1}] = {sp[i - 1]}, "
+                                 f"splits[{i}] = {sp[i]}")
+        uniq, idx = _owners_of(owners, "shards")
+        super().__init__(uniq, hasher=hasher, version=version, key_prefix=key_prefix)
+        self._set("_splits", tuple(sp))
+        self._set("_range_owners", tuple(idx))
+        # Range i = [splits[i-1], splits[i] - 1]: a ring whose tokens are the
+        # ranges' inclusive upper ends.
+        tokens = [s - 1 for s in sp] + [U64_MAX]
+        self._use_ring(np.array(tokens, dtype=np.uint64), np.array(idx, dtype=np.int32), 64)
+        self._finish()
+
+    @property
+    def splits(self) -> tuple[int, ...]:
+        return self._splits  # type: ignore[no-any-return]
+
+    @property
+    def range_owners(self) -> tuple[str, ...]:
+        """Owner of each range, in range order."""
+        return tuple(self.shards[i] for i in self._range_owners)
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """``(lo, hi, shard index)`` inclusive hash intervals covering [0, 2**64 - 1]."""
+        lows = [0, *self._splits]
+        highs = [s - 1 for s in self._splits] + [U64_MAX]
+        return _merge_ranges(list(zip(lows, highs, self._range_owners)))
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"splits": list(self._splits), "owners": [self.shards[i] for i in self._range_owners]}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        return cls(params["splits"], params["owners"], hasher=hasher, version=version,
+                   key_prefix=key_prefix)
+
+
+# ---------------------------------------------------------------------------
+# ranges over raw keys
+
+
+def _no_hashes(self: Router, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError(f"{type(self).__name__} routes on raw keys, not on hashes; use route_many")
+
+
+def _split_kind(splits: Sequence[Any]) -> str:
+    kinds = set()
+    for i, s in enumerate(splits):
+        if isinstance(s, bool) or not isinstance(s, (int, str, np.integer)):
+            raise TypeError(f"splits[{i}] = {_describe(s)} must be an int or a str")
+        kinds.add("str" if isinstance(s, str) else "int")
+    if len(kinds) > 1:
+        raise TypeError("splits mix ints and strings")
+    return kinds.pop() if kinds else "int"
+
+
+@register_router_type("range")
+class RangeRouter(Router):
+    """Ranges of the raw key (ints or strings), lower bounds inclusive.
+
+    ``len(shards) == len(splits) + 1``; ``shards[i]`` owns the keys ``k``
+    with ``splits[i-1] <= k < splits[i]``.  Strings compare by code point.
+    The hasher is kept for the protocol but not used.
+
+    >>> r = RangeRouter([1_000_000, 2_000_000], ["a", "b", "c"])
+    >>> r.route(999_999), r.route(1_000_000), r.route(2_000_000)
+    ('a', 'b', 'c')
+    """
+
+    _doc_fields = ("splits", "owners")
+
+    def __init__(self, splits: Sequence[int] | Sequence[str], shards: Sequence[str], *,
+                 hasher: Hasher | None = None, version: int = 1, key_prefix: int | None = None) -> None:
+        if isinstance(splits, (str, bytes)) or not isinstance(splits, Iterable):
+            raise TypeError(f"splits must be a sequence of ints or strings, not {type(splits).__name__}")
+        if isinstance(shards, (str, bytes)) or not isinstance(shards, Iterable):
+            raise TypeError(f"shards must be a sequence of shard ids, not {type(shards).__name__}")
+        sp = list(splits)
+        kind = _split_kind(sp)
+        if kind == "int":
+            sp = [int(s) for s in sp]
+        owners = list(shards)
+        if len(owners) != len(sp) + 1:
+            raise ValueError(f"{len(sp)} splits need {len(sp) + 1} shards, got {len(owners)}")
+        for i in range(1, len(sp)):
+            if not sp[i - 1] < sp[i]:
+                raise ValueError(f"splits must be strictly increasing: splits[{i - 1}] = {sp[i - 1]!r}, "
+                                 f"splits[{i}] = {sp[i]!r}")
+        uniq, idx = _owners_of(owners, "shards")
+        super().__init__(uniq, hasher=hasher, version=version, key_prefix=key_prefix)
+        self._set("_splits", tuple(sp))
+        self._set("_split_type", kind)
+        self._set("_range_owners", tuple(idx))
+        self._set("_owner_arr", np.array(idx, dtype=np.int32))
+        self._use_python()
+        self._finish()
+
+    @classmethod
+    def from_sample(cls, keys: Iterable[Any], n: int, *, shards: Sequence[str] | None = None,
+                    hasher: Hasher | None = None, version: int = 1) -> RangeRouter:
+        """Split points at the sample's quantiles so that ``n`` ranges hold equal data.
+
+        >>> r = RangeRouter.from_sample(range(1000), 4)
+        >>> r.splits
+        (250, 500, 750)
+        """
+        n = _check_int(n, "n", 1, 1 << 20)
+        sample = list(keys.tolist() if isinstance(keys, np.ndarray) else keys)
+        if not sample:
+            raise ValueError("the sample is empty")
+        kind = _split_kind(sample)
+        if kind == "int":
+            sample = [int(k) for k in sample]
+        sample.sort()
+        splits: list[Any] = []
+        for i in range(1, n):
+            s = sample[(len(sample) * i) // n]
+            if splits and s <= splits[-1] or (not splits and s <= sample[0]):
+                raise ValueError(f"the sample has too few distinct keys for {n} ranges")
+            splits.append(s)
+        if shards is None:
+            shards = [f"range-{i}" for i in range(n)]
+        return cls(splits, shards, hasher=hasher, version=version)
+
+    @property
+    def splits(self) -> tuple[Any, ...]:
+        return self._splits  # type: ignore[no-any-return]
+
+    @property
+    def range_owners(self) -> tuple[str, ...]:
+        return tuple(self.shards[i] for i in self._range_owners)
+
+    def _key(self, key: Any) -> Any:
+        p = self.key_prefix
+        if p is not None:
+            if isinstance(key, tuple):
+                if len(key) < p:
+                    raise ValueError(f"key {key!r} has fewer than {p} parts")
+                key = key[0] if p == 1 else key[:p]
+            elif p != 1:
+                raise TypeError(f"this router routes on the first {p} parts of a tuple key; got {key!r}")
+        if self._split_type == "int":
+            if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+                raise TypeError(f"this RangeRouter splits integer keys; got {_describe(key)} "
+                                f"(type {type(key).__name__})")
+        elif not isinstance(key, str):
+            raise TypeError(f"this RangeRouter splits string keys; got {_describe(key)} "
+                            f"(type {type(key).__name__})")
+        return key
+
+    def route_index(self, key: Any) -> int:
+        return self._range_owners[bisect.bisect_right(self._splits, self._key(key))]  # type: ignore[no-any-return]
+
+    def route(self, key: Any) -> str:
+        return self.shards[self.route_index(key)]
+
+    def route_many(self, keys: Any, *, out: np.ndarray | None = None,
+                   threads: int | None = None) -> np.ndarray:
+        if isinstance(keys, np.ndarray) and self.key_prefix is None and keys.ndim == 1:
+            k = keys.dtype.kind
+            if self._split_type == "int" and k in "iu":
+                info = np.iinfo(keys.dtype)
+                below = sum(1 for s in self._splits if s < info.min)
+                inside = np.array([s for s in self._splits if info.min <= s <= info.max], dtype=keys.dtype)
+                r = np.searchsorted(inside, keys, side="right") + below
+                res = self._owner_arr[r]
+                o = prepare_out(out, keys.shape[0])
+                o[:] = res
+                return o
+            if self._split_type == "str" and k == "U":
+                r = np.searchsorted(np.array(self._splits, dtype=str), keys, side="right")
+                o = prepare_out(out, keys.shape[0])
+                o[:] = self._owner_arr[r]
+                return o
+            if k != "O":
+                want = "integer" if self._split_type == "int" else "string"
+                raise TypeError(f"this RangeRouter splits {want} keys; got an array of dtype {keys.dtype}")
+        if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
+            raise TypeError(f"keys must be an iterable of keys, not {type(keys).__name__}")
+        items = list(keys)
+        o = prepare_out(out, len(items))
+        for i, key in enumerate(items):
+            try:
+                o[i] = self.route_index(key)
+            except TypeError as e:
+                raise TypeError(f"keys[{i}]: {e}") from None
+        return o
+
+    route_hashes = _no_hashes  # type: ignore[assignment]
+    route_hash = _no_hashes  # type: ignore[assignment]
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"splits": list(self._splits), "owners": [self.shards[i] for i in self._range_owners]}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        return cls(params["splits"], params["owners"], hasher=hasher, version=version,
+                   key_prefix=key_prefix)
+
+
+# ---------------------------------------------------------------------------
+# directory overrides
+
+
+def _override_key(k: Any, where: str) -> Any:
+    if isinstance(k, bool) or not isinstance(k, (int, str)):
+        raise TypeError(f"{where}: override keys must be int or str (they are stored in the "
+                        f"document), got {_describe(k)}")
+    return k
+
+
+@register_router_type("directory")
+class DirectoryRouter(Router):
+    """Explicit key -> shard overrides over any hash router.
+
+    An override applies to every key whose hash equals the hash of the
+    override key (with 64-bit hashers that is the key itself).  Shards that
+    only overrides name are appended after the base router's shards.
+
+    >>> base = JumpRouter(["a", "b"])
+    >>> r = DirectoryRouter(base, {"giant-tenant": "c"})
+    >>> r.route("giant-tenant"), r.shards
+    ('c', ('a', 'b', 'c'))
+    """
+
+    _doc_fields = ("base", "overrides")
+
+    def __init__(self, base: Router, overrides: Mapping[Any, str] | Iterable[tuple[Any, str]], *,
+                 version: int = 1) -> None:
+        if not isinstance(base, Router):
+            raise TypeError(f"base must be a Router, not {type(base).__name__}")
+        if isinstance(base, (RangeRouter, WatermarkRouter)):
+            raise TypeError(f"DirectoryRouter needs a hash router as base, not {type(base).__name__}")
+        items = list(overrides.items()) if isinstance(overrides, Mapping) else list(overrides)
+        shards = list(base.shards)
+        pos = {s: i for i, s in enumerate(shards)}
+        pairs: list[tuple[Any, str]] = []
+        seen: dict[int, Any] = {}
+        byhash: dict[int, int] = {}
+        for i, it in enumerate(items):
+            if not isinstance(it, tuple) or len(it) != 2:
+                raise TypeError(f"overrides[{i}] must be a (key, shard id) pair")
+            k = _override_key(it[0], f"overrides[{i}]")
+            s = _check_shard_id(it[1], f"shard of override {k!r}")
+            if s not in pos:
+                pos[s] = len(shards)
+                shards.append(s)
+            h = int(base.hasher(k))
+            if h in seen:
+                raise ValueError(f"override keys {seen[h]!r} and {k!r} have the same hash {h}")
+            seen[h] = k
+            byhash[h] = pos[s]
+            pairs.append((k, s))
+        super().__init__(shards, hasher=base.hasher, version=version, key_prefix=base.key_prefix)
+        self._set("_base", base)
+        self._set("_overrides", tuple(pairs))
+        hs = sorted(byhash)
+        if base._has_c_kernel():
+            self._use_delegate(base)
+        else:
+            self._use_python()
+        self._use_overrides(np.array(hs, dtype=np.uint64), np.array([byhash[h] for h in hs], dtype=np.int32))
+        self._finish()
+
+    def _route_hashes_kernel(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        self._base.route_hashes(hashes, out=out)
+
+    @property
+    def base(self) -> Router:
+        return self._base  # type: ignore[no-any-return]
+
+    @property
+    def overrides(self) -> dict[Any, str]:
+        return dict(self._overrides)
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"base": self._base.to_dict(), "overrides": [list(p) for p in self._overrides]}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        base = _from_doc(params["base"], "directory base")
+        ov = params["overrides"]
+        if not isinstance(ov, list) or not all(isinstance(p, list) and len(p) == 2 for p in ov):
+            raise ValueError("directory params: 'overrides' must be a list of [key, shard id] pairs")
+        r = cls(base, [tuple(p) for p in ov], version=version)
+        if r.hasher != hasher or r.key_prefix != key_prefix:
+            raise ValueError("directory document: 'hasher'/'key_prefix' differ from the base router's")
+        return r
+
+
+# ---------------------------------------------------------------------------
+# watermark resharding
+
+
+@register_router_type("watermark")
+class WatermarkRouter(Router):
+    """Resharding by id watermark: integer ids >= ``watermark`` follow ``new``,
+    smaller ids follow ``old``.  ``lowered(k)`` gives the next version as the
+    background copy moves older ids.
+
+    >>> old = ModuloRouter(["a", "b"]); new = JumpRouter(["a", "b", "c"])
+    >>> r = WatermarkRouter(old, new, 1000)
+    >>> r.route(5) == old.route(5), r.route(5000) == new.route(5000)
+    (True, True)
+    """
+
+    _doc_fields = ("old", "new", "watermark")
+
+    def __init__(self, old: Router, new: Router, watermark: int, *, version: int = 1) -> None:
+        for name, r in (("old", old), ("new", new)):
+            if not isinstance(r, Router):
+                raise TypeError(f"{name} must be a Router, not {type(r).__name__}")
+            if r.key_prefix is not None:
+                raise ValueError(f"{name} routes on a key prefix; a watermark needs integer ids")
+        wm = _check_int(watermark, "watermark", -(1 << 63), U64_MAX)
+        shards = list(old.shards)
+        pos = {s: i for i, s in enumerate(shards)}
+        for s in new.shards:
+            if s not in pos:
+                pos[s] = len(shards)
+                shards.append(s)
+        super().__init__(shards, hasher=new.hasher, version=version)
+        self._set("_old", old)
+        self._set("_new", new)
+        self._set("_wm", wm)
+        self._set("_new_map", np.array([pos[s] for s in new.shards], dtype=np.int32))
+        self._use_python()
+        self._finish()
+
+    @property
+    def old(self) -> Router:
+        return self._old  # type: ignore[no-any-return]
+
+    @property
+    def new(self) -> Router:
+        return self._new  # type: ignore[no-any-return]
+
+    @property
+    def watermark(self) -> int:
+        return self._wm  # type: ignore[no-any-return]
+
+    def lowered(self, watermark: int, *, version: int | None = None) -> WatermarkRouter:
+        """The same migration with the watermark moved (version + 1 by default)."""
+        return WatermarkRouter(self._old, self._new, watermark,
+                               version=self.version + 1 if version is None else version)
+
+    @staticmethod
+    def _id(key: Any) -> int:
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"WatermarkRouter routes integer ids; got {_describe(key)} "
+                            f"(type {type(key).__name__})")
+        return int(key)
+
+    def route_index(self, key: Any) -> int:
+        k = self._id(key)
+        if k >= self._wm:
+            return int(self._new_map[self._new.route_index(k)])
+        return self._old.route_index(k)  # type: ignore[no-any-return]
+
+    def route(self, key: Any) -> str:
+        return self.shards[self.route_index(key)]
+
+    def route_many(self, keys: Any, *, out: np.ndarray | None = None,
+                   threads: int | None = None) -> np.ndarray:
+        a = keys if isinstance(keys, np.ndarray) else None
+        if a is None:
+            if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
+                raise TypeError(f"keys must be an iterable of integer ids, not {type(keys).__name__}")
+            items = list(keys)
+            for i, k in enumerate(items):
+                if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+                    raise TypeError(f"keys[{i}]: WatermarkRouter routes integer ids; got {_describe(k)}")
+            try:
+                a = np.array(items, dtype=np.int64) if items else np.empty(0, dtype=np.int64)
+            except OverflowError:
+                a = np.array(items, dtype=np.uint64)
+        if a.ndim != 1 or a.dtype.kind not in "iu":
+            raise TypeError(f"WatermarkRouter routes integer ids; got an array of dtype {a.dtype}")
+        o = prepare_out(out, a.shape[0])
+        wm = self._wm
+        info = np.iinfo(a.dtype)
+        if wm <= info.min:
+            mask = np.ones(a.shape[0], dtype=bool)
+        elif wm > info.max:
+            mask = np.zeros(a.shape[0], dtype=bool)
+        else:
+            mask = a >= a.dtype.type(wm)
+        if mask.any():
+            o[mask] = self._new_map[self._new.route_many(a[mask], threads=threads)]
+        if not mask.all():
+            o[~mask] = self._old.route_many(a[~mask], threads=threads)
+        return o
+
+    route_hashes = _no_hashes  # type: ignore[assignment]
+    route_hash = _no_hashes  # type: ignore[assignment]
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"old": self._old.to_dict(), "new": self._new.to_dict(), "watermark": self._wm}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
+                     version: int, key_prefix: int | None) -> Router:
+        r = cls(_from_doc(params["old"], "watermark old"), _from_doc(params["new"], "watermark new"),
+                params["watermark"], version=version)
+        if r.hasher != hasher or key_prefix is not None:
+            raise ValueError("watermark document: 'hasher' must be the new router's, no key_prefix")
+        return r
