@@ -1,0 +1,371 @@
+"""ketama consistent hashing, as libketama, libmemcached, twemproxy and
+uhashring build it -- reproduced to the bit, flavour by flavour.
+
+All four build a *continuum* of 32-bit points: for each server, ``count``
+MD5 digests of ``"<name>-<k>"`` (k = 0, 1, ...), each giving four points
+(the digest's four little-endian 32-bit words).  A key goes to the server
+of the first point at or after the first little-endian word of ``md5(key)``,
+wrapping around.  They differ in details that move real keys:
+
+=============  ==============================  ===============================  ==================
+flavour        point name                      MD5s per server                  lookup / ties
+=============  ==============================  ===============================  ==================
+libketama      the server string as given      ``floorf(pct*40*n)``             first point >= h
+libmemcached   ``host`` when the port is       ``floor(float32(pct*40*n +       first point >= h;
+               11211, else ``host:port``       1e-10))``, all in float32        lowest server index
+twemproxy      as libmemcached                 as libmemcached                  first point >= h
+uhashring      the node name as given          ``40*n*w // sum(w)`` (integers)  first point > h;
+                                                                                last inserted wins
+=============  ==============================  ===============================  ==================
+
+(``pct = w / sum(w)``, ``n`` servers.)  float32 arithmetic makes
+libmemcached and twemproxy give some servers one MD5 (four points) fewer:
+with 25 or 50 equal servers every server gets 39, not 40.
+
+What is exact: the continuum of every flavour and the lookup, checked
+against ``uhashring`` (its ``hash_fn='ketama'`` mode) and, for libmemcached,
+against published point counts.  Not modelled: twemproxy's other key
+hashes (its default is a 32-bit ``fnv1a_64`` variant; this module assumes
+``hash: md5``) and explicit server names; libmemcached's non-weighted
+``KETAMA`` mode; tie order between equal points in libketama and twemproxy,
+which C's ``qsort`` leaves unspecified (here: lowest server index).
+
+Keys: bytes as they are, ``str`` as UTF-8, ``int`` as decimal text; the
+uhashring flavour hashes ``str(key)`` for any key, exactly as uhashring does.
+
+>>> r = KetamaRouter(["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], flavor="uhashring")
+>>> r.route("foo"), r.key_hash("foo")
+('10.0.0.3:11211', 3675831724)
+>>> KetamaRouter([f"s{i}:11211" for i in range(25)], flavor="libmemcached").md5_counts[0]
+39
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _native_b
+
+__all__ = ["FLAVORS", "KetamaRouter", "ketama_hash", "md5_counts"]
+
+FLAVORS = ("libketama", "libmemcached", "twemproxy", "uhashring")
+_DEFAULT_PORT = 11211
+
+
+def _check_flavor(flavor: Any) -> str:
+    if not isinstance(flavor, str):
+        raise TypeError(f"flavor must be a str, not {type(flavor).__name__}")
+    if flavor not in FLAVORS:
+        raise ValueError(f"unknown ketama flavor {flavor!r}; choose one of {', '.join(FLAVORS)}")
+    return flavor
+
+
+def md5_counts(weights: Sequence[int], flavor: str) -> list[int]:
+    """How many MD5 digests (of four points each) every server gets.
+
+    >>> md5_counts([1] * 25, "libmemcached")[:2], md5_counts([1] * 25, "libketama")[:2]
+    ([39, 39], [40, 40])
+    >>> md5_counts([439, 81, 945, 259, 301], "libmemcached")[1], md5_counts([439, 81, 945, 259, 301], "uhashring")[1]
+    (7, 8)
+    """
+    flavor = _check_flavor(flavor)
+    n = len(weights)
+    total = sum(weights)
+    out = []
+    f32 = np.float32
+    for w in weights:
+        if flavor == "uhashring":
+            out.append((40 * n * w) // total)
+            continue
+        pct = f32(w) / f32(total)  # float division, as (float)w / (float)total
+        if flavor == "libketama":
+            # floorf(pct * 40.0 * (float)n): the product is a double, narrowed to float
+            out.append(int(math.floor(f32(float(pct) * 40.0 * float(n)))))
+        else:
+            # floor((float)(pct * 160 / 4 * (float)n + 1e-10)): float32 throughout
+            prod = ((pct * f32(160)) / f32(4)) * f32(n)
+            out.append(int(math.floor(f32(prod + f32(1e-10)))))
+    return out
+
+
+def _split_host_port(node: str) -> tuple[str, int | None]:
+    host, sep, port = node.rpartition(":")
+    if sep and host and port.isdigit():
+        return host, int(port)
+    return node, None
+
+
+def _node_id(node: Any) -> str:
+    if isinstance(node, str):
+        if not node:
+            raise ValueError("node names must be non-empty")
+        return node
+    if isinstance(node, tuple) and len(node) == 2 and isinstance(node[0], str) and \
+            isinstance(node[1], int) and not isinstance(node[1], bool):
+        if not 0 < node[1] < 65536:
+            raise ValueError(f"port {node[1]} of node {node!r} is not in 1..65535")
+        return f"{node[0]}:{node[1]}"
+    raise TypeError(f"a ketama node is a 'host:port' str or a (host, port) tuple, not {node!r:.60}")
+
+
+def _point_name(node_id: str, flavor: str) -> bytes:
+    if flavor in ("libmemcached", "twemproxy"):
+        host, port = _split_host_port(node_id)
+        if port is None or port == _DEFAULT_PORT:
+            return host.encode("utf-8")
+        return f"{host}:{port}".encode("utf-8")
+    return node_id.encode("utf-8")
+
+
+def _key_bytes(key: Any, flavor: str) -> bytes:
+    if flavor == "uhashring":
+        return (key if isinstance(key, str) else str(key)).encode("utf-8")
+    if isinstance(key, bytes):
+        return key
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, (bytearray, memoryview)):
+        return bytes(key)
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+        return str(int(key)).encode()
+    raise TypeError(f"a ketama key must be bytes, str or int, not {type(key).__name__} ({key!r:.60})")
+
+
+def _decimal(k: Any) -> bytes:
+    if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+        return str(int(k)).encode()
+    raise TypeError(f"a ketama key must be bytes, str or int, not {type(k).__name__} ({k!r:.60})")
+
+
+def ketama_hash(key: Any, flavor: str = "libketama") -> int:
+    """The key's position on the continuum: the first little-endian 32-bit
+    word of ``md5(key)``.
+
+    >>> ketama_hash("foo")
+    3675831724
+    """
+    return int(_native_b.ketama_hash(_key_bytes(key, _check_flavor(flavor))))
+
+
+def _router_base() -> Any:
+    from shardhash.routing import Router, register_router_type
+
+    return Router, register_router_type
+
+
+_Router, _register = _router_base()
+
+
+@_register("ketama")
+class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
+    """A ketama continuum over memcached-style servers.
+
+    ``nodes``: server strings (``"10.0.0.1:11211"``) or ``(host, port)``
+    tuples, in configuration order (the order matters for ties); they become
+    the router's shard ids.  ``weights``: a list (same order) or a mapping
+    node -> positive int weight; default all 1.  ``flavor``: see the module
+    docstring.
+
+    >>> r = KetamaRouter(["a:11211", "b:11211", "c:11211"], flavor="libmemcached")
+    >>> r.route_many([b"foo", b"bar", b"baz"]).tolist() == [r.route_index(k) for k in (b"foo", b"bar", b"baz")]
+    True
+    >>> from shardhash import plan
+    >>> grown = KetamaRouter(["a:11211", "b:11211", "c:11211", "d:11211"], flavor="libmemcached")
+    >>> 0.2 < plan.diff(r, grown, [f"k{i}" for i in range(20_000)]).moved_fraction < 0.3
+    True
+    """
+
+    _doc_fields = ("weights", "flavor")
+    routes_on_hash = False
+
+    def __init__(self, nodes: Sequence[Any], weights: Sequence[int] | Mapping[Any, int] | None = None,
+                 flavor: str = "libketama", *, version: int = 1) -> None:
+        flavor = _check_flavor(flavor)
+        if isinstance(nodes, (str, bytes)) or not isinstance(nodes, (Sequence, np.ndarray)):
+            raise TypeError(f"nodes must be a list of servers, not {type(nodes).__name__}")
+        ids = [_node_id(n) for n in nodes]
+        if not ids:
+            raise ValueError("a continuum needs at least one server")
+        if weights is None:
+            w = [1] * len(ids)
+        elif isinstance(weights, Mapping):
+            keyed = {(_node_id(k)): v for k, v in weights.items()}
+            unknown = set(keyed) - set(ids)
+            if unknown:
+                raise ValueError(f"weights name unknown node(s): {sorted(unknown)!r}")
+            w = [keyed.get(i, 1) for i in ids]
+        else:
+            w = list(weights)
+            if len(w) != len(ids):
+                raise ValueError(f"{len(w)} weights for {len(ids)} nodes")
+        for i, x in enumerate(w):
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+                raise TypeError(f"weight of node {ids[i]!r} must be a positive int, not {x!r:.40}")
+            if not 0 < int(x) < (1 << 32):
+                raise ValueError(f"weight of node {ids[i]!r} must be in 1..2**32-1, got {int(x)}")
+        w = [int(x) for x in w]
+        super().__init__(ids, version=version)
+        counts = md5_counts(w, flavor)
+        pts: list[int] = []
+        idx: list[int] = []
+        for s, (nid, c) in enumerate(zip(ids, counts)):
+            name = _point_name(nid, flavor)
+            for k in range(c):
+                d = hashlib.md5(name + b"-" + str(k).encode()).digest()
+                for h in range(4):
+                    pts.append(int.from_bytes(d[4 * h:4 * h + 4], "little"))
+                    idx.append(s)
+        if not pts:
+            raise ValueError("the weights leave every server without points")
+        points = np.array(pts, dtype=np.uint32)
+        owners = np.array(idx, dtype=np.int32)
+        if flavor == "uhashring":
+            # A dict keyed by point: for equal points the last inserted node wins.
+            rev = len(points) - 1 - np.unique(points[::-1], return_index=True)[1]
+            points, owners = points[rev], owners[rev]
+        else:
+            order = np.lexsort((owners, points))  # by point, then server index
+            points, owners = points[order], owners[order]
+        points.setflags(write=False)
+        owners.setflags(write=False)
+        self._set("_points", points)
+        self._set("_powners", owners)
+        self._set("_weights", tuple(w))
+        self._set("_flavor", flavor)
+        self._set("_counts", tuple(counts))
+        self._use_python()
+        self._finish()
+
+    # -- document ----------------------------------------------------------------
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"weights": list(self._weights), "flavor": self._flavor}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> KetamaRouter:
+        if key_prefix is not None:
+            raise ValueError("a ketama router has no key_prefix")
+        return cls(list(shards), params["weights"], params["flavor"], version=version)
+
+    # -- introspection -----------------------------------------------------------
+
+    @property
+    def flavor(self) -> str:
+        return self._flavor  # type: ignore[no-any-return]
+
+    @property
+    def weights(self) -> dict[str, int]:
+        return dict(zip(self.shards, self._weights))
+
+    @property
+    def md5_counts(self) -> list[int]:
+        """MD5 digests per server (four points each), in node order."""
+        return list(self._counts)
+
+    @property
+    def points(self) -> np.ndarray:
+        """The sorted continuum (read-only uint32 array); ``point_owners`` holds each point's server index."""
+        return self._points  # type: ignore[no-any-return]
+
+    @property
+    def point_owners(self) -> np.ndarray:
+        return self._powners  # type: ignore[no-any-return]
+
+    def key_hash(self, key: Any) -> int:
+        """The key's 32-bit position on the continuum."""
+        return int(_native_b.ketama_hash(_key_bytes(key, self._flavor)))
+
+    # -- routing -----------------------------------------------------------------
+
+    def _hash_to_index(self, h: int) -> int:
+        side = "right" if self._flavor == "uhashring" else "left"
+        i = int(np.searchsorted(self._points, np.uint32(h), side=side))
+        return int(self._powners[0 if i == len(self._points) else i])
+
+    def route_index(self, key: Any) -> int:
+        kb = _key_bytes(key, self._flavor)
+        if self._flavor == "twemproxy" and not kb:
+            return self._hash_to_index(0)
+        return self._hash_to_index(int(_native_b.ketama_hash(kb)))
+
+    def route(self, key: Any) -> str:
+        """The server that owns ``key``."""
+        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
+
+    def route_key_hashes(self, hashes: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Server indices (int32) for precomputed 32-bit key hashes."""
+        h = np.asarray(hashes)
+        if h.dtype.kind not in "iu":
+            raise TypeError(f"key hashes must be integers, not {h.dtype}")
+        if h.size and (int(h.min()) < 0 or int(h.max()) > 0xFFFFFFFF):
+            raise ValueError("key hashes must be in 0..2**32-1")
+        res = _native_b.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
+                                      np.ascontiguousarray(h, dtype=np.uint32), threads)
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Server indices (int32 array) for many keys: MD5 and continuum
+        lookup in one pass, without the GIL."""
+        if self._flavor == "uhashring":
+            if isinstance(keys, np.ndarray):
+                keys = keys.tolist()
+            if isinstance(keys, (list, tuple)):
+                keys = [k if type(k) is str else str(k) for k in keys]
+            offsets, data = _native_b.pack_keys(keys, convert=str.encode)
+        else:
+            offsets, data = _native_b.pack_keys(keys, convert=_decimal)
+        res = _native_b.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
+                                             offsets, data, threads)
+        if self._flavor == "twemproxy" and len(res):
+            empty = offsets[1:] == offsets[:-1]
+            if empty.any():
+                res[empty] = self._powners[0]
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
+        raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
+                        "use route_many(keys) or route_key_hashes(hashes)")
+
+    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
+        raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes")
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """Inclusive ``(lo, hi, server index)`` ranges covering ``[0, 2**64-1]``:
+        the 32-bit key-hash space scaled by ``2**32`` (key hash ``h`` is the
+        interval ``[h * 2**32, (h + 1) * 2**32 - 1]``), for
+        ``shardhash.plan.moved_ranges``."""
+        pts = [int(p) for p in self._points.tolist()]
+        own = [int(o) for o in self._powners.tolist()]
+        out: list[tuple[int, int, int]] = []
+        full = 1 << 32
+        if self._flavor == "uhashring":
+            # point i owns key hashes [p[i-1], p[i]); the wrap goes to point 0
+            prev = 0
+            for p, o in zip(pts, own):
+                if p > prev:
+                    out.append((prev << 32, (p << 32) - 1, o))
+                prev = p
+            # hashes at or above the last point wrap to point 0's owner
+            out.append((pts[-1] << 32, (full << 32) - 1, own[0]))
+        else:
+            # point i owns key hashes (p[i-1], p[i]]; hashes above p[-1] wrap to point 0
+            prev = -1
+            for p, o in zip(pts, own):
+                if p > prev:
+                    out.append(((prev + 1) << 32, ((p + 1) << 32) - 1, o))
+                prev = p
+            if pts[-1] < full - 1:
+                out.append(((pts[-1] + 1) << 32, (full << 32) - 1, own[0]))
+        return out
