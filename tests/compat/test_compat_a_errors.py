@@ -1,0 +1,213 @@
+"""Bad input to the PostgreSQL, Citus and Guava modes: clear errors, never a crash."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+
+import numpy as np
+import pytest
+
+from shardhash.compat import citus, guava
+from shardhash.compat import postgres as pg
+from shardhash.routing import load_router
+
+
+@pytest.mark.parametrize("value, t, exc, match", [
+    (1.5, "int4", TypeError, "int4 value must be an int"),
+    (1.0, "int8", TypeError, "must be an int"),
+    (True, "int4", TypeError, "must be an int"),
+    ("42", "int4", TypeError, "must be an int"),
+    (1 << 31, "int4", ValueError, "out of range for int4"),
+    (-(1 << 31) - 1, "int4", ValueError, "out of range for int4"),
+    (1 << 15, "int2", ValueError, "out of range for int2"),
+    (1 << 63, "int8", ValueError, "out of range for int8"),
+    (None, "int4", TypeError, "NULL"),
+    (b"abc", "text", TypeError, "must be a str"),
+    ("a\x00b", "text", ValueError, "NUL"),
+    ("\ud800", "text", UnicodeEncodeError, "surrogates"),
+    ("abc", "bytea", TypeError, "bytes-like"),
+    ("not-a-uuid", "uuid", ValueError, "invalid uuid"),
+    (12, "uuid", TypeError, "uuid.UUID"),
+    (dt.datetime(2020, 1, 1), "date", TypeError, "datetime.date"),
+    (dt.date(2020, 1, 1), "timestamp", TypeError, "datetime.datetime"),
+    (dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc), "timestamp", ValueError, "naive"),
+    (dt.datetime(2020, 1, 1), "timestamptz", ValueError, "timezone-aware"),
+    ("1.5", "float8", TypeError, "must be a float"),
+    (10 ** 400, "float8", ValueError, "out of range"),
+    (1e39, "float4", ValueError, "out of range for float4"),
+])
+def test_bad_scalars(value: object, t: str, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        pg.hash32(value, t)
+    with pytest.raises(exc, match=match):
+        pg.hash_extended(value, t)
+
+
+def test_bad_types_and_seeds() -> None:
+    with pytest.raises(ValueError, match="unsupported PostgreSQL type 'numeric'"):
+        pg.hash32(1, "numeric")
+    with pytest.raises(TypeError, match="type must be a str"):
+        pg.hash32(1, int)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="seed must be an int"):
+        pg.hash_extended(1, "int4", seed=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        pg.hash_extended(1, "int4", seed=1 << 64)
+    assert pg.hash_extended(1, "int4", seed=-1) == pg.hash_extended(1, "int4", seed=(1 << 64) - 1)
+
+
+def test_bad_arrays_name_the_position() -> None:
+    with pytest.raises(TypeError, match="at position 2"):
+        pg.hash32_array([1, 2, 3.5], "int4")
+    with pytest.raises(ValueError, match=r"value 2147483648 at position 1 out of range for int4"):
+        pg.hash32_array(np.array([0, 1 << 31], dtype=np.int64), "int4")
+    with pytest.raises(ValueError, match="at position 1"):
+        pg.hash32_array([1, 1 << 40], "int4")
+    with pytest.raises(TypeError, match="integers, not an array of float64"):
+        pg.hash_extended_array(np.array([1.0, 2.0]), "int8")
+    with pytest.raises(TypeError, match="position 1"):
+        pg.hash_extended_array([1, None], "int8")
+    with pytest.raises(TypeError, match="sequence or array"):
+        pg.hash_extended_array("abc", "text")
+    with pytest.raises(TypeError, match="drops trailing NUL"):
+        pg.hash_extended_array(np.array([b"a\x00"]), "bytea")
+    with pytest.raises(ValueError, match="NaT"):
+        pg.hash_extended_array(np.array(["NaT"], dtype="datetime64[D]"), "date")
+    with pytest.raises(ValueError, match="not a whole day"):
+        pg.hash_extended_array(np.array(["2020-01-01T12"], dtype="datetime64[h]"), "date")
+    with pytest.raises(ValueError, match="sub-microsecond"):
+        pg.hash_extended_array(np.array([1], dtype="datetime64[ns]"), "timestamp")
+    with pytest.raises(ValueError, match="out of range for float4"):
+        pg.hash_extended_array(np.array([1e300]), "float4")
+    with pytest.raises(ValueError, match="out has 2 elements"):
+        pg.hash_extended_array([1, 2, 3], "int8", out=np.empty(2, dtype=np.uint64))
+    with pytest.raises(TypeError, match="out must be"):
+        pg.hash_extended_array([1, 2], "int8", out=np.empty(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="threads"):
+        pg.hash_extended_array([1, 2], "int8", threads=0)
+
+
+def test_arrow_text_with_nul() -> None:
+    pa = pytest.importorskip("pyarrow")
+    with pytest.raises(ValueError, match="position 1 contains a NUL"):
+        pg.hash32_array(pa.array(["ok", "b\x00d"]), "text")
+    with pytest.raises(TypeError, match="null at position 0"):
+        pg.hash32_array(pa.array([None, "x"]), "text")
+    with pytest.raises(TypeError, match="Arrow binary"):
+        pg.hash32_array(pa.array(["x"]), "bytea")
+
+
+def test_rows_and_moduli() -> None:
+    with pytest.raises(ValueError, match="row has 1 values but the partition key has 2"):
+        pg.partition_of((1,), 4, ("int4", "text"))
+    with pytest.raises(ValueError, match="modulus must be in"):
+        pg.partition_of((1,), 0, ("int4",))
+    with pytest.raises(TypeError, match="modulus must be an int"):
+        pg.partition_of((1,), 2.0, ("int4",))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="types must be a non-empty"):
+        pg.partition_of((1,), 4, ())
+    with pytest.raises(ValueError, match="row at position 1"):
+        pg.partition_of_array([(1, "a"), (2,)], 4, ("int4", "text"))
+    with pytest.raises(ValueError, match="different lengths"):
+        pg.partition_of_array(columns=[[1, 2], ["a"]], modulus=4, types=("int4", "text"))
+    with pytest.raises(TypeError, match="exactly one of rows or columns"):
+        pg.partition_of_array(None, 4, ("int4",))
+
+
+def test_routers_reject_bad_input() -> None:
+    r = pg.HashPartitionRouter(["a", "b"], ("int8",))
+    with pytest.raises(TypeError, match="route_many"):
+        r.route_hashes(np.zeros(3, dtype=np.uint64))
+    with pytest.raises(TypeError, match="must be an int"):
+        r.route(1.5)
+    with pytest.raises(ValueError, match="unsupported PostgreSQL type"):
+        pg.HashPartitionRouter(["a"], ("money",))
+    with pytest.raises(ValueError, match="duplicate shard id"):
+        pg.HashPartitionRouter(["a", "a"], ("int8",))
+    doc = r.to_dict()
+    doc["params"]["types"] = []
+    with pytest.raises(ValueError):
+        load_router(doc)
+
+    c = citus.CitusRouter(["s0", "s1"], "int4")
+    with pytest.raises(ValueError, match="cannot be NULL"):
+        c.route(None)
+    with pytest.raises(ValueError, match="out of range for int4"):
+        c.route(1 << 40)
+    with pytest.raises(TypeError, match="route_many"):
+        c.route_hashes([1, 2])
+    with pytest.raises(ValueError, match="signed 32-bit"):
+        c.route_worker_hashes([1 << 31])
+
+
+HALF = [(-(1 << 31), -1), (0, (1 << 31) - 1)]
+
+
+@pytest.mark.parametrize("ranges, exc, match", [
+    ([(-(1 << 31), -2), (0, (1 << 31) - 1)], ValueError, r"hash values -1\.\.-1 belong to no shard"),
+    ([(-(1 << 31), 5), (0, (1 << 31) - 1)], ValueError, "overlaps"),
+    ([(-(1 << 31), -1), (0, (1 << 31) - 2)], ValueError, "hole at the end"),
+    ([(-(1 << 31) + 1, -1), (0, (1 << 31) - 1)], ValueError, "belong to no shard"),
+    ([(5, 1), (0, (1 << 31) - 1)], ValueError, "not an inclusive range"),
+    ([(-(1 << 31), -1), (0, 1 << 31)], ValueError, "not an inclusive range"),
+    ([(-(1 << 31), -1)], ValueError, "1 ranges given for 2 shards"),
+    ([(-(1 << 31), -1), (0.0, (1 << 31) - 1)], TypeError, "must be ints"),
+    ([(-(1 << 31), -1), (0,)], TypeError, r"ranges\[1\] must be a \(min, max\) pair"),
+    ("0-1", TypeError, "sequence of"),
+])
+def test_citus_bad_ranges(ranges: object, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        citus.CitusRouter(["s0", "s1"], "int8", ranges)  # type: ignore[arg-type]
+
+
+def test_citus_shard_counts() -> None:
+    assert citus.CitusRouter(["a", "b"], "int8", HALF).ranges == HALF
+    for bad, exc in ((0, ValueError), (citus.MAX_SHARD_COUNT + 1, ValueError), (2.0, TypeError),
+                     (True, TypeError)):
+        with pytest.raises(exc):
+            citus.shard_ranges(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key, buckets, exc, match", [
+    (1, 0, ValueError, "buckets must be in"),
+    (1, -5, ValueError, "buckets must be in"),
+    (1, 1 << 31, ValueError, "buckets must be in"),
+    (1, 2.0, TypeError, "buckets must be an int"),
+    (1.0, 10, TypeError, "Java long"),
+    (1 << 64, 10, ValueError, "does not fit in 64 bits"),
+    (-(1 << 63) - 1, 10, ValueError, "does not fit in 64 bits"),
+    (None, 10, TypeError, "Java long"),
+])
+def test_guava_bad_input(key: object, buckets: object, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        guava.consistent_hash(key, buckets)  # type: ignore[arg-type]
+
+
+def test_guava_bad_arrays() -> None:
+    with pytest.raises(TypeError, match="integers"):
+        guava.consistent_hash_array(np.array([1.5]), 10)
+    with pytest.raises(TypeError, match="Java long"):
+        guava.consistent_hash_array([1, "2"], 10)
+    with pytest.raises(ValueError, match="1-D"):
+        guava.consistent_hash_array(np.zeros((2, 2), dtype=np.int64), 10)
+    with pytest.raises(ValueError, match="out has 1 elements"):
+        guava.consistent_hash_array([1, 2], 10, out=np.empty(1, dtype=np.int32))
+    with pytest.raises(ValueError, match="buckets"):
+        guava.consistent_hash_array([1, 2], 0)
+
+
+def test_kernels_validate_before_releasing_the_gil() -> None:
+    from shardhash.compat import _pg
+    out = np.empty(2, dtype=np.uint64)
+    with pytest.raises(ValueError, match="offsets has 2 elements, expected 3"):
+        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([0, 4], np.int64), 0, out)
+    with pytest.raises(ValueError, match="fall outside"):
+        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([0, 2, 9], np.int64), 0, out)
+    with pytest.raises(ValueError, match="decrease at position 0"):
+        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([1, 0, 2], np.int64), 0, out)
+    with pytest.raises(ValueError, match="expected 2 keys of 16 bytes"):
+        _pg.fixed_extended(np.zeros(31, np.uint8), 16, 0, out)
+    with pytest.raises(ValueError, match="modulus must be positive"):
+        _pg.remainder(out, 0, np.empty(2, np.int64))
+    assert math.isfinite(float(pg.hash32(uuid.UUID(int=0), "uuid")))
