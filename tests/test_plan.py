@@ -399,4 +399,12 @@ def test_rendezvous_steps_by_sampling():
     new, steps = plan.add_shards(old, "s4", max_step_share=0.05)
     assert {s.destination for s in steps} == {"s4"}
     assert sum(s.share for s in steps) == pytest.approx(0.2, abs=0.01)
-    assert all(math.isclose(s.share, steps[0].share, rel_tol=0.2) for s in steps)
+    assert all(s.share <= 0.05 + 1e-12 for s in steps)
+    per_source = Counter()
+    for s in steps:
+        per_source[s.source] += s.share
+    assert all(math.isclose(v, 0.05, rel_tol=0.1) for v in per_source.values())
+    # The steps' hash filters of one pair tile the hash space.
+    lo_hi = sorted((s.lo, s.hi) for s in steps if s.source == "s0")
+    assert lo_hi[0][0] == 0 and lo_hi[-1][1] == U64
+    assert all(a[1] + 1 == b[0] for a, b in zip(lo_hi, lo_hi[1:]))

@@ -308,10 +308,11 @@ class HeavyHitters:
 
     def top(self, n: int | None = None) -> list[tuple[Any, float, float]]:
         """``(key, lower, upper)`` bounds on the true weight, largest first."""
-        if self._keys is None:
+        if n is not None:
+            _check_k(n)
+        if self._keys is None or len(self._keys) == 0:
             return []
         n = len(self._keys) if n is None else n
-        _check_k(n)
         return [
             (_py(self._keys[i]), float(self._counts[i]), float(self._counts[i] + self.error))
             for i in _top(self._keys, self._counts, n)
@@ -340,9 +341,7 @@ def hot_keys(
         return [{"key": key, "count": c, "upper": c} for key, c in top_k(keys, k, weights=weights, chunk_size=chunk_size)]
     hh = HeavyHitters(capacity)
     hh.update(keys, weights, chunk_size=chunk_size)
-    if len(hh) == 0:
-        return []
-    return [{"key": key, "count": lo, "upper": hi} for key, lo, hi in hh.top(min(k, len(hh)))]
+    return [{"key": key, "count": lo, "upper": hi} for key, lo, hi in hh.top(k)]
 
 
 # ------------------------------------------------------ shard-key comparison
@@ -434,8 +433,31 @@ def _place(kind: str, keys: np.ndarray, n: int) -> np.ndarray:
         return np.asarray(routing.JumpRouter(names).route_many(keys), dtype=np.int64)
     # Range: split points at quantiles of the sample so ranges hold equal data
     # (lower bounds inclusive, as RangeRouter does).
-    router = routing.RangeRouter.from_sample(keys, n)
-    return np.asarray(router.route_many(keys), dtype=np.int64)
+    rr = getattr(routing, "RangeRouter", None)
+    if rr is not None and hasattr(rr, "from_sample") and keys.dtype.kind in "iu":
+        try:
+            router = rr.from_sample(keys, n)
+        except ValueError:
+            pass  # too few distinct values for n ranges: use fewer ranges below
+        else:
+            return np.asarray(router.route_many(keys), dtype=np.int64)
+    return _quantile_ranges(keys, n)
+
+
+def _quantile_ranges(keys: np.ndarray, n: int) -> np.ndarray:
+    """Range placement with split points at the sample's quantiles (lower bound inclusive)."""
+    try:
+        uniq = np.unique(keys)
+    except TypeError:
+        raise ValueError("a range key needs values of one comparable type") from None
+    srt = np.sort(keys, kind="stable")
+    splits = []
+    for i in range(1, n):
+        v = srt[len(srt) * i // n]
+        if not splits or v > splits[-1]:
+            splits.append(v)
+    del uniq
+    return np.searchsorted(np.asarray(splits, dtype=srt.dtype), keys, side="right").astype(np.int64)
 
 
 def compare_shard_keys(
@@ -469,7 +491,7 @@ def compare_shard_keys(
     >>> reps = compare_shard_keys(t, {"customer": ("hash", "customer"), "date": ("range", "day")},
     ...                           shards=4, time_column="day", recent=0.1)
     >>> [(r.name, r.recent_max_share) for r in reps]
-    [('customer', 0.3), ('date', 1.0)]
+    [('customer', 0.32), ('date', 1.0)]
     """
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
         raise ValueError(f"shards must be a positive int, got {shards!r}")

@@ -809,15 +809,16 @@ def _rebuild(router: Any, shards: Sequence[str], *, weights: dict[str, float] | 
     if kind == "rendezvous":
         return r.RendezvousRouter(list(shards), weights=weights, **common)
     if kind == "maglev":
+        # Maglev disrupts least with a fixed table size: keep it whenever it
+        # still holds every shard (choose it for the largest cluster up front).
         size = getattr(router, "table_size", None)
-        if size is not None and size < 100 * len(shards):
+        if size is not None and size < len(shards):
             size = None
         return r.MaglevRouter(list(shards), table_size=size, weights=weights, **common)
     if kind == "ring":
-        old_tokens = getattr(router, "explicit_tokens", None) or getattr(router, "tokens_given", None)
-        kw: dict[str, Any] = {"vnodes": getattr(router, "vnodes", None)}
-        if kw["vnodes"] is None:
-            del kw["vnodes"]
+        params = router.to_dict().get("params", {})
+        old_tokens = params.get("tokens")
+        kw: dict[str, Any] = {"collisions": params.get("collisions", "error")}
         if old_tokens:
             t = {s: list(v) for s, v in dict(old_tokens).items() if s in shards}
             for s in shards:
@@ -826,9 +827,10 @@ def _rebuild(router: Any, shards: Sequence[str], *, weights: dict[str, float] | 
                         raise ValueError(f"this ring places tokens explicitly: give tokens={{{s!r}: [...]}} for the new shard")
                     t[s] = list(tokens[s])
             kw["tokens"] = t
-        elif tokens:
+            return r.RingRouter(list(shards), **kw, **common)
+        if tokens:
             raise ValueError("tokens= only applies to rings built with explicit tokens")
-        return r.RingRouter(list(shards), weights=weights, **kw, **common)
+        return r.RingRouter(list(shards), vnodes=router.vnodes, weights=weights, **kw, **common)
     if kind == "bucket":
         return r.BucketRouter(list(shards), placement, **common)
     if kind == "hashrange":
@@ -879,7 +881,7 @@ def add_shards(
     >>> from shardhash import routing
     >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 8)
     >>> new, steps = add_shards(r, "c")
-    >>> sorted(new.placement.count(s) if isinstance(new.placement, list) else list(new.placement).count(s) for s in "abc")
+    >>> sorted(new.placement_ids.count(s) for s in "abc")
     [5, 5, 6]
     >>> new.version == r.version + 1
     True
@@ -1007,8 +1009,8 @@ def reweight(
     >>> from shardhash import routing
     >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 6)
     >>> new, steps = reweight(r, {"a": 2.0})
-    >>> sorted((s.source, s.destination) for s in steps)
-    [('b', 'a')]
+    >>> [(s.source, s.destination, s.buckets) for s in steps]
+    [('b', 'a', (9,)), ('b', 'a', (11,))]
     """
     _check_router(router, "router")
     w_in = _check_weights(weights)
