@@ -22,3 +22,40 @@ __all__ = [
     "hash_bytes",
     "hash_key",
 ]
+
+# -- routing -----------------------------------------------------------------
+from shardhash.routing import (
+    BucketRouter,
+    DirectoryRouter,
+    HashRangeRouter,
+    JumpRouter,
+    MaglevRouter,
+    ModuloRouter,
+    RangeRouter,
+    RendezvousRouter,
+    RingRouter,
+    Router,
+    WatermarkRouter,
+    jump_hash,
+    jump_hash_array,
+    load_router,
+    register_router_type,
+)
+
+__all__ += [
+    "BucketRouter",
+    "DirectoryRouter",
+    "HashRangeRouter",
+    "JumpRouter",
+    "MaglevRouter",
+    "ModuloRouter",
+    "RangeRouter",
+    "RendezvousRouter",
+    "RingRouter",
+    "Router",
+    "WatermarkRouter",
+    "jump_hash",
+    "jump_hash_array",
+    "load_router",
+    "register_router_type",
+]

@@ -1300,7 +1300,13 @@ class WatermarkRouter(Router):
             try:
                 a = np.array(items, dtype=np.int64) if items else np.empty(0, dtype=np.int64)
             except OverflowError:
-                a = np.array(items, dtype=np.uint64)
+                try:
+                    a = np.array(items, dtype=np.uint64)
+                except OverflowError:  # ids on both sides of the int64/uint64 ranges
+                    o = prepare_out(out, len(items))
+                    for i, k in enumerate(items):
+                        o[i] = self.route_index(k)
+                    return o
         if a.ndim != 1 or a.dtype.kind not in "iu":
             raise TypeError(f"WatermarkRouter routes integer ids; got an array of dtype {a.dtype}")
         o = prepare_out(out, a.shape[0])

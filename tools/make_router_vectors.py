@@ -1,0 +1,114 @@
+"""Generate the frozen router vectors in tests/vectors/routers/.
+
+Each file holds a router document and the expected shard index for a list
+of 64-bit hashes (and, for routers on raw keys, for a list of keys).  The
+expected values come from independent sources, never from the compiled
+routers:
+
+* jump_hash.json: the ``jump-consistent-hash`` package (``jump.hash(key, n)``)
+  and Guava's published ``consistentHash(i, 100)`` values for i = 0..19;
+* every other file: the pure-Python references in ``shardhash._routing_py``,
+  which work from the document alone.
+
+Run once when a router type is added; existing files are frozen (the tool
+refuses to overwrite a file whose content would change unless --force).
+
+    python tools/make_router_vectors.py [--force]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
+
+from shardhash._routing_py import ReferenceRouter  # noqa: E402
+
+OUT = ROOT / "tests" / "vectors" / "routers"
+
+# Guava 31.1 Hashing.consistentHash(i, 100), i = 0..19 (quoted in the routing issue).
+GUAVA_100 = [0, 55, 62, 8, 45, 59, 86, 97, 82, 59, 73, 37, 17, 56, 86, 21, 90, 37, 38, 83]
+
+
+def sample_hashes(n: int = 200) -> list[int]:
+    """Edge values plus a fixed 64-bit LCG sequence (Knuth's MMIX constants)."""
+    out = [0, 1, 2, 41, 2**32 - 1, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1]
+    x = 0x9E3779B97F4A7C15
+    while len(out) < n:
+        x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+        out.append(x)
+    return out
+
+
+SAMPLE_KEYS = [0, 1, -1, 7, 999, 1000, 1_000_000, 2**40, 2**63 - 1, "", "a", "user:42", "tenant-huge",
+               "tenant-7", "日本", 42]
+
+
+def jump_vectors() -> dict:
+    import jump  # the jump-consistent-hash package
+
+    keys = sample_hashes(100)
+    cases = []
+    for n in (1, 2, 3, 7, 100, 1000, 65536, 2**31 - 1):
+        cases.append({"num_buckets": n, "keys": keys, "buckets": [jump.hash(k, n) for k in keys]})
+    cases.append({"num_buckets": 100, "keys": list(range(20)), "buckets": GUAVA_100,
+                  "source": "Guava consistentHash(i, 100)"})
+    return {"algorithm": "jump", "source": "jump-consistent-hash (PyPI) jump.hash, and Guava", "cases": cases}
+
+
+def router_vectors(name: str, factory, keyed: bool) -> dict:
+    router = factory()
+    doc = router.to_dict()
+    ref = ReferenceRouter(doc)
+    vec: dict = {"name": name, "document": doc}
+    if not keyed:
+        hashes = sample_hashes()
+        if doc["type"] == "ring":
+            for t in ref.tokens[:20]:
+                hashes += [t, (t + 1) % 2**64, (t - 1) % 2**64]
+        if doc["type"] == "hash_range":
+            for s in ref.splits:
+                hashes += [s - 1, s]
+        vec["hashes"] = hashes
+        vec["routes"] = [ref.route_hash(h) for h in hashes]
+        keys = [k for k in SAMPLE_KEYS if not isinstance(k, int) or k >= -(2**63)]
+        if doc.get("key_prefix"):
+            keys = [(k, 1) for k in keys]
+    elif doc["type"] == "range" and isinstance(doc["params"]["splits"][0], str):
+        keys = ["", "a", "g", "gz", "h", "p", "pa", "x", "xx", "zz", "Ω"]
+    else:
+        keys = [k for k in SAMPLE_KEYS if isinstance(k, int)] + [-(2**63), 2**64 - 1, 2_000_000, 1_999_999, -6]
+    vec["keys"] = [list(k) if isinstance(k, tuple) else k for k in keys]
+    vec["key_is_tuple"] = [isinstance(k, tuple) for k in keys]
+    vec["key_routes"] = [ref.route_key(k) for k in keys]
+    return vec
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    files = {"jump_hash.json": jump_vectors()}
+    for name, f in HASH_ROUTERS.items():
+        files[f"{name}.json"] = router_vectors(name, f, False)
+    for name, f in KEY_ROUTERS.items():
+        files[f"{name}.json"] = router_vectors(name, f, True)
+    for fname, data in files.items():
+        path = OUT / fname
+        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        if path.exists() and path.read_text(encoding="utf-8") != text and not args.force:
+            print(f"{fname}: differs from the frozen file; not overwritten (use --force)")
+            continue
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
