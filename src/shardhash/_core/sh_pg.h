@@ -103,9 +103,11 @@ SH_FORCE_INLINE uint32_t sh_pg_hash_uint32(uint32_t k)
  * that fits in int32 folds to itself. */
 SH_FORCE_INLINE uint32_t sh_pg_fold_int8(int64_t v)
 {
+    /* lo ^ (v >= 0 ? hi : ~hi), branch-free so that batch loops vectorise */
     uint64_t u = (uint64_t)v;
     uint32_t lo = (uint32_t)u, hi = (uint32_t)(u >> 32);
-    return lo ^ (v >= 0 ? hi : ~hi);
+    uint32_t neg = 0u - (uint32_t)(u >> 63);
+    return lo ^ hi ^ neg;
 }
 
 /* hash_combine64 of src/include/common/hashfn.h */
