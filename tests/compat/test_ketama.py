@@ -1,0 +1,199 @@
+"""shardhash.compat.ketama: the four ketama flavours.
+
+Golden vectors: tests/vectors/compat/ketama_uhashring.tsv (uhashring's own
+answers) and ketama_counts.tsv (published libmemcached / uhashring point
+counts).  The live test compares against the installed uhashring over
+several node sets and weights; every flavour is also checked against the
+pure-Python reference built from the flavours' descriptions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shardhash import plan
+from shardhash.compat import _native_b_py as ref
+from shardhash.compat import ketama
+from shardhash.routing import load_router
+
+VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+
+CONFIGS = {  # as in tools/make_compat_vectors_b.py
+    "three": (["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], [1, 1, 1]),
+    "weighted5": ([f"10.0.0.{i}:11211" for i in range(1, 6)], [439, 81, 945, 259, 301]),
+    "named": (["cache-a", "cache-b", "cache-c", "cache-d"], [5, 1, 1, 3]),
+    "equal25": ([f"s{i}" for i in range(25)], [1] * 25),
+}
+
+
+def oracle_required() -> bool:
+    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
+
+
+def _uhashring():  # type: ignore[no-untyped-def]
+    try:
+        import uhashring
+    except ImportError as e:
+        if oracle_required():
+            pytest.fail(f"uhashring missing in CI: {e}")
+        pytest.skip(f"uhashring not installed: {e}")
+    return uhashring
+
+
+def _tsv(name: str) -> list[list[str]]:
+    rows = []
+    for line in (VECTORS / name).read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith("#"):
+            continue
+        rows.append(line.split("\t"))
+    return rows[1:]
+
+
+def test_uhashring_golden_vectors() -> None:
+    rows = _tsv("ketama_uhashring.tsv")
+    assert len(rows) > 300
+    routers = {cid: ketama.KetamaRouter(n, w, "uhashring") for cid, (n, w) in CONFIGS.items()}
+    for cid, key, node, key_hash in rows:
+        r = routers[cid]
+        assert r.route(key) == node, (cid, key)
+        assert r.key_hash(key) == int(key_hash)
+    for cid, r in routers.items():
+        sub = [(k, n) for c, k, n, _ in rows if c == cid]
+        assert [r.shards[i] for i in r.route_many([k for k, _ in sub])] == [n for _, n in sub]
+
+
+def test_published_point_counts() -> None:
+    for flavor, weights, server, md5s in _tsv("ketama_counts.tsv"):
+        if "*" in weights:
+            w, n = weights.split("*")
+            ws = [int(w)] * int(n)
+        else:
+            ws = [int(x) for x in weights.split(",")]
+        assert ketama.md5_counts(ws, flavor)[int(server)] == int(md5s), (flavor, weights)
+        r = ketama.KetamaRouter([f"h{i}:11211" for i in range(len(ws))], ws, flavor)
+        assert r.md5_counts[int(server)] == int(md5s)
+
+
+def test_equal_weight_39_point_counts() -> None:
+    # compat-facts: with n equal servers libmemcached and twemproxy give 39 md5s below 200 exactly for
+    got = [n for n in range(1, 201) if ketama.md5_counts([1] * n, "libmemcached")[0] == 39]
+    assert got == [25, 47, 50, 55, 61, 71, 94, 100, 107, 109, 110, 115, 122, 142, 159, 163, 188, 193, 200]
+    assert all(ketama.md5_counts([1] * n, "uhashring")[0] == 40 for n in range(1, 201))
+    r = ketama.KetamaRouter([f"s{i}" for i in range(50)], flavor="twemproxy")
+    assert len(r.points) == 50 * 39 * 4
+
+
+def test_point_names_drop_default_port() -> None:
+    keys = [f"key{i}" for i in range(5000)]
+    mc = ketama.KetamaRouter(["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], flavor="libmemcached")
+    plain = ketama.KetamaRouter(["10.0.0.1", "10.0.0.2", "10.0.0.3"], flavor="libketama")
+    kt = ketama.KetamaRouter(["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], flavor="libketama")
+    assert (mc.route_many(keys) == plain.route_many(keys)).all()  # same point names, 40 md5s each
+    assert (mc.route_many(keys) != kt.route_many(keys)).mean() > 0.3  # ":11211" moves many keys
+    other = ketama.KetamaRouter([("10.0.0.1", 11212), ("10.0.0.2", 11211)], flavor="libmemcached")
+    assert other.shards == ("10.0.0.1:11212", "10.0.0.2:11211")
+
+
+@pytest.mark.parametrize("flavor", ketama.FLAVORS)
+def test_matches_reference(flavor: str) -> None:
+    rng = random.Random(ketama.FLAVORS.index(flavor) + 40)
+    for _ in range(3):
+        n = rng.randrange(1, 9)
+        nodes = [f"10.2.{rng.randrange(9)}.{i}:{rng.choice([11211, 11300])}" for i in range(n)]
+        w = [rng.randrange(1, 300) for _ in range(n)]
+        r = ketama.KetamaRouter(nodes, w, flavor)
+        names = [ketama._point_name(x, flavor) for x in nodes]
+        pts = ref.ketama_points(names, w, flavor)
+        assert len(pts) == (len(r.points) if flavor != "uhashring" else len(pts))
+        keys = [f"u{rng.randrange(10**9)}" for _ in range(400)]
+        expect = [ref.ketama_route(pts, flavor, int.from_bytes(hashlib.md5(k.encode()).digest()[:4], "little"))
+                  for k in keys]
+        assert r.route_many(keys).tolist() == expect
+        assert [r.route_index(k) for k in keys[:100]] == expect[:100]
+
+
+def test_tie_and_boundary_rules() -> None:
+    r_lo = ketama.KetamaRouter(["a", "b", "c"], flavor="libketama")
+    r_hi = ketama.KetamaRouter(["a", "b", "c"], flavor="uhashring")
+    p = r_lo.points
+    # a key hash equal to a point: lower_bound takes that point, bisect_right the next one
+    for i in (0, 5, len(p) - 1):
+        h = int(p[i])
+        assert r_lo.route_key_hashes([h])[0] == r_lo.point_owners[i]
+        assert r_hi.route_key_hashes([h])[0] == r_hi.point_owners[(i + 1) % len(r_hi.points)]
+    # above the last point: wrap to the first
+    assert int(p[-1]) < 2**32 - 1
+    assert r_lo.route_key_hashes([2**32 - 1])[0] == r_lo.point_owners[0]
+    assert r_hi.route_key_hashes([int(r_hi.points[-1])])[0] == r_hi.point_owners[0]
+
+
+def test_owned_ranges_agree_with_routing() -> None:
+    rng = random.Random(8)
+    for flavor in ketama.FLAVORS:
+        r = ketama.KetamaRouter(["a:1", "b:2", "c:3", "d:4"], [3, 1, 2, 1], flavor)
+        rr = r.owned_ranges()
+        assert rr[0][0] == 0 and rr[-1][1] == 2**64 - 1
+        assert all(a[1] + 1 == b[0] for a, b in zip(rr, rr[1:]))
+        los = [lo for lo, _, _ in rr]
+        probes = [rng.randrange(2**32) for _ in range(300)] + [0, 2**32 - 1] + [int(x) for x in r.points[:50]]
+        for h in probes:
+            s = rr[bisect.bisect_right(los, h << 32) - 1][2]
+            assert s == int(r.route_key_hashes([h])[0]), (flavor, h)
+
+
+def test_twemproxy_empty_key_hashes_to_zero() -> None:
+    r = ketama.KetamaRouter(["a", "b", "c"], flavor="twemproxy")
+    assert r.route_index(b"") == int(r.point_owners[0])
+    assert r.route_many([b"", b"x", b""]).tolist()[0::2] == [int(r.point_owners[0])] * 2
+
+
+def test_keys_and_documents() -> None:
+    r = ketama.KetamaRouter(["a:11211", "b:11211"], {"b:11211": 3}, "libmemcached", version=2)
+    assert r.weights == {"a:11211": 1, "b:11211": 3}
+    assert r.route(5) == r.route("5") == r.route(b"5")
+    again = load_router(r.to_json())
+    assert again == r and again.flavor == "libmemcached" and again.version == 2
+    u = ketama.KetamaRouter(["x", "y"], flavor="uhashring")
+    assert u.route(b"k") == u.route("b'k'")  # uhashring hashes str(key)
+    assert u.route_many([b"k", 7]).tolist() == [u.route_index("b'k'"), u.route_index("7")]
+
+
+def test_plan_memcached_three_to_four() -> None:
+    old = ketama.KetamaRouter(["m1:11211", "m2:11211", "m3:11211"], flavor="libmemcached")
+    new = ketama.KetamaRouter(["m1:11211", "m2:11211", "m3:11211", "m4:11211"], flavor="libmemcached")
+    keys = [f"session:{i}" for i in range(40_000)]
+    rep = plan.diff(old, new, keys)
+    assert 0.18 < rep.moved_fraction < 0.32
+    assert rep.matrix[:, :3].trace() + rep.matrix[:, 3].sum() == rep.total  # keys only move to m4
+    mr = plan.moved_ranges(old, new)
+    assert {m.destination for m in mr} == {"m4:11211"}
+    assert abs(sum(m.share for m in mr) - rep.moved_fraction) < 0.02
+
+
+@pytest.mark.oracle
+def test_live_uhashring() -> None:
+    uhashring = _uhashring()
+    rng = random.Random(21)
+    configs = list(CONFIGS.values()) + [
+        ([f"node-{i}" for i in range(12)], [rng.randrange(1, 50) for _ in range(12)]),
+        (["solo"], [1]),
+        ([f"10.9.0.{i}:6379" for i in range(7)], [1, 2, 3, 4, 5, 6, 7]),
+    ]
+    total = 0
+    for nodes, weights in configs:
+        ring = uhashring.HashRing({n: w for n, w in zip(nodes, weights)}, hash_fn="ketama")
+        r = ketama.KetamaRouter(nodes, weights, "uhashring")
+        assert sorted(set(ring.runtime._keys)) == r.points.tolist()
+        keys = [f"user:{rng.randrange(10**12)}" for _ in range(2500)] + [str(i) for i in range(200)]
+        expect = [ring.get_node(k) for k in keys]
+        got = [r.shards[i] for i in r.route_many(keys)]
+        assert got == expect
+        total += len(keys)
+    assert total >= 10_000
