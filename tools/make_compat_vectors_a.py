@@ -52,11 +52,11 @@ def encode(t: str, v: Any) -> str:
     if t in ("int2", "int4", "int8"):
         return str(v)
     if t in ("date", "timestamp", "timestamptz"):
-        return v.isoformat()
+        return str(v.isoformat())
     if t in ("text", "varchar"):
         return json.dumps(v)
     if t == "bytea":
-        return v.hex()
+        return bytes(v).hex()
     if t == "uuid":
         return str(v)
     return "nan" if math.isnan(v) else float(v).hex()
@@ -74,7 +74,7 @@ def make_postgres(psql: tp.Psql) -> None:
     for t in TYPES:
         values = tp.random_values(t, 40, seed=11)
         got = tp.oracle_hashes(psql, t, values)           # hash32, ext(SEEDS...)
-        assert tp.SEEDS[0] == tp.pg.HASH_PARTITION_SEED and tp.SEEDS[1] == 0
+        assert tp.SEEDS[0] == 0x7A5B22367996DCFD and tp.SEEDS[1] == 0
         for v, r in zip(values, got):
             lines.append(f"{t}\t{encode(t, v)}\t{r[0]}\t{r[1] & M64}\t{r[2] & M64}")
     (OUT / "postgres_hash.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -94,9 +94,9 @@ def make_postgres(psql: tp.Psql) -> None:
                 for j, t in enumerate(types)]
         rows = list(zip(*cols))
         rows[0] = tuple(None for _ in types)
-        for row, (m, r) in zip(rows, tp.routed_rows(psql, types, bounds, rows)):
+        for row, (m, rem) in zip(rows, tp.routed_rows(psql, types, bounds, rows)):
             enc = json.dumps([encode(t, v) for t, v in zip(types, row)])
-            lines.append(f"{','.join(types)}\t{enc}\t{m}\t{r}")
+            lines.append(f"{','.join(types)}\t{enc}\t{m}\t{rem}")
     (OUT / "postgres_partition.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     lines = [header("citus.tsv", f"worker_hash = {version} 32-bit hash; shard = Citus uniform "

@@ -41,4 +41,4 @@ else
   export SHARDHASH_PG_DSN="host=$_sh_pg_dir port=$_sh_pg_port user=shardhash dbname=postgres"
   echo "PostgreSQL $("$_sh_pg_bindir/postgres" --version | awk '{print $3}') on $SHARDHASH_PG_DSN"
 fi
-unset _sh_d _sh_pg_bindir _sh_pg_stop
+unset _sh_d _sh_pg_bindir _sh_pg_stop; unset -f _sh_pg_as 2>/dev/null || true

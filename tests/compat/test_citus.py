@@ -122,6 +122,7 @@ def test_explicit_ranges_after_a_split() -> None:
 def test_documents_roundtrip() -> None:
     r = citus.CitusRouter([f"s{i}" for i in range(7)], "uuid", version=3)
     back = load_router(r.to_json())
+    assert isinstance(back, citus.CitusRouter)
     assert back == r and back.ranges == r.ranges and back.type == "uuid" and back.version == 3
     ids = [uuid.UUID(int=random.Random(1).getrandbits(128)) for _ in range(50)]
     assert back.route_many(ids).tolist() == r.route_many(ids).tolist()

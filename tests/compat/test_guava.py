@@ -114,7 +114,7 @@ def guava_oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         why = "guava.jar not found (Debian: libguava-java)"
     elif not javac or not java:
         why = "javac/java not found (Debian: default-jdk-headless)"
-    if why is not None:
+    if why is not None or jar is None or javac is None:
         if oracle_required():
             pytest.fail(f"Guava oracle missing in CI: {why}")
         pytest.skip(f"Guava oracle not available: {why}")

@@ -131,7 +131,7 @@ def test_published_examples() -> None:
 
 ints = {"int2": st.integers(-(1 << 15), (1 << 15) - 1), "int4": st.integers(-(1 << 31), (1 << 31) - 1),
         "int8": st.integers(-(1 << 63), (1 << 63) - 1)}
-text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=40)
+text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40)
 strategies = {
     **ints,
     "date": st.dates(),
@@ -266,9 +266,9 @@ def copy_literal(t: str, v: Any) -> str:
     if v is None:
         return "\\N"
     if t in ("text", "varchar"):
-        return v.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+        return str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
     if t == "bytea":
-        return "\\\\x" + v.hex()
+        return "\\\\x" + bytes(v).hex()
     if t in ("float4", "float8"):
         if math.isnan(v):
             return "NaN"

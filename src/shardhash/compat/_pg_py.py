@@ -167,7 +167,7 @@ def hash32(value: object, type_: str) -> int:
     return _signed32(hash_bytes(k))                                 # type: ignore[arg-type]
 
 
-def row_hash(row: tuple, types: tuple) -> int:
+def row_hash(row: tuple[object, ...], types: tuple[str, ...]) -> int:
     h = 0
     for v, t in zip(row, types):
         if v is not None:
@@ -175,5 +175,5 @@ def row_hash(row: tuple, types: tuple) -> int:
     return h
 
 
-def partition_of(row: tuple, modulus: int, types: tuple) -> int:
+def partition_of(row: tuple[object, ...], modulus: int, types: tuple[str, ...]) -> int:
     return row_hash(row, types) % modulus

@@ -124,10 +124,10 @@ def canonical_type(type: str) -> str:
 def _check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int, not {type(seed).__name__}")
-    seed = int(seed)
-    if not -(1 << 63) <= seed <= _M64:
-        raise ValueError(f"seed {seed} does not fit in 64 bits")
-    return seed & _M64
+    s = int(seed)
+    if not -(1 << 63) <= s <= _M64:
+        raise ValueError(f"seed {s} does not fit in 64 bits")
+    return s & _M64
 
 
 def _describe(value: Any) -> str:
@@ -295,7 +295,7 @@ def _varlen_from_bytes(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _arrow_keys(values: Any, t: str, allow_null: bool) -> _Keys:
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
