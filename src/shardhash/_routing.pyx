@@ -50,8 +50,8 @@ cdef extern from "sh_place.h" nogil:
     void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
                          const int32_t *placement, int32_t *out)
     unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
-    void sh_ring_build_index(const uint64_t *tokens, size_t ntokens, unsigned shift,
-                             unsigned bits, uint32_t *index)
+    void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                             unsigned shift, unsigned bits, uint32_t *index)
     int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
     void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
     int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
@@ -343,27 +343,32 @@ cdef class RouterCore:
         self._kind = KIND_JUMP
 
     def _use_ring(self, tokens, owners, unsigned width=64):
-        """tokens: strictly increasing uint64; owners: int32 shard indices."""
+        """tokens: strictly increasing uint64; owners: int32 shard indices.
+
+        Returns read-only (tokens, owners) arrays without the sentinels."""
         self._check_open()
-        t = self._own(tokens, np.uint64)
-        o = self._own(owners, np.int32)
-        cdef Py_ssize_t n = t.shape[0]
-        if n == 0 or o.shape[0] != n:
+        t0 = np.asarray(tokens, dtype=np.uint64)
+        o0 = np.asarray(owners, dtype=np.int32)
+        cdef Py_ssize_t n = t0.shape[0] if t0.ndim == 1 else 0
+        if n == 0 or o0.ndim != 1 or o0.shape[0] != n:
             raise ValueError("a ring needs as many owners as tokens, and at least one token")
         if n >= 0x7FFFFFFF:
             raise ValueError("too many tokens")
-        if n > 1 and not bool(np.all(t[1:] > t[:n - 1])):
+        if n > 1 and not bool(np.all(t0[1:] > t0[:n - 1])):
             raise ValueError("ring tokens must be strictly increasing")
-        if o.min() < 0 or o.max() >= self._nshards:
+        if o0.min() < 0 or o0.max() >= self._nshards:
             raise ValueError("ring owner index out of range")
         if width < 1 or width > 64:
             raise ValueError("width must be in 1..64")
+        # Sentinels: tokens[n] = 2**64 - 1 stops every scan; owners[n] wraps.
+        t = self._own(np.append(t0, np.uint64(_U64_MAX)), np.uint64)
+        o = self._own(np.append(o0, o0[0]), np.int32)
         cdef unsigned bits = sh_ring_index_bits(<size_t>n, width)
-        idx = np.empty((1 << bits) + 1, dtype=np.uint32)
+        idx = np.empty(1 << bits, dtype=np.uint32)
         cdef const uint64_t[::1] tv = t
         cdef const int32_t[::1] ov = o
         cdef uint32_t[::1] iv = idx
-        sh_ring_build_index(&tv[0], <size_t>n, width - bits, bits, &iv[0])
+        sh_ring_build_index(&tv[0], &ov[0], <size_t>n, width - bits, bits, &iv[0])
         idx.setflags(write=False)
         self._keep.append(idx)
         self._ring.tokens = &tv[0]
@@ -373,7 +378,7 @@ cdef class RouterCore:
         self._ring.index_last = (<uint64_t>1 << bits) - 1
         self._ring.shift = width - bits
         self._kind = KIND_RING
-        return t, o
+        return t[:n], o[:n]
 
     def _use_rendezvous(self, seeds, weights=None):
         self._check_open()

@@ -23,38 +23,55 @@ int32_t sh_jump(uint64_t key, int32_t num_buckets)
 
 #define SH_JUMP_LANES 8
 
+#define SH_JUMP_STEP(k, b, j)                                                            \
+    do {                                                                                 \
+        (b) = (j);                                                                       \
+        (k) = (k) * SH_JUMP_MULT + 1;                                                    \
+        (j) = (int64_t)((double)((b) + 1) * (2147483648.0 / (double)(((k) >> 33) + 1))); \
+    } while (0)
+
 void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
 {
-    size_t i = 0;
+    /* Eight independent keys are in flight at once, so their divisions
+     * overlap in the pipeline.  A lane whose key is finished writes its
+     * bucket and takes the next key at once (no lane waits for the slowest
+     * key of a group).  The arithmetic of each step is exactly sh_jump's. */
+    uint64_t k[SH_JUMP_LANES];
+    int64_t b[SH_JUMP_LANES], j[SH_JUMP_LANES];
+    size_t at[SH_JUMP_LANES], next;
     const int64_t nb = num_buckets;
-    /* Lanes advance in lock-step; a lane that has finished keeps its state
-     * (selects instead of branches), so the divisions of the live lanes
-     * overlap in the pipeline instead of waiting for each other. */
-    for (; i + SH_JUMP_LANES <= n; i += SH_JUMP_LANES) {
-        uint64_t k[SH_JUMP_LANES];
-        int64_t b[SH_JUMP_LANES], j[SH_JUMP_LANES];
-        int l, live;
-        for (l = 0; l < SH_JUMP_LANES; l++) {
-            k[l] = hashes[i + l];
-            b[l] = -1;
-            j[l] = 0;
-        }
-        do {
-            live = 0;
-            for (l = 0; l < SH_JUMP_LANES; l++) {
-                int go = j[l] < nb;
-                int64_t nbv = go ? j[l] : b[l];
-                uint64_t nk = k[l] * SH_JUMP_MULT + 1;
-                int64_t nj = (int64_t)((double)(nbv + 1) * (2147483648.0 / (double)((nk >> 33) + 1)));
-                b[l] = nbv;
-                k[l] = go ? nk : k[l];
-                j[l] = go ? nj : j[l];
-                live |= go;
-            }
-        } while (live);
-        for (l = 0; l < SH_JUMP_LANES; l++) out[i + l] = (int32_t)b[l];
+    int l, m;
+    if (n < 2 * SH_JUMP_LANES) {
+        for (next = 0; next < n; next++) out[next] = sh_jump(hashes[next], num_buckets);
+        return;
     }
-    for (; i < n; i++) out[i] = sh_jump(hashes[i], num_buckets);
+    for (l = 0; l < SH_JUMP_LANES; l++) {
+        k[l] = hashes[l];
+        b[l] = -1;
+        j[l] = 0;
+        at[l] = (size_t)l;
+    }
+    next = SH_JUMP_LANES;
+    for (;;) {
+        for (l = 0; l < SH_JUMP_LANES; l++) {
+            if (j[l] >= nb) {
+                out[at[l]] = (int32_t)b[l];
+                if (next == n) goto drain;
+                at[l] = next;
+                k[l] = hashes[next++];
+                b[l] = -1;
+                j[l] = 0;
+            }
+            SH_JUMP_STEP(k[l], b[l], j[l]);
+        }
+    }
+drain:
+    /* Lane l is written and no key is left: finish the others one by one. */
+    for (m = 0; m < SH_JUMP_LANES; m++) {
+        if (m == l) continue;
+        while (j[m] < nb) SH_JUMP_STEP(k[m], b[m], j[m]);
+        out[at[m]] = (int32_t)b[m];
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -87,6 +104,11 @@ void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
 {
     size_t i;
     const sh_fastmod fm = *f;
+    if ((fm.d & (fm.d - 1)) == 0) {
+        const uint64_t mask = fm.d - 1;  /* power of two: the remainder is a mask */
+        for (i = 0; i < n; i++) out[i] = placement[hashes[i] & mask];
+        return;
+    }
     for (i = 0; i < n; i++) out[i] = placement[sh_fastmod_u64(hashes[i], &fm)];
 }
 
@@ -95,27 +117,32 @@ void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
 
 unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
 {
+    /* About two prefixes per token: most prefixes then hold no token and
+     * answer from the index alone. */
     unsigned bits = 1;
-    unsigned cap = width < 24 ? width : 24;
-    while (bits < cap && ((size_t)1 << bits) < ntokens) bits++;
+    unsigned cap = width < SH_RING_MAX_BITS ? width : SH_RING_MAX_BITS;
+    while (bits < cap && ((size_t)1 << bits) < 2 * ntokens) bits++;
     return bits;
 }
 
-void sh_ring_build_index(const uint64_t *tokens, size_t ntokens, unsigned shift,
-                         unsigned bits, uint32_t *index)
+void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                         unsigned shift, unsigned bits, uint32_t *index)
 {
     uint64_t p, count = (uint64_t)1 << bits, last = count - 1;
     size_t i = 0;
     for (p = 0; p < count; p++) {
+        uint64_t pref = 0;
         while (i < ntokens) {
-            uint64_t pref = shift >= 64 ? 0 : tokens[i] >> shift;
+            pref = shift >= 64 ? 0 : tokens[i] >> shift;
             if (pref > last) pref = last;
             if (pref >= p) break;
             i++;
         }
-        index[p] = (uint32_t)i;
+        if (i == ntokens || pref > p)  /* no token in this prefix: store its owner */
+            index[p] = SH_RING_EMPTY | (uint32_t)owners[i];
+        else
+            index[p] = (uint32_t)i;
     }
-    index[count] = (uint32_t)ntokens;
 }
 
 SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens,
@@ -124,21 +151,23 @@ SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens
                                               unsigned shift, uint64_t h)
 {
     uint64_t p = shift >= 64 ? 0 : h >> shift;
+    uint32_t e;
     size_t lo, hi;
+    int k;
     if (p > last) p = last;
-    lo = index[p];
-    hi = index[p + 1];
-    if (hi - lo > 8) {
-        /* Dense prefix: binary search for the first token >= h in [lo, hi). */
-        while (lo < hi) {
-            size_t mid = lo + ((hi - lo) >> 1);
-            if (tokens[mid] < h) lo = mid + 1;
-            else hi = mid;
-        }
-    } else {
-        while (lo < hi && tokens[lo] < h) lo++;
+    e = index[p];
+    if (e & SH_RING_EMPTY) return (int32_t)(e & ~SH_RING_EMPTY);
+    lo = e;
+    /* tokens[ntokens] is UINT64_MAX, so the scan always stops. */
+    for (k = 0; k < 4; k++, lo++)
+        if (tokens[lo] >= h) return owners[lo];
+    /* A crowded prefix: binary search the rest of the ring. */
+    hi = ntokens;
+    while (lo < hi) {
+        size_t mid = lo + ((hi - lo) >> 1);
+        if (tokens[mid] < h) lo = mid + 1;
+        else hi = mid;
     }
-    if (lo == ntokens) lo = 0;
     return owners[lo];
 }
 

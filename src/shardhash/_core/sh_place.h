@@ -67,12 +67,20 @@ void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
                      const int32_t *placement, int32_t *out);
 
 /* ---------------------------------------------------------------------------
- * Consistent-hash ring.  tokens: sorted strictly increasing, owners[i] owns
- * the arc (tokens[i-1], tokens[i]]; the arc past the last token wraps to
- * tokens[0].  The index maps each top-bits prefix p = h >> shift (clamped to
- * index_len - 2) to the position of the first token whose prefix is >= p;
- * it has index_len = 2^bits + 1 entries (the last one is ntokens).
+ * Consistent-hash ring.  tokens[0 .. ntokens-1]: strictly increasing;
+ * owners[i] owns the arc (tokens[i-1], tokens[i]]; the arc past the last
+ * token wraps to tokens[0].  Both arrays carry one sentinel entry:
+ * tokens[ntokens] = UINT64_MAX and owners[ntokens] = owners[0].
+ *
+ * The index has 2^bits entries, one per prefix p = h >> shift (clamped to
+ * 2^bits - 1).  An entry is either SH_RING_EMPTY | owner, when no token has
+ * prefix p (every hash with that prefix goes to the same token), or the
+ * position of the first token with prefix p.  Owners and positions must be
+ * < 2^31.
  */
+#define SH_RING_EMPTY UINT32_C(0x80000000)
+#define SH_RING_MAX_BITS 24
+
 typedef struct {
     const uint64_t *tokens;
     const int32_t *owners;
@@ -84,9 +92,9 @@ typedef struct {
 
 /* Number of prefix bits used for ntokens tokens over a `width`-bit space. */
 unsigned sh_ring_index_bits(size_t ntokens, unsigned width);
-/* Fill index[0 .. 2^bits] for a ring whose prefixes are h >> shift. */
-void sh_ring_build_index(const uint64_t *tokens, size_t ntokens, unsigned shift,
-                         unsigned bits, uint32_t *index);
+/* Fill index[0 .. 2^bits - 1] (tokens/owners with their sentinels). */
+void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                         unsigned shift, unsigned bits, uint32_t *index);
 int32_t sh_ring_lookup(const sh_ring *r, uint64_t h);
 void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out);
 

@@ -1,0 +1,174 @@
+"""Benchmarks of the routers, each beside its peers in the same run.
+
+Ratios are printed and stored in ``extra_info`` (``x_<peer>`` = peer time /
+our time, so > 1 means faster than the peer):
+
+* BucketRouter (4096 buckets) vs numpy ``table[h % B]`` on the same hashes;
+* RingRouter 100 shards x 256 vnodes vs ``np.searchsorted`` over the same tokens;
+* JumpRouter 1000 shards vs a Python loop over ``jump.hash`` (ns/key);
+* ``threads=2`` vs ``threads=1``;
+* scalar ``route(key)`` in a Python loop vs a ``dict.get`` loop and vs
+  ``uhashring.HashRing.get_node``.
+
+10M keys with ``--benchmark-enable``; with ``--benchmark-disable`` (the
+default) the sizes are small and each benchmark runs once as a plain test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from shardhash import BucketRouter, JumpRouter, RingRouter
+
+BIG = 10_000_000
+
+
+def _enabled(benchmark: Any) -> bool:
+    return not getattr(benchmark, "disabled", True)
+
+
+def _size(benchmark: Any, big: int = BIG, small: int = 20_000) -> int:
+    return big if _enabled(benchmark) else small
+
+
+def _best(fn: Callable[[], Any], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _report(benchmark: Any, name: str, n: int, peers: dict[str, float]) -> None:
+    """peers: peer name -> seconds for the same n keys."""
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:
+        return
+    ours = float(stats.stats.min)
+    parts = [f"{name}: {ours / n * 1e9:.2f} ns/key"]
+    benchmark.extra_info["ns_per_key"] = round(ours / n * 1e9, 3)
+    for peer, s in peers.items():
+        benchmark.extra_info[f"x_{peer}"] = round(s / ours, 2)
+        parts.append(f"{s / ours:.2f}x {peer} ({s / n * 1e9:.2f} ns/key)")
+    print("\n" + "; ".join(parts))
+
+
+def _hashes(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+
+
+def test_bucket_vs_numpy_modulo(benchmark):
+    n = _size(benchmark)
+    b = 4096
+    shards = [f"s{i}" for i in range(64)]
+    r = BucketRouter(shards, [shards[i % 64] for i in range(b)])
+    table = r.placement.copy()
+    h = _hashes(n)
+    out = np.empty(n, dtype=np.int32)
+    benchmark(r.route_hashes, h, out=out, threads=1)
+    want = table[h % np.uint64(b)]
+    assert np.array_equal(out, want)
+    if _enabled(benchmark):
+        _report(benchmark, "BucketRouter 4096", n, {"numpy_table_mod": _best(lambda: table[h % np.uint64(b)])})
+
+
+def _ring_peer(tokens: np.ndarray, owners: np.ndarray, h: np.ndarray) -> np.ndarray:
+    i = np.searchsorted(tokens, h, side="left")
+    i[i == tokens.shape[0]] = 0
+    return owners[i]
+
+
+def test_ring_vs_searchsorted(benchmark):
+    n = _size(benchmark)
+    r = RingRouter([f"shard-{i}" for i in range(100)], vnodes=256)
+    tokens, owners = r.tokens.copy(), r.token_owners.copy()
+    h = _hashes(n, 1)
+    out = np.empty(n, dtype=np.int32)
+    benchmark(r.route_hashes, h, out=out, threads=1)
+    assert np.array_equal(out, _ring_peer(tokens, owners, h))
+    if _enabled(benchmark):
+        _report(benchmark, "RingRouter 100x256", n,
+                {"np_searchsorted": _best(lambda: _ring_peer(tokens, owners, h), 2)})
+
+
+def test_jump_vs_jump_package(benchmark):
+    jump = pytest.importorskip("jump")
+    n = _size(benchmark)
+    r = JumpRouter([f"s{i}" for i in range(1000)])
+    h = _hashes(n, 2)
+    out = np.empty(n, dtype=np.int32)
+    benchmark(r.route_hashes, h, out=out, threads=1)
+    m = min(n, 300_000)
+    sample = h[:m].tolist()
+    jh = jump.hash
+    assert out[:1000].tolist() == [jh(k, 1000) for k in sample[:1000]]
+    if _enabled(benchmark):
+        loop = _best(lambda: [jh(k, 1000) for k in sample], 2) * (n / m)
+        _report(benchmark, "JumpRouter 1000", n, {"jump_hash_loop": loop})
+
+
+@pytest.mark.parametrize("strategy", ["ring", "jump"])
+def test_threads_2_vs_1(benchmark, strategy):
+    n = _size(benchmark)
+    if strategy == "ring":
+        r = RingRouter([f"shard-{i}" for i in range(100)], vnodes=256)
+    else:
+        r = JumpRouter([f"s{i}" for i in range(1000)])
+    h = _hashes(n, 3)
+    out = np.empty(n, dtype=np.int32)
+    benchmark(r.route_hashes, h, out=out, threads=2)
+    one = r.route_hashes(h, threads=1)
+    assert np.array_equal(out, one)
+    if _enabled(benchmark):
+        _report(benchmark, f"{strategy} threads=2", n,
+                {"threads_1": _best(lambda: r.route_hashes(h, out=out, threads=1))})
+
+
+def test_scalar_route_vs_dict_and_uhashring(benchmark):
+    n = _size(benchmark, 1_000_000, 5_000)
+    shards = [f"shard-{i}" for i in range(100)]
+    r = JumpRouter(shards)
+    keys = [f"user:{i}" for i in range(n)]
+    d = {k: shards[i % 100] for i, k in enumerate(keys)}
+    route = r.route
+
+    def ours() -> None:
+        for k in keys:
+            route(k)
+
+    benchmark(ours)
+    assert route(keys[0]) in shards
+    if _enabled(benchmark):
+        get = d.get
+
+        def dict_loop() -> None:
+            for k in keys:
+                get(k)
+
+        peers = {"dict_get": _best(dict_loop, 5)}
+        uh = pytest.importorskip("uhashring")
+        ring = uh.HashRing(nodes=shards)
+        m = min(n, 100_000)
+        sample = keys[:m]
+        gn = ring.get_node
+
+        def uh_loop() -> None:
+            for k in sample:
+                gn(k)
+
+        peers["uhashring_get_node"] = _best(uh_loop, 2) * (n / m)
+        ring_r = RingRouter(shards, vnodes=160)
+        rroute = ring_r.route
+
+        def ring_loop() -> None:
+            for k in keys:
+                rroute(k)
+
+        peers["ours_ring_route"] = _best(ring_loop, 3)
+        _report(benchmark, "JumpRouter.route loop", n, peers)
