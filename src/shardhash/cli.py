@@ -135,6 +135,21 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _pct(x: float) -> str:
+    """A share as a percentage that stays readable for tiny shares."""
+    if x == 0:
+        return "0%"
+    if abs(x) >= 1e-4:
+        return f"{x:.4%}"
+    return f"{x * 100:.3g}%"
+
+
+def _bounds(lo: int, hi: int) -> str:
+    if hi < 10**6:
+        return f"[{lo}, {hi}]"
+    return f"[{lo:#018x}, {hi:#018x}]"
+
+
 def _split_ids(text: str, what: str) -> list[str]:
     ids = [s.strip() for s in text.split(",") if s.strip()]
     if not ids:
@@ -392,25 +407,30 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
         from . import plan
 
         share = sum(m.share for m in ranges)
-        _out(f"hash space moved: {share:.4%}   ideal: {plan.ideal_fraction(old, new):.4%}")
+        _out(f"hash space moved: {_pct(share)}   ideal: {_pct(plan.ideal_fraction(old, new))}")
         by_pair: dict[tuple[str, str], list[Any]] = {}
         for m in ranges:
             by_pair.setdefault((m.source, m.destination), []).append(m)
         _out(_table(["source", "destination", "pieces", "share"],
-                    [(s, d, len(v), f"{sum(x.share for x in v):.4%}") for (s, d), v in sorted(by_pair.items())]))
+                    [(s, d, len(v), _pct(sum(x.share for x in v))) for (s, d), v in sorted(by_pair.items())]))
         if ranges and len(ranges) <= 20:
             _out("")
             _out(_table(["kind", "lo", "hi", "source", "destination", "share"],
                         [(m.kind if m.bucket is None else f"{m.kind} {m.bucket} mod {m.modulus}", m.lo, m.hi,
-                          m.source, m.destination, f"{m.share:.6%}") for m in ranges]))
+                          m.source, m.destination, _pct(m.share)) for m in ranges]))
     if steps:
         _out("")
         _out(f"steps ({len(steps)}, at most {args.max_step_share:.2%} of the hash space each):")
         shown = steps[: args.max_steps_shown]
         rows = []
         for st in shown:
-            what = f"{len(st.buckets)} buckets" if st.buckets is not None else f"[{st.lo:#018x}, {st.hi:#018x}]"
-            rows.append((st.order, st.kind, st.source, st.destination, what, f"{st.share:.4%}",
+            if st.buckets is not None:
+                what = f"{len(st.buckets)} buckets"
+                if len(st.buckets) <= 3:
+                    what = "bucket " + ",".join(map(str, st.buckets))
+            else:
+                what = _bounds(st.lo, st.hi)
+            rows.append((st.order, st.kind, st.source, st.destination, what, _pct(st.share),
                          "" if st.est_keys is None else f"{st.est_keys:,.0f}"))
         _out(_table(["#", "kind", "source", "destination", "what", "share", "est. keys"], rows))
         if len(steps) > len(shown):

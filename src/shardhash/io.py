@@ -287,7 +287,7 @@ class IdReader:
         import pyarrow as pa
 
         try:
-            self._pf = pq.ParquetFile(self.path)
+            self._pf = pq.ParquetFile(self.path, pre_buffer=False)
         except (pa.ArrowException, OSError) as exc:
             raise ValueError(f"{self.path}: not a readable Parquet file ({exc})") from None
         self._resolve_column(list(self._pf.schema_arrow.names))

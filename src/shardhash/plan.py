@@ -649,6 +649,7 @@ def plan_steps(
             for (s, d), p in sorted(_sampled_pairs(old, new).items())
         ]
     per_pair: dict[tuple[str, str], list[Step]] = {}
+    table_moves: dict[tuple[str, str], list[MovedRange]] = {}
     for m in moves:
         lst = per_pair.setdefault((m.source, m.destination), [])
         if m.kind == "range":
@@ -659,20 +660,27 @@ def plan_steps(
                 hi = m.lo + width * (p + 1) // pieces - 1
                 lst.append(Step(0, "range", m.source, m.destination, (hi - lo + 1) / HASH_SPACE, lo, hi))
         elif m.kind in ("bucket", "residue"):
-            if lst and lst[-1].kind == "buckets" and lst[-1].share + m.share <= cap + 1e-15:
-                last = lst[-1]
-                last.buckets = (last.buckets or ()) + (m.bucket,)  # type: ignore[operator]
-                last.share += m.share
-                last.lo = min(last.lo, m.lo)
-                last.hi = max(last.hi, m.hi)
-            else:
-                lst.append(Step(0, "buckets", m.source, m.destination, m.share, m.lo, m.hi, (m.bucket,), m.modulus))  # type: ignore[arg-type]
+            table_moves.setdefault((m.source, m.destination), []).append(m)
         else:
             pieces = max(1, math.ceil(m.share / cap - 1e-12))
             for p in range(pieces):
                 lo = HASH_SPACE * p // pieces
                 hi = HASH_SPACE * (p + 1) // pieces - 1
                 lst.append(Step(0, "filter", m.source, m.destination, m.share / pieces, lo, hi))
+    for (src, dst), ms in table_moves.items():
+        # Whole buckets, in groups of nearly equal size under the cap.
+        total = sum(m.share for m in ms)
+        groups = max(1, math.ceil(total / cap - 1e-12))
+        while True:
+            parts = [ms[len(ms) * g // groups : len(ms) * (g + 1) // groups] for g in range(groups)]
+            parts = [p for p in parts if p]
+            if groups >= len(ms) or all(sum(m.share for m in p) <= cap + 1e-15 for p in parts):
+                break
+            groups += 1
+        lst = per_pair.setdefault((src, dst), [])
+        for p in parts:
+            lst.append(Step(0, "buckets", src, dst, sum(m.share for m in p), min(m.lo for m in p),
+                            max(m.hi for m in p), tuple(m.bucket for m in p), p[0].modulus))  # type: ignore[misc]
     pair_keys: dict[tuple[str, str], tuple[float, float | None]] = {}
     if keys is not None:
         rep = diff(old, new, keys, weights=weights)
