@@ -154,3 +154,20 @@ def test_live_guava(guava_oracle: Path) -> None:
     assert [guava.consistent_hash(k, b) for k, b in pairs] == want[:len(pairs)]
     got = [guava.consistent_hash_array(keys, b).tolist() for b in (10, 1000, 123457)]
     assert sum(got, []) == want[len(pairs):]
+
+
+@given(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=13), st.integers(1, (1 << 31) - 1))
+def test_array_lanes_equal_scalar(keys: list[int], buckets: int) -> None:
+    # The batch kernel interleaves keys in groups of 4; every length and tail must agree.
+    keys = keys + [2687259751451158933] if buckets == 1000000007 else keys
+    assert guava.consistent_hash_array(keys, buckets).tolist() == [guava.consistent_hash(k, buckets) for k in keys]
+
+
+def test_array_overflow_key_in_every_lane() -> None:
+    k = 2687259751451158933
+    for pos in range(6):
+        keys = [1, 2, 3, 4, 5, 6]
+        keys[pos] = k
+        got = guava.consistent_hash_array(keys, 1000000007).tolist()
+        assert got[pos] == 195
+        assert got == [guava.consistent_hash(x, 1000000007) for x in keys]

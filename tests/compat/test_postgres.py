@@ -460,3 +460,25 @@ def test_live_satisfies_hash_partition(psql: Psql) -> None:
               "WHERE satisfies_hash_partition('q'::regclass, 37, r, k) ORDER BY i;\n")
     got = [int(r) for _, r in psql.run(script)]
     assert got == pg.partition_of_array(values, 37, ("int8",)).tolist()
+
+
+def test_threads_hammer_the_same_routers() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shardhash.compat import citus, guava
+
+    rng = np.random.default_rng(9)
+    ids = rng.integers(-(1 << 63), (1 << 63) - 1, 200_000, dtype=np.int64)
+    words = [f"k{i}" for i in range(20_000)]
+    hp = pg.HashPartitionRouter([f"p{i}" for i in range(13)], ("int8",))
+    cr = citus.CitusRouter([f"s{i}" for i in range(32)], "text")
+    want = (hp.route_many(ids, threads=1), cr.route_many(words, threads=1),
+            guava.consistent_hash_array(ids, 977, threads=1), pg.hash_extended_array(ids, "int8", threads=1))
+
+    def work(i: int) -> bool:
+        got = (hp.route_many(ids, threads=2), cr.route_many(words, threads=2),
+               guava.consistent_hash_array(ids, 977, threads=2), pg.hash_extended_array(ids, "int8", threads=3))
+        return all(np.array_equal(a, b) for a, b in zip(got, want))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(16)))
