@@ -1,0 +1,197 @@
+"""Router documents: to_dict/to_json/load_router, fingerprints, versions, registry."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import pickle
+
+import numpy as np
+import pytest
+from _router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
+
+from shardhash import Hasher
+from shardhash.routing import (
+    ROUTER_FORMAT,
+    JumpRouter,
+    ModuloRouter,
+    RingRouter,
+    Router,
+    load_router,
+    register_router_type,
+    router_types,
+)
+
+KEYS = [f"k{i}" for i in range(300)] + list(range(-50, 250))
+INT_KEYS = list(range(-50, 250)) + [999, 1000, 10**6, 2 * 10**6]
+
+
+def _keys_for(name: str) -> list:
+    if name == "range_str":
+        return [f"k{i}" for i in range(300)]
+    if name in KEY_ROUTERS:
+        return INT_KEYS
+    if name == "jump_prefix":
+        return [(k, 1) for k in KEYS]
+    return KEYS
+
+
+@pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
+def test_roundtrip_dict_json_path(name, tmp_path):
+    r = ALL_ROUTERS[name]()
+    keys = _keys_for(name)
+    want = r.route_many(keys).tolist()
+    path = tmp_path / "router.json"
+    path.write_text(r.to_json(indent=2), encoding="utf-8")
+    for src in (r.to_dict(), r.to_json(), path, str(path), r.to_json().encode()):
+        back = load_router(src)
+        assert type(back) is type(r)
+        assert back == r and hash(back) == hash(r)
+        assert back.fingerprint == r.fingerprint and back.version == r.version
+        assert back.shards == r.shards and back.hasher == r.hasher
+        assert back.route_many(keys).tolist() == want
+    assert pickle.loads(pickle.dumps(r)) == r
+
+
+@pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
+def test_document_shape_and_fingerprint_definition(name):
+    r = ALL_ROUTERS[name]()
+    doc = r.to_dict()
+    assert doc["format"] == ROUTER_FORMAT == "shardhash.router/1"
+    assert doc["type"] == r.type_name and router_types()[doc["type"]] is type(r)
+    assert doc["shards"] == list(r.shards)
+    assert doc["hasher"] == r.hasher.to_dict()
+    body = {k: v for k, v in doc.items() if k != "fingerprint"}
+    canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert doc["fingerprint"] == hashlib.sha256(canon).hexdigest()
+    json.dumps(doc, allow_nan=False)  # strictly JSON
+
+
+def test_fingerprint_depends_on_every_part():
+    base = RingRouter(["a", "b", "c"], vnodes=8)
+    variants = [
+        RingRouter(["a", "b", "c"], vnodes=9),
+        RingRouter(["a", "b", "d"], vnodes=8),
+        RingRouter(["a", "b", "c"], vnodes=8, version=2),
+        RingRouter(["a", "b", "c"], vnodes=8, hasher=Hasher(seed=1)),
+        RingRouter(["a", "b", "c"], vnodes=8, weights={"a": 2}),
+        RingRouter(["a", "b", "c"], vnodes=8, key_prefix=1),
+        JumpRouter(["a", "b", "c"]),
+    ]
+    fps = {base.fingerprint} | {v.fingerprint for v in variants}
+    assert len(fps) == len(variants) + 1
+    assert RingRouter(["a", "b", "c"], vnodes=8).fingerprint == base.fingerprint
+    assert base != variants[2] and base.with_version(2) == variants[2]
+
+
+def test_versions():
+    r = JumpRouter(["a", "b"], version=7)
+    assert r.version == 7 and load_router(r.to_dict()).version == 7
+    assert r.with_version(8).version == 8 and r.with_version(8).route("x") == r.route("x")
+    assert JumpRouter(["a"]).version == 1
+
+
+def test_routers_are_immutable():
+    r = RingRouter(["a", "b"], vnodes=4)
+    with pytest.raises(AttributeError):
+        r.version = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        r._tokens = None
+    with pytest.raises(AttributeError):
+        del r._tokens
+    with pytest.raises(ValueError):
+        r.tokens[0] = 1  # read-only array
+    with pytest.raises(AttributeError):
+        r._use_jump()  # sealed cores cannot be reconfigured
+
+
+def test_nested_documents_are_checked():
+    from shardhash.routing import DirectoryRouter
+
+    d = DirectoryRouter(JumpRouter(["a", "b"]), {"t": "c"})
+    doc = d.to_dict()
+    bad = copy.deepcopy(doc)
+    bad["params"]["base"]["fingerprint"] = "0" * 64
+    bad.pop("fingerprint")
+    with pytest.raises(ValueError, match="directory base: fingerprint mismatch"):
+        load_router(bad)
+
+
+def test_missing_fingerprint_is_computed():
+    r = JumpRouter(["a", "b"])
+    doc = r.to_dict()
+    del doc["fingerprint"]
+    assert load_router(doc) == r
+
+
+def test_registry_for_subclasses():
+    @register_router_type("test-first-shard")
+    class FirstShardRouter(Router):
+        """A toy router written the way compat routers are: Python kernel."""
+
+        _doc_fields = ("which",)
+
+        def __init__(self, shards, *, which=0, hasher=None, version=1, key_prefix=None):
+            super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
+            self._set("_which", which)
+            self._use_python()
+            self._finish()
+
+        def _route_hashes_kernel(self, hashes, out):
+            out[:] = (hashes % np.uint64(2)).astype(np.int32) * 0 + self._which
+
+        def _doc_params(self):
+            return {"which": self._which}
+
+        @classmethod
+        def _from_params(cls, params, *, shards, hasher, version, key_prefix):
+            return cls(shards, which=params["which"], hasher=hasher, version=version, key_prefix=key_prefix)
+
+    r = FirstShardRouter(["a", "b"], which=1)
+    assert r.route("x") == "b" and r.route_index(5) == 1
+    assert r.route_many(["x", "y"]).tolist() == [1, 1]
+    assert r.route_hashes([1, 2, 3]).tolist() == [1, 1, 1]
+    back = load_router(r.to_json())
+    assert isinstance(back, FirstShardRouter) and back == r
+    with pytest.raises(ValueError, match="already registered"):
+        register_router_type("ring", FirstShardRouter)
+
+
+def test_subclass_with_c_kernel_and_pre_transform():
+    class ShiftedModulo(Router):
+        def __init__(self, shards, *, hasher=None, version=1):
+            super().__init__(shards, hasher=hasher, version=version)
+            self._use_pre_transform(add=5)
+            self._use_bucket(np.arange(len(self.shards)))
+            self._finish()
+
+    r = ShiftedModulo(["a", "b", "c"])
+    h = [0, 1, 2, 2**64 - 1, 2**64 - 5]
+    want = [((x + 5) % 2**64) % 3 for x in h]
+    assert r.route_hashes(h).tolist() == want
+    assert [r.route_hash(x) for x in h] == want
+
+
+def test_unfinished_subclass_is_an_error():
+    class NoKernel(Router):
+        def __init__(self, shards):
+            super().__init__(shards)
+            self._finish()
+
+    with pytest.raises(TypeError, match="configured no placement kernel"):
+        NoKernel(["a"])
+
+
+def test_repr_names_the_router():
+    r = RingRouter(["a", "b"], vnodes=4, version=3)
+    s = repr(r)
+    assert s.startswith("RingRouter(['a', 'b']") and "version=3" in s and r.fingerprint[:12] in s
+
+
+def test_hash_routers_share_identity_hashing():
+    """Ring tokens, rendezvous seeds and Maglev offsets hash shard ids with the router's hasher."""
+    for name in sorted(HASH_ROUTERS):
+        r = HASH_ROUTERS[name]()
+        assert load_router(r.to_dict()).route_hashes(list(range(100))).tolist() == \
+            r.route_hashes(list(range(100))).tolist()
