@@ -88,7 +88,10 @@ cdef inline bytes _as_bytes(object k, Py_ssize_t i, object convert):
     if isinstance(k, (bytearray, memoryview)):
         return bytes(k)
     if convert is not None:
-        b = convert(k)
+        try:
+            b = convert(k)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"key at position {i}: {e}") from None
         if not PyBytes_Check(b):
             raise TypeError(f"key at position {i}: converter returned {type(b).__name__}, not bytes")
         return <bytes>b

@@ -198,6 +198,9 @@ def serialize(value: Any, cql_type: str | Sequence[str]) -> bytes:
 def _int_array(keys: Any, t: str) -> np.ndarray:
     size, lo, hi = _INT_RANGES[t]
     arr = np.asarray(keys)
+    if not isinstance(keys, np.ndarray) and arr.dtype.kind not in "iu":
+        arr = np.empty(len(keys), dtype=object)  # name the offending position below
+        arr[:] = list(keys)
     if arr.ndim != 1:
         raise ValueError(f"keys must be one-dimensional, got shape {arr.shape}")
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuO":

@@ -242,6 +242,9 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         vindex = _check_vindex(vindex)
         if not names:
             raise ValueError("need at least one shard")
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"duplicate shard name {dup!r}")
         ranges = [parse_shard_name(n) for n in names]
         order = sorted(range(len(names)), key=lambda i: ranges[i])
         expect = 0
