@@ -159,7 +159,6 @@ def test_live_guava(guava_oracle: Path) -> None:
 @given(st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=13), st.integers(1, (1 << 31) - 1))
 def test_array_lanes_equal_scalar(keys: list[int], buckets: int) -> None:
     # The batch kernel interleaves keys in groups of 4; every length and tail must agree.
-    keys = keys + [2687259751451158933] if buckets == 1000000007 else keys
     assert guava.consistent_hash_array(keys, buckets).tolist() == [guava.consistent_hash(k, buckets) for k in keys]
 
 
