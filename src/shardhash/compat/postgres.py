@@ -45,6 +45,7 @@ arm64: byte-string types hash differently on big-endian servers).
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import math
 import numbers
 import operator
@@ -415,10 +416,41 @@ def _numpy_keys(arr: np.ndarray, t: str, allow_null: bool) -> _Keys:
     raise TypeError(f"bytea values must be bytes, not an array of {arr.dtype}")
 
 
+def _varlen_fast(items: list[Any], t: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Data and offsets of a list of plain str (text) or bytes (bytea), encoded
+    in one pass; None when the general per-value path is needed (other types,
+    NUL characters, unencodable text), which also reports errors."""
+    n = len(items)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if t == "bytea":
+        if set(map(type, items)) - {bytes}:
+            return None
+        blob = b"".join(items)
+        if n:
+            np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=n), out=offsets[1:])
+        return np.frombuffer(blob, dtype=np.uint8), offsets
+    if set(map(type, items)) - {str}:
+        return None
+    big = "".join(items)
+    if "\x00" in big:
+        return None
+    try:
+        blob = big.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if n:
+        if len(blob) == len(big):                    # ASCII: bytes = characters
+            lengths = np.fromiter(map(len, items), dtype=np.int64, count=n)
+        else:
+            lengths = np.fromiter((len(x.encode("utf-8")) for x in items), dtype=np.int64, count=n)
+        np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(blob, dtype=np.uint8), offsets
+
+
 def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
     n = len(items)
     isnull = None
-    if any(x is None for x in items):
+    if any(map(operator.is_, items, itertools.repeat(None))):
         if not allow_null:
             pos = next(i for i, x in enumerate(items) if x is None)
             raise TypeError(f"cannot hash NULL (None) at position {pos} as {t}")
@@ -453,6 +485,10 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         if t == "uuid":
             blob = b"".join(b"\0" * 16 if x is None else _uuid_bytes(x) for x in items)
             return _Keys("fixed", np.frombuffer(blob, dtype=np.uint8), 16, n, isnull)
+        if isnull is None:
+            fast = _varlen_fast(items, t)
+            if fast is not None:
+                return _Keys("varlen", fast[0], fast[1], n, None)
         if t == "bytea":
             data, offsets = _varlen_from_bytes([b"" if x is None else _bytea_bytes(x) for x in items])
         else:
@@ -485,14 +521,15 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
         arr = values.to_numpy()
         return _numpy_keys(arr, t, allow_null)
     items = list(values)
-    if t in _INT_RANGE and items and not any(x is None or isinstance(x, (bool, np.bool_)) for x in items):
+    kinds = set(map(type, items))
+    if t in _INT_RANGE and kinds == {int}:
         try:
             arr = np.asarray(items)
-        except (ValueError, OverflowError):
+        except (ValueError, OverflowError):      # beyond int64 / uint64: checked per value
             arr = None
         if arr is not None and arr.dtype.kind in "iu" and arr.ndim == 1:
             return _numpy_keys(arr, t, allow_null)
-    if t in ("float8", "float4") and items and all(type(x) is float for x in items):
+    if t in ("float8", "float4") and kinds == {float}:
         return _numpy_keys(np.asarray(items, dtype=np.float64), t, allow_null)
     return _list_keys(items, t, allow_null)
 
