@@ -195,7 +195,7 @@ def _py(x: Any) -> Any:
 def _top(uniq: np.ndarray, counts: np.ndarray, k: int) -> list[int]:
     """Indices of the k largest counts; ties broken by key order (stable)."""
     order = np.argsort(-counts, kind="stable")
-    return order[:k].tolist()
+    return [int(i) for i in order[:k]]
 
 
 def top_k(keys: Any, k: int = 10, *, weights: Any = None, chunk_size: int = DEFAULT_CHUNK_SIZE) -> list[tuple[Any, float]]:
@@ -451,7 +451,7 @@ def _quantile_ranges(keys: np.ndarray, n: int) -> np.ndarray:
     except TypeError:
         raise ValueError("a range key needs values of one comparable type") from None
     srt = np.sort(keys, kind="stable")
-    splits = []
+    splits: list[Any] = []
     for i in range(1, n):
         v = srt[len(srt) * i // n]
         if not splits or v > splits[-1]:

@@ -198,6 +198,7 @@ def _make_router(args: argparse.Namespace) -> Any:
     hasher = Hasher(args.algorithm, seed=args.seed)
     s = args.strategy
     kw: dict[str, Any] = {"hasher": hasher}
+    r: Any
     if s == "modulo":
         r = routing.ModuloRouter(shards, **kw)
     elif s == "jump":
@@ -333,7 +334,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                         "destination": (ni[sel], list(new.shards))}
                 if w is not None:
                     cols[args.weights] = w[sel]
-                writer.write(cols)  # type: ignore[union-attr]
+                assert writer is not None
+                writer.write(cols)
 
         try:
             with _progress(reader.total_rows, "planning", not args.quiet) as advance:
@@ -401,8 +403,8 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
         _out(_table(["shard", "before", "after"], [(s, f"{before.get(s, 0):,}", f"{after.get(s, 0):,}") for s in names]))
         _out("")
         _out("move matrix (rows: old shard, columns: new shard):")
-        rows = [[s] + [f"{int(v):,}" for v in report.matrix[i]] for i, s in enumerate(report.old_shards)]
-        _out(_table(["old \\ new"] + list(report.new_shards), rows))
+        mrows = [[s] + [f"{int(v):,}" for v in report.matrix[i]] for i, s in enumerate(report.old_shards)]
+        _out(_table(["old \\ new"] + list(report.new_shards), mrows))
     else:
         from . import plan
 
@@ -422,7 +424,7 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
         _out("")
         _out(f"steps ({len(steps)}, at most {args.max_step_share:.2%} of the hash space each):")
         shown = steps[: args.max_steps_shown]
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for st in shown:
             if st.buckets is not None:
                 what = f"{len(st.buckets)} buckets"

@@ -215,6 +215,7 @@ class IdReader:
             raise IsADirectoryError(f"{self.path}: is a directory, not an ids file")
         self.columns: list[str] | None = None
         self.total_rows: int | None = None
+        self._mode: str | None = None
         self.column = column
         getattr(self, f"_open_{fmt}")()
 
@@ -315,7 +316,8 @@ class IdReader:
 
     # -- iteration --------------------------------------------------------
     def __iter__(self) -> Iterator[IdChunk]:
-        return getattr(self, f"_iter_{self.format}")()
+        it: Iterator[IdChunk] = getattr(self, f"_iter_{self.format}")()
+        return it
 
     def _iter_npy(self) -> Iterator[IdChunk]:
         arr = self._npy
@@ -342,7 +344,7 @@ class IdReader:
         return arr
 
     def _iter_text(self) -> Iterator[IdChunk]:
-        self._mode: str | None = None
+        self._mode = None
         buf: list[str] = []
         row0 = 1
         line_no = 0
@@ -393,7 +395,7 @@ class IdReader:
     def _iter_csv_stdlib(self) -> Iterator[IdChunk]:
         self._mode = None
         assert self.columns is not None
-        ci = self.columns.index(self.column)
+        ci = self.columns.index(self.column or "")
         wi = self.columns.index(self.weights_column) if self.weights_column else None
         ids: list[str] = []
         ws: list[str] = []

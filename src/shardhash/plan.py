@@ -82,12 +82,12 @@ class PlanReport:
     @property
     def before(self) -> np.ndarray:
         """Keys per old shard."""
-        return self.matrix.sum(axis=1)
+        return np.asarray(self.matrix.sum(axis=1))
 
     @property
     def after(self) -> np.ndarray:
         """Keys per new shard."""
-        return self.matrix.sum(axis=0)
+        return np.asarray(self.matrix.sum(axis=0))
 
     @property
     def before_weighted(self) -> np.ndarray | None:
@@ -114,7 +114,7 @@ class PlanReport:
     def _moved_mask(self) -> np.ndarray:
         old = np.asarray(self.old_shards, dtype=object)[:, None]
         new = np.asarray(self.new_shards, dtype=object)[None, :]
-        return old != new
+        return np.asarray(old != new, dtype=bool)
 
     def moves(self) -> list[dict[str, Any]]:
         """Non-empty off-diagonal cells: ``{source, destination, keys[, weight]}``, largest first."""
@@ -472,7 +472,7 @@ def _interval_moves(
     n_lo = [lo for lo, _, _ in rn]
     import bisect
 
-    out: list[MovedRange] = []
+    out: list[list[Any]] = []
     cur: list[Any] | None = None
     for i, lo in enumerate(starts):
         hi = starts[i + 1] - 1 if i + 1 < len(starts) else _MAX
@@ -485,8 +485,8 @@ def _interval_moves(
             cur[1] = hi
         else:
             cur = [lo, hi, src, dst]
-            out.append(cur)  # type: ignore[arg-type]
-    return [MovedRange(lo, hi, s, d, (hi - lo + 1) / HASH_SPACE) for lo, hi, s, d in out]  # type: ignore[misc]
+            out.append(cur)
+    return [MovedRange(int(a), int(b), str(c), str(e), (int(b) - int(a) + 1) / HASH_SPACE) for a, b, c, e in out]
 
 
 def _table_moves(
@@ -673,14 +673,14 @@ def plan_steps(
         groups = max(1, math.ceil(total / cap - 1e-12))
         while True:
             parts = [ms[len(ms) * g // groups : len(ms) * (g + 1) // groups] for g in range(groups)]
-            parts = [p for p in parts if p]
-            if groups >= len(ms) or all(sum(m.share for m in p) <= cap + 1e-15 for p in parts):
+            parts = [part for part in parts if part]
+            if groups >= len(ms) or all(sum(m.share for m in part) <= cap + 1e-15 for part in parts):
                 break
             groups += 1
         lst = per_pair.setdefault((src, dst), [])
-        for p in parts:
-            lst.append(Step(0, "buckets", src, dst, sum(m.share for m in p), min(m.lo for m in p),
-                            max(m.hi for m in p), tuple(m.bucket for m in p), p[0].modulus))  # type: ignore[misc]
+        for part in parts:
+            lst.append(Step(0, "buckets", src, dst, sum(m.share for m in part), min(m.lo for m in part),
+                            max(m.hi for m in part), tuple(int(m.bucket or 0) for m in part), part[0].modulus))
     pair_keys: dict[tuple[str, str], tuple[float, float | None]] = {}
     if keys is not None:
         rep = diff(old, new, keys, weights=weights)
@@ -693,13 +693,13 @@ def plan_steps(
         for q in queues:
             if level < len(q):
                 ordered.append(q[level])
-    pair_share = {p: sum(s.share for s in q) for p, q in per_pair.items()}
+    pair_share = {pr: sum(s.share for s in q) for pr, q in per_pair.items()}
     for i, st in enumerate(ordered):
         st.order = i + 1
-        p = (st.source, st.destination)
+        pair = (st.source, st.destination)
         if keys is not None:
-            cnt, wt = pair_keys.get(p, (0.0, None))
-            frac = st.share / pair_share[p] if pair_share[p] else 0.0
+            cnt, wt = pair_keys.get(pair, (0.0, None))
+            frac = st.share / pair_share[pair] if pair_share[pair] else 0.0
             st.est_keys = cnt * frac
             st.est_bytes = None if wt is None else wt * frac
         else:
