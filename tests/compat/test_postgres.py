@@ -482,3 +482,24 @@ def test_threads_hammer_the_same_routers() -> None:
 
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(work, range(16)))
+
+
+def test_arrow_polars_and_pandas_columns_with_nulls() -> None:
+    pa = pytest.importorskip("pyarrow")
+    rnd = random.Random(4)
+    n = 3000
+    ints = [None if rnd.random() < 0.1 else rnd.randrange(-(1 << 31), 1 << 31) for _ in range(n)]
+    texts = [None if rnd.random() < 0.1 else "".join(rnd.choice("aé🙂z") for _ in range(rnd.randrange(15)))
+             for _ in range(n)]
+    types = ("int4", "text")
+    want = [ref.partition_of(r, 16, types) for r in zip(ints, texts)]
+    arrow_cols = [pa.array(ints, type=pa.int32()), pa.chunked_array([texts[:1000], texts[1000:]])]
+    assert pg.partition_of_array(columns=arrow_cols, modulus=16, types=types).tolist() == want
+    assert pg.partition_of_array(columns=[ints, np.array(texts, dtype=object)], modulus=16,
+                                 types=types).tolist() == want
+    pd = pytest.importorskip("pandas")
+    assert pg.partition_of_array(columns=[pd.Series(ints, dtype=object), pd.Series(texts)], modulus=16,
+                                 types=types).tolist() == want
+    pl = pytest.importorskip("polars")
+    assert pg.partition_of_array(columns=[pl.Series(ints), pl.Series(texts)], modulus=16,
+                                 types=types).tolist() == want

@@ -518,8 +518,17 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
             raise ValueError(f"expected a 1-D array, got shape {values.shape}")
         return _numpy_keys(values, t, allow_null)
     if hasattr(values, "to_numpy") and type(values).__module__.split(".")[0] == "pandas":
-        arr = values.to_numpy()
-        return _numpy_keys(arr, t, allow_null)
+        dtype = getattr(values, "dtype", None)
+        if isinstance(dtype, np.dtype) and dtype.kind in "iufM":
+            # plain numpy-backed column: NaN in a float column is a value, as in PostgreSQL
+            return _numpy_keys(values.to_numpy(), t, allow_null)
+        # extension / object / string dtypes: pandas' missing markers are NULLs
+        arr = values.to_numpy(dtype=object)
+        missing = np.asarray(values.isna(), dtype=bool)
+        if missing.any():
+            arr = arr.copy()
+            arr[missing] = None
+        return _list_keys(arr.tolist(), t, allow_null)
     items = list(values)
     kinds = set(map(type, items))
     if t in _INT_RANGE and kinds == {int}:
