@@ -503,3 +503,29 @@ def test_arrow_polars_and_pandas_columns_with_nulls() -> None:
     pl = pytest.importorskip("polars")
     assert pg.partition_of_array(columns=[pl.Series(ints), pl.Series(texts)], modulus=16,
                                  types=types).tolist() == want
+
+
+def test_router_documents_and_plan() -> None:
+    import pickle
+
+    from shardhash import plan
+    from shardhash.routing import load_router
+
+    r = pg.HashPartitionRouter([f"p{i}" for i in range(8)], ("integer", "text"), version=4)
+    assert r.types == ("int4", "text") and r.modulus == 8
+    back = load_router(r.to_json())
+    assert isinstance(back, pg.HashPartitionRouter) and back == r and back.version == 4
+    assert pickle.loads(pickle.dumps(r)) == r
+    assert pg.HashPartitionRouter([f"p{i}" for i in range(8)], ("int8", "text")) != r
+    rows = [(i, f"k{i}") for i in range(5000)]
+    assert back.route_many(rows).tolist() == [r.route_index(x) for x in rows]
+    assert r.route_columns([[x for x, _ in rows], [y for _, y in rows]]).tolist() == r.route_many(rows).tolist()
+    # 8 -> 16 partitions with the same names for the first 8: exactly the rows
+    # with rowhash % 16 >= 8 move, to partition (rowhash % 16).
+    p8 = pg.HashPartitionRouter([f"p{i}" for i in range(8)], ("int8",))
+    p16 = pg.HashPartitionRouter([f"p{i}" for i in range(16)], ("int8",))
+    ids = np.arange(100_000, dtype=np.int64)
+    rep = plan.diff(p8, p16, ids)
+    rem16 = pg.partition_of_array(ids, 16, ("int8",))
+    assert rep.moved == int((rem16 >= 8).sum())
+    assert 0.48 < rep.moved_fraction < 0.52
