@@ -24,7 +24,8 @@ else
     # The server refuses to run as root: use the postgres account (or nobody).
     if id postgres >/dev/null 2>&1; then _sh_pg_user=postgres; else _sh_pg_user=nobody; fi
     chown "$_sh_pg_user" "$_sh_pg_dir"
-    _sh_pg_as() { runuser -u "$_sh_pg_user" -- "$@"; }
+    # (run from the server's own directory: the checkout may be unreadable to it)
+    _sh_pg_as() { (cd "$_sh_pg_dir" && runuser -u "$_sh_pg_user" -- "$@"); }
   else
     _sh_pg_as() { "$@"; }
   fi
@@ -35,7 +36,7 @@ else
       -o "-k $_sh_pg_dir -h '' -p $_sh_pg_port -F -c fsync=off" start >/dev/null \
     || { cat "$_sh_pg_dir/server.log"; false; }
   _sh_pg_stop="'$_sh_pg_bindir/pg_ctl' -D '$_sh_pg_dir/data' -m immediate -w stop >/dev/null 2>&1"
-  if [ "$(id -u)" = 0 ]; then _sh_pg_stop="runuser -u $_sh_pg_user -- $_sh_pg_stop"; fi
+  if [ "$(id -u)" = 0 ]; then _sh_pg_stop="(cd / && runuser -u $_sh_pg_user -- $_sh_pg_stop)"; fi
   ci_on_exit "$_sh_pg_stop; rm -rf '$_sh_pg_dir'"
   export PGHOST="$_sh_pg_dir" PGPORT="$_sh_pg_port" PGUSER=shardhash PGDATABASE=postgres
   export SHARDHASH_PG_DSN="host=$_sh_pg_dir port=$_sh_pg_port user=shardhash dbname=postgres"
