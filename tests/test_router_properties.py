@@ -143,7 +143,7 @@ def test_ring_matches_reference(shards, hs, hasher, vnodes, w):
     _agree(r, probe)
 
 
-@given(tokens=st.dictionaries(ids, st.lists(st.integers(0, U64), min_size=1, max_size=5),
+@given(tokens=st.dictionaries(ids, st.lists(st.integers(0, U64), min_size=1, max_size=5, unique=True),
                               min_size=1, max_size=6), hs=hashes)
 def test_explicit_ring_matches_reference(tokens, hs):
     r = RingRouter(list(tokens), tokens=tokens, collisions="first")

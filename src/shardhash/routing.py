@@ -159,12 +159,12 @@ def _check_hasher(hasher: Any) -> Hasher:
 def _check_int(v: Any, name: str, lo: int | None = None, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {_describe(v)} (type {type(v).__name__})")
-    v = int(v)
-    if lo is not None and v < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {v}")
-    if hi is not None and v > hi:
-        raise ValueError(f"{name} must be <= {hi}, got {v}")
-    return v
+    n: int = int(v)
+    if lo is not None and n < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {n}")
+    if hi is not None and n > hi:
+        raise ValueError(f"{name} must be <= {hi}, got {n}")
+    return n
 
 
 def _check_weights(weights: Any, shards: tuple[str, ...]) -> dict[str, float] | None:
@@ -368,6 +368,9 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
 class Router(RouterCore):
     """Base class of every router (see the module docstring for the contract)."""
 
+    _version: int
+    _fp: str | None
+
     type_name: ClassVar[str] = ""
     _doc_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -400,7 +403,7 @@ class Router(RouterCore):
     @property
     def version(self) -> int:
         """Topology version (an int chosen by the publisher)."""
-        return self._version  # type: ignore[no-any-return]
+        return self._version
 
     @property
     def fingerprint(self) -> str:
@@ -409,7 +412,7 @@ class Router(RouterCore):
         if fp is None:
             fp = hashlib.sha256(_canonical(self._body())).hexdigest()
             self._set("_fp", fp)
-        return fp  # type: ignore[no-any-return]
+        return fp
 
     def _doc_params(self) -> dict[str, Any]:
         return {}
@@ -417,7 +420,7 @@ class Router(RouterCore):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        return cls(shards, hasher=hasher, version=version, key_prefix=key_prefix)  # type: ignore[call-arg]
+        return cls(shards, hasher=hasher, version=version, key_prefix=key_prefix)
 
     def _body(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -482,6 +485,8 @@ class ModuloRouter(Router):
     [0, 1, 2, 0, 1]
     """
 
+    _placement: np.ndarray
+
     def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
                  key_prefix: int | None = None) -> None:
         super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
@@ -496,7 +501,7 @@ class ModuloRouter(Router):
     @property
     def placement(self) -> np.ndarray:
         """Shard index of each bucket (read-only int32 array)."""
-        return self._placement  # type: ignore[no-any-return]
+        return self._placement
 
 
 @register_router_type("jump")
@@ -550,6 +555,13 @@ class RingRouter(Router):
     >>> [r.shards[i] for i in r.route_hashes([35, 40, 20, 21, 45, 51, 81, 90, 0])]
     ['D', 'D', 'A', 'D', 'B', 'C', 'A', 'A', 'A']
     """
+
+    _collisions: str
+    _vnodes: int | None
+    _weights: dict[str, float] | None
+    _explicit: dict[str, list[int]] | None
+    _tokens: np.ndarray
+    _owners: np.ndarray
 
     _doc_fields = ("vnodes", "weights", "tokens", "collisions")
 
@@ -618,7 +630,7 @@ class RingRouter(Router):
     @property
     def vnodes(self) -> int | None:
         """Tokens per unit of weight (None for explicit tokens)."""
-        return self._vnodes  # type: ignore[no-any-return]
+        return self._vnodes
 
     @property
     def weights(self) -> dict[str, float] | None:
@@ -627,12 +639,12 @@ class RingRouter(Router):
     @property
     def tokens(self) -> np.ndarray:
         """Token positions, sorted (read-only uint64 array)."""
-        return self._tokens  # type: ignore[no-any-return]
+        return self._tokens
 
     @property
     def token_owners(self) -> np.ndarray:
         """Shard index owning each token (read-only int32 array)."""
-        return self._owners  # type: ignore[no-any-return]
+        return self._owners
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """``(lo, hi, shard index)`` inclusive hash intervals covering [0, 2**64 - 1]."""
@@ -677,6 +689,8 @@ class RendezvousRouter(Router):
     >>> r.route("user:1") in ("a", "b", "c")
     True
     """
+
+    _weights: dict[str, float] | None
 
     _doc_fields = ("weights",)
 
@@ -727,6 +741,10 @@ class MaglevRouter(Router):
     307
     """
 
+    _weights: dict[str, float] | None
+    _m: int
+    _table: np.ndarray
+
     _doc_fields = ("table_size", "weights")
 
     def __init__(self, shards: Iterable[str], *, table_size: int | None = None,
@@ -760,17 +778,17 @@ class MaglevRouter(Router):
 
     @property
     def table_size(self) -> int:
-        return self._m  # type: ignore[no-any-return]
+        return self._m
 
     @property
     def bucket_count(self) -> int:
         """Same as ``table_size``: bucket = hash % bucket_count."""
-        return self._m  # type: ignore[no-any-return]
+        return self._m
 
     @property
     def table(self) -> np.ndarray:
         """The lookup table: shard index of each slot (read-only int32 array)."""
-        return self._table  # type: ignore[no-any-return]
+        return self._table
 
     placement = table
 
@@ -801,6 +819,8 @@ class BucketRouter(Router):
     >>> [r.shards[i] for i in r.route_hashes([0, 1, 2, 3, 6])]
     ['db1', 'db1', 'db2', 'db2', 'db2']
     """
+
+    _placement: np.ndarray
 
     _doc_fields = ("placement",)
 
@@ -867,7 +887,7 @@ class BucketRouter(Router):
     @property
     def placement(self) -> np.ndarray:
         """Shard index of each bucket (read-only int32 array)."""
-        return self._placement  # type: ignore[no-any-return]
+        return self._placement
 
     @property
     def placement_ids(self) -> tuple[str, ...]:
@@ -909,6 +929,9 @@ class HashRangeRouter(Router):
     ['low', 'low', 'high', 'high']
     """
 
+    _splits: tuple[int, ...]
+    _range_owners: tuple[int, ...]
+
     _doc_fields = ("splits", "owners")
 
     def __init__(self, splits: Sequence[int], shards: Sequence[str], *, hasher: Hasher | None = None,
@@ -937,7 +960,7 @@ class HashRangeRouter(Router):
 
     @property
     def splits(self) -> tuple[int, ...]:
-        return self._splits  # type: ignore[no-any-return]
+        return self._splits
 
     @property
     def range_owners(self) -> tuple[str, ...]:
@@ -992,6 +1015,11 @@ class RangeRouter(Router):
     ('a', 'b', 'c')
     """
 
+    _splits: tuple[Any, ...]
+    _split_type: str
+    _range_owners: tuple[int, ...]
+    _owner_arr: np.ndarray
+
     _doc_fields = ("splits", "owners")
 
     def __init__(self, splits: Sequence[int] | Sequence[str], shards: Sequence[str], *,
@@ -1000,7 +1028,7 @@ class RangeRouter(Router):
             raise TypeError(f"splits must be a sequence of ints or strings, not {type(splits).__name__}")
         if isinstance(shards, (str, bytes)) or not isinstance(shards, Iterable):
             raise TypeError(f"shards must be a sequence of shard ids, not {type(shards).__name__}")
-        sp = list(splits)
+        sp: list[Any] = list(splits)
         kind = _split_kind(sp)
         if kind == "int":
             sp = [int(s) for s in sp]
@@ -1049,7 +1077,7 @@ class RangeRouter(Router):
 
     @property
     def splits(self) -> tuple[Any, ...]:
-        return self._splits  # type: ignore[no-any-return]
+        return self._splits
 
     @property
     def range_owners(self) -> tuple[str, ...]:
@@ -1074,7 +1102,7 @@ class RangeRouter(Router):
         return key
 
     def route_index(self, key: Any) -> int:
-        return self._range_owners[bisect.bisect_right(self._splits, self._key(key))]  # type: ignore[no-any-return]
+        return self._range_owners[bisect.bisect_right(self._splits, self._key(key))]
 
     def route(self, key: Any) -> str:
         return self.shards[self.route_index(key)]
@@ -1111,8 +1139,8 @@ class RangeRouter(Router):
                 raise TypeError(f"keys[{i}]: {e}") from None
         return o
 
-    route_hashes = _no_hashes  # type: ignore[assignment]
-    route_hash = _no_hashes  # type: ignore[assignment]
+    route_hashes = _no_hashes
+    route_hash = _no_hashes
 
     def _doc_params(self) -> dict[str, Any]:
         return {"splits": list(self._splits), "owners": [self.shards[i] for i in self._range_owners]}
@@ -1148,6 +1176,9 @@ class DirectoryRouter(Router):
     >>> r.route("giant-tenant"), r.shards
     ('c', ('a', 'b', 'c'))
     """
+
+    _base: Router
+    _overrides: tuple[tuple[Any, str], ...]
 
     _doc_fields = ("base", "overrides")
 
@@ -1193,7 +1224,7 @@ class DirectoryRouter(Router):
 
     @property
     def base(self) -> Router:
-        return self._base  # type: ignore[no-any-return]
+        return self._base
 
     @property
     def overrides(self) -> dict[Any, str]:
@@ -1231,6 +1262,11 @@ class WatermarkRouter(Router):
     (True, True)
     """
 
+    _old: Router
+    _new: Router
+    _wm: int
+    _new_map: np.ndarray
+
     _doc_fields = ("old", "new", "watermark")
 
     def __init__(self, old: Router, new: Router, watermark: int, *, version: int = 1) -> None:
@@ -1256,15 +1292,15 @@ class WatermarkRouter(Router):
 
     @property
     def old(self) -> Router:
-        return self._old  # type: ignore[no-any-return]
+        return self._old
 
     @property
     def new(self) -> Router:
-        return self._new  # type: ignore[no-any-return]
+        return self._new
 
     @property
     def watermark(self) -> int:
-        return self._wm  # type: ignore[no-any-return]
+        return self._wm
 
     def lowered(self, watermark: int, *, version: int | None = None) -> WatermarkRouter:
         """The same migration with the watermark moved (version + 1 by default)."""
@@ -1282,7 +1318,7 @@ class WatermarkRouter(Router):
         k = self._id(key)
         if k >= self._wm:
             return int(self._new_map[self._new.route_index(k)])
-        return self._old.route_index(k)  # type: ignore[no-any-return]
+        return self._old.route_index(k)
 
     def route(self, key: Any) -> str:
         return self.shards[self.route_index(key)]
@@ -1324,8 +1360,8 @@ class WatermarkRouter(Router):
             o[~mask] = self._old.route_many(a[~mask], threads=threads)
         return o
 
-    route_hashes = _no_hashes  # type: ignore[assignment]
-    route_hash = _no_hashes  # type: ignore[assignment]
+    route_hashes = _no_hashes
+    route_hash = _no_hashes
 
     def _doc_params(self) -> dict[str, Any]:
         return {"old": self._old.to_dict(), "new": self._new.to_dict(), "watermark": self._wm}
