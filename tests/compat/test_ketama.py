@@ -197,3 +197,21 @@ def test_live_uhashring() -> None:
         assert got == expect
         total += len(keys)
     assert total >= 10_000
+
+
+def test_bucket_index_matches_binary_search() -> None:
+    from shardhash.compat import _native_b
+
+    rng = np.random.default_rng(5)
+    for flavor in ("libmemcached", "uhashring"):
+        r = ketama.KetamaRouter([f"n{i}" for i in range(13)], list(range(1, 14)), flavor)
+        h = np.concatenate([rng.integers(0, 2**32, 20_000, dtype=np.uint64).astype(np.uint32),
+                            r.points, r.points - 1, r.points + 1, np.array([0, 2**32 - 1], dtype=np.uint32)])
+        upper = flavor == "uhashring"
+        plain = _native_b.ketama_lookup(r.points, r.point_owners, upper, h)
+        for bits in (1, 4, 12, 16):
+            idx = _native_b.ketama_bucket_index(r.points, bits)
+            assert (_native_b.ketama_lookup(r.points, r.point_owners, upper, h, None, idx) == plain).all()
+        side = "right" if upper else "left"
+        pos = np.searchsorted(r.points, h, side=side) % len(r.points)
+        assert (plain == r.point_owners[pos]).all()

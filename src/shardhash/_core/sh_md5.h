@@ -27,13 +27,19 @@ void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
 /* ketama continuum lookup.  points[0..m) sorted ascending (m >= 1), owners[k]
  * the server of point k.  A key hash h goes to the first point >= h
  * (upper == 0: libketama, libmemcached, twemproxy) or the first point > h
- * (upper != 0: uhashring's bisect_right), wrapping to point 0. */
+ * (upper != 0: uhashring's bisect_right), wrapping to point 0.
+ *
+ * Optional acceleration: index (2**bits + 1 entries, 1 <= bits <= 24, built
+ * by sh_ketama_bucket_index) holds for each value of a hash's top `bits`
+ * bits the first point at or above that bucket; with it a lookup scans a
+ * short stretch instead of a binary search.  Pass index = NULL to search. */
+void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index);
 void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                      const uint32_t *hashes, size_t n, int32_t *out);
+                      const int32_t *index, int bits, const uint32_t *hashes, size_t n, int32_t *out);
 /* MD5 key hash and lookup fused, over Arrow-style binary data. */
 void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
                              const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                             int32_t *out);
+                             const int32_t *index, int bits, int32_t *out);
 
 /* MongoDB hashed-index value of a number already reduced to int64
  * (seed 0): md5(LE32(0) || LE32(10) || LE64(v)), first 8 digest bytes as a

@@ -25,11 +25,13 @@ cdef extern from "sh_md5.h" nogil:
     void sh_md5(const void *data, size_t len, uint8_t *out)
     uint32_t sh_md5_u32le(const void *data, size_t len)
     void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+    void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index)
     void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                          const uint32_t *hashes, size_t n, int32_t *out)
+                          const int32_t *index, int bits, const uint32_t *hashes, size_t n,
+                          int32_t *out)
     void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
                                  const uint32_t *points, const int32_t *owners, size_t m,
-                                 int upper, int32_t *out)
+                                 int upper, const int32_t *index, int bits, int32_t *out)
     uint64_t sh_mongo_hash_int64(int64_t v)
     void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
     int64_t sh_mongo_double_to_long(double d)
@@ -77,15 +79,17 @@ sh_des_setkey(&_ZERO_KEY_DES, _zero_key)
 cdef const uint8_t _EMPTY[1]
 
 
-cdef inline bytes _as_bytes(object k, Py_ssize_t i, object convert):
+cdef inline bytes _as_bytes(object k, Py_ssize_t i, object convert, bint raw_bytes=True):
     cdef Py_ssize_t n
     cdef const char *p
-    if PyBytes_Check(k):
+    if not raw_bytes and not isinstance(k, str):
+        pass
+    elif PyBytes_Check(k):
         return <bytes>k
     if isinstance(k, str):
         p = PyUnicode_AsUTF8AndSize(k, &n)
         return p[:n]
-    if isinstance(k, (bytearray, memoryview)):
+    elif raw_bytes and isinstance(k, (bytearray, memoryview)):
         return bytes(k)
     if convert is not None:
         try:
@@ -135,49 +139,76 @@ def _arrow_pack(obj):
     return offsets, data
 
 
-def pack_keys(keys, convert=None):
+def pack_keys(keys, convert=None, bint raw_bytes=True):
     """Lay out keys as Arrow-style ``(offsets, data)``: key i is
     ``data[offsets[i]:offsets[i+1]]``.
 
-    bytes-like keys are taken as they are, ``str`` as UTF-8; any other key
-    goes through ``convert(key) -> bytes`` or raises TypeError naming its
-    position.  Arrow binary/string arrays (and objects exporting the Arrow
+    bytes-like keys are taken as they are (with ``raw_bytes=False`` they go
+    through ``convert`` too), ``str`` as UTF-8; any other key goes through
+    ``convert(key) -> bytes`` or raises TypeError naming its position.  Arrow binary/string arrays (and objects exporting the Arrow
     C interface) are used without copying the data.
     """
     cdef Py_ssize_t i, n, total = 0, pos = 0, m
     cdef int64_t[::1] off
     cdef uint8_t[::1] dat
-    cdef bytes b
+    cdef list seq
+    cdef object k
+    cdef const char *p
+    cdef dict other = {}
     if isinstance(keys, (bytes, str, bytearray, memoryview)):
         raise TypeError("keys must be a sequence of keys, not a single "
                         f"{type(keys).__name__}")
-    if not isinstance(keys, (list, tuple, np.ndarray)):
+    if isinstance(keys, np.ndarray):
+        if keys.ndim != 1:
+            raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
+        seq = keys.tolist()
+    elif isinstance(keys, list):
+        seq = <list>keys
+    elif isinstance(keys, tuple):
+        seq = list(keys)
+    else:
         packed = _arrow_pack(keys)
         if packed is not None:
             return packed
-        keys = list(keys)
-    elif isinstance(keys, np.ndarray):
-        if keys.ndim != 1:
-            raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
-        keys = keys.tolist()
-    n = len(keys)
-    parts = [None] * n
+        seq = list(keys)
+    n = len(seq)
+    # pass 1: sizes (str keys: their cached UTF-8 form; others converted once)
     for i in range(n):
-        b = _as_bytes(keys[i], i, convert)
-        parts[i] = b
-        total += PyBytes_GET_SIZE(b)
+        k = seq[i]
+        if raw_bytes and PyBytes_Check(k):
+            total += PyBytes_GET_SIZE(k)
+        elif isinstance(k, str):
+            PyUnicode_AsUTF8AndSize(k, &m)
+            total += m
+        else:
+            b = _as_bytes(k, i, convert, raw_bytes)
+            other[i] = b
+            total += PyBytes_GET_SIZE(b)
     offsets = np.empty(n + 1, dtype=np.int64)
     data = np.empty(max(total, 1), dtype=np.uint8)
     off = offsets
     dat = data
     off[0] = 0
+    # pass 2: copy
     for i in range(n):
-        b = <bytes>parts[i]
-        m = PyBytes_GET_SIZE(b)
+        k = seq[i]
+        if raw_bytes and PyBytes_Check(k):
+            m = PyBytes_GET_SIZE(k)
+            p = PyBytes_AS_STRING(k)
+        elif isinstance(k, str):
+            p = PyUnicode_AsUTF8AndSize(k, &m)
+        else:
+            k = other[i]
+            m = PyBytes_GET_SIZE(k)
+            p = PyBytes_AS_STRING(k)
+        if pos + m > total:
+            raise RuntimeError("keys changed while being packed")
         if m:
-            memcpy(&dat[pos], PyBytes_AS_STRING(b), m)
+            memcpy(&dat[pos], p, m)
         pos += m
         off[i + 1] = pos
+    if pos != total:
+        raise RuntimeError("keys changed while being packed")
     return offsets, data
 
 
@@ -341,7 +372,8 @@ def ketama_hash_offsets(const int64_t[::1] offsets not None, const uint8_t[::1] 
     return out
 
 
-cdef int _check_continuum(const uint32_t[::1] points, const int32_t[::1] owners) except -1:
+cdef int _check_continuum(const uint32_t[::1] points, const int32_t[::1] owners,
+                          const int32_t[::1] index) except -1:
     cdef Py_ssize_t i, m = points.shape[0]
     if m == 0:
         raise ValueError("the continuum has no points")
@@ -350,16 +382,53 @@ cdef int _check_continuum(const uint32_t[::1] points, const int32_t[::1] owners)
     for i in range(m - 1):
         if points[i + 1] < points[i]:
             raise ValueError("continuum points must be sorted")
+    if index is not None:
+        if index.shape[0] < 3 or (index.shape[0] - 1) & (index.shape[0] - 2) or index.shape[0] - 1 > (1 << 24):
+            raise ValueError("the bucket index must have 2**bits + 1 entries (1 <= bits <= 24)")
+        for i in range(index.shape[0] - 1):
+            if index[i] < 0 or index[i + 1] < index[i] or index[i + 1] > m:
+                raise ValueError("the bucket index is not a valid index of the continuum")
     return 0
+
+
+cdef int _bits_of(const int32_t[::1] index):
+    cdef int bits = 0
+    if index is None:
+        return 0
+    while (<Py_ssize_t>1 << bits) < index.shape[0] - 1:
+        bits += 1
+    return bits
+
+
+def ketama_bucket_index(const uint32_t[::1] points not None, int bits):
+    """For each ``bits``-bit prefix b, the first point >= ``b << (32 - bits)``
+    (plus a final entry ``len(points)``): the lookup accelerator."""
+    if not 1 <= bits <= 24:
+        raise ValueError(f"bits must be in 1..24, got {bits}")
+    cdef Py_ssize_t i, m = points.shape[0]
+    for i in range(m - 1):
+        if points[i + 1] < points[i]:
+            raise ValueError("continuum points must be sorted")
+    if m >= (1 << 31):
+        raise ValueError("too many points")
+    out = np.empty((1 << bits) + 1, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef const uint32_t *p = &points[0] if m else <const uint32_t *>_EMPTY
+    with nogil:
+        sh_ketama_bucket_index(p, <size_t>m, bits, &o[0])
+    return out
 
 
 def ketama_route_offsets(const uint32_t[::1] points not None, const int32_t[::1] owners not None,
                          bint upper, const int64_t[::1] offsets not None,
-                         const uint8_t[::1] data not None, threads=None):
+                         const uint8_t[::1] data not None, threads=None,
+                         const int32_t[::1] index=None):
     """MD5 key hash + continuum lookup: the owner index of every key."""
-    _check_continuum(points, owners)
+    _check_continuum(points, owners, index)
     cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
     cdef Py_ssize_t m = points.shape[0]
+    cdef int bits = _bits_of(index)
+    cdef const int32_t *ix = &index[0] if index is not None else NULL
     out = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] o = out
     cdef const uint8_t *d = &data[0] if data.shape[0] else _EMPTY
@@ -368,22 +437,25 @@ def ketama_route_offsets(const uint32_t[::1] points not None, const int32_t[::1]
         if e > s:
             with nogil:
                 sh_ketama_route_offsets(&offsets[s], d, <size_t>(e - s), &points[0], &owners[0],
-                                        <size_t>m, upper, &o[s])
+                                        <size_t>m, upper, ix, bits, &o[s])
     parallel_for(n, threads, body)
     return out
 
 
 def ketama_lookup(const uint32_t[::1] points not None, const int32_t[::1] owners not None,
-                  bint upper, const uint32_t[::1] hashes not None, threads=None):
-    _check_continuum(points, owners)
+                  bint upper, const uint32_t[::1] hashes not None, threads=None,
+                  const int32_t[::1] index=None):
+    _check_continuum(points, owners, index)
     cdef Py_ssize_t n = hashes.shape[0], m = points.shape[0]
+    cdef int bits = _bits_of(index)
+    cdef const int32_t *ix = &index[0] if index is not None else NULL
     out = np.empty(n, dtype=np.int32)
     cdef int32_t[::1] o = out
 
     def body(Py_ssize_t s, Py_ssize_t e):
         if e > s:
             with nogil:
-                sh_ketama_lookup(&points[0], &owners[0], <size_t>m, upper, &hashes[s],
+                sh_ketama_lookup(&points[0], &owners[0], <size_t>m, upper, ix, bits, &hashes[s],
                                  <size_t>(e - s), &o[s])
     parallel_for(n, threads, body)
     return out

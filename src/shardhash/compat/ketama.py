@@ -142,6 +142,10 @@ def _decimal(k: Any) -> bytes:
     raise TypeError(f"a ketama key must be bytes, str or int, not {type(k).__name__} ({k!r:.60})")
 
 
+def _str_utf8(k: Any) -> bytes:
+    return str(k).encode("utf-8")
+
+
 def ketama_hash(key: Any, flavor: str = "libketama") -> int:
     """The key's position on the continuum: the first little-endian 32-bit
     word of ``md5(key)``.
@@ -231,8 +235,12 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         else:
             order = np.lexsort((owners, points))  # by point, then server index
             points, owners = points[order], owners[order]
-        points.setflags(write=False)
-        owners.setflags(write=False)
+        # lookup accelerator: about one point per bucket of the key hash's top bits
+        bits = max(1, min(16, int(len(points)).bit_length()))
+        index = _native_b.ketama_bucket_index(points, bits)
+        for a in (points, owners, index):
+            a.setflags(write=False)
+        self._set("_index", index)
         self._set("_points", points)
         self._set("_powners", owners)
         self._set("_weights", tuple(w))
@@ -306,7 +314,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         if h.size and (int(h.min()) < 0 or int(h.max()) > 0xFFFFFFFF):
             raise ValueError("key hashes must be in 0..2**32-1")
         res = _native_b.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
-                                      np.ascontiguousarray(h, dtype=np.uint32), threads)
+                                      np.ascontiguousarray(h, dtype=np.uint32), threads, self._index)
         if out is None:
             return res
         out[...] = res
@@ -316,15 +324,11 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         """Server indices (int32 array) for many keys: MD5 and continuum
         lookup in one pass, without the GIL."""
         if self._flavor == "uhashring":
-            if isinstance(keys, np.ndarray):
-                keys = keys.tolist()
-            if isinstance(keys, (list, tuple)):
-                keys = [k if type(k) is str else str(k) for k in keys]
-            offsets, data = _native_b.pack_keys(keys, convert=str.encode)
+            offsets, data = _native_b.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:
             offsets, data = _native_b.pack_keys(keys, convert=_decimal)
         res = _native_b.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
-                                             offsets, data, threads)
+                                             offsets, data, threads, self._index)
         if self._flavor == "twemproxy" and len(res):
             empty = offsets[1:] == offsets[:-1]
             if empty.any():
