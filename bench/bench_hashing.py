@@ -18,7 +18,7 @@ runs once as a plain test (so the file never rots).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,30 +38,35 @@ BASELINE = {"int64-10M": "shardhash threads=1", "str-arrow-1M": "shardhash arrow
 
 
 def _enabled(request: pytest.FixtureRequest) -> bool:
-    return not request.config.getoption("benchmark_disable")
+    # --benchmark-enable on the command line overrides the --benchmark-disable of addopts
+    opt = request.config.getoption
+    return not opt("benchmark_disable") or bool(opt("benchmark_enable"))
+
+
+class _Summary:
+    """Prints the ratios at the end of the session, after pytest-benchmark's tables."""
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not RESULTS:
+            return
+        w = terminalreporter.write_line
+        terminalreporter.section("shardhash hashing: ratios (case time / shardhash time; > 1: shardhash faster)")
+        for group, cases in RESULTS.items():
+            base = cases.get(BASELINE[group])
+            w(f"{group} (against {BASELINE[group]!r}):")
+            for case, (best, median, n) in cases.items():
+                line = (f"  {case:32s} best {best * 1e3:8.2f} ms  median {median * 1e3:8.2f} ms  "
+                        f"{best / n * 1e9:7.2f} ns/key")
+                if base is not None and case != BASELINE[group]:
+                    line += f"   x{best / base[0]:.2f} (best)  x{median / base[1]:.2f} (median)"
+                w(line)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _summary(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    if not RESULTS:
-        return
-    lines = ["", "shardhash hashing benchmarks (ratio = case time / shardhash time; > 1: shardhash faster)"]
-    for group, cases in RESULTS.items():
-        base = cases.get(BASELINE[group])
-        lines.append(f"  {group}:")
-        for case, (best, median, n) in cases.items():
-            line = f"    {case:34s} best {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms  " \
-                   f"{best / n * 1e9:7.2f} ns/key"
-            if base is not None and case != BASELINE[group]:
-                line += f"  ratio best {best / base[0]:6.2f}x  median {median / base[1]:6.2f}x"
-            lines.append(line)
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    for line in lines:
-        if reporter is not None:
-            reporter.write_line(line)
-        else:
-            print(line)
+def _summary(request: pytest.FixtureRequest) -> None:
+    pm = request.config.pluginmanager
+    if _enabled(request) and not pm.has_plugin("shardhash-bench-hashing-summary"):
+        pm.register(_Summary(), "shardhash-bench-hashing-summary")
 
 
 def _run(benchmark: Any, request: pytest.FixtureRequest, group: str, case: str, n: int,
