@@ -408,3 +408,88 @@ def test_rendezvous_steps_by_sampling():
     lo_hi = sorted((s.lo, s.hi) for s in steps if s.source == "s0")
     assert lo_hi[0][0] == 0 and lo_hi[-1][1] == U64
     assert all(a[1] + 1 == b[0] for a, b in zip(lo_hi, lo_hi[1:]))
+
+
+# ------------------------------------------------------- more strategies
+
+
+def test_diff_writes_moved_keys(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    old, new = routing.JumpRouter(FOUR), routing.JumpRouter(FIVE)
+    keys = [f"user:{i}" for i in range(5000)]
+    w = np.arange(5000, dtype=float)
+    rep = plan.diff(old, new, keys, weights=w, moves=tmp_path / "m.parquet", chunk_size=999)
+    t = pq.read_table(tmp_path / "m.parquet")
+    assert t.num_rows == rep.moved
+    o = old.route_many(keys)
+    n = new.route_many(keys)
+    moved = [i for i in range(5000) if old.shards[o[i]] != new.shards[n[i]]]
+    assert t.column("id").to_pylist() == [keys[i] for i in moved]
+    assert t.column("source").to_pylist() == [old.shards[o[i]] for i in moved]
+    assert t.column("destination").to_pylist() == [new.shards[n[i]] for i in moved]
+    assert t.column("weight").to_pylist() == [float(i) for i in moved]
+    # Nothing moves: a valid file with the columns and no rows.
+    plan.diff(old, old, keys, moves=tmp_path / "none.csv")
+    assert (tmp_path / "none.csv").read_text().splitlines() == ["id,source,destination"]
+
+
+def test_diff_over_raw_key_routers():
+    _has("RangeRouter", "DirectoryRouter")
+    old = routing.RangeRouter([1000, 2000], ["a", "b", "c"])
+    new = routing.RangeRouter([1500], ["a", "c"])
+    keys = np.arange(0, 3000, dtype=np.int64)
+    rep = plan.diff(old, new, keys, chunk_size=700)
+    ref, _, _, _ = _reference_matrix(old, new, keys)
+    np.testing.assert_array_equal(rep.matrix, ref)
+    # b's keys below 1500 go to a, the rest of b to c.
+    assert rep.moved == 1000
+    with pytest.raises(ValueError, match="use plan.diff"):
+        plan.moved_ranges(old, new)
+    d = routing.DirectoryRouter(routing.JumpRouter(FOUR), {7: "s3", 8: "s0"})
+    rep2 = plan.diff(routing.JumpRouter(FOUR), d, keys)
+    assert rep2.moved <= 2
+
+
+def test_hash_range_add_split_and_remove_merge():
+    _has("HashRangeRouter")
+    old = routing.HashRangeRouter([2**62, 2**63, 3 * 2**62], FOUR)
+    new, steps = plan.add_shards(old, ["s4", "s5"])
+    assert new.version == old.version + 1
+    ranges = _check_ranges_exact(old, new)
+    # The two widest ranges (all equal: the first two) are split in half.
+    assert [(r.lo, r.hi, r.source, r.destination) for r in ranges] == [
+        (2**61, 2**62 - 1, "s0", "s4"), (2**62 + 2**61, 2**63 - 1, "s1", "s5")]
+    back, steps2 = plan.remove_shards(new, ["s4", "s5"])
+    assert back.owned_ranges() == old.owned_ranges()
+    assert {(s.source, s.destination) for s in steps2} == {("s4", "s0"), ("s5", "s1")}
+    assert plan.ideal_fraction(old, new) == pytest.approx(0.25)
+
+
+def test_ring_reweight_keeps_every_token():
+    _has("RingRouter")
+    old = routing.RingRouter(FOUR, vnodes=32)
+    new, steps = plan.reweight(old, {"s2": 2.0})
+    assert set(old.tokens.tolist()) <= set(new.tokens.tolist())
+    ranges = _check_ranges_exact(old, new)
+    assert {r.destination for r in ranges} == {"s2"}
+    assert new.weights == {"s2": 2.0}
+    assert plan.ideal_fraction(old, new) == pytest.approx(0.4 - 0.25)  # s2: 1/4 -> 2/5
+
+
+def test_maglev_keeps_its_table_size_and_moves_little():
+    _has("MaglevRouter")
+    old = routing.MaglevRouter(FOUR, table_size=4099)
+    new, steps = plan.add_shards(old, "s4")
+    assert new.table_size == 4099
+    ranges = _check_ranges_exact(old, new)
+    share = sum(r.share for r in ranges)
+    assert 0.2 <= share < 0.26
+    assert all(r.kind == "bucket" for r in ranges)
+    new2, _ = plan.reweight(old, {"s0": 2.0})
+    assert new2.weights == {"s0": 2.0}
+
+
+def test_planner_rejects_raw_key_routers():
+    _has("RangeRouter")
+    with pytest.raises(ValueError, match="no planner for RangeRouter"):
+        plan.add_shards(routing.RangeRouter([10], ["a", "b"]), "c")

@@ -301,7 +301,6 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from . import plan
-    from .io import ChunkWriter
 
     old = _load_router(args.old)
     new = _load_router(args.new)
@@ -316,31 +315,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.ids:
         reader = _open_ids(args, args.ids, weights=args.weights)
         writer = None
-        on_chunk = None
         if args.moves:
             try:
-                writer = ChunkWriter(args.moves)
+                writer = plan.MovesWriter(args.moves, old, new, id_column=reader.column or "id",
+                                          weight_column=args.weights or "weight")
             except (ValueError, FileNotFoundError, ImportError) as exc:
                 raise UsageError(_msg(exc)) from None
-            col = reader.column or "id"
-            so = np.asarray(old.shards, dtype=object)
-            sn = np.asarray(new.shards, dtype=object)
-            moved_cell = so[:, None] != sn[None, :]
-
-            def on_chunk(k: Any, oi: np.ndarray, ni: np.ndarray, w: Any) -> None:
-                sel = moved_cell[oi, ni]
-                ids = np.asarray(k)[sel] if isinstance(k, np.ndarray) else np.asarray(list(k), dtype=object)[sel]
-                cols: dict[str, Any] = {col: ids, "source": (oi[sel], list(old.shards)),
-                                        "destination": (ni[sel], list(new.shards))}
-                if w is not None:
-                    cols[args.weights] = w[sel]
-                assert writer is not None
-                writer.write(cols)
 
         try:
             with _progress(reader.total_rows, "planning", not args.quiet) as advance:
                 report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
-                                   on_chunk=on_chunk, progress=advance)
+                                   on_chunk=writer, progress=advance)
         except (ValueError, TypeError, OverflowError) as exc:
             raise UsageError(f"{args.ids}: {_msg(exc)}") from None
         finally:

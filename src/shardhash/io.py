@@ -566,6 +566,7 @@ class ChunkWriter:
         self._writer: Any = None
         self._file: Any = None
         self._names: list[str] | None = None
+        self._empty: Any = None
         if fmt == "parquet":
             require_pyarrow("writing Parquet")
 
@@ -606,7 +607,17 @@ class ChunkWriter:
             arrays.append(arr)
         table = pa.Table.from_arrays(arrays, names=list(columns))
         if self._writer is None:
+            if table.num_rows == 0:
+                # An empty chunk cannot tell the column types (an empty
+                # object column is "null"): wait for rows, or use it at close.
+                self._empty = table
+                return
             self._writer = pq.ParquetWriter(self.path, table.schema)
+        elif not table.schema.equals(self._writer.schema):
+            try:
+                table = table.cast(self._writer.schema)
+            except (pa.ArrowException, ValueError) as exc:
+                raise ValueError(f"{self.path}: column types changed between chunks ({exc})") from None
         self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -629,6 +640,12 @@ class ChunkWriter:
         self.rows += n
 
     def close(self) -> None:
+        if self._writer is None and self._empty is not None:
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(self.path, self._empty.schema)
+            self._writer.write_table(self._empty)
+            self._empty = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -35,6 +35,7 @@ from .io import DEFAULT_CHUNK_SIZE, iter_chunks
 
 __all__ = [
     "PlanReport",
+    "MovesWriter",
     "MovedRange",
     "Step",
     "diff",
@@ -190,6 +191,79 @@ def _check_router(router: Any, what: str) -> None:
         raise TypeError(f"{what} must be a shardhash router, not {type(router).__name__}")
 
 
+class MovesWriter:
+    """Write moved keys ``(id, source, destination[, weight])`` to Parquet or CSV, chunk by chunk.
+
+    Pass it as ``on_chunk`` to :func:`diff` (or give ``diff`` a ``moves=``
+    path).  Shard columns are dictionary-encoded in Parquet.  Use as a
+    context manager, or call :meth:`close`.
+
+    >>> import os, tempfile
+    >>> from shardhash import routing
+    >>> old, new = routing.ModuloRouter(["a", "b"]), routing.ModuloRouter(["a", "b", "c"])
+    >>> path = os.path.join(tempfile.mkdtemp(), "moves.csv")
+    >>> with MovesWriter(path, old, new) as w:
+    ...     rep = diff(old, new, list(range(1000)), on_chunk=w)
+    >>> w.rows == rep.moved
+    True
+    """
+
+    def __init__(self, path: Any, old: Any, new: Any, *, id_column: str = "id",
+                 weight_column: str = "weight") -> None:
+        from .io import ChunkWriter
+
+        self._writer = ChunkWriter(path)
+        self._old = list(old.shards)
+        self._new = list(new.shards)
+        so = np.asarray(self._old, dtype=object)
+        sn = np.asarray(self._new, dtype=object)
+        self._moved_cell = np.asarray(so[:, None] != sn[None, :], dtype=bool)
+        self.id_column = id_column
+        self.weight_column = weight_column
+        self.rows = 0
+
+    def __call__(self, keys: Any, old_idx: np.ndarray, new_idx: np.ndarray, weights: np.ndarray | None) -> None:
+        sel = self._moved_cell[old_idx, new_idx]
+        if isinstance(keys, np.ndarray):
+            ids = keys[sel]
+        else:
+            if hasattr(keys, "to_numpy"):
+                try:
+                    arr = keys.to_numpy(zero_copy_only=False)
+                except TypeError:
+                    arr = keys.to_numpy()
+            else:
+                arr = np.empty(len(keys), dtype=object)
+                arr[:] = list(keys)
+            ids = np.asarray(arr)[sel]
+        cols: dict[str, Any] = {
+            self.id_column: ids,
+            "source": (old_idx[sel], self._old),
+            "destination": (new_idx[sel], self._new),
+        }
+        if weights is not None:
+            cols[self.weight_column] = weights[sel]
+        self._writer.write(cols)
+        self.rows += int(sel.sum())
+
+    def close(self) -> None:
+        if self._writer.rows == 0 and self._writer._names is None:
+            # Nothing moved: still write the header / schema.
+            empty: dict[str, Any] = {
+                self.id_column: np.zeros(0, dtype=np.int64),
+                "source": (np.zeros(0, np.int32), self._old),
+                "destination": (np.zeros(0, np.int32), self._new),
+            }
+            self._writer.write(empty)
+        self._writer.close()
+
+    def __enter__(self) -> MovesWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def diff(
     old: Any,
     new: Any,
@@ -201,6 +275,7 @@ def diff(
     threads: int | None = None,
     on_chunk: Callable[[Any, np.ndarray, np.ndarray, np.ndarray | None], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    moves: Any = None,
 ) -> PlanReport:
     """Route ``keys`` under ``old`` and ``new`` and count what moves.
 
@@ -212,7 +287,9 @@ def diff(
     ``per_key=True`` (then ``sources`` / ``destinations`` hold the old and new
     shard index of every key); ``on_chunk(keys, old_idx, new_idx, weights)``
     sees each chunk (e.g. to write moved keys out) and ``progress(n)`` is told
-    how many keys each chunk held.
+    how many keys each chunk held.  ``moves`` (a ``.parquet`` or ``.csv``
+    path) receives every moved key as ``(id, source, destination[, weight])``,
+    written chunk by chunk (see :class:`MovesWriter`).
 
     >>> from shardhash import routing
     >>> old = routing.JumpRouter(["a", "b", "c", "d"])
@@ -225,6 +302,19 @@ def diff(
     _check_router(new, "new")
     if isinstance(keys, range):
         keys = np.arange(keys.start, keys.stop, keys.step, dtype=np.int64)
+    if moves is not None:
+        with MovesWriter(moves, old, new) as writer:
+            if on_chunk is None:
+                cb = writer
+            else:
+                user_cb = on_chunk
+
+                def cb(k: Any, o: np.ndarray, n: np.ndarray, w: np.ndarray | None) -> None:
+                    writer(k, o, n, w)
+                    user_cb(k, o, n, w)
+
+            return diff(old, new, keys, weights=weights, per_key=per_key, chunk_size=chunk_size,
+                        threads=threads, on_chunk=cb, progress=progress)
     from ._plan import count_moves
 
     n_old, n_new = len(old.shards), len(new.shards)
@@ -809,6 +899,9 @@ def _rebuild(router: Any, shards: Sequence[str], *, weights: dict[str, float] | 
     r = _routing()
     kind = _kind(router)
     version = int(getattr(router, "version", 0)) + 1
+    # Weight 1 is the default: leave it out so documents stay canonical.
+    if weights is not None:
+        weights = {s: w for s, w in weights.items() if w != 1.0} or None
     common: dict[str, Any] = {"hasher": router.hasher, "version": version}
     if kind == "modulo":
         return r.ModuloRouter(list(shards), **common)
