@@ -157,8 +157,10 @@ def test_plan_text_output(work):
 def test_plan_hash_space_view_of_the_seed_ring(work):
     out = json.loads(run("plan", work["ring3"], work["ring4"], "--json").stdout)
     assert [(m["lo"], m["hi"], m["source"], m["destination"]) for m in out["moved_ranges"]] == [(21, 40, "B", "D")]
-    text = run("plan", work["ring3"], work["ring4"]).stdout
-    assert "B" in text and "D" in text and "21" in text
+    png = work["dir"] / "ring.png"
+    text = run("plan", work["ring3"], work["ring4"], "--plot", png).stdout
+    assert "range  21  40       B            D" in text
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_analyze(work):

@@ -427,6 +427,23 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
         _out("nothing moves")
 
 
+def _space_shares(router: Any) -> dict[str, float]:
+    """Share of the hash space each shard owns (exact for tables and ranges)."""
+    from .plan import _ranges_of, _table_of, target_shares
+
+    t = _table_of(router)
+    if t is not None:
+        c = np.bincount(t, minlength=len(router.shards)) / len(t)
+        return {s: float(v) for s, v in zip(router.shards, c)}
+    rng = _ranges_of(router)
+    if rng is not None:
+        out = {s: 0.0 for s in router.shards}
+        for lo, hi, i in rng:
+            out[router.shards[i]] += (hi - lo + 1) / 2**64
+        return out
+    return target_shares(router)
+
+
 def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
     try:
         import matplotlib
@@ -445,10 +462,8 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
         after = dict(zip(sn, report.after.tolist()))
         unit = "keys"
     else:
-        from .plan import target_shares
-
         mat = np.zeros((len(so), len(sn)))
-        ta, tb = target_shares(old), target_shares(new)
+        ta = _space_shares(old)
         for i, s in enumerate(so):
             if s in sn:
                 mat[i, sn.index(s)] = ta[s]
@@ -459,7 +474,6 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
                 mat[i, sn.index(m.source)] -= m.share
         before = {s: float(mat[i].sum()) for i, s in enumerate(so)}
         after = {s: float(mat[:, j].sum()) for j, s in enumerate(sn)}
-        del tb
         unit = "share of hash space"
     names = list(dict.fromkeys(so + sn))
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
