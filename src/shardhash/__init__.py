@@ -59,3 +59,8 @@ __all__ += [
     "load_router",
     "register_router_type",
 ]
+
+# -- planning, analysis, chunked I/O (submodules) -----------------------------
+from shardhash import analysis, io, plan  # noqa: E402
+
+__all__ += ["analysis", "io", "plan"]
