@@ -141,6 +141,35 @@ def test_routers_reject_bad_input() -> None:
         c.route_worker_hashes([1 << 31])
 
 
+@pytest.mark.parametrize("bounds, exc, match", [
+    ([(2, 0), (3, 1)], ValueError, "3 does not divide 2|2 does not divide 3"),
+    ([(2, 0), (4, 0)], ValueError, "would overlap partition 'a'"),
+    ([(2, 2), (2, 1)], ValueError, "remainder 2 must be in"),
+    ([(0, 0), (2, 1)], ValueError, "modulus 0 must be in"),
+    ([(2, 0)], ValueError, "1 bounds given for 2 partitions"),
+    ([(2, 0), (2.0, 1)], TypeError, "must hold ints"),
+    ([(2, 0), 2], TypeError, r"bounds\[1\] must be a \(modulus, remainder\) pair"),
+    ("2,0", TypeError, "sequence of"),
+])
+def test_partition_bounds(bounds: object, exc: type[Exception], match: str) -> None:
+    with pytest.raises(exc, match=match):
+        pg.HashPartitionRouter(["a", "b"], ("int8",), bounds=bounds)  # type: ignore[arg-type]
+
+
+def test_rows_without_a_partition() -> None:
+    r = pg.HashPartitionRouter(["a", "b"], ("int8",), bounds=[(4, 0), (4, 1)])
+    assert not r.complete
+    ids = list(range(100))
+    rem = pg.partition_of_array(ids, 4, ("int8",)).tolist()
+    lost = rem.index(2) if 2 in rem else rem.index(3)
+    with pytest.raises(ValueError, match="no partition accepts row"):
+        r.route(ids[lost])
+    with pytest.raises(ValueError, match=f"no partition accepts the row at position {lost}"):
+        r.route_many(ids)
+    ok = [i for i, x in zip(ids, rem) if x < 2]
+    assert r.route_many(ok).tolist() == [x for x in rem if x < 2]
+
+
 HALF = [(-(1 << 31), -1), (0, (1 << 31) - 1)]
 
 

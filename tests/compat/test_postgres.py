@@ -446,6 +446,10 @@ def test_live_insert_routing(psql: Psql, types: tuple[str, ...], bounds: list[tu
         assert [(mm, remainders[mm][i]) for mm in moduli if (mm, remainders[mm][i]) in owners] == [(m, r)]
     for i in range(0, n, 211):
         assert pg.partition_of(rows[i], moduli[-1], types) == remainders[moduli[-1]][i]
+    # The router with the table's (modulus, remainder) bounds picks the same partitions.
+    router = pg.HashPartitionRouter([f"p_{m}_{r}" for m, r in bounds], types, bounds=bounds)
+    assert router.complete
+    assert [bounds[i] for i in router.route_many(rows).tolist()] == got
 
 
 @pytest.mark.oracle

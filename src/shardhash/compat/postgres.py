@@ -752,15 +752,51 @@ def _router_base() -> Any:
 _Router, _register = _router_base()
 
 
+_MAX_TABLE = 1 << 26      # largest modulus a router builds its remainder table for
+
+
+def _check_bounds(bounds: Any, n: int) -> tuple[tuple[int, int], ...]:
+    """Validate (modulus, remainder) pairs as PostgreSQL does when partitions are attached."""
+    if isinstance(bounds, (str, bytes)) or not isinstance(bounds, Sequence):
+        raise TypeError(f"bounds must be a sequence of (modulus, remainder) pairs, not {type(bounds).__name__}")
+    if len(bounds) != n:
+        raise ValueError(f"{len(bounds)} bounds given for {n} partitions")
+    out = []
+    for i, b in enumerate(bounds):
+        if isinstance(b, (str, bytes)) or not isinstance(b, Sequence) or len(b) != 2:
+            raise TypeError(f"bounds[{i}] must be a (modulus, remainder) pair, not {b!r}")
+        m, r = b
+        for v in (m, r):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"bounds[{i}] must hold ints, not {v!r}")
+        m, r = int(m), int(r)
+        if not 1 <= m <= _MAX_TABLE:
+            raise ValueError(f"bounds[{i}]: modulus {m} must be in [1, {_MAX_TABLE}]")
+        if not 0 <= r < m:
+            raise ValueError(f"bounds[{i}]: remainder {r} must be in [0, {m - 1}] for modulus {m}")
+        out.append((m, r))
+    moduli = sorted({m for m, _ in out})
+    for a, b in zip(moduli, moduli[1:]):
+        if b % a:
+            raise ValueError(f"every hash partition modulus must be a factor of the next larger "
+                             f"modulus (PostgreSQL's rule): {a} does not divide {b}")
+    return tuple(out)
+
+
 @_register("postgres_hash_partition")
 class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
     """Route rows to the partitions of a ``PARTITION BY HASH`` table.
 
     ``partitions[i]`` is the partition ``FOR VALUES WITH (MODULUS
-    len(partitions), REMAINDER i)``; ``types`` names the partition-key
-    columns in key order.  Keys are rows: a tuple of column values (None for
-    NULL), or a bare value for a one-column key.  ``route_many`` takes a
-    sequence of row tuples (or, for one column, any array of values).
+    len(partitions), REMAINDER i)``, or with ``bounds`` the partition ``FOR
+    VALUES WITH (MODULUS bounds[i][0], REMAINDER bounds[i][1])`` -- moduli
+    may differ (each must divide the next larger one, as PostgreSQL
+    requires), which is how a partition is split in place.  ``types`` names
+    the partition-key columns in key order.  Keys are rows: a tuple of column
+    values (None for NULL), or a bare value for a one-column key.
+    ``route_many`` takes a sequence of row tuples (or, for one column, any
+    array of values); ``route_columns`` takes one array per key column.  A
+    row that no partition accepts is a ValueError, as in PostgreSQL.
 
     >>> r = HashPartitionRouter([f"orders_p{i}" for i in range(4)], ("bigint",))
     >>> r.route(42), r.route_many([42, 7, 1 << 40]).tolist()
@@ -768,17 +804,39 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
     >>> r2 = HashPartitionRouter(["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"], ("int4", "text"))
     >>> r2.route((1, "a")), r2.route((None, None))
     ('p5', 'p0')
+    >>> split = HashPartitionRouter(["p0", "p1a", "p1b"], ("bigint",), bounds=[(2, 0), (4, 1), (4, 3)])
+    >>> split.route(42), split.route(7)
+    ('p0', 'p1b')
     """
 
-    _doc_fields = ("types",)
+    _doc_fields = ("types", "bounds")
     routes_on_hash = False
 
-    def __init__(self, partitions: Sequence[str], types: Any, *, version: int = 1) -> None:
+    def __init__(self, partitions: Sequence[str], types: Any, *,
+                 bounds: Sequence[tuple[int, int]] | None = None, version: int = 1) -> None:
         ts = _check_types(types)
         super().__init__(partitions, version=version)
-        if len(self.shards) > (1 << 31) - 1:
-            raise ValueError("too many partitions for a PostgreSQL modulus")
+        n = len(self.shards)
+        if bounds is None:
+            if n > _MAX_TABLE:
+                raise ValueError(f"too many partitions (at most {_MAX_TABLE})")
+            bs = tuple((n, i) for i in range(n))
+        else:
+            bs = _check_bounds(bounds, n)
+        greatest = max(m for m, _ in bs)
+        table = np.full(greatest, -1, dtype=np.int32)
+        for i, (m, r) in enumerate(bs):
+            cells = table[r::m]
+            clash = np.flatnonzero(cells >= 0)
+            if clash.size:
+                j = int(cells[clash[0]])
+                raise ValueError(f"partition {self.shards[i]!r} (MODULUS {m}, REMAINDER {r}) would overlap "
+                                 f"partition {self.shards[j]!r} (MODULUS {bs[j][0]}, REMAINDER {bs[j][1]})")
+            cells[...] = i
+        table.setflags(write=False)
         self._set("_types", ts)
+        self._set("_bounds", bs)
+        self._set("_table", table)
         self._use_python()
         self._finish()
 
@@ -788,24 +846,32 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         return self._types  # type: ignore[no-any-return]
 
     @property
+    def bounds(self) -> list[tuple[int, int]]:
+        """``(MODULUS, REMAINDER)`` of each partition, in partition order."""
+        return list(self._bounds)
+
+    @property
     def modulus(self) -> int:
-        """The partitions' MODULUS (the number of partitions)."""
-        return len(self.shards)
+        """The greatest MODULUS (rows are placed by ``rowhash % modulus``)."""
+        return len(self._table)
 
     @property
     def bucket_count(self) -> int:
-        """Rows go to bucket ``rowhash % bucket_count`` (= the modulus)."""
-        return len(self.shards)
+        """Rows go to bucket ``rowhash % bucket_count`` (the greatest modulus)."""
+        return len(self._table)
 
     @property
     def placement(self) -> np.ndarray:
-        """Partition index of each remainder: the identity."""
-        p = np.arange(len(self.shards), dtype=np.int32)
-        p.setflags(write=False)
-        return p
+        """Partition index of each remainder of the greatest modulus (-1: no partition)."""
+        return self._table  # type: ignore[no-any-return]
+
+    @property
+    def complete(self) -> bool:
+        """True when every row has a partition (no remainder is left uncovered)."""
+        return bool((self._table >= 0).all())
 
     def _doc_params(self) -> dict[str, Any]:
-        return {"types": list(self._types)}
+        return {"types": list(self._types), "bounds": [list(b) for b in self._bounds]}
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
@@ -815,10 +881,28 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         types = params["types"]
         if not isinstance(types, list) or not types:
             raise ValueError("params.types must be a non-empty list of type names")
-        return cls(shards, tuple(types), version=version)
+        bounds = params.get("bounds")
+        if bounds is not None:
+            if not isinstance(bounds, list):
+                raise ValueError("params.bounds must be a list of [modulus, remainder] pairs")
+            bounds = [tuple(b) if isinstance(b, list) else b for b in bounds]
+        return cls(shards, tuple(types), bounds=bounds, version=version)
+
+    def _owner(self, rem: np.ndarray) -> np.ndarray:
+        idx: np.ndarray = np.take(self._table, rem)
+        if (idx < 0).any():
+            pos = int(np.flatnonzero(idx < 0)[0])
+            raise ValueError(f"no partition accepts the row at position {pos} "
+                             f"(remainder {int(rem[pos])} of modulus {len(self._table)})")
+        return idx
 
     def route_index(self, row: Any) -> int:
-        return partition_of(row, len(self.shards), self._types)
+        rem = row_hash(row, self._types) % len(self._table)
+        i = int(self._table[rem])
+        if i < 0:
+            raise ValueError(f"no partition accepts row {row!r} "
+                             f"(remainder {rem} of modulus {len(self._table)})")
+        return i
 
     def route(self, row: Any) -> str:
         """The partition that holds ``row``."""
@@ -826,18 +910,18 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, rows: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Partition indices (int32) of many rows."""
-        rem = partition_of_array(rows, len(self.shards), self._types, threads=threads)
+        rem = partition_of_array(rows, len(self._table), self._types, threads=threads)
         res = _out_array(out, len(rem), np.int32)
-        res[...] = rem
+        res[...] = self._owner(rem)
         return res
 
     def route_columns(self, columns: Sequence[Any], *, out: np.ndarray | None = None,
                       threads: int | None = None) -> np.ndarray:
         """Partition indices (int32) of rows given column by column (None / Arrow nulls = NULL)."""
-        rem = partition_of_array(columns=columns, modulus=len(self.shards), types=self._types,
+        rem = partition_of_array(columns=columns, modulus=len(self._table), types=self._types,
                                  threads=threads)
         res = _out_array(out, len(rem), np.int32)
-        res[...] = rem
+        res[...] = self._owner(rem)
         return res
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
