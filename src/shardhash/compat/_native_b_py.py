@@ -137,7 +137,7 @@ def _md5_words(s: bytes) -> list[int]:
 
 def _f32(x: float) -> float:
     """Round a double to the nearest float32 (what a C float assignment does)."""
-    return struct.unpack("<f", struct.pack("<f", x))[0]
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
 
 def ketama_points(names: list[bytes], weights: list[int], flavor: str) -> list[tuple[int, int]]:
@@ -198,7 +198,7 @@ def mongo_number_to_long(x: float | int) -> int:
 def mongo_hash_number(x: float | int) -> int:
     """md5(seed 0 || type 10 || int64 LE), first 8 digest bytes LE, signed."""
     msg = struct.pack("<iiq", 0, 10, mongo_number_to_long(x))
-    return struct.unpack("<q", hashlib.md5(msg).digest()[:8])[0]
+    return int(struct.unpack("<q", hashlib.md5(msg).digest()[:8])[0])
 
 
 def vitess_in_shard(ksid: bytes, start: bytes, end: bytes) -> bool:

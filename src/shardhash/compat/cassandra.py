@@ -304,10 +304,9 @@ def _build_ring(tokens: Mapping[Hashable, Iterable[int]]) -> tuple[list[str], np
     pairs: list[tuple[int, int]] = []
     owner_of: dict[int, str] = {}
     for idx, node in enumerate(tokens):
-        toks = tokens[node]
-        if isinstance(toks, (int, np.integer)) and not isinstance(toks, bool):
-            toks = [toks]
-        toks = list(toks)
+        given: Any = tokens[node]
+        toks: list[Any] = [given] if isinstance(given, (int, np.integer)) and not isinstance(given, bool) \
+            else list(given)
         if not toks:
             raise ValueError(f"node {node!r} has no tokens")
         for t in toks:
@@ -366,9 +365,11 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
                 raise ValueError("a composite cql_type needs at least one column type")
             for t in ct:
                 _type_name(t)
-        else:
+        elif isinstance(cql_type, str):
             _type_name(cql_type)
             ct = cql_type
+        else:
+            raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
         super().__init__(nodes, version=version)
         ring.setflags(write=False)
         owners.setflags(write=False)
@@ -445,7 +446,7 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         """Node indices (int32) for precomputed tokens (int64)."""
         t = np.ascontiguousarray(tokens, dtype=np.int64)
         idx = _native_b.cassandra_ring_index(self._ring, t, threads)
-        res = self._owners[idx]
+        res: np.ndarray = self._owners[idx]
         if out is None:
             return res
         out[...] = res

@@ -292,8 +292,9 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     # -- routing -----------------------------------------------------------------
 
     def _hash_to_index(self, h: int) -> int:
-        side = "right" if self._flavor == "uhashring" else "left"
-        i = int(np.searchsorted(self._points, np.uint32(h), side=side))
+        pts = self._points
+        i = int(np.searchsorted(pts, np.uint32(h), side="right") if self._flavor == "uhashring"
+                else np.searchsorted(pts, np.uint32(h), side="left"))
         return int(self._powners[0 if i == len(self._points) else i])
 
     def route_index(self, key: Any) -> int:

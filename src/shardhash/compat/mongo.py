@@ -274,10 +274,10 @@ def _bound(v: Any, what: str) -> int | None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{what} must be an int64 hash value, MIN_KEY or MAX_KEY, not {type(v).__name__} ({v!r:.60})")
-    v = int(v)
-    if not INT64_MIN <= v <= INT64_MAX:
-        raise ValueError(f"{what} {v} is outside the int64 range")
-    return v
+    iv = int(v)
+    if not INT64_MIN <= iv <= INT64_MAX:
+        raise ValueError(f"{what} {iv} is outside the int64 range")
+    return iv
 
 
 def _router_base() -> Any:
@@ -409,7 +409,7 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
     def route_hashed(self, values: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for precomputed hashed values (int64)."""
         h = np.asarray(values, dtype=np.int64)
-        res = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
+        res: np.ndarray = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
         if out is None:
             return res
         out[...] = res

@@ -286,7 +286,7 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
     def route_keyspace_ids(self, ksids: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for keyspace ids given as big-endian uint64 numbers."""
         k = np.asarray(ksids, dtype=np.uint64)
-        res = self._owners[np.searchsorted(self._starts, k, side="right") - 1]
+        res: np.ndarray = self._owners[np.searchsorted(self._starts, k, side="right") - 1]
         if out is None:
             return res
         out[...] = res
