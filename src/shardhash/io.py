@@ -737,7 +737,7 @@ def _weights_array(w: Any, n: int, what: str) -> np.ndarray | None:
     if hasattr(w, "to_numpy") and not isinstance(w, np.ndarray):
         w = w.to_numpy()
     try:
-        arr = np.asarray(w, dtype=np.float64)
+        arr = np.ascontiguousarray(w, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be numeric, got {type(w).__name__}") from None
     if arr.ndim != 1:
