@@ -43,7 +43,7 @@ import test_postgres as tp  # noqa: E402
 
 M64 = (1 << 64) - 1
 TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "varchar",
-         "bytea", "uuid", "float4", "float8")
+         "bpchar", "bytea", "uuid", "float4", "float8")
 
 
 def encode(t: str, v: Any) -> str:
@@ -53,7 +53,7 @@ def encode(t: str, v: Any) -> str:
         return str(v)
     if t in ("date", "timestamp", "timestamptz"):
         return str(v.isoformat())
-    if t in ("text", "varchar"):
+    if t in ("text", "varchar", "bpchar"):
         return json.dumps(v)
     if t == "bytea":
         return bytes(v).hex()
@@ -87,7 +87,8 @@ def make_postgres(psql: tp.Psql) -> None:
                (("text",), [(5, r) for r in range(5)]),
                (("int4", "text"), [(2, 0), (4, 1), (8, 3), (8, 7)]),
                (("uuid", "date", "float8"), [(6, r) for r in range(6)]),
-               (("timestamp", "bytea", "int2", "varchar"), [(3, r) for r in range(3)])]
+               (("timestamp", "bytea", "int2", "varchar"), [(3, r) for r in range(3)]),
+               (("bpchar", "timestamptz", "float4"), [(4, r) for r in range(4)])]
     for types, bounds in layouts:
         rnd = random.Random(f"vectors/{types}")
         cols = [[None if rnd.random() < 0.15 else v for v in tp.random_values(t, 40, seed=23 + j)]

@@ -57,7 +57,7 @@ def decode_value(t: str, s: str) -> Any:
         return dt.date.fromisoformat(s)
     if t in ("timestamp", "timestamptz"):
         return dt.datetime.fromisoformat(s)
-    if t in ("text", "varchar"):
+    if t in ("text", "varchar", "bpchar"):
         return json.loads(s)
     if t == "bytea":
         return bytes.fromhex(s)
@@ -137,7 +137,7 @@ strategies = {
     "date": st.dates(),
     "timestamp": st.datetimes(),
     "timestamptz": st.datetimes(timezones=st.just(dt.timezone(dt.timedelta(hours=5, minutes=30)))),
-    "text": text, "varchar": text,
+    "text": text, "varchar": text, "bpchar": text,
     "bytea": st.binary(max_size=40),
     "uuid": st.uuids(),
     "float8": st.floats(allow_nan=True, allow_infinity=True),
@@ -265,7 +265,7 @@ def copy_literal(t: str, v: Any) -> str:
     """A value in COPY text format."""
     if v is None:
         return "\\N"
-    if t in ("text", "varchar"):
+    if t in ("text", "varchar", "bpchar"):
         return str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
     if t == "bytea":
         return "\\\\x" + bytes(v).hex()
@@ -297,6 +297,7 @@ def random_values(t: str, n: int, seed: int) -> list[Any]:
         "float4": [0.0, -0.0, math.nan, math.inf, 1.5, 0.10000000149011612, 3.4028234663852886e38],
     }
     edge["varchar"] = edge["text"]
+    edge["bpchar"] = edge["text"] + ["", " ", "ab  ", "a b", "   x", "x\t", "é  "]
     edge["timestamptz"] = [d.replace(tzinfo=dt.timezone.utc) for d in edge["timestamp"][:2]]
     out = list(edge[t])
     alphabet = "abcxyzABC019 \t\n\\éßЖ中文🙂\u200b"
@@ -318,8 +319,9 @@ def random_values(t: str, n: int, seed: int) -> list[Any]:
                         dt.datetime.max.replace(tzinfo=dt.timezone.utc) - dt.timedelta(days=2):
                     d = d.astimezone(dt.timezone(off))
             out.append(d)
-        elif t in ("text", "varchar"):
-            out.append("".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 41))))
+        elif t in ("text", "varchar", "bpchar"):
+            w = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 41)))
+            out.append(w + " " * rnd.randrange(0, 4) if t == "bpchar" else w)
         elif t == "bytea":
             out.append(rnd.randbytes(rnd.randrange(0, 41)))
         elif t == "uuid":
@@ -345,6 +347,7 @@ HASH_SQL = {
     "timestamptz": ("timestamp_hash_extended(v::timestamp, {s})", "timestamp_hash(v::timestamp)"),
     "text": ("hashtextextended(v, {s})", "hashtext(v)"),
     "varchar": ("hashtextextended(v, {s})", "hashtext(v)"),
+    "bpchar": ("hashbpcharextended(v, {s})", "hashbpchar(v)"),
     # hashvarlena(extended) takes `internal`, so not callable from SQL; hash_array of a
     # one-element array is 31 + the element's hash (mod 2**32 / 2**64) -- undone below.
     "bytea": ("hash_array_extended(ARRAY[v], {s})", "hash_array(ARRAY[v])"),
@@ -428,6 +431,7 @@ def _with_nulls(rnd: random.Random, values: list[Any], rate: float) -> list[Any]
     (("int4", "text"), [(2, 0), (4, 1), (8, 3), (8, 7)]),          # mixed moduli
     (("uuid", "date", "float8"), [(6, r) for r in range(6)]),
     (("timestamp", "bytea", "int2", "varchar"), [(3, r) for r in range(3)]),
+    (("bpchar", "timestamptz", "float4"), [(4, r) for r in range(4)]),
 ])
 def test_live_insert_routing(psql: Psql, types: tuple[str, ...], bounds: list[tuple[int, int]]) -> None:
     n = 10_000 if len(types) <= 2 else 3_000

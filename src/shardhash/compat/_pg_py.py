@@ -128,6 +128,8 @@ def _key(value: object, type_: str) -> tuple[str, object]:
         return "u32", fold_int8((value - _EPOCH_TS) // _dt.timedelta(microseconds=1))
     if t in ("text", "varchar"):
         return "bytes", str(value).encode("utf-8")
+    if t == "bpchar":
+        return "bytes", str(value).rstrip(" ").encode("utf-8")
     if t == "bytea":
         return "bytes", bytes(value)                                # type: ignore[call-overload]
     if t == "uuid":

@@ -20,6 +20,7 @@ Supported column types (PostgreSQL's names; SQL aliases such as ``bigint``,
 ``timestamptz`` aware :class:`datetime.datetime` (arrays: ``datetime64`` as UTC)
 ``text``        ``str`` (UTF-8, the database encoding; no NUL characters)
 ``varchar``     same as ``text``
+``bpchar``      ``char(n)``: a ``str``, trailing spaces ignored
 ``bytea``       ``bytes``-like
 ``uuid``        :class:`uuid.UUID` or its text
 ``float8``      ``float`` (or ``int``); ``0.0 == -0.0``, every NaN alike
@@ -49,6 +50,7 @@ import itertools
 import math
 import numbers
 import operator
+import re
 import struct
 import uuid as _uuid
 from collections.abc import Sequence
@@ -77,7 +79,7 @@ HASH_PARTITION_SEED: int = 0x7A5B22367996DCFD
 
 #: The column types this module hashes, by PostgreSQL's own names.
 TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "varchar",
-         "bytea", "uuid", "float4", "float8")
+         "bpchar", "bytea", "uuid", "float4", "float8")
 
 _ALIASES = {
     "smallint": "int2", "smallserial": "int2", "serial2": "int2",
@@ -86,6 +88,7 @@ _ALIASES = {
     "timestamp without time zone": "timestamp",
     "timestamp with time zone": "timestamptz",
     "character varying": "varchar",
+    "character": "bpchar", "char": "bpchar",
     "double precision": "float8", "real": "float4",
 }
 
@@ -102,6 +105,8 @@ _DATE_MIN, _DATE_MAX = -2451545, 2145031948    # 4714-11-24 BC .. 5874897-12-31
 _TS_MIN, _TS_MAX = -211813488000000000, 9223371331199999999   # 4714-11-24 BC .. 294276 AD
 
 _M64 = (1 << 64) - 1
+_TYPMOD = re.compile(r"\s*\(\s*\d+\s*\)")
+_TEXT_TYPES = ("text", "varchar", "bpchar")
 
 # Key kinds after conversion.
 _U32, _FLOAT, _BYTES = 0, 1, 2
@@ -110,12 +115,14 @@ _U32, _FLOAT, _BYTES = 0, 1, 2
 def canonical_type(type: str) -> str:
     """PostgreSQL's name for a column type, from it or an SQL alias.
 
-    >>> canonical_type("bigint")
-    'int8'
+    Length and precision modifiers do not change the hash and are dropped.
+
+    >>> canonical_type("bigint"), canonical_type("character varying(64)"), canonical_type("char(3)")
+    ('int8', 'varchar', 'bpchar')
     """
     if not isinstance(type, str):
         raise TypeError(f"type must be a str such as 'int8', not {type!r}")
-    t = " ".join(type.strip().lower().split())
+    t = " ".join(_TYPMOD.sub(" ", type.strip().lower()).split())   # varchar(20) -> varchar
     t = _ALIASES.get(t, t)
     if t not in TYPES:
         raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(TYPES)}")
@@ -175,7 +182,8 @@ def _text_bytes(value: Any, t: str) -> bytes:
         raise TypeError(f"{t} value must be a str, not {_describe(value)}")
     if "\x00" in value:
         raise ValueError(f"{t} value cannot contain NUL characters: {value!r}")
-    return value.encode("utf-8")
+    text: str = value.rstrip(" ") if t == "bpchar" else value   # char(n) ignores trailing spaces
+    return text.encode("utf-8")
 
 
 def _bytea_bytes(value: Any) -> bytes:
@@ -224,7 +232,7 @@ def _scalar_key(value: Any, t: str) -> tuple[int, Any]:
         if not _TS_MIN <= us <= _TS_MAX:
             raise ValueError(f"{t} value out of PostgreSQL's range: {value!r}")
         return _U32, _pg.fold_int8(us)
-    if t in ("text", "varchar"):
+    if t in _TEXT_TYPES:
         return _BYTES, _text_bytes(value, t)
     if t == "bytea":
         return _BYTES, _bytea_bytes(value)
@@ -405,7 +413,7 @@ def _numpy_keys(arr: np.ndarray, t: str, allow_null: bool) -> _Keys:
         if k == "U":
             return _list_keys(arr.tolist(), t, allow_null)
         raise TypeError(f"uuid values must be uuid.UUID/str objects or an (n, 16) uint8 array, not {arr.dtype}")
-    if t in ("text", "varchar"):
+    if t in _TEXT_TYPES:
         if k != "U":
             raise TypeError(f"{t} values must be str, not an array of {arr.dtype}")
         return _list_keys(arr.tolist(), t, allow_null)
@@ -431,6 +439,8 @@ def _varlen_fast(items: list[Any], t: str) -> tuple[np.ndarray, np.ndarray] | No
         return np.frombuffer(blob, dtype=np.uint8), offsets
     if set(map(type, items)) - {str}:
         return None
+    if t == "bpchar":
+        items = [x.rstrip(" ") for x in items]
     big = "".join(items)
     if "\x00" in big:
         return None
