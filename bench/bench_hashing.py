@@ -89,7 +89,8 @@ def int_keys(n: int) -> np.ndarray:
     key = ("int", n)
     if key not in _CACHE:
         _CACHE[key] = np.random.default_rng(1).integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
-    return _CACHE[key]
+    keys: np.ndarray = _CACHE[key]
+    return keys
 
 
 def str_keys(n: int) -> list[str]:
@@ -98,7 +99,8 @@ def str_keys(n: int) -> list[str]:
         rnd = np.random.default_rng(2).integers(0, 2**48, n, dtype=np.int64)
         # "user:00000042:3f2a9c01bd77" -- 26 bytes each
         _CACHE[key] = [f"user:{i:08d}:{int(x):012x}" for i, x in enumerate(rnd)]
-    return _CACHE[key]
+    strs: list[str] = _CACHE[key]
+    return strs
 
 
 def _xxh3_loop(strs: list[str]) -> list[int]:

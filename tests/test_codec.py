@@ -12,6 +12,7 @@ import json
 import unicodedata
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ HEADER = ["int_encoding", "normalization", "casefold", "strip", "key", "encoded"
 
 def key_from_json(doc: Any) -> Any:
     tag, value = doc
-    readers = {
+    readers: dict[str, Callable[[Any], Any]] = {
         "str": lambda v: v, "bytes": bytes.fromhex, "int": int, "uuid": uuid.UUID,
         "tuple": lambda v: tuple(key_from_json(p) for p in v), "bool": bool,
         "none": lambda v: None, "float": float,

@@ -361,7 +361,7 @@ def test_malformed_codec_documents(doc: Any, exc: type[Exception], pattern: str)
 def test_regression_unknown_fields_of_mixed_types() -> None:
     # Unknown keys of different types once broke the sort that lists them.
     for doc, cls in ((GOOD_CODEC, KeyCodec), (GOOD_HASHER, Hasher)):
-        bad = {**doc, 1: "x", "zz": 2, (3,): None, None: 0}
+        bad: dict[Any, Any] = {**doc, 1: "x", "zz": 2, (3,): None, None: 0}
         with pytest.raises(ValueError, match=r"unknown field\(s\)") as ei:
             cls.from_dict(bad)
         for name in ("1", "zz", "(3,)", "None"):
@@ -400,7 +400,8 @@ def test_bad_codec_arguments(kwargs: dict[str, Any], exc: type[Exception], patte
 
 
 def test_bad_hasher_arguments_and_immutability() -> None:
-    for codec in ({"strip": True}, "default", KeyCodec):
+    not_codecs: list[Any] = [{"strip": True}, "default", KeyCodec]
+    for codec in not_codecs:
         with pytest.raises(TypeError, match=r"codec must be a shardhash.KeyCodec or None"):
             Hasher(codec=codec)
         with pytest.raises(TypeError, match=r"codec must be a shardhash.KeyCodec or None"):

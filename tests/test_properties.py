@@ -96,14 +96,14 @@ def test_mixed_keys_scalar_equals_batch_equals_oracle(h: Hasher, keys: list[Any]
     assert np.array_equal(hash_array(keys, h.algorithm, h.seed, h.codec), expected)
 
 
-INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+INT_DTYPES: list[Any] = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 
 
-def layouts(draw: st.DrawFn, a: np.ndarray) -> np.ndarray:
+def layouts(data: st.DataObject, a: np.ndarray) -> np.ndarray:
     """The same values in another byte order and/or as a strided or reversed view."""
-    if draw(st.booleans()):
+    if data.draw(st.booleans()):
         a = a.astype(a.dtype.newbyteorder("S"))
-    step = draw(st.sampled_from([1, 2, 3, -1, -2]))
+    step = data.draw(st.sampled_from([1, 2, 3, -1, -2]))
     if step == 1:
         return a
     big = np.zeros(len(a) * abs(step), dtype=a.dtype)
@@ -123,7 +123,7 @@ def test_integer_arrays_agree_with_lists(h: Hasher, values: list[int], data: st.
     lo, hi = min(values, default=0), max(values, default=0)
     fitting = [t for t in INT_DTYPES if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max]
     for t in fitting:
-        a = layouts(data.draw, np.array(values, dtype=t))
+        a = layouts(data, np.array(values, dtype=t))
         assert [int(x) for x in a] == values
         assert np.array_equal(h.hash_array(a), expected), (t, a.dtype, a.strides)
     if not fitting:
