@@ -118,7 +118,7 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
  * SH_MD5_LANES independent messages advance in lock step; the per-lane
  * loops are plain C that compilers turn into SIMD (SSE2 / NEON) without any
  * target-specific code. */
-#define SH_MD5_LANES 8
+#define SH_MD5_LANES 16
 
 #define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                                   \
     do {                                                                       \
@@ -136,34 +136,41 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
 
 #if defined(SH_MD5_SSE2)
 /* The same lane loop written with SSE2 (baseline on every x86-64 target):
- * two groups of four lanes interleaved for instruction-level parallelism. */
+ * four groups of four lanes interleaved for instruction-level parallelism. */
 #define SH_V_ROTL(v, s) _mm_or_si128(_mm_slli_epi32((v), (s)), _mm_srli_epi32((v), 32 - (s)))
 #define SH_V_F(x, y, z) _mm_xor_si128((z), _mm_and_si128((x), _mm_xor_si128((y), (z))))
 #define SH_V_G(x, y, z) _mm_xor_si128((y), _mm_and_si128((z), _mm_xor_si128((x), (y))))
 #define SH_V_H(x, y, z) _mm_xor_si128(_mm_xor_si128((x), (y)), (z))
 #define SH_V_I(x, y, z) _mm_xor_si128((y), _mm_or_si128((x), _mm_xor_si128((z), ones)))
+#define SH_V_ONE(f, a, b, c, d, k, s, g)                                                   \
+    do {                                                                                   \
+        __m128i v_ = _mm_add_epi32(_mm_add_epi32(a##g, f(b##g, c##g, d##g)),               \
+                                   _mm_add_epi32(X##g[k], t_));                            \
+        a##g = _mm_add_epi32(SH_V_ROTL(v_, s), b##g);                                      \
+    } while (0)
 #define SH_V_STEP(f, a, b, c, d, k, s, t)                                                  \
     do {                                                                                   \
         __m128i t_ = _mm_set1_epi32((int)(t));                                             \
-        __m128i v0_ = _mm_add_epi32(_mm_add_epi32(a##0, f(b##0, c##0, d##0)),              \
-                                    _mm_add_epi32(X0[k], t_));                             \
-        __m128i v1_ = _mm_add_epi32(_mm_add_epi32(a##1, f(b##1, c##1, d##1)),              \
-                                    _mm_add_epi32(X1[k], t_));                             \
-        a##0 = _mm_add_epi32(SH_V_ROTL(v0_, s), b##0);                                     \
-        a##1 = _mm_add_epi32(SH_V_ROTL(v1_, s), b##1);                                     \
+        SH_V_ONE(f, a, b, c, d, k, s, 0);                                                  \
+        SH_V_ONE(f, a, b, c, d, k, s, 1);                                                  \
+        SH_V_ONE(f, a, b, c, d, k, s, 2);                                                  \
+        SH_V_ONE(f, a, b, c, d, k, s, 3);                                                  \
     } while (0)
 
 static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES])
 {
-    __m128i X0[16], X1[16];
+    __m128i X0[16], X1[16], X2[16], X3[16];
     const __m128i ones = _mm_set1_epi32(-1);
     __m128i a0 = _mm_set1_epi32((int)0x67452301u), b0 = _mm_set1_epi32((int)0xefcdab89u);
     __m128i c0 = _mm_set1_epi32((int)0x98badcfeu), d0 = _mm_set1_epi32((int)0x10325476u);
-    __m128i a1 = a0, b1 = b0, c1 = c0, d1 = d0;
+    __m128i a1 = a0, b1 = b0, c1 = c0, d1 = d0, a2 = a0, b2 = b0, c2 = c0, d2 = d0;
+    __m128i a3 = a0, b3 = b0, c3 = c0, d3 = d0;
     int i;
     for (i = 0; i < 16; i++) {
         X0[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][0]);
         X1[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][4]);
+        X2[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][8]);
+        X3[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][12]);
     }
     for (i = 0; i < 16; i += 4) {
         SH_V_STEP(SH_V_F, a, b, c, d, i, 7, sh_md5_T[i]);
@@ -189,10 +196,13 @@ static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES
         SH_V_STEP(SH_V_I, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
         SH_V_STEP(SH_V_I, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
     }
-    a0 = _mm_add_epi32(a0, _mm_set1_epi32((int)0x67452301u));
-    a1 = _mm_add_epi32(a1, _mm_set1_epi32((int)0x67452301u));
-    _mm_storeu_si128((__m128i *)(void *)&out[0], a0);
-    _mm_storeu_si128((__m128i *)(void *)&out[4], a1);
+    {
+        const __m128i init = _mm_set1_epi32((int)0x67452301u);
+        _mm_storeu_si128((__m128i *)(void *)&out[0], _mm_add_epi32(a0, init));
+        _mm_storeu_si128((__m128i *)(void *)&out[4], _mm_add_epi32(a1, init));
+        _mm_storeu_si128((__m128i *)(void *)&out[8], _mm_add_epi32(a2, init));
+        _mm_storeu_si128((__m128i *)(void *)&out[12], _mm_add_epi32(a3, init));
+    }
 }
 #else
 static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES])
