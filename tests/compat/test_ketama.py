@@ -215,3 +215,26 @@ def test_bucket_index_matches_binary_search() -> None:
         side = "right" if upper else "left"
         pos = np.searchsorted(r.points, h, side=side) % len(r.points)
         assert (plain == r.point_owners[pos]).all()
+
+
+def test_shared_routers_across_threads() -> None:
+    # Routers are immutable and the kernels release the GIL: many threads
+    # hammering the same routers must all get the one-shot answers.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shardhash.compat import cassandra, redis
+
+    keys = [f"user:{i}" for i in range(20_000)]
+    kr = ketama.KetamaRouter([f"m{i}:11211" for i in range(7)], flavor="libmemcached")
+    expect_k = kr.route_many(keys, threads=1)
+    expect_c = cassandra.token_array([k.encode() for k in keys], threads=1)
+    expect_r = redis.keyslot_array(keys, threads=1)
+
+    def work(i: int) -> bool:
+        ok = (kr.route_many(keys, threads=2) == expect_k).all()
+        ok &= (cassandra.token_array([k.encode() for k in keys], threads=2) == expect_c).all()
+        ok &= (redis.keyslot_array(keys, threads=2) == expect_r).all()
+        return bool(ok)
+
+    with ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(work, range(8)))
