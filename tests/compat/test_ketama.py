@@ -112,7 +112,7 @@ def test_matches_reference(flavor: str) -> None:
         names = [ketama._point_name(x, flavor) for x in nodes]
         pts = ref.ketama_points(names, w, flavor)
         assert len(pts) == (len(r.points) if flavor != "uhashring" else len(pts))
-        keys = [f"u{rng.randrange(10**9)}" for _ in range(400)]
+        keys = [f"u{rng.randrange(10**9)}" for _ in range(150)]
         expect = [ref.ketama_route(pts, flavor, int.from_bytes(hashlib.md5(k.encode()).digest()[:4], "little"))
                   for k in keys]
         assert r.route_many(keys).tolist() == expect
