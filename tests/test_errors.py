@@ -423,3 +423,25 @@ def test_messages_name_values_not_internals() -> None:
     with pytest.raises(TypeError) as ei:
         hash_array([1, 2, 3.5])
     assert re.search(r"position 2", str(ei.value)) and "PyLong" not in str(ei.value)
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: without the Arrow export (no pyarrow), an Int64 "
+                                       "Series with <NA> becomes a float64 array and is refused as "
+                                       "'a float64 array' instead of naming the missing value's position")
+def test_nullable_int_series_without_arrow_names_the_missing_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    pd = pytest.importorskip("pandas")
+
+    def no_arrow(*args: Any, **kwargs: Any) -> Any:
+        raise ImportError("pyarrow is not installed")
+
+    monkeypatch.setattr(pd.Series, "__arrow_c_stream__", no_arrow, raising=False)
+    with pytest.raises((TypeError, ValueError), match=r"position 1"):
+        hash_array(pd.Series([1, None, 3], dtype="Int64"))
+
+
+def test_string_dtype_missing_values() -> None:
+    if not hasattr(np, "dtypes") or not hasattr(np.dtypes, "StringDType"):
+        pytest.skip("numpy without StringDType")
+    a = np.array(["a", "b", None], dtype=np.dtypes.StringDType(na_object=None))
+    with pytest.raises(TypeError, match=r"^key at position 2: cannot use None"):
+        hash_array(a)

@@ -539,3 +539,20 @@ def test_str_subclass_hashes_its_characters() -> None:
             return "something else"
 
     assert hash_key(Tag("abc")) == hash_key("abc")
+
+
+def test_pandas_extension_dtypes_without_arrow_export(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow is optional: when the Arrow export is unavailable, extension
+    # dtypes fall back to their numpy form and still hash by value.
+    pd = _pd()
+
+    def no_arrow(*args: Any, **kwargs: Any) -> Any:
+        raise ImportError("pyarrow is not installed")
+
+    monkeypatch.setattr(pd.Series, "__arrow_c_stream__", no_arrow, raising=False)
+    assert np.array_equal(hash_array(pd.Series(I64, dtype="Int64")), hash_array(I64))
+    assert np.array_equal(hash_array(pd.Series(U64, dtype="UInt64")), hash_array(U64))
+    for dtype in ("str", "string[python]"):
+        assert np.array_equal(hash_array(pd.Series(STRINGS, dtype=dtype)), hash_array(STRINGS))
+        with pytest.raises((TypeError, ValueError), match=r"^key at position 1: "):
+            hash_array(pd.Series(["a", None, "b"], dtype=dtype))
