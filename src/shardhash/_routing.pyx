@@ -15,6 +15,7 @@ safe).  Routers without a C kernel set ``_use_python()`` and implement
 ``_route_hashes_kernel(hashes, out)`` in Python.
 """
 
+cimport cython
 from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t
 from libc.string cimport memcpy
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -507,6 +508,7 @@ cdef class RouterCore:
     def _route_hashes_kernel(self, hashes, out):
         raise NotImplementedError(f"{type(self).__name__} must implement _route_hashes_kernel")
 
+    @cython.always_allow_keywords(False)
     def route(self, key):
         """The shard id that owns ``key``."""
         cdef int32_t i
@@ -516,12 +518,14 @@ cdef class RouterCore:
         r = <object>PyTuple_GET_ITEM(self._shards, i)
         return r
 
+    @cython.always_allow_keywords(False)
     def route_index(self, key):
         """The index in ``shards`` of the shard that owns ``key``."""
         if self._prefix:
             key = _prefix_of(key, self._prefix)
         return self._place(self._hasher.hash_one(key))
 
+    @cython.always_allow_keywords(False)
     def route_hash(self, h):
         """The shard index for one precomputed 64-bit hash."""
         if isinstance(h, bool) or not isinstance(h, (int, np.integer)):

@@ -117,11 +117,12 @@ void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
 
 unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
 {
-    /* About two prefixes per token: most prefixes then hold no token and
-     * answer from the index alone. */
+    /* About eight prefixes per token: seven in eight prefixes then hold no
+     * token and answer from the index alone (4 bytes per prefix, so at most
+     * 2^SH_RING_MAX_BITS * 4 bytes). */
     unsigned bits = 1;
     unsigned cap = width < SH_RING_MAX_BITS ? width : SH_RING_MAX_BITS;
-    while (bits < cap && ((size_t)1 << bits) < 2 * ntokens) bits++;
+    while (bits < cap && ((size_t)1 << bits) < 8 * ntokens) bits++;
     return bits;
 }
 

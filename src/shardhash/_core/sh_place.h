@@ -79,7 +79,7 @@ void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
  * < 2^31.
  */
 #define SH_RING_EMPTY UINT32_C(0x80000000)
-#define SH_RING_MAX_BITS 24
+#define SH_RING_MAX_BITS 22
 
 typedef struct {
     const uint64_t *tokens;
