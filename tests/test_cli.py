@@ -247,3 +247,18 @@ def test_error_no_hash_space_view(work):
 
 def test_error_output_directory_missing(work):
     fails("route", work["old"], work["ids"], "-o", work["dir"] / "no" / "out.parquet", match="does not exist")
+
+
+def test_route_text_ids_as_strings(work):
+    ids = work["dir"] / "ids.txt"
+    ids.write_text("007\n42\nalice\n")
+    out = work["dir"] / "routed.csv"
+    run("route", work["old"], ids, "--id-type", "str", "-o", out)
+    r = shardhash.load_router(work["old"].read_text())
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert rows[0] == ["id", "shard"]
+    assert rows[1:] == [[k, r.route(k)] for k in ("007", "42", "alice")]
+    # By default the first chunk decides: all digits, so integers, and then
+    # "alice" in the next chunk is an error rather than a silent change of type.
+    fails("route", work["old"], ids, "--chunk-size", "2", "-o", out, match="row 3: 'alice' is not an integer id")
+    fails("route", work["old"], ids, "--id-type", "int", "-o", out, match="'alice' is not an integer id")

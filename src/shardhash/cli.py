@@ -285,7 +285,14 @@ def cmd_route(args: argparse.Namespace) -> int:
     col = reader.column or "id"
     shards = list(router.shards)
     with writer, _progress(reader.total_rows, "routing", not args.quiet) as advance:
-        for chunk in reader:
+        chunks = iter(reader)
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise UsageError(_msg(exc)) from None
             try:
                 idx = router.route_many(chunk.ids, threads=args.threads)
             except (ValueError, TypeError, OverflowError) as exc:

@@ -111,7 +111,7 @@ def _as_int_array(values: list[str], start_line: int, path: str) -> np.ndarray:
             except ValueError:
                 raise ValueError(
                     f"{path}: row {start_line + i}: {v!r} is not an integer id "
-                    "(earlier ids were integers; pass id_type='str' to read all ids as text)"
+                    "(earlier ids were integers; read all ids as text with id_type='str' / --id-type str)"
                 ) from None
         raise  # pragma: no cover
     try:
