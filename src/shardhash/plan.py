@@ -466,7 +466,7 @@ def _ranges_of(router: Any) -> list[tuple[int, int, int]] | None:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MovedRange:
     """A part of the hash space that changes owner.
 
@@ -597,20 +597,11 @@ def _table_moves(
     moved = np.flatnonzero(so_a[src] != sn_a[dst])
     kind = "bucket" if bucket_kind else "residue"
     out = []
-    for res in moved.tolist():
-        cnt = _residue_count(res, lcm)
-        out.append(
-            MovedRange(
-                lo=res,
-                hi=res + (cnt - 1) * lcm,
-                source=so[src[res]],
-                destination=sn[dst[res]],
-                share=cnt / HASH_SPACE,
-                kind=kind,
-                bucket=res,
-                modulus=lcm,
-            )
-        )
+    srcs = so_a[src[moved]].tolist()
+    dsts = sn_a[dst[moved]].tolist()
+    for res, s_id, d_id in zip(moved.tolist(), srcs, dsts):
+        cnt = (_MAX - res) // lcm + 1  # hashes h in [0, 2**64) with h % lcm == res
+        out.append(MovedRange(res, res + (cnt - 1) * lcm, s_id, d_id, cnt / HASH_SPACE, kind, res, lcm))
     return out
 
 
