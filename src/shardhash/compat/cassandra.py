@@ -227,7 +227,8 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
 
     With ``cql_type="blob"`` (the default) ``keys`` are serialized partition
     keys: a sequence of bytes, or an Arrow binary array (used without
-    copying).  With ``"bigint"`` or ``"int"`` (also ``smallint``,
+    copying); ``str`` items are taken as their UTF-8 bytes, which is what a
+    ``text`` partition key serializes to.  With ``"bigint"`` or ``"int"`` (also ``smallint``,
     ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
     is serialized in the kernel; other CQL types are serialized per key with
     :func:`serialize`.  Runs without the GIL on ``threads`` threads.
