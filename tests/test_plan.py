@@ -493,3 +493,23 @@ def test_planner_rejects_raw_key_routers():
     _has("RangeRouter")
     with pytest.raises(ValueError, match="no planner for RangeRouter"):
         plan.add_shards(routing.RangeRouter([10], ["a", "b"]), "c")
+
+
+def test_directory_router_plans_through_its_base():
+    _has("DirectoryRouter", "RingRouter")
+    base = routing.RingRouter(FOUR, vnodes=16)
+    old = routing.DirectoryRouter(base, {"giant-tenant": "big", "t2": "s1"})
+    new, steps = plan.add_shards(old, "s4", max_step_share=1.0)
+    assert isinstance(new, routing.DirectoryRouter) and new.version == old.version + 1
+    assert new.overrides == old.overrides
+    assert new.route("giant-tenant") == "big"
+    # Steps are the base ring's exact ranges, all onto the new shard.
+    base_ranges = plan.moved_ranges(base, new.base)
+    assert [(s.lo, s.hi) for s in sorted(steps, key=lambda s: s.lo)] == [(r.lo, r.hi) for r in base_ranges]
+    keys = [f"k{i}" for i in range(20_000)] + ["giant-tenant", "t2"]
+    rep = plan.diff(old, new, keys)
+    assert {new.shards[j] for i, j in zip(*np.nonzero(rep.matrix)) if old.shards[i] != new.shards[j]} == {"s4"}
+    with pytest.raises(ValueError, match="names a shard being removed"):
+        plan.remove_shards(old, "s1")
+    with pytest.raises(ValueError, match="only named by overrides"):
+        plan.remove_shards(old, "big")

@@ -178,7 +178,7 @@ def _hash_routed(router: Any) -> bool:
     kinds = tuple(
         getattr(r, name)
         for name in ("ModuloRouter", "JumpRouter", "RingRouter", "RendezvousRouter", "MaglevRouter",
-                     "BucketRouter", "HashRangeRouter")
+                     "BucketRouter", "HashRangeRouter", "DirectoryRouter")
         if hasattr(r, name)
     )
     if type(router) not in kinds:
@@ -434,6 +434,7 @@ def _kind(router: Any) -> str | None:
         ("BucketRouter", "bucket"),
         ("HashRangeRouter", "hashrange"),
         ("RendezvousRouter", "rendezvous"),
+        ("DirectoryRouter", "directory"),
     ):
         cls = getattr(r, name, None)
         if cls is not None and type(router) is cls:
@@ -720,8 +721,13 @@ def plan_steps(
     / ``total_bytes`` they are that total times the step's share.
     """
     cap = _check_cap(max_step_share)
+    both_dir = _kind(old) == "directory" and _kind(new) == "directory"
     try:
-        moves = moved_ranges(old, new)
+        if both_dir and old.overrides == new.overrides:
+            # The overridden keys stay where they are: the moves are the bases'.
+            moves = moved_ranges(old.base, new.base)
+        else:
+            moves = moved_ranges(old, new)
     except ValueError:
         if not (_hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher):
             raise
@@ -949,6 +955,22 @@ def _finish(router: Any, new: Any, kw: dict[str, Any]) -> tuple[Any, list[Step]]
     return new, plan_steps(router, new, **kw)
 
 
+def _directory(router: Any, planner: Callable[..., tuple[Any, list[Step]]], arg: Any,
+               kw: dict[str, Any], extra: dict[str, Any]) -> tuple[Any, list[Step]]:
+    """Plan a DirectoryRouter by planning its base; the overrides stay."""
+    base = router.base
+    if planner is remove_shards:
+        for s in [arg] if isinstance(arg, str) else list(arg):
+            if s in router.shards and s not in base.shards:
+                raise ValueError(f"shard {s!r} is only named by overrides; change the overrides to remove it")
+    new_base, _ = planner(base, arg, max_step_share=kw["max_step_share"], **extra)
+    for key, shard in router.overrides.items():
+        if shard not in new_base.shards and shard in base.shards:
+            raise ValueError(f"override {key!r} -> {shard!r} names a shard being removed; change the overrides first")
+    new = _routing().DirectoryRouter(new_base, router.overrides, version=router.version + 1)
+    return _finish(router, new, kw)
+
+
 def add_shards(
     router: Any,
     new_ids: str | Sequence[str],
@@ -979,6 +1001,10 @@ def add_shards(
     True
     """
     _check_router(router, "router")
+    kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
+              total_keys=total_keys, total_bytes=total_bytes)
+    if _kind(router) == "directory":
+        return _directory(router, add_shards, new_ids, kw, {"weights": weights, "tokens": tokens})
     ids = _check_ids(new_ids, "new_ids")
     for s in ids:
         if s in router.shards:
@@ -1039,6 +1065,10 @@ def remove_shards(
     (('a', 'b'), {'c'})
     """
     _check_router(router, "router")
+    kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
+              total_keys=total_keys, total_bytes=total_bytes)
+    if _kind(router) == "directory":
+        return _directory(router, remove_shards, ids, kw, {})
     gone = _check_ids(ids, "ids")
     for s in gone:
         if s not in router.shards:
@@ -1105,6 +1135,10 @@ def reweight(
     [('b', 'a', (9,)), ('b', 'a', (11,))]
     """
     _check_router(router, "router")
+    kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
+              total_keys=total_keys, total_bytes=total_bytes)
+    if _kind(router) == "directory":
+        return _directory(router, reweight, weights, kw, {})
     w_in = _check_weights(weights)
     assert w_in is not None
     for s in w_in:
