@@ -304,13 +304,11 @@ def diff(
         keys = np.arange(keys.start, keys.stop, keys.step, dtype=np.int64)
     if moves is not None:
         with MovesWriter(moves, old, new) as writer:
-            if on_chunk is None:
-                cb = writer
-            else:
-                user_cb = on_chunk
+            user_cb = on_chunk
 
-                def cb(k: Any, o: np.ndarray, n: np.ndarray, w: np.ndarray | None) -> None:
-                    writer(k, o, n, w)
+            def cb(k: Any, o: np.ndarray, n: np.ndarray, w: np.ndarray | None) -> None:
+                writer(k, o, n, w)
+                if user_cb is not None:
                     user_cb(k, o, n, w)
 
             return diff(old, new, keys, weights=weights, per_key=per_key, chunk_size=chunk_size,
