@@ -308,3 +308,12 @@ def test_router_vectors(fname):
     keys = [tuple(k) if t else k for k, t in zip(vec["keys"], vec["key_is_tuple"])]
     assert [r.route_index(k) for k in keys] == vec["key_routes"]
     assert r.route_many(keys).tolist() == vec["key_routes"]
+
+
+def test_docstring_examples():
+    import doctest
+
+    import shardhash.routing
+
+    res = doctest.testmod(shardhash.routing)
+    assert res.attempted > 20 and res.failed == 0

@@ -573,7 +573,10 @@ class RingRouter(Router):
         if collisions not in _COLLISION_RULES:
             raise ValueError(f"collisions must be one of {_COLLISION_RULES}, got {collisions!r}")
         self._set("_collisions", collisions)
-        entries: list[tuple[int, str, int]] = []   # (position, shard id, token number)
+        index = {s: i for i, s in enumerate(self.shards)}
+        pos_l: Any = []           # token positions (list of ints, or a uint64 array)
+        sid_l: list[int] = []     # owner's shard index
+        num_l: list[int] = []     # token number within its shard
         if tokens is not None:
             if vnodes is not None or weights is not None:
                 raise ValueError("give either tokens= or vnodes=/weights=, not both")
@@ -594,7 +597,9 @@ class RingRouter(Router):
                 if not plist:
                     raise ValueError(f"shard {s!r} has no tokens")
                 explicit[s] = plist
-                entries.extend((p, s, i) for i, p in enumerate(plist))
+                pos_l += plist
+                sid_l += [index[s]] * len(plist)
+                num_l += range(len(plist))
             self._set("_vnodes", None)
             self._set("_weights", None)
             self._set("_explicit", explicit)
@@ -604,24 +609,35 @@ class RingRouter(Router):
             self._set("_vnodes", v)
             self._set("_weights", w)
             self._set("_explicit", None)
-            for s in self.shards:
+            idents: list[str] = []
+            for k, s in enumerate(self.shards):
                 count = max(1, math.floor(v * (w.get(s, 1.0) if w else 1.0) + 0.5))
-                entries.extend((_identity_hash(self.hasher, f"{s}:{i}"), s, i) for i in range(count))
-            if len(entries) > 1 << 28:
-                raise ValueError(f"ring would have {len(entries)} tokens (limit 2**28)")
-        entries.sort()
-        kept: list[tuple[int, str, int]] = []
-        for e in entries:
-            if kept and kept[-1][0] == e[0]:
-                a, b = kept[-1], e
-                if collisions == "error" or a[1] == b[1]:
-                    raise ValueError(
-                        f"ring tokens collide: {a[1]}:{a[2]} and {b[1]}:{b[2]} both sit at position {e[0]}")
-                continue  # entries are sorted by (position, shard id, number): the first stays
-            kept.append(e)
-        index = {s: i for i, s in enumerate(self.shards)}
-        t = np.array([e[0] for e in kept], dtype=np.uint64)
-        o = np.array([index[e[1]] for e in kept], dtype=np.int32)
+                idents += [f"{s}:{i}" for i in range(count)]
+                sid_l += [k] * count
+                num_l += range(count)
+                if len(idents) > 1 << 26:
+                    raise ValueError("ring would have more than 2**26 tokens")
+            # Token position = hasher(f"{shard}:{i}"); hash_array gives hasher(x) for each x.
+            pos_l = self.hasher.hash_array(idents)
+        pos = np.asarray(pos_l, dtype=np.uint64)
+        sid = np.array(sid_l, dtype=np.int32)
+        num = np.array(num_l, dtype=np.int64)
+        # Sort by (position, shard id as a string, token number).
+        id_rank = np.empty(len(self.shards), dtype=np.int64)
+        id_rank[sorted(range(len(self.shards)), key=lambda k: self.shards[k])] = np.arange(len(self.shards))
+        order = np.lexsort((num, id_rank[sid], pos))
+        pos, sid, num = pos[order], sid[order], num[order]
+        dup = pos[1:] == pos[:-1]
+        if dup.any():
+            same = dup & (sid[1:] == sid[:-1])
+            bad = np.flatnonzero(same if collisions == "first" else dup)
+            if bad.size:
+                j = int(bad[0])
+                a, b = f"{self.shards[sid[j]]}:{num[j]}", f"{self.shards[sid[j + 1]]}:{num[j + 1]}"
+                raise ValueError(f"ring tokens collide: {a} and {b} both sit at position {int(pos[j])}")
+            keep = np.concatenate([[True], ~dup])  # of the tokens at one position, the first stays
+            pos, sid = pos[keep], sid[keep]
+        t, o = pos, sid
         tok, own = self._use_ring(t, o, _width(self.hasher))
         self._set("_tokens", tok)
         self._set("_owners", own)
