@@ -590,10 +590,10 @@ class RingRouter(Router):
             for s in self.shards:
                 if s not in tokens:
                     raise ValueError(f"shard {s!r} has no tokens")
-                pos = tokens[s]
-                if isinstance(pos, (str, bytes)) or not isinstance(pos, Iterable):
+                given = tokens[s]
+                if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
                     raise TypeError(f"tokens[{s!r}] must be a list of ints")
-                plist = [_check_int(p, f"tokens[{s!r}][{i}]", 0, U64_MAX) for i, p in enumerate(pos)]
+                plist = [_check_int(p, f"tokens[{s!r}][{i}]", 0, U64_MAX) for i, p in enumerate(given)]
                 if not plist:
                     raise ValueError(f"shard {s!r} has no tokens")
                 explicit[s] = plist
