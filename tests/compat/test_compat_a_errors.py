@@ -88,6 +88,26 @@ def test_bad_arrays_name_the_position() -> None:
         pg.hash_extended_array([1, 2], "int8", threads=0)
 
 
+def test_code_points_beyond_unicode() -> None:
+    a = np.array(["ok", "ab"], dtype="U2")
+    a.view(np.uint32)[3] = 0x110000            # numpy lets a str array hold it; PostgreSQL cannot
+    with pytest.raises(ValueError, match="at position 1: .*beyond U\\+10FFFF"):
+        pg.hash_extended_array(a, "text")
+    with pytest.raises(ValueError, match="beyond U\\+10FFFF"):
+        pg.hash32(a.tolist()[1], "varchar")
+
+
+def test_out_sharing_memory_with_the_keys() -> None:
+    buf = np.arange(20, dtype=np.int64)
+    with pytest.raises(ValueError, match="share memory"):
+        pg.hash_extended_array(buf[1:], "int8", out=buf[:-1].view(np.uint64))
+    words = buf.view(np.int32)
+    with pytest.raises(ValueError, match="share memory"):
+        pg.hash32_array(words[:20], "int4", out=words[10:30])
+    with pytest.raises(ValueError, match="share memory"):
+        guava.consistent_hash_array(buf[:10], 10, out=words[:10])
+
+
 def test_arrow_text_with_nul() -> None:
     pa = pytest.importorskip("pyarrow")
     with pytest.raises(ValueError, match="position 1 contains a NUL"):

@@ -105,6 +105,8 @@ def consistent_hash_array(keys: Any, buckets: int, *, out: np.ndarray | None = N
             raise TypeError("out must be a contiguous 1-D numpy array of int32")
         if len(out) != n:
             raise ValueError(f"out has {len(out)} elements, expected {n}")
+        if np.may_share_memory(out, arr):
+            raise ValueError("out must not share memory with the keys")
         res = out
     _pg.guava_consistent_hash_array(arr, b, res, threads)
     return res

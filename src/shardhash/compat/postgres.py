@@ -177,11 +177,21 @@ def _timestamp_us(value: Any, t: str) -> int:
     return (naive - _EPOCH_TS) // _dt.timedelta(microseconds=1)
 
 
+def _beyond_unicode(s: str) -> bool:
+    """True if ``s`` holds a code point above U+10FFFF (numpy str arrays can
+    produce such strings; PostgreSQL cannot store them)."""
+    if s.isascii():
+        return False
+    return bool((np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype="<u4") > 0x10FFFF).any())
+
+
 def _text_bytes(value: Any, t: str) -> bytes:
     if not isinstance(value, str):
         raise TypeError(f"{t} value must be a str, not {_describe(value)}")
     if "\x00" in value:
         raise ValueError(f"{t} value cannot contain NUL characters: {value!r}")
+    if _beyond_unicode(value):
+        raise ValueError(f"{t} value holds a code point beyond U+10FFFF: {value!r}")
     text: str = value.rstrip(" ") if t == "bpchar" else value   # char(n) ignores trailing spaces
     return text.encode("utf-8")
 
@@ -442,7 +452,7 @@ def _varlen_fast(items: list[Any], t: str) -> tuple[np.ndarray, np.ndarray] | No
     if t == "bpchar":
         items = [x.rstrip(" ") for x in items]
     big = "".join(items)
-    if "\x00" in big:
+    if "\x00" in big or _beyond_unicode(big):
         return None
     try:
         blob = big.encode("utf-8")
@@ -565,6 +575,14 @@ def _out_array(out: Any, n: int, dtype: type) -> np.ndarray:
     return out
 
 
+def _check_overlap(out: np.ndarray | None, keys: _Keys) -> None:
+    if out is None:
+        return
+    for part in (keys.a, keys.b):
+        if isinstance(part, np.ndarray) and np.may_share_memory(out, part):
+            raise ValueError("out must not share memory with the keys")
+
+
 def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None) -> None:
     if keys.kind == "int":
         _pg.int_extended(keys.a, seed, out, threads)
@@ -601,6 +619,7 @@ def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED,
     t = canonical_type(type)
     s = _check_seed(seed)
     keys = _to_keys(values, t)
+    _check_overlap(out, keys)
     res = _out_array(out, keys.n, np.uint64)
     _extended_keys(keys, s, res, threads)
     return res
@@ -615,6 +634,7 @@ def hash32_array(values: Any, type: str, *, out: np.ndarray | None = None,
     """
     t = canonical_type(type)
     keys = _to_keys(values, t)
+    _check_overlap(out, keys)
     res = _out_array(out, keys.n, np.int32)
     _hash32_keys(keys, res, threads)
     return res
