@@ -238,3 +238,17 @@ def test_shared_routers_across_threads() -> None:
 
     with ThreadPoolExecutor(4) as ex:
         assert all(ex.map(work, range(8)))
+
+
+def test_arrow_keys_follow_each_flavours_key_rules() -> None:
+    pa = pytest.importorskip("pyarrow")
+    u = ketama.KetamaRouter(["a", "b", "c"], flavor="uhashring")
+    raw = [b"k%d" % i for i in range(300)]
+    # uhashring hashes str(key): Arrow binary keys are hashed as "b'...'", like the list
+    assert (u.route_many(pa.array(raw)) == u.route_many(raw)).all()
+    assert u.route_many(pa.array(raw)).tolist() == [u.route_index(k) for k in raw]
+    m = ketama.KetamaRouter(["a", "b", "c"], flavor="libmemcached")
+    assert (m.route_many(pa.array(raw)) == m.route_many(raw)).all()
+    ints = list(range(200))
+    assert (m.route_many(pa.array(ints)) == m.route_many([str(i) for i in ints])).all()
+    assert (u.route_many(pa.array(ints)) == u.route_many(ints)).all()

@@ -102,8 +102,10 @@ cdef inline bytes _as_bytes(object k, Py_ssize_t i, object convert, bint raw_byt
     raise TypeError(f"key at position {i} must be bytes or str, not {type(k).__name__} ({k!r:.60})")
 
 
-def _arrow_pack(obj):
-    """(offsets int64, data uint8) of an Arrow binary/string array, or None."""
+def _arrow_pack(obj, bint as_text=False):
+    """(offsets int64, data uint8) of an Arrow binary/string array; None if
+    ``obj`` is not Arrow data; a list of Python values when the keys need a
+    per-key conversion (non-string types, or binary keys when ``as_text``)."""
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - depends on the environment
@@ -118,14 +120,19 @@ def _arrow_pack(obj):
         else:
             return None
     t = obj.type
-    if not (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
-            or pa.types.is_large_string(t)):
-        if (getattr(pa.types, "is_binary_view", None) and pa.types.is_binary_view(t)) or \
-                (getattr(pa.types, "is_string_view", None) and pa.types.is_string_view(t)):
-            obj = obj.cast(pa.large_binary())
-            t = obj.type
-        else:
-            raise TypeError(f"Arrow keys must be binary or string, not {t}")
+    is_view = bool((getattr(pa.types, "is_binary_view", None) and pa.types.is_binary_view(t)) or
+                   (getattr(pa.types, "is_string_view", None) and pa.types.is_string_view(t)))
+    is_text = pa.types.is_string(t) or pa.types.is_large_string(t) or \
+        bool(getattr(pa.types, "is_string_view", None) and pa.types.is_string_view(t))
+    is_bin = pa.types.is_binary(t) or pa.types.is_large_binary(t) or is_view
+    if obj.null_count:
+        first = obj.is_null().index(True).as_py()
+        raise ValueError(f"key at position {first} is null")
+    if not (is_text or is_bin) or (as_text and not is_text):
+        return obj.to_pylist()
+    if is_view:
+        obj = obj.cast(pa.large_binary())
+        t = obj.type
     if obj.null_count:
         first = obj.is_null().index(True).as_py()
         raise ValueError(f"key at position {first} is null")
@@ -167,10 +174,10 @@ def pack_keys(keys, convert=None, bint raw_bytes=True):
     elif isinstance(keys, tuple):
         seq = list(keys)
     else:
-        packed = _arrow_pack(keys)
-        if packed is not None:
+        packed = _arrow_pack(keys, not raw_bytes)
+        if isinstance(packed, tuple):
             return packed
-        seq = list(keys)
+        seq = packed if packed is not None else list(keys)
     n = len(seq)
     # pass 1: sizes (str keys: their cached UTF-8 form; others converted once)
     for i in range(n):
