@@ -343,3 +343,21 @@ def test_ring_balance_bound(n_shards, vnodes):
     assert _max_over_mean(r) <= bound * 1.05 + 5 * math.sqrt(n_shards / 200_000)
     # and a fresh document routes the same
     assert load_router(r.to_dict()).route_hashes(list(range(50))).tolist() == r.route_hashes(list(range(50))).tolist()
+
+
+@pytest.mark.parametrize("name", ["jump", "ring", "bucket", "directory", "maglev_weighted"])
+def test_scalar_equals_batch_dataframe_and_arrow_inputs(name):
+    r = ROUTERS[name]
+    texts = [f"user:{i}" for i in range(500)] + ["", "é", "日本語"]
+    ints = list(range(-250, 250)) + [2**63 - 1, -(2**63)]
+    want_t = [r.route_index(k) for k in texts]
+    want_i = [r.route_index(k) for k in ints]
+    pd = pytest.importorskip("pandas")
+    assert r.route_many(pd.Series(texts)).tolist() == want_t
+    assert r.route_many(pd.Series(ints, dtype="int64")).tolist() == want_i
+    pa = pytest.importorskip("pyarrow")
+    assert r.route_many(pa.array(texts)).tolist() == want_t
+    assert r.route_many(pa.array(texts, type=pa.large_string())).tolist() == want_t
+    assert r.route_many(pa.array(ints, type=pa.int64())).tolist() == want_i
+    pl = pytest.importorskip("polars")
+    assert r.route_many(pl.Series(texts)).tolist() == want_t
