@@ -6,7 +6,8 @@ benchmark's ``extra_info``):
 
 * ``cassandra.token_array`` over 1M 16-byte keys (an Arrow binary array,
   and a Python list) against a loop over ``cassandra.cmurmur3.murmur3`` with
-  the MIN -> MAX rule (target: >= 20x);
+  the MIN -> MAX rule (target: >= 20x), and over 1M bigint keys (numpy)
+  against the same loop with ``struct`` serialization;
 * ``redis.keyslot_array`` over 1M string keys with hash tags (Arrow and
   list) against a loop over ``binascii.crc_hqx`` with the tag rules
   (target: >= 20x);
@@ -100,6 +101,33 @@ def test_bench_cassandra_token_array(benchmark: Any, layout: str) -> None:
     out = benchmark(cassandra.token_array, data)
     assert out[:50].tolist() == [cassandra.token(k) for k in keys[:50]]
     _report(benchmark, f"cassandra.token_array ({layout}, {n:,} keys)", n, "cmurmur3_loop", peer, 20)
+
+
+def test_bench_cassandra_token_array_bigint(benchmark: Any) -> None:
+    # bigint partition keys: the kernel serializes them itself; the driver
+    # path packs each one (struct) before hashing it.
+    import struct
+
+    murmur3 = pytest.importorskip("cassandra.cmurmur3").murmur3
+    n = _size(benchmark)
+    ids = np.arange(n, dtype=np.int64) * 7919 - n
+    peer = 0.0
+    if _enabled(benchmark):
+        sample = ids[: max(1000, n // 5)].tolist()
+        lo, hi = -(1 << 63), (1 << 63) - 1
+        pack = struct.Struct(">q").pack
+
+        def loop() -> list[int]:
+            out = []
+            for v in sample:
+                h = murmur3(pack(v))
+                out.append(hi if h == lo else h)
+            return out
+
+        peer = _best(loop) / len(sample)
+    out = benchmark(cassandra.token_array, ids, "bigint")
+    assert out[:20].tolist() == [cassandra.token(cassandra.serialize(int(v), "bigint")) for v in ids[:20]]
+    _report(benchmark, f"cassandra.token_array (bigint, {n:,} keys)", n, "cmurmur3_pack_loop", peer, 20)
 
 
 # ----------------------------------------------------------------------- Redis
