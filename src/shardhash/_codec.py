@@ -101,7 +101,9 @@ class KeyCodec:
         return (v & INT_MAX).to_bytes(8, "little")
 
     def encode_str(self, value: str) -> bytes:
-        s = str(value)
+        # str.__str__ gives the characters themselves, even for a subclass
+        # that overrides __str__.
+        s = value if type(value) is str else str.__str__(value)
         if self.strip:
             s = s.strip()
         if self.normalization is not None:

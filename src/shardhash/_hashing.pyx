@@ -24,6 +24,10 @@ from shardhash._parallel import parallel_for, resolve_threads
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t *) except NULL
+    int PyUnicode_KIND(object)
+    int PyUnicode_4BYTE_KIND
+    void *PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
 
 cdef extern from "sh_hash.h" nogil:
     uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
@@ -189,6 +193,17 @@ cdef inline uint64_t _hash_word(int algo, uint64_t v, uint64_t seed) noexcept no
         return sh_fnv1a_64_word(v)
 
 
+cdef int _check_code_points(object s) except -1:
+    """Reject str objects holding values beyond U+10FFFF (numpy can make them)."""
+    cdef const uint32_t *d = <const uint32_t *>PyUnicode_DATA(s)
+    cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(s)
+    for i in range(n):
+        if d[i] > 0x10FFFF:
+            raise ValueError(f"string key holds code point {d[i]:#x} at index {i}, which is beyond "
+                             "U+10FFFF and cannot be UTF-8 encoded")
+    return 0
+
+
 cdef inline int _int_to_word(object key, uint64_t *word) except -1:
     """Python int (exactly int) -> 64-bit pattern; OverflowError out of range."""
     cdef long long s
@@ -273,6 +288,8 @@ cdef class Hasher:
             _int_to_word(key, &word)
             return _hash_word(self._algo, word, self._seed)
         if t is str and self._fast_str:
+            if PyUnicode_KIND(key) == PyUnicode_4BYTE_KIND:
+                _check_code_points(key)
             try:
                 p = PyUnicode_AsUTF8AndSize(key, &n)
             except UnicodeEncodeError:
@@ -390,6 +407,14 @@ cdef object _hash_array(Hasher h, object keys, object out, object threads):
     if threads is not None:
         resolve_threads(threads, 1)  # validate early
     if isinstance(keys, np.ndarray):
+        if out is not None and isinstance(out, np.ndarray) and np.may_share_memory(out, keys):
+            # Hashing in place element for element is safe (each key is read
+            # before its slot is written); any other overlap would overwrite
+            # keys before they are read, so hash a copy.
+            if not (keys.dtype.kind in "iu" and keys.dtype.itemsize == 8 and keys.ndim == 1
+                    and keys.strides == out.strides
+                    and keys.__array_interface__["data"][0] == out.__array_interface__["data"][0]):
+                keys = keys.copy()
         return _hash_ndarray(h, keys, out, threads)
     if isinstance(keys, (str, bytes, bytearray)):
         raise TypeError(f"hash_array() needs a sequence of keys, not a single {type(keys).__name__} "
@@ -419,6 +444,10 @@ cdef object _hash_pandas(Hasher h, object keys, object out, object threads):
             return _hash_arrow(h, keys, out, threads)
         except (ImportError, NotImplementedError):
             pass
+    if not isinstance(dtype, np.dtype):
+        # No Arrow export: take the values as objects so missing values stay
+        # visible (<NA> is rejected with its position) instead of becoming NaN.
+        return _hash_objects(h, keys.to_numpy(dtype=object), out)
     values = keys.to_numpy()
     return _hash_ndarray(h, values, out, threads)
 
@@ -487,6 +516,12 @@ cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
         return out
     if kind == "U":
         if not h._fast_str:
+            if n and a.dtype.itemsize:
+                codes = np.ascontiguousarray(a).view(np.dtype(a.dtype.byteorder.replace("|", "=") + "u4"))
+                bad = np.flatnonzero((codes.reshape(n, -1) > 0x10FFFF).any(axis=1))
+                if bad.size:
+                    raise ValueError(f"key at position {bad[0]}: the string holds a code point beyond "
+                                     "U+10FFFF, which cannot be UTF-8 encoded")
             return _hash_objects(h, a.tolist(), out)
         if not a.dtype.isnative:
             a = a.astype(a.dtype.newbyteorder("="))
