@@ -172,6 +172,10 @@ def test_hash_range_router():
     assert r2.shards == ("a", "b", "c")
     assert r2.route_hashes([9, 10, 19, 20, 29, 30, U64]).tolist() == [0, 1, 1, 0, 0, 2, 2]
     assert r2.owned_ranges() == [(0, 9, 0), (10, 19, 1), (20, 29, 0), (30, U64, 2)]
+    # A 32-bit hasher indexes the low 32 bits; splits and hashes beyond still route exactly.
+    r3 = HashRangeRouter([2**31, 3 * 2**30, 2**40], ["a", "b", "c", "d"], hasher=Hasher("murmur3_32"))
+    probe = [0, 2**31 - 1, 2**31, 3 * 2**30 - 1, 3 * 2**30, 2**32 - 1, 2**40 - 1, 2**40, U64]
+    assert r3.route_hashes(probe).tolist() == [0, 0, 1, 1, 2, 2, 2, 3, 3]
 
 
 # -- rendezvous ------------------------------------------------------------------

@@ -971,7 +971,7 @@ class HashRangeRouter(Router):
         # Range i = [splits[i-1], splits[i] - 1]: a ring whose tokens are the
         # ranges' inclusive upper ends.
         tokens = [s - 1 for s in sp] + [U64_MAX]
-        self._use_ring(np.array(tokens, dtype=np.uint64), np.array(idx, dtype=np.int32), 64)
+        self._use_ring(np.array(tokens, dtype=np.uint64), np.array(idx, dtype=np.int32), _width(self.hasher))
         self._finish()
 
     @property
