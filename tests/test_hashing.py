@@ -243,7 +243,22 @@ for _t in ("binary", "large_binary", "binary_view"):
             f"pa-{t}-chunked": lambda: (_pa().chunked_array([BYTES[:4], BYTES[4:]], typ()), BYTES),
         }
     CASES.update(_bin_cases())
+def _multi_buffer_views(binary: bool) -> tuple[Any, list[Any]]:
+    # Views pointing into more than one variadic data buffer.
+    pa = _pa()
+    half = len(STRINGS) // 2
+    parts: list[Any] = [STRINGS[:half], STRINGS[half:]]
+    if binary:
+        parts = [[x.encode() for x in p] for p in parts]
+    typ = pa.binary_view() if binary else pa.string_view()
+    arr = pa.concat_arrays([pa.array(p, typ) for p in parts])
+    assert len(arr.buffers()) > 3
+    return arr[3:], (parts[0] + parts[1])[3:]
+
+
 CASES.update({
+    "pa-string_view-multibuffer": lambda: _multi_buffer_views(False),
+    "pa-binary_view-multibuffer": lambda: _multi_buffer_views(True),
     "pl-int64": lambda: (_pl().Series(I64, dtype=_pl().Int64), I64),
     "pl-uint64": lambda: (_pl().Series(U64, dtype=_pl().UInt64), U64),
     "pl-int32": lambda: (_pl().Series(I32, dtype=_pl().Int32), I32),
