@@ -6,7 +6,8 @@ ns/key and ratios (also stored in the benchmark's ``extra_info``):
 * ``postgres.hash_extended_array`` over 10M int8 values, one thread and all
   cores (target: <= 3 ns/key), against the same hash written with numpy
   array operations, and the pure-Python reference on a sample (scaled);
-* ``hash_extended_array`` over short text, against the pure-Python reference;
+* ``hash_extended_array`` over short text (from a list of str and from an
+  Arrow string array), against the pure-Python reference;
 * ``guava.consistent_hash_array`` against a loop over ``jump.hash`` (PyPI
   jump-consistent-hash, the closest packaged peer) and the pure-Python
   reference.
@@ -123,16 +124,21 @@ def test_pg_int8_extended(benchmark: Any, threads: int | None) -> None:
     _report(benchmark, f"postgres.hash_extended_array int8 (threads={threads})", n, peers)
 
 
-def test_pg_text_extended(benchmark: Any) -> None:
+@pytest.mark.parametrize("source", ["list", "arrow"])
+def test_pg_text_extended(benchmark: Any, source: str) -> None:
     n = 1_000_000 if _enabled(benchmark) else 5_000
     words = [f"user-{i:08d}@example.com" for i in range(n)]
-    res = benchmark(pg.hash_extended_array, words, "text", threads=1)
+    keys: Any = words
+    if source == "arrow":
+        pa = pytest.importorskip("pyarrow")
+        keys = pa.array(words)
+    res = benchmark(pg.hash_extended_array, keys, "text", threads=1)
     assert len(res) == n
     peers: dict[str, float] = {}
     if _enabled(benchmark):
         sample = words[:20_000]
         peers["pure-Python"] = _best(lambda: [_pg_py.hash_extended(w, "text") for w in sample], 1) / len(sample)
-    _report(benchmark, "postgres.hash_extended_array text (list of str, threads=1)", n, peers)
+    _report(benchmark, f"postgres.hash_extended_array text ({source}, threads=1)", n, peers)
 
 
 def test_pg_partition_rows(benchmark: Any) -> None:
