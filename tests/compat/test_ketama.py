@@ -108,7 +108,7 @@ def test_matches_reference(flavor: str) -> None:
         n = rng.randrange(1, 9)
         nodes = [f"10.2.{rng.randrange(9)}.{i}:{rng.choice([11211, 11300])}" for i in range(n)]
         w = [rng.randrange(1, 300) for _ in range(n)]
-        r = ketama.KetamaRouter(nodes, w, flavor)
+        r = ketama.KetamaRouter(nodes, w, flavor, key_hash="md5")
         names = [ketama._point_name(x, flavor) for x in nodes]
         pts = ref.ketama_points(names, w, flavor)
         assert len(pts) == (len(r.points) if flavor != "uhashring" else len(pts))
@@ -252,3 +252,112 @@ def test_arrow_keys_follow_each_flavours_key_rules() -> None:
     ints = list(range(200))
     assert (m.route_many(pa.array(ints)) == m.route_many([str(i) for i in ints])).all()
     assert (u.route_many(pa.array(ints)) == u.route_many(ints)).all()
+
+
+# --------------------------------------------------------------- twemproxy
+
+
+def test_twemproxy_golden_vectors() -> None:
+    rows = _tsv("ketama_twemproxy.tsv")
+    assert len(rows) >= 900
+    by_conf: dict[tuple[str, str], list[tuple[bytes, int]]] = {}
+    for key_hash, servers, key_hex, server in rows:
+        by_conf.setdefault((key_hash, servers), []).append((bytes.fromhex(key_hex), int(server)))
+    assert {h for h, _ in by_conf} == {"md5", "fnv1a_64"}
+    for (key_hash, servers), items in by_conf.items():
+        r = ketama.KetamaRouter(servers.split(","), flavor="twemproxy", key_hash=key_hash)
+        keys = [k for k, _ in items]
+        assert sum(1 for k in keys if any(b >= 0x80 for b in k)) > 100  # fnv1a_64's sign extension
+        assert r.route_many(keys).tolist() == [s for _, s in items], key_hash
+        assert [r.route_index(k) for k in keys[:100]] == [s for _, s in items[:100]]
+    assert ketama.KetamaRouter(["a:1"], flavor="twemproxy").key_hash_name == "fnv1a_64"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _resp(sock: object, cmds: list[list[bytes]]) -> list[bytes]:
+    buf = bytearray()
+    for c in cmds:
+        buf += b"*%d\r\n" % len(c)
+        for a in c:
+            buf += b"$%d\r\n" % len(a) + a + b"\r\n"
+    sock.sendall(bytes(buf))  # type: ignore[attr-defined]
+    data = b""
+    while data.count(b"\r\n") < len(cmds):
+        chunk = sock.recv(1 << 16)  # type: ignore[attr-defined]
+        if not chunk:
+            raise RuntimeError("connection closed")
+        data += chunk
+    return data.split(b"\r\n")[: len(cmds)]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("key_hash", ["md5", "fnv1a_64"])
+def test_live_twemproxy(key_hash: str, tmp_path: Path) -> None:
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    missing = [b for b in ("nutcracker", "redis-server") if shutil.which(b) is None]
+    if missing:
+        if oracle_required():
+            pytest.fail(f"twemproxy oracle missing in CI: {', '.join(missing)} not found")
+        pytest.skip(f"twemproxy oracle not available: {', '.join(missing)} not found")
+    ports = [_free_port() for _ in range(4)]
+    pids: list[int] = []
+    try:
+        for p in ports:
+            subprocess.run(["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
+                            "--appendonly", "no", "--daemonize", "yes", "--dir", str(tmp_path),
+                            "--pidfile", f"{tmp_path}/r{p}.pid", "--logfile", f"{tmp_path}/r{p}.log"], check=True)
+        for p in ports:
+            for _ in range(100):
+                if (tmp_path / f"r{p}.pid").exists():
+                    break
+                time.sleep(0.05)
+            pids.append(int((tmp_path / f"r{p}.pid").read_text().strip()))
+        weights = [1, 2, 3, 1]
+        listen = _free_port()
+        conf = (f"pool:\n  listen: 127.0.0.1:{listen}\n  hash: {key_hash}\n  distribution: ketama\n"
+                "  redis: true\n  auto_eject_hosts: false\n  servers:\n"
+                + "".join(f"   - 127.0.0.1:{p}:{w}\n" for p, w in zip(ports, weights)))
+        (tmp_path / "nutcracker.yml").write_text(conf)
+        proxy = subprocess.Popen(["nutcracker", "-c", str(tmp_path / "nutcracker.yml"),
+                                  "-o", str(tmp_path / "nutcracker.log")])
+        rng = random.Random(7)
+        keys = list(dict.fromkeys(
+            [f"user:{i}".encode() for i in range(1500)] +
+            [bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 16))) for _ in range(1500)]))
+        try:
+            for _ in range(200):
+                try:
+                    s = socket.create_connection(("127.0.0.1", listen), timeout=30)
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            else:
+                pytest.fail("nutcracker did not start: " + (tmp_path / "nutcracker.log").read_text()[-500:])
+            with s:
+                assert all(r == b"+OK" for r in _resp(s, [[b"SET", k, b"1"] for k in keys]))
+        finally:
+            proxy.terminate()
+            proxy.wait()
+        owner = [-1] * len(keys)
+        for i, p in enumerate(ports):
+            with socket.create_connection(("127.0.0.1", p), timeout=30) as c:
+                for j, r in enumerate(_resp(c, [[b"EXISTS", k] for k in keys])):
+                    if r == b":1":
+                        owner[j] = i
+    finally:
+        for pid in pids:
+            os.kill(pid, 15)
+    r = ketama.KetamaRouter([f"127.0.0.1:{p}" for p in ports], weights, "twemproxy", key_hash=key_hash)
+    assert -1 not in owner
+    assert r.route_many(keys).tolist() == owner

@@ -383,15 +383,40 @@ void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, i
                               : sh_ketama_find(points, m, upper, hashes[i])];
 }
 
+uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
+{
+    /* twemproxy's "fnv1a_64": a 32-bit state with the 64-bit constants
+     * truncated, and each byte a (signed) char widened to uint32. */
+    const uint8_t *p = (const uint8_t *)data;
+    uint32_t h = 0x84222325u;
+    size_t i;
+    for (i = 0; i < len; i++) {
+        uint32_t c = p[i] & 0x80u ? (0xffffff00u | p[i]) : (uint32_t)p[i];
+        h ^= c;
+        h *= 0x000001b3u;
+    }
+    return h;
+}
+
+void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        out[i] = sh_twemproxy_fnv1a_64(data + offsets[i], (size_t)(offsets[i + 1] - offsets[i]));
+}
+
 void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
                              const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                             const int32_t *index, int bits, int32_t *out)
+                             const int32_t *index, int bits, int key_hash, int32_t *out)
 {
     uint32_t h[256];
     size_t i, k, chunk;
     for (i = 0; i < n; i += chunk) {
         chunk = n - i < 256 ? n - i : 256;
-        sh_md5_u32le_offsets(offsets + i, data, chunk, h);
+        if (key_hash == SH_KETAMA_KEY_FNV1A_64_TWEMPROXY)
+            sh_twemproxy_fnv1a_64_offsets(offsets + i, data, chunk, h);
+        else
+            sh_md5_u32le_offsets(offsets + i, data, chunk, h);
         if (index) {
             for (k = 0; k < chunk; k++)
                 out[i + k] = owners[sh_ketama_find_indexed(points, m, upper, index, bits, h[k])];

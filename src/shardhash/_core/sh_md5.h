@@ -36,10 +36,20 @@ void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
 void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index);
 void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                       const int32_t *index, int bits, const uint32_t *hashes, size_t n, int32_t *out);
-/* MD5 key hash and lookup fused, over Arrow-style binary data. */
+/* twemproxy's "fnv1a_64" key hash (its default): a 32-bit FNV-1a state
+ * with truncated constants (offset 0x84222325, prime 0x1b3) and each byte
+ * sign-extended as a C char. */
+uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len);
+void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out);
+
+#define SH_KETAMA_KEY_MD5 0
+#define SH_KETAMA_KEY_FNV1A_64_TWEMPROXY 1
+
+/* Key hash (key_hash: SH_KETAMA_KEY_*) and lookup fused, over Arrow-style
+ * binary data. */
 void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
                              const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                             const int32_t *index, int bits, int32_t *out);
+                             const int32_t *index, int bits, int key_hash, int32_t *out);
 
 /* MongoDB hashed-index value of a number already reduced to int64
  * (seed 0): md5(LE32(0) || LE32(10) || LE64(v)), first 8 digest bytes as a

@@ -40,7 +40,9 @@ def ketama_route_offsets(
     data: _Data,
     threads: int | None = ...,
     index: npt.NDArray[np.int32] | None = ...,
+    key_hash: int = ...,
 ) -> npt.NDArray[np.int32]: ...
+def twemproxy_fnv1a_64(data: _Buffer) -> int: ...
 def ketama_bucket_index(points: npt.NDArray[np.uint32], bits: int) -> npt.NDArray[np.int32]: ...
 def ketama_lookup(
     points: npt.NDArray[np.uint32],

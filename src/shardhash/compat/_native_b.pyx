@@ -31,7 +31,11 @@ cdef extern from "sh_md5.h" nogil:
                           int32_t *out)
     void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
                                  const uint32_t *points, const int32_t *owners, size_t m,
-                                 int upper, const int32_t *index, int bits, int32_t *out)
+                                 int upper, const int32_t *index, int bits, int key_hash,
+                                 int32_t *out)
+    uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
+    void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+                                       uint32_t *out)
     uint64_t sh_mongo_hash_int64(int64_t v)
     void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
     int64_t sh_mongo_double_to_long(double d)
@@ -426,11 +430,19 @@ def ketama_bucket_index(const uint32_t[::1] points not None, int bits):
     return out
 
 
+def twemproxy_fnv1a_64(const uint8_t[::1] data not None) -> int:
+    cdef const uint8_t *p = &data[0] if data.shape[0] else _EMPTY
+    return sh_twemproxy_fnv1a_64(p, <size_t>data.shape[0])
+
+
 def ketama_route_offsets(const uint32_t[::1] points not None, const int32_t[::1] owners not None,
                          bint upper, const int64_t[::1] offsets not None,
                          const uint8_t[::1] data not None, threads=None,
-                         const int32_t[::1] index=None):
-    """MD5 key hash + continuum lookup: the owner index of every key."""
+                         const int32_t[::1] index=None, int key_hash=0):
+    """Key hash (0: MD5, 1: twemproxy fnv1a_64) + continuum lookup: the
+    owner index of every key."""
+    if key_hash not in (0, 1):
+        raise ValueError(f"key_hash must be 0 (md5) or 1 (twemproxy fnv1a_64), got {key_hash}")
     _check_continuum(points, owners, index)
     cdef Py_ssize_t n = _check_offsets(offsets, data.shape[0])
     cdef Py_ssize_t m = points.shape[0]
@@ -444,7 +456,7 @@ def ketama_route_offsets(const uint32_t[::1] points not None, const int32_t[::1]
         if e > s:
             with nogil:
                 sh_ketama_route_offsets(&offsets[s], d, <size_t>(e - s), &points[0], &owners[0],
-                                        <size_t>m, upper, ix, bits, &o[s])
+                                        <size_t>m, upper, ix, bits, key_hash, &o[s])
     parallel_for(n, threads, body)
     return out
 

@@ -23,12 +23,15 @@ libmemcached and twemproxy give some servers one MD5 (four points) fewer:
 with 25 or 50 equal servers every server gets 39, not 40.
 
 What is exact: the continuum of every flavour and the lookup, checked
-against ``uhashring`` (its ``hash_fn='ketama'`` mode) and, for libmemcached,
-against published point counts.  Not modelled: twemproxy's other key
-hashes (its default is a 32-bit ``fnv1a_64`` variant; this module assumes
-``hash: md5``) and explicit server names; libmemcached's non-weighted
-``KETAMA`` mode; tie order between equal points in libketama and twemproxy,
-which C's ``qsort`` leaves unspecified (here: lowest server index).
+against ``uhashring`` (its ``hash_fn='ketama'`` mode), a real twemproxy
+(``nutcracker``, ``hash: md5`` and ``hash: fnv1a_64``) and, for
+libmemcached, against published point counts.  twemproxy hashes keys with
+its ``hash:`` setting: ``key_hash="fnv1a_64"`` (twemproxy's default, the
+default of this flavour: a 32-bit FNV-1a variant with truncated constants
+and sign-extended bytes) or ``"md5"``.  Not modelled: twemproxy's other key
+hashes and explicit server names; libmemcached's non-weighted ``KETAMA``
+mode; tie order between equal points in libketama and twemproxy, which C's
+``qsort`` leaves unspecified (here: lowest server index).
 
 Keys: bytes as they are, ``str`` as UTF-8, ``int`` as decimal text; the
 uhashring flavour hashes ``str(key)`` for any key, exactly as uhashring does.
@@ -51,9 +54,11 @@ import numpy as np
 
 from . import _native_b
 
-__all__ = ["FLAVORS", "KetamaRouter", "ketama_hash", "md5_counts"]
+__all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
 FLAVORS = ("libketama", "libmemcached", "twemproxy", "uhashring")
+KEY_HASHES = ("md5", "fnv1a_64")
+_KEY_HASH_CODE = {"md5": 0, "fnv1a_64": 1}
 _DEFAULT_PORT = 11211
 
 
@@ -142,6 +147,18 @@ def _decimal(k: Any) -> bytes:
     raise TypeError(f"a ketama key must be bytes, str or int, not {type(k).__name__} ({k!r:.60})")
 
 
+def _check_key_hash(key_hash: Any, flavor: str) -> str:
+    if key_hash is None:
+        return "fnv1a_64" if flavor == "twemproxy" else "md5"
+    if not isinstance(key_hash, str):
+        raise TypeError(f"key_hash must be a str, not {type(key_hash).__name__}")
+    if key_hash not in KEY_HASHES:
+        raise ValueError(f"unknown key_hash {key_hash!r}; choose one of {', '.join(KEY_HASHES)}")
+    if key_hash != "md5" and flavor != "twemproxy":
+        raise ValueError(f"key_hash {key_hash!r} is only available for the twemproxy flavor")
+    return key_hash
+
+
 def _str_utf8(k: Any) -> bytes:
     return str(k).encode("utf-8")
 
@@ -173,7 +190,9 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     tuples, in configuration order (the order matters for ties); they become
     the router's shard ids.  ``weights``: a list (same order) or a mapping
     node -> positive int weight; default all 1.  ``flavor``: see the module
-    docstring.
+    docstring.  ``key_hash``: how keys are hashed -- ``"md5"`` (every
+    flavour), or for twemproxy its ``hash:`` setting, ``"fnv1a_64"`` (the
+    default there) or ``"md5"``.
 
     >>> r = KetamaRouter(["a:11211", "b:11211", "c:11211"], flavor="libmemcached")
     >>> r.route_many([b"foo", b"bar", b"baz"]).tolist() == [r.route_index(k) for k in (b"foo", b"bar", b"baz")]
@@ -184,12 +203,13 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     True
     """
 
-    _doc_fields = ("weights", "flavor")
+    _doc_fields = ("weights", "flavor", "key_hash")
     routes_on_hash = False
 
     def __init__(self, nodes: Sequence[Any], weights: Sequence[int] | Mapping[Any, int] | None = None,
-                 flavor: str = "libketama", *, version: int = 1) -> None:
+                 flavor: str = "libketama", *, key_hash: str | None = None, version: int = 1) -> None:
         flavor = _check_flavor(flavor)
+        khash = _check_key_hash(key_hash, flavor)
         if isinstance(nodes, (str, bytes)) or not isinstance(nodes, (Sequence, np.ndarray)):
             raise TypeError(f"nodes must be a list of servers, not {type(nodes).__name__}")
         ids = [_node_id(n) for n in nodes]
@@ -245,6 +265,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_powners", owners)
         self._set("_weights", tuple(w))
         self._set("_flavor", flavor)
+        self._set("_key_hash", khash)
         self._set("_counts", tuple(counts))
         self._use_python()
         self._finish()
@@ -252,20 +273,26 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     # -- document ----------------------------------------------------------------
 
     def _doc_params(self) -> dict[str, Any]:
-        return {"weights": list(self._weights), "flavor": self._flavor}
+        return {"weights": list(self._weights), "flavor": self._flavor, "key_hash": self._key_hash}
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> KetamaRouter:
         if key_prefix is not None:
             raise ValueError("a ketama router has no key_prefix")
-        return cls(list(shards), params["weights"], params["flavor"], version=version)
+        return cls(list(shards), params["weights"], params["flavor"], key_hash=params.get("key_hash"),
+                   version=version)
 
     # -- introspection -----------------------------------------------------------
 
     @property
     def flavor(self) -> str:
         return self._flavor  # type: ignore[no-any-return]
+
+    @property
+    def key_hash_name(self) -> str:
+        """``"md5"`` or ``"fnv1a_64"`` (twemproxy)."""
+        return self._key_hash  # type: ignore[no-any-return]
 
     @property
     def weights(self) -> dict[str, int]:
@@ -287,7 +314,12 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
 
     def key_hash(self, key: Any) -> int:
         """The key's 32-bit position on the continuum."""
-        return int(_native_b.ketama_hash(_key_bytes(key, self._flavor)))
+        kb = _key_bytes(key, self._flavor)
+        if self._flavor == "twemproxy" and not kb:
+            return 0
+        if self._key_hash == "fnv1a_64":
+            return int(_native_b.twemproxy_fnv1a_64(kb))
+        return int(_native_b.ketama_hash(kb))
 
     # -- routing -----------------------------------------------------------------
 
@@ -298,10 +330,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         return int(self._powners[0 if i == len(self._points) else i])
 
     def route_index(self, key: Any) -> int:
-        kb = _key_bytes(key, self._flavor)
-        if self._flavor == "twemproxy" and not kb:
-            return self._hash_to_index(0)
-        return self._hash_to_index(int(_native_b.ketama_hash(kb)))
+        return self._hash_to_index(self.key_hash(key))
 
     def route(self, key: Any) -> str:
         """The server that owns ``key``."""
@@ -329,7 +358,8 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         else:
             offsets, data = _native_b.pack_keys(keys, convert=_decimal)
         res = _native_b.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
-                                             offsets, data, threads, self._index)
+                                             offsets, data, threads, self._index,
+                                             _KEY_HASH_CODE[self._key_hash])
         if self._flavor == "twemproxy" and len(res):
             empty = offsets[1:] == offsets[:-1]
             if empty.any():
