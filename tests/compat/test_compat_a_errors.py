@@ -112,6 +112,13 @@ def test_arrow_text_with_nul() -> None:
     pa = pytest.importorskip("pyarrow")
     with pytest.raises(ValueError, match="position 1 contains a NUL"):
         pg.hash32_array(pa.array(["ok", "b\x00d"]), "text")
+    # a NUL hidden under a null slot does not count; a later real one does
+    arr = pa.Array.from_buffers(pa.string(), 3, [pa.py_buffer(bytes([0b101])),
+                                                 pa.py_buffer(np.array([0, 1, 2, 4], np.int32).tobytes()),
+                                                 pa.py_buffer(b"a\x00b\x00")], null_count=1)
+    assert arr.to_pylist() == ["a", None, "b\x00"]
+    with pytest.raises(ValueError, match="position 2 contains a NUL"):
+        pg.partition_of_array(columns=[arr], modulus=4, types=("text",))
     with pytest.raises(TypeError, match="null at position 0"):
         pg.hash32_array(pa.array([None, "x"]), "text")
     with pytest.raises(TypeError, match="Arrow binary"):

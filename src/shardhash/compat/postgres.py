@@ -342,11 +342,12 @@ def _arrow_keys(values: Any, t: str, allow_null: bool) -> _Keys:
         if t != "bytea" and n:
             body = data[offsets[0]:offsets[n]]
             if body.size and not body.all():
-                valid = np.ones(n, dtype=bool) if isnull is None else ~isnull.astype(bool)
-                zero_at = np.flatnonzero(body == 0)[0] + offsets[0]
-                pos = int(np.searchsorted(offsets, zero_at, side="right") - 1)
-                if valid[pos]:
-                    raise ValueError(f"{t} value at position {pos} contains a NUL character")
+                zero_at = np.flatnonzero(body == 0) + offsets[0]
+                rows = np.searchsorted(offsets, zero_at, side="right") - 1
+                if isnull is not None:
+                    rows = rows[isnull[rows] == 0]         # bytes under a null slot do not count
+                if rows.size:
+                    raise ValueError(f"{t} value at position {int(rows[0])} contains a NUL character")
         return _Keys("varlen", np.ascontiguousarray(data), np.ascontiguousarray(offsets), n, isnull)
     if isnull is not None or not (pa.types.is_integer(ty) or pa.types.is_floating(ty)
                                   or pa.types.is_temporal(ty)):
