@@ -70,6 +70,8 @@ def test_bad_arrays_name_the_position() -> None:
         pg.hash_extended_array([1, None], "int8")
     with pytest.raises(TypeError, match="sequence or array"):
         pg.hash_extended_array("abc", "text")
+    with pytest.raises(TypeError, match="sequence or array of uuid values"):
+        pg.hash_extended_array(uuid.UUID(int=1), "uuid")
     with pytest.raises(TypeError, match="drops trailing NUL"):
         pg.hash_extended_array(np.array([b"a\x00"]), "bytea")
     with pytest.raises(ValueError, match="NaT"):

@@ -478,7 +478,6 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         isnull = np.fromiter((x is None for x in items), dtype=np.uint8, count=n)
     try:
         if t in _INT_RANGE:
-            lo, hi = _INT_RANGE[t]
             out = np.empty(n, dtype=_INT_DTYPE[t])
             for i, x in enumerate(items):
                 out[i] = 0 if x is None else _int_value(x, t)
@@ -550,7 +549,10 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
             arr = arr.copy()
             arr[missing] = None
         return _list_keys(arr.tolist(), t, allow_null)
-    items = list(values)
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}") from None
     kinds = set(map(type, items))
     if t in _INT_RANGE and kinds == {int}:
         try:
