@@ -294,7 +294,7 @@ def _check_token(t: Any, node: Any) -> int:
     return v
 
 
-def _build_ring(tokens: Mapping[Hashable, Iterable[int]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndarray, np.ndarray]:
     if not isinstance(tokens, Mapping):
         raise TypeError(f"tokens must be a mapping node -> [token, ...], not {type(tokens).__name__}")
     nodes = [str(n) for n in tokens]
@@ -357,7 +357,7 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
     _doc_fields = ("tokens", "cql_type")
     routes_on_hash = False
 
-    def __init__(self, tokens: Mapping[Hashable, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
+    def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:
         nodes, ring, owners = _build_ring(tokens)
         if isinstance(cql_type, (list, tuple)):

@@ -86,7 +86,7 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     return _native_b.redis_keyslot_offsets(offsets, data, threads)
 
 
-def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Hashable, list[tuple[int, int]]]:
+def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Any, list[tuple[int, int]]]:
     """Split the 16384 slots into one contiguous, near-equal range per node.
 
     Node i ends at ``round((i + 1) * 16384 / n - 1)`` (halves rounded up),
@@ -104,7 +104,7 @@ def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Hashable, list[tuple[int
     if n > SLOTS:
         raise ValueError(f"at most {SLOTS} nodes can own slots, got {n}")
     per = SLOTS / n
-    out: dict[Hashable, list[tuple[int, int]]] = {}
+    out: dict[Any, list[tuple[int, int]]] = {}
     first = 0
     for i, node in enumerate(nodes):
         last = SLOTS - 1 if i == n - 1 else int(i * per + per - 1 + 0.5)
@@ -114,7 +114,7 @@ def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Hashable, list[tuple[int
     return out
 
 
-def _slot_table(slot_ranges: Mapping[Hashable, Iterable[tuple[int, int]]]) -> tuple[list[Hashable], np.ndarray]:
+def _slot_table(slot_ranges: Mapping[Any, Iterable[tuple[int, int]]]) -> tuple[list[Hashable], np.ndarray]:
     """Validate a node -> slot ranges map and build the slot -> node-index table."""
     if not isinstance(slot_ranges, Mapping):
         raise TypeError(f"slot_ranges must be a mapping node -> [(start, end), ...], not {type(slot_ranges).__name__}")
@@ -153,8 +153,8 @@ def _slot_table(slot_ranges: Mapping[Hashable, Iterable[tuple[int, int]]]) -> tu
     return nodes, table
 
 
-def _ranges_of(table: np.ndarray, nodes: list[Hashable]) -> dict[Hashable, list[tuple[int, int]]]:
-    out: dict[Hashable, list[tuple[int, int]]] = {n: [] for n in nodes}
+def _ranges_of(table: np.ndarray, nodes: list[Hashable]) -> dict[Any, list[tuple[int, int]]]:
+    out: dict[Any, list[tuple[int, int]]] = {n: [] for n in nodes}
     change = np.flatnonzero(np.diff(table)) + 1
     starts = np.concatenate(([0], change))
     ends = np.concatenate((change - 1, [SLOTS - 1]))
@@ -191,7 +191,7 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
     _doc_fields = ("slot_ranges",)
     routes_on_hash = False
 
-    def __init__(self, slot_ranges: Mapping[Hashable, Iterable[tuple[int, int]]], *, version: int = 1) -> None:
+    def __init__(self, slot_ranges: Mapping[Any, Iterable[tuple[int, int]]], *, version: int = 1) -> None:
         nodes, table = _slot_table(slot_ranges)
         names = [str(n) for n in nodes]
         if len(set(names)) != len(names):
@@ -218,7 +218,7 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
     @property
     def slot_ranges(self) -> dict[str, list[tuple[int, int]]]:
         """Node -> its inclusive slot ranges, merged and sorted."""
-        return _ranges_of(self._table, list(self.shards))  # type: ignore[return-value]
+        return _ranges_of(self._table, list(self.shards))
 
     @property
     def slot_table(self) -> np.ndarray:
