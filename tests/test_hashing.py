@@ -518,24 +518,22 @@ def test_public_names() -> None:
     assert h.encode(" a ") == b"a" and h(" a ") == hash_key("a", "xxh64", 3)
 
 
-# ---------------------------------------------------------------------------
-# Known open bugs (strict xfail: they turn into failures once fixed, so the
-# marker is removed with the fix)
-
-@pytest.mark.xfail(strict=True, reason="known bug: out= sharing memory with the keys (a reversed or "
-                                       "shifted view of the same buffer) is not detected, so keys are "
-                                       "overwritten before they are read: silently wrong hashes")
-@pytest.mark.parametrize("layout", ["reversed", "shifted"])
-def test_out_overlapping_the_keys(layout: str) -> None:
+@pytest.mark.parametrize("layout", ["reversed", "shifted-up", "shifted-down", "bytes-view"])
+def test_regression_out_overlapping_the_keys(layout: str) -> None:
+    # out= sharing memory with the keys once overwrote keys before they were read.
     buf = np.arange(64, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    keys: Any
     if layout == "reversed":
         keys, out = buf[::-1], buf
-    else:
+    elif layout == "shifted-up":
         keys, out = buf[:-1], buf[1:]
+    elif layout == "shifted-down":
+        keys, out = buf[1:], buf[:-1]
+    else:
+        keys, out = buf.view("S8")[::-1], buf
     expected = hash_array(keys.copy())
     got = hash_array(keys, out=out)
-    # either the overlap is handled (copy first) or refused; never wrong values
-    assert np.array_equal(got, expected)
+    assert got is out and np.array_equal(got, expected)
 
 
 def test_out_identical_to_the_keys_is_fine() -> None:
@@ -545,15 +543,16 @@ def test_out_identical_to_the_keys_is_fine() -> None:
     assert np.array_equal(hash_array(buf, out=buf), expected)
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: KeyCodec.encode_str hashes str(value), so a str "
-                                       "subclass overriding __str__ is hashed by that text instead of "
-                                       "its own characters")
-def test_str_subclass_hashes_its_characters() -> None:
+def test_regression_str_subclass_hashes_its_characters() -> None:
+    # The codec once hashed str(value), i.e. whatever a subclass's __str__ said.
     class Tag(str):
         def __str__(self) -> str:
             return "something else"
 
-    assert hash_key(Tag("abc")) == hash_key("abc")
+    for codec in CODECS.values():
+        assert hash_key(Tag("abc"), codec=codec) == hash_key("abc", codec=codec)
+        assert np.array_equal(hash_array([Tag("abc"), Tag(" X ")], codec=codec),
+                              hash_array(["abc", " X "], codec=codec))
 
 
 def test_pandas_extension_dtypes_without_arrow_export(monkeypatch: pytest.MonkeyPatch) -> None:
