@@ -8,7 +8,8 @@ Usage::
 
 Each revision is checked out into its own git worktree in a temporary
 directory, installed with its ``[test]`` extra into its own fresh venv, and
-its own ``bench/`` suite is run with pytest-benchmark
+its own ``bench/`` suite (``bench/bench_*.py`` and ``bench/test_*.py``) is
+run with pytest-benchmark
 (``--benchmark-enable --benchmark-only --benchmark-json``).  One table of
 per-benchmark medians and ratios (HEAD/BASE) is printed; the exit status is
 1 when any median regressed by more than the threshold (default 10%), 0
@@ -125,15 +126,20 @@ def install(label: str, tree: Path, env_dir: Path, python: str) -> Path:
 
 def bench(label: str, tree: Path, py: Path, out: Path, pytest_args: list[str]) -> dict[str, float]:
     """Run one revision's bench/ suite; return {benchmark node id: median seconds}."""
-    if not (tree / "bench").is_dir():
-        print(f"=== {label}: no bench/ directory, nothing to run", flush=True)
+    # The files are named explicitly, so that bench_*.py modules are collected
+    # whatever the revision's pytest `python_files` setting says.
+    files = sorted({p.relative_to(tree).as_posix()
+                    for pattern in ("bench_*.py", "test_*.py", "*_test.py")
+                    for p in (tree / "bench").glob(pattern)})
+    if not files:
+        print(f"=== {label}: no bench/bench_*.py or bench/test_*.py, nothing to run", flush=True)
         return {}
     print(f"\n=== {label}: benchmarks", flush=True)
     # From the revision's own tree, so that its pytest configuration applies;
     # the src/ layout keeps the checkout's sources off sys.path, so the
     # installed build is the one measured.
     cmd = [
-        str(py), "-m", "pytest", "bench", "-q", "-p", "no:cacheprovider",
+        str(py), "-m", "pytest", *files, "-q", "-p", "no:cacheprovider",
         "--benchmark-enable", "--benchmark-only", f"--benchmark-json={out}",
         "--benchmark-columns=min,median,iqr,rounds",
         *pytest_args,
