@@ -202,6 +202,24 @@ def test_bad_hashes_and_out():
         r.route_hash(-1)
 
 
+def test_python_kernel_routers_validate_threads():
+    from shardhash.routing import Router
+
+    class Zero(Router):
+        def __init__(self, shards):
+            super().__init__(shards)
+            self._use_python()
+            self._finish()
+
+        def _route_hashes_kernel(self, hashes, out):
+            out[:] = 0
+
+    z = Zero(["a"])
+    assert z.route_hashes([1, 2], threads=2).tolist() == [0, 0]
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        z.route_hashes([1], threads=0)
+
+
 def test_jump_hash_arguments():
     with pytest.raises(ValueError, match="num_buckets must be >= 1, got 0"):
         jump_hash(1, 0)

@@ -25,7 +25,7 @@ from shardhash._hashing cimport Hasher
 
 import numpy as np
 
-from shardhash._parallel import parallel_for
+from shardhash._parallel import parallel_for, resolve_threads
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out",
            "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
@@ -576,6 +576,7 @@ cdef class RouterCore:
         cdef Py_ssize_t n = a.shape[0]
         out = prepare_out(out, n)
         if self._kind == KIND_PY:
+            resolve_threads(threads, n)  # validates; Python kernels run on the calling thread
             if n:
                 self._route_hashes_kernel(a, out)
                 self._apply_overrides_py(a, out)
