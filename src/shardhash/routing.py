@@ -99,6 +99,7 @@ __all__ = [
     "load_router",
     "register_router_type",
     "router_types",
+    "ring_owned_ranges",
     "jump_hash",
     "jump_hash_array",
 ]
@@ -536,6 +537,27 @@ def _merge_ranges(ranges: list[tuple[int, int, int]]) -> list[tuple[int, int, in
     return out
 
 
+def ring_owned_ranges(tokens: Sequence[int] | np.ndarray,
+                      owners: Sequence[int] | np.ndarray) -> list[tuple[int, int, int]]:
+    """Ownership of the hash space by a ring (token ``i`` owns the arc
+    ``(tokens[i-1], tokens[i]]``, wrapping): ``(lo, hi, owner)`` inclusive
+    intervals covering [0, 2**64 - 1] in order, adjacent intervals of one
+    owner merged.  ``tokens`` sorted strictly increasing.
+
+    >>> ring_owned_ranges([20, 50], [0, 1])
+    [(0, 20, 0), (21, 50, 1), (51, 18446744073709551615, 0)]
+    """
+    t = [int(x) for x in tokens]
+    o = [int(x) for x in owners]
+    if not t or len(t) != len(o):
+        raise ValueError("a ring needs as many owners as tokens, and at least one token")
+    ranges = [(0, t[0], o[0])]
+    ranges += [(t[i - 1] + 1, t[i], o[i]) for i in range(1, len(t))]
+    if t[-1] < U64_MAX:
+        ranges.append((t[-1] + 1, U64_MAX, o[0]))
+    return _merge_ranges(ranges)
+
+
 _COLLISION_RULES = ("error", "first")
 
 
@@ -664,13 +686,7 @@ class RingRouter(Router):
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """``(lo, hi, shard index)`` inclusive hash intervals covering [0, 2**64 - 1]."""
-        t = self._tokens.tolist()
-        o = self._owners.tolist()
-        ranges = [(0, t[0], o[0])]
-        ranges += [(t[i - 1] + 1, t[i], o[i]) for i in range(1, len(t))]
-        if t[-1] < U64_MAX:
-            ranges.append((t[-1] + 1, U64_MAX, o[0]))
-        return _merge_ranges(ranges)
+        return ring_owned_ranges(self._tokens, self._owners)
 
     def _doc_params(self) -> dict[str, Any]:
         if self._explicit is not None:
