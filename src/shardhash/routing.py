@@ -57,6 +57,8 @@ Subclass contract (for routers defined outside this module)
    ``_from_params(cls, params, *, shards, hasher, version, key_prefix)``
    (classmethod): rebuild from them.  ``load_router`` checks ``params``
    against ``_doc_fields`` (unknown keys are a ValueError) and the fingerprint.
+4. Routers over the hash space should offer ``owned_ranges()`` (rings:
+   ``ring_owned_ranges(tokens, owners)``) or ``bucket_count``/``placement``.
 """
 
 from __future__ import annotations
