@@ -361,3 +361,73 @@ def test_live_twemproxy(key_hash: str, tmp_path: Path) -> None:
     r = ketama.KetamaRouter([f"127.0.0.1:{p}" for p in ports], weights, "twemproxy", key_hash=key_hash)
     assert -1 not in owner
     assert r.route_many(keys).tolist() == owner
+
+
+# ------------------------------------------------------------- libmemcached
+
+LIBMEMCACHED_PROGRAM = r"""
+/* argv: host port weight triples; stdin: one hex key per line;
+ * stdout: memcached_generate_hash (the server index) per key. */
+#include <libmemcached/memcached.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    memcached_st *m = memcached_create(NULL);
+    char line[4096], key[2048];
+    int i;
+    for (i = 1; i + 2 < argc; i += 3)
+        memcached_server_add_with_weight(m, argv[i], (in_port_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
+    memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
+    while (fgets(line, sizeof line, stdin)) {
+        size_t n = strcspn(line, "\r\n"), k;
+        for (k = 0; k + 1 < n; k += 2) {
+            unsigned v;
+            sscanf(line + k, "%2x", &v);
+            key[k / 2] = (char)v;
+        }
+        printf("%u\n", memcached_generate_hash(m, key, n / 2));
+    }
+    memcached_free(m);
+    return 0;
+}
+"""
+
+
+@pytest.mark.oracle
+def test_live_libmemcached(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    def missing(why: str) -> None:
+        if oracle_required():
+            pytest.fail(f"libmemcached oracle missing in CI: {why}")
+        pytest.skip(f"libmemcached oracle not available: {why}")
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or shutil.which("pkg-config") is None:
+        missing("no C compiler or pkg-config")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmemcached"], capture_output=True, text=True)
+    if flags.returncode != 0:
+        missing("libmemcached (libmemcached-dev) not installed")
+    (tmp_path / "mc.c").write_text(LIBMEMCACHED_PROGRAM)
+    exe = tmp_path / "mc"
+    subprocess.run([cc, str(tmp_path / "mc.c"), "-o", str(exe), *flags.stdout.split()], check=True)
+    rng = random.Random(11)
+    configs = [
+        [("10.0.0.1", 11211, 1), ("10.0.0.2", 11211, 1), ("10.0.0.3", 11211, 1)],
+        [(f"s{i}", 11211, 1) for i in range(25)],  # 39 md5s per server
+        [(f"h{i}", 11211 + i % 2, w) for i, w in enumerate([439, 81, 945, 259, 301])],
+        [(f"10.1.0.{i}", 11211, 1) for i in range(50)],
+    ]
+    total = 0
+    for conf in configs:
+        keys = [f"key{i}".encode() for i in range(1500)] + \
+            [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 20))) for _ in range(1500)]
+        args = [str(x) for c in conf for x in c]
+        out = subprocess.run([str(exe), *args], input="\n".join(k.hex() for k in keys) + "\n",
+                             capture_output=True, text=True, check=True).stdout.split()
+        r = ketama.KetamaRouter([(h, p) for h, p, _ in conf], [w for _, _, w in conf], "libmemcached")
+        assert r.route_many(keys).tolist() == [int(x) for x in out]
+        total += len(keys)
+    assert total >= 10_000
