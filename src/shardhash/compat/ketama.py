@@ -23,9 +23,10 @@ libmemcached and twemproxy give some servers one MD5 (four points) fewer:
 with 25 or 50 equal servers every server gets 39, not 40.
 
 What is exact: the continuum of every flavour and the lookup, checked
-against ``uhashring`` (its ``hash_fn='ketama'`` mode), a real twemproxy
-(``nutcracker``, ``hash: md5`` and ``hash: fnv1a_64``) and, for
-libmemcached, against published point counts.  twemproxy hashes keys with
+against ``uhashring`` (its ``hash_fn='ketama'`` mode), libmemcached's own
+``memcached_generate_hash`` (``KETAMA_WEIGHTED``) and a real twemproxy
+(``nutcracker``, ``hash: md5`` and ``hash: fnv1a_64``).  libketama is not
+packaged: its flavour follows its C source.  twemproxy hashes keys with
 its ``hash:`` setting: ``key_hash="fnv1a_64"`` (twemproxy's default, the
 default of this flavour: a 32-bit FNV-1a variant with truncated constants
 and sign-extended bytes) or ``"md5"``.  Not modelled: twemproxy's other key
