@@ -431,3 +431,15 @@ def test_live_libmemcached(tmp_path: Path) -> None:
         assert r.route_many(keys).tolist() == [int(x) for x in out]
         total += len(keys)
     assert total >= 10_000
+
+
+def test_libmemcached_golden_vectors() -> None:
+    rows = _tsv("ketama_libmemcached.tsv")
+    assert len(rows) >= 400
+    groups: dict[str, list[tuple[bytes, int]]] = {}
+    for _cid, servers, key_hex, server in rows:
+        groups.setdefault(servers, []).append((bytes.fromhex(key_hex), int(server)))
+    for servers, items in groups.items():
+        conf = [s.rsplit(":", 2) for s in servers.split(",")]
+        r = ketama.KetamaRouter([(h, int(p)) for h, p, _ in conf], [int(w) for _, _, w in conf], "libmemcached")
+        assert r.route_many([k for k, _ in items]).tolist() == [s for _, s in items], servers[:40]
