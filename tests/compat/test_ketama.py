@@ -443,3 +443,23 @@ def test_libmemcached_golden_vectors() -> None:
         conf = [s.rsplit(":", 2) for s in servers.split(",")]
         r = ketama.KetamaRouter([(h, int(p)) for h, p, _ in conf], [int(w) for _, _, w in conf], "libmemcached")
         assert r.route_many([k for k, _ in items]).tolist() == [s for _, s in items], servers[:40]
+
+
+def test_libketama_published_test_vector() -> None:
+    # libketama's own regression test (RJ/ketama libketama/test.sh): for the
+    # repository's ketama.servers and the keys "0".."999999", the lines
+    # "<key hash> <point> <server>" printed by ketama_test (after one empty
+    # line from ketama_error()) have the md5 5672b131391f5aa2b280936aec1eea74.
+    from shardhash.compat import _native_b
+
+    servers = {"10.0.1.1:11211": 600, "10.0.1.2:11211": 300, "10.0.1.3:11211": 200, "10.0.1.4:11211": 350,
+               "10.0.1.5:11211": 1000, "10.0.1.6:11211": 800, "10.0.1.7:11211": 950, "10.0.1.8:11211": 100}
+    r = ketama.KetamaRouter(list(servers), list(servers.values()), "libketama")
+    offsets, data = _native_b.pack_keys([str(i) for i in range(1_000_000)])
+    h = _native_b.ketama_hash_offsets(offsets, data)
+    idx = np.searchsorted(r.points, h, side="left")
+    idx[idx == len(r.points)] = 0
+    assert (r.point_owners[idx] == r.route_key_hashes(h)).all()
+    names = np.array(r.shards)[r.point_owners[idx]]
+    text = "\n" + "".join(f"{a} {b} {c}\n" for a, b, c in zip(h.tolist(), r.points[idx].tolist(), names.tolist()))
+    assert hashlib.md5(text.encode()).hexdigest() == "5672b131391f5aa2b280936aec1eea74"

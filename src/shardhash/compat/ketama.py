@@ -25,8 +25,9 @@ with 25 or 50 equal servers every server gets 39, not 40.
 What is exact: the continuum of every flavour and the lookup, checked
 against ``uhashring`` (its ``hash_fn='ketama'`` mode), libmemcached's own
 ``memcached_generate_hash`` (``KETAMA_WEIGHTED``) and a real twemproxy
-(``nutcracker``, ``hash: md5`` and ``hash: fnv1a_64``).  libketama is not
-packaged: its flavour follows its C source.  twemproxy hashes keys with
+(``nutcracker``, ``hash: md5`` and ``hash: fnv1a_64``); the libketama
+flavour reproduces libketama's own regression vector (``test.sh``: the md5
+of a million lookups).  twemproxy hashes keys with
 its ``hash:`` setting: ``key_hash="fnv1a_64"`` (twemproxy's default, the
 default of this flavour: a 32-bit FNV-1a variant with truncated constants
 and sign-extended bytes) or ``"md5"``.  Not modelled: twemproxy's other key
