@@ -13,6 +13,7 @@ test_hash_differential.py; here the subject is the plumbing around them.
 from __future__ import annotations
 
 import copy
+import functools
 import pickle
 import uuid
 from collections.abc import Callable
@@ -138,6 +139,24 @@ for _dt in INT_DTYPES:
 PY_INTS = [0, 1, -1, 2**63 - 1, -(2**63), 2**63, M64, 12345, -98765, 2**32]
 
 
+def unaligned(a: np.ndarray) -> np.ndarray:
+    """The same values in a buffer that starts one byte off any alignment."""
+    u = np.frombuffer(b"\x00" + a.tobytes(), dtype=a.dtype, offset=1)
+    assert a.dtype.itemsize == 1 or not u.flags.aligned
+    return u
+
+
+def _unaligned_case(dt: str, step: int) -> tuple[Any, list[Any]]:
+    v = int_values(dt.lstrip("<>"))
+    return unaligned(v.astype(dt))[::step], [int(x) for x in v[::step]]
+
+
+for _dt in ["i8", ">i8", "u8", "i4", ">u2"]:
+    INT_CASES[f"np-{_dt}-unaligned"] = functools.partial(_unaligned_case, _dt, 1)
+    INT_CASES[f"np-{_dt}-unaligned-reversed"] = functools.partial(_unaligned_case, _dt, -3)
+INT_CASES["np-i8-broadcast"] = lambda: (np.broadcast_to(np.array([-7], ">i8"), (40,)), [-7] * 40)
+
+
 def _u_array() -> tuple[Any, list[Any]]:
     a = np.array(STRINGS)
     assert a.dtype.kind == "U"
@@ -193,6 +212,8 @@ CASES: dict[str, Callable[[], tuple[Any, list[Any]]]] = {
     "np-U-swapped": lambda: (_u_array()[0].astype(_u_array()[0].dtype.newbyteorder("S")), STRINGS),
     "np-U-strided": lambda: (_u_array()[0][::2], STRINGS[::2]),
     "np-U-reversed": lambda: (_u_array()[0][::-1], STRINGS[::-1]),
+    "np-U-unaligned": lambda: (unaligned(_u_array()[0]), STRINGS),
+    "np-U-broadcast": lambda: (np.broadcast_to(np.array(["𝄞 é"]), (9,)), ["𝄞 é"] * 9),
     "np-S": _s_array,
     "np-S-reversed": lambda: (_s_array()[0][::-2], _s_array()[1][::-2]),
     "np-T": lambda: (np.array(STRINGS, dtype=_string_dtype()), STRINGS),
