@@ -157,7 +157,8 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
         SH_V_ONE(f, a, b, c, d, k, s, 3);                                                  \
     } while (0)
 
-static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES])
+/* out: first digest word of each lane; out_b (may be NULL): the second. */
+static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
 {
     __m128i X0[16], X1[16], X2[16], X3[16];
     const __m128i ones = _mm_set1_epi32(-1);
@@ -202,10 +203,18 @@ static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES
         _mm_storeu_si128((__m128i *)(void *)&out[4], _mm_add_epi32(a1, init));
         _mm_storeu_si128((__m128i *)(void *)&out[8], _mm_add_epi32(a2, init));
         _mm_storeu_si128((__m128i *)(void *)&out[12], _mm_add_epi32(a3, init));
+        if (out_b) {
+            const __m128i init_b = _mm_set1_epi32((int)0xefcdab89u);
+            _mm_storeu_si128((__m128i *)(void *)&out_b[0], _mm_add_epi32(b0, init_b));
+            _mm_storeu_si128((__m128i *)(void *)&out_b[4], _mm_add_epi32(b1, init_b));
+            _mm_storeu_si128((__m128i *)(void *)&out_b[8], _mm_add_epi32(b2, init_b));
+            _mm_storeu_si128((__m128i *)(void *)&out_b[12], _mm_add_epi32(b3, init_b));
+        }
     }
 }
 #else
-static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES])
+/* out: first digest word of each lane; out_b (may be NULL): the second. */
+static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
 {
     uint32_t a[SH_MD5_LANES], b[SH_MD5_LANES], c[SH_MD5_LANES], d[SH_MD5_LANES];
     int l, i;
@@ -237,6 +246,8 @@ static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES
         SH_MD5_LSTEP(SH_MD5_RI, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
     }
     for (l = 0; l < SH_MD5_LANES; l++) out[l] = a[l] + 0x67452301u;
+    if (out_b)
+        for (l = 0; l < SH_MD5_LANES; l++) out_b[l] = b[l] + 0xefcdab89u;
 }
 #endif
 
@@ -271,7 +282,7 @@ void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
         sh_md5_load_lane(X, fill, data + offsets[i], len);
         idx[fill++] = i;
         if (fill == SH_MD5_LANES) {
-            sh_md5_lanes(X, h);
+            sh_md5_lanes(X, h, NULL);
             for (l = 0; l < SH_MD5_LANES; l++) out[idx[l]] = h[l];
             fill = 0;
         }
@@ -302,8 +313,28 @@ uint64_t sh_mongo_hash_int64(int64_t v)
 
 void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
 {
-    size_t i;
-    for (i = 0; i < n; i++) out[i] = sh_mongo_hash_int64(values[i]);
+    /* Sixteen values at a time through the multi-lane MD5: each message is
+     * seed 0, type 10 and the value, one padded block of 16 bytes. */
+    uint32_t X[16][SH_MD5_LANES], a[SH_MD5_LANES], b[SH_MD5_LANES];
+    size_t i = 0;
+    int l, w;
+    for (w = 0; w < 16; w++)
+        for (l = 0; l < SH_MD5_LANES; l++) X[w][l] = 0;
+    for (l = 0; l < SH_MD5_LANES; l++) {
+        X[1][l] = 10u;
+        X[4][l] = 0x80u;
+        X[14][l] = 128u;
+    }
+    for (; i + SH_MD5_LANES <= n; i += SH_MD5_LANES) {
+        for (l = 0; l < SH_MD5_LANES; l++) {
+            uint64_t u = (uint64_t)values[i + (size_t)l];
+            X[2][l] = (uint32_t)u;
+            X[3][l] = (uint32_t)(u >> 32);
+        }
+        sh_md5_lanes(X, a, b);
+        for (l = 0; l < SH_MD5_LANES; l++) out[i + (size_t)l] = (uint64_t)a[l] | ((uint64_t)b[l] << 32);
+    }
+    for (; i < n; i++) out[i] = sh_mongo_hash_int64(values[i]);
 }
 
 int64_t sh_mongo_double_to_long(double d)
@@ -318,8 +349,13 @@ int64_t sh_mongo_double_to_long(double d)
 
 void sh_mongo_hash_double_batch(const double *values, size_t n, uint64_t *out)
 {
-    size_t i;
-    for (i = 0; i < n; i++) out[i] = sh_mongo_hash_int64(sh_mongo_double_to_long(values[i]));
+    int64_t buf[256];
+    size_t i, k, chunk;
+    for (i = 0; i < n; i += chunk) {
+        chunk = n - i < 256 ? n - i : 256;
+        for (k = 0; k < chunk; k++) buf[k] = sh_mongo_double_to_long(values[i + k]);
+        sh_mongo_hash_int64_batch(buf, chunk, out + i);
+    }
 }
 
 /* First continuum index whose point is >= h (upper == 0) or > h (upper != 0),
