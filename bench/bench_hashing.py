@@ -132,7 +132,7 @@ def test_int64(benchmark: Any, request: pytest.FixtureRequest, case: str) -> Non
     else:
         pd = pytest.importorskip("pandas")
         fn = lambda: pd.util.hash_array(keys)  # noqa: E731
-    result = _run(benchmark, request, "int64-10M", case, n, fn, rounds=7)
+    result = _run(benchmark, request, "int64-10M", case, n, fn, rounds=15)
     assert len(result) == n
     if case.startswith("shardhash"):
         import xxhash
@@ -165,7 +165,7 @@ def test_strings_arrow(benchmark: Any, request: pytest.FixtureRequest, case: str
             fn = lambda: hash_array(s, "xxh3_64", out=out)  # noqa: E731
         else:
             fn = lambda: s.hash(seed=0)  # noqa: E731
-    result = _run(benchmark, request, "str-arrow-1M", case, n, fn, rounds=9)
+    result = _run(benchmark, request, "str-arrow-1M", case, n, fn, rounds=15)
     assert len(result) == n
     if case.startswith("shardhash"):
         assert out[:200].tolist() == _xxh3_loop(strs[:200])
@@ -191,7 +191,7 @@ def test_strings_object(benchmark: Any, request: pytest.FixtureRequest, case: st
     else:
         pytest.importorskip("xxhash")
         fn = lambda: _xxh3_loop(strs)  # noqa: E731
-    result = _run(benchmark, request, "str-object-1M", case, n, fn, rounds=5)
+    result = _run(benchmark, request, "str-object-1M", case, n, fn, rounds=7)
     assert len(result) == n
     if case.startswith("shardhash"):
         assert out[:200].tolist() == _xxh3_loop(strs[:200])
