@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 
-from shardhash import Hasher
 from shardhash.routing import (
     BucketRouter,
     DirectoryRouter,

@@ -15,7 +15,6 @@ from shardhash import Hasher
 from shardhash.routing import (
     ROUTER_FORMAT,
     JumpRouter,
-    ModuloRouter,
     RingRouter,
     Router,
     load_router,

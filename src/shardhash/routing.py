@@ -70,14 +70,13 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from shardhash._hashing import Hasher
 from shardhash._routing import (
     RouterCore,
-    as_hashes,
     jump_hash,
     jump_hash_array,
     maglev_populate,
@@ -113,8 +112,6 @@ _REQUIRED_TOP = ("format", "type", "version", "shards", "hasher", "params")
 _32BIT_ALGOS = frozenset({"xxh32", "murmur3_32", "fnv1a_32"})
 
 _REGISTRY: dict[str, type[Router]] = {}
-
-R = TypeVar("R", bound="type[Router]")
 
 
 # ---------------------------------------------------------------------------
