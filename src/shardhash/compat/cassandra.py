@@ -31,11 +31,10 @@ NetworkTopologyStrategy (racks, datacenters), and the other partitioners
 
 from __future__ import annotations
 
-import bisect
 import numbers
 import struct
 import uuid as _uuid
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np

@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import bisect
 import datetime as _dt
-import hashlib
-import math
 import struct
 import uuid as _uuid
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -348,7 +346,7 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         shards: list[str] = []
         pos: dict[str, int] = {}
         idx = []
-        for i, s in enumerate(owner_ids):
+        for s in owner_ids:
             if not isinstance(s, str) or not s:
                 raise TypeError(f"chunk shard ids must be non-empty str, got {s!r:.60}")
             if s not in pos:

@@ -28,7 +28,7 @@ collations, numeric, region-based) and keyspace ids longer than 8 bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
