@@ -221,3 +221,20 @@ def test_plan_ring_gains_two_nodes() -> None:
     moved = plan.moved_ranges(old, new)
     assert {(m.source, m.destination) for m in moved} == {("n1", "n4"), ("n3", "n5")}
     assert abs(sum(m.share for m in moved) - 0.25) < 1e-12
+
+
+def test_random_tokens_and_a_vnode_ring_growing() -> None:
+    ring = {f"n{i}": cassandra.random_tokens(16, seed=i) for i in range(6)}
+    assert all(len(v) == 16 and v == sorted(v) for v in ring.values())
+    assert cassandra.random_tokens(16, seed=3) == ring["n3"]
+    taken = [t for ts in ring.values() for t in ts]
+    extra = cassandra.random_tokens(16, seed=0, exclude=taken)
+    assert not set(extra) & set(taken)
+    old = cassandra.TokenRouter(ring, cql_type="text")
+    new = cassandra.TokenRouter({**ring, "n6": extra}, cql_type="text")
+    keys = [f"user{i}" for i in range(30_000)]
+    rep = plan.diff(old, new, keys)
+    assert rep.matrix[:, :6].trace() + rep.matrix[:, 6].sum() == rep.total  # keys only move to n6
+    assert 0.05 < rep.moved_fraction < 0.3
+    with pytest.raises(ValueError, match="num_tokens"):
+        cassandra.random_tokens(0)

@@ -49,6 +49,7 @@ __all__ = [
     "token_array",
     "serialize",
     "evenly_spaced_tokens",
+    "random_tokens",
     "TokenRouter",
 ]
 
@@ -281,6 +282,33 @@ def evenly_spaced_tokens(n: int, offset: int = 0) -> list[int]:
         t = (t - MIN_TOKEN) % (1 << 64) + MIN_TOKEN
         out.append(t)
     return out
+
+
+def random_tokens(num_tokens: int, seed: int | None = None, *, exclude: Iterable[int] = ()) -> list[int]:
+    """``num_tokens`` distinct random ring tokens, sorted: how a node joining
+    with ``num_tokens`` vnodes picks its tokens when no token-allocation
+    algorithm is configured (``allocate_tokens_for_*`` unset).  ``seed``
+    makes the choice reproducible; tokens in ``exclude`` (the ring's
+    current tokens) are never picked.  Real clusters print their actual
+    tokens with ``nodetool ring``: use those for an exact plan.
+
+    >>> len(random_tokens(16, seed=1)), random_tokens(4, seed=7) == random_tokens(4, seed=7)
+    (16, True)
+    """
+    import random
+
+    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int):
+        raise TypeError(f"num_tokens must be an int, not {type(num_tokens).__name__}")
+    if num_tokens < 1:
+        raise ValueError(f"num_tokens must be >= 1, got {num_tokens}")
+    rng = random.Random(seed)
+    taken = {int(t) for t in exclude}
+    out: set[int] = set()
+    while len(out) < num_tokens:
+        t = rng.randrange(MIN_TOKEN + 1, MAX_TOKEN + 1)  # MIN is never a node token
+        if t not in taken:
+            out.add(t)
+    return sorted(out)
 
 
 def _check_token(t: Any, node: Any) -> int:
