@@ -74,7 +74,8 @@ cdef enum:
     KIND_RENDEZVOUS = 5
     KIND_DELEGATE = 6
 
-DEF PRE_BLOCK = 512
+cdef enum:
+    PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
 
 _U64_MAX = (1 << 64) - 1
 
