@@ -170,6 +170,9 @@ def test_subclass_with_c_kernel_and_pre_transform():
     want = [((x + 5) % 2**64) % 3 for x in h]
     assert r.route_hashes(h).tolist() == want
     assert [r.route_hash(x) for x in h] == want
+    many = np.random.default_rng(5).integers(0, 2**64 - 1, 300_000, dtype=np.uint64, endpoint=True)
+    want_many = ((many + np.uint64(5)) % np.uint64(3)).astype(np.int32)  # numpy wraps mod 2**64
+    assert np.array_equal(r.route_hashes(many, threads=3), want_many)
 
 
 def test_unfinished_subclass_is_an_error():
