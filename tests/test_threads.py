@@ -186,3 +186,26 @@ def test_hashing_with_threads_in_a_forked_child() -> None:
     proc = subprocess.run([sys.executable, "-c", FORK_CHILD], capture_output=True, env=env,
                           timeout=120, check=False)
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")
+
+
+def test_default_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    # threads=None: one thread (no pool at all) for small inputs, every core for large ones.
+    sizes: list[int] = []
+    real_get_pool = _parallel._get_pool
+
+    def recording_get_pool(size: int) -> Any:
+        sizes.append(size)
+        return real_get_pool(size)
+
+    monkeypatch.setattr(_parallel, "_get_pool", recording_get_pool)
+    monkeypatch.setattr(_parallel, "cpu_count", lambda: 4)
+    small = np.arange(1000, dtype=np.int64)
+    big = np.arange(1 << 20, dtype=np.int64)
+    assert np.array_equal(hash_array(small), hash_array(small, threads=1))
+    assert sizes == []
+    hash_array(small, threads=3)
+    assert sizes == [2]  # the calling thread takes one chunk itself
+    assert np.array_equal(hash_array(big), hash_array(big, threads=1))
+    assert sizes[-1] == 3  # four cores: the caller plus three pool threads
+    hash_array(big, threads=6)  # an explicit count is taken as given
+    assert sizes[-1] == 5
