@@ -209,11 +209,7 @@ def test_regression_objects_beyond_unicode_rejected_like_u_array() -> None:
         hash_key(a.tolist()[2])
 
 
-# Still open: the same strings reach the codec's Python path unchecked.
-@pytest.mark.xfail(strict=True, reason="known bug: a str holding a code point beyond U+10FFFF (from "
-                                       "numpy's tolist) is only checked on the plain-string fast path: "
-                                       "as a tuple part or under strip/NFC it is hashed as invalid UTF-8, "
-                                       "and under casefold str.casefold raises SystemError")
+# The same strings on the codec's Python path (tuple parts, transforming codecs).
 @pytest.mark.parametrize("how", ["tuple-part", "strip", "nfc", "casefold", "casefold-list", "encode"])
 def test_beyond_unicode_on_the_codec_path(how: str) -> None:
     s = beyond_unicode().tolist()[2]
@@ -503,9 +499,6 @@ else:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: _hash_objects reads a list with PyList_GET_ITEM up to "
-                                       "its length at the start; a key whose __int__ empties the list "
-                                       "makes it read freed/NULL item storage (segmentation fault)")
 def test_list_mutated_while_hashing_does_not_crash() -> None:
     import os
     import subprocess
@@ -524,9 +517,6 @@ def test_list_mutated_while_hashing_does_not_crash() -> None:
     assert said == "hashed" or said.startswith("raised "), said  # any clean outcome, never a crash
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: invalid UTF-8 in an Arrow string array under a "
-                                       "transforming codec surfaces as a bare UnicodeDecodeError whose "
-                                       "'position' is a byte offset, not the key's position")
 @pytest.mark.parametrize("kind", ["string", "large_string", "string_view"])
 def test_arrow_invalid_utf8_with_transforming_codec_names_the_key(kind: str) -> None:
     pa = pytest.importorskip("pyarrow")

@@ -593,9 +593,6 @@ def test_pandas_extension_dtypes_without_arrow_export(monkeypatch: pytest.Monkey
             hash_array(pd.Series(["a", None, "b"], dtype=dtype))
 
 
-@pytest.mark.xfail(strict=True, reason="known bug: the out= overlap check covers numpy keys only; pyarrow, "
-                                       "pandas (copy=False) and polars objects built zero-copy over the "
-                                       "same buffer as out= are overwritten before they are read")
 @pytest.mark.parametrize("kind", ["pyarrow", "pandas", "polars"])
 def test_out_overlapping_zero_copy_columnar_keys(kind: str) -> None:
     buf = np.arange(64, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)

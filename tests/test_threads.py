@@ -176,9 +176,6 @@ sys.exit(os.WEXITSTATUS(status))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-@pytest.mark.xfail(strict=True, reason="known bug: the thread pool survives os.fork() in name only (its "
-                                       "threads do not), so a forked child (multiprocessing's default on "
-                                       "Linux) that hashes with threads > 1 waits forever")
 def test_hashing_with_threads_in_a_forked_child() -> None:
     env = dict(os.environ)
     src = str(Path(shardhash.__file__).resolve().parent.parent)

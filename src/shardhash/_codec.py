@@ -104,6 +104,11 @@ class KeyCodec:
         # str.__str__ gives the characters themselves, even for a subclass
         # that overrides __str__.
         s = value if type(value) is str else str.__str__(value)
+        # numpy can build str objects holding values beyond U+10FFFF; no str
+        # method may touch them (some raise SystemError), so check first.
+        from shardhash._hashing import check_code_points
+
+        check_code_points(s)
         if self.strip:
             s = s.strip()
         if self.normalization is not None:

@@ -5,10 +5,9 @@ Private module; the public API is :mod:`shardhash.hashing`.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.long cimport PyLong_AsLongLong, PyLong_AsUnsignedLongLong
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.unicode cimport PyUnicode_Check
-from cpython.list cimport PyList_GET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.ref cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -28,6 +27,10 @@ cdef extern from "Python.h":
     int PyUnicode_4BYTE_KIND
     void *PyUnicode_DATA(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
+    long long PyLong_AsLongLongAndOverflow(object, int *) except? -1
+    unsigned long long PyLong_AsUnsignedLongLong(object)
+    PyObject *PyErr_Occurred()
+    void PyErr_Clear()
 
 cdef extern from "sh_hash.h" nogil:
     uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
@@ -204,22 +207,28 @@ cdef int _check_code_points(object s) except -1:
     return 0
 
 
+def check_code_points(s):
+    """Raise ValueError if the str holds a value beyond U+10FFFF (numpy can build such)."""
+    if PyUnicode_KIND(s) == PyUnicode_4BYTE_KIND:
+        _check_code_points(s)
+
+
 cdef inline int _int_to_word(object key, uint64_t *word) except -1:
     """Python int (exactly int) -> 64-bit pattern; OverflowError out of range."""
-    cdef long long s
+    cdef int overflow = 0
+    cdef long long s = PyLong_AsLongLongAndOverflow(key, &overflow)
     cdef unsigned long long u
-    try:
-        s = PyLong_AsLongLong(key)
-        word[0] = <uint64_t>s
+    if overflow == 0:
+        word[0] = <uint64_t>s  # errors (-1 with an exception set) propagate via `except? -1`
         return 0
-    except OverflowError:
-        pass
-    try:
-        u = PyLong_AsUnsignedLongLong(key)
-    except OverflowError:
-        raise OverflowError(f"integer key {key} is out of range: keys must lie in [-2**63, 2**64-1]") from None
-    word[0] = <uint64_t>u
-    return 0
+    if overflow > 0:
+        u = PyLong_AsUnsignedLongLong(key)  # 2**63 .. 2**64-1, else OverflowError below
+        if u == <unsigned long long>-1 and PyErr_Occurred() != NULL:
+            PyErr_Clear()
+        else:
+            word[0] = <uint64_t>u
+            return 0
+    raise OverflowError(f"integer key {key} is out of range: keys must lie in [-2**63, 2**64-1]")
 
 
 def hash_bytes(data, algorithm="xxh3_64", seed=0):
@@ -407,14 +416,6 @@ cdef object _hash_array(Hasher h, object keys, object out, object threads):
     if threads is not None:
         resolve_threads(threads, 1)  # validate early
     if isinstance(keys, np.ndarray):
-        if out is not None and isinstance(out, np.ndarray) and np.may_share_memory(out, keys):
-            # Hashing in place element for element is safe (each key is read
-            # before its slot is written); any other overlap would overwrite
-            # keys before they are read, so hash a copy.
-            if not (keys.dtype.kind in "iu" and keys.dtype.itemsize == 8 and keys.ndim == 1
-                    and keys.strides == out.strides
-                    and keys.__array_interface__["data"][0] == out.__array_interface__["data"][0]):
-                keys = keys.copy()
         return _hash_ndarray(h, keys, out, threads)
     if isinstance(keys, (str, bytes, bytearray)):
         raise TypeError(f"hash_array() needs a sequence of keys, not a single {type(keys).__name__} "
@@ -466,6 +467,8 @@ cdef object _hash_objects(Hasher h, object seq, object out):
     try:
         if type(seq) is list:
             for i in range(n):
+                if i >= PyList_GET_SIZE(seq):  # a key's own code shrank the list
+                    raise ValueError("the list of keys changed size while it was being hashed")
                 o[i] = h.hash_one(<object>PyList_GET_ITEM(seq, i))
         elif type(seq) is tuple:
             for i in range(n):
@@ -496,6 +499,14 @@ cdef object _base_error(object exc):
 cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
     if a.ndim != 1:
         raise ValueError(f"keys must be a 1-dimensional array, got {a.ndim} dimensions")
+    if out is not None and isinstance(out, np.ndarray) and np.may_share_memory(out, a):
+        # Hashing in place element for element is safe (each key is read
+        # before its slot is written); any other overlap would overwrite
+        # keys before they are read, so hash a copy.
+        if not (a.dtype.kind in "iu" and a.dtype.itemsize == 8
+                and a.strides == out.strides
+                and a.__array_interface__["data"][0] == out.__array_interface__["data"][0]):
+            a = a.copy()
     kind = a.dtype.kind
     if a.shape[0] == 0 and kind not in "iuSUOT":
         return _prepare_out(out, 0)  # no keys, whatever np.array([]) chose as dtype
@@ -757,6 +768,11 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
             raise ValueError(f"key at position {total + bad} is null: nulls cannot be hashed")
         total += chunk.arr.length
     out = _prepare_out(out, total)
+    final = None
+    if total and _arrow_overlaps(chunks, fmt, out):
+        # out= lies over the keys' own buffers (a zero-copy view): hash into a
+        # fresh array so no key is overwritten before it is read.
+        final, out = out, np.empty(total, dtype=np.uint64)
     for c in chunks:
         chunk = <_ArrowChunk>c
         if is_str and not h._fast_str:
@@ -767,19 +783,70 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
             _hash_arrow_chunk(h, fmt, chunk, out, pos, threads)
         pos += chunk.arr.length
     del keepalive
+    if final is not None:
+        final[:] = out
+        return final
     return out
+
+
+cdef bint _arrow_overlaps(list chunks, str fmt, object out):
+    """Whether out's memory intersects any buffer the chunks read."""
+    cdef size_t lo = _addr(out), hi = lo + <size_t>out.shape[0] * 8
+    cdef _ArrowChunk chunk
+    cdef ArrowArray *arr
+    cdef int64_t i
+    for c in chunks:
+        chunk = <_ArrowChunk>c
+        arr = &chunk.arr
+        for i in range(arr.n_buffers):
+            if arr.buffers[i] == NULL:
+                continue
+            # Buffer sizes are not part of the C interface; any buffer that starts
+            # inside out, or that starts before out and may reach into it, counts.
+            if lo <= <size_t>arr.buffers[i] < hi:
+                return True
+            if <size_t>arr.buffers[i] < lo and lo - <size_t>arr.buffers[i] < _buffer_extent(arr, fmt, i):
+                return True
+    return False
+
+
+cdef size_t _buffer_extent(ArrowArray *arr, str fmt, int64_t i):
+    """An upper bound of how many bytes of buffer i the chunk reads."""
+    cdef int64_t end = arr.offset + arr.length
+    if i == 0:
+        return <size_t>((end + 7) // 8)
+    if fmt in _ARROW_INT_FORMATS:
+        return <size_t>(end * _ARROW_INT_FORMATS[fmt][0])
+    if fmt in _ARROW_VAR_FORMATS:
+        if i == 1:
+            return <size_t>((end + 1) * (4 if _ARROW_VAR_FORMATS[fmt] == 32 else 8))
+        if _ARROW_VAR_FORMATS[fmt] == 32:
+            return <size_t>(<const int32_t *>arr.buffers[1])[end]
+        return <size_t>(<const int64_t *>arr.buffers[1])[end]
+    if i == 1:
+        return <size_t>(end * 16)
+    return <size_t>-1  # view data buffers: be conservative
 
 
 cdef list _arrow_chunk_strings(_ArrowChunk chunk, str fmt):
     """Decode the UTF-8 values of a string chunk into Python str objects."""
     cdef ArrowArray *arr = &chunk.arr
+    result = []
+    try:
+        _decode_arrow_strings(arr, fmt, result)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"key at position {len(result)}: the Arrow string is not valid UTF-8 "
+                         f"({exc.reason} at byte {exc.start})") from None
+    return result
+
+
+cdef _decode_arrow_strings(ArrowArray *arr, str fmt, list result):
     cdef int64_t n = arr.length, off = arr.offset, i
     cdef const int32_t *o32
     cdef const int64_t *o64
     cdef const uint8_t *data
     cdef const uint8_t *v
     cdef int32_t ln, bi, bo
-    result = []
     if fmt == "u":
         o32 = <const int32_t *>arr.buffers[1] + off
         data = <const uint8_t *>arr.buffers[2]
@@ -803,7 +870,6 @@ cdef list _arrow_chunk_strings(_ArrowChunk chunk, str fmt):
                     raise ValueError(f"malformed Arrow view at position {i}")
                 data = <const uint8_t *>arr.buffers[2 + bi]
                 result.append((<const char *>data + bo)[:ln].decode("utf-8"))
-    return result
 
 
 cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t pos, object threads):

@@ -23,9 +23,21 @@ _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 
 
+def _reset_after_fork() -> None:
+    # A forked child inherits the pool object but none of its threads: start afresh.
+    global _pool, _pool_size, _pool_lock
+    _pool = None
+    _pool_size = 0
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
 def cpu_count() -> int:
     try:
-        return max(1, len(os.sched_getaffinity(0)))  # type: ignore[attr-defined]
+        return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
 
