@@ -12,7 +12,7 @@ import numbers
 import unicodedata
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 __all__ = ["KeyCodec", "CODEC_FORMAT", "INT_MIN", "INT_MAX"]
 
@@ -89,6 +89,10 @@ class KeyCodec:
         """True when strings are hashed as their plain UTF-8 bytes."""
         return self.normalization is None and not self.casefold and not self.strip
 
+    @property
+    def _form(self) -> Literal["NFC", "NFD", "NFKC", "NFKD"]:
+        return cast(Literal["NFC", "NFD", "NFKC", "NFKD"], self.normalization)
+
     # -- encoding ----------------------------------------------------------------
     def encode_int(self, value: int) -> bytes:
         v = int(value)
@@ -112,11 +116,11 @@ class KeyCodec:
         if self.strip:
             s = s.strip()
         if self.normalization is not None:
-            s = unicodedata.normalize(self.normalization, s)
+            s = unicodedata.normalize(self._form, s)
         if self.casefold:
             s = s.casefold()
             if self.normalization is not None:
-                s = unicodedata.normalize(self.normalization, s)
+                s = unicodedata.normalize(self._form, s)
         try:
             return s.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -157,7 +161,7 @@ class KeyCodec:
             "uuid.UUID or a tuple of those"
         )
 
-    def encode_tuple(self, key: tuple) -> bytes:
+    def encode_tuple(self, key: tuple[Any, ...]) -> bytes:
         """Compound key: each part encoded, prefixed by its 4-byte LE length."""
         if not key:
             raise ValueError("an empty tuple is not a key")
