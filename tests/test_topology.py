@@ -197,3 +197,65 @@ def test_hash_routers_share_identity_hashing():
         r = HASH_ROUTERS[name]()
         assert load_router(r.to_dict()).route_hashes(list(range(100))).tolist() == \
             r.route_hashes(list(range(100))).tolist()
+
+
+# -- compat router types in a fresh process ----------------------------------------------
+
+
+def _compat_routers() -> dict:
+    from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
+
+    return {
+        "postgres_hash_partition": (postgres.HashPartitionRouter([f"p{i}" for i in range(4)], ("bigint",)),
+                                    [42, 7, 1 << 40]),
+        "citus": (citus.CitusRouter(["s0", "s1", "s2", "s3"], "int4"), [1, 2, 3, 42]),
+        "cassandra_token": (cassandra.TokenRouter({"n1": [-6148914691236517206], "n2": [-2],
+                                                   "n3": [6148914691236517202]}, cql_type="bigint"), [1, 2, 3, 4]),
+        "ketama": (ketama.KetamaRouter(["a:11211", "b:11211", "c:11211"], flavor="libmemcached"),
+                   ["foo", "bar", "baz"]),
+        "vitess": (vitess.VitessRouter(["-80", "80-"], "hash"), [1, 2, 3, 4, 5, 6]),
+        "mongo_hashed": (mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(4), ["s0", "s1"]),
+                         [42, -1, 7]),
+        "redis_cluster": (redis.ClusterRouter(redis.even_slot_ranges(["a", "b", "c"])), ["foo", "{foo}bar", "baz"]),
+    }
+
+
+_FRESH_LOADER = """
+import json, sys
+from shardhash.routing import load_router
+for path in sys.argv[1:]:
+    case = json.load(open(path, encoding="utf-8"))
+    assert not any(m.startswith("shardhash.compat.") for m in sys.modules), "compat imported too early"
+    r = load_router(case["document"])
+    print(json.dumps([r.type_name, r.fingerprint, r.route_many(case["keys"]).tolist()]))
+"""
+
+
+def test_load_router_imports_compat_modules_in_a_fresh_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import shardhash
+
+    cases = _compat_routers()
+    assert sorted(cases) == sorted(t for t, c in router_types().items() if c.__module__.startswith("shardhash.compat."))
+    src_dir = os.path.dirname(os.path.dirname(shardhash.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [src_dir, os.environ.get("PYTHONPATH")])))
+    for typ, (r, keys) in cases.items():
+        assert r.type_name == typ
+        path = tmp_path / f"{typ}.json"
+        path.write_text(json.dumps({"document": r.to_dict(), "keys": keys}), encoding="utf-8")
+        # One process per document: each starts with no compat module imported.
+        res = subprocess.run([sys.executable, "-c", _FRESH_LOADER, str(path)], capture_output=True,
+                             text=True, env=env, timeout=120)
+        assert res.returncode == 0, res.stderr
+        got = json.loads(res.stdout)
+        assert got == [typ, r.fingerprint, r.route_many(keys).tolist()]
+
+
+def test_unknown_type_names_the_compat_types():
+    doc = JumpRouter(["a"]).to_dict()
+    doc["type"] = "no_such_type"
+    with pytest.raises(ValueError, match="unknown router type 'no_such_type'.*redis_cluster"):
+        load_router(doc)

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -273,6 +274,28 @@ def register_router_type(name: str, cls: type[Router] | None = None) -> Any:
     return deco(cls) if cls is not None else deco
 
 
+# Router types defined in shardhash.compat: load_router imports their module
+# on first use, so a fresh process rebuilds them from a document alone.
+_COMPAT_MODULES = {
+    "postgres_hash_partition": "shardhash.compat.postgres",
+    "citus": "shardhash.compat.citus",
+    "cassandra_token": "shardhash.compat.cassandra",
+    "ketama": "shardhash.compat.ketama",
+    "vitess": "shardhash.compat.vitess",
+    "mongo_hashed": "shardhash.compat.mongo",
+    "redis_cluster": "shardhash.compat.redis",
+}
+
+
+def _registered(name: str) -> type[Router] | None:
+    """The class registered for ``name``, importing its compat module if needed."""
+    cls = _REGISTRY.get(name)
+    if cls is None and name in _COMPAT_MODULES:
+        importlib.import_module(_COMPAT_MODULES[name])
+        cls = _REGISTRY.get(name)
+    return cls
+
+
 def router_types() -> dict[str, type[Router]]:
     """The registered router document types."""
     return dict(_REGISTRY)
@@ -331,9 +354,9 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
     if doc["format"] != ROUTER_FORMAT:
         raise ValueError(f"{where}: unsupported format {doc['format']!r} (expected {ROUTER_FORMAT!r})")
     typ = doc["type"]
-    cls = _REGISTRY.get(typ) if isinstance(typ, str) else None
+    cls = _registered(typ) if isinstance(typ, str) else None
     if cls is None:
-        raise ValueError(f"{where}: unknown router type {typ!r} (known: {', '.join(sorted(_REGISTRY))})")
+        raise ValueError(f"{where}: unknown router type {typ!r} (known: {', '.join(sorted(set(_REGISTRY) | set(_COMPAT_MODULES)))})")
     params = doc["params"]
     if not isinstance(params, Mapping):
         raise ValueError(f"{where}: 'params' must be an object")
