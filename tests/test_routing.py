@@ -279,6 +279,56 @@ def test_out_and_threads_do_not_change_results(name):
     assert np.array_equal(out, one)
 
 
+@pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
+def test_routes_on_hash_means_route_many_is_route_hashes_of_hash_array(name):
+    r = ALL_ROUTERS[name]()
+    keys = [f"k{i}" for i in range(400)] + list(range(400))
+    if name == "range_str":
+        keys = keys[:400]
+    elif name in ("range_int", "watermark"):
+        keys = keys[400:]
+    elif name == "jump_prefix":
+        keys = [(k, 1) for k in keys]
+    expected = name not in ("range_int", "range_str", "watermark", "jump_prefix")
+    assert r.routes_on_hash is expected
+    if expected:
+        assert r.route_many(keys).tolist() == r.route_hashes(r.hasher.hash_array(keys)).tolist()
+    elif name == "jump_prefix":  # routes on the tenant's hash, not the whole key's
+        assert r.route_many(keys).tolist() != r.route_hashes(r.hasher.hash_array(keys)).tolist()
+    else:
+        with pytest.raises(TypeError):
+            r.route_hashes([1, 2])
+
+
+def test_routes_on_hash_is_false_when_route_many_is_overridden():
+    from shardhash.routing import Router, register_router_type
+
+    @register_router_type("test_parity")
+    class ParityRouter(Router):
+        def __init__(self, shards, **kw):
+            super().__init__(shards, **kw)
+            self._use_jump()
+            self._finish()
+
+        def route_many(self, keys, *, out=None, threads=None):
+            return np.array([int(k) % 2 for k in keys], dtype=np.int32)
+
+    r = ParityRouter(["a", "b"])
+    assert not r.routes_on_hash
+    assert r.route_many([0, 1, 2]).tolist() == [0, 1, 0]
+
+
+def test_plan_uses_routes_on_hash():
+    from shardhash import plan
+    from shardhash.compat.ketama import KetamaRouter
+
+    assert plan._hash_routed(JumpRouter(["a", "b", "c"]))
+    assert not plan._hash_routed(JumpRouter(["a", "b"], key_prefix=1))
+    assert not plan._hash_routed(RangeRouter([10], ["a", "b"]))
+    assert not plan._hash_routed(KetamaRouter(["a", "b"]))
+    assert not plan._hash_routed(object())
+
+
 def test_public_exports():
     for name in ("JumpRouter", "RingRouter", "load_router", "jump_hash", "Router", "register_router_type"):
         assert hasattr(shardhash, name)

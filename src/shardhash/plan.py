@@ -170,20 +170,9 @@ class PlanReport:
 
 
 def _hash_routed(router: Any) -> bool:
-    """True when ``route_hashes(hasher.hash_array(keys)) == route_many(keys)``."""
-    flag = getattr(router, "routes_on_hash", None)
-    if flag is not None:
-        return bool(flag)
-    r = _routing()
-    kinds = tuple(
-        getattr(r, name)
-        for name in ("ModuloRouter", "JumpRouter", "RingRouter", "RendezvousRouter", "MaglevRouter",
-                     "BucketRouter", "HashRangeRouter", "DirectoryRouter")
-        if hasattr(r, name)
-    )
-    if type(router) not in kinds:
-        return False
-    return getattr(router, "key_prefix", None) is None
+    """True when ``route_hashes(hasher.hash_array(keys)) == route_many(keys)``
+    (``Router.routes_on_hash``; compat routers set it themselves)."""
+    return bool(getattr(router, "routes_on_hash", False))
 
 
 def _check_router(router: Any, what: str) -> None:

@@ -10,6 +10,7 @@ Every router is immutable and speaks one protocol::
     router.route_many(keys, *, out=None, threads=None) -> np.ndarray[int32]
     router.route_hashes(hashes, *, out=None, threads=None) -> np.ndarray[int32]
     router.to_dict() / router.to_json()      shardhash.load_router(doc) rebuilds it
+    router.routes_on_hash  # route_many(k) == route_hashes(hasher.hash_array(k))
 
 >>> from shardhash import JumpRouter, load_router
 >>> r = JumpRouter(["a", "b", "c"])
@@ -429,6 +430,25 @@ class Router(RouterCore):
         return self._version
 
     @property
+    def routes_on_hash(self) -> bool:
+        """True when the router places a key by its hasher's 64-bit hash alone:
+        ``route_many(keys) == route_hashes(hasher.hash_array(keys))`` for every
+        input.  False for routers on raw keys (RangeRouter, WatermarkRouter),
+        for routers on a key prefix, and for subclasses that override
+        ``route_many`` (they may route on something else); such subclasses
+        that do route on the hash can say so with a class attribute
+        ``routes_on_hash = True``.  Planners use it to hash keys only once.
+
+        >>> JumpRouter(["a", "b"]).routes_on_hash
+        True
+        >>> RangeRouter([10], ["a", "b"]).routes_on_hash
+        False
+        """
+        if self.key_prefix is not None:
+            return False
+        return type(self).route_many is _CORE_ROUTE_MANY
+
+    @property
     def fingerprint(self) -> str:
         """sha256 hex digest of the canonical JSON of ``to_dict()`` minus ``fingerprint``."""
         fp = self._fp
@@ -493,6 +513,9 @@ class Router(RouterCore):
         shards = ", ".join(map(repr, self.shards[:6])) + (", ..." if len(self.shards) > 6 else "")
         return (f"{type(self).__name__}([{shards}], n={len(self.shards)}, version={self.version}, "
                 f"fingerprint={self.fingerprint[:12]!r})")
+
+
+_CORE_ROUTE_MANY = RouterCore.route_many
 
 
 # ---------------------------------------------------------------------------
