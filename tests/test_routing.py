@@ -144,6 +144,19 @@ def test_ring_adding_a_shard_keeps_existing_tokens():
     assert old <= set(b.tokens.tolist())
 
 
+def test_ring_explicit_tokens_accessor():
+    given = {"B": [50, 10], "A": [20]}
+    r = RingRouter(["A", "B"], tokens=given, collisions="first")
+    assert r.explicit_tokens == {"A": (20,), "B": (50, 10)}
+    assert r.collisions == "first"
+    assert r.explicit_tokens == {s: tuple(v) for s, v in r.to_dict()["params"]["tokens"].items()}
+    r.explicit_tokens["A"] = (1,)  # a copy: the router does not change
+    assert r.explicit_tokens["A"] == (20,)
+    assert r.tokens.tolist() == [10, 20, 50]
+    assert RingRouter(["A", "B"], vnodes=3).explicit_tokens is None
+    assert RingRouter(["A", "B"], vnodes=3).collisions == "error"
+
+
 def test_ring_collision_rules():
     with pytest.raises(ValueError, match=r"A:0 and B:0 both sit at position 7"):
         RingRouter(["A", "B"], tokens={"A": [7], "B": [7]})

@@ -901,11 +901,10 @@ def _rebuild(router: Any, shards: Sequence[str], *, weights: dict[str, float] | 
             size = None
         return r.MaglevRouter(list(shards), table_size=size, weights=weights, **common)
     if kind == "ring":
-        params = router.to_dict().get("params", {})
-        old_tokens = params.get("tokens")
-        kw: dict[str, Any] = {"collisions": params.get("collisions", "error")}
+        old_tokens = router.explicit_tokens
+        kw: dict[str, Any] = {"collisions": router.collisions}
         if old_tokens:
-            t = {s: list(v) for s, v in dict(old_tokens).items() if s in shards}
+            t = {s: list(v) for s, v in old_tokens.items() if s in shards}
             for s in shards:
                 if s not in t:
                     if tokens is None or s not in tokens:

@@ -725,6 +725,26 @@ class RingRouter(Router):
         return self._tokens
 
     @property
+    def collisions(self) -> str:
+        """The collision rule: ``"error"`` or ``"first"``."""
+        return self._collisions
+
+    @property
+    def explicit_tokens(self) -> dict[str, tuple[int, ...]] | None:
+        """The positions given with ``tokens=`` (shard id -> tuple of ints, in
+        the order given, shards in ``shards`` order), or None for a ring whose
+        positions come from ``vnodes``/``weights``.  A fresh dict each time.
+
+        >>> RingRouter(["A", "B"], tokens={"A": [20, 70], "B": [50]}).explicit_tokens
+        {'A': (20, 70), 'B': (50,)}
+        >>> RingRouter(["A", "B"], vnodes=4).explicit_tokens is None
+        True
+        """
+        if self._explicit is None:
+            return None
+        return {s: tuple(p) for s, p in self._explicit.items()}
+
+    @property
     def token_owners(self) -> np.ndarray:
         """Shard index owning each token (read-only int32 array)."""
         return self._owners
