@@ -88,11 +88,45 @@ def test_bucket_from_ranges_floor_entry():
 
 def test_maglev_table_and_defaults():
     r = MaglevRouter(["a", "b", "c", "d"])
-    assert r.table_size == 401  # smallest prime >= 100 * 4
+    assert r.table_size == 65537  # the default for up to 655 shards
     counts = np.bincount(r.table, minlength=4)
     assert counts.max() - counts.min() <= 1  # Maglev fills round-robin: near-perfect balance
     h = rand_hashes(5000)
-    assert np.array_equal(r.route_hashes(h), r.table[(h % np.uint64(401)).astype(np.int64)])
+    assert np.array_equal(r.route_hashes(h), r.table[(h % np.uint64(65537)).astype(np.int64)])
+    assert MaglevRouter(["a", "b"], table_size=401).table_size == 401
+
+
+def test_maglev_default_table_size_ladder():
+    from shardhash.routing import _is_prime, maglev_default_table_size
+
+    ladder = [65537, 262147, 1048583, 4194319, 16777259, 67108879]
+    for k, m in enumerate(ladder):
+        assert _is_prime(m) and m >= 2**16 * 4**k
+        assert not any(_is_prime(x) for x in range(2**16 * 4**k, m))  # the smallest such prime
+    assert maglev_default_table_size(1) == maglev_default_table_size(655) == 65537
+    assert maglev_default_table_size(656) == 262147
+    assert maglev_default_table_size(671_088) == 67108879
+    big = maglev_default_table_size(671_089)  # past the ladder: smallest prime >= 100 * n
+    assert _is_prime(big) and not any(_is_prime(x) for x in range(67_108_900, big))
+    for n in (1, 7, 100, 655, 656, 5000, 671_090):
+        assert maglev_default_table_size(n) >= 100 * n
+
+
+def test_maglev_default_size_is_stable_when_a_shard_is_added():
+    h = rand_hashes(200_000, 7)
+    four = MaglevRouter([f"s{i}" for i in range(4)])
+    five = MaglevRouter([f"s{i}" for i in range(5)])
+    assert four.table_size == five.table_size
+    a, b = four.route_hashes(h), five.route_hashes(h)
+    moved = a != b
+    assert 0.18 <= moved.mean() <= 0.23  # ideal 1/5
+    assert (b[moved] == 4).mean() > 0.95  # nearly all moved keys go to the new shard
+
+
+def test_maglev_stored_documents_keep_their_table_size():
+    old = MaglevRouter(["a", "b", "c", "d"], table_size=401)
+    back = load_router(old.to_json())
+    assert back.table_size == 401 and back == old
 
 
 def test_maglev_weights_shift_table_share():

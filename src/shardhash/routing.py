@@ -105,6 +105,7 @@ __all__ = [
     "ring_owned_ranges",
     "jump_hash",
     "jump_hash_array",
+    "maglev_default_table_size",
 ]
 
 ROUTER_FORMAT = "shardhash.router/1"
@@ -824,6 +825,25 @@ class RendezvousRouter(Router):
 
 
 _MAGLEV_MAX = 1 << 28
+# Default table sizes: the smallest prime >= 2**16 * 4**k, k = 0..5.
+_MAGLEV_LADDER = (65537, 262147, 1048583, 4194319, 16777259, 67108879)
+
+
+def maglev_default_table_size(n: int) -> int:
+    """The table size ``MaglevRouter`` picks for ``n`` shards: the first of
+    65537, 262147, 1048583, 4194319, 16777259, 67108879 (the smallest primes
+    >= 2**16 * 4**k) that is >= 100 * n, else the smallest prime >= 100 * n.
+    It stays the same as shards are added (up to 655 shards it is 65537), so
+    growing a cluster with default arguments moves about 1/(N+1) of the keys.
+
+    >>> maglev_default_table_size(3), maglev_default_table_size(656)
+    (65537, 262147)
+    """
+    n = _check_int(n, "n", 1)
+    for m in _MAGLEV_LADDER:
+        if m >= 100 * n:
+            return m
+    return _next_prime(100 * n)
 
 
 @register_router_type("maglev")
@@ -831,11 +851,15 @@ class MaglevRouter(Router):
     """Maglev hashing (Eisenbud et al. 2016): a prime-sized lookup table
     ``table[hash % table_size]`` filled from per-shard permutations.
 
-    The default table size is the smallest prime >= 100 * len(shards).
+    The default table size, ``maglev_default_table_size(len(shards))``, is
+    65537 up to 655 shards (then the next of a few fixed primes, each >= 100
+    slots per shard), so adding a shard with default arguments keeps the table
+    size and moves about 1/(N+1) of the keys.  Documents store the size, so
+    routers rebuilt from them never change.
 
     >>> r = MaglevRouter(["a", "b", "c"])
     >>> r.table_size
-    307
+    65537
     """
 
     _weights: dict[str, float] | None
@@ -850,7 +874,7 @@ class MaglevRouter(Router):
         super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
         n = len(self.shards)
         if table_size is None:
-            m = _next_prime(100 * n)
+            m = maglev_default_table_size(n)
         else:
             m = _check_int(table_size, "table_size", 2, _MAGLEV_MAX)
             if not _is_prime(m):
