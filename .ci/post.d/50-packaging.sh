@@ -134,7 +134,7 @@ if [ ${#workflows[@]} -gt 0 ]; then
   else
     indent "$work/cj.log"; bad "workflows do not validate against the GitHub workflow schema"
   fi
-  if "$T/zizmor" --offline --no-progress .github/workflows >"$work/zz.log" 2>&1; then
+  if "$T/zizmor" --offline --no-progress --color=never .github/workflows >"$work/zz.log" 2>&1; then
     ok "zizmor --offline: $(tail -n 1 "$work/zz.log")"
   else
     indent "$work/zz.log"; bad "zizmor --offline reports findings (or failed)"

@@ -45,7 +45,7 @@ results_of() { grep -Ev '^(compiler|runner|core|vectors): ' "$1"; }
 
 # run_suite LABEL OUTFILE [VAR=VALUE...]: run tests/c/run_c_tests.sh with the
 # given environment; passes when it exits 0 and every program reports
-# "N passed, 0 failed" with N > 0.
+# "N passed, 0 failed" with N > 0 (as many such lines as programs).
 run_suite() {
   local label=$1 out=$2
   shift 2
@@ -54,9 +54,10 @@ run_suite() {
     tr -d '\r' <"$out.raw" >"$out"  # Windows programs end their lines with CRLF
     local programs totals
     programs=$(grep -c '^== ' "$out" || true)
-    totals=$(grep -Ec '^[1-9][0-9]* passed, 0 failed$' "$out" || true)
+    # (a program may put its name before the count: "test_x: 12 passed, 0 failed")
+    totals=$(grep -Ec '^([A-Za-z0-9_.-]+: )?[1-9][0-9]* passed, 0 failed$' "$out" || true)
     if [ "$programs" -gt 0 ] && [ "$totals" -eq "$programs" ]; then
-      ok "$label: $programs program(s), $(grep -E ' passed, 0 failed$' "$out" | paste -sd';' -) ($((SECONDS - t0)) s)"
+      ok "$label: $programs program(s), $(grep -E ' passed, 0 failed$' "$out" | paste -sd';' - | sed 's/;/; /g') ($((SECONDS - t0)) s)"
       return 0
     fi
     sed 's/^/    /' "$out"
