@@ -270,6 +270,8 @@ cdef class RouterCore:
     # bucket / modulo / maglev
     cdef sh_fastmod _fm
     cdef const int32_t *_placement
+    cdef uint64_t _bmask         # bucket count - 1 when it is a power of two, else 0
+    cdef bint _bpow2
     # jump
     cdef int32_t _nb
     # ring / hash ranges
@@ -336,6 +338,8 @@ cdef class RouterCore:
         cdef const int32_t[::1] pv = p
         self._placement = &pv[0]
         sh_fastmod_init(&self._fm, <uint64_t>p.shape[0])
+        self._bpow2 = (p.shape[0] & (p.shape[0] - 1)) == 0
+        self._bmask = <uint64_t>p.shape[0] - 1
         self._kind = KIND_BUCKET
         return p
 
@@ -474,7 +478,10 @@ cdef class RouterCore:
         if self._has_pre:
             g = (g + self._pre_add) ^ self._pre_xor
         if self._kind == KIND_BUCKET:
-            i = self._placement[sh_fastmod_u64(g, &self._fm)]
+            if self._bpow2:  # a power-of-two bucket count: the remainder is a mask
+                i = self._placement[g & self._bmask]
+            else:
+                i = self._placement[sh_fastmod_u64(g, &self._fm)]
         elif self._kind == KIND_JUMP:
             i = sh_jump(g, self._nb)
         elif self._kind == KIND_RING:
