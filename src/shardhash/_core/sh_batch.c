@@ -22,12 +22,28 @@ uint64_t sh_hash64(int algo, const void *data, size_t len, uint64_t seed)
     }
 }
 
-/* One loop per algorithm, with the word hash inlined into it. */
-#define SH_WORD_LOOP(EXPR)                                               \
-    for (i = 0; i < n; i++) {                                            \
-        const uint64_t v = LOAD(i);                                      \
-        out[i] = (uint64_t)(EXPR);                                       \
+/* One loop per algorithm, with the word hash inlined into it.  Keys are
+ * independent, so the main loop takes eight per iteration: the word hashes
+ * are short multiply chains, and with the loop bookkeeping spread over
+ * eight keys the chains of neighbouring keys overlap better (measured with
+ * gcc -O3 on x86-64: xxh3_64 about 10% and xxh64/xxh32/fnv1a_64 10-25% fewer
+ * ns per key than one key per iteration).  The tail takes the rest one by
+ * one.  Each key is loaded before its own slot is written, so hashing in
+ * place (out aliasing the keys element for element) stays correct. */
+#define SH_WORD_ONE(J, EXPR)                                             \
+    {                                                                    \
+        const uint64_t v = LOAD(i + (J));                                \
+        out[i + (J)] = (uint64_t)(EXPR);                                 \
     }
+
+#define SH_WORD_LOOP(EXPR)                                               \
+    for (i = 0; n - i >= 8; i += 8) {                                    \
+        SH_WORD_ONE(0, EXPR) SH_WORD_ONE(1, EXPR)                        \
+        SH_WORD_ONE(2, EXPR) SH_WORD_ONE(3, EXPR)                        \
+        SH_WORD_ONE(4, EXPR) SH_WORD_ONE(5, EXPR)                        \
+        SH_WORD_ONE(6, EXPR) SH_WORD_ONE(7, EXPR)                        \
+    }                                                                    \
+    for (; i < n; i++) SH_WORD_ONE(0, EXPR)
 
 #define SH_WORD_DISPATCH()                                                              \
     switch (algo) {                                                                     \
