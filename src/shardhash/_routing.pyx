@@ -517,6 +517,7 @@ cdef class RouterCore:
         raise NotImplementedError(f"{type(self).__name__} must implement _route_hashes_kernel")
 
     @cython.always_allow_keywords(False)
+    @cython.always_allow_keywords(False)
     def route(self, key):
         """The shard id that owns ``key``."""
         cdef int32_t i
