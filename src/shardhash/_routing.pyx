@@ -16,7 +16,7 @@ safe).  Routers without a C kernel set ``_use_python()`` and implement
 """
 
 cimport cython
-from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t
+from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t, uint16_t, uint8_t
 from libc.string cimport memcpy
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
@@ -30,6 +30,35 @@ from shardhash._parallel import parallel_for, resolve_threads
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out",
            "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
 
+
+cdef extern from "sh_xxhash.h" nogil:
+    uint64_t sh_xxh3_word_key(uint64_t seed)
+    uint64_t sh_xxh3_64_word_keyed(uint64_t v, uint64_t key)
+
+cdef extern from *:
+    """
+    /* A Python int of one internal digit (|value| < 2**30): its value without
+     * a call into the runtime.  Anything else returns 0 and takes the
+     * general path (Hasher.hash_one), which gives the same answer. */
+    static inline int sh_py_small_int(PyObject *o, long long *v)
+    {
+    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
+        (void)o; (void)v;
+        return 0;
+    #elif PY_VERSION_HEX >= 0x030C0000
+        if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
+        *v = (long long)PyUnstable_Long_CompactValue((PyLongObject *)o);
+        return 1;
+    #else
+        Py_ssize_t s = Py_SIZE(o);
+        if (s == 0) { *v = 0; return 1; }
+        if (s == 1) { *v = (long long)((PyLongObject *)o)->ob_digit[0]; return 1; }
+        if (s == -1) { *v = -(long long)((PyLongObject *)o)->ob_digit[0]; return 1; }
+        return 0;
+    #endif
+    }
+    """
+    bint sh_py_small_int(object o, long long *v)
 
 cdef extern from "sh_place.h" nogil:
     ctypedef struct sh_fastmod:
@@ -54,6 +83,18 @@ cdef extern from "sh_place.h" nogil:
     void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
                              unsigned shift, unsigned bits, uint32_t *index)
     int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
+    ctypedef struct sh_ring16:
+        const uint64_t *tokens
+        const uint16_t *owners
+        const uint16_t *index
+        size_t ntokens
+        uint64_t index_last
+        unsigned shift
+    int sh_ring16_fits(size_t ntokens, const int32_t *owners)
+    unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
+    void sh_ring16_build(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                         unsigned shift, unsigned bits, uint16_t *owners16, uint16_t *index16)
+    int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
     void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
     int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
                            uint64_t m, int32_t *table, uint64_t *pos, double *credit)
@@ -262,6 +303,8 @@ cdef class RouterCore:
     """Hasher + shards + one placement kernel.  Not used directly."""
 
     cdef Hasher _hasher
+    cdef bint _int_xxh3          # the hasher takes ints as 8 LE bytes into xxh3_64
+    cdef uint64_t _int_key       # sh_xxh3_word_key(seed) for that path
     cdef tuple _shards
     cdef int _kind
     cdef bint _sealed
@@ -272,10 +315,18 @@ cdef class RouterCore:
     cdef const int32_t *_placement
     cdef uint64_t _bmask         # bucket count - 1 when it is a power of two, else 0
     cdef bint _bpow2
+    # compact copies of the placement table for scalar lookups: 1 or 2 bytes
+    # per bucket when the shard count allows (smaller tables stay in cache
+    # between calls); _pwidth is 1, 2 or 4 (4: use _placement)
+    cdef int _pwidth
+    cdef const uint8_t *_placement8
+    cdef const uint16_t *_placement16
     # jump
     cdef int32_t _nb
     # ring / hash ranges
     cdef sh_ring _ring
+    cdef sh_ring16 _ring16       # compact copy for scalar lookups
+    cdef bint _has_ring16
     # rendezvous
     cdef const uint64_t *_seeds
     cdef const double *_weights
@@ -315,6 +366,9 @@ cdef class RouterCore:
         self._nshards = len(shards)
         self._hasher = hasher
         self._prefix = key_prefix
+        # route(int) hashes small ints inline; the Hasher defines the answer.
+        self._int_xxh3 = hasher._fast_int and hasher._algo == 0  # sh_algo SH_XXH3_64
+        self._int_key = sh_xxh3_word_key(hasher._seed)
 
     cdef _own(self, arr, dtype):
         a = np.array(arr, dtype=dtype, copy=True, order="C")
@@ -340,6 +394,17 @@ cdef class RouterCore:
         sh_fastmod_init(&self._fm, <uint64_t>p.shape[0])
         self._bpow2 = (p.shape[0] & (p.shape[0] - 1)) == 0
         self._bmask = <uint64_t>p.shape[0] - 1
+        cdef const uint8_t[::1] p8
+        cdef const uint16_t[::1] p16
+        self._pwidth = 4
+        if self._nshards <= 0x100:
+            p8 = self._own(p, np.uint8)
+            self._placement8 = &p8[0]
+            self._pwidth = 1
+        elif self._nshards <= 0x10000:
+            p16 = self._own(p, np.uint16)
+            self._placement16 = &p16[0]
+            self._pwidth = 2
         self._kind = KIND_BUCKET
         return p
 
@@ -383,6 +448,27 @@ cdef class RouterCore:
         self._ring.index = &iv[0]
         self._ring.index_last = (<uint64_t>1 << bits) - 1
         self._ring.shift = width - bits
+        cdef unsigned bits16
+        cdef uint16_t[::1] o16v
+        cdef uint16_t[::1] i16v
+        self._has_ring16 = sh_ring16_fits(<size_t>n, &ov[0]) != 0
+        if self._has_ring16:
+            bits16 = sh_ring16_index_bits(<size_t>n, width)
+            o16 = np.empty(n + 1, dtype=np.uint16)
+            i16 = np.empty(1 << bits16, dtype=np.uint16)
+            o16v = o16
+            i16v = i16
+            sh_ring16_build(&tv[0], &ov[0], <size_t>n, width - bits16, bits16, &o16v[0], &i16v[0])
+            o16.setflags(write=False)
+            i16.setflags(write=False)
+            self._keep.append(o16)
+            self._keep.append(i16)
+            self._ring16.tokens = &tv[0]
+            self._ring16.owners = &o16v[0]
+            self._ring16.index = &i16v[0]
+            self._ring16.ntokens = <size_t>n
+            self._ring16.index_last = (<uint64_t>1 << bits16) - 1
+            self._ring16.shift = width - bits16
         self._kind = KIND_RING
         return t[:n], o[:n]
 
@@ -477,15 +563,25 @@ cdef class RouterCore:
         cdef uint64_t g = h
         if self._has_pre:
             g = (g + self._pre_add) ^ self._pre_xor
+        cdef uint64_t b
         if self._kind == KIND_BUCKET:
             if self._bpow2:  # a power-of-two bucket count: the remainder is a mask
-                i = self._placement[g & self._bmask]
+                b = g & self._bmask
             else:
-                i = self._placement[sh_fastmod_u64(g, &self._fm)]
+                b = sh_fastmod_u64(g, &self._fm)
+            if self._pwidth == 1:
+                i = self._placement8[b]
+            elif self._pwidth == 2:
+                i = self._placement16[b]
+            else:
+                i = self._placement[b]
         elif self._kind == KIND_JUMP:
             i = sh_jump(g, self._nb)
         elif self._kind == KIND_RING:
-            i = sh_ring_lookup(&self._ring, g)
+            if self._has_ring16:
+                i = sh_ring16_lookup(&self._ring16, g)
+            else:
+                i = sh_ring_lookup(&self._ring, g)
         elif self._kind == KIND_RENDEZVOUS:
             i = sh_rendezvous(g, self._seeds, self._weights, self._nseeds)
         elif self._kind == KIND_DELEGATE:
@@ -516,23 +612,36 @@ cdef class RouterCore:
     def _route_hashes_kernel(self, hashes, out):
         raise NotImplementedError(f"{type(self).__name__} must implement _route_hashes_kernel")
 
-    @cython.always_allow_keywords(False)
+    @cython.binding(False)
     @cython.always_allow_keywords(False)
     def route(self, key):
         """The shard id that owns ``key``."""
         cdef int32_t i
+        cdef long long v
+        cdef uint64_t h
         if self._prefix:
             key = _prefix_of(key, self._prefix)
-        i = self._place(self._hasher.hash_one(key))
+        if self._int_xxh3 and type(key) is int and sh_py_small_int(key, &v):
+            h = sh_xxh3_64_word_keyed(<uint64_t>v, self._int_key)
+        else:
+            h = self._hasher.hash_one(key)
+        i = self._place(h)
         r = <object>PyTuple_GET_ITEM(self._shards, i)
         return r
 
+    @cython.binding(False)
     @cython.always_allow_keywords(False)
     def route_index(self, key):
         """The index in ``shards`` of the shard that owns ``key``."""
+        cdef long long v
+        cdef uint64_t h
         if self._prefix:
             key = _prefix_of(key, self._prefix)
-        return self._place(self._hasher.hash_one(key))
+        if self._int_xxh3 and type(key) is int and sh_py_small_int(key, &v):
+            h = sh_xxh3_64_word_keyed(<uint64_t>v, self._int_key)
+        else:
+            h = self._hasher.hash_one(key)
+        return self._place(h)
 
     @cython.always_allow_keywords(False)
     def route_hash(self, h):

@@ -191,6 +191,46 @@ void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *
         out[i] = sh_ring_lookup_inline(tokens, owners, ntokens, index, last, shift, hashes[i]);
 }
 
+int sh_ring16_fits(size_t ntokens, const int32_t *owners)
+{
+    size_t i;
+    if (ntokens >= SH_RING16_EMPTY) return 0;
+    for (i = 0; i <= ntokens; i++)
+        if (owners[i] < 0 || (uint32_t)owners[i] >= SH_RING16_EMPTY) return 0;
+    return 1;
+}
+
+unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
+{
+    unsigned bits = 1;
+    unsigned cap = width < 16 ? width : 16;
+    while (bits < cap && ((size_t)1 << bits) < SH_RING16_PER_TOKEN * ntokens) bits++;
+    return bits;
+}
+
+void sh_ring16_build(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                     unsigned shift, unsigned bits, uint16_t *owners16, uint16_t *index16)
+{
+    /* The same prefix walk as sh_ring_build_index, with 16-bit entries. */
+    uint64_t p, count = (uint64_t)1 << bits, last = count - 1;
+    size_t i = 0;
+    for (i = 0; i <= ntokens; i++) owners16[i] = (uint16_t)owners[i];
+    i = 0;
+    for (p = 0; p < count; p++) {
+        uint64_t pref = 0;
+        while (i < ntokens) {
+            pref = shift >= 64 ? 0 : tokens[i] >> shift;
+            if (pref > last) pref = last;
+            if (pref >= p) break;
+            i++;
+        }
+        if (i == ntokens || pref > p)
+            index16[p] = (uint16_t)(SH_RING16_EMPTY | (unsigned)owners[i]);
+        else
+            index16[p] = (uint16_t)i;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Maglev                                                                    */
 

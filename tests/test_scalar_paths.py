@@ -1,0 +1,127 @@
+"""The scalar route path has its own data layouts and shortcuts, chosen for
+one key at a time; they must answer exactly like the batch kernels:
+
+* small Python ints are hashed inline (not through ``Hasher.hash_one``) when
+  the hasher is xxh3_64 over 8-byte little-endian ints;
+* bucket / Maglev tables are read from 1- or 2-byte copies when the shard
+  count allows (<= 256, <= 65536), else from the 4-byte table;
+* rings with fewer than 2**15 tokens and owners are looked up in a compact
+  16-bit index, bigger ones in the batch kernel's index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shardhash import Hasher, KeyCodec, hash_key
+from shardhash._routing_py import ReferenceRouter
+from shardhash.routing import BucketRouter, JumpRouter, MaglevRouter, RingRouter
+
+U64 = 2**64 - 1
+RNG = np.random.default_rng(20261129)
+
+# Around every boundary of the inline int path (one internal digit of 30
+# bits) and of the 64-bit key space.
+EDGE_INTS = sorted({s * v for v in (0, 1, 2, 2**15, 2**30 - 1, 2**30, 2**30 + 1, 2**31,
+                                    2**60, 2**62, 2**63 - 1) for s in (1, -1)}
+                   | {-(2**63), 2**63, U64 - 1, U64})
+
+
+def _probe_hashes(extra: list[int] | None = None) -> np.ndarray:
+    edges = [0, 1, 2, U64, U64 - 1, 2**63, 2**63 - 1, 2**48, 2**48 - 1] + (extra or [])
+    return np.concatenate([np.array(edges, dtype=np.uint64),
+                           RNG.integers(0, U64, 20_000, dtype=np.uint64, endpoint=True)])
+
+
+def _scalar_equals_batch(r, hs: np.ndarray) -> None:
+    batch = r.route_hashes(hs, threads=1)
+    scalar = [r.route_hash(int(h)) for h in hs]
+    assert scalar == batch.tolist()
+
+
+@pytest.mark.parametrize("nshards", [1, 7, 256, 257, 300, 65536, 65537, 70_000])
+def test_bucket_table_widths(nshards):
+    shards = [f"s{i}" for i in range(nshards)]
+    nb = max(4096, nshards)
+    placement = [shards[(i * 7919) % nshards] for i in range(nb)]
+    r = BucketRouter(shards, placement)
+    hs = _probe_hashes()
+    _scalar_equals_batch(r, hs)
+    # every shard index survives the narrow copy: route a hash to each bucket
+    probe = np.arange(nb, dtype=np.uint64)
+    assert [r.route_hash(int(h)) for h in probe] == r.route_hashes(probe).tolist()
+
+
+@pytest.mark.parametrize("nshards", [3, 256, 300])
+def test_maglev_table_widths(nshards):
+    r = MaglevRouter([f"m{i}" for i in range(nshards)])
+    _scalar_equals_batch(r, _probe_hashes())
+
+
+@pytest.mark.parametrize(("nshards", "vnodes"), [(1, 1), (3, 5), (100, 160), (200, 163),
+                                                 (128, 256), (40_000, 1)])
+def test_ring_scalar_index(nshards, vnodes):
+    """200 x 163 = 32,600 tokens (compact index), 128 x 256 = 32,768 and
+    40,000 owners (too big for it): the same answers either way."""
+    r = RingRouter([f"r{i}" for i in range(nshards)], vnodes=vnodes)
+    tokens = [int(t) for t in r.tokens[:200]]
+    extra = [x for t in tokens for x in (t, max(t - 1, 0), min(t + 1, U64))]
+    hs = _probe_hashes(extra)
+    _scalar_equals_batch(r, hs)
+    if nshards < 40_000:  # the pure-Python reference is slow for 40,000 shards
+        ref = ReferenceRouter(r.to_dict())
+        sample = [int(h) for h in hs[:3000]]
+        assert [r.route_hash(h) for h in sample] == [ref.route_hash(h) for h in sample]
+
+
+@settings(max_examples=60)
+@given(tokens=st.dictionaries(st.sampled_from("ABCDEFGH"),
+                              st.lists(st.sampled_from([0, 1, 2, 2**63, U64 - 1, U64])
+                                       | st.integers(0, U64), min_size=1, max_size=6, unique=True),
+                              min_size=1, max_size=8),
+       hs=st.lists(st.sampled_from([0, 1, 2, 2**63, U64 - 1, U64]) | st.integers(0, U64), max_size=40))
+def test_ring_scalar_index_explicit_tokens(tokens, hs):
+    r = RingRouter(sorted(tokens), tokens=tokens, collisions="first")
+    arr = np.array(hs, dtype=np.uint64)
+    assert [r.route_hash(h) for h in hs] == r.route_hashes(arr).tolist()
+    ref = ReferenceRouter(r.to_dict())
+    assert [r.route_hash(h) for h in hs] == [ref.route_hash(h) for h in hs]
+
+
+HASHERS = [Hasher(), Hasher("xxh3_64", 12345), Hasher("xxh64", 7), Hasher("murmur3_32", 1),
+           Hasher("xxh3_64", 0, KeyCodec(int_encoding="decimal"))]
+
+
+@pytest.mark.parametrize("hasher", HASHERS, ids=repr)
+@pytest.mark.parametrize("cls", [JumpRouter, RingRouter, BucketRouter])
+def test_inline_int_hashing(hasher, cls):
+    shards = [f"x{i}" for i in range(37)]
+    r = BucketRouter(shards, shards * 3, hasher=hasher) if cls is BucketRouter else cls(shards, hasher=hasher)
+    keys = EDGE_INTS + [int(v) for v in RNG.integers(-(2**40), 2**40, 2000)]
+    want = [r.route_hash(hash_key(k, hasher.algorithm, hasher.seed, hasher.codec)) for k in keys]
+    assert [r.route_index(k) for k in keys] == want
+    assert [r.route(k) for k in keys] == [shards[i] for i in want]
+    assert r.route_many(keys).tolist() == want
+
+
+def test_inline_int_hashing_leaves_other_types_alone():
+    r = JumpRouter([f"x{i}" for i in range(10)])
+
+    class MyInt(int):
+        pass
+
+    for k in (True, False, MyInt(5), 5.0, "5", b"5"):
+        try:
+            want = r.route_hash(r.hasher(k))
+        except (TypeError, ValueError) as e:
+            with pytest.raises(type(e)):
+                r.route_index(k)
+            continue
+        assert r.route_index(k) == want
+    with pytest.raises(OverflowError):
+        r.route(2**64)
+    with pytest.raises(OverflowError):
+        r.route(-(2**63) - 1)
