@@ -643,6 +643,7 @@ cdef class RouterCore:
             h = self._hasher.hash_one(key)
         return self._place(h)
 
+    @cython.binding(False)
     @cython.always_allow_keywords(False)
     def route_hash(self, h):
         """The shard index for one precomputed 64-bit hash."""
