@@ -525,3 +525,37 @@ def test_arrow_invalid_utf8_with_transforming_codec_names_the_key(kind: str) -> 
     arr = pa.array(raw, binary).view(getattr(pa, kind)())
     with pytest.raises(ValueError, match=r"^key at position 2: "):
         hash_array(arr, codec=KeyCodec(casefold=True))
+
+
+# -- masked arrays and non-contiguous buffers --------------------------------------------
+
+def test_masked_keys_are_refused_with_their_position():
+    import numpy as np
+
+    from shardhash import JumpRouter, RangeRouter, WatermarkRouter, hash_array
+
+    a = np.ma.array([1, 2, 3, 4], mask=[0, 0, 1, 0])
+    r = JumpRouter(["a", "b", "c"])
+    for call in (lambda: hash_array(a), lambda: r.route_many(a), lambda: r.route_hashes(a.astype(np.uint64)),
+                 lambda: RangeRouter([2], ["a", "b"]).route_many(a),
+                 lambda: WatermarkRouter(r, JumpRouter(["a", "b", "c", "d"]), 3).route_many(a)):
+        with pytest.raises(ValueError, match="masked.*position 2"):
+            call()
+    # nothing masked: the data is hashed as it is
+    clean = np.ma.array([1, 2, 3, 4], mask=False)
+    assert hash_array(clean).tolist() == hash_array(np.array([1, 2, 3, 4])).tolist()
+    assert r.route_many(clean).tolist() == r.route_many([1, 2, 3, 4]).tolist()
+
+
+def test_hash_bytes_names_a_strided_buffer():
+    import numpy as np
+
+    from shardhash import hash_bytes
+
+    with pytest.raises(TypeError, match=r"C-contiguous buffer; this memoryview is strided"):
+        hash_bytes(memoryview(bytes(range(40)))[::3])
+    with pytest.raises(TypeError, match=r"C-contiguous buffer; this ndarray is strided"):
+        hash_bytes(np.arange(12, dtype=np.uint8).reshape(3, 4)[:, 1:3])
+    # the workaround the message gives
+    data = bytes(range(40))
+    assert hash_bytes(bytes(memoryview(data)[::3])) == hash_bytes(data[::3])

@@ -234,6 +234,8 @@ cdef inline int _int_to_word(object key, uint64_t *word) except -1:
 def hash_bytes(data, algorithm="xxh3_64", seed=0):
     """Hash a bytes-like object; return the algorithm's natural-width unsigned value.
 
+    The buffer must be C-contiguous (pass ``bytes(view)`` for a strided one).
+
     >>> hash_bytes(b"abc", "xxh64")
     4952883123889572249
     """
@@ -242,13 +244,20 @@ def hash_bytes(data, algorithm="xxh3_64", seed=0):
     if isinstance(data, str):
         raise TypeError("hash_bytes() needs bytes-like data, not str (encode it, or use hash_key)")
     cdef const uint8_t[::1] view
-    try:
-        if isinstance(data, bytes):
-            view = data
-        else:
-            view = memoryview(data).cast("B")
-    except TypeError:
-        raise TypeError(f"hash_bytes() needs a bytes-like object, not {type(data).__name__}") from None
+    if isinstance(data, bytes):
+        view = data
+    else:
+        try:
+            mv = memoryview(data)
+        except TypeError:
+            raise TypeError(f"hash_bytes() needs a bytes-like object, not {type(data).__name__}") from None
+        if not mv.c_contiguous:
+            raise TypeError(f"hash_bytes() needs a C-contiguous buffer; this {type(data).__name__} is "
+                            "strided (pass bytes(memoryview(data)) to hash the bytes it presents)")
+        try:
+            view = mv.cast("B")
+        except TypeError:
+            raise TypeError(f"hash_bytes() needs a bytes-like object, not {type(data).__name__}") from None
     cdef uint64_t s = <uint64_t>seed
     cdef size_t n = view.shape[0]
     cdef const uint8_t *p = &view[0] if n > 0 else <const uint8_t *>b""
@@ -415,6 +424,14 @@ cdef object _prepare_out(object out, Py_ssize_t n):
 cdef object _hash_array(Hasher h, object keys, object out, object threads):
     if threads is not None:
         resolve_threads(threads, 1)  # validate early
+    if isinstance(keys, np.ma.MaskedArray):
+        # A masked entry has no key (its data slot is arbitrary): refuse
+        # rather than hash whatever the slot holds.
+        m = np.ma.getmaskarray(keys)
+        if m.any():
+            raise ValueError(f"keys has masked (missing) entries, the first at position "
+                             f"{int(np.flatnonzero(m.ravel())[0])}; fill or drop them first")
+        keys = np.asarray(keys.data)
     if isinstance(keys, np.ndarray):
         return _hash_ndarray(h, keys, out, threads)
     if isinstance(keys, (str, bytes, bytearray)):

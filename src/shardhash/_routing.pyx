@@ -125,6 +125,16 @@ _U64_MAX = (1 << 64) - 1
 # Input validation shared by every router
 
 
+def _unmasked(a, name):
+    """The data of a numpy masked array with no masked entries, else ValueError
+    (a masked entry has no value to route, and its data slot is arbitrary)."""
+    m = np.ma.getmaskarray(a)
+    if m.any():
+        raise ValueError(f"{name} has masked (missing) entries, the first at position "
+                         f"{int(np.flatnonzero(m.ravel())[0])}; fill or drop them first")
+    return np.asarray(a.data)
+
+
 def as_hashes(hashes, name="hashes"):
     """Return ``hashes`` as a C-contiguous 1-D uint64 array, or raise.
 
@@ -134,6 +144,8 @@ def as_hashes(hashes, name="hashes"):
     naming the offending position.
     """
     cdef Py_ssize_t i
+    if isinstance(hashes, np.ma.MaskedArray):
+        hashes = _unmasked(hashes, name)
     if isinstance(hashes, np.ndarray):
         a = hashes
     else:

@@ -79,6 +79,7 @@ import numpy as np
 from shardhash._hashing import Hasher
 from shardhash._routing import (
     RouterCore,
+    _unmasked,
     jump_hash,
     jump_hash_array,
     maglev_populate,
@@ -1230,6 +1231,8 @@ class RangeRouter(Router):
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None,
                    threads: int | None = None) -> np.ndarray:
+        if isinstance(keys, np.ma.MaskedArray):
+            keys = _unmasked(keys, "keys")
         if isinstance(keys, np.ndarray) and self.key_prefix is None and keys.ndim == 1:
             k = keys.dtype.kind
             if self._split_type == "int" and k in "iu":
@@ -1446,6 +1449,8 @@ class WatermarkRouter(Router):
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None,
                    threads: int | None = None) -> np.ndarray:
+        if isinstance(keys, np.ma.MaskedArray):
+            keys = _unmasked(keys, "keys")
         a = keys if isinstance(keys, np.ndarray) else None
         if a is None:
             if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
