@@ -90,10 +90,10 @@ cdef extern from "sh_place.h" nogil:
         size_t ntokens
         uint64_t index_last
         unsigned shift
+    uint32_t SH_RING_EMPTY
+    uint32_t SH_RING16_EMPTY
     int sh_ring16_fits(size_t ntokens, const int32_t *owners)
     unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
-    void sh_ring16_build(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                         unsigned shift, unsigned bits, uint16_t *owners16, uint16_t *index16)
     int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
     void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
     int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
@@ -461,20 +461,19 @@ cdef class RouterCore:
         self._ring.index_last = (<uint64_t>1 << bits) - 1
         self._ring.shift = width - bits
         cdef unsigned bits16
-        cdef uint16_t[::1] o16v
-        cdef uint16_t[::1] i16v
+        cdef const uint16_t[::1] o16v
+        cdef const uint16_t[::1] i16v
+        cdef uint32_t[::1] i32v
         self._has_ring16 = sh_ring16_fits(<size_t>n, &ov[0]) != 0
         if self._has_ring16:
             bits16 = sh_ring16_index_bits(<size_t>n, width)
-            o16 = np.empty(n + 1, dtype=np.uint16)
-            i16 = np.empty(1 << bits16, dtype=np.uint16)
-            o16v = o16
-            i16v = i16
-            sh_ring16_build(&tv[0], &ov[0], <size_t>n, width - bits16, bits16, &o16v[0], &i16v[0])
-            o16.setflags(write=False)
-            i16.setflags(write=False)
-            self._keep.append(o16)
-            self._keep.append(i16)
+            i32 = np.empty(1 << bits16, dtype=np.uint32)
+            i32v = i32
+            sh_ring_build_index(&tv[0], &ov[0], <size_t>n, width - bits16, bits16, &i32v[0])
+            empty = (i32 & np.uint32(SH_RING_EMPTY)) != 0
+            i16 = np.where(empty, (i32 & np.uint32(0x7FFF)) | np.uint32(SH_RING16_EMPTY), i32)
+            o16v = self._own(o, np.uint16)
+            i16v = self._own(i16, np.uint16)
             self._ring16.tokens = &tv[0]
             self._ring16.owners = &o16v[0]
             self._ring16.index = &i16v[0]

@@ -208,29 +208,6 @@ unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
     return bits;
 }
 
-void sh_ring16_build(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                     unsigned shift, unsigned bits, uint16_t *owners16, uint16_t *index16)
-{
-    /* The same prefix walk as sh_ring_build_index, with 16-bit entries. */
-    uint64_t p, count = (uint64_t)1 << bits, last = count - 1;
-    size_t i = 0;
-    for (i = 0; i <= ntokens; i++) owners16[i] = (uint16_t)owners[i];
-    i = 0;
-    for (p = 0; p < count; p++) {
-        uint64_t pref = 0;
-        while (i < ntokens) {
-            pref = shift >= 64 ? 0 : tokens[i] >> shift;
-            if (pref > last) pref = last;
-            if (pref >= p) break;
-            i++;
-        }
-        if (i == ntokens || pref > p)
-            index16[p] = (uint16_t)(SH_RING16_EMPTY | (unsigned)owners[i]);
-        else
-            index16[p] = (uint16_t)i;
-    }
-}
-
 /* ------------------------------------------------------------------------ */
 /* Maglev                                                                    */
 

@@ -119,9 +119,8 @@ typedef struct {
 int sh_ring16_fits(size_t ntokens, const int32_t *owners);
 /* Number of prefix bits of the compact index (at most 16). */
 unsigned sh_ring16_index_bits(size_t ntokens, unsigned width);
-/* owners16[0 .. ntokens] and index16[0 .. 2^bits - 1] from the ring's arrays. */
-void sh_ring16_build(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                     unsigned shift, unsigned bits, uint16_t *owners16, uint16_t *index16);
+/* The index is sh_ring_build_index's with bits16 bits, each entry narrowed:
+ * SH_RING_EMPTY | owner becomes SH_RING16_EMPTY | owner, a position stays. */
 
 SH_FORCE_INLINE int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
 {
