@@ -125,3 +125,35 @@ def test_inline_int_hashing_leaves_other_types_alone():
         r.route(2**64)
     with pytest.raises(OverflowError):
         r.route(-(2**63) - 1)
+
+
+_LCG = 2862933555777941757
+_LCG_INV = pow(_LCG, -1, 2**64)
+
+
+def _lands_on(n: int) -> list[int]:
+    """Keys whose first jump step computes exactly p = n (n a power of two:
+    d = 2**31 / n), the boundary between stopping and going on."""
+    if n < 1 or n & (n - 1) or n > 2**31:
+        return []
+    d = 2**31 // n
+    return [(((((d - 1) << 33) | low) - 1) * _LCG_INV) % 2**64 for low in (0, 1, 2**33 - 1)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100, 1000, 65536, 1_000_003, 2**30, 2**31 - 1])
+def test_scalar_jump_matches_the_reference_loop(n):
+    """jump_hash (and so route on a JumpRouter) may run a shorter-latency
+    loop (SSE4.1 on x86-64); it must equal the paper's loop, written here
+    in Python, and the jump-consistent-hash package."""
+    from shardhash import jump_hash
+    from shardhash._routing_py import jump as py_jump
+
+    keys = [0, 1, 2, U64, U64 - 1, 2**63] + _lands_on(n) + _lands_on(n // 2) + [
+        int(k) for k in RNG.integers(0, U64, 3000, dtype=np.uint64, endpoint=True)]
+    got = [jump_hash(k, n) for k in keys]
+    assert got == [py_jump(k, n) for k in keys]
+    jump = pytest.importorskip("jump")
+    assert got == [jump.hash(k, n) for k in keys]
+    r = JumpRouter([f"j{i}" for i in range(n)]) if n <= 1000 else None
+    if r is not None:
+        assert [r.route_hash(k) for k in keys] == got

@@ -10,7 +10,34 @@
 
 #define SH_JUMP_MULT UINT64_C(2862933555777941757)
 
-int32_t sh_jump(uint64_t key, int32_t num_buckets)
+/* One key at a time the cost is latency: each step's bucket b feeds the
+ * next step through int -> double -> int conversions.  With SSE4.1 (chosen
+ * at run time on x86-64 with gcc or clang) the loop keeps b + 1 as a double
+ * and truncates with roundsd, a shorter chain, and is bit-exact: while the
+ * key runs, p < num_buckets <= 2^31, so trunc(p) + 1 is exact and equals
+ * the reference's (double)(j + 1); j >= n <=> p >= n since n is an integer
+ * and p >= 0; and (b + 1) * q is the same correctly rounded product. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SH_NO_SIMD) && \
+    !defined(_WIN32) && !defined(__CYGWIN__)
+#define SH_JUMP_SSE41 1
+
+__attribute__((target("sse4.1")))
+static int32_t sh_jump_sse41(uint64_t key, int32_t num_buckets)
+{
+    const double n = (double)num_buckets;
+    double bp1 = 1.0, p;  /* b + 1, after the first step's b = 0 */
+    for (;;) {
+        key = key * SH_JUMP_MULT + 1;
+        p = bp1 * (2147483648.0 / (double)((key >> 33) + 1));
+        if (p >= n) return (int32_t)(bp1 - 1.0);
+        bp1 = __builtin_trunc(p) + 1.0;
+    }
+}
+
+static int sh_jump_sse41_cpu = -1;
+#endif
+
+int32_t sh_jump_reference(uint64_t key, int32_t num_buckets)
 {
     int64_t b = -1, j = 0;
     while (j < num_buckets) {
@@ -19,6 +46,19 @@ int32_t sh_jump(uint64_t key, int32_t num_buckets)
         j = (int64_t)((double)(b + 1) * (2147483648.0 / (double)((key >> 33) + 1)));
     }
     return (int32_t)b;
+}
+
+int32_t sh_jump(uint64_t key, int32_t num_buckets)
+{
+#ifdef SH_JUMP_SSE41
+    int have = sh_jump_sse41_cpu;
+    if (have < 0) {
+        __builtin_cpu_init();
+        sh_jump_sse41_cpu = have = __builtin_cpu_supports("sse4.1") ? 1 : 0;
+    }
+    if (have && num_buckets >= 1) return sh_jump_sse41(key, num_buckets);
+#endif
+    return sh_jump_reference(key, num_buckets);
 }
 
 #define SH_JUMP_LANES 8

@@ -34,6 +34,8 @@ SH_FORCE_INLINE uint64_t sh_mix64(uint64_t z)
  * reference code.  num_buckets must be >= 1.
  */
 int32_t sh_jump(uint64_t key, int32_t num_buckets);
+/* The paper's loop as written (sh_jump may take a faster, bit-exact path). */
+int32_t sh_jump_reference(uint64_t key, int32_t num_buckets);
 /* Same, several independent keys interleaved per iteration. */
 void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 
