@@ -12,13 +12,15 @@
 
 /* One key at a time the cost is latency: each step's bucket b feeds the
  * next step through int -> double -> int conversions.  With SSE4.1 (chosen
- * at run time on x86-64 with gcc or clang) the loop keeps b + 1 as a double
+ * at run time on x86-64 Linux/BSD with gcc or clang; __builtin_cpu_supports
+ * is not reliable with Windows and Apple toolchains, which keep the
+ * reference loop) the loop keeps b + 1 as a double
  * and truncates with roundsd, a shorter chain, and is bit-exact: while the
  * key runs, p < num_buckets <= 2^31, so trunc(p) + 1 is exact and equals
  * the reference's (double)(j + 1); j >= n <=> p >= n since n is an integer
  * and p >= 0; and (b + 1) * q is the same correctly rounded product. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SH_NO_SIMD) && \
-    !defined(_WIN32) && !defined(__CYGWIN__)
+    !defined(_WIN32) && !defined(__CYGWIN__) && !defined(__APPLE__)
 #define SH_JUMP_SSE41 1
 
 __attribute__((target("sse4.1")))
