@@ -25,6 +25,17 @@
  *     (double)(j + 1).
  * A lane that stops returns b = B - 1; B + (2^52 - 1) = 2^52 + b exactly, so
  * the low 32 bits of that double are b.
+ *
+ * Layout.  Four groups of four 64-bit lanes (sixteen keys in flight) are
+ * stepped in turn, so that their divisions and dependency chains overlap.  A
+ * lane whose key stops takes a new key in the same step, without a branch.
+ * Each 128-bit half of a group reads its own stream of consecutive keys, so
+ * the refill only moves elements within a half (vpermilpd).  Every step
+ * stores the (index, b) pairs of a group's lanes 0 .. h (h: the highest lane
+ * that stops) to a small buffer, which is then replayed into out[] in order:
+ * a lane that has not stopped writes an intermediate b of its own key, and
+ * the key's final write comes later.  When a stream runs short, the keys in
+ * flight and the rest of the streams go through the scalar code.
  */
 #include "sh_place.h"
 
@@ -38,62 +49,64 @@
 #include <immintrin.h>
 
 #define SH_JUMP_MULT UINT64_C(2862933555777941757)
-#define SH_AVX2_FN __attribute__((target("avx2,popcnt")))
-#define SH_AVX2_INLINE static inline __attribute__((always_inline, target("avx2,popcnt")))
+#define SH_AVX2_FN __attribute__((target("avx2")))
+#define SH_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
 
-/* Number of independent groups of four lanes stepped per round: one group's
- * step is a long dependency chain (LCG, division, compare, refill), so
- * several run side by side. */
+/* Number of groups of four lanes stepped per round: one group's step is a
+ * long dependency chain (LCG, division, compare, refill), so several run side
+ * by side (4 was the fastest on Zen 3; more spill registers). */
 #ifndef SH_JUMP_AVX2_GROUPS
 #define SH_JUMP_AVX2_GROUPS 4
 #endif
-/* Results wait in a small buffer (index << 32 | bucket) before they are
- * written to out[]; it is emptied when fewer than a round's worth of slots
+#define SH_JUMP_G SH_JUMP_AVX2_GROUPS
+/* (index << 32 | bucket) pairs wait in a small buffer before they are
+ * written to out[]; it is replayed when fewer than a round's worth of slots
  * are left. */
 #define SH_JUMP_BUF 1024
 /* Largest batch one kernel call handles (indices fit 32 bits). */
 #define SH_JUMP_CHUNK ((size_t)1 << 30)
 
-/* vpermd indices.  expand[m]: the lanes set in m take the next popcount(m)
- * input keys, lowest lane first; compress[m]: the lanes set in m move to the
- * front, lowest lane first.  Entries not selected are don't-cares. */
-static const int32_t sh_jump_expand[16][8] = {
-    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 0, 1, 4, 5, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 0, 1, 6, 7}, {0, 1, 2, 3, 2, 3, 6, 7},
-    {0, 1, 0, 1, 2, 3, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 0, 1},
-    {0, 1, 2, 3, 4, 5, 2, 3}, {0, 1, 0, 1, 4, 5, 2, 3}, {0, 1, 2, 3, 4, 5, 4, 5},
-    {0, 1, 2, 3, 0, 1, 2, 3}, {0, 1, 2, 3, 2, 3, 4, 5}, {0, 1, 0, 1, 2, 3, 4, 5},
-    {0, 1, 2, 3, 4, 5, 6, 7}};
-static const int32_t sh_jump_compress[16][8] = {
-    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 2, 3, 4, 5, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7}, {4, 5, 2, 3, 4, 5, 6, 7}, {0, 1, 4, 5, 4, 5, 6, 7},
-    {2, 3, 4, 5, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {6, 7, 2, 3, 4, 5, 6, 7},
-    {0, 1, 6, 7, 4, 5, 6, 7}, {2, 3, 6, 7, 4, 5, 6, 7}, {0, 1, 2, 3, 6, 7, 6, 7},
-    {4, 5, 6, 7, 4, 5, 6, 7}, {0, 1, 4, 5, 6, 7, 6, 7}, {2, 3, 4, 5, 6, 7, 6, 7},
-    {0, 1, 2, 3, 4, 5, 6, 7}};
+/* Each 128-bit half of a group (two lanes) has its own input stream, so
+ * that refilling only moves 64-bit elements within a half (vpermilpd, cheap)
+ * instead of across the register (vpermd: ~8 cycles of latency on Zen 3).
+ * sh_jump_count[m]: for the stop mask m of a group (bit l = lane l),
+ * the number of keys each half takes, << 32, in both lanes of the half. */
+#define SH_JC(lo, hi) {(int64_t)(lo) << 32, (int64_t)(lo) << 32, (int64_t)(hi) << 32, (int64_t)(hi) << 32}
+static const int64_t sh_jump_count[16][4] = {
+    SH_JC(0, 0), SH_JC(1, 0), SH_JC(1, 0), SH_JC(2, 0), SH_JC(0, 1), SH_JC(1, 1), SH_JC(1, 1), SH_JC(2, 1),
+    SH_JC(0, 1), SH_JC(1, 1), SH_JC(1, 1), SH_JC(2, 1), SH_JC(0, 2), SH_JC(1, 2), SH_JC(1, 2), SH_JC(2, 2)};
+#undef SH_JC
+/* For a stop mask m: keys taken by the low and high half; 1 + the highest
+ * lane set (0 for none). */
+static const uint8_t sh_jump_lo[16] = {0, 1, 1, 2, 0, 1, 1, 2, 0, 1, 1, 2, 0, 1, 1, 2};
+static const uint8_t sh_jump_hi[16] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2};
+static const uint8_t sh_jump_upto[16] = {0, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4};
 
 typedef struct {
-    __m256i k;  /* LCG state of each lane's key */
-    __m256d b;  /* b + 1 of each lane, as a double */
-    __m256i i;  /* each lane's key index << 32 */
+    __m256i k;     /* LCG state of each lane's key */
+    __m256d b;     /* b + 1 of each lane, as a double */
+    __m256i i;     /* each lane's key index << 32 */
+    __m256i next;  /* the next two keys of each half's stream */
+    __m256i ibase; /* their indices << 32 */
 } sh_jump_lanes;
 
 typedef struct {
     __m256i mlo, mhi, one;  /* M's low and high halves, 1 */
     __m256i magic;          /* bits of 2^52 */
-    __m256i iota;           /* {0, 1, 2, 3} << 32 */
     __m256d magic_m1;       /* 2^52 - 1 */
     __m256d two31, nb, oned;
 } sh_jump_consts;
 
-/* One step of four lanes; lanes whose key stops emit (index, bucket) at *w and
- * take the next keys from hashes[*pos ...] (four keys must be readable). */
+/* One step of a group.  Lanes whose key stops emit (index << 32 | b) at *w
+ * and take the next keys of their half's stream, at once.  in[0] and in[1]
+ * are the positions of the low and high half's streams (four keys readable
+ * from each). */
 SH_AVX2_INLINE void sh_jump_avx2_step(sh_jump_lanes *s, const sh_jump_consts *c,
-                                      const uint64_t *hashes, size_t *pos, uint64_t **w)
+                                      const uint64_t *hashes, size_t *in, uint64_t **w)
 {
-    __m256i k = s->k, khi, cross, res, e, nk, ni, stopi;
+    __m256i k = s->k, khi, cross, res, stopi, ctl;
     __m256d d, q, p, stop, nextb;
-    unsigned m, cnt;
+    unsigned m, clo, chi;
 
     /* k = k * M + 1 (mod 2^64) from three 32x32->64 products */
     khi = _mm256_srli_epi64(k, 32);
@@ -106,38 +119,48 @@ SH_AVX2_INLINE void sh_jump_avx2_step(sh_jump_lanes *s, const sh_jump_consts *c,
     q = _mm256_div_pd(c->two31, d);
     p = _mm256_mul_pd(s->b, q);
     stop = _mm256_cmp_pd(p, c->nb, _CMP_GE_OQ);
-    m = (unsigned)_mm256_movemask_pd(stop);
-    cnt = (unsigned)__builtin_popcount(m);
-
-    /* emit (index << 32 | b) of the stopped lanes */
-    res = _mm256_blend_epi32(_mm256_castpd_si256(_mm256_add_pd(s->b, c->magic_m1)), s->i, 0xAA);
-    res = _mm256_permutevar8x32_epi32(res, _mm256_loadu_si256((const __m256i *)sh_jump_compress[m]));
-    _mm256_storeu_si256((__m256i *)*w, res);
-    *w += cnt;
-
-    /* refill the stopped lanes with the next keys */
-    e = _mm256_loadu_si256((const __m256i *)sh_jump_expand[m]);
-    nk = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)(hashes + *pos)), e);
-    ni = _mm256_permutevar8x32_epi32(
-        _mm256_add_epi64(_mm256_set1_epi64x((long long)((uint64_t)*pos << 32)), c->iota), e);
-    *pos += cnt;
     stopi = _mm256_castpd_si256(stop);
+    m = (unsigned)_mm256_movemask_pd(stop);
+    clo = sh_jump_lo[m];
+    chi = sh_jump_hi[m];
+
+    /* emit (index << 32 | b) of lanes 0 .. h, h the highest stopping lane
+     * (none when no lane stops): the lanes below h that do not stop write an
+     * intermediate b for their own key, which their final write (later in
+     * the buffer) replaces */
+    res = _mm256_blend_epi32(_mm256_castpd_si256(_mm256_add_pd(s->b, c->magic_m1)), s->i, 0xAA);
+    _mm256_storeu_si256((__m256i *)*w, res);
+    *w += sh_jump_upto[m];
+    /* refill: within each half, the low lane takes the stream's first key;
+     * the high lane its second if the low lane stopped too, else its first */
+    ctl = _mm256_bslli_epi128(stopi, 8);
     nextb = _mm256_add_pd(_mm256_round_pd(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned);
-    s->k = _mm256_blendv_epi8(k, nk, stopi);
-    s->i = _mm256_blendv_epi8(s->i, ni, stopi);
     s->b = _mm256_blendv_pd(nextb, c->oned, stop);
+    s->k = _mm256_castpd_si256(_mm256_blendv_pd(
+        _mm256_castsi256_pd(k), _mm256_permutevar_pd(_mm256_castsi256_pd(s->next), ctl), stop));
+    s->i = _mm256_castpd_si256(_mm256_blendv_pd(
+        _mm256_castsi256_pd(s->i), _mm256_permutevar_pd(_mm256_castsi256_pd(s->ibase), ctl), stop));
+    s->ibase = _mm256_add_epi64(s->ibase, _mm256_loadu_si256((const __m256i *)sh_jump_count[m]));
+    in[0] += clo;
+    in[1] += chi;
+    s->next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
 }
 
-SH_AVX2_INLINE void sh_jump_avx2_init(sh_jump_lanes *s, const uint64_t *hashes, size_t *pos,
+/* Start a group with the first two keys of each of its streams. */
+SH_AVX2_INLINE void sh_jump_avx2_init(sh_jump_lanes *s, const uint64_t *hashes, size_t *in,
                                       const sh_jump_consts *c)
 {
-    s->k = _mm256_loadu_si256((const __m256i *)(hashes + *pos));
+    s->k = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
     s->b = c->oned;
-    s->i = _mm256_add_epi64(_mm256_set1_epi64x((long long)((uint64_t)*pos << 32)), c->iota);
-    *pos += 4;
+    s->i = _mm256_set_epi64x((long long)((uint64_t)(in[1] + 1) << 32), (long long)((uint64_t)in[1] << 32),
+                             (long long)((uint64_t)(in[0] + 1) << 32), (long long)((uint64_t)in[0] << 32));
+    in[0] += 2;
+    in[1] += 2;
+    s->ibase = _mm256_add_epi64(s->i, _mm256_set1_epi64x(2LL << 32));
+    s->next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
 }
 
-/* Finish the four keys in flight one by one, from their state. */
+/* Finish the four keys of a group one by one, from their state. */
 SH_AVX2_INLINE void sh_jump_avx2_drain(const sh_jump_lanes *s, int64_t nb, int32_t *out)
 {
     uint64_t k[4], idx[4];
@@ -165,39 +188,60 @@ static void sh_jump_flush(const uint64_t *buf, size_t w, int32_t *out)
     for (t = 0; t < w; t++) out[buf[t] >> 32] = (int32_t)(uint32_t)buf[t];
 }
 
-#define SH_JUMP_G SH_JUMP_AVX2_GROUPS
-
-/* n >= 8 * SH_JUMP_G keys, n <= SH_JUMP_CHUNK, num_buckets >= 1. */
+/* n >= 16 * SH_JUMP_G keys, n <= SH_JUMP_CHUNK, num_buckets >= 1.  The keys
+ * are cut into 2 * SH_JUMP_G streams of consecutive keys; the rounds run
+ * while every stream has four keys left, then the keys in flight and the
+ * streams' remainders are finished by the scalar code. */
 static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int32_t num_buckets,
                                           int32_t *out)
 {
     uint64_t buf[SH_JUMP_BUF];
     uint64_t *w = buf;
-    size_t pos = 0;
+    size_t in[2 * SH_JUMP_G], end[2 * SH_JUMP_G], rounds, len;
     sh_jump_consts c;
     sh_jump_lanes s[SH_JUMP_G];
     int g;
+
     c.mlo = _mm256_set1_epi64x((long long)(SH_JUMP_MULT & 0xffffffffu));
     c.mhi = _mm256_set1_epi64x((long long)(SH_JUMP_MULT >> 32));
     c.one = _mm256_set1_epi64x(1);
     c.magic = _mm256_set1_epi64x(0x4330000000000000LL);
-    c.iota = _mm256_set_epi64x(3LL << 32, 2LL << 32, 1LL << 32, 0);
     c.magic_m1 = _mm256_set1_pd(4503599627370495.0);
     c.two31 = _mm256_set1_pd(2147483648.0);
     c.nb = _mm256_set1_pd((double)num_buckets);
     c.oned = _mm256_set1_pd(1.0);
 
-    for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_init(&s[g], hashes, &pos, &c);
-    while (pos + 4 * SH_JUMP_G <= n) {
-        if (w - buf > SH_JUMP_BUF - 4 * SH_JUMP_G) {
-            sh_jump_flush(buf, (size_t)(w - buf), out);
-            w = buf;
+    /* streams of len keys (the last takes the rest); when len * 8 bytes is
+     * near a multiple of 4 KiB, len is shortened by 72 keys (9 cache lines)
+     * so that the streams do not all fall in the same L1 sets */
+    len = n / (2 * SH_JUMP_G);
+    if (len >= 1024 && ((len + 64) & 511) < 128) len -= 72;
+    for (g = 0; g < 2 * SH_JUMP_G; g++) {
+        in[g] = len * (size_t)g;
+        end[g] = g + 1 < 2 * SH_JUMP_G ? len * (size_t)(g + 1) : n;
+    }
+    for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_init(&s[g], hashes, &in[2 * g], &c);
+    for (;;) {
+        /* a round takes at most two keys of each stream */
+        rounds = SIZE_MAX;
+        for (g = 0; g < 2 * SH_JUMP_G; g++) {
+            size_t left = end[g] - in[g];
+            size_t r = left >= 4 ? (left - 2) / 2 : 0;
+            if (r < rounds) rounds = r;
         }
-        for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_step(&s[g], &c, hashes, &pos, &w);
+        if (rounds == 0) break;
+        for (; rounds; rounds--) {
+            if (w - buf > SH_JUMP_BUF - 4 * SH_JUMP_G) {
+                sh_jump_flush(buf, (size_t)(w - buf), out);
+                w = buf;
+            }
+            for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_step(&s[g], &c, hashes, &in[2 * g], &w);
+        }
     }
     sh_jump_flush(buf, (size_t)(w - buf), out);
     for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_drain(&s[g], num_buckets, out);
-    sh_jump_batch_scalar(hashes + pos, n - pos, num_buckets, out + pos);
+    for (g = 0; g < 2 * SH_JUMP_G; g++)
+        sh_jump_batch_scalar(hashes + in[g], end[g] - in[g], num_buckets, out + in[g]);
 }
 
 static int sh_jump_avx2_cpu = -1;
@@ -207,7 +251,7 @@ int sh_jump_avx2_available(void)
     int have = sh_jump_avx2_cpu;
     if (have < 0) {
         __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+        have = __builtin_cpu_supports("avx2") != 0;
         sh_jump_avx2_cpu = have;
     }
     return have;
