@@ -65,6 +65,10 @@
 #define SH_JUMP_BUF 1024
 /* Largest batch one kernel call handles (indices fit 32 bits). */
 #define SH_JUMP_CHUNK ((size_t)1 << 30)
+/* Smaller batches go to the portable kernel: the start and the finish (keys
+ * in flight, uneven ends of the streams) cost a few microseconds, and below
+ * ~250 keys (1000 buckets) the AVX2 kernel was no faster. */
+#define SH_JUMP_MIN 256
 
 /* Each 128-bit half of a group (two lanes) has its own input stream, so
  * that refilling only moves 64-bit elements within a half (vpermilpd, cheap)
@@ -160,26 +164,68 @@ SH_AVX2_INLINE void sh_jump_avx2_init(sh_jump_lanes *s, const uint64_t *hashes, 
     s->next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
 }
 
-/* Finish the four keys of a group one by one, from their state. */
-SH_AVX2_INLINE void sh_jump_avx2_drain(const sh_jump_lanes *s, int64_t nb, int32_t *out)
+/* Take a group's lanes out to scalars: key state, b and index per lane. */
+SH_AVX2_INLINE void sh_jump_avx2_save(const sh_jump_lanes *s, uint64_t *k, int64_t *b, size_t *idx)
 {
-    uint64_t k[4], idx[4];
-    double b1[4];
+    uint64_t kk[4], ii[4];
+    double bb[4];
     int l;
-    _mm256_storeu_si256((__m256i *)k, s->k);
-    _mm256_storeu_si256((__m256i *)idx, s->i);
-    _mm256_storeu_pd(b1, s->b);
+    _mm256_storeu_si256((__m256i *)kk, s->k);
+    _mm256_storeu_si256((__m256i *)ii, s->i);
+    _mm256_storeu_pd(bb, s->b);
     for (l = 0; l < 4; l++) {
-        uint64_t key = k[l];
-        int64_t b = (int64_t)b1[l] - 1, j;
-        for (;;) {
-            key = key * SH_JUMP_MULT + 1;
-            j = (int64_t)((double)(b + 1) * (2147483648.0 / (double)((key >> 33) + 1)));
-            if (j >= nb) break;
-            b = j;
-        }
-        out[idx[l] >> 32] = (int32_t)b;
+        k[l] = kk[l];
+        b[l] = (int64_t)bb[l] - 1;
+        idx[l] = (size_t)(ii[l] >> 32);
     }
+}
+
+/* Finish the keys in flight (key state k, current b >= 0), all lanes in
+ * turn so that their steps overlap; b = -1 marks a finished lane. */
+static void sh_jump_finish_lanes(uint64_t *k, int64_t *b, const size_t *idx, int nlanes, int64_t nb,
+                                 int32_t *out)
+{
+    int l, running = nlanes;
+    while (running) {
+        for (l = 0; l < nlanes; l++) {
+            int64_t j;
+            if (b[l] < 0) continue;
+            k[l] = k[l] * SH_JUMP_MULT + 1;
+            j = (int64_t)((double)(b[l] + 1) * (2147483648.0 / (double)((k[l] >> 33) + 1)));
+            if (j >= nb) {
+                out[idx[l]] = (int32_t)b[l];
+                b[l] = -1;
+                running--;
+            } else {
+                b[l] = j;
+            }
+        }
+    }
+}
+
+/* The keys left in the streams, [in[s], end[s]), gathered into a small
+ * buffer so that even short leftovers run eight at a time through the
+ * portable kernel. */
+static void sh_jump_leftovers(const uint64_t *hashes, const size_t *in, const size_t *end, int nstreams,
+                              int32_t num_buckets, int32_t *out)
+{
+    uint64_t keys[256];
+    int32_t res[256];
+    size_t at[256], m = 0, i, t;
+    int g;
+    for (g = 0; g < nstreams; g++) {
+        for (i = in[g]; i < end[g]; i++) {
+            keys[m] = hashes[i];
+            at[m] = i;
+            if (++m == 256) {
+                sh_jump_batch_scalar(keys, m, num_buckets, res);
+                for (t = 0; t < m; t++) out[at[t]] = res[t];
+                m = 0;
+            }
+        }
+    }
+    sh_jump_batch_scalar(keys, m, num_buckets, res);
+    for (t = 0; t < m; t++) out[at[t]] = res[t];
 }
 
 static void sh_jump_flush(const uint64_t *buf, size_t w, int32_t *out)
@@ -188,7 +234,7 @@ static void sh_jump_flush(const uint64_t *buf, size_t w, int32_t *out)
     for (t = 0; t < w; t++) out[buf[t] >> 32] = (int32_t)(uint32_t)buf[t];
 }
 
-/* n >= 16 * SH_JUMP_G keys, n <= SH_JUMP_CHUNK, num_buckets >= 1.  The keys
+/* n >= SH_JUMP_MIN >= 16 * SH_JUMP_G keys, n <= SH_JUMP_CHUNK, num_buckets >= 1.  The keys
  * are cut into 2 * SH_JUMP_G streams of consecutive keys; the rounds run
  * while every stream has four keys left, then the keys in flight and the
  * streams' remainders are finished by the scalar code. */
@@ -200,6 +246,9 @@ static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int3
     size_t in[2 * SH_JUMP_G], end[2 * SH_JUMP_G], rounds, len;
     sh_jump_consts c;
     sh_jump_lanes s[SH_JUMP_G];
+    uint64_t lk[4 * SH_JUMP_G];
+    int64_t lb[4 * SH_JUMP_G];
+    size_t lidx[4 * SH_JUMP_G];
     int g;
 
     c.mlo = _mm256_set1_epi64x((long long)(SH_JUMP_MULT & 0xffffffffu));
@@ -239,9 +288,9 @@ static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int3
         }
     }
     sh_jump_flush(buf, (size_t)(w - buf), out);
-    for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_drain(&s[g], num_buckets, out);
-    for (g = 0; g < 2 * SH_JUMP_G; g++)
-        sh_jump_batch_scalar(hashes + in[g], end[g] - in[g], num_buckets, out + in[g]);
+    for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_save(&s[g], &lk[4 * g], &lb[4 * g], &lidx[4 * g]);
+    sh_jump_finish_lanes(lk, lb, lidx, 4 * SH_JUMP_G, num_buckets, out);
+    sh_jump_leftovers(hashes, in, end, 2 * SH_JUMP_G, num_buckets, out);
 }
 
 static int sh_jump_avx2_cpu = -1;
@@ -259,11 +308,11 @@ int sh_jump_avx2_available(void)
 
 void sh_jump_batch_avx2(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
 {
-    if (num_buckets < 1 || n < 16 * SH_JUMP_G || !sh_jump_avx2_available()) {
+    if (num_buckets < 1 || n < SH_JUMP_MIN || !sh_jump_avx2_available()) {
         sh_jump_batch_scalar(hashes, n, num_buckets, out);
         return;
     }
-    while (n >= 16 * SH_JUMP_G) {
+    while (n >= SH_JUMP_MIN) {
         size_t m = n < SH_JUMP_CHUNK ? n : SH_JUMP_CHUNK;
         sh_jump_avx2_chunk(hashes, m, num_buckets, out);
         hashes += m;
