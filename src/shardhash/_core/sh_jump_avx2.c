@@ -26,11 +26,15 @@
  * A lane that stops returns b = B - 1; B + (2^52 - 1) = 2^52 + b exactly, so
  * the low 32 bits of that double are b.
  *
- * Layout.  Four groups of four 64-bit lanes (sixteen keys in flight) are
- * stepped in turn, so that their divisions and dependency chains overlap.  A
- * lane whose key stops takes a new key in the same step, without a branch.
+ * A lane whose key stops in the first of a round's two steps keeps its B
+ * through the second (blend), so the b it returns is the one of its stop.
+ *
+ * Layout.  Three groups of four 64-bit lanes (twelve keys in flight) are
+ * stepped in turn, so that their divisions and dependency chains overlap;
+ * each round makes two steps of every lane.  A lane whose key stopped takes
+ * a new key at the end of the round, without a branch.
  * Each 128-bit half of a group reads its own stream of consecutive keys, so
- * the refill only moves elements within a half (vpermilpd).  Every step
+ * the refill only moves elements within a half (vpermilpd).  Every round
  * stores the (index, b) pairs of a group's lanes 0 .. h (h: the highest lane
  * that stops) to a small buffer, which is then replayed into out[] in order:
  * a lane that has not stopped writes an intermediate b of its own key, and
@@ -52,11 +56,11 @@
 #define SH_AVX2_FN __attribute__((target("avx2")))
 #define SH_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
 
-/* Number of groups of four lanes stepped per round: one group's step is a
+/* Number of groups of four lanes stepped per round: one group's round is a
  * long dependency chain (LCG, division, compare, refill), so several run side
- * by side (4 was the fastest on Zen 3; more spill registers). */
+ * by side (3 was the fastest on Zen 3; more spill registers). */
 #ifndef SH_JUMP_AVX2_GROUPS
-#define SH_JUMP_AVX2_GROUPS 4
+#define SH_JUMP_AVX2_GROUPS 3
 #endif
 #define SH_JUMP_G SH_JUMP_AVX2_GROUPS
 /* (index << 32 | bucket) pairs wait in a small buffer before they are
@@ -90,7 +94,6 @@ typedef struct {
     __m256i k;     /* LCG state of each lane's key */
     __m256d b;     /* b + 1 of each lane, as a double */
     __m256i i;     /* each lane's key index << 32 */
-    __m256i next;  /* the next two keys of each half's stream */
     __m256i ibase; /* their indices << 32 */
 } sh_jump_lanes;
 
@@ -101,53 +104,76 @@ typedef struct {
     __m256d two31, nb, oned;
 } sh_jump_consts;
 
-/* One step of a group.  Lanes whose key stops emit (index << 32 | b) at *w
- * and take the next keys of their half's stream, at once.  in[0] and in[1]
- * are the positions of the low and high half's streams (four keys readable
- * from each). */
-SH_AVX2_INLINE void sh_jump_avx2_step(sh_jump_lanes *s, const sh_jump_consts *c,
-                                      const uint64_t *hashes, size_t *in, uint64_t **w)
+/* k * M + 1 (mod 2^64) from three 32x32->64 products */
+SH_AVX2_INLINE __m256i sh_jump_lcg(__m256i k, const sh_jump_consts *c)
 {
-    __m256i k = s->k, khi, cross, res, stopi, ctl;
-    __m256d d, q, p, stop, nextb;
-    unsigned m, clo, chi;
+    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(k, 32), c->mlo),
+                                     _mm256_mul_epu32(k, c->mhi));
+    return _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epu32(k, c->mlo), _mm256_slli_epi64(cross, 32)),
+                            c->one);
+}
 
-    /* k = k * M + 1 (mod 2^64) from three 32x32->64 products */
-    khi = _mm256_srli_epi64(k, 32);
-    cross = _mm256_add_epi64(_mm256_mul_epu32(khi, c->mlo), _mm256_mul_epu32(k, c->mhi));
-    k = _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epu32(k, c->mlo), _mm256_slli_epi64(cross, 32)),
-                         c->one);
-    /* d = (k >> 33) + 1, exactly */
-    d = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(k, 33), c->magic)),
-                      c->magic_m1);
-    q = _mm256_div_pd(c->two31, d);
-    p = _mm256_mul_pd(s->b, q);
-    stop = _mm256_cmp_pd(p, c->nb, _CMP_GE_OQ);
+/* 2^31 / ((k >> 33) + 1), each operation exact except the correctly rounded
+ * division (the reference's) */
+SH_AVX2_INLINE __m256d sh_jump_q(__m256i k, const sh_jump_consts *c)
+{
+    __m256d d = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(k, 33), c->magic)),
+                              c->magic_m1);
+    return _mm256_div_pd(c->two31, d);
+}
+
+/* One round of a group: two steps of every lane.  A lane whose key stops in
+ * the first step keeps its b through the second (which is wasted, half a
+ * step per key on average); lanes whose key stopped emit (index << 32 | b)
+ * at *w and take the next keys of their half's stream.  The refill and the
+ * emission cost as much as the arithmetic of a step, so they are done once
+ * per two steps.  in[0] and in[1] are the positions of the low and high
+ * half's streams (four keys readable from each). */
+SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c,
+                                       const uint64_t *hashes, size_t *in, uint64_t **w)
+{
+    __m256i k1, k2, res, stopi, ctl, next;
+    __m256d q1, q2, p1, p2, stop1, stop, b1;
+    unsigned m;
+
+    /* the LCG and the divisions of both steps do not depend on b */
+    k1 = sh_jump_lcg(s->k, c);
+    k2 = sh_jump_lcg(k1, c);
+    q1 = sh_jump_q(k1, c);
+    q2 = sh_jump_q(k2, c);
+    /* first step: b + 1 becomes trunc(p1) + 1, unless the key stops */
+    p1 = _mm256_mul_pd(s->b, q1);
+    stop1 = _mm256_cmp_pd(p1, c->nb, _CMP_GE_OQ);
+    b1 = _mm256_blendv_pd(
+        _mm256_add_pd(_mm256_round_pd(p1, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned), s->b, stop1);
+    /* second step */
+    p2 = _mm256_mul_pd(b1, q2);
+    stop = _mm256_or_pd(_mm256_cmp_pd(p2, c->nb, _CMP_GE_OQ), stop1);
     stopi = _mm256_castpd_si256(stop);
     m = (unsigned)_mm256_movemask_pd(stop);
-    clo = sh_jump_lo[m];
-    chi = sh_jump_hi[m];
 
     /* emit (index << 32 | b) of lanes 0 .. h, h the highest stopping lane
      * (none when no lane stops): the lanes below h that do not stop write an
      * intermediate b for their own key, which their final write (later in
      * the buffer) replaces */
-    res = _mm256_blend_epi32(_mm256_castpd_si256(_mm256_add_pd(s->b, c->magic_m1)), s->i, 0xAA);
+    res = _mm256_blend_epi32(_mm256_castpd_si256(_mm256_add_pd(b1, c->magic_m1)), s->i, 0xAA);
     _mm256_storeu_si256((__m256i *)*w, res);
     *w += sh_jump_upto[m];
-    /* refill: within each half, the low lane takes the stream's first key;
-     * the high lane its second if the low lane stopped too, else its first */
+
+    /* continue with b + 1 = trunc(p2) + 1, or refill: within each half, the
+     * low lane takes the stream's first key, the high lane its second if the
+     * low lane stopped too, else its first */
     ctl = _mm256_bslli_epi128(stopi, 8);
-    nextb = _mm256_add_pd(_mm256_round_pd(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned);
-    s->b = _mm256_blendv_pd(nextb, c->oned, stop);
+    next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
+    s->b = _mm256_blendv_pd(
+        _mm256_add_pd(_mm256_round_pd(p2, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned), c->oned, stop);
     s->k = _mm256_castpd_si256(_mm256_blendv_pd(
-        _mm256_castsi256_pd(k), _mm256_permutevar_pd(_mm256_castsi256_pd(s->next), ctl), stop));
+        _mm256_castsi256_pd(k2), _mm256_permutevar_pd(_mm256_castsi256_pd(next), ctl), stop));
     s->i = _mm256_castpd_si256(_mm256_blendv_pd(
         _mm256_castsi256_pd(s->i), _mm256_permutevar_pd(_mm256_castsi256_pd(s->ibase), ctl), stop));
     s->ibase = _mm256_add_epi64(s->ibase, _mm256_loadu_si256((const __m256i *)sh_jump_count[m]));
-    in[0] += clo;
-    in[1] += chi;
-    s->next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
+    in[0] += sh_jump_lo[m];
+    in[1] += sh_jump_hi[m];
 }
 
 /* Start a group with the first two keys of each of its streams. */
@@ -161,7 +187,6 @@ SH_AVX2_INLINE void sh_jump_avx2_init(sh_jump_lanes *s, const uint64_t *hashes, 
     in[0] += 2;
     in[1] += 2;
     s->ibase = _mm256_add_epi64(s->i, _mm256_set1_epi64x(2LL << 32));
-    s->next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
 }
 
 /* Take a group's lanes out to scalars: key state, b and index per lane. */
@@ -271,11 +296,11 @@ static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int3
     }
     for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_init(&s[g], hashes, &in[2 * g], &c);
     for (;;) {
-        /* a round takes at most two keys of each stream */
+        /* a round reads two keys of each stream and takes at most two */
         rounds = SIZE_MAX;
         for (g = 0; g < 2 * SH_JUMP_G; g++) {
             size_t left = end[g] - in[g];
-            size_t r = left >= 4 ? (left - 2) / 2 : 0;
+            size_t r = left / 2;
             if (r < rounds) rounds = r;
         }
         if (rounds == 0) break;
@@ -284,7 +309,7 @@ static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int3
                 sh_jump_flush(buf, (size_t)(w - buf), out);
                 w = buf;
             }
-            for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_step(&s[g], &c, hashes, &in[2 * g], &w);
+            for (g = 0; g < SH_JUMP_G; g++) sh_jump_avx2_round(&s[g], &c, hashes, &in[2 * g], &w);
         }
     }
     sh_jump_flush(buf, (size_t)(w - buf), out);
