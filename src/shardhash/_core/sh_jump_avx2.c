@@ -6,7 +6,10 @@
  * gcc or clang (through __attribute__((target("avx2"))), so the rest of the
  * build needs no -mavx2); everywhere else, and on CPUs without AVX2,
  * sh_jump_batch_avx2 is the scalar kernel.  Windows (mingw) is left out:
- * gcc does not realign the stack for spilled 32-byte registers there.
+ * gcc does not realign the stack for spilled 32-byte registers there.  macOS
+ * is left out: Apple's clang lowers __builtin_cpu_supports to a reference to
+ * __cpu_model, which its runtime does not always provide (link failures
+ * have been reported for x86-64 builds).
  *
  * Exactness.  Per step the reference computes
  *     k = k * M + 1;  j = (int64_t)((double)(b + 1) * (2^31 / (double)((k >> 33) + 1)))
@@ -44,7 +47,7 @@
 #include "sh_place.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SH_NO_SIMD) && \
-    !defined(_WIN32) && !defined(__CYGWIN__)
+    !defined(_WIN32) && !defined(__CYGWIN__) && !defined(__APPLE__)
 #define SH_JUMP_AVX2 1
 #endif
 

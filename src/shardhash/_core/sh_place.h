@@ -41,10 +41,11 @@ void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_
 /* Portable kernel: eight independent keys interleaved per iteration. */
 void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 /* sh_jump_avx2.c: 1 when this build has the AVX2 kernel (x86-64, gcc or
- * clang, not Windows, not SH_NO_SIMD) and the CPU runs AVX2, else 0. */
+ * clang, not Windows or macOS, not SH_NO_SIMD) and the CPU runs AVX2, else 0. */
 int sh_jump_avx2_available(void);
-/* The AVX2 kernel (sixteen keys in flight, IEEE arithmetic identical to
- * sh_jump's); sh_jump_batch_scalar when sh_jump_avx2_available() is 0. */
+/* The AVX2 kernel (twelve keys in flight, IEEE arithmetic identical to
+ * sh_jump's); sh_jump_batch_scalar when sh_jump_avx2_available() is 0 or
+ * for batches under 256 keys. */
 void sh_jump_batch_avx2(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 
 /* ---------------------------------------------------------------------------
