@@ -73,9 +73,9 @@
 /* Largest batch one kernel call handles (indices fit 32 bits). */
 #define SH_JUMP_CHUNK ((size_t)1 << 30)
 /* Smaller batches go to the portable kernel: the start and the finish (keys
- * in flight, uneven ends of the streams) cost a few microseconds, and below
- * ~250 keys (1000 buckets) the AVX2 kernel was no faster. */
-#define SH_JUMP_MIN 256
+ * in flight, uneven ends of the streams) cost about a microsecond, and below
+ * ~100 keys (100 and 1000 buckets) the AVX2 kernel was slower. */
+#define SH_JUMP_MIN 128
 
 /* Each 128-bit half of a group (two lanes) has its own input stream, so
  * that refilling only moves 64-bit elements within a half (vpermilpd, cheap)

@@ -45,7 +45,7 @@ void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets,
 int sh_jump_avx2_available(void);
 /* The AVX2 kernel (twelve keys in flight, IEEE arithmetic identical to
  * sh_jump's); sh_jump_batch_scalar when sh_jump_avx2_available() is 0 or
- * for batches under 256 keys. */
+ * for batches under 128 keys. */
 void sh_jump_batch_avx2(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 
 /* ---------------------------------------------------------------------------
