@@ -61,7 +61,7 @@
 
 /* Number of groups of four lanes stepped per round: one group's round is a
  * long dependency chain (LCG, division, compare, refill), so several run side
- * by side (3 was the fastest on Zen 3; more spill registers). */
+ * by side (3 was the fastest on Zen 3; more groups spill registers). */
 #ifndef SH_JUMP_AVX2_GROUPS
 #define SH_JUMP_AVX2_GROUPS 3
 #endif
@@ -97,7 +97,7 @@ typedef struct {
     __m256i k;     /* LCG state of each lane's key */
     __m256d b;     /* b + 1 of each lane, as a double */
     __m256i i;     /* each lane's key index << 32 */
-    __m256i ibase; /* their indices << 32 */
+    __m256i ibase; /* indices << 32 of the next two keys of each half's stream */
 } sh_jump_lanes;
 
 typedef struct {
