@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_place.c]
+# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
@@ -75,6 +75,7 @@ cdef extern from "sh_place.h" nogil:
     uint64_t sh_mix64(uint64_t z)
     int32_t sh_jump(uint64_t key, int32_t num_buckets)
     void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
+    int sh_jump_avx2_available()
     void sh_fastmod_init(sh_fastmod *f, uint64_t d)
     uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
     void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
@@ -236,6 +237,11 @@ def jump_hash(key, num_buckets):
         raise OverflowError(f"key {key} is outside [0, 2**64 - 1]")
     nb = _check_count(num_buckets)
     return sh_jump(<uint64_t>key, <int32_t>nb)
+
+
+# Decide the jump batch kernel (AVX2 or portable) once, at import, under the
+# GIL, so that threads calling sh_jump_batch only read the cached answer.
+_JUMP_KERNEL = "avx2" if sh_jump_avx2_available() else "portable"
 
 
 def jump_hash_array(keys, num_buckets, *, out=None):

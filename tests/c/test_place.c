@@ -53,6 +53,90 @@ static void test_jump(void)
     }
 }
 
+/* The batch kernels (the one sh_jump_batch picks, the portable one and the
+ * AVX2 one, which is the portable one where this build or CPU lacks AVX2)
+ * and the scalar sh_jump against the paper's loop (sh_jump_reference), key
+ * by key.  Every bucket count is one CHECK per kernel (and one for sh_jump),
+ * so the printed counts are the same on every platform; the number of keys
+ * is 2^20 where the AVX2 kernel runs (2^16 elsewhere: emulated runs are
+ * slow, and there the kernels under test are the portable one). */
+static void test_jump_kernels(void)
+{
+    static const int32_t nbs[] = {1, 2, 3, 7, 100, 1000, 65536, 2147483647};
+    void (*const kernels[3])(const uint64_t *, size_t, int32_t, int32_t *) = {
+        sh_jump_batch, sh_jump_batch_scalar, sh_jump_batch_avx2};
+    static const char *const names[3] = {"sh_jump_batch", "sh_jump_batch_scalar", "sh_jump_batch_avx2"};
+    const size_t nkeys = sh_jump_avx2_available() ? (size_t)1 << 20 : (size_t)1 << 16;
+    uint64_t *keys = (uint64_t *)malloc(nkeys * sizeof *keys);
+    int32_t *ref = (int32_t *)malloc(nkeys * sizeof *ref);
+    int32_t *out = (int32_t *)malloc((nkeys + 1) * sizeof *out);
+    size_t i, n, b;
+    int kern;
+    if (!keys || !ref || !out) {
+        CHECK(0, "out of memory");
+        free(keys);
+        free(ref);
+        free(out);
+        return;
+    }
+    for (i = 0; i < nkeys; i++) keys[i] = rnd();
+    /* extreme keys at the ends and inside */
+    keys[0] = 0;
+    keys[1] = UINT64_MAX;
+    keys[777] = 0;
+    keys[778] = UINT64_MAX;
+    keys[nkeys - 2] = UINT64_MAX;
+    keys[nkeys - 1] = 0;
+    {
+        /* keys whose first step lands exactly on the bucket count: for
+         * n = 2^e, (k * M + 1) >> 33 = 2^(31 - e) - 1 gives d = 2^31 / n and
+         * p = n, where the key must stop (p >= n, not p > n) */
+        const uint64_t mult = UINT64_C(2862933555777941757);
+        uint64_t inv = mult;
+        int e, t;
+        for (t = 0; t < 6; t++) inv *= 2 - mult * inv; /* mult^-1 mod 2^64 */
+        for (e = 0; e <= 16; e++) {
+            uint64_t k1 = ((((uint64_t)1 << (31 - e)) - 1) << 33) | (rnd() >> 31);
+            keys[100 + (size_t)e] = (k1 - 1) * inv;
+            keys[nkeys - 40 + (size_t)e] = (k1 - 1) * inv;
+        }
+    }
+    for (b = 0; b < sizeof nbs / sizeof nbs[0]; b++) {
+        const int32_t nb = nbs[b];
+        long sbad = 0;
+        for (i = 0; i < nkeys; i++) {
+            ref[i] = sh_jump_reference(keys[i], nb);
+            sbad += sh_jump(keys[i], nb) != ref[i];  /* the scalar fast path, if any */
+        }
+        CHECK(sbad == 0, "sh_jump != sh_jump_reference for %ld buckets (%ld mismatches)", (long)nb, sbad);
+        for (kern = 0; kern < 3; kern++) {
+            long bad = 0;
+            /* the whole array; every short length (each tail path of the
+             * lanes and streams); lengths around the SIMD threshold and the
+             * buffer size, at odd offsets */
+            out[nkeys] = 0x5a5a5a5a;
+            kernels[kern](keys, nkeys, nb, out);
+            for (i = 0; i < nkeys; i++) bad += out[i] != ref[i];
+            bad += out[nkeys] != 0x5a5a5a5a;
+            for (n = 0; n <= 600; n++) {
+                const size_t off = (n * 37) % 1000;
+                out[n] = 0x5a5a5a5a;
+                kernels[kern](keys + off, n, nb, out);
+                for (i = 0; i < n; i++) bad += out[i] != ref[off + i];
+                bad += out[n] != 0x5a5a5a5a;
+            }
+            for (n = 1000; n <= 9000; n += 1999) {
+                kernels[kern](keys + nkeys - n, n, nb, out);
+                for (i = 0; i < n; i++) bad += out[i] != ref[nkeys - n + i];
+            }
+            CHECK(bad == 0, "%s != sh_jump_reference for %ld buckets (%ld mismatches)", names[kern], (long)nb, bad);
+        }
+    }
+    free(keys);
+    free(ref);
+    free(out);
+}
+
 static void test_fastmod(void)
 {
     static const uint64_t ds[] = {1, 2, 3, 7, 10, 97, 1000, 4096, 65537, 1000003,
@@ -170,6 +254,7 @@ int main(int argc, char **argv)
     (void)argc;
     (void)argv;
     test_jump();
+    test_jump_kernels();
     test_fastmod();
     test_ring(64, 25600, 0);
     test_ring(64, 300, 1);

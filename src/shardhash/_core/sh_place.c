@@ -74,6 +74,13 @@ int32_t sh_jump(uint64_t key, int32_t num_buckets)
 
 void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
 {
+    /* sh_jump_avx2.c: the AVX2 kernel where the build and the CPU have it,
+     * else sh_jump_batch_scalar. */
+    sh_jump_batch_avx2(hashes, n, num_buckets, out);
+}
+
+void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
+{
     /* Eight independent keys are in flight at once, so their divisions
      * overlap in the pipeline.  A lane whose key is finished writes its
      * bucket and takes the next key at once (no lane waits for the slowest

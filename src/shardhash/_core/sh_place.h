@@ -36,8 +36,19 @@ SH_FORCE_INLINE uint64_t sh_mix64(uint64_t z)
 int32_t sh_jump(uint64_t key, int32_t num_buckets);
 /* The paper's loop as written (sh_jump may take a faster, bit-exact path). */
 int32_t sh_jump_reference(uint64_t key, int32_t num_buckets);
-/* Same, several independent keys interleaved per iteration. */
+/* Same over a batch: out[i] = sh_jump(hashes[i], num_buckets).  Runs
+ * sh_jump_batch_avx2 when sh_jump_avx2_available(), else
+ * sh_jump_batch_scalar; all three give identical outputs. */
 void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
+/* Portable kernel: eight independent keys interleaved per iteration. */
+void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
+/* sh_jump_avx2.c: 1 when this build has the AVX2 kernel (x86-64, gcc or
+ * clang, not Windows or macOS, not SH_NO_SIMD) and the CPU runs AVX2, else 0. */
+int sh_jump_avx2_available(void);
+/* The AVX2 kernel (twelve keys in flight, IEEE arithmetic identical to
+ * sh_jump's); sh_jump_batch_scalar when sh_jump_avx2_available() is 0 or
+ * for batches under 128 keys. */
+void sh_jump_batch_avx2(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 
 /* ---------------------------------------------------------------------------
  * Exact 64-bit modulo by a fixed divisor without a division instruction
