@@ -92,28 +92,39 @@ def test_ring_scalar_index_explicit_tokens(tokens, hs):
 
 
 HASHERS = [Hasher(), Hasher("xxh3_64", 12345), Hasher("xxh64", 7), Hasher("murmur3_32", 1),
-           Hasher("xxh3_64", 0, KeyCodec(int_encoding="decimal"))]
+           Hasher("xxh3_64", 0, KeyCodec(int_encoding="decimal")),
+           Hasher("xxh3_64", 3, KeyCodec(normalization="NFC", casefold=True, strip=True))]
+
+# ASCII strings of every length class xxh3 distinguishes (0, 1-3, 4-8, 9-16,
+# 17-128, 129-240, longer) and strings the inline path must leave to the Hasher.
+EDGE_STRS = ["", "a", "ab", "abc", "abcd", "user:1", "12345678", "123456789", "x" * 16, "y" * 17,
+             "z" * 128, "w" * 129, "v" * 240, "u" * 241, "t" * 1000, " padded ", "MiXeD",
+             "caf\u00e9", "\u00c5ngstr\u00f6m", "\u65e5\u672c", "\U0001f600 emoji", "e\u0301", "\x00nul"]
 
 
 @pytest.mark.parametrize("hasher", HASHERS, ids=repr)
 @pytest.mark.parametrize("cls", [JumpRouter, RingRouter, BucketRouter])
-def test_inline_int_hashing(hasher, cls):
+def test_inline_hashing(hasher, cls):
     shards = [f"x{i}" for i in range(37)]
     r = BucketRouter(shards, shards * 3, hasher=hasher) if cls is BucketRouter else cls(shards, hasher=hasher)
-    keys = EDGE_INTS + [int(v) for v in RNG.integers(-(2**40), 2**40, 2000)]
+    keys = EDGE_INTS + [int(v) for v in RNG.integers(-(2**40), 2**40, 2000)] + EDGE_STRS + [
+        f"user:{v}" for v in RNG.integers(0, 10**12, 500)]
     want = [r.route_hash(hash_key(k, hasher.algorithm, hasher.seed, hasher.codec)) for k in keys]
     assert [r.route_index(k) for k in keys] == want
     assert [r.route(k) for k in keys] == [shards[i] for i in want]
     assert r.route_many(keys).tolist() == want
 
 
-def test_inline_int_hashing_leaves_other_types_alone():
+def test_inline_hashing_leaves_other_types_alone():
     r = JumpRouter([f"x{i}" for i in range(10)])
 
     class MyInt(int):
         pass
 
-    for k in (True, False, MyInt(5), 5.0, "5", b"5"):
+    class MyStr(str):
+        pass
+
+    for k in (True, False, MyInt(5), 5.0, "5", b"5", MyStr("abc"), ("a", 1), "\ud800"):
         try:
             want = r.route_hash(r.hasher(k))
         except (TypeError, ValueError) as e:

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c]
+# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c, src/shardhash/_core/sh_xxhash.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
@@ -34,6 +34,7 @@ __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_o
 cdef extern from "sh_xxhash.h" nogil:
     uint64_t sh_xxh3_word_key(uint64_t seed)
     uint64_t sh_xxh3_64_word_keyed(uint64_t v, uint64_t key)
+    uint64_t sh_xxh3_64(const void *data, size_t len, uint64_t seed)
 
 cdef extern from *:
     """
@@ -59,6 +60,53 @@ cdef extern from *:
     }
     """
     bint sh_py_small_int(object o, long long *v)
+
+cdef extern from *:
+    """
+    /* A str stored as compact ASCII: its characters are its UTF-8 bytes. */
+    static inline const char *sh_py_ascii(PyObject *o, Py_ssize_t *n)
+    {
+    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
+        (void)o; (void)n;
+        return NULL;
+    #else
+        if (!PyUnicode_IS_COMPACT_ASCII(o)) return NULL;
+        *n = PyUnicode_GET_LENGTH(o);
+        return (const char *)PyUnicode_DATA(o);
+    #endif
+    }
+    """
+    const char *sh_py_ascii(object o, Py_ssize_t *n)
+
+cdef extern from *:
+    """
+    /* route()'s inline hashing: 1 and *h set when key is a small int (and
+     * int_key is not 0-flagged off) or an ASCII str (str_ok) hashed with
+     * xxh3_64 -- the bytes Hasher.hash_one would hash, so the same value --
+     * else 0 (the caller then asks the Hasher, which also raises errors). */
+    SH_FORCE_INLINE int sh_route_fast_hash(PyObject *key, int int_ok, uint64_t int_key,
+                                                  int str_ok, uint64_t seed, uint64_t *h)
+    {
+        long long v;
+        Py_ssize_t n;
+        const char *p;
+        if (PyLong_CheckExact(key)) {
+            if (int_ok && sh_py_small_int(key, &v)) {
+                *h = sh_xxh3_64_word_keyed((uint64_t)v, int_key);
+                return 1;
+            }
+        } else if (str_ok && PyUnicode_CheckExact(key)) {
+            p = sh_py_ascii(key, &n);
+            if (p != NULL) {
+                *h = sh_xxh3_64(p, (size_t)n, seed);
+                return 1;
+            }
+        }
+        return 0;
+    }
+    """
+    bint sh_route_fast_hash(object key, bint int_ok, uint64_t int_key, bint str_ok, uint64_t seed,
+                            uint64_t *h)
 
 cdef extern from "sh_place.h" nogil:
     ctypedef struct sh_fastmod:
@@ -322,6 +370,7 @@ cdef class RouterCore:
 
     cdef Hasher _hasher
     cdef bint _int_xxh3          # the hasher takes ints as 8 LE bytes into xxh3_64
+    cdef bint _str_xxh3          # ... and str as plain UTF-8 into xxh3_64
     cdef uint64_t _int_key       # sh_xxh3_word_key(seed) for that path
     cdef tuple _shards
     cdef int _kind
@@ -387,6 +436,7 @@ cdef class RouterCore:
         # route(int) hashes small ints inline; the Hasher defines the answer.
         self._int_xxh3 = hasher._fast_int and hasher._algo == 0  # sh_algo SH_XXH3_64
         self._int_key = sh_xxh3_word_key(hasher._seed)
+        self._str_xxh3 = hasher._fast_str and hasher._algo == 0
 
     cdef _own(self, arr, dtype):
         a = np.array(arr, dtype=dtype, copy=True, order="C")
@@ -633,30 +683,21 @@ cdef class RouterCore:
     @cython.always_allow_keywords(False)
     def route(self, key):
         """The shard id that owns ``key``."""
-        cdef int32_t i
-        cdef long long v
         cdef uint64_t h
         if self._prefix:
             key = _prefix_of(key, self._prefix)
-        if self._int_xxh3 and type(key) is int and sh_py_small_int(key, &v):
-            h = sh_xxh3_64_word_keyed(<uint64_t>v, self._int_key)
-        else:
+        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
             h = self._hasher.hash_one(key)
-        i = self._place(h)
-        r = <object>PyTuple_GET_ITEM(self._shards, i)
-        return r
+        return <object>PyTuple_GET_ITEM(self._shards, self._place(h))
 
     @cython.binding(False)
     @cython.always_allow_keywords(False)
     def route_index(self, key):
         """The index in ``shards`` of the shard that owns ``key``."""
-        cdef long long v
         cdef uint64_t h
         if self._prefix:
             key = _prefix_of(key, self._prefix)
-        if self._int_xxh3 and type(key) is int and sh_py_small_int(key, &v):
-            h = sh_xxh3_64_word_keyed(<uint64_t>v, self._int_key)
-        else:
+        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
             h = self._hasher.hash_one(key)
         return self._place(h)
 
