@@ -43,7 +43,22 @@ def _reference(keys, num_buckets):
 
 
 def test_kernel_name():
+    """The AVX2 kernel is the one that runs on x86-64 Linux CPUs with AVX2
+    (so its figures are what users get there); other machines say portable."""
+    import os
+    import platform
+    import sys
+    from pathlib import Path
+
     assert _routing._JUMP_KERNEL in ("avx2", "portable")
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64"):
+        assert _routing._JUMP_KERNEL == "portable"
+    elif (sys.platform.startswith("linux") and Path("/proc/cpuinfo").exists()
+          and "SH_NO_SIMD" not in os.environ.get("CFLAGS", "")):
+        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), [])
+        assert _routing._JUMP_KERNEL == ("avx2" if "avx2" in flags else "portable")
 
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 3, 7, 10, 100, 1000, 1024, 4099, 65536,
