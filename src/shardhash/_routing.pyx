@@ -80,12 +80,14 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* route()'s inline hashing: 1 and *h set when key is a small int (and
-     * int_key is not 0-flagged off) or an ASCII str (str_ok) hashed with
-     * xxh3_64 -- the bytes Hasher.hash_one would hash, so the same value --
-     * else 0 (the caller then asks the Hasher, which also raises errors). */
+    /* route()'s inline hashing.  int_ok / str_ok: the router's Hasher is
+     * xxh3_64 over the default int / str encodings (int_key is the word key
+     * of its seed).  Returns 1 with *h set for an exact int of one digit or
+     * a compact-ASCII exact str -- the bytes Hasher.hash_one would hash, so
+     * the same value -- else 0: the caller then asks the Hasher, which also
+     * raises every error. */
     SH_FORCE_INLINE int sh_route_fast_hash(PyObject *key, int int_ok, uint64_t int_key,
-                                                  int str_ok, uint64_t seed, uint64_t *h)
+                                           int str_ok, uint64_t seed, uint64_t *h)
     {
         long long v;
         Py_ssize_t n;
