@@ -51,6 +51,22 @@ static void test_jump(void)
         for (i = 0; i < 1000; i++) bad += out[i] != sh_jump(keys[i], n) || out[i] < 0 || out[i] >= n;
         CHECK(bad == 0, "jump batch != scalar for %d buckets (%d mismatches)", n, bad);
     }
+    /* No bucket at all: the reference loop runs no step and answers -1, for
+     * every kernel and batch length (the Python layer refuses such counts). */
+    for (n = -1; n <= 0; n++) {
+        int bad = 0;
+        size_t m;
+        for (m = 0; m < 1000; m = m * 3 + 1) {
+            sh_jump_batch(keys, m, n, out);
+            for (i = 0; i < (int)m; i++) bad += out[i] != -1;
+            sh_jump_batch_scalar(keys, m, n, out);
+            for (i = 0; i < (int)m; i++) bad += out[i] != -1;
+            sh_jump_batch_avx2(keys, m, n, out);
+            for (i = 0; i < (int)m; i++) bad += out[i] != -1;
+        }
+        bad += sh_jump(keys[0], n) != -1 || sh_jump_reference(keys[0], n) != -1;
+        CHECK(bad == 0, "jump with %d buckets answers -1 (%d mismatches)", n, bad);
+    }
 }
 
 /* The batch kernels (the one sh_jump_batch picks, the portable one and the

@@ -90,6 +90,10 @@ void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets,
     size_t at[SH_JUMP_LANES], next;
     const int64_t nb = num_buckets;
     int l, m;
+    if (num_buckets < 1) {  /* the reference's answer: no step runs, b stays -1 */
+        for (next = 0; next < n; next++) out[next] = -1;
+        return;
+    }
     if (n < 2 * SH_JUMP_LANES) {
         for (next = 0; next < n; next++) out[next] = sh_jump(hashes[next], num_buckets);
         return;
