@@ -6,7 +6,9 @@ one key at a time; they must answer exactly like the batch kernels:
 * bucket / Maglev tables are read from 1- or 2-byte copies when the shard
   count allows (<= 256, <= 65536), else from the 4-byte table;
 * rings with fewer than 2**15 tokens and owners are looked up in a compact
-  16-bit index, bigger ones in the batch kernel's index.
+  16-bit index, bigger ones in the batch kernel's index;
+* RangeRouter and WatermarkRouter route exact ints (and str for string
+  ranges) in C, everything else through their Python method.
 """
 
 from __future__ import annotations
@@ -168,3 +170,89 @@ def test_scalar_jump_matches_the_reference_loop(n):
     r = JumpRouter([f"j{i}" for i in range(n)]) if n <= 1000 else None
     if r is not None:
         assert [r.route_hash(k) for k in keys] == got
+
+
+# -- routers on the raw key: RangeRouter and WatermarkRouter ----------------------------
+
+def _bisect_reference(splits, owners, key):
+    import bisect
+    return owners[bisect.bisect_right(splits, key)]
+
+
+INT_SPLITS = [-(2**64), -(2**63) - 1, -(2**63), -5, 0, 7, 2**40, 2**63 - 1, 2**63, 2**64 + 3]
+
+
+def test_int_ranges_compiled_path_matches_bisect():
+    from shardhash.routing import RangeRouter
+
+    shards = [f"r{i}" for i in range(len(INT_SPLITS) + 1)]
+    r = RangeRouter(INT_SPLITS, shards)
+    keys = sorted({s + d for s in INT_SPLITS for d in (-1, 0, 1)} | {-(2**70), 2**70, 0, 1, -1}
+                  | {int(v) for v in RNG.integers(-(2**62), 2**62, 2000)})
+    want = [_bisect_reference(INT_SPLITS, list(range(len(shards))), k) for k in keys]
+    assert [r.route_index(k) for k in keys] == want
+    assert [r.route(k) for k in keys] == [shards[i] for i in want]
+    small = [k for k in keys if -(2**63) <= k < 2**63]
+    assert [r.route_index(np.int64(k)) for k in small] == [r.route_index(k) for k in small]
+    with pytest.raises(TypeError, match="integer keys"):
+        r.route("5")
+    with pytest.raises(TypeError, match="integer keys"):
+        r.route(True)
+
+
+def test_str_ranges_compiled_path_matches_bisect():
+    from shardhash.routing import RangeRouter
+
+    splits = sorted(["", "b", "m", "m\u00e9", "z", "z\u0301", "\u65e5", "\U0001f600"])
+    shards = [f"s{i}" for i in range(len(splits) + 1)]
+    owners = [3, 1, 4, 1, 5, 0, 2, 6, 7]
+    r = RangeRouter(splits, [shards[i] for i in owners])
+    keys = splits + ["a", "ba", "l", "mz", "m\u00e9\u00e9", "y", "zz", "\u65e4", "\U0001f601", "~", " "]
+
+    class MyStr(str):
+        pass
+
+    for k in keys + [MyStr("n")]:
+        assert r.shards[r.route_index(k)] == [shards[i] for i in owners][
+            __import__("bisect").bisect_right(splits, str(k))]
+        assert r.route(k) == r.shards[r.route_index(k)]
+    with pytest.raises(TypeError, match="string keys"):
+        r.route(5)
+
+
+def test_ranges_with_a_key_prefix_take_the_tuple_path():
+    from shardhash.routing import RangeRouter
+
+    r = RangeRouter([10, 20], ["a", "b", "c"], key_prefix=1)
+    assert [r.route((k, "x")) for k in (9, 10, 19, 20)] == ["a", "b", "b", "c"]
+    assert r.route(15) == "b"  # a one-part prefix of a plain key is the key
+    r2 = RangeRouter([10, 20], ["a", "b", "c"], key_prefix=2)
+    with pytest.raises(TypeError, match="first 2 parts"):
+        r2.route(15)
+
+
+@pytest.mark.parametrize("wm", [-(2**63), -1, 0, 5000, 2**63 - 1, 2**63, 2**64 - 1])
+def test_watermark_compiled_path_matches_its_definition(wm):
+    from shardhash.routing import RangeRouter, WatermarkRouter
+
+    class Shifted(JumpRouter):  # a Python override the compiled path must call
+        def route_index(self, key):
+            return (super().route_index(key) + 1) % len(self.shards)
+
+    olds = [BucketRouter(["a", "b", "c"], ["a", "b", "c", "c"]), Shifted(["a", "b"])]
+    news = [JumpRouter(["a", "b", "c", "d"]), RangeRouter([0, 2**62], ["d", "e", "a"]),
+            Shifted(["e", "a", "f"])]
+    keys = sorted({wm + d for d in (-2, -1, 0, 1, 2)} | {0, 1, -1, 2**62, 2**63 - 1, 2**63, 2**64 - 1,
+                                                          -(2**63)}
+                  | {int(v) for v in RNG.integers(-(2**62), 2**62, 300)})
+    keys = [k for k in keys if -(2**63) <= k <= 2**64 - 1]
+    for old in olds:
+        for new in news:
+            w = WatermarkRouter(old, new, wm)
+            pos = {s: i for i, s in enumerate(w.shards)}
+            want = [pos[new.shards[new.route_index(k)]] if k >= wm else pos[old.shards[old.route_index(k)]]
+                    for k in keys]
+            assert [w.route_index(k) for k in keys] == want
+            assert [w.route(k) for k in keys] == [w.shards[i] for i in want]
+            with pytest.raises(TypeError, match="integer ids"):
+                w.route("7")

@@ -20,6 +20,8 @@ from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t, uint16_t, uint8_t
 from libc.string cimport memcpy
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.unicode cimport PyUnicode_Compare
 
 from shardhash._hashing cimport Hasher
 
@@ -165,6 +167,10 @@ cdef enum:
     KIND_RING = 4
     KIND_RENDEZVOUS = 5
     KIND_DELEGATE = 6
+
+cdef enum:
+    KEYMODE_RANGES = 1
+    KEYMODE_WATERMARK = 2
 
 cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
@@ -410,6 +416,23 @@ cdef class RouterCore:
     cdef bint _has_pre
     cdef list _keep
     cdef RouterCore _delegate
+    # routing on the raw key (no hash): 0 = hash routing, KEYMODE_RANGES =
+    # key ranges, KEYMODE_WATERMARK = integer-id watermark.  route() and
+    # route_index() take the fast path for exact ints (and str for string
+    # ranges); anything else calls the Python method _route_index_slow.
+    cdef int _keymode
+    cdef const int64_t *_rs_i64      # the int64-representable int splits
+    cdef Py_ssize_t _rs_n
+    cdef Py_ssize_t _rs_below        # int splits below -2**63
+    cdef tuple _rs_str               # string splits (code-point order)
+    cdef const int32_t *_rs_owners   # range -> shard index
+    cdef RouterCore _wm_old
+    cdef RouterCore _wm_new
+    cdef bint _wm_old_c              # old/new answer route_index in C (not overridden)
+    cdef bint _wm_new_c
+    cdef int64_t _wm_i64             # the watermark, when it is <= 2**63 - 1
+    cdef bint _wm_above_i64          # the watermark is >= 2**63: every int64 id is below
+    cdef const int32_t *_wm_newmap
 
     def __cinit__(self, *args, **kwargs):
         self._kind = KIND_UNSET
@@ -559,6 +582,99 @@ cdef class RouterCore:
             self._weights = &wv[0]
         self._kind = KIND_RENDEZVOUS
 
+    def _use_key_ranges(self, splits, owners):
+        """route/route_index: owners[bisect_right(splits, key)] for exact int
+        keys (int splits) or exact str keys (str splits), in C; other keys go
+        to ``self._route_index_slow(key)``.  Placement stays KIND_PY."""
+        self._check_open()
+        sp = tuple(splits)
+        ow = self._own(owners, np.int32)
+        if ow.shape[0] != len(sp) + 1:
+            raise ValueError("one owner per range")
+        cdef const int32_t[::1] owv = ow
+        cdef const int64_t[::1] spv
+        self._rs_owners = &owv[0]
+        if sp and isinstance(sp[0], str):
+            self._rs_str = sp
+            self._rs_n = len(sp)
+        else:
+            inside = [v for v in sp if -(1 << 63) <= v < (1 << 63)]
+            self._rs_below = sum(1 for v in sp if v < -(1 << 63))
+            self._rs_n = len(inside)
+            arr = self._own(inside if inside else [0], np.int64)
+            spv = arr
+            self._rs_i64 = &spv[0]
+        self._keymode = KEYMODE_RANGES
+
+    def _use_watermark(self, RouterCore old, RouterCore new, watermark, newmap):
+        """route/route_index of exact int ids: new (through newmap) at or above
+        the watermark, old below, in C; other keys go to _route_index_slow."""
+        self._check_open()
+        m = self._own(newmap, np.int32)
+        cdef const int32_t[::1] mv = m
+        self._wm_newmap = &mv[0]
+        self._wm_old = old
+        self._wm_new = new
+        base = RouterCore.route_index
+        self._wm_old_c = type(old).route_index is base
+        self._wm_new_c = type(new).route_index is base
+        self._wm_above_i64 = watermark >= (1 << 63)
+        self._wm_i64 = 0 if self._wm_above_i64 else <int64_t>watermark
+        self._keymode = KEYMODE_WATERMARK
+
+    cdef int32_t _key_index(self, object key) except -1:
+        """route_index for the raw-key modes."""
+        cdef int overflow = 0
+        cdef long long v
+        cdef Py_ssize_t lo, hi, mid
+        cdef int32_t i
+        cdef type t = type(key)
+        if self._keymode == KEYMODE_RANGES and not self._prefix:
+            if t is int and self._rs_str is None:
+                v = PyLong_AsLongLongAndOverflow(key, &overflow)
+                if overflow == 0:
+                    lo = 0
+                    hi = self._rs_n
+                    while lo < hi:  # first split > v
+                        mid = (lo + hi) >> 1
+                        if self._rs_i64[mid] <= v:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    return self._rs_owners[self._rs_below + lo]
+            elif t is str and self._rs_str is not None:
+                lo = 0
+                hi = self._rs_n
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if PyUnicode_Compare(<object>PyTuple_GET_ITEM(self._rs_str, mid), key) <= 0:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                return self._rs_owners[lo]
+        elif self._keymode == KEYMODE_WATERMARK and t is int:
+            v = PyLong_AsLongLongAndOverflow(key, &overflow)
+            if overflow == 0:
+                if not self._wm_above_i64 and v >= self._wm_i64:
+                    i = self._wm_new._index_of(key) if self._wm_new_c else self._wm_new.route_index(key)
+                    return self._wm_newmap[i]
+                return self._wm_old._index_of(key) if self._wm_old_c else self._wm_old.route_index(key)
+        return self._route_index_slow(key)
+
+    cdef inline int32_t _index_of(self, object key) except -1:
+        """route_index(key), callable from C (route() repeats it inline)."""
+        cdef uint64_t h
+        if self._keymode:
+            return self._key_index(key)
+        if self._prefix:
+            key = _prefix_of(key, self._prefix)
+        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
+            h = self._hasher.hash_one(key)
+        return self._place(h)
+
+    def _route_index_slow(self, key):
+        raise NotImplementedError(f"{type(self).__name__} must implement _route_index_slow")
+
     def _use_delegate(self, RouterCore other):
         """Place hashes exactly as the sealed router ``other`` (whose shards
         must be the first ``len(other.shards)`` of ours), e.g. under overrides."""
@@ -686,6 +802,8 @@ cdef class RouterCore:
     def route(self, key):
         """The shard id that owns ``key``."""
         cdef uint64_t h
+        if self._keymode:
+            return <object>PyTuple_GET_ITEM(self._shards, self._key_index(key))
         if self._prefix:
             key = _prefix_of(key, self._prefix)
         if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
@@ -696,12 +814,7 @@ cdef class RouterCore:
     @cython.always_allow_keywords(False)
     def route_index(self, key):
         """The index in ``shards`` of the shard that owns ``key``."""
-        cdef uint64_t h
-        if self._prefix:
-            key = _prefix_of(key, self._prefix)
-        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
-            h = self._hasher.hash_one(key)
-        return self._place(h)
+        return self._index_of(key)
 
     @cython.binding(False)
     @cython.always_allow_keywords(False)

@@ -1168,6 +1168,7 @@ class RangeRouter(Router):
         self._set("_range_owners", tuple(idx))
         self._set("_owner_arr", np.array(idx, dtype=np.int32))
         self._use_python()
+        self._use_key_ranges(self._splits, idx)  # route/route_index of exact ints/str in C
         self._finish()
 
     @classmethod
@@ -1223,11 +1224,11 @@ class RangeRouter(Router):
                             f"(type {type(key).__name__})")
         return key
 
-    def route_index(self, key: Any) -> int:
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of keys the compiled path leaves here: numpy
+        # integers, ints beyond 64 bits, tuple keys (key_prefix), and every
+        # key of the wrong type (which raises)
         return self._range_owners[bisect.bisect_right(self._splits, self._key(key))]
-
-    def route(self, key: Any) -> str:
-        return self.shards[self.route_index(key)]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None,
                    threads: int | None = None) -> np.ndarray:
@@ -1412,6 +1413,7 @@ class WatermarkRouter(Router):
         self._set("_wm", wm)
         self._set("_new_map", np.array([pos[s] for s in new.shards], dtype=np.int32))
         self._use_python()
+        self._use_watermark(old, new, wm, self._new_map)  # route/route_index of exact ints in C
         self._finish()
 
     @property
@@ -1438,14 +1440,13 @@ class WatermarkRouter(Router):
                             f"(type {type(key).__name__})")
         return int(key)
 
-    def route_index(self, key: Any) -> int:
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of ids the compiled path leaves here (numpy
+        # integers, ids beyond 64 bits) and of every non-integer key (raises)
         k = self._id(key)
         if k >= self._wm:
             return int(self._new_map[self._new.route_index(k)])
         return self._old.route_index(k)
-
-    def route(self, key: Any) -> str:
-        return self.shards[self.route_index(key)]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None,
                    threads: int | None = None) -> np.ndarray:
