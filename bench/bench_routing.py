@@ -7,8 +7,8 @@ our time, so > 1 means faster than the peer):
 * RingRouter 100 shards x 256 vnodes vs ``np.searchsorted`` over the same tokens;
 * JumpRouter 1000 shards vs a Python loop over ``jump.hash`` (ns/key);
 * ``threads=2`` vs ``threads=1`` (wall-clock time);
-* scalar ``route(key)`` in a Python loop vs a ``dict.get`` loop and vs
-  ``uhashring.HashRing.get_node``.
+* scalar ``route(key)`` in a Python loop (bucket, Maglev, ring, jump and
+  key-range routers) vs a ``dict.get`` loop and vs ``uhashring.HashRing.get_node``.
 
 Single-threaded ratios use CPU time (``time.process_time``) for both sides,
 so that a busy machine distorts them less; the jump and scalar comparisons
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shardhash import BucketRouter, JumpRouter, MaglevRouter, RingRouter
+from shardhash import BucketRouter, JumpRouter, MaglevRouter, RangeRouter, RingRouter
 
 BIG = 10_000_000
 
@@ -160,7 +160,10 @@ def test_threads_2_vs_1(benchmark, strategy):
         _report(benchmark, f"{strategy} threads=2", n, {"threads_1": t["one"]}, t["two"])
 
 
-def _scalar_router(strategy: str, shards: list[str]) -> Any:
+def _scalar_router(strategy: str, shards: list[str], kind: str = "int") -> Any:
+    if strategy == "range":  # 100 ranges over the benchmark's keys (0..9999 or "user:0".."user:9999")
+        keys = sorted(f"user:{i}" for i in range(10_000)) if kind == "str" else list(range(10_000))
+        return RangeRouter([keys[100 * i] for i in range(1, 100)], shards)
     if strategy == "bucket":
         return BucketRouter(shards, [shards[i % len(shards)] for i in range(4096)])
     if strategy == "ring":
@@ -171,14 +174,14 @@ def _scalar_router(strategy: str, shards: list[str]) -> Any:
 
 
 @pytest.mark.parametrize("kind", ["str", "int"])
-@pytest.mark.parametrize("strategy", ["bucket", "maglev", "ring", "jump"])
+@pytest.mark.parametrize("strategy", ["bucket", "maglev", "ring", "jump", "range"])
 def test_scalar_route_vs_dict_and_uhashring(benchmark, strategy, kind):
     """A Python loop of ``route(key)`` beside a ``dict.get`` loop over the same
     keys (10K distinct keys, so the dict stays in cache: the hardest peer)
     and beside ``uhashring.HashRing.get_node`` (100 nodes)."""
     n = _size(benchmark, 1_000_000, 5_000)
     shards = [f"shard-{i}" for i in range(100)]
-    r = _scalar_router(strategy, shards)
+    r = _scalar_router(strategy, shards, kind)
     distinct: list[Any] = [f"user:{i}" for i in range(10_000)] if kind == "str" else list(range(10_000))
     keys = (distinct * (n // len(distinct) + 1))[:n]
     d = {k: shards[i % 100] for i, k in enumerate(distinct)}

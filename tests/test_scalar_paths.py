@@ -220,6 +220,29 @@ def test_str_ranges_compiled_path_matches_bisect():
         r.route(5)
 
 
+@pytest.mark.parametrize("splits", [
+    ["ab", "ab\x00", "ab\x00\x00c", "abcdefg", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefgi", "b"],
+    ["user:1", "user:10", "user:100", "user:2", "user:20000000", "user:20000001", "user:3\u00e9", "user:4"],
+])
+def test_str_ranges_with_shared_prefixes(splits):
+    """ASCII keys compare through 8-byte prefixes, then the whole bytes:
+    padding, embedded NULs and prefixes of each other must order exactly
+    like Python's str comparison."""
+    import bisect
+    import itertools
+
+    from shardhash.routing import RangeRouter
+
+    splits = sorted(splits)
+    r = RangeRouter(splits, [f"s{i}" for i in range(len(splits) + 1)])
+    pieces = ["", "\x00", "a", "b", "c", "i", "1", "2", "0", "3", ":", "user:", "abcdefg", "abcdefgh"]
+    keys = set(splits) | {s + x for s in splits for x in pieces} | {
+        "".join(t) for t in itertools.product(["ab", "abcdefgh", "user:2", ""], ["", "\x00", "0", "h", "i"])}
+    keys |= {s[:k] for s in splits for k in range(len(s))}
+    for k in sorted(keys):
+        assert r.route_index(k) == bisect.bisect_right(splits, k), repr(k)
+
+
 def test_ranges_with_a_key_prefix_take_the_tuple_path():
     from shardhash.routing import RangeRouter
 

@@ -22,6 +22,8 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
 
@@ -79,6 +81,20 @@ cdef extern from *:
     }
     """
     const char *sh_py_ascii(object o, Py_ssize_t *n)
+
+cdef extern from *:
+    """
+    /* The first 8 bytes of p[0 .. n-1] as a big-endian number, zero-padded:
+     * comparing two of these orders byte strings like memcmp over 8 bytes. */
+    static inline uint64_t sh_be_prefix(const char *p, Py_ssize_t n)
+    {
+        uint64_t v = 0;
+        Py_ssize_t i;
+        for (i = 0; i < 8; i++) v = (v << 8) | (i < n ? (uint64_t)(unsigned char)p[i] : 0u);
+        return v;
+    }
+    """
+    uint64_t sh_be_prefix(const char *p, Py_ssize_t n)
 
 cdef extern from *:
     """
@@ -425,6 +441,8 @@ cdef class RouterCore:
     cdef Py_ssize_t _rs_n
     cdef Py_ssize_t _rs_below        # int splits below -2**63
     cdef tuple _rs_str               # string splits (code-point order)
+    cdef tuple _rs_utf8              # their UTF-8 bytes (None if one has a surrogate)
+    cdef const uint64_t *_rs_pre     # sh_be_prefix of each split's UTF-8 bytes
     cdef const int32_t *_rs_owners   # range -> shard index
     cdef RouterCore _wm_old
     cdef RouterCore _wm_new
@@ -593,10 +611,20 @@ cdef class RouterCore:
             raise ValueError("one owner per range")
         cdef const int32_t[::1] owv = ow
         cdef const int64_t[::1] spv
+        cdef const uint64_t[::1] prev
         self._rs_owners = &owv[0]
         if sp and isinstance(sp[0], str):
             self._rs_str = sp
             self._rs_n = len(sp)
+            try:  # UTF-8 byte order is code-point order: ASCII keys compare as bytes
+                self._rs_utf8 = tuple(v.encode("utf-8") for v in sp)
+            except UnicodeEncodeError:
+                self._rs_utf8 = None
+            if self._rs_utf8 is not None:
+                pre = self._own([int.from_bytes(b[:8].ljust(8, b"\0"), "big") for b in self._rs_utf8] or [0],
+                                np.uint64)
+                prev = pre
+                self._rs_pre = &prev[0]
         else:
             inside = [v for v in sp if -(1 << 63) <= v < (1 << 63)]
             self._rs_below = sum(1 for v in sp if v < -(1 << 63))
@@ -626,7 +654,12 @@ cdef class RouterCore:
         """route_index for the raw-key modes."""
         cdef int overflow = 0
         cdef long long v
-        cdef Py_ssize_t lo, hi, mid
+        cdef Py_ssize_t lo, hi, mid, n, sn
+        cdef const char *p
+        cdef object sb
+        cdef int c
+        cdef bint le
+        cdef uint64_t kp
         cdef int32_t i
         cdef type t = type(key)
         if self._keymode == KEYMODE_RANGES and not self._prefix:
@@ -645,6 +678,23 @@ cdef class RouterCore:
             elif t is str and self._rs_str is not None:
                 lo = 0
                 hi = self._rs_n
+                p = sh_py_ascii(key, &n) if self._rs_utf8 is not None else NULL
+                if p != NULL:
+                    kp = sh_be_prefix(p, n)
+                    while lo < hi:  # first split > key
+                        mid = (lo + hi) >> 1
+                        if self._rs_pre[mid] != kp:
+                            le = self._rs_pre[mid] < kp
+                        else:  # same first 8 bytes (or padding): the whole strings
+                            sb = <object>PyTuple_GET_ITEM(self._rs_utf8, mid)
+                            sn = PyBytes_GET_SIZE(sb)
+                            c = memcmp(PyBytes_AS_STRING(sb), p, <size_t>(sn if sn < n else n))
+                            le = c < 0 or (c == 0 and sn <= n)
+                        if le:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    return self._rs_owners[lo]
                 while lo < hi:
                     mid = (lo + hi) >> 1
                     if PyUnicode_Compare(<object>PyTuple_GET_ITEM(self._rs_str, mid), key) <= 0:
