@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_bytes, hash_key
+from conftest import child_env
 
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1
@@ -500,17 +501,11 @@ else:
 
 
 def test_list_mutated_while_hashing_does_not_crash() -> None:
-    import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    import shardhash
 
-    env = dict(os.environ)
-    src = str(Path(shardhash.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, "-c", MUTATING_CHILD], capture_output=True, env=env,
+    proc = subprocess.run([sys.executable, "-c", MUTATING_CHILD], capture_output=True, env=child_env(),
                           timeout=120, check=False)
     assert proc.returncode == 0, f"child died with {proc.returncode}: {proc.stderr.decode(errors='replace')}"
     said = proc.stdout.decode().strip()

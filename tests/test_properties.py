@@ -8,13 +8,11 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import mmh3
@@ -24,8 +22,8 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import shardhash
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_key
+from conftest import child_env
 
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1
@@ -210,12 +208,8 @@ sys.stdout.buffer.write(pickle.dumps(out))
 
 
 def run_child(keys: list[Any], specs: list[dict[str, Any]], hashseed: str) -> Any:
-    env = dict(os.environ)
-    src = str(Path(shardhash.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env["PYTHONHASHSEED"] = hashseed
     proc = subprocess.run([sys.executable, "-c", CHILD], input=pickle.dumps((keys, specs)),
-                          capture_output=True, env=env, timeout=120, check=False)
+                          capture_output=True, env=child_env(PYTHONHASHSEED=hashseed), timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return pickle.loads(proc.stdout)
 

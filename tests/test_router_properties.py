@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +22,6 @@ from _router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import shardhash
 from shardhash import Hasher
 from shardhash._routing_py import ReferenceRouter
 from shardhash.routing import (
@@ -37,6 +34,7 @@ from shardhash.routing import (
     RingRouter,
     load_router,
 )
+from conftest import child_env
 
 U64 = 2**64 - 1
 ROUTERS = {name: f() for name, f in ALL_ROUTERS.items()}
@@ -212,11 +210,7 @@ print(json.dumps(out))
 @pytest.mark.parametrize("hashseed", ["1", "4242"])
 def test_same_routes_in_another_process(hashseed):
     docs = {name: r.to_dict() for name, r in ROUTERS.items()}
-    env = dict(os.environ)
-    env["PYTHONHASHSEED"] = hashseed
-    pkg_parent = str(Path(shardhash.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(docs), env=env,
+    res = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(docs), env=child_env(PYTHONHASHSEED=hashseed),
                          capture_output=True, text=True, timeout=120, check=True)
     theirs = json.loads(res.stdout)
     keys = [f"k{i}" for i in range(300)] + list(range(300))

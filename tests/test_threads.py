@@ -13,14 +13,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-import shardhash
 from shardhash import Hasher, KeyCodec, _parallel, hash_array
+from conftest import child_env
 
 N_THREADS = 8
 
@@ -177,10 +176,7 @@ sys.exit(os.WEXITSTATUS(status))
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_hashing_with_threads_in_a_forked_child() -> None:
-    env = dict(os.environ)
-    src = str(Path(shardhash.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, "-c", FORK_CHILD], capture_output=True, env=env,
+    proc = subprocess.run([sys.executable, "-c", FORK_CHILD], capture_output=True, env=child_env(),
                           timeout=120, check=False)
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")
 

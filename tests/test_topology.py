@@ -21,6 +21,7 @@ from shardhash.routing import (
     register_router_type,
     router_types,
 )
+from conftest import child_env
 
 KEYS = [f"k{i}" for i in range(300)] + list(range(-50, 250))
 INT_KEYS = list(range(-50, 250)) + [999, 1000, 10**6, 2 * 10**6]
@@ -232,16 +233,13 @@ for path in sys.argv[1:]:
 
 
 def test_load_router_imports_compat_modules_in_a_fresh_process(tmp_path):
-    import os
     import subprocess
     import sys
 
-    import shardhash
 
     cases = _compat_routers()
     assert sorted(cases) == sorted(t for t, c in router_types().items() if c.__module__.startswith("shardhash.compat."))
-    src_dir = os.path.dirname(os.path.dirname(shardhash.__file__))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [src_dir, os.environ.get("PYTHONPATH")])))
+    env = child_env()
     for typ, (r, keys) in cases.items():
         assert r.type_name == typ
         path = tmp_path / f"{typ}.json"
