@@ -12,7 +12,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.ref cimport PyObject
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, calloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import json
 
@@ -108,6 +108,7 @@ cdef extern from *:
     """
     struct ArrowSchema:
         const char* format
+        const char* metadata
         int64_t n_children
         ArrowSchema* dictionary
         void (*release)(ArrowSchema*)
@@ -714,7 +715,39 @@ cdef int64_t _first_null(ArrowArray *arr) noexcept nogil:
 cdef object _arrow_format(ArrowSchema *schema):
     if schema.dictionary != NULL:
         raise TypeError("cannot hash a dictionary-encoded (categorical) Arrow array: decode it first")
+    ext = _arrow_extension_name(schema.metadata)
+    if ext is not None:
+        # An extension type (pandas period/interval, arrow.uuid...) stores its
+        # values in a plain array whose numbers are not the value: the scalar
+        # path refuses such keys, so the batch path must too.
+        raise TypeError(f"cannot hash an Arrow extension array ({ext}): its storage is not the key's "
+                        "value; convert the keys to int or str first")
     return (<bytes>schema.format).decode("ascii", "replace")
+
+
+cdef inline int32_t _meta_i32(const char *p) noexcept:
+    cdef int32_t v
+    memcpy(&v, p, 4)  # the C data interface writes native-endian int32
+    return v
+
+
+cdef object _arrow_extension_name(const char *meta):
+    """The ``ARROW:extension:name`` in a schema's metadata, or None."""
+    if meta == NULL:
+        return None
+    cdef int32_t npairs = _meta_i32(meta), i, klen, vlen
+    cdef const char *p = meta + 4
+    for i in range(npairs):
+        klen = _meta_i32(p)
+        p += 4
+        key = p[:klen]
+        p += klen
+        vlen = _meta_i32(p)
+        p += 4
+        if key == b"ARROW:extension:name":
+            return p[:vlen].decode("utf-8", "replace")
+        p += vlen
+    return None
 
 
 _ARROW_INT_FORMATS = {"l": (8, True), "L": (8, False), "i": (4, True), "I": (4, False),

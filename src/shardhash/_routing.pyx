@@ -31,7 +31,7 @@ import numpy as np
 
 from shardhash._parallel import parallel_for, resolve_threads
 
-__all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out",
+__all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
            "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
 
 
@@ -285,6 +285,26 @@ def prepare_out(out, Py_ssize_t n):
     return out
 
 
+def unalias(a, out):
+    """``a``, or a copy of it when it shares memory with ``out``: a kernel
+    writing ``out`` must not overwrite inputs it has yet to read."""
+    if np.may_share_memory(a, out):
+        return a.copy()
+    return a
+
+
+def fill_out(out, res):
+    """``res`` (shard indices) itself, or copied into ``out`` once ``out`` is
+    checked like every ``out=`` (int32, native byte order, 1-D, C-contiguous,
+    writable, of ``len(res)``).  ``res`` is complete before ``out`` is written,
+    so ``out`` may share memory with the caller's input."""
+    if out is None:
+        return res
+    out = prepare_out(out, res.shape[0])
+    out[...] = res
+    return out
+
+
 def _check_count(n, name="num_buckets"):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(n).__name__}")
@@ -321,6 +341,7 @@ def jump_hash_array(keys, num_buckets, *, out=None):
     cdef int32_t nb = _check_count(num_buckets)
     a = as_hashes(keys, "keys")
     out = prepare_out(out, a.shape[0])
+    a = unalias(a, out)
     cdef const uint64_t[::1] hv = a
     cdef int32_t[::1] ov = out
     cdef size_t n = hv.shape[0]
@@ -716,11 +737,19 @@ cdef class RouterCore:
         cdef uint64_t h
         if self._keymode:
             return self._key_index(key)
+        if self._hasher is None:
+            self._not_initialised()
         if self._prefix:
             key = _prefix_of(key, self._prefix)
         if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
             h = self._hasher.hash_one(key)
         return self._place(h)
+
+    cdef int _not_initialised(self) except -1:
+        # A subclass whose __init__ never called Router.__init__ (or an object
+        # made with __new__) has no hasher: refuse it instead of reading None.
+        raise TypeError(f"{type(self).__name__} was never initialised "
+                        "(its __init__ must call Router.__init__)")
 
     def _route_index_slow(self, key):
         raise NotImplementedError(f"{type(self).__name__} must implement _route_index_slow")
@@ -854,6 +883,8 @@ cdef class RouterCore:
         cdef uint64_t h
         if self._keymode:
             return <object>PyTuple_GET_ITEM(self._shards, self._key_index(key))
+        if self._hasher is None:
+            self._not_initialised()
         if self._prefix:
             key = _prefix_of(key, self._prefix)
         if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
@@ -917,6 +948,7 @@ cdef class RouterCore:
         a = as_hashes(hashes)
         cdef Py_ssize_t n = a.shape[0]
         out = prepare_out(out, n)
+        a = unalias(a, out)
         if self._kind == KIND_PY:
             resolve_threads(threads, n)  # validates; Python kernels run on the calling thread
             if n:
@@ -946,6 +978,8 @@ cdef class RouterCore:
 
         Uses one uint64 temporary per key (the hashes).
         """
+        if self._hasher is None:
+            self._not_initialised()
         if self._prefix:
             keys = _prefix_many(keys, self._prefix)
         hashes = self._hasher.hash_array(keys, threads=threads)

@@ -380,14 +380,20 @@ def target_shares(router: Any) -> dict[str, float]:
         vals = np.asarray(w, dtype=np.float64)
     else:
         t = _table_of(router)
+        space = _space(router)
         if t is not None and _kind(router) == "bucket":
-            vals = np.bincount(t, minlength=len(shards)).astype(np.float64)
+            if space < HASH_SPACE and len(t) > 1:
+                # bucket b holds the hashes below ``space`` with h % len(t) == b
+                cnt = (space - 1 - np.arange(len(t), dtype=np.int64)) // len(t) + 1
+                vals = np.bincount(t, weights=cnt.astype(np.float64), minlength=len(shards))
+            else:
+                vals = np.bincount(t, minlength=len(shards)).astype(np.float64)
         else:
             rng = _ranges_of(router)
             if rng is not None and _kind(router) == "hashrange":
                 vals = np.zeros(len(shards))
                 for lo, hi, s in rng:
-                    vals[s] += hi - lo + 1
+                    vals[s] += max(0, min(hi, space - 1) - lo + 1)
     if vals is None or not np.isfinite(vals).all() or vals.sum() <= 0:
         vals = np.ones(len(shards))
     vals = vals / vals.sum()
@@ -493,9 +499,20 @@ class MovedRange:
         return d
 
 
-def _residue_count(r: int, m: int) -> int:
-    """How many 64-bit values h have h % m == r."""
-    return (_MAX - r) // m + 1
+def _residue_count(r: int, m: int, space: int = HASH_SPACE) -> int:
+    """How many values h in [0, space) have h % m == r."""
+    return (space - 1 - r) // m + 1 if r < space else 0
+
+
+def _space(*routers: Any) -> int:
+    """How many hash values the routers' hasher gives: 2**32 for a 32-bit
+    algorithm (its hashes are below 2**32), else 2**64.  Shares of hash space
+    are fractions of this."""
+    for r in routers:
+        h = getattr(r, "hasher", None)
+        if h is not None:
+            return 1 << int(_routing()._width(h))
+    return HASH_SPACE
 
 
 def moved_ranges(old: Any, new: Any) -> list[MovedRange]:
@@ -523,14 +540,16 @@ def moved_ranges(old: Any, new: Any) -> list[MovedRange]:
         )
     ko, kn = _kind(old), _kind(new)
     so, sn = tuple(old.shards), tuple(new.shards)
+    space = _space(old, new)
     if ko == "jump" and kn == "jump":
-        return _jump_moves(so, sn)
+        return _jump_moves(so, sn, space)
     to, tn = _table_of(old), _table_of(new)
     if to is not None and tn is not None:
-        return _table_moves(to, tn, so, sn, bucket_kind=(len(to) == len(tn) and ko == kn and ko != "modulo"))
+        return _table_moves(to, tn, so, sn, bucket_kind=(len(to) == len(tn) and ko == kn and ko != "modulo"),
+                            space=space)
     ro, rn = _ranges_of(old), _ranges_of(new)
     if ro is not None and rn is not None:
-        return _interval_moves(ro, rn, so, sn)
+        return _interval_moves(ro, rn, so, sn, space)
     raise ValueError(
         f"moved_ranges cannot compare {type(old).__name__} with {type(new).__name__} without keys "
         "(it needs two rings / hash-range routers, two table routers (modulo, buckets, Maglev) "
@@ -539,7 +558,8 @@ def moved_ranges(old: Any, new: Any) -> list[MovedRange]:
 
 
 def _interval_moves(
-    ro: list[tuple[int, int, int]], rn: list[tuple[int, int, int]], so: tuple[str, ...], sn: tuple[str, ...]
+    ro: list[tuple[int, int, int]], rn: list[tuple[int, int, int]], so: tuple[str, ...], sn: tuple[str, ...],
+    space: int = HASH_SPACE,
 ) -> list[MovedRange]:
     for name, rr in (("old", ro), ("new", rn)):
         covered = sum(hi - lo + 1 for lo, hi, _ in rr)
@@ -564,11 +584,14 @@ def _interval_moves(
         else:
             cur = [lo, hi, src, dst]
             out.append(cur)
-    return [MovedRange(int(a), int(b), str(c), str(e), (int(b) - int(a) + 1) / HASH_SPACE) for a, b, c, e in out]
+    # only hashes below ``space`` exist (a 32-bit hasher never reaches the rest)
+    return [MovedRange(int(a), min(int(b), space - 1), str(c), str(e), (min(int(b), space - 1) - int(a) + 1) / space)
+            for a, b, c, e in out if int(a) < space]
 
 
 def _table_moves(
-    to: np.ndarray, tn: np.ndarray, so: tuple[str, ...], sn: tuple[str, ...], bucket_kind: bool
+    to: np.ndarray, tn: np.ndarray, so: tuple[str, ...], sn: tuple[str, ...], bucket_kind: bool,
+    space: int = HASH_SPACE,
 ) -> list[MovedRange]:
     m1, m2 = len(to), len(tn)
     lcm = m1 * m2 // math.gcd(m1, m2)
@@ -588,12 +611,13 @@ def _table_moves(
     srcs = so_a[src[moved]].tolist()
     dsts = sn_a[dst[moved]].tolist()
     for res, s_id, d_id in zip(moved.tolist(), srcs, dsts):
-        cnt = (_MAX - res) // lcm + 1  # hashes h in [0, 2**64) with h % lcm == res
-        out.append(MovedRange(res, res + (cnt - 1) * lcm, s_id, d_id, cnt / HASH_SPACE, kind, res, lcm))
+        cnt = _residue_count(res, lcm, space)  # hashes h in [0, space) with h % lcm == res
+        if cnt:
+            out.append(MovedRange(res, res + (cnt - 1) * lcm, s_id, d_id, cnt / space, kind, res, lcm))
     return out
 
 
-def _jump_moves(so: tuple[str, ...], sn: tuple[str, ...]) -> list[MovedRange]:
+def _jump_moves(so: tuple[str, ...], sn: tuple[str, ...], space: int = HASH_SPACE) -> list[MovedRange]:
     # Jump hash: going from n to m buckets, a key keeps its bucket when both
     # are below min(n, m); the keys of the buckets beyond it are spread
     # uniformly (Lamping & Veach 2014).  Shares are expectations.
@@ -608,7 +632,7 @@ def _jump_moves(so: tuple[str, ...], sn: tuple[str, ...]) -> list[MovedRange]:
             if p and so[i] != sn[j]:
                 shares[(i, j)] = shares.get((i, j), 0.0) + p
     return [
-        MovedRange(0, _MAX, so[i], sn[j], p, kind="scattered", exact=False)
+        MovedRange(0, space - 1, so[i], sn[j], p, kind="scattered", exact=False)
         for (i, j), p in sorted(shares.items())
     ]
 
@@ -671,7 +695,7 @@ def _check_cap(max_step_share: float) -> float:
 def _sampled_pairs(old: Any, new: Any, samples: int = 1 << 18) -> dict[tuple[str, str], float]:
     """Estimate the moved share per (source, destination) from random hashes."""
     rng = np.random.default_rng(0x5EED)
-    h = rng.integers(0, HASH_SPACE, size=samples, dtype=np.uint64)
+    h = rng.integers(0, _space(old, new), size=samples, dtype=np.uint64)
     oi = np.asarray(old.route_hashes(h))
     ni = np.asarray(new.route_hashes(h))
     so = np.asarray(old.shards, dtype=object)
@@ -719,11 +743,12 @@ def plan_steps(
         if not (_hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher):
             raise
         moves = [
-            MovedRange(0, _MAX, s, d, p, kind="scattered", exact=False)
+            MovedRange(0, _space(old, new) - 1, s, d, p, kind="scattered", exact=False)
             for (s, d), p in sorted(_sampled_pairs(old, new).items())
         ]
     per_pair: dict[tuple[str, str], list[Step]] = {}
     table_moves: dict[tuple[str, str], list[MovedRange]] = {}
+    space = _space(old, new)
     for m in moves:
         lst = per_pair.setdefault((m.source, m.destination), [])
         if m.kind == "range":
@@ -732,14 +757,14 @@ def plan_steps(
             for p in range(pieces):
                 lo = m.lo + width * p // pieces
                 hi = m.lo + width * (p + 1) // pieces - 1
-                lst.append(Step(0, "range", m.source, m.destination, (hi - lo + 1) / HASH_SPACE, lo, hi))
+                lst.append(Step(0, "range", m.source, m.destination, (hi - lo + 1) / space, lo, hi))
         elif m.kind in ("bucket", "residue"):
             table_moves.setdefault((m.source, m.destination), []).append(m)
         else:
             pieces = max(1, math.ceil(m.share / cap - 1e-12))
             for p in range(pieces):
-                lo = HASH_SPACE * p // pieces
-                hi = HASH_SPACE * (p + 1) // pieces - 1
+                lo = space * p // pieces
+                hi = space * (p + 1) // pieces - 1
                 lst.append(Step(0, "filter", m.source, m.destination, m.share / pieces, lo, hi))
     for (src, dst), ms in table_moves.items():
         # Whole buckets, in groups of nearly equal size under the cap.
@@ -1013,7 +1038,8 @@ def add_shards(
     elif kind == "hashrange":
         splits, owners = _hashrange_parts(router)
         for s in ids:
-            bounds = [0] + splits + [HASH_SPACE]
+            space = _space(router)  # split the widest range of the hashes the hasher gives
+            bounds = [min(b, space) for b in [0] + splits + [HASH_SPACE]]
             widths = [bounds[i + 1] - bounds[i] for i in range(len(owners))]
             i = int(np.argmax(widths))
             mid = bounds[i] + widths[i] // 2

@@ -76,6 +76,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from shardhash import _limits
 from shardhash._hashing import Hasher
 from shardhash._routing import (
     RouterCore,
@@ -85,6 +86,7 @@ from shardhash._routing import (
     maglev_populate,
     mix64,
     prepare_out,
+    unalias,
 )
 
 __all__ = [
@@ -123,7 +125,10 @@ _REGISTRY: dict[str, type[Router]] = {}
 
 
 def _describe(v: Any) -> str:
-    r = repr(v)
+    try:
+        r = repr(v)
+    except RecursionError:  # a deeply nested list: name its type only
+        return f"a deeply nested {type(v).__name__}"
     return r if len(r) <= 60 else r[:57] + "..."
 
 
@@ -306,23 +311,18 @@ def router_types() -> dict[str, type[Router]]:
 
 def _read_doc(src: Any) -> dict[str, Any]:
     if isinstance(src, Mapping):
+        _limits.check_depth(src)
         return dict(src)
     if isinstance(src, (bytes, bytearray)):
         src = bytes(src).decode("utf-8")
     if isinstance(src, str) and src.lstrip().startswith("{"):
-        try:
-            doc = json.loads(src)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"router document is not valid JSON: {e}") from None
+        doc = _limits.loads(src)
     elif isinstance(src, (str, os.PathLike)):
         try:
             text = Path(src).read_text(encoding="utf-8")
         except OSError as e:
             raise ValueError(f"cannot read router document {str(src)!r}: {e}") from None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"router document {str(src)!r} is not valid JSON: {e}") from None
+        doc = _limits.loads(text, f"router document {str(src)!r}")
     else:
         raise TypeError(f"load_router takes a dict, JSON text or a path, not {type(src).__name__}")
     if not isinstance(doc, dict):
@@ -342,7 +342,8 @@ def load_router(src: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Rout
     True
     """
     doc = _read_doc(src)
-    return _from_doc(doc)
+    with _limits.document_budget():  # docs/protocol.md: what loading may cost
+        return _from_doc(doc)
 
 
 def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
@@ -656,6 +657,7 @@ class RingRouter(Router):
                 if s not in known:
                     raise ValueError(f"tokens names unknown shard {s!r}")
             explicit: dict[str, list[int]] = {}
+            total = 0
             for s in self.shards:
                 if s not in tokens:
                     raise ValueError(f"shard {s!r} has no tokens")
@@ -665,6 +667,8 @@ class RingRouter(Router):
                 plist = [_check_int(p, f"tokens[{s!r}][{i}]", 0, U64_MAX) for i, p in enumerate(given)]
                 if not plist:
                     raise ValueError(f"shard {s!r} has no tokens")
+                total += len(plist)
+                _limits.check_size(total, _limits.MAX_RING_TOKENS, "ring tokens")
                 explicit[s] = plist
                 pos_l += plist
                 sid_l += [index[s]] * len(plist)
@@ -672,20 +676,28 @@ class RingRouter(Router):
             self._set("_vnodes", None)
             self._set("_weights", None)
             self._set("_explicit", explicit)
+            _limits.reserve(total, _limits.MAX_RING_TOKENS, "ring tokens")
         else:
             v = 256 if vnodes is None else _check_int(vnodes, "vnodes", 1, 1 << 20)
             w = _check_weights(weights, self.shards)
             self._set("_vnodes", v)
             self._set("_weights", w)
             self._set("_explicit", None)
+            # Count every shard's tokens before building any (a weight of
+            # 1e12 must not build a trillion token names first).
+            scaled = [v * (w.get(s, 1.0) if w else 1.0) + 0.5 for s in self.shards]
+            if not all(math.isfinite(x) for x in scaled):  # vnodes * weight overflowed a float
+                raise ValueError(f"ring tokens: vnodes={v} times a weight is beyond "
+                                 f"the limit of {_limits.MAX_RING_TOKENS:,}")
+            counts = [max(1, math.floor(x)) for x in scaled]
+            _limits.reserve(sum(counts), _limits.MAX_RING_TOKENS,
+                            f"ring tokens ({len(counts)} shards, vnodes={v}, weights)")
             idents: list[str] = []
             for k, s in enumerate(self.shards):
-                count = max(1, math.floor(v * (w.get(s, 1.0) if w else 1.0) + 0.5))
+                count = counts[k]
                 idents += [f"{s}:{i}" for i in range(count)]
                 sid_l += [k] * count
                 num_l += range(count)
-                if len(idents) > 1 << 26:
-                    raise ValueError("ring would have more than 2**26 tokens")
             # Token position = hasher(f"{shard}:{i}"); hash_array gives hasher(x) for each x.
             pos_l = self.hasher.hash_array(idents)
         pos = np.asarray(pos_l, dtype=np.uint64)
@@ -825,7 +837,7 @@ class RendezvousRouter(Router):
 # Maglev
 
 
-_MAGLEV_MAX = 1 << 28
+_MAGLEV_MAX = _limits.MAX_MAGLEV_TABLE
 # Default table sizes: the smallest prime >= 2**16 * 4**k, k = 0..5.
 _MAGLEV_LADDER = (65537, 262147, 1048583, 4194319, 16777259, 67108879)
 
@@ -884,6 +896,7 @@ class MaglevRouter(Router):
                 raise ValueError(f"table_size {m} is smaller than the number of shards ({n})")
         if m > _MAGLEV_MAX:
             raise ValueError(f"table_size {m} exceeds {_MAGLEV_MAX}")
+        _limits.reserve(m, _MAGLEV_MAX, "Maglev table_size")
         w = _check_weights(weights, self.shards)
         rel = None
         if w:
@@ -962,8 +975,7 @@ class BucketRouter(Router):
             idx.append(i)
         if not idx:
             raise ValueError("placement must not be empty")
-        if len(idx) > 0x7FFFFFFF:
-            raise ValueError("too many buckets")
+        _limits.reserve(len(idx), _limits.MAX_BUCKETS, "bucket count")
         self._set("_placement", self._use_bucket(np.array(idx, dtype=np.int32)))
         self._finish()
 
@@ -978,7 +990,7 @@ class BucketRouter(Router):
         >>> r.placement_ids[255], r.placement_ids[256]
         ('db1', 'db2')
         """
-        n = _check_int(bucket_count, "bucket_count", 1, 0x7FFFFFFF)
+        n = _check_int(bucket_count, "bucket_count", 1, _limits.MAX_BUCKETS)
         items = list(starts.items()) if isinstance(starts, Mapping) else list(starts)
         if not items:
             raise ValueError("starts must not be empty")
@@ -1246,11 +1258,16 @@ class RangeRouter(Router):
                 o[:] = res
                 return o
             if self._split_type == "str" and k == "U":
-                r = np.searchsorted(np.array(self._splits, dtype=str), keys, side="right")
-                o = prepare_out(out, keys.shape[0])
-                o[:] = self._owner_arr[r]
-                return o
-            if k != "O":
+                sp = np.array(self._splits, dtype=str)
+                if sp.tolist() == list(self._splits):
+                    r = np.searchsorted(sp, keys, side="right")
+                    o = prepare_out(out, keys.shape[0])
+                    o[:] = self._owner_arr[r]
+                    return o
+                # numpy drops trailing NULs: a split such as "b\0" would compare
+                # as "b"; route the keys (as numpy gives them) one by one
+                keys = keys.tolist()
+            elif k != "O":
                 want = "integer" if self._split_type == "int" else "string"
                 raise TypeError(f"this RangeRouter splits {want} keys; got an array of dtype {keys.dtype}")
         if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
@@ -1311,8 +1328,12 @@ class DirectoryRouter(Router):
                  version: int = 1) -> None:
         if not isinstance(base, Router):
             raise TypeError(f"base must be a Router, not {type(base).__name__}")
-        if isinstance(base, (RangeRouter, WatermarkRouter)):
-            raise TypeError(f"DirectoryRouter needs a hash router as base, not {type(base).__name__}")
+        if isinstance(base, (RangeRouter, WatermarkRouter)) or not (
+                type(base).route_many is _CORE_ROUTE_MANY or getattr(type(base), "routes_on_hash") is True):
+            # overrides apply to the base's hashes: a router that places keys
+            # some other way (Redis slots, Cassandra tokens...) would fail on every key
+            raise TypeError(f"DirectoryRouter needs a hash router as base (one that places keys by "
+                            f"its hasher's hash), not {type(base).__name__}")
         items = list(overrides.items()) if isinstance(overrides, Mapping) else list(overrides)
         shards = list(base.shards)
         pos = {s: i for i, s in enumerate(shards)}
@@ -1400,6 +1421,12 @@ class WatermarkRouter(Router):
                 raise TypeError(f"{name} must be a Router, not {type(r).__name__}")
             if r.key_prefix is not None:
                 raise ValueError(f"{name} routes on a key prefix; a watermark needs integer ids")
+            try:  # a router that cannot route an integer id would fail on every key
+                r.route_index(0)
+            except TypeError as e:
+                raise TypeError(f"{name} ({type(r).__name__}) cannot route integer ids: {e}") from None
+            except (ValueError, OverflowError):
+                pass  # 0 may be outside what it routes; other ids are not
         wm = _check_int(watermark, "watermark", -(1 << 63), U64_MAX)
         shards = list(old.shards)
         pos = {s: i for i, s in enumerate(shards)}
@@ -1473,6 +1500,7 @@ class WatermarkRouter(Router):
         if a.ndim != 1 or a.dtype.kind not in "iu":
             raise TypeError(f"WatermarkRouter routes integer ids; got an array of dtype {a.dtype}")
         o = prepare_out(out, a.shape[0])
+        a = unalias(a, o)  # o is written in two passes, a read in both
         wm = self._wm
         info = np.iinfo(a.dtype)
         if wm <= info.min:

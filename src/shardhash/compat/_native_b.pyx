@@ -173,9 +173,9 @@ def pack_keys(keys, convert=None, bint raw_bytes=True):
         if keys.ndim != 1:
             raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
         seq = keys.tolist()
-    elif isinstance(keys, list):
-        seq = <list>keys
-    elif isinstance(keys, tuple):
+    elif isinstance(keys, (list, tuple)):
+        # a private copy: a key's own code (__str__, __bytes__, convert) may
+        # change the caller's list while it is being packed
         seq = list(keys)
     else:
         packed = _arrow_pack(keys, not raw_bytes)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .._routing import fill_out
 from . import _native_b
 
 __all__ = [
@@ -92,6 +93,27 @@ def _bytes_like(key: Any, what: str = "key") -> bytes:
         raise TypeError(f"{what} must be the serialized partition key (bytes), not str; "
                         f"use serialize({key!r:.40}, 'text')")
     raise TypeError(f"{what} must be bytes, not {type(key).__name__} ({key!r:.60})")
+
+
+def _blob_keys(keys: Any) -> Any:
+    """A router's ``blob`` keys refuse str, as :meth:`TokenRouter.route` does
+    (:func:`token_array` alone takes str as its UTF-8 bytes)."""
+    if isinstance(keys, np.ndarray) and keys.dtype.kind == "U":
+        raise TypeError("keys must be serialized partition keys (bytes), not an array of str; "
+                        "use cql_type='text'")
+    if isinstance(keys, np.ndarray) and keys.dtype.kind == "O":
+        keys = keys.tolist()
+    if isinstance(keys, (list, tuple)):
+        keys = list(keys)  # a private copy, checked once and packed as checked
+        for i, k in enumerate(keys):
+            if not isinstance(k, (bytes, bytearray, memoryview)):
+                _bytes_like(k, f"key at position {i}")
+        return keys
+    t = getattr(keys, "type", None)
+    if t is not None and str(t) in ("string", "large_string", "string_view"):
+        raise TypeError("keys must be serialized partition keys (binary), not an Arrow string array; "
+                        "use cql_type='text'")
+    return keys
 
 
 def token(key: bytes) -> int:
@@ -475,13 +497,12 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         t = np.ascontiguousarray(tokens, dtype=np.int64)
         idx = _native_b.cassandra_ring_index(self._ring, t, threads)
         res: np.ndarray = self._owners[idx]
-        if out is None:
-            return res
-        out[...] = res
-        return out
+        return fill_out(out, res)  # type: ignore[no-any-return]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`token_array`."""
+        if self._cql_type == "blob":
+            keys = _blob_keys(keys)
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._routing import fill_out
 from . import _native_b
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
@@ -81,6 +82,11 @@ def md5_counts(weights: Sequence[int], flavor: str) -> list[int]:
     (7, 8)
     """
     flavor = _check_flavor(flavor)
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, (Sequence, np.ndarray)):
+        raise TypeError(f"weights must be a list of positive ints, not {type(weights).__name__}")
+    weights = _check_weight_list(list(weights), [f"#{i}" for i in range(len(weights))])
+    if not weights:
+        raise ValueError("md5_counts needs at least one weight")
     n = len(weights)
     total = sum(weights)
     out = []
@@ -98,6 +104,16 @@ def md5_counts(weights: Sequence[int], flavor: str) -> list[int]:
             prod = ((pct * f32(160)) / f32(4)) * f32(n)
             out.append(int(math.floor(f32(prod + f32(1e-10)))))
     return out
+
+
+def _check_weight_list(w: list[Any], ids: Sequence[str]) -> list[int]:
+    """Every weight a positive int below 2**32 (as libketama's unsigned int), else an error naming the node."""
+    for i, x in enumerate(w):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"weight of node {ids[i]!r} must be a positive int, not {x!r:.40}")
+        if not 0 < int(x) < (1 << 32):
+            raise ValueError(f"weight of node {ids[i]!r} must be in 1..2**32-1, got {int(x)}")
+    return [int(x) for x in w]
 
 
 def _split_host_port(node: str) -> tuple[str, int | None]:
@@ -229,12 +245,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             w = list(weights)
             if len(w) != len(ids):
                 raise ValueError(f"{len(w)} weights for {len(ids)} nodes")
-        for i, x in enumerate(w):
-            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-                raise TypeError(f"weight of node {ids[i]!r} must be a positive int, not {x!r:.40}")
-            if not 0 < int(x) < (1 << 32):
-                raise ValueError(f"weight of node {ids[i]!r} must be in 1..2**32-1, got {int(x)}")
-        w = [int(x) for x in w]
+        w = _check_weight_list(w, ids)
         super().__init__(ids, version=version)
         counts = md5_counts(w, flavor)
         pts: list[int] = []
@@ -347,10 +358,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             raise ValueError("key hashes must be in 0..2**32-1")
         res = _native_b.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
                                       np.ascontiguousarray(h, dtype=np.uint32), threads, self._index)
-        if out is None:
-            return res
-        out[...] = res
-        return out
+        return fill_out(out, res)  # type: ignore[no-any-return]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Server indices (int32 array) for many keys: MD5 and continuum
@@ -366,10 +374,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             empty = offsets[1:] == offsets[:-1]
             if empty.any():
                 res[empty] = self._powners[0]
-        if out is None:
-            return res
-        out[...] = res
-        return out
+        return fill_out(out, res)  # type: ignore[no-any-return]
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
         raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._routing import fill_out
 from . import _native_b
 
 __all__ = [
@@ -408,10 +409,7 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         """Shard indices (int32) for precomputed hashed values (int64)."""
         h = np.asarray(values, dtype=np.int64)
         res: np.ndarray = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
-        if out is None:
-            return res
-        out[...] = res
-        return out
+        return fill_out(out, res)  # type: ignore[no-any-return]
 
     def route_index(self, key: Any) -> int:
         return int(self._owners[bisect.bisect_right(self._mins.tolist(), hashed(key)) - 1]) \

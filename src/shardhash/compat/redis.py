@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._routing import fill_out
 from . import _native_b
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
@@ -239,11 +240,11 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
             raise TypeError(f"slots must be integers, not {s.dtype}")
         if s.size and (int(s.min()) < 0 or int(s.max()) >= SLOTS):
             raise ValueError(f"slots must be in 0..{SLOTS - 1}")
-        return np.take(self._table, s, out=out)
+        return fill_out(out, np.take(self._table, s))  # type: ignore[no-any-return]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`keyslot_array`."""
-        return np.take(self._table, keyslot_array(keys, threads=threads), out=out)
+        return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))  # type: ignore[no-any-return]
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
         raise TypeError("a Redis Cluster router routes slots, not shardhash hashes: "

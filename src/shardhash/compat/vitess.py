@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._routing import fill_out
 from . import _native_b
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
@@ -287,10 +288,7 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         """Shard indices (int32) for keyspace ids given as big-endian uint64 numbers."""
         k = np.asarray(ksids, dtype=np.uint64)
         res: np.ndarray = self._owners[np.searchsorted(self._starts, k, side="right") - 1]
-        if out is None:
-            return res
-        out[...] = res
-        return out
+        return fill_out(out, res)  # type: ignore[no-any-return]
 
     def route_index(self, key: Any) -> int:
         k = _ksid_u64(key, self._vindex)
