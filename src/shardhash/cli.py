@@ -82,6 +82,8 @@ def _load_router(path: str) -> Any:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:  # load_router's depth limit, met inside the JSON parser
+        raise UsageError(f"{path}: invalid topology: nested too deeply") from None
     try:
         return load_router(doc)
     except (ValueError, TypeError, KeyError) as exc:

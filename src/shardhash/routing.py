@@ -416,6 +416,15 @@ class Router(RouterCore):
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
 
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when an attribute is missing: on a router whose
+        # __init__ never ran (a subclass that skipped Router.__init__, or
+        # cls.__new__(cls)) that is a TypeError naming the cause.
+        if RouterCore.hasher.__get__(self) is None and not name.startswith("__"):
+            raise TypeError(f"{type(self).__name__} was never initialised "
+                            "(its __init__ must call Router.__init__)")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable (cannot set {name!r})")
 
