@@ -7,9 +7,15 @@ links only the kernels it uses.
 
 Environment switches:
 
-* ``SHARDHASH_DEBUG=1`` -- no optimisation, debug symbols, Cython bounds and
-  wraparound checks back on, and (with gcc/clang) AddressSanitizer and
-  UndefinedBehaviorSanitizer.
+* ``SHARDHASH_SANITIZE=1`` -- a checked build for finding memory errors:
+  ``-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined`` (gcc/clang;
+  the -O1 comes after Python's own CFLAGS, so no -O3 overrides it) and the
+  Cython bounds, wraparound and initialisation checks on.  The modules then
+  need the ASan runtime loaded first: ``LD_PRELOAD=$(gcc
+  -print-file-name=libasan.so)`` (.ci/post.d/40-sanitize.sh runs the tests
+  that way).
+* ``SHARDHASH_DEBUG=1`` -- the same build at -O0 (for stepping through in a
+  debugger); implies ``SHARDHASH_SANITIZE``.
 * ``SHARDHASH_ONLY=_hashing,_routing`` -- build only these extensions
   (development convenience; a normal build builds them all).
 
@@ -30,26 +36,34 @@ HERE = Path(__file__).parent
 SRC = Path("src")
 CORE = SRC / "shardhash" / "_core"
 
-DEBUG = os.environ.get("SHARDHASH_DEBUG", "") not in ("", "0")
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+DEBUG = _flag("SHARDHASH_DEBUG")
+SANITIZE = DEBUG or _flag("SHARDHASH_SANITIZE")
 ONLY = {x.strip() for x in os.environ.get("SHARDHASH_ONLY", "").split(",") if x.strip()}
 
 DIRECTIVES = {
     "language_level": "3",
-    "boundscheck": DEBUG,
-    "wraparound": DEBUG,
-    "initializedcheck": DEBUG,
+    "boundscheck": SANITIZE,
+    "wraparound": SANITIZE,
+    "initializedcheck": SANITIZE,
     "cdivision": True,
     "embedsignature": True,
     "freethreading_compatible": False,
 }
 
 if sys.platform == "win32":
-    cflags = ["/Od", "/Zi"] if DEBUG else ["/O2"]
+    cflags = ["/Od", "/Zi"] if SANITIZE else ["/O2"]
     ldflags: list[str] = []
 else:
     cflags = ["-std=c99", "-Wall", "-Wno-unused-function", "-fno-strict-aliasing"]
-    if DEBUG:
-        cflags += ["-O0", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]
+    if SANITIZE:
+        # extra_compile_args come last on the compiler's command line, after
+        # the interpreter's CFLAGS (-O3, -DNDEBUG...): this -O level wins.
+        cflags += ["-O0" if DEBUG else "-O1", "-g", "-fno-omit-frame-pointer",
+                   "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
         ldflags = ["-fsanitize=address,undefined"]
     else:
         cflags += ["-O3"]
@@ -75,12 +89,19 @@ def make_extensions() -> list[Extension]:
     return exts
 
 
+# A checked build keeps its generated C and its objects apart (build/sanitize),
+# so that neither build ever reuses the other's: a release build must not pick
+# up bounds-checked C, nor a sanitizer build -O3 objects without ASan.
+SANITIZE_BASE = "build/sanitize"
+
 setup(
     ext_modules=cythonize(
         make_extensions(),
         compiler_directives=DIRECTIVES,
         include_path=[str(SRC / "shardhash")],
         gdb_debug=False,
-        force=DEBUG,
+        build_dir=f"{SANITIZE_BASE}/cython" if SANITIZE else None,
+        force=SANITIZE,  # the directives differ: regenerate every .c
     ),
+    options={"build": {"build_base": SANITIZE_BASE}} if SANITIZE else {},
 )

@@ -463,6 +463,11 @@ cdef object _hash_pandas(Hasher h, object keys, object out, object threads):
             return _hash_arrow(h, keys, out, threads)
         except (ImportError, NotImplementedError):
             pass
+        except Exception as exc:
+            # pandas could not export these values to Arrow (a sparse array,
+            # say): take them as objects below, as the scalar path would
+            if not type(exc).__module__.startswith("pyarrow"):
+                raise
     if not isinstance(dtype, np.dtype):
         # No Arrow export: take the values as objects so missing values stay
         # visible (<NA> is rejected with its position) instead of becoming NaN.

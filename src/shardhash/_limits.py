@@ -12,7 +12,7 @@ loading an untrusted document costs at most what docs/protocol.md
 >>> check_size(2**40, MAX_RING_TOKENS, "ring tokens")
 Traceback (most recent call last):
 ...
-ValueError: ring tokens: 1,099,511,627,776 is more than the limit of 67,108,864
+ValueError: ring tokens: 1,099,511,627,776 is more than the limit of 4,194,304
 """
 
 from __future__ import annotations
@@ -41,19 +41,21 @@ __all__ = [
 #: deepest nesting of JSON arrays/objects in a router document (a watermark
 #: of a directory of a ring is 9 levels deep; 64 leaves room for any real one)
 MAX_DOC_DEPTH = 64
-#: ring tokens (vnodes x weights summed over the shards, or explicit tokens)
-MAX_RING_TOKENS = 1 << 26
+#: ring tokens (vnodes x weights summed over the shards, or explicit tokens);
+#: each costs about 200 bytes and a hash while the ring is built
+MAX_RING_TOKENS = 1 << 22
 #: Maglev lookup-table slots (a prime at most this)
-MAX_MAGLEV_TABLE = 1 << 28
-#: buckets of a BucketRouter built from range starts (bucket_count)
-MAX_BUCKETS = 1 << 28
+MAX_MAGLEV_TABLE = 1 << 24
+#: buckets of a BucketRouter (its placement, or bucket_count in from_ranges)
+MAX_BUCKETS = 1 << 24
 #: ranges of a RangeRouter built from a sample
 MAX_RANGES = 1 << 20
 #: residue classes a planner enumerates when comparing two bucket tables
 MAX_RESIDUES = 1 << 22
 #: table entries (tokens, slots, buckets, remainders) one document may
-#: imply in all, summed over the routers it nests
-MAX_DOC_ENTRIES = 1 << 28
+#: imply in all, summed over the routers it nests (4 bytes each in the
+#: finished router)
+MAX_DOC_ENTRIES = 1 << 26
 
 # the entries left to the document being loaded (None: not loading one)
 _BUDGET: ContextVar[list[int] | None] = ContextVar("shardhash_document_budget", default=None)
@@ -72,11 +74,11 @@ def reserve(n: int, limit: int, what: str) -> int:
     :data:`MAX_DOC_ENTRIES`.
 
     >>> with document_budget():
-    ...     reserve(MAX_DOC_ENTRIES, MAX_DOC_ENTRIES, "slots")
-    ...     reserve(1, MAX_DOC_ENTRIES, "tokens")
+    ...     _ = reserve(MAX_DOC_ENTRIES, MAX_DOC_ENTRIES, "slots")
+    ...     _ = reserve(1, MAX_DOC_ENTRIES, "tokens")
     Traceback (most recent call last):
     ...
-    ValueError: tokens: the document implies more than 268,435,456 table entries in all
+    ValueError: tokens: the document implies more than 67,108,864 table entries in all
     """
     check_size(n, limit, what)
     left = _BUDGET.get()

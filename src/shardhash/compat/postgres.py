@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _limits
 from . import _pg
 
 __all__ = [
@@ -857,6 +858,7 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         else:
             bs = _check_bounds(bounds, n)
         greatest = max(m for m, _ in bs)
+        _limits.reserve(greatest, _MAX_TABLE, "hash partition modulus")  # before the table exists
         table = np.full(greatest, -1, dtype=np.int32)
         for i, (m, r) in enumerate(bs):
             cells = table[r::m]

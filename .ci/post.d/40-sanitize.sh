@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The test suite and the fuzz suite under AddressSanitizer and
+# UndefinedBehaviorSanitizer.
+#
+# The package is built with SHARDHASH_SANITIZE=1 (setup.py: -O1 -g
+# -fsanitize=address,undefined, Cython bounds/wraparound/initialisation checks
+# on) from a copy of the sources, into its own venv (build/sanitize-venv), so
+# nothing of the release build is reused.  Python then runs with the ASan
+# runtime preloaded and PYTHONMALLOC=malloc (so that ASan also sees the
+# buffers of Python objects: a read past a list's items is caught).
+#
+# Any sanitizer report fails the step: halt_on_error makes the reporting
+# process stop, and every report is also written to a log file (child
+# processes included), which must stay empty.  Leak detection is off: CPython
+# keeps objects alive until exit by design.
+#
+# Deselected (to stay well under 10 minutes on 2 cores): bench/ (timings mean
+# nothing under ASan; the main run already runs the benchmarks once) and tests
+# marked `slow`.  Override the pytest arguments with SANITIZE_PYTEST_ARGS.
+#
+# Run from the repository root (as .ci/run does); needs gcc (for libasan) and
+# the network access `pip install` needs.  Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+ROOT=$(pwd)
+PY=${PYTHON:-python3}
+VENV="$ROOT/build/sanitize-venv"
+t0=$SECONDS
+
+if ! command -v gcc >/dev/null 2>&1; then
+  echo "FAIL: gcc not found: the sanitizer build needs it" >&2
+  exit 1
+fi
+libasan=$(gcc -print-file-name=libasan.so)
+if [ ! -f "$libasan" ]; then
+  echo "FAIL: libasan.so not found (gcc -print-file-name=libasan.so gave '$libasan')" >&2
+  exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/shardhash-sanitize.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+echo "-- copying the sources"
+mkdir -p "$work/src"
+tar --exclude=./.git --exclude=./.venv --exclude=./.venv-sdist --exclude=./build \
+    --exclude=./dist --exclude='*.so' --exclude='./src/shardhash/_*.c' \
+    --exclude='./src/shardhash/compat/_*.c' --exclude=__pycache__ \
+    -cf - . | tar -C "$work/src" -xf -
+
+echo "-- building with SHARDHASH_SANITIZE=1 into $VENV"
+rm -rf "$VENV"
+"$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+SHARDHASH_SANITIZE=1 "$VENV/bin/python" -m pip install -q "$work/src[test]"
+echo "   built in $((SECONDS - t0)) s"
+
+# The extension modules must really be instrumented: they need the ASan
+# runtime, so importing them without it fails.
+if "$VENV/bin/python" -c "import shardhash._routing" >/dev/null 2>&1; then
+  echo "FAIL: the SHARDHASH_SANITIZE=1 build is not instrumented (it imports without libasan)" >&2
+  exit 1
+fi
+
+logs="$work/logs"
+mkdir -p "$logs"
+export LD_PRELOAD="$libasan"
+export PYTHONMALLOC=malloc
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$logs/asan"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+export SHARDHASH_SANITIZED=1  # tests that cannot run under ASan (address-space limits) skip
+
+# Tests from a copy of the tree that cannot see the checkout's sources, as
+# the sdist run does.
+cp -r tests pyproject.toml "$work/"
+if [ -n "${SANITIZE_PYTEST_ARGS:-}" ]; then
+  read -r -a args <<<"$SANITIZE_PYTEST_ARGS"
+else
+  args=(-q -p no:cacheprovider -m "not slow" tests)
+fi
+status=0
+(cd "$work" && "$VENV/bin/python" -m pytest "${args[@]}") || status=$?
+
+reports=$(find "$logs" -type f -size +0c | sort)
+if [ -n "$reports" ]; then
+  for f in $reports; do
+    echo "==== sanitizer report $f" >&2
+    head -c 20000 "$f" >&2
+  done
+  echo "FAIL: sanitizer reports (above)" >&2
+  exit 1
+fi
+if [ "$status" -ne 0 ]; then
+  echo "FAIL: the test suite failed under the sanitizers (exit $status)" >&2
+  exit "$status"
+fi
+echo "sanitize: tests and fuzz suite clean under ASan+UBSan ($((SECONDS - t0)) s)"
