@@ -497,7 +497,7 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         t = np.ascontiguousarray(tokens, dtype=np.int64)
         idx = _native_b.cassandra_ring_index(self._ring, t, threads)
         res: np.ndarray = self._owners[idx]
-        return fill_out(out, res)  # type: ignore[no-any-return]
+        return fill_out(out, res)
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`token_array`."""

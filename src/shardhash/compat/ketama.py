@@ -358,7 +358,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             raise ValueError("key hashes must be in 0..2**32-1")
         res = _native_b.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
                                       np.ascontiguousarray(h, dtype=np.uint32), threads, self._index)
-        return fill_out(out, res)  # type: ignore[no-any-return]
+        return fill_out(out, res)
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Server indices (int32 array) for many keys: MD5 and continuum
@@ -374,7 +374,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             empty = offsets[1:] == offsets[:-1]
             if empty.any():
                 res[empty] = self._powners[0]
-        return fill_out(out, res)  # type: ignore[no-any-return]
+        return fill_out(out, res)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
         raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "

@@ -409,7 +409,7 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         """Shard indices (int32) for precomputed hashed values (int64)."""
         h = np.asarray(values, dtype=np.int64)
         res: np.ndarray = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
-        return fill_out(out, res)  # type: ignore[no-any-return]
+        return fill_out(out, res)
 
     def route_index(self, key: Any) -> int:
         return int(self._owners[bisect.bisect_right(self._mins.tolist(), hashed(key)) - 1]) \

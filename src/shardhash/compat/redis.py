@@ -240,11 +240,11 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
             raise TypeError(f"slots must be integers, not {s.dtype}")
         if s.size and (int(s.min()) < 0 or int(s.max()) >= SLOTS):
             raise ValueError(f"slots must be in 0..{SLOTS - 1}")
-        return fill_out(out, np.take(self._table, s))  # type: ignore[no-any-return]
+        return fill_out(out, np.take(self._table, s))
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`keyslot_array`."""
-        return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))  # type: ignore[no-any-return]
+        return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
         raise TypeError("a Redis Cluster router routes slots, not shardhash hashes: "

@@ -288,7 +288,7 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         """Shard indices (int32) for keyspace ids given as big-endian uint64 numbers."""
         k = np.asarray(ksids, dtype=np.uint64)
         res: np.ndarray = self._owners[np.searchsorted(self._starts, k, side="right") - 1]
-        return fill_out(out, res)  # type: ignore[no-any-return]
+        return fill_out(out, res)
 
     def route_index(self, key: Any) -> int:
         k = _ksid_u64(key, self._vindex)
