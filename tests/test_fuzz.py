@@ -201,7 +201,7 @@ def test_mutated_documents_load_or_fail_cleanly(r, data):
         if data.draw(st.booleans()) and isinstance(node, dict):
             node.pop(path[-1], None)
         else:
-            node[path[-1]] = data.draw(_MUTANTS)
+            node[path[-1]] = copy.deepcopy(data.draw(_MUTANTS))  # st.just values are shared
         paths = list(_paths(doc))
         if not paths:
             break
