@@ -82,6 +82,9 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     >>> keyslot_array([b"foo", "bar", b"{foo}x"]).tolist()
     [12182, 5061, 12182]
     """
+    slots = _native_b.redis_keyslot_seq(keys)
+    if slots is not None:  # a Python sequence: read in place, no copy
+        return slots
     offsets, data = _native_b.pack_keys(keys)
     return _native_b.redis_keyslot_offsets(offsets, data, threads)
 
