@@ -15,6 +15,8 @@
 
 #include "sh_cassandra.h"
 #include "sh_crc16.h"
+#include "sh_md5.h"
+#include "sh_pg.h"
 
 static int failed = 0, passed = 0;
 
@@ -103,6 +105,46 @@ static void keys_make(keyset *ks, const size_t *lengths, size_t n, int alphabet)
 
 static int64_t tok_off[NKEYS], tok_ptr[NKEYS];
 static uint16_t slot_off[NKEYS], slot_ptr[NKEYS];
+static uint64_t pg_ext[NKEYS];
+static int32_t pg_32[NKEYS];
+
+static uint32_t md5_out[NKEYS];
+
+static void check_md5(const keyset *ks, const char *what)
+{
+    size_t i, s = ks->n / 3;
+    int bad = 0;
+    sh_md5_u32le_offsets(ks->offsets, ks->data, ks->n, md5_out);
+    for (i = 0; i < ks->n; i++)
+        bad += md5_out[i] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+    sh_md5_u32le_offsets(ks->offsets + s, ks->data, ks->n - s, md5_out);
+    for (i = s; i < ks->n; i++)
+        bad += md5_out[i - s] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+    CHECK(bad == 0, "%s: sh_md5_u32le_offsets != sh_md5_u32le on %d keys", what, bad);
+}
+
+static void check_pg(const keyset *ks, const char *what)
+{
+    static const uint64_t seeds[] = {0, SH_PG_HASH_PARTITION_SEED, 1, UINT64_C(0xffffffffffffffff)};
+    size_t i, si, s = ks->n / 3;
+    int bad = 0;
+    for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        sh_pg_varlen_extended(ks->data, ks->offsets, ks->n, seeds[si], pg_ext);
+        for (i = 0; i < ks->n; i++)
+            bad += pg_ext[i] != sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+        sh_pg_varlen_extended(ks->data, ks->offsets + s, ks->n - s, seeds[si], pg_ext);
+        for (i = s; i < ks->n; i++)
+            bad += pg_ext[i - s] != sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+    }
+    CHECK(bad == 0, "%s: sh_pg_varlen_extended != sh_pg_hash_bytes_extended on %d keys", what, bad);
+    bad = 0;
+    sh_pg_varlen_32(ks->data, ks->offsets, ks->n, pg_32);
+    for (i = 0; i < ks->n; i++) {
+        uint32_t h = sh_pg_hash_bytes(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+        bad += (uint32_t)pg_32[i] != h;
+    }
+    CHECK(bad == 0, "%s: sh_pg_varlen_32 != sh_pg_hash_bytes on %d keys", what, bad);
+}
 
 static void check_keyset(const keyset *ks, const char *what)
 {
@@ -134,6 +176,8 @@ static void check_keyset(const keyset *ks, const char *what)
     }
     CHECK(bad_c == 0, "%s: cassandra batch != sh_cassandra_token on %d keys", what, bad_c);
     CHECK(bad_r == 0, "%s: redis batch != sh_redis_keyslot on %d keys", what, bad_r);
+    check_pg(ks, what);
+    check_md5(ks, what);
 }
 
 static void test_every_length(void)
@@ -197,6 +241,13 @@ static void test_crc16(void)
     CHECK(bad == 0, "CRC16 (reference and batch path) != the bitwise definition on %d inputs", bad);
 }
 
+static void test_md5_vectors(void)
+{
+    /* RFC 1321: MD5("abc") = 900150983cd24fb0..., first word little-endian */
+    CHECK(sh_md5_u32le("abc", 3) == UINT32_C(0x98500190), "md5(abc)");
+    CHECK(sh_md5_u32le("message digest", 14) == UINT32_C(0x7d696bf9), "md5(message digest)");
+}
+
 static void test_redis_tags(void)
 {
     /* Documented examples of the hash-tag rule. */
@@ -231,6 +282,7 @@ int main(int argc, char **argv)
     (void)argv;
     test_crc16();
     test_redis_tags();
+    test_md5_vectors();
     test_every_length();
     test_random_mixed();
     printf("test_compat_kernels: %d passed, %d failed\n", passed, failed);

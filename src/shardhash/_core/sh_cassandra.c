@@ -4,6 +4,7 @@
  * behaviour (MurmurHash.hash3_x64_128, Murmur3Partitioner.getToken).
  */
 #include "sh_cassandra.h"
+#include "sh_window.h"
 
 #define SH_CASS_C1 UINT64_C(0x87c37b91114253d5)
 #define SH_CASS_C2 UINT64_C(0x4cf5ad432745937f)
@@ -126,17 +127,6 @@ int64_t sh_cassandra_token(const void *data, size_t len)
  * still branches on the length.
  */
 
-/* x >> s and x << s for s in 0..64 (a shift by 64 is undefined in C). */
-SH_FORCE_INLINE uint64_t sh_cass_shr(uint64_t x, unsigned s)
-{
-    return s < 64 ? x >> s : 0;
-}
-
-SH_FORCE_INLINE uint64_t sh_cass_shl(uint64_t x, unsigned s)
-{
-    return s < 64 ? x << s : 0;
-}
-
 /* The xor of the word's bytes sign-extended to 64 bits and shifted to their
  * places: w with byte j set to 0xff when an odd number of bytes below j are
  * negative. */
@@ -149,35 +139,11 @@ SH_FORCE_INLINE uint64_t sh_cass_sext_bytes(uint64_t w)
     return w ^ (p * 0xffu);
 }
 
-/* The window of a key that may only be read inside [p, p + len). */
-SH_FORCE_INLINE void sh_cass_window_inside(const uint8_t *p, size_t len, uint64_t *lo, uint64_t *hi)
-{
-    if (len >= 16) {
-        *lo = sh_read64le(p + len - 16);
-        *hi = sh_read64le(p + len - 8);
-    } else if (len >= 8) {
-        *lo = sh_cass_shl(sh_read64le(p), 8u * (unsigned)(16 - len));
-        *hi = sh_read64le(p + len - 8);
-    } else if (len >= 4) {
-        *lo = 0;
-        *hi = ((uint64_t)sh_read32le(p + len - 4) << 32) | ((uint64_t)sh_read32le(p) << (8u * (unsigned)(8 - len)));
-    } else if (len > 0) {
-        *lo = 0;
-        *hi = ((uint64_t)p[0] << (8u * (unsigned)(8 - len))) |
-              ((uint64_t)p[len / 2] << (8u * (unsigned)(8 - len + len / 2))) |
-              ((uint64_t)p[len - 1] << 56);
-    } else {
-        *lo = 0;
-        *hi = 0;
-    }
-}
-
 /* Token of the key p[0..len) whose last 16 bytes (those before p: any
  * value) are lo (bytes 0..7) and hi (bytes 8..15). */
 SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint64_t lo, uint64_t hi)
 {
     size_t nblocks = len / 16, i;
-    unsigned s = 8u * (16u - (unsigned)(len & 15u)); /* window bits before the tail: 8..128 */
     uint64_t h1 = 0, h2 = 0, k1, k2;
 
     for (i = 0; i < nblocks; i++) {
@@ -190,8 +156,9 @@ SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint6
     }
 
     /* tail bytes 8..14 (k2) and 0..7 (k1), zero where the tail is shorter */
-    k2 = sh_cass_sext_bytes(sh_cass_shr(hi, s));
-    k1 = sh_cass_sext_bytes(s >= 64 ? sh_cass_shr(hi, s - 64) : (lo >> s) | (hi << (64 - s)));
+    sh_window_tail(lo, hi, (unsigned)(len & 15u), &k1, &k2);
+    k1 = sh_cass_sext_bytes(k1);
+    k2 = sh_cass_sext_bytes(k2);
     k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
     k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
 
@@ -212,12 +179,7 @@ void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, siz
         int64_t a = offsets[i], b = offsets[i + 1];
         size_t len = (size_t)(b - a);
         uint64_t lo, hi;
-        if (b >= 16) { /* the window lies inside the data buffer */
-            lo = sh_read64le(data + b - 16);
-            hi = sh_read64le(data + b - 8);
-        } else {
-            sh_cass_window_inside(data + a, len, &lo, &hi);
-        }
+        sh_window_arrow(data, a, b, &lo, &hi);
         out[i] = sh_cass_token_window(data + a, len, lo, hi);
     }
 }
@@ -228,7 +190,7 @@ void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, si
     for (i = 0; i < n; i++) {
         size_t len = (size_t)lens[i];
         uint64_t lo, hi;
-        sh_cass_window_inside(ptrs[i], len, &lo, &hi);
+        sh_window_inside(ptrs[i], len, &lo, &hi);
         out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
     }
 }
