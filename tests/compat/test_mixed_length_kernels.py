@@ -4,10 +4,11 @@ numpy object arrays and Arrow arrays (including sliced Arrow arrays, whose
 keys do not start at the beginning of the data buffer).
 
 The C kernels cut a key's tail out of the 16 bytes that end where the key
-ends (reading before the key where an Arrow buffer allows it), sign-extend
-Cassandra's tail bytes a word at a time, search Redis hash tags eight bytes
-at a time and compute CRC16 by slicing by eight: each of these depends on the
-length and the position of a key, which is what these tests vary.
+ends (reading before the key where an Arrow buffer allows it, otherwise
+assembling it from loads inside the key) and sign-extend Cassandra's tail
+bytes a word at a time; Python sequences are read in place, a pointer per
+key.  Each of these depends on the length and the position of a key, which
+is what these tests vary.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def test_sequence_keys_stay_alive_and_unchanged() -> None:
     ks += ["tëxt-{é}" * (i % 5) for i in range(300)]
     ks += [bytearray(b"{ba}x"), memoryview(b"mv-key-0123456789")]
     before = list(ks)
-    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks]  # type: ignore[arg-type]
+    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks if isinstance(k, (str, bytes, bytearray, memoryview))]
+    assert len(raw) == len(ks)
     gc.collect()
     assert cassandra.token_array(ks).tolist() == [_native_b_py.cassandra_token(k) for k in raw]
     assert redis.keyslot_array(ks).tolist() == [_native_b_py.redis_keyslot(k) for k in raw]

@@ -32,10 +32,6 @@ void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_
  * Only the keys' own bytes are read. */
 void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out);
 
-/* CRC16-XMODEM computed as the batch kernels compute it (slicing by eight,
- * zero-padded in front); equal to sh_crc16_xmodem, exported for the tests. */
-uint16_t sh_crc16_xmodem_batchpath(const void *data, size_t len);
-
 #ifdef __cplusplus
 }
 #endif

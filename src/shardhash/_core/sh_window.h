@@ -33,11 +33,14 @@ SH_FORCE_INLINE uint64_t sh_shl64_upto64(uint64_t x, unsigned s)
  * the window before the key are zero. */
 SH_FORCE_INLINE void sh_window_inside(const uint8_t *p, size_t len, uint64_t *lo, uint64_t *hi)
 {
-    if (len >= 16) {
-        *lo = sh_read64le(p + len - 16);
-        *hi = sh_read64le(p + len - 8);
-    } else if (len >= 8) {
-        *lo = sh_shl64_upto64(sh_read64le(p), 8u * (unsigned)(16 - len));
+    if (len >= 8) {
+        /* lo: the 8 bytes before the last 8, or (len < 16) the key's first 8
+         * bytes moved up to where they belong; selects, not branches, so
+         * that keys of 8 bytes and more of any length take one path */
+        int whole = len >= 16;
+        size_t lo_at = whole ? len - 16 : 0;
+        unsigned up = whole ? 0u : 8u * (unsigned)(16 - len); /* 8..64 */
+        *lo = sh_shl64_upto64(sh_read64le(p + lo_at), up);
         *hi = sh_read64le(p + len - 8);
     } else if (len >= 4) {
         *lo = 0;

@@ -6,15 +6,17 @@ Private module; the public API is in :mod:`shardhash.compat.cassandra`,
 :mod:`~shardhash.compat.ketama`, :mod:`~shardhash.compat.vitess`,
 :mod:`~shardhash.compat.mongo` and :mod:`~shardhash.compat.redis`.
 
-Every batch kernel validates its inputs with the GIL held, then runs the C
-core without the GIL, split over threads by ``shardhash._parallel``.
+Every batch kernel over arrays validates its inputs with the GIL held, then
+runs the C core without the GIL, split over threads by ``shardhash._parallel``.
+The kernels over Python sequences (``*_seq``) run the C core on the keys as
+they read them, on the calling thread with the GIL held.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_Check
 from cpython.list cimport PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_Check
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -326,19 +328,17 @@ def redis_keyslot_seq(keys):
 def list_walk_floor(list keys):
     """The floor of any kernel over a Python list of bytes/str keys: one walk
     that reads each key's pointer and length and nothing else (for the
-    benchmarks).  Returns the total length."""
+    benchmarks).  Returns the total length in bytes."""
     cdef Py_ssize_t i, m, total = 0
-    cdef uintptr_t acc = 0
     cdef object k
     for i in range(len(keys)):
         k = keys[i]
         if PyBytes_Check(k):
-            acc ^= <uintptr_t>PyBytes_AS_STRING(k)
             total += PyBytes_GET_SIZE(k)
         else:
-            acc ^= <uintptr_t>PyUnicode_AsUTF8AndSize(k, &m)
+            PyUnicode_AsUTF8AndSize(k, &m)
             total += m
-    return total + <Py_ssize_t>(acc & 0)
+    return total
 
 
 cdef Py_ssize_t _check_offsets(const int64_t[::1] offsets, Py_ssize_t ndata) except -1:

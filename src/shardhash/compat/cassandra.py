@@ -231,7 +231,9 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     ``text`` partition key serializes to.  With ``"bigint"`` or ``"int"`` (also ``smallint``,
     ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
     is serialized in the kernel; other CQL types are serialized per key with
-    :func:`serialize`.  Runs without the GIL on ``threads`` threads.
+    :func:`serialize`.  Arrays run without the GIL on ``threads`` threads; a
+    list or tuple of keys is read in place and hashed as it is read, on the
+    calling thread.
 
     >>> token_array([b"123", b""]).tolist()
     [-7468325962851647638, -9223372036854775808]
