@@ -101,7 +101,7 @@ def test_npy_is_memory_mapped_and_chunks_are_views(files):
 def test_text_ids_parsed_by_the_declared_type_never_guessed(tmp_path):
     p = tmp_path / "mixed.txt"
     p.write_text("1\n2\n3\nabc\n")
-    with pytest.raises(ValueError, match=r"row 4: 'abc' is not an integer"):
+    with pytest.raises(ValueError, match=r"line 4: 'abc' is not an integer"):
         list(sio.read_ids(p, chunk_size=3, id_type="int"))
     # As text, everything is a string, including the digits.
     ids = np.concatenate([c.ids for c in sio.read_ids(p, chunk_size=3, id_type="str")])

@@ -154,7 +154,8 @@ def _ints_array(vals: list[int]) -> np.ndarray:
     return out
 
 
-def parse_column(values: Sequence[str], kind: str, rows: Sequence[int] | int, where: str) -> np.ndarray:
+def parse_column(values: Sequence[str], kind: str, rows: Sequence[int] | int, where: str,
+                 unit: str = "row") -> np.ndarray:
     """Parse a column of ids of scalar type ``kind``; an error names the row.
 
     ``rows`` is the file row of each value (a sequence) or of the first one
@@ -179,18 +180,18 @@ def parse_column(values: Sequence[str], kind: str, rows: Sequence[int] | int, wh
             try:
                 parse_text(v, kind)
             except ValueError as exc:
-                raise ValueError(f"{where}: row {row_of(i)}: {exc} (key type int)") from None
+                raise ValueError(f"{where}: {unit} {row_of(i)}: {exc} (key type int)") from None
         raise AssertionError("unreachable")  # pragma: no cover
     out = np.empty(len(values), dtype=object)
     if kind == "str":
         for i, v in enumerate(values):
             if v == "":
-                raise ValueError(f"{where}: row {row_of(i)}: empty id")
+                raise ValueError(f"{where}: {unit} {row_of(i)}: empty id")
         out[:] = list(values)
         return out
     for i, v in enumerate(values):
         try:
             out[i] = parse_text(v, kind)
         except ValueError as exc:
-            raise ValueError(f"{where}: row {row_of(i)}: {exc} (key type {kind})") from None
+            raise ValueError(f"{where}: {unit} {row_of(i)}: {exc} (key type {kind})") from None
     return out

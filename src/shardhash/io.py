@@ -52,6 +52,8 @@ __all__ = [
     "require_pyarrow",
     "DEFAULT_CHUNK_SIZE",
     "iter_chunks",
+    "atomic_output",
+    "same_file",
 ]
 
 DEFAULT_CHUNK_SIZE = 1 << 20
@@ -458,10 +460,10 @@ class IdReader:
                 if keep:
                     raws.append(line)
                 if len(buf) >= self.chunk_size:
-                    yield IdChunk(parse_column(buf, kind, lines, self.path), None), raws
+                    yield IdChunk(parse_column(buf, kind, lines, self.path, "line"), None), raws
                     buf, lines, raws = [], [], []
         if buf:
-            yield IdChunk(parse_column(buf, kind, lines, self.path), None), raws
+            yield IdChunk(parse_column(buf, kind, lines, self.path, "line"), None), raws
 
     @staticmethod
     def _capture(f: Any, raw: list[str]) -> Iterator[str]:
@@ -524,7 +526,7 @@ class IdReader:
                             f"{self.path}: line {lines[i]}: id {c[i]!r} in column {_header_name(name)!r} holds "
                             f"{d!r}, the delimiter of {what}-separated files: pass --delimiter {d!r} if that is "
                             f"the file's delimiter, or --delimiter {self.delimiter!r} if {d!r} is part of the ids")
-            parsed.append(parse_column(c, kind, lines, self.path))
+            parsed.append(parse_column(c, kind, lines, self.path, "line"))
         if len(parsed) == 1:
             arr = parsed[0]
         else:
@@ -674,10 +676,85 @@ def read_ids(
                          delimiter=delimiter, header=header))
 
 
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """True when two paths name the same file (also through links).
+
+    >>> same_file("x.csv", "./x.csv")
+    True
+    """
+    a, b = os.fspath(a), os.fspath(b)
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+class atomic_output:
+    """A temporary file next to ``path``, renamed over ``path`` only when the
+    block ends without an error (else removed): readers never see a partial
+    file, and an error leaves any previous file untouched.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> with atomic_output(p) as tmp:
+    ...     _ = open(tmp, "w").write("done")
+    >>> open(p).read()
+    'done'
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        parent = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(parent):
+            raise FileNotFoundError(f"{self.path}: directory {parent!r} does not exist")
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(f"{self.path}: is a directory")
+        import tempfile
+
+        fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=parent)
+        os.close(fd)
+        self.done = False
+
+    def __enter__(self) -> str:
+        return self.tmp
+
+    def commit(self) -> None:
+        if not self.done:
+            self.done = True
+            try:
+                # mkstemp creates the file 0600: give it the usual mode.
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(self.tmp, 0o666 & ~umask)
+            except OSError:  # pragma: no cover
+                pass
+            os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        if not self.done:
+            self.done = True
+            try:
+                os.unlink(self.tmp)
+            except FileNotFoundError:
+                pass
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
 class ChunkWriter:
     """Write columns to Parquet or CSV one chunk at a time.
 
-    Use as a context manager; each :meth:`write` call appends rows.  Columns
+    Use as a context manager; each :meth:`write` call appends rows.  Rows go
+    to a temporary file in the same folder, renamed over ``path`` by
+    :meth:`close` (or at the end of a ``with`` block without an error);
+    :meth:`abort` (or an error in the ``with`` block) removes it, so no
+    partial output is ever left behind.  Columns
     may be numpy arrays (numbers or objects) or, for a string column with few
     distinct values, a pair ``(codes, labels)`` written as a dictionary column
     in Parquet (the shard column costs one small integer per row).
@@ -699,19 +776,35 @@ class ChunkWriter:
         if not parent.exists():
             raise FileNotFoundError(f"{self.path}: directory {str(parent)!r} does not exist")
         self.format = fmt
+        if fmt == "parquet":
+            require_pyarrow("writing Parquet")
+        self._atomic = atomic_output(self.path)
+        self._tmp = self._atomic.tmp
         self.rows = 0
         self._writer: Any = None
         self._file: Any = None
         self._names: list[str] | None = None
         self._empty: Any = None
-        if fmt == "parquet":
-            require_pyarrow("writing Parquet")
 
     def __enter__(self) -> ChunkWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop everything written: the target file is left as it was."""
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._file is not None:
+                self._file.close()
+        finally:
+            self._writer = self._file = None
+            self._atomic.abort()
 
     def write(self, columns: Mapping[str, Any]) -> None:
         names = list(columns)
@@ -734,6 +827,8 @@ class ChunkWriter:
             if isinstance(col, tuple):
                 codes, labels = col
                 arr = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(labels), pa.string()))
+            elif isinstance(col, (pa.Array, pa.ChunkedArray)):
+                arr = col
             else:
                 col = np.asarray(col)
                 arr = pa.array(col.tolist() if col.dtype == object else col)
@@ -749,7 +844,7 @@ class ChunkWriter:
                 # object column is "null"): wait for rows, or use it at close.
                 self._empty = table
                 return
-            self._writer = pq.ParquetWriter(self.path, table.schema)
+            self._writer = pq.ParquetWriter(self._tmp, table.schema)
         elif not table.schema.equals(self._writer.schema):
             try:
                 table = table.cast(self._writer.schema)
@@ -764,23 +859,38 @@ class ChunkWriter:
             if isinstance(col, tuple):
                 codes, labels = col
                 cols.append(np.asarray(list(labels), dtype=object)[np.asarray(codes)])
+            elif hasattr(col, "to_pylist"):  # a pyarrow array
+                a = np.empty(len(col), dtype=object)
+                a[:] = col.to_pylist()
+                cols.append(a)
             else:
                 cols.append(np.asarray(col))
         n = len(cols[0]) if cols else 0
         if any(len(c) != n for c in cols):
             raise ValueError("all columns of a chunk must have the same length")
         if self._file is None:
-            self._file = open(self.path, "w", encoding="utf-8", newline="")
+            self._file = open(self._tmp, "w", encoding="utf-8", newline="")
             self._csv = csv.writer(self._file, lineterminator="\n")
             self._csv.writerow(list(columns))
         self._csv.writerows(zip(*(c.tolist() for c in cols)))
         self.rows += n
 
     def close(self) -> None:
+        """Finish the file and move it into place."""
+        if self._atomic.done:
+            return
+        try:
+            self._finish()
+        except BaseException:
+            self.abort()
+            raise
+        self._atomic.commit()
+
+    def _finish(self) -> None:
         if self._writer is None and self._empty is not None:
             import pyarrow.parquet as pq
 
-            self._writer = pq.ParquetWriter(self.path, self._empty.schema)
+            self._writer = pq.ParquetWriter(self._tmp, self._empty.schema)
             self._writer.write_table(self._empty)
             self._empty = None
         if self._writer is not None:
@@ -791,7 +901,7 @@ class ChunkWriter:
             self._file = None
         elif self.format == "csv" and self._names is None:
             # Nothing written: still leave a valid (empty) file.
-            open(self.path, "w").close()
+            open(self._tmp, "w").close()
 
 
 def _slice(obj: Any, start: int, stop: int) -> Any:

@@ -246,11 +246,18 @@ class MovesWriter:
             self._writer.write(empty)
         self._writer.close()
 
+    def abort(self) -> None:
+        """Drop the moves written so far (no partial file is left)."""
+        self._writer.abort()
+
     def __enter__(self) -> MovesWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def diff(
