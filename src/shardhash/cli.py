@@ -1032,12 +1032,16 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
         v = b["load_over_target"].get(s)
         return "" if v is None else f"{v:.3f}"
 
-    if bal is not None:
-        mb, ma = bal["before"]["max_load_over_target"], bal["after"]["max_load_over_target"]
-        _out(f"balance, max load / target share (1.000 is on target; weights count): "
-             f"before {mb:.4f}  after {ma:.4f}")
+
+    def _balance_line() -> None:
+        if bal is not None:
+            mb, ma = bal["before"]["max_load_over_target"], bal["after"]["max_load_over_target"]
+            _out(f"balance, max load / target share (1.0 is on target; shard weights count): "
+                 f"before {mb:.4f}  after {ma:.4f}")
+
     if report is not None:
         _out(report.summary().splitlines()[0])
+        _balance_line()
         if report.weighted_matrix is not None:
             tot = float(report.weighted_matrix.sum())
             mw = report.moved_weight or 0.0
@@ -1060,6 +1064,7 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
 
         share = sum(m.share for m in ranges)
         _out(f"hash space moved: {_pct(share)}   ideal: {_pct(plan.ideal_fraction(old, new))}")
+        _balance_line()
         by_pair: dict[tuple[str, str], list[Any]] = {}
         for m in ranges:
             by_pair.setdefault((m.source, m.destination), []).append(m)
