@@ -984,6 +984,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         steps = plan.plan_steps(old, new, max_step_share=args.max_step_share,
                                 total_keys=report.total if report else None,
                                 total_bytes=report.weighted_matrix.sum() if report is not None and report.weighted_matrix is not None else None)
+    except plan.TooManySteps as exc:
+        raise UsageError(f"--max-step-share: {_msg(exc).removeprefix('max_step_share ')}") from None
     except ValueError as exc:
         steps = None
         out["steps_error"] = _msg(exc)
@@ -1085,6 +1087,8 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
                 what = f"{len(st.buckets)} buckets"
                 if len(st.buckets) <= 3:
                     what = "bucket " + ",".join(map(str, st.buckets))
+            elif st.ranges is not None:
+                what = f"{len(st.ranges)} ranges in {_bounds(st.lo, st.hi)}"
             else:
                 what = _bounds(st.lo, st.hi)
             rows.append((st.order, st.kind, st.source, st.destination, what, _pct(st.share),
