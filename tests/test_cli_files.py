@@ -31,7 +31,7 @@ def run(arrow: str, *args: object, stdin: str | None = None) -> subprocess.Compl
     if arrow == "with":
         pytest.importorskip("pyarrow")
     return subprocess.run([sys.executable, "-c", _RUNNER, arrow, *map(str, args)], capture_output=True,
-                          text=True, timeout=120, env=child_env(COLUMNS="200"), input=stdin)
+                          text=True, timeout=300, env=child_env(COLUMNS="200"), input=stdin)
 
 
 def ok(arrow: str, *args: object, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -292,6 +292,25 @@ def test_plan_json_same_keys_with_and_without_ids(tmp_path):
     k1 = set(json.loads(ok("without", "plan", a, b, "--json").stdout))
     k2 = set(json.loads(ok("without", "plan", a, b, "--json", "--ids", ids, "--id-type", "int").stdout))
     assert k1 == k2
+
+
+def test_plot_readable_at_5_32_and_1000_shards(tmp_path):
+    pytest.importorskip("matplotlib")
+    from PIL import Image
+
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.arange(50_000, dtype=np.int64))
+    for n in (5, 32, 1000):
+        a, b = tmp_path / f"a{n}.json", tmp_path / f"b{n}.json"
+        a.write_text(routing.RendezvousRouter([f"s{i}" for i in range(n - 1)]).to_json())
+        b.write_text(routing.RendezvousRouter([f"s{i}" for i in range(n)],
+                                              weights={"s0": 2.0}, version=2).to_json())
+        png = tmp_path / f"p{n}.png"
+        ok("without", "plan", a, b, "--ids", ids, "--plot", png, "-q")
+        w, h = Image.open(png).size
+        # Many shards: load and matrix stacked, the matrix in blocks of shards.
+        assert (h >= 1000) == (n > 60), (n, w, h)
+    fails("without", "plan", a, b, "--ids", ids, "--plot", ids, match="is the ids file itself")
 
 
 # ---------------------------------------------------------- 15-16: presentation

@@ -564,7 +564,7 @@ def _show(r: Any, path: str) -> None:
     rows = _ownership(r)
     _out(_table(["shard", "target share", "owned share", "owned/target", "owns"], rows))
     if rows and not rows[0][2]:
-        _out("(owned share: this strategy owns no fixed part of the hash space; keys go by their scores)")
+        _out("(owned share: not a fixed part of the hash space for this strategy; the target share is what it aims at)")
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
@@ -1014,7 +1014,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if steps is not None:
         out["steps"] = [s.to_dict() for s in steps]
     if args.plot:
-        _plot_plan(args.plot, old, new, report, ranges)
+        _plot_plan(args.plot, old, new, report, ranges, args.weights)
     if args.json:
         _write_json(out)
         return 0
@@ -1118,7 +1118,27 @@ def _space_shares(router: Any) -> dict[str, float]:
     return target_shares(router)
 
 
-def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
+def _compact(v: float) -> str:
+    """12, 1.2k, 3.4M; shares as percentages."""
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a < 1:
+        return f"{v:.1%}" if a >= 0.001 else f"{v:.0e}"
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{v / div:.3g}{suf}"
+    return f"{v:.0f}"
+
+
+def _thin_ticks(ax_set: Callable[..., Any], labels: Sequence[str], max_labels: int, **kw: Any) -> None:
+    n = len(labels)
+    step = max(1, math.ceil(n / max_labels))
+    pos = list(range(0, n, step))
+    ax_set(pos, [labels[i] for i in pos], **kw)
+
+
+def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_column: str | None = None) -> None:
     try:
         import matplotlib
 
@@ -1126,15 +1146,19 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib; install it with: pip install 'shardhash[plot]'") from None
+    from .io import atomic_output
+    from .plan import target_shares
+
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"{path}: directory {parent!r} does not exist")
     so, sn = list(old.shards), list(new.shards)
     if report is not None:
-        mat = report.matrix.astype(float)
-        before = dict(zip(so, report.before.tolist()))
-        after = dict(zip(sn, report.after.tolist()))
-        unit = "keys"
+        weighted = report.weighted_matrix is not None
+        mat = (report.weighted_matrix if weighted else report.matrix).astype(float)
+        before = {s: float(mat[i].sum()) for i, s in enumerate(so)}
+        after = {s: float(mat[:, j].sum()) for j, s in enumerate(sn)}
+        unit = weights_column if weighted and weights_column else "keys"
     else:
         mat = np.zeros((len(so), len(sn)))
         ta = _space_shares(old)
@@ -1149,25 +1173,89 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
         before = {s: float(mat[i].sum()) for i, s in enumerate(so)}
         after = {s: float(mat[:, j].sum()) for j, s in enumerate(sn)}
         unit = "share of hash space"
+    # The move matrix shows what moves: a key that stays (same shard id) is
+    # masked, so the colour scale is set by moved keys alone.
+    moved = mat.copy()
+    col_of = {s: j for j, s in enumerate(sn)}
+    for i, s in enumerate(so):
+        if s in col_of:
+            moved[i, col_of[s]] = np.nan
+    # Many shards: sum blocks of shards so each cell stays visible.
+    max_cells = 60
+    gr = max(1, math.ceil(len(so) / max_cells))
+    gc = max(1, math.ceil(len(sn) / max_cells))
+    rlabels, clabels = so, sn
+    if gr > 1 or gc > 1:
+        nr, nc = math.ceil(len(so) / gr), math.ceil(len(sn) / gc)
+        blk = np.full((nr, nc), np.nan)
+        for bi in range(nr):
+            for bj in range(nc):
+                cell = moved[bi * gr:(bi + 1) * gr, bj * gc:(bj + 1) * gc]
+                if not np.all(np.isnan(cell)):
+                    blk[bi, bj] = np.nansum(cell)
+        moved = blk
+        rlabels = [f"{so[bi * gr]}..{so[min(len(so), (bi + 1) * gr) - 1]}" if gr > 1 else so[bi] for bi in range(nr)]
+        clabels = [f"{sn[bj * gc]}..{sn[min(len(sn), (bj + 1) * gc) - 1]}" if gc > 1 else sn[bj] for bj in range(nc)]
     names = list(dict.fromkeys(so + sn))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
-    x = np.arange(len(names))
-    ax1.bar(x - 0.2, [before.get(s, 0) for s in names], 0.4, label="before")
-    ax1.bar(x + 0.2, [after.get(s, 0) for s in names], 0.4, label="after")
-    ax1.set_xticks(x, names, rotation=45, ha="right")
-    ax1.set_ylabel(unit)
-    ax1.set_title("load per shard")
-    ax1.legend()
-    im = ax2.imshow(mat, cmap="viridis")
-    ax2.set_xticks(range(len(sn)), sn, rotation=45, ha="right")
-    ax2.set_yticks(range(len(so)), so)
-    ax2.set_xlabel("new shard")
-    ax2.set_ylabel("old shard")
-    ax2.set_title("move matrix")
-    fig.colorbar(im, ax=ax2, label=unit)
+    n = len(names)
+    x = np.arange(n)
+    b = np.array([before.get(s, 0.0) for s in names])
+    a = np.array([after.get(s, 0.0) for s in names])
+    tgt_b, tgt_a = target_shares(old), target_shares(new)
+    tb = np.array([tgt_b.get(s, 0.0) * float(b.sum()) for s in names])
+    ta_ = np.array([tgt_a.get(s, 0.0) * float(a.sum()) for s in names])
+    if n <= 60:
+        width = max(12.0, 6 + 0.2 * n)
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, 6), gridspec_kw={"width_ratios": [1.4, 1]})
+        ax1.bar(x - 0.2, b, 0.4, label="before")
+        ax1.bar(x + 0.2, a, 0.4, label="after")
+        ax1.scatter(x + 0.2, ta_, marker="_", s=max(60, 4000 / n), color="black", zorder=3,
+                    label="target after (shard weights)")
+        ax1.set_ylim(0, max(float(a.max(initial=0)), float(b.max(initial=0)), float(ta_.max(initial=0))) * 1.25 or 1)
+        ax1.set_ylabel(unit)
+        ax1.set_title(f"load per shard ({len(so)} -> {len(sn)} shards)")
+        ax1.legend(fontsize="small", loc="upper center", ncol=3)
+        ax1.set_xlim(-0.7, n - 0.3)
+    else:
+        # Too many shards for bars: each shard's load over its target share
+        # (shard weights count), 1.0 on target.
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(14, 12), gridspec_kw={"height_ratios": [1, 1.6]})
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rb = np.where(tb > 0, b / tb, np.nan)
+            ra = np.where(ta_ > 0, a / ta_, np.nan)
+        ax1.scatter(x, rb, s=6, label="before", alpha=0.7)
+        ax1.scatter(x, ra, s=6, label="after", alpha=0.7)
+        ax1.axhline(1.0, color="black", lw=0.8, ls="--", label="on target")
+        ax1.set_ylabel(f"{unit} / target share")
+        ax1.set_title(f"load over target per shard ({len(so)} -> {len(sn)} shards; shard weights count)")
+        ax1.legend(fontsize="small", loc="upper right", ncol=3)
+        ax1.set_xlim(-0.5, n - 0.5)
+    _thin_ticks(ax1.set_xticks, names, 40, rotation=45 if n > 8 else 0, ha="right" if n > 8 else "center")
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("#eeeeee")
+    finite = moved[np.isfinite(moved)]
+    vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    im = ax2.imshow(np.ma.masked_invalid(moved), cmap=cmap, vmin=0, vmax=vmax, aspect="auto",
+                    interpolation="nearest")
+    nr, nc = moved.shape
+    _thin_ticks(ax2.set_xticks, clabels, 30, rotation=45 if nc > 6 else 0, ha="right" if nc > 6 else "center")
+    _thin_ticks(ax2.set_yticks, rlabels, 30)
+    if nr * nc <= 400:
+        fs = 9 if nr * nc <= 64 else 7
+        for i in range(nr):
+            for j in range(nc):
+                v = moved[i, j]
+                if np.isfinite(v) and v > 0:
+                    ax2.text(j, i, _compact(v), ha="center", va="center", fontsize=fs,
+                             color="white" if v < 0.6 * vmax else "black")
+    ax2.set_xlabel("new shard" + (f" (blocks of {gc})" if gc > 1 else ""))
+    ax2.set_ylabel("old shard" + (f" (blocks of {gr})" if gr > 1 else ""))
+    ax2.set_title("moved " + unit + " (grey: stays on its shard)")
+    fig.colorbar(im, ax=ax2, label="moved " + unit)
     fig.tight_layout()
     try:
-        fig.savefig(path, dpi=100)
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot write the plot ({_msg(exc)})") from None
     finally:
