@@ -373,3 +373,52 @@ def test_route_big_csv_round_trips(topo, tmp_path):
     for i in (0, 1, n // 2, n - 1):
         assert got[i + 1] == lines[i + 1][:-1] + "," + r.shards[want[i]] + "\n"
     assert [g.rsplit(",", 1)[0] + "\n" for g in got] == [lines[0][:-1] + "\n"] + lines[1:]
+
+
+# ------------------------------------------------------------ 13: progress
+
+
+class _TTY:
+    """A stderr that says it is a terminal and keeps what is written."""
+
+    def __init__(self) -> None:
+        import io
+
+        self.buf = io.StringIO()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        return self.buf.write(s)
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError("no file descriptor")
+
+
+def test_progress_shows_totals_rate_and_eta(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("rich")
+    from shardhash import cli
+
+    ids = tmp_path / "ids.csv"
+    ids.write_text("id\n" + "".join(f"user-{i}\n" for i in range(200_000)))
+    tty = _TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setenv("COLUMNS", "160")
+    assert cli.main(["analyze", str(ids), "--id-type", "str", "--chunk-size", "20000"]) == 0
+    text = tty.buf.getvalue()
+    size = ids.stat().st_size
+    assert f"/ {size:,} bytes" in text  # the file's size is the known total
+    assert "bytes/s" in text
+
+
+def test_demo_progress_names_each_stage():
+    from shardhash.cli import run_demo
+
+    stages: list[str] = []
+    run_demo(2000, progress=lambda n, stage=None: stages.append(stage) if stage else None)
+    assert stages == [f"{s} ({k}/6)" for k, s in
+                      enumerate(["modulo", "jump", "ring", "buckets", "rendezvous", "maglev"], 1)]

@@ -107,14 +107,14 @@ def _progress(total: int | None, label: str, enabled: bool, unit: str = "ids") -
     thousands separators, rate, ETA when the total is known), nothing
     otherwise."""
     if not enabled or not sys.stderr.isatty():
-        yield lambda n: None
+        yield lambda n, stage=None: None
         return
     try:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
         from rich.text import Text
     except ImportError:
-        yield lambda n: None
+        yield lambda n, stage=None: None
         return
 
     class _Count(ProgressColumn):  # 1,234,567 / 10,000,000 ids  2.1M ids/s  ETA 0:03
@@ -131,7 +131,33 @@ def _progress(total: int | None, label: str, enabled: bool, unit: str = "ids") -
     cols = [TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn()]
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task(label, total=total)
-        yield lambda n: prog.advance(task, n)
+
+        def advance(n: int, stage: str | None = None) -> None:
+            if stage is not None:
+                prog.update(task, description=f"{label}: {stage}")
+            prog.advance(task, n)
+
+        yield advance
+
+
+@contextlib.contextmanager
+def _ids_progress(reader: Any, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """Progress over an ids file: rows when the file says how many (Parquet,
+    Arrow, .npy), else bytes of the file read so far (CSV, text)."""
+    if reader.total_rows is not None or reader.bytes_read is None and reader.format not in ("csv", "text"):
+        with _progress(reader.total_rows, label, enabled) as adv:
+            yield adv
+        return
+    with _progress(reader.file_size, label, enabled, unit="bytes") as adv:
+        done = [0]
+
+        def tick(n: int) -> None:
+            pos = reader.bytes_read or 0
+            if pos > done[0]:
+                adv(pos - done[0])
+                done[0] = pos
+
+        yield tick
 
 
 def _read_doc(path: str) -> Any:
@@ -776,7 +802,7 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
             yield chunk, rec, idx
 
     n = 0
-    with _progress(total, "routing", not args.quiet) as advance:
+    with _ids_progress(reader, "routing", not args.quiet) as advance:
         if fmt_out == "csv" and reader.format in ("csv", "text"):
             # Pass every record through as written (all columns, ids byte for
             # byte) and append the shard field.
@@ -962,7 +988,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 except (ValueError, FileNotFoundError, ImportError) as exc:
                     raise UsageError(_msg(exc)) from None
             try:
-                with _progress(reader.total_rows, "planning", not args.quiet) as advance:
+                with _ids_progress(reader, "planning", not args.quiet) as advance:
                     report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
                                        on_chunk=writer, progress=advance)
             except (ValueError, TypeError, OverflowError) as exc:
@@ -1288,7 +1314,7 @@ def _analyze(args: argparse.Namespace, reader: Any, router: Any) -> int:
     wcounts = None if router is None or not args.weights else np.zeros(len(router.shards))
     t0 = time.perf_counter()
     try:
-        with _progress(reader.total_rows, "analyzing", not args.quiet) as advance:
+        with _ids_progress(reader, "analyzing", not args.quiet) as advance:
             for chunk in reader:
                 hh.update(chunk.ids, chunk.weights)
                 total += len(chunk.ids)
@@ -1352,7 +1378,7 @@ def _analyze(args: argparse.Namespace, reader: Any, router: Any) -> int:
 
 
 def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
-             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[..., None] | None = None) -> dict[str, Any]:
     """Route ``n_keys`` synthetic user ids over 4 shards then 5, per strategy."""
     from . import plan, routing
 
@@ -1370,7 +1396,9 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
         ("maglev", routing.MaglevRouter(four, table_size=65537)),
     ]
     rows = []
-    for name, old in starts:
+    for k, (name, old) in enumerate(starts, 1):
+        if progress is not None:
+            progress(0, f"{name} ({k}/{len(starts)})")
         new, steps = plan.add_shards(old, fifth)
         t_route = math.inf
         for _ in range(2):  # best of two: the first run also warms caches up
@@ -1402,7 +1430,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.keys < 1:
         raise UsageError(f"--keys must be >= 1, got {args.keys}")
     t0 = time.perf_counter()
-    with _progress(6, f"demo over {args.keys:,} ids", not args.quiet) as advance:
+    with _progress(6, f"demo over {args.keys:,} ids", not args.quiet, unit="strategies") as advance:
         res = run_demo(args.keys, threads=args.threads, progress=advance)
     res["seconds"] = time.perf_counter() - t0
     if args.json:

@@ -228,6 +228,9 @@ class IdReader:
         self.columns: list[str] | None = None
         self.total_rows: int | None = None
         self.file_size = os.path.getsize(self.path)
+        # Text formats: how far into the file the chunks read so far reach
+        # (bytes, on disk), for progress bars with a known total.
+        self.bytes_read: int | None = None
         if isinstance(column, str) and "," in column:
             column = [c.strip() for c in column.split(",")]
         self._want = column
@@ -460,10 +463,21 @@ class IdReader:
                 if keep:
                     raws.append(line)
                 if len(buf) >= self.chunk_size:
+                    self.bytes_read = self._disk_pos(f)
                     yield IdChunk(parse_column(buf, kind, lines, self.path, "line"), None), raws
                     buf, lines, raws = [], [], []
+        self.bytes_read = self.file_size
         if buf:
             yield IdChunk(parse_column(buf, kind, lines, self.path, "line"), None), raws
+
+    @staticmethod
+    def _disk_pos(f: Any) -> int | None:
+        try:
+            buf = f.buffer
+            raw = getattr(buf, "fileobj", None)  # gzip: the compressed position
+            return int((raw or buf).tell())
+        except (AttributeError, OSError, ValueError):
+            return None
 
     @staticmethod
     def _capture(f: Any, raw: list[str]) -> Iterator[str]:
@@ -504,10 +518,12 @@ class IdReader:
                         raws.append("".join(raw))
                         raw.clear()
                     if len(lines) >= self.chunk_size:
+                        self.bytes_read = self._disk_pos(f)
                         yield self._csv_chunk(cols, ws, lines), raws
                         cols, ws, lines, raws = [[] for _ in idx], [], [], []
             except csv.Error as exc:
                 raise ValueError(f"{self.path}: line {reader.line_num}: malformed CSV ({exc})") from None
+        self.bytes_read = self.file_size
         if lines:
             yield self._csv_chunk(cols, ws, lines), raws
 
