@@ -422,3 +422,36 @@ def test_demo_progress_names_each_stage():
     run_demo(2000, progress=lambda n, stage=None: stages.append(stage) if stage else None)
     assert stages == [f"{s} ({k}/6)" for k, s in
                       enumerate(["modulo", "jump", "ring", "buckets", "rendezvous", "maglev"], 1)]
+
+
+@pytest.mark.parametrize("arrow", ARROW)
+def test_plan_moves_error_midway_leaves_no_partial_output(arrow, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(routing.JumpRouter(list("abcd")).with_key_type("int").to_json())
+    b.write_text(routing.JumpRouter(list("abcde"), version=2).with_key_type("int").to_json())
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"{i}\n" for i in range(300)) + "bad\n")
+    moves = tmp_path / "moves.csv"
+    moves.write_text("old moves\n")
+    fails(arrow, "plan", a, b, "--ids", ids, "--moves", moves, "--chunk-size", "100",
+          match="line 301: 'bad' is not an integer id")
+    assert moves.read_text() == "old moves\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "ids.txt", "moves.csv"]
+
+
+def test_route_parquet_keeps_every_column(topo, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "ids.parquet"
+    t = pa.table({"user": pa.array([2**64 - 1, 5, 2**63], pa.uint64()), "name": ["x", "y", "z"],
+                  "score": [1.5, 2.5, 3.5]})
+    pq.write_table(t, p)
+    out = tmp_path / "o.parquet"
+    ok("with", "route", topo["int"], p, "-o", out)
+    got = pq.read_table(out)
+    r = _router(topo["int"])
+    assert got.column_names == ["user", "name", "score", "shard"]
+    assert got.column("user").to_pylist() == t.column("user").to_pylist()
+    assert got.column("score").to_pylist() == [1.5, 2.5, 3.5]
+    assert got.column("shard").to_pylist() == [r.route(k) for k in t.column("user").to_pylist()]
