@@ -199,7 +199,7 @@ def test_bom_and_spaces_same_in_parquet(topo, tmp_path):
 # -------------------------------------------------------------- 8: the tagline
 
 
-@pytest.mark.parametrize("arrow", ARROW)
+@pytest.mark.parametrize("arrow", ["without"])
 def test_route_key_explain_and_pipes(arrow, topo, tmp_path):
     r = _router(topo["str"])
     p = ok(arrow, "route", topo["str"], "--key", "user-42", "--key", "007")
@@ -299,12 +299,12 @@ def test_plot_readable_at_5_32_and_1000_shards(tmp_path):
     from PIL import Image
 
     ids = tmp_path / "ids.npy"
-    np.save(ids, np.arange(50_000, dtype=np.int64))
+    np.save(ids, np.arange(20_000, dtype=np.int64))
     for n in (5, 32, 1000):
         a, b = tmp_path / f"a{n}.json", tmp_path / f"b{n}.json"
-        a.write_text(routing.RendezvousRouter([f"s{i}" for i in range(n - 1)]).to_json())
-        b.write_text(routing.RendezvousRouter([f"s{i}" for i in range(n)],
-                                              weights={"s0": 2.0}, version=2).to_json())
+        a.write_text(routing.RingRouter([f"s{i}" for i in range(n - 1)], vnodes=8).to_json())
+        b.write_text(routing.RingRouter([f"s{i}" for i in range(n)], vnodes=8,
+                                        weights={"s0": 2.0}, version=2).to_json())
         png = tmp_path / f"p{n}.png"
         ok("without", "plan", a, b, "--ids", ids, "--plot", png, "-q")
         w, h = Image.open(png).size
