@@ -101,20 +101,24 @@ def _fmt_eta(seconds: float) -> str:
         f"{seconds // 60}:{seconds % 60:02d}"
 
 
+def _no_progress(n: int, stage: str | None = None) -> None:
+    pass
+
+
 @contextlib.contextmanager
-def _progress(total: int | None, label: str, enabled: bool, unit: str = "ids") -> Iterator[Callable[[int], None]]:
+def _progress(total: int | None, label: str, enabled: bool, unit: str = "ids") -> Iterator[Callable[..., None]]:
     """A progress callback: a rich bar on a terminal (done / total with
     thousands separators, rate, ETA when the total is known), nothing
     otherwise."""
     if not enabled or not sys.stderr.isatty():
-        yield lambda n, stage=None: None
+        yield _no_progress
         return
     try:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
         from rich.text import Text
     except ImportError:
-        yield lambda n, stage=None: None
+        yield _no_progress
         return
 
     class _Count(ProgressColumn):  # 1,234,567 / 10,000,000 ids  2.1M ids/s  ETA 0:03
@@ -412,18 +416,17 @@ def _make_router(args: argparse.Namespace) -> Any:
 
     s = _ALIASES.get(args.strategy, args.strategy)
     _check_strategy_options(args, s)
-    shards = _split_ids(args.shards, "--shards") if args.shards else None
-    if shards is None and s not in ("directory", "watermark"):
+    shards: list[str] = _split_ids(args.shards, "--shards") if args.shards else []
+    if not shards and s not in ("directory", "watermark"):
         raise UsageError(f"topology new {s}: give --shards a,b,c")
     weights = _parse_weights(args.shard_weights)
-    if weights is not None and shards is not None:
+    if weights is not None and shards:
         unknown = sorted(set(weights) - set(shards))
         if unknown:
             raise UsageError(f"--shard-weights: {', '.join(map(repr, unknown))} not among --shards")
     kw: dict[str, Any] = {}
     if s in _HASHER_STRATEGIES:
         kw["hasher"] = Hasher(args.algorithm or "xxh3_64", seed=0 if args.seed is None else args.seed)
-    assert shards is not None or s in ("directory", "watermark")
     r: Any
     if s == "modulo":
         r = routing.ModuloRouter(shards, **kw)
@@ -438,7 +441,6 @@ def _make_router(args: argparse.Namespace) -> Any:
     elif s == "buckets":
         from .plan import _balanced_placement
 
-        assert shards is not None
         nb = args.buckets or 4096
         if nb < len(shards):
             raise UsageError(f"--buckets {nb} is fewer than the {len(shards)} shards")
@@ -447,7 +449,6 @@ def _make_router(args: argparse.Namespace) -> Any:
         placement = [p for s_ in shards for p in [s_] * placement.count(s_)]
         r = routing.BucketRouter(shards, placement, **kw)
     elif s == "hashrange":
-        assert shards is not None
         n = len(shards)
         splits = [(1 << 64) * i // n for i in range(1, n)]
         r = routing.HashRangeRouter(splits, shards, **kw)
@@ -490,7 +491,6 @@ def _make_router(args: argparse.Namespace) -> Any:
     elif s == "cassandra_token":
         from .compat import cassandra
 
-        assert shards is not None
         per = args.vnodes or 1
         toks = cassandra.evenly_spaced_tokens(len(shards) * per)
         ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
@@ -499,7 +499,6 @@ def _make_router(args: argparse.Namespace) -> Any:
     elif s == "mongo_hashed":
         from .compat import mongo
 
-        assert shards is not None
         r = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(len(shards)), shards)
     else:  # pragma: no cover - argparse restricts the choices
         raise UsageError(f"unknown strategy {s!r}")
@@ -561,7 +560,7 @@ def _ownership(r: Any) -> list[tuple[str, ...]]:
                 space[r.shards[i]] += (hi - lo + 1) / total
                 pieces[r.shards[i]] += 1
             what = {s: f"{pieces[s]:,} ranges" for s in r.shards}
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for s in r.shards:
         rows.append((s, f"{shares[s]:.4f}", "" if space is None else f"{space[s]:.4f}",
                      "" if space is None or not shares[s] else f"{space[s] / shares[s]:.3f}", what[s]))
@@ -853,9 +852,9 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
             return n
         with writer:
             for chunk, rec, idx in routed():
-                cols: dict[str, Any] = _record_columns(reader, chunk, rec, names)
-                cols[args.shard_column] = (idx, shards)
-                writer.write(cols)
+                out_cols: dict[str, Any] = _record_columns(reader, chunk, rec, names)
+                out_cols[args.shard_column] = (idx, shards)
+                writer.write(out_cols)
                 n += len(idx)
                 advance(len(idx))
         return n
