@@ -66,6 +66,8 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
 def shard_rows(root: Path, shard: str, table: str = "users") -> dict[Any, tuple[Any, ...]]:
     c = sqlite3.connect(root / f"{shard}.db")
     try:
+        if c.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None:
+            return {}
         rows = c.execute(f"SELECT * FROM {table}").fetchall()
     finally:
         c.close()

@@ -183,7 +183,7 @@ def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 class _ShardUnits:
     epoch: int
     # per migration: (group, version, membership over its units here, unit index -> (unit, role, state))
-    migs: list[tuple[str, int, Membership, dict[int, tuple[Unit, str, str]]]] = field(default_factory=list)
+    migs: list[tuple[str, int, Membership, dict[int, tuple[Unit, str, str, int]]]] = field(default_factory=list)
 
 
 class ShardTransaction:
@@ -422,11 +422,12 @@ class Cluster:
             cached = self._units.get(shard)
         if cached is not None and cached.epoch == ep and ep >= 0:
             return cached
-        per: dict[str, tuple[str, int, dict[int, tuple[Unit, str, str]]]] = {}
+        per: dict[str, tuple[str, int, dict[int, tuple[Unit, str, str, int]]]] = {}
         for grp, mig, idx, role, state, version, unit in b.unit_rows(c):
-            u = Unit.from_dict(json.loads(unit))
+            ud = json.loads(unit)
+            u = Unit.from_dict(ud)
             entry = per.setdefault(mig, (grp, int(version), {}))
-            entry[2][int(idx)] = (u, role, state)
+            entry[2][int(idx)] = (u, role, state, int(ud.get("from_version", int(version) - 1)))
         su = _ShardUnits(ep)
         for mig, (grp, version, units) in per.items():
             routers = self._mig_cache.get((shard, mig))
@@ -439,7 +440,7 @@ class Cluster:
             ordered = sorted(units.values(), key=lambda e: e[0].index)
             mem = Membership(routers[0], routers[1], [Unit.from_dict(dict(e[0].to_dict(), index=i))
                                                        for i, e in enumerate(ordered)])
-            su.migs.append((grp, version, mem, {i: e for i, e in enumerate(ordered)}))
+            su.migs.append((grp, version, mem, dict(enumerate(ordered))))
         su.migs.sort(key=lambda m: -m[1])  # newest version first: it decides
         with self._lock:
             self._units[shard] = su
@@ -456,18 +457,20 @@ class Cluster:
             i = mem.unit_of(key)
             if i < 0:
                 continue
-            u, role, state = units[i]
+            u, role, state, v_from = units[i]
             if role == "source":
                 if state == "copying":
-                    return "ok", v, shard
+                    # still the owner, for routers at the migration's start version or later
+                    return ("ok" if version >= v_from else "stale"), v_from, shard
                 if state == "frozen":
                     return "wait", v, u.destination
                 return "stale", v, u.destination
             if state == "owned":
-                return "ok", v, shard
+                # the owner, but only routers of this version or later may know it
+                return ("ok" if version >= v else "stale"), v, shard
             if version >= v:
                 return "wait", v, shard
-            return "stale", v - 1, u.source
+            return "stale", v_from, u.source
         return "ok", version, shard
 
     @contextmanager

@@ -250,7 +250,7 @@ class Migration:
                         if who == shard:
                             c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
                                       (self.group.name, self.id, u.index, role, state, self.new.version,
-                                       json.dumps(u.to_dict())))
+                                       json.dumps(dict(u.to_dict(), from_version=self.old.version))))
                 if shard in srcs and not self.info.get("skip_copy"):
                     # Capture starts in the same transaction that makes the
                     # units visible, before any snapshot is taken.
