@@ -288,6 +288,17 @@ class SQLiteShard:
         return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1",
                          (cid,)).fetchall()
 
+    def dirty_rows(self, c: sqlite3.Connection, cid: int, limit: int) -> list[tuple[int, str, str]]:
+        return c.execute("SELECT id, tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1 "
+                         "ORDER BY id LIMIT ?", (cid, limit)).fetchall()
+
+    def forget(self, c: sqlite3.Connection, ids: Sequence[int]) -> None:
+        c.executemany("DELETE FROM _shardhash_changes WHERE id = ?", [(i,) for i in ids])
+
+    def pending_keys(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
+        return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 0",
+                         (cid,)).fetchall()
+
     def forget_applied(self, c: sqlite3.Connection, cid: int) -> None:
         c.execute("DELETE FROM _shardhash_changes WHERE capture = ? AND state = 1", (cid,))
 
