@@ -33,7 +33,7 @@ import pytest
 from shardhash import JumpRouter, load_router, plan
 from shardhash.migrate import Cluster, Migration, StaleRouteError
 
-from ._harness import make_cluster, shard_rows
+from ._harness import UPSERT, make_cluster, shard_rows
 
 pytestmark = pytest.mark.chaos
 
@@ -74,7 +74,7 @@ def _writer(path: str, log: str, wid: int, stop: str, seed: int) -> None:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         val = None
                     else:
-                        tx.execute("INSERT OR REPLACE INTO users VALUES (?, ?, ?)", (k, f"w{wid}", seq))
+                        tx.execute(UPSERT, (k, f"w{wid}", seq))
                         val = seq
                     rec = {"k": k, "v": val, "shard": tx.shard, "ver": tx.version, "t0": time.time()}
                 f.write(json.dumps(rec) + "\n")

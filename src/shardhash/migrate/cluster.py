@@ -484,7 +484,7 @@ class Cluster:
             c = b.conn()
             t_wait: float | None = None
             while True:
-                (b.begin_write if write else b.begin_read)(c)
+                (b.begin_client_write if write else b.begin_read)(c)
                 try:
                     verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version)
                 except BaseException:

@@ -246,13 +246,12 @@ class Migration:
             c = b.conn()
             b.begin_write(c)
             try:
-                c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (self.id, old_doc, new_doc))
+                b.put_routers(c, self.id, old_doc, new_doc)
                 for u in self.units:
                     for role, who, state in (("source", u.source, "copying"), ("destination", u.destination, "importing")):
                         if who == shard:
-                            c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                      (self.group.name, self.id, u.index, role, state, self.new.version,
-                                       json.dumps(dict(u.to_dict(), from_version=self.old.version))))
+                            b.put_unit(c, self.group.name, self.id, u.index, role, state, self.new.version,
+                                       json.dumps(dict(u.to_dict(), from_version=self.old.version)))
                 if shard in srcs and not self.info.get("skip_copy"):
                     # Capture starts in the same transaction that makes the
                     # units visible, before any snapshot is taken.
@@ -566,7 +565,7 @@ class Migration:
             b = self.cluster.backend(s)
             c = b.conn()
             cid = self._cid(s)
-            for tbl, pk in c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall():
+            for tbl, pk in b.all_keys(c, cid):
                 out.add((tbl, decode_pk(pk)))
         return out
 
@@ -603,7 +602,7 @@ class Migration:
                         diffs.append({"table": tbl, "pk": list(k), "source": s, "destination": d})
         return diffs
 
-    def _settle(self, small: int = 64, rounds: int = 50) -> None:
+    def _settle(self, small: int = 64, rounds: int = 10) -> None:
         """Before the fence: check, live, the rows changed since the full
         verify and forget them once equal, so that the check under the fence
         only covers the last few changes (the pause does not grow with the
@@ -614,28 +613,31 @@ class Migration:
                 b = self.cluster.backend(s)
                 c = b.conn()
                 cid = self._cid(s)
-                rows = b.dirty_rows(c, cid, 20000)
-                if len(rows) < small:
-                    continue
-                total += len(rows)
-                keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-                for _, tbl, pk in rows:
-                    keys[tbl].append(decode_pk(pk))
-                diffs = self._compare(s, keys)
-                if diffs:
-                    pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
-                    real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
-                    if real:
-                        self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
-                        self.meta.put(self.id, "verify", {"verified": []})
-                        self._set("verify-failed")
-                        raise VerifyMismatch(self.id, real)
-                b.begin_write(c)
-                b.forget(c, [r[0] for r in rows])
-                b.commit(c)
-            if total == 0:
-                return
+                while True:
+                    rows = b.dirty_rows(c, cid, 5000)
+                    if len(rows) < small:
+                        break
+                    total += len(rows)
+                    keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+                    for _, tbl, pk in rows:
+                        keys[tbl].append(decode_pk(pk))
+                    diffs = self._compare(s, keys)
+                    if diffs:
+                        pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
+                        real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
+                        if real:
+                            self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
+                            self.meta.put(self.id, "verify", {"verified": []})
+                            self._set("verify-failed")
+                            raise VerifyMismatch(self.id, real)
+                    b.begin_write(c)
+                    b.forget(c, [r[0] for r in rows])
+                    b.commit(c)
+                    if len(rows) < 5000:
+                        break
             self.catch_up(limit=5000)
+            if total < small * max(1, len(self.mem.sources)):
+                return
 
     def _final_check(self) -> list[dict[str, Any]]:
         """Under the fence, after the drain: every row changed since the full
@@ -657,9 +659,7 @@ class Migration:
         c = b.conn()
         b.begin_write(c)
         try:
-            q = ", ".join("?" for _ in frm)
-            c.execute(f"UPDATE _shardhash_units SET state = ? WHERE mig = ? AND role = ? AND state IN ({q})",
-                      (to, self.id, role, *frm))
+            b.set_unit_state(c, self.id, role, frm, to)
             b.bump_epoch(c)
             b.commit(c)
         except BaseException:
@@ -782,7 +782,7 @@ class Migration:
             b.ensure_system(c)
             b.drop_capture(c, self.capture)
             b.drop_capture(c, self.id + ":reverse")
-            c.execute("DELETE FROM _shardhash_units WHERE mig = ?", (self.id,))
+            b.delete_units(c, self.id)
             b.bump_epoch(c)
             b.commit(c)
         self._delete_members("destination")

@@ -113,6 +113,11 @@ class SQLiteShard:
     def begin_write(c: sqlite3.Connection) -> None:
         c.execute("BEGIN IMMEDIATE")
 
+    def begin_client_write(self, c: sqlite3.Connection) -> None:
+        """A client's write transaction: it must exclude the fence's update
+        of the ownership records until it ends (SQLite: the write lock)."""
+        c.execute("BEGIN IMMEDIATE")
+
     @staticmethod
     def begin_read(c: sqlite3.Connection) -> None:
         c.execute("BEGIN")
@@ -200,6 +205,26 @@ class SQLiteShard:
             if "no such table" in str(e):
                 return []
             raise
+
+    def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (mig, old, new))
+
+    def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
+                 unit: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
+                  (grp, mig, idx, role, state, version, unit))
+
+    def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
+        q = ", ".join("?" for _ in frm)
+        c.execute(f"UPDATE _shardhash_units SET state = ? WHERE mig = ? AND role = ? AND state IN ({q})",
+                  (to, mig, role, *frm))
+
+    def delete_units(self, c: Any, mig: str) -> None:
+        c.execute("DELETE FROM _shardhash_units WHERE mig = ?", (mig,))
+        c.execute("DELETE FROM _shardhash_routers WHERE mig = ?", (mig,))
+
+    def all_keys(self, c: Any, cid: int) -> list[tuple[str, str]]:
+        return c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall()
 
     def routers_of(self, c: sqlite3.Connection, mig: str) -> tuple[str, str] | None:
         r = c.execute("SELECT old, new FROM _shardhash_routers WHERE mig = ?", (mig,)).fetchone()
