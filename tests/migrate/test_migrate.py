@@ -377,3 +377,60 @@ def test_membership_matches_the_unit_definitions(case):
         if src != dst:
             assert want >= 0, f"key {k} moves {src}->{dst} but no unit holds it"
     assert np.all((got >= 0) == np.array([old.route(k) != new.route(k) for k in keys]))
+
+
+def test_watermark_walk_under_writes(root, backend):
+    """New ids follow the new layout at once; the walk copies [K - j, K) batch
+    by batch, lowers K durably, and ends on the new router; nothing is lost."""
+    from shardhash import WatermarkRouter
+    from shardhash.migrate.executor import walk_watermark
+
+    wm = WatermarkRouter(JumpRouter(FOUR), JumpRouter(FOUR + ["s4"]), 301)
+    # (the new layout's shards exist before the watermark topology is published)
+    path = make_cluster(root, FOUR + ["s4"], wm, users=300, backend=backend)
+    cl = Cluster.load(path, retries=5)
+    acks: dict[int, object] = {}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer(wid: int) -> None:
+        n = 0
+        try:
+            while not stop.is_set():
+                n += 1
+                k = 1 + (n * 4 + wid) % 400
+                with cl.transaction(k) as tx:
+                    if n % 9 == 0:
+                        tx.execute("DELETE FROM users WHERE id = ?", (k,))
+                        v = None
+                    else:
+                        tx.execute(UPSERT, (k, "w", n))
+                        v = n
+                acks[k] = v
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in ts:
+        t.start()
+    try:
+        time.sleep(0.2)
+        # the first ids above K went to the new layout directly
+        final = walk_watermark(cl, batch=80, fence_threshold=0.2)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert not errors, errors
+    assert final == JumpRouter(FOUR + ["s4"]).with_version(final.version)
+    kinds = [m["info"].get("kind") for m in cl.metadata.migrations()]
+    assert kinds.count("watermark") == 5  # four batches of 80 below 301, then the switch
+    assert final.version == wm.version + 5
+    rows = owners_ok(root, final, FOUR + ["s4"], exact=True)
+    assert any(k >= 301 and final.route(k) == "s4" for k in acks)
+    for k, v in acks.items():
+        if v is None:
+            assert k not in rows
+        else:
+            assert rows[k][2] == v
+    cl.close()

@@ -279,6 +279,9 @@ class SQLiteShard:
     def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
         c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])
 
+    def min_key(self, c: Any, table: str, column: str) -> Any:
+        return c.execute(f"SELECT min({qi(column)}) FROM {qi(table)}").fetchone()[0]
+
     def count(self, c: sqlite3.Connection, table: str) -> int:
         return int(c.execute(f"SELECT count(*) FROM {qi(table)}").fetchone()[0])
 
