@@ -511,3 +511,53 @@ def test_cli_dry_run_start_status_cleanup(root, backend, capsys):
     assert "cleaned" in capsys.readouterr().out
     assert main(["migrate", "rollback", "--config", str(path)]) == 2
     assert "rollback is impossible" in capsys.readouterr().err
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from shardhash.migrate import cluster as cluster_mod
+
+    res = doctest.testmod(cluster_mod)
+    assert res.attempted > 0 and res.failed == 0
+
+
+def test_toml_cluster_file_and_metrics(tmp_path):
+    pytest.importorskip("tomllib")
+    path = make_cluster(tmp_path, FOUR, users=100, extra_shards=["s4"])
+    doc = json.loads(path.read_text())
+    lines = [f'metadata = "{doc["metadata"]}"']
+    for s, v in doc["shards"].items():
+        lines += [f"[shards.{s}]", f'primary = "{v["primary"]}"']
+    (tmp_path / "users.router.json").write_text(json.dumps(doc["groups"]["users"]["router"]))
+    lines += ["[groups.users]", 'router = "users.router.json"', 'tables = [{ name = "users", key = "id" }]']
+    (tmp_path / "cluster.toml").write_text("\n".join(lines) + "\n")
+    cl = Cluster.load(tmp_path / "cluster.toml")
+    assert cl.router().shards == tuple(FOUR)
+    m = Migration.create(cl, "users", plan.add_shards(cl.router(), "s4")[0])
+    m.run()
+    from shardhash.migrate import metrics
+
+    st = m.status()
+    st["client_metrics"] = cl.metrics.snapshot()
+    if metrics.available():
+        import prometheus_client
+
+        assert metrics.publish(st, pauses=[0.01, 0.2])
+        text = prometheus_client.generate_latest().decode()
+        assert f'shardhash_migration_rows_copied{{migration="{m.id}"}} {float(st["rows_copied"])}' in text
+        assert "shardhash_write_pause_seconds_count 2.0" in text
+    cl.close()
+
+
+def test_core_does_not_import_prometheus():
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    code = ("import sys, shardhash, shardhash.migrate, shardhash.migrate.cli; "
+            "print('prometheus_client' in sys.modules, 'psycopg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(),
+                         check=True).stdout.split()
+    assert out == ["False", "False"]

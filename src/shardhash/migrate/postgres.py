@@ -274,6 +274,19 @@ class PostgresShard(SQLiteShard):
                   f"ON CONFLICT ({conflict}) {action}")
         c.execute(f"DELETE FROM {tmp}")
 
+    def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        collist = ", ".join(qi(x) for x in cols)
+        tmp = qi(f"_shardhash_tmp_{table}")
+        c.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {qi(table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+        with c.raw.cursor() as cur:
+            with cur.copy(f"COPY {tmp} ({collist}) FROM STDIN") as cp:
+                for r in rows:
+                    cp.write_row(r)
+        cur2 = c.execute(f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} ON CONFLICT DO NOTHING")
+        n = int(cur2.rowcount)
+        c.execute(f"DELETE FROM {tmp}")
+        return n
+
     # ----------------------------------------------------- change capture
 
     def start_capture(self, c: Any, name: str, group: str) -> None:
