@@ -158,6 +158,9 @@ class Migration:
 
     def _check_keys(self, table: str, keys: Sequence[Any], rows: Sequence[Sequence[Any]], pkx: Sequence[int]) -> None:
         kt = self.group.key_type
+        allowed = {int} if kt == "int" else {str} if kt == "str" else {int, str}
+        if set(map(type, keys)) <= allowed:
+            return
         for i, k in enumerate(keys):
             ok = (isinstance(k, int) and not isinstance(k, bool)) if kt == "int" else \
                 isinstance(k, str) if kt == "str" else (isinstance(k, (int, str)) and not isinstance(k, bool))
