@@ -193,7 +193,11 @@ class _ShardUnits:
 
 
 class ShardTransaction:
-    """A local transaction on the shard that owns a key (from :meth:`Cluster.transaction`)."""
+    """A local transaction on the shard that owns a key (from :meth:`Cluster.transaction`).
+
+    ``shard`` is the logical shard id, ``version`` the router version that
+    routed the key, ``conn`` the raw connection (sqlite3, or the PostgreSQL
+    adapter that takes ``?`` placeholders), ``backend`` the shard's backend."""
 
     def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard) -> None:
         self.conn, self.shard, self.version, self.backend = conn, shard, version, backend
@@ -356,6 +360,7 @@ class Cluster:
             return dict(self._shard_map)
 
     def shard_ids(self) -> list[str]:
+        """Every logical shard id of the shard map, sorted."""
         return sorted(self.shard_map())
 
     def backend(self, shard: str) -> SQLiteShard:
@@ -372,6 +377,7 @@ class Cluster:
             return b
 
     def group(self, name: str | None = None) -> GroupSpec:
+        """A table group by name (``None``: the only one)."""
         if name is None:
             if len(self.groups) != 1:
                 raise ValueError(f"this cluster has {len(self.groups)} table groups: name one "
