@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c, src/shardhash/_core/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c, src/shardhash/_core/sh_jump_neon.c, src/shardhash/_core/sh_cpu.c, src/shardhash/_core/sh_xxhash.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
@@ -23,6 +23,7 @@ from cpython.ref cimport Py_INCREF, PyObject
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext
 from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
@@ -144,6 +145,9 @@ cdef extern from "sh_place.h" nogil:
     int32_t sh_jump(uint64_t key, int32_t num_buckets)
     void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
     int sh_jump_avx2_available()
+    int sh_jump_neon_available()
+    void sh_place_init()
+    unsigned sh_place_features()
     void sh_fastmod_init(sh_fastmod *f, uint64_t d)
     uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
     void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
@@ -187,6 +191,11 @@ cdef enum:
 cdef enum:
     KEYMODE_RANGES = 1
     KEYMODE_WATERMARK = 2
+    KEYMODE_NATIVE = 3
+
+# A compat module's C key router (see _use_native_keys): the shard index, -1
+# with a Python exception set, or -2 for a key it leaves to _route_index_slow.
+ctypedef int32_t (*sh_key_index_fn)(void *ctx, PyObject *key) noexcept
 
 cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
@@ -311,9 +320,12 @@ def jump_hash(key, num_buckets):
     return sh_jump(<uint64_t>key, <int32_t>nb)
 
 
-# Decide the jump batch kernel (AVX2 or portable) once, at import, under the
-# GIL, so that threads calling sh_jump_batch only read the cached answer.
-_JUMP_KERNEL = "avx2" if sh_jump_avx2_available() else "portable"
+# Choose the jump kernels (AVX2 batch and SSE4.1 scalar by cpuid/xgetbv on
+# x86-64; NEON batch on aarch64) once, at import, under the GIL and before any
+# thread can run a kernel: the kernels only ever read the answer.
+sh_place_init()
+_JUMP_KERNEL = "avx2" if sh_jump_avx2_available() else ("neon" if sh_jump_neon_available() else "portable")
+_JUMP_SCALAR = "sse4.1" if sh_place_features() & 1 else "portable"
 
 
 def jump_hash_array(keys, num_buckets, *, out=None):
@@ -451,6 +463,8 @@ cdef class RouterCore:
     cdef int64_t _wm_i64             # the watermark, when it is <= 2**63 - 1
     cdef bint _wm_above_i64          # the watermark is >= 2**63: every int64 id is below
     cdef const int32_t *_wm_newmap
+    cdef sh_key_index_fn _kfn        # KEYMODE_NATIVE
+    cdef void *_kctx
 
     def __cinit__(self, *args, **kwargs):
         self._kind = KIND_UNSET
@@ -650,6 +664,22 @@ cdef class RouterCore:
         self._wm_i64 = 0 if self._wm_above_i64 else <int64_t>watermark
         self._keymode = KEYMODE_WATERMARK
 
+    def _use_native_keys(self, capsule, owner):
+        """route/route_index through a compat module's C function: ``capsule``
+        is a PyCapsule named "shardhash.key_index" holding a C function
+        ``int32_t f(void *ctx, PyObject *key)`` with ``ctx`` as its context;
+        ``owner`` (the object ``ctx`` points into) is kept alive.  Keys the
+        function leaves (-2) go to ``self._route_index_slow(key)``."""
+        self._check_open()
+        cdef void *f = PyCapsule_GetPointer(capsule, b"shardhash.key_index")
+        self._kctx = PyCapsule_GetContext(capsule)
+        if f == NULL or self._kctx == NULL or self._kctx != <void *>owner:
+            raise ValueError("not a key_index capsule of this owner")
+        self._keep.append(owner)
+        self._keep.append(capsule)
+        self._kfn = <sh_key_index_fn>f
+        self._keymode = KEYMODE_NATIVE
+
     cdef int32_t _key_index(self, object key) except -1:
         """route_index for the raw-key modes."""
         cdef int overflow = 0
@@ -662,6 +692,11 @@ cdef class RouterCore:
         cdef uint64_t kp
         cdef int32_t i
         cdef type t = type(key)
+        if self._keymode == KEYMODE_NATIVE:
+            i = self._kfn(self._kctx, <PyObject *>key)
+            if i != -2:
+                return i  # -1: the function set an exception, which propagates
+            return self._route_index_slow(key)
         if self._keymode == KEYMODE_RANGES and not self._prefix:
             if t is int and self._rs_str is None:
                 v = PyLong_AsLongLongAndOverflow(key, &overflow)
