@@ -195,7 +195,7 @@ cdef enum:
 
 # A compat module's C key router (see _use_native_keys): the shard index, -1
 # with a Python exception set, or -2 for a key it leaves to _route_index_slow.
-ctypedef int32_t (*sh_key_index_fn)(void *ctx, PyObject *key) noexcept
+ctypedef int32_t (*sh_key_index_fn)(void *ctx, PyObject *key) except -1
 
 cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
@@ -693,9 +693,9 @@ cdef class RouterCore:
         cdef int32_t i
         cdef type t = type(key)
         if self._keymode == KEYMODE_NATIVE:
-            i = self._kfn(self._kctx, <PyObject *>key)
+            i = self._kfn(self._kctx, <PyObject *>key)  # -1: an exception, which propagates
             if i != -2:
-                return i  # -1: the function set an exception, which propagates
+                return i
             return self._route_index_slow(key)
         if self._keymode == KEYMODE_RANGES and not self._prefix:
             if t is int and self._rs_str is None:

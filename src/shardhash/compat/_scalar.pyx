@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c]
+# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_pg.c]
 """One key at a time in C for the compat routers (private).
 
 The compat modules' public one-key functions (``redis.keyslot``,
@@ -17,11 +17,19 @@ index, -1 with a Python exception set, or -2 for "not a key type handled
 here" (the router then calls its ``_route_index_slow``).
 """
 
+cimport cython
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, int32_t, int64_t, uint64_t
 from cpython.ref cimport PyObject
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
+from cpython.unicode cimport PyUnicode_CheckExact
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_SetContext
+from cpython.datetime cimport (import_datetime, PyDate_CheckExact, PyDateTime_CheckExact, PyDateTime_GET_YEAR,
+                               PyDateTime_GET_MONTH, PyDateTime_GET_DAY, PyDateTime_DATE_GET_HOUR,
+                               PyDateTime_DATE_GET_MINUTE, PyDateTime_DATE_GET_SECOND,
+                               PyDateTime_DATE_GET_MICROSECOND, datetime_tzinfo)
+from libc.string cimport memchr
+import uuid as _uuid_mod
 
 import numpy as np
 
@@ -30,6 +38,15 @@ cdef extern from "sh_crc16.h" nogil:
 
 cdef extern from "sh_cassandra.h" nogil:
     int64_t sh_cassandra_token(const void *data, size_t len)
+
+cdef extern from "sh_pg.h" nogil:
+    uint64_t SH_PG_HASH_PARTITION_SEED
+    uint32_t sh_pg_fold_int8(int64_t v)
+    uint64_t sh_pg_hash_combine64(uint64_t a, uint64_t b)
+    uint64_t sh_pg_hash_uint32_extended(uint32_t k, uint64_t seed)
+    uint32_t sh_pg_hash_uint32(uint32_t k)
+    uint64_t sh_pg_hash_bytes_extended(const void *data, size_t len, uint64_t seed)
+    uint32_t sh_pg_hash_bytes(const void *data, size_t len)
 
 cdef extern from "sh_md5.h" nogil:
     uint32_t sh_md5_u32le(const void *data, size_t len)
@@ -73,7 +90,7 @@ cdef extern from *:
     const char *sh_exact_raw(PyObject *o, Py_ssize_t *n, bint bytes_ok, bint str_ok)
     Py_ssize_t sh_decimal(long long v, char *buf)
 
-ctypedef int32_t (*key_index_fn)(void *ctx, PyObject *key) noexcept
+ctypedef int32_t (*key_index_fn)(void *ctx, PyObject *key) except -1
 
 cdef enum:
     NOT_MINE = -2   # the key goes to the router's Python path
@@ -81,16 +98,23 @@ cdef enum:
 # Python fallbacks of the public one-key functions (set by their modules).
 cdef object _keyslot_py = None
 cdef object _token_py = None
+cdef object _hash_extended_py = None
+cdef dict _pg_type_codes = {}
 
 
-def _set_fallbacks(*, keyslot=None, token=None):
-    global _keyslot_py, _token_py
+def _set_fallbacks(*, keyslot=None, token=None, hash_extended=None, pg_type_codes=None):
+    global _keyslot_py, _token_py, _hash_extended_py
     if keyslot is not None:
         _keyslot_py = keyslot
     if token is not None:
         _token_py = token
+    if hash_extended is not None:
+        _hash_extended_py = hash_extended
+    if pg_type_codes is not None:
+        _pg_type_codes.update({k: PG_CODES.get(v, PG_OTHER) for k, v in pg_type_codes.items()})
 
 
+@cython.binding(False)
 def keyslot(key):
     """The Redis Cluster slot (0..16383) of one key, as ``CLUSTER KEYSLOT``.
 
@@ -104,6 +128,7 @@ def keyslot(key):
     return _keyslot_py(key)
 
 
+@cython.binding(False)
 def token(key):
     """The ``Murmur3Partitioner`` token of one serialized partition key.
 
@@ -158,7 +183,7 @@ cdef class RedisKeys(_Keys):
         return _redis_index
 
 
-cdef int32_t _redis_index(void *ctx, PyObject *key) noexcept:
+cdef int32_t _redis_index(void *ctx, PyObject *key) except -1:
     cdef RedisKeys s = <RedisKeys>ctx
     cdef Py_ssize_t n
     cdef const char *p = sh_exact_raw(key, &n, True, True)
@@ -215,7 +240,7 @@ cdef inline int32_t _ring_owner(CassandraKeys s, int64_t t) noexcept:
     return s.owners[0 if lo == s.m else lo]
 
 
-cdef int32_t _cassandra_index(void *ctx, PyObject *key) noexcept:
+cdef int32_t _cassandra_index(void *ctx, PyObject *key) except -1:
     cdef CassandraKeys s = <CassandraKeys>ctx
     cdef Py_ssize_t n
     cdef const char *p
@@ -290,7 +315,7 @@ cdef class KetamaKeys(_Keys):
         return _ketama_index
 
 
-cdef int32_t _ketama_index(void *ctx, PyObject *key) noexcept:
+cdef int32_t _ketama_index(void *ctx, PyObject *key) except -1:
     cdef KetamaKeys s = <KetamaKeys>ctx
     cdef Py_ssize_t n
     cdef char buf[24]
@@ -315,3 +340,222 @@ cdef int32_t _ketama_index(void *ctx, PyObject *key) noexcept:
         h = sh_md5_u32le(p, <size_t>n)
     sh_ketama_lookup(s.points, s.owners, s.m, s.upper, s.index, s.bits, &h, 1, &out)
     return out
+
+
+# -- PostgreSQL --------------------------------------------------------------------
+
+import_datetime()
+
+cdef enum:
+    PG_INT2 = 0
+    PG_INT4 = 1
+    PG_INT8 = 2
+    PG_TEXT = 3      # text, varchar
+    PG_BPCHAR = 4    # trailing spaces do not count
+    PG_BYTEA = 5
+    PG_DATE = 6
+    PG_TIMESTAMP = 7
+    PG_UUID = 8
+    PG_OTHER = 9     # timestamptz, floats: the Python path
+
+PG_CODES = {"int2": PG_INT2, "int4": PG_INT4, "int8": PG_INT8, "text": PG_TEXT, "varchar": PG_TEXT,
+            "bpchar": PG_BPCHAR, "bytea": PG_BYTEA, "date": PG_DATE, "timestamp": PG_TIMESTAMP,
+            "uuid": PG_UUID}
+
+cdef object _UUID = _uuid_mod.UUID
+cdef long long _EPOCH_ORD = 730120           # date(2000, 1, 1).toordinal()
+cdef long long _TS_MIN = -211813488000000000  # PostgreSQL's timestamp range, in us since 2000
+cdef long long _TS_MAX = 9223371331199999999
+
+
+cdef inline long long _ordinal(int y, int m, int d) noexcept:
+    """datetime.date(y, m, d).toordinal() (proleptic Gregorian, 0001-01-01 is 1)."""
+    cdef int *before = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334]
+    cdef long long yy = y - 1
+    cdef long long n = yy * 365 + yy // 4 - yy // 100 + yy // 400 + before[m - 1] + d
+    if m > 2 and (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)):
+        n += 1
+    return n
+
+
+cdef int _pg_value(object v, int t, bint ext, uint64_t seed, uint64_t *h) except -1:
+    """PostgreSQL's hash of one non-NULL value of type code t: the seeded
+    64-bit hash (ext) or the 32-bit one (as uint32).  1: *h is set; 0: the
+    value is not one this handles (the Python path decides, and raises)."""
+    cdef long long x
+    cdef int overflow = 0
+    cdef uint32_t k
+    cdef Py_ssize_t n
+    cdef const char *p
+    if t <= PG_INT8 or t == PG_DATE or t == PG_TIMESTAMP:
+        if t <= PG_INT8:
+            if not PyLong_CheckExact(v):
+                return 0
+            x = PyLong_AsLongLongAndOverflow(v, &overflow)
+            if overflow != 0:
+                return 0
+            if t == PG_INT2 and not -32768 <= x <= 32767:
+                return 0
+            if t == PG_INT4 and not -2147483648 <= x <= 2147483647:
+                return 0
+            k = sh_pg_fold_int8(x) if t == PG_INT8 else <uint32_t>(<uint64_t>x)
+        elif t == PG_DATE:
+            if not PyDate_CheckExact(v):
+                return 0
+            x = _ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - _EPOCH_ORD
+            k = <uint32_t>(<uint64_t>x)
+        else:
+            if not PyDateTime_CheckExact(v) or datetime_tzinfo(v) is not None:
+                return 0
+            x = ((_ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - _EPOCH_ORD)
+                 * 86400 + PyDateTime_DATE_GET_HOUR(v) * 3600 + PyDateTime_DATE_GET_MINUTE(v) * 60
+                 + PyDateTime_DATE_GET_SECOND(v)) * 1000000 + PyDateTime_DATE_GET_MICROSECOND(v)
+            if not _TS_MIN <= x <= _TS_MAX:
+                return 0
+            k = sh_pg_fold_int8(x)
+        h[0] = sh_pg_hash_uint32_extended(k, seed) if ext else sh_pg_hash_uint32(k)
+        return 1
+    if t == PG_TEXT or t == PG_BPCHAR:
+        p = sh_exact_raw(<PyObject *>v, &n, False, True)
+        if p == NULL or (n and memchr(p, 0, <size_t>n) != NULL):
+            return 0
+        if t == PG_BPCHAR:
+            while n and p[n - 1] == 32:
+                n -= 1
+    elif t == PG_BYTEA:
+        if not PyBytes_CheckExact(v):
+            return 0
+        p = PyBytes_AS_STRING(v)
+        n = PyBytes_GET_SIZE(v)
+    elif t == PG_UUID:
+        if type(v) is not _UUID:
+            return 0
+        b = (<object>v).int.to_bytes(16, "big")
+        p = PyBytes_AS_STRING(b)
+        n = 16
+        h[0] = sh_pg_hash_bytes_extended(p, 16, seed) if ext else sh_pg_hash_bytes(p, 16)
+        return 1
+    else:
+        return 0
+    h[0] = sh_pg_hash_bytes_extended(p, <size_t>n, seed) if ext else sh_pg_hash_bytes(p, <size_t>n)
+    return 1
+
+
+@cython.binding(False)
+def hash_extended(value, type, seed=SH_PG_HASH_PARTITION_SEED):
+    """The type's seeded 64-bit hash (hash opclass proc 2), as an unsigned int.
+
+    ``hash_extended(v, "int8", s)`` equals ``hashint8extended(v, s)`` in SQL
+    (which shows it signed: take it modulo ``2**64``).
+
+    >>> hash_extended(42, "bigint")
+    7363975540656877951
+    >>> hash_extended(-0.0, "float8", seed=7)
+    7
+    """
+    cdef uint64_t h
+    cdef long long s
+    cdef int overflow = 0
+    code = _pg_type_codes.get(type) if PyUnicode_CheckExact(type) else None
+    if code is not None and value is not None and PyLong_CheckExact(seed):
+        s = PyLong_AsLongLongAndOverflow(seed, &overflow)
+        if overflow == 0 and _pg_value(value, code, True, <uint64_t>s, &h):
+            return h
+    return _hash_extended_py(value, type, seed)
+
+
+cdef class PgPartitionKeys(_Keys):
+    """A PARTITION BY HASH table: column type codes, the remainder -> partition
+    table (-1: no partition); a row goes to table[rowhash % len(table)]."""
+    cdef int types[32]
+    cdef Py_ssize_t ntypes
+    cdef const int32_t *table
+    cdef uint64_t modulus
+
+    def __init__(self, types, table):
+        t = self._own(table, np.int32)
+        cdef const int32_t[::1] tv = t
+        self.table = &tv[0]
+        self.modulus = <uint64_t>t.shape[0]
+        ts = list(types)
+        if not 1 <= len(ts) <= 32:
+            raise ValueError("1..32 key columns are handled in C")
+        self.ntypes = len(ts)
+        for i, name in enumerate(ts):
+            self.types[i] = PG_CODES.get(name, PG_OTHER)
+
+    cdef key_index_fn _fn(self):
+        return _pg_partition_index
+
+
+cdef int32_t _pg_partition_index(void *ctx, PyObject *key) except -1:
+    cdef PgPartitionKeys s = <PgPartitionKeys>ctx
+    cdef object row = <object>key
+    cdef uint64_t acc = 0, h
+    cdef Py_ssize_t i
+    cdef int32_t idx
+    cdef int r
+    if type(row) is tuple:
+        if len(<tuple>row) != s.ntypes:
+            return NOT_MINE
+        for i in range(s.ntypes):
+            v = (<tuple>row)[i]
+            if v is None:
+                continue
+            r = _pg_value(v, s.types[i], True, SH_PG_HASH_PARTITION_SEED, &h)
+            if r == 0:
+                return NOT_MINE
+            acc = sh_pg_hash_combine64(acc, h)
+    elif s.ntypes == 1 and not isinstance(row, tuple) and row is not None:
+        if not _pg_value(row, s.types[0], True, SH_PG_HASH_PARTITION_SEED, &h):
+            return NOT_MINE
+        acc = sh_pg_hash_combine64(0, h)
+    else:
+        return NOT_MINE
+    idx = s.table[acc % s.modulus]
+    return idx if idx >= 0 else NOT_MINE  # no partition: the Python path raises
+
+
+cdef class CitusKeys(_Keys):
+    """Citus hash distribution: a value's 32-bit hash (signed) goes to the
+    shard whose range holds it: owner[last i with mins[i] <= hash]."""
+    cdef const int64_t *mins
+    cdef const int32_t *owner
+    cdef Py_ssize_t m
+    cdef int type_code
+
+    def __init__(self, type_name, mins, owner):
+        a = self._own(mins, np.int64)
+        o = self._own(owner, np.int32)
+        if o.shape[0] != a.shape[0]:
+            raise ValueError("one owner per range")
+        cdef const int64_t[::1] av = a
+        cdef const int32_t[::1] ov = o
+        self.mins = &av[0]
+        self.owner = &ov[0]
+        self.m = a.shape[0]
+        self.type_code = PG_CODES.get(type_name, PG_OTHER)
+
+    cdef key_index_fn _fn(self):
+        return _citus_index
+
+
+cdef int32_t _citus_index(void *ctx, PyObject *key) except -1:
+    cdef CitusKeys s = <CitusKeys>ctx
+    cdef uint64_t h
+    cdef int64_t hv
+    cdef Py_ssize_t lo = 0, hi = s.m, mid
+    if <object>key is None:
+        return NOT_MINE
+    if not _pg_value(<object>key, s.type_code, False, 0, &h):
+        return NOT_MINE
+    hv = <int32_t>(<uint32_t>h)
+    while lo < hi:  # first min > hv
+        mid = (lo + hi) >> 1
+        if s.mins[mid] <= hv:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return NOT_MINE
+    return s.owner[lo - 1]
