@@ -680,6 +680,10 @@ cdef class RouterCore:
         self._kfn = <sh_key_index_fn>f
         self._keymode = KEYMODE_NATIVE
 
+    def _keymode_native(self):
+        """True when route/route_index run a compat module's C function."""
+        return self._keymode == KEYMODE_NATIVE
+
     cdef int32_t _key_index(self, object key) except -1:
         """route_index for the raw-key modes."""
         cdef int overflow = 0

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_pg.c]
+# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_pg.c, src/shardhash/_core/sh_des.c, src/shardhash/_core/sh_xxhash.c]
 """One key at a time in C for the compat routers (private).
 
 The compat modules' public one-key functions (``redis.keyslot``,
@@ -48,9 +48,21 @@ cdef extern from "sh_pg.h" nogil:
     uint64_t sh_pg_hash_bytes_extended(const void *data, size_t len, uint64_t seed)
     uint32_t sh_pg_hash_bytes(const void *data, size_t len)
 
+cdef extern from "sh_des.h" nogil:
+    ctypedef struct sh_des_ctx:
+        pass
+    void sh_des_setkey(sh_des_ctx *ctx, const uint8_t *key)
+    uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block)
+
+cdef extern from "sh_xxhash.h" nogil:
+    uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+
 cdef extern from "sh_md5.h" nogil:
     uint32_t sh_md5_u32le(const void *data, size_t len)
     uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
+    void sh_md5(const void *data, size_t len, uint8_t *out)
+    uint64_t sh_mongo_hash_int64(int64_t v)
+    int64_t sh_mongo_double_to_long(double d)
     void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                           const int32_t *index, int bits, const uint32_t *hashes, size_t n, int32_t *out)
 
@@ -559,3 +571,156 @@ cdef int32_t _citus_index(void *ctx, PyObject *key) except -1:
     if lo == 0:
         return NOT_MINE
     return s.owner[lo - 1]
+
+
+# -- Vitess ------------------------------------------------------------------------
+
+cdef sh_des_ctx _ZERO_KEY_DES
+cdef uint8_t _zero_key[8]
+_zero_key[:] = [0, 0, 0, 0, 0, 0, 0, 0]
+sh_des_setkey(&_ZERO_KEY_DES, _zero_key)
+
+
+cdef class VitessKeys(_Keys):
+    """Vitess key ranges: sorted range starts (uint64 keyspace ids, the first
+    0) and their shards; xxhash: the xxhash vindex, else the hash vindex."""
+    cdef const uint64_t *starts
+    cdef const int32_t *owners
+    cdef Py_ssize_t m
+    cdef bint xx
+
+    def __init__(self, starts, owners, bint xxhash):
+        a = self._own(starts, np.uint64)
+        o = self._own(owners, np.int32)
+        if o.shape[0] != a.shape[0] or a[0] != 0:
+            raise ValueError("one owner per range, the first starting at 0")
+        cdef const uint64_t[::1] av = a
+        cdef const int32_t[::1] ov = o
+        self.starts = &av[0]
+        self.owners = &ov[0]
+        self.m = a.shape[0]
+        self.xx = xxhash
+
+    cdef key_index_fn _fn(self):
+        return _vitess_index
+
+
+cdef int32_t _vitess_index(void *ctx, PyObject *key) except -1:
+    cdef VitessKeys s = <VitessKeys>ctx
+    cdef long long v
+    cdef int overflow = 0
+    cdef uint64_t k, hx
+    cdef Py_ssize_t n, lo = 0, hi, mid
+    cdef const char *p
+    cdef char buf[24]
+    cdef int i
+    if s.xx:
+        p = sh_exact_raw(key, &n, True, True)
+        if p == NULL:
+            if <object>key is None:
+                p = buf
+                n = 0
+            elif PyLong_CheckExact(<object>key):
+                v = PyLong_AsLongLongAndOverflow(<object>key, &overflow)
+                if overflow != 0:
+                    return NOT_MINE
+                n = sh_decimal(v, buf)
+                p = buf
+            else:
+                return NOT_MINE
+        hx = sh_xxh64(p, <size_t>n, 0)
+        k = 0
+        for i in range(8):  # the little-endian digest bytes, read big-endian
+            k = (k << 8) | ((hx >> (8 * i)) & 0xFF)
+    else:
+        if not PyLong_CheckExact(<object>key):
+            return NOT_MINE
+        v = PyLong_AsLongLongAndOverflow(<object>key, &overflow)
+        if overflow != 0:
+            return NOT_MINE
+        k = sh_des_encrypt(&_ZERO_KEY_DES, <uint64_t>v)
+    hi = s.m
+    while lo < hi:  # first start > k
+        mid = (lo + hi) >> 1
+        if s.starts[mid] <= k:
+            lo = mid + 1
+        else:
+            hi = mid
+    return s.owners[lo - 1]  # starts[0] == 0 <= k: lo >= 1
+
+
+# -- MongoDB -----------------------------------------------------------------------
+
+cdef class MongoKeys(_Keys):
+    """MongoDB hashed chunks: sorted chunk minima (int64, the first INT64_MIN)
+    and their shards; int, float and ASCII str values are hashed here."""
+    cdef const int64_t *mins
+    cdef const int32_t *owners
+    cdef Py_ssize_t m
+
+    def __init__(self, mins, owners):
+        a = self._own(mins, np.int64)
+        o = self._own(owners, np.int32)
+        if o.shape[0] != a.shape[0] or a[0] != -(1 << 63):
+            raise ValueError("one owner per chunk, the first starting at MinKey")
+        cdef const int64_t[::1] av = a
+        cdef const int32_t[::1] ov = o
+        self.mins = &av[0]
+        self.owners = &ov[0]
+        self.m = a.shape[0]
+
+    cdef key_index_fn _fn(self):
+        return _mongo_index
+
+
+cdef enum:
+    MONGO_STR_MAX = 240   # longer strings take the Python path
+
+cdef int32_t _mongo_index(void *ctx, PyObject *key) except -1:
+    cdef MongoKeys s = <MongoKeys>ctx
+    cdef long long v
+    cdef int overflow = 0
+    cdef int64_t h
+    cdef Py_ssize_t n, lo = 0, hi, mid, i
+    cdef const char *p
+    cdef uint8_t buf[MONGO_STR_MAX + 16]
+    cdef uint8_t digest[16]
+    cdef uint64_t u
+    cdef uint32_t w
+    if PyLong_CheckExact(<object>key):
+        v = PyLong_AsLongLongAndOverflow(<object>key, &overflow)
+        if overflow != 0:
+            return NOT_MINE
+        h = <int64_t>sh_mongo_hash_int64(v)
+    elif type(<object>key) is float:
+        h = <int64_t>sh_mongo_hash_int64(sh_mongo_double_to_long(<double>(<object>key)))
+    else:
+        p = sh_exact_raw(key, &n, False, True)
+        if p == NULL or n > MONGO_STR_MAX or (n and memchr(p, 0, <size_t>n) != NULL):
+            return NOT_MINE
+        # seed 0, canonical type 15 (string), length + 1, the bytes, NUL; all LE32
+        w = 0
+        for i in range(4):
+            buf[i] = 0
+        w = 15
+        for i in range(4):
+            buf[4 + i] = <uint8_t>(w >> (8 * i))
+        w = <uint32_t>(n + 1)
+        for i in range(4):
+            buf[8 + i] = <uint8_t>(w >> (8 * i))
+        for i in range(n):
+            buf[12 + i] = <uint8_t>p[i]
+        buf[12 + n] = 0
+        sh_md5(buf, <size_t>(13 + n), digest)
+        u = 0
+        for i in range(8):
+            u |= (<uint64_t>digest[i]) << (8 * i)
+        h = <int64_t>u
+    hi = s.m
+    while lo < hi:  # first minimum > h
+        mid = (lo + hi) >> 1
+        if s.mins[mid] <= h:
+            lo = mid + 1
+        else:
+            hi = mid
+    return s.owners[lo - 1]  # mins[0] == INT64_MIN <= h: lo >= 1
