@@ -24,6 +24,8 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
@@ -129,6 +131,31 @@ cdef extern from *:
     bint sh_route_fast_hash(object key, bint int_ok, uint64_t int_key, bint str_ok, uint64_t seed,
                             uint64_t *h)
 
+cdef extern from *:
+    """
+    /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
+     * array, any stride): 1 with *view filled (release it), else 0 with no
+     * exception left set.  *is_unsigned: uint64. */
+    static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
+    {
+        const char *f;
+        if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        f = view->format;
+        if (f != NULL && (*f == '@' || *f == '=')) f++;
+        if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
+            !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
+            PyBuffer_Release(view);
+            return 0;
+        }
+        *is_unsigned = f[0] == 'Q' || f[0] == 'L';
+        return 1;
+    }
+    """
+    bint sh_word_buffer(object a, Py_buffer *view, int *is_unsigned)
+
 cdef extern from "sh_place.h" nogil:
     ctypedef struct sh_fastmod:
         uint64_t m_lo
@@ -199,6 +226,10 @@ ctypedef int32_t (*sh_key_index_fn)(void *ctx, PyObject *key) except -1
 
 cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
+    SMALL_BATCH = 64  # route_many on at most this many keys: one pass with the GIL (see _route_small)
+
+cdef object _np_empty = np.empty
+cdef object _DT_INT32 = np.dtype(np.int32)
 
 _U64_MAX = (1 << 64) - 1
 
@@ -980,11 +1011,72 @@ cdef class RouterCore:
                 sh_override_batch(self._ohash, self._oshard, self._nover, &hv[0],
                                   <size_t>hv.shape[0], &ov[0])
 
+    cdef object _route_small(self, object keys):
+        """route_many for a list/tuple of at most SMALL_BATCH exact ints (one
+        digit) and compact-ASCII str, or a numpy int64/uint64 array of at most
+        SMALL_BATCH keys, when the hasher is xxh3_64 over the default
+        encodings: each key hashed inline (the bytes Hasher.hash_one and
+        hash_array hash) and placed with the scalar kernel (bit-exact with
+        the batch kernels), without the thread pool or a hash temporary.
+        None: not such an input (the general path decides, and raises).
+        No key's own code runs here, so iterating the caller's list is safe."""
+        cdef uint64_t hs[SMALL_BATCH]
+        cdef Py_ssize_t n, i
+        cdef Py_buffer view
+        cdef int is_unsigned = 0
+        cdef const char *p
+        cdef type t = type(keys)
+        if t is list:
+            n = PyList_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                if not sh_route_fast_hash(<object>PyList_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
+                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                    return None
+        elif t is tuple:
+            n = PyTuple_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                if not sh_route_fast_hash(<object>PyTuple_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
+                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                    return None
+        elif t is np.ndarray and self._int_xxh3:
+            if not sh_word_buffer(keys, &view, &is_unsigned):
+                return None
+            n = view.shape[0]
+            if n <= SMALL_BATCH:
+                p = <const char *>view.buf
+                for i in range(n):
+                    hs[i] = sh_xxh3_64_word_keyed((<const uint64_t *>(p + i * view.strides[0]))[0], self._int_key)
+            PyBuffer_Release(&view)
+            if n > SMALL_BATCH:
+                return None
+        else:
+            return None
+        res = _np_empty(n, _DT_INT32)
+        if n == 0:
+            return res
+        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+        try:
+            for i in range(n):
+                (<int32_t *>view.buf)[i] = self._place(hs[i])
+        finally:
+            PyBuffer_Release(&view)
+        return res
+
     def route_many(self, keys, *, out=None, threads=None):
         """Shard indices (int32 array) for many keys: hashes them, then routes the hashes.
 
-        Uses one uint64 temporary per key (the hashes).
+        Uses one uint64 temporary per key (the hashes); small batches (up to
+        64 keys of the common types) are hashed and placed in one pass.
         """
+        cdef object res
+        if out is None and threads is None and self._kind > KIND_PY and not self._prefix and not self._keymode:
+            res = self._route_small(keys)
+            if res is not None:
+                return res
         if self._prefix:
             keys = _prefix_many(keys, self._prefix)
         hashes = self._hasher.hash_array(keys, threads=threads)
