@@ -711,6 +711,52 @@ cdef class RouterCore:
         self._kfn = <sh_key_index_fn>f
         self._keymode = KEYMODE_NATIVE
 
+    def _route_small_keys(self, keys):
+        """route_many for at most 64 keys (a list, a tuple or an integer numpy
+        array) through the native key function, in one pass with the GIL;
+        None when the router has none, for other inputs, or as soon as a key
+        is not one the function handles (the caller's general path then
+        decides, and raises).  No key's own code runs while the caller's
+        list is read."""
+        cdef Py_ssize_t n, i
+        cdef int32_t r
+        cdef int32_t res_i[SMALL_BATCH]
+        cdef Py_buffer view
+        cdef type t = type(keys)
+        if self._keymode != KEYMODE_NATIVE:
+            return None
+        if t is np.ndarray:
+            if keys.ndim != 1 or not 0 < keys.shape[0] <= SMALL_BATCH or keys.dtype.kind not in "iu":
+                return None  # (an empty array: the general path checks its dtype)
+            keys = keys.tolist()  # Python ints: the values route() takes
+            t = list
+        if t is list:
+            n = PyList_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                r = self._kfn(self._kctx, PyList_GET_ITEM(keys, i))
+                if r == -2:
+                    return None
+                res_i[i] = r
+        elif t is tuple:
+            n = PyTuple_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                r = self._kfn(self._kctx, PyTuple_GET_ITEM(keys, i))
+                if r == -2:
+                    return None
+                res_i[i] = r
+        else:
+            return None
+        res = _np_empty(n, _DT_INT32)
+        if n:
+            PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+            memcpy(view.buf, res_i, <size_t>n * sizeof(int32_t))
+            PyBuffer_Release(&view)
+        return res
+
     def _keymode_native(self):
         """True when route/route_index run a compat module's C function."""
         return self._keymode == KEYMODE_NATIVE

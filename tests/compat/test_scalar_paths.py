@@ -163,3 +163,61 @@ def test_mongo_scalar_paths():
     _check_router(r, _keys() + [float("inf"), -float("inf"), 2.0**63, -(2.0**63), 1e300, 3.0])
     big = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(200), ["a", "b"])
     _check_router(big, TEXTS + INTS, batch=False)
+
+
+# -- small batches ---------------------------------------------------------------
+
+
+def _routers():
+    yield ketama.KetamaRouter(NODES, flavor="libketama")
+    yield ketama.KetamaRouter(NODES, flavor="uhashring")
+    yield ketama.KetamaRouter(NODES, flavor="twemproxy")
+    yield redis.ClusterRouter(redis.even_slot_ranges(["a", "b", "c"]))
+    for ct in ("blob", "text", "bigint", "int"):
+        yield cassandra.TokenRouter({"n1": [-(2**62)], "n2": [-2], "n3": [2**62]}, cql_type=ct)
+    for ts in (("int8",), ("text",), ("int4", "text")):
+        yield postgres.HashPartitionRouter([f"p{i}" for i in range(5)], ts)
+    yield citus.CitusRouter([f"s{i}" for i in range(4)], "int8")
+    yield citus.CitusRouter([f"s{i}" for i in range(4)], "text")
+    yield vitess.VitessRouter(vitess.even_shard_names(4), "hash")
+    yield vitess.VitessRouter(vitess.even_shard_names(4), "xxhash")
+    yield mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(6), ["a", "b", "c"])
+
+
+def _batches(n):
+    ints = list(range(-n // 2, n - n // 2))
+    return [ints, [f"user:{i}" for i in range(n)], [f"user:{i}".encode() for i in range(n)],
+            [(i, f"t{i}") for i in range(n)], [f"ключ{i}" for i in range(n)],
+            [f"k{i}" if i % 3 else i for i in range(n)], np.array(ints, dtype=np.int64),
+            np.array([abs(i) for i in ints], dtype=np.uint64), tuple(ints)]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 16, 63, 64, 65, 100])
+def test_compat_route_many_small_equals_general(n):
+    """route_many on small inputs (one pass in C) == the general path
+    (threads=1 skips the small path) == route_index key by key."""
+    for r in _routers():
+        for keys in _batches(n):
+            small = _outcome(lambda k: r.route_many(k).tolist(), keys)
+            general = _outcome(lambda k: r.route_many(k, threads=1).tolist(), keys)
+            assert small == general, (type(r).__name__, n, keys[:3])
+            one = [_outcome(r.route_index, k) for k in list(keys)]
+            if small[0] == "ok" and all(o[0] == "ok" for o in one):  # (blob routers take str only in batches)
+                assert small[1] == [o[1] for o in one], (type(r).__name__, n)
+
+
+@pytest.mark.parametrize("n", [0, 1, 16, 64, 65])
+def test_compat_array_functions_small_equal_general(n):
+    for keys in _batches(n):
+        assert _outcome(lambda k: redis.keyslot_array(k).tolist(), keys) == \
+            _outcome(lambda k: redis.keyslot_array(k, threads=1).tolist(), keys)
+        small = _outcome(lambda k: redis.keyslot_array(k), keys)
+        if small[0] == "ok":
+            assert small[1].dtype == redis.keyslot_array(keys, threads=1).dtype
+        assert _outcome(lambda k: cassandra.token_array(k).tolist(), keys) == \
+            _outcome(lambda k: cassandra.token_array(k, threads=1).tolist(), keys)
+        for t in ("int8", "int4", "int2", "text", "bpchar", "bytea", "float8"):
+            for seed in (postgres.HASH_PARTITION_SEED, 0, -3, 2**64 - 1):
+                a = _outcome(lambda k: postgres.hash_extended_array(k, t, seed).tolist(), keys)
+                b = _outcome(lambda k: postgres.hash_extended_array(k, t, seed, threads=1).tolist(), keys)
+                assert a == b, (t, seed, n)

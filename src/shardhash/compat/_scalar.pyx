@@ -28,8 +28,11 @@ from cpython.datetime cimport (import_datetime, PyDate_CheckExact, PyDateTime_Ch
                                PyDateTime_GET_MONTH, PyDateTime_GET_DAY, PyDateTime_DATE_GET_HOUR,
                                PyDateTime_DATE_GET_MINUTE, PyDateTime_DATE_GET_SECOND,
                                PyDateTime_DATE_GET_MICROSECOND, datetime_tzinfo)
-from libc.string cimport memchr
+from libc.string cimport memchr, memcpy
+from cpython.sequence cimport PySequence_Fast_GET_ITEM
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 import uuid as _uuid_mod
+from builtins import type as builtins_type
 
 import numpy as np
 
@@ -102,6 +105,35 @@ cdef extern from *:
     const char *sh_exact_raw(PyObject *o, Py_ssize_t *n, bint bytes_ok, bint str_ok)
     Py_ssize_t sh_decimal(long long v, char *buf)
 
+cdef enum:
+    SMALL = 64   # the *_small functions take at most this many keys
+
+cdef object _np_empty = np.empty
+cdef object _DT_U16 = np.dtype(np.uint16)
+cdef object _DT_I64 = np.dtype(np.int64)
+cdef object _DT_U64 = np.dtype(np.uint64)
+
+
+cdef inline Py_ssize_t _small_len(object keys) noexcept:
+    """len(keys) for a list or tuple of at most SMALL keys, else -1."""
+    cdef Py_ssize_t n
+    if type(keys) is list or type(keys) is tuple:
+        n = len(keys)
+        return n if n <= SMALL else -1
+    return -1
+
+
+cdef object _array_of(const void *src, Py_ssize_t n, object dtype, size_t itemsize):
+    """A new numpy array of n items of dtype, copied from src."""
+    cdef Py_buffer view
+    res = _np_empty(n, dtype)
+    if n:
+        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+        memcpy(view.buf, src, <size_t>n * itemsize)
+        PyBuffer_Release(&view)
+    return res
+
+
 ctypedef int32_t (*key_index_fn)(void *ctx, PyObject *key) except -1
 
 cdef enum:
@@ -138,6 +170,38 @@ def keyslot(key):
     if p != NULL:
         return sh_redis_keyslot(p, <size_t>n)
     return _keyslot_py(key)
+
+
+def keyslot_small(keys):
+    """keyslot_array(keys) for a list or tuple of at most 64 exact bytes or
+    ASCII str keys (uint16 array), in one pass; None for anything else."""
+    cdef uint16_t out[SMALL]
+    cdef Py_ssize_t i, m, n = _small_len(keys)
+    cdef const char *p
+    if n < 0:
+        return None
+    for i in range(n):
+        p = sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &m, True, True)
+        if p == NULL:
+            return None
+        out[i] = sh_redis_keyslot(p, <size_t>m)
+    return _array_of(out, n, _DT_U16, sizeof(uint16_t))
+
+
+def token_small(keys):
+    """token_array(keys) (blob) for a list or tuple of at most 64 exact
+    bytes or ASCII str keys (int64 array), in one pass; None otherwise."""
+    cdef int64_t out[SMALL]
+    cdef Py_ssize_t i, m, n = _small_len(keys)
+    cdef const char *p
+    if n < 0:
+        return None
+    for i in range(n):
+        p = sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &m, True, True)
+        if p == NULL:
+            return None
+        out[i] = sh_cassandra_token(p, <size_t>m)
+    return _array_of(out, n, _DT_I64, sizeof(int64_t))
 
 
 @cython.binding(False)
@@ -474,6 +538,40 @@ def hash_extended(value, type, seed=SH_PG_HASH_PARTITION_SEED):
         if overflow == 0 and _pg_value(value, code, True, <uint64_t>s, &h):
             return h
     return _hash_extended_py(value, type, seed)
+
+
+def hash_extended_small(values, type, seed):
+    """hash_extended_array(values, type, seed) for a list, tuple or integer
+    numpy array of at most 64 values of a type handled in C (uint64 array),
+    in one pass; None for anything else (the general path decides)."""
+    cdef uint64_t out[SMALL]
+    cdef uint64_t h
+    cdef Py_ssize_t i, n
+    cdef long long sd
+    cdef int overflow = 0
+    cdef int code
+    c = _pg_type_codes.get(type) if PyUnicode_CheckExact(type) else None
+    if c is None or not PyLong_CheckExact(seed):
+        return None
+    code = c
+    if code == PG_OTHER:
+        return None
+    sd = PyLong_AsLongLongAndOverflow(seed, &overflow)
+    if overflow != 0:
+        return None
+    if builtins_type(values) is np.ndarray:
+        if values.ndim != 1 or not 0 < values.shape[0] <= SMALL or values.dtype.kind not in "iu":
+            return None  # (an empty array: the general path checks its dtype)
+        values = values.tolist()
+    n = _small_len(values)
+    if n < 0:
+        return None
+    for i in range(n):
+        v = <object>PySequence_Fast_GET_ITEM(values, i)
+        if v is None or not _pg_value(v, code, True, <uint64_t>sd, &h):
+            return None
+        out[i] = h
+    return _array_of(out, n, _DT_U64, sizeof(uint64_t))
 
 
 cdef class PgPartitionKeys(_Keys):

@@ -243,6 +243,10 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":
+            if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
+                small = _scalar.token_small(keys)
+                if small is not None:
+                    return small  # type: ignore[no-any-return]
             offsets, data = _native_b.pack_keys(keys)
             return _native_b.cassandra_token_offsets(offsets, data, threads)
         if t in ("bigint", "timestamp"):
@@ -482,6 +486,10 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`token_array`."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

@@ -356,6 +356,10 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Server indices (int32 array) for many keys: MD5 and continuum
         lookup in one pass, without the GIL."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         if self._flavor == "uhashring":
             offsets, data = _native_b.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:

@@ -422,6 +422,10 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32 array) for many shard-key values, via :func:`hashed_array`."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return self.route_hashed(hashed_array(keys, threads=threads), out=out)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

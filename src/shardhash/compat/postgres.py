@@ -627,6 +627,10 @@ def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED,
     >>> hash_extended_array([42, -1], "int8").tolist() == [hash_extended(42, "int8"), hash_extended(-1, "int8")]
     True
     """
+    if out is None and threads is None:  # up to 64 values of the common types: one pass in C
+        small = _scalar.hash_extended_small(values, type, seed)
+        if small is not None:
+            return small  # type: ignore[no-any-return]
     t = canonical_type(type)
     s = _check_seed(seed)
     keys = _to_keys(values, t)
@@ -950,6 +954,10 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, rows: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Partition indices (int32) of many rows."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(rows)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         rem = partition_of_array(rows, len(self._table), self._types, threads=threads)
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)

@@ -85,6 +85,10 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     >>> keyslot_array([b"foo", "bar", b"{foo}x"]).tolist()
     [12182, 5061, 12182]
     """
+    if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
+        small = _scalar.keyslot_small(keys)
+        if small is not None:
+            return small  # type: ignore[no-any-return]
     offsets, data = _native_b.pack_keys(keys)
     return _native_b.redis_keyslot_offsets(offsets, data, threads)
 
@@ -245,6 +249,10 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`keyslot_array`."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return np.take(self._table, keyslot_array(keys, threads=threads), out=out)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
