@@ -240,13 +240,13 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     >>> token_array(np.array([1, 2]), "int").tolist() == [token(serialize(v, "int")) for v in (1, 2)]
     True
     """
+    if cql_type == "blob" and threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
+        small = _scalar.token_small(keys)
+        if small is not None:
+            return small  # type: ignore[no-any-return]
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":
-            if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
-                small = _scalar.token_small(keys)
-                if small is not None:
-                    return small  # type: ignore[no-any-return]
             offsets, data = _native_b.pack_keys(keys)
             return _native_b.cassandra_token_offsets(offsets, data, threads)
         if t in ("bigint", "timestamp"):
