@@ -221,3 +221,28 @@ def test_compat_array_functions_small_equal_general(n):
                 a = _outcome(lambda k: postgres.hash_extended_array(k, t, seed).tolist(), keys)
                 b = _outcome(lambda k: postgres.hash_extended_array(k, t, seed, threads=1).tolist(), keys)
                 assert a == b, (t, seed, n)
+
+
+def test_one_key_paths_from_many_threads():
+    """Routers are immutable: their C one-key paths may run on many threads
+    at once and give the one-shot answers."""
+    import threading
+
+    routers = list(_routers())
+    keys = [f"user:{i}" for i in range(300)] + list(range(300)) + [f"k{i}".encode() for i in range(300)]
+    want = [[_outcome(r.route_index, k) for k in keys] for r in routers]
+    bad: list[object] = []
+
+    def work() -> None:
+        for _ in range(3):
+            for r, w in zip(routers, want):
+                got = [_outcome(r.route_index, k) for k in keys]
+                if got != w:
+                    bad.append(type(r).__name__)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
