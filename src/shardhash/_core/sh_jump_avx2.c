@@ -61,9 +61,10 @@
 #endif
 
 /* Two unaligned 128-bit loads into one register (lo: lanes 0-1, hi: lanes
- * 2-3); _mm256_loadu2_m128i is missing from older gcc and from MSVC. */
+ * 2-3), as gcc and clang define _mm256_loadu2_m128i (which older gcc and
+ * MSVC lack). */
 #define SH_LOAD2(hi, lo) \
-    _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(lo)), _mm_loadu_si128(hi), 1)
+    _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_loadu_si128(lo)), _mm_loadu_si128(hi), 1)
 
 /* Number of groups of four lanes stepped per round: one group's round is a
  * long dependency chain (LCG, division, compare, refill), so several run side
