@@ -55,7 +55,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 @pytest.mark.parametrize("kind", ["parquet", "feather", "stream", "csv", "csvgz"])
 def test_tabular_formats_roundtrip_ids_and_weights(files, kind):
-    r = sio.open_ids(files[kind], column="user_id", weights="bytes", chunk_size=512)
+    r = sio.open_ids(files[kind], column="user_id", weights="bytes", chunk_size=512, id_type="int")
     chunks, ids, ws = _collect(r)
     assert all(len(c.ids) <= 512 for c in chunks)
     assert len(chunks) >= 5
@@ -66,7 +66,7 @@ def test_tabular_formats_roundtrip_ids_and_weights(files, kind):
 
 @pytest.mark.parametrize("kind", ["npy", "txt"])
 def test_single_column_formats(files, kind):
-    chunks, ids, ws = _collect(sio.open_ids(files[kind], chunk_size=1000))
+    chunks, ids, ws = _collect(sio.open_ids(files[kind], chunk_size=1000, id_type="int"))
     assert [len(c.ids) for c in chunks] == [1000, 1000, 500]
     np.testing.assert_array_equal(ids, IDS)
     assert ws is None
@@ -76,7 +76,7 @@ def test_total_rows_known_for_columnar_formats(files):
     assert sio.open_ids(files["parquet"]).total_rows == len(IDS)
     assert sio.open_ids(files["feather"]).total_rows == len(IDS)
     assert sio.open_ids(files["npy"]).total_rows == len(IDS)
-    assert sio.open_ids(files["csv"]).total_rows is None
+    assert sio.open_ids(files["csv"], id_type="int").total_rows is None
 
 
 def test_default_column_is_first_non_weight_column(files):
@@ -98,31 +98,32 @@ def test_npy_is_memory_mapped_and_chunks_are_views(files):
     assert not first.ids.flags.owndata
 
 
-def test_text_ids_type_decided_once(tmp_path):
+def test_text_ids_parsed_by_the_declared_type_never_guessed(tmp_path):
     p = tmp_path / "mixed.txt"
     p.write_text("1\n2\n3\nabc\n")
-    with pytest.raises(ValueError, match=r"row 4: 'abc' is not an integer"):
-        list(sio.read_ids(p, chunk_size=3))
+    with pytest.raises(ValueError, match=r"line 4: 'abc' is not an integer"):
+        list(sio.read_ids(p, chunk_size=3, id_type="int"))
     # As text, everything is a string, including the digits.
     ids = np.concatenate([c.ids for c in sio.read_ids(p, chunk_size=3, id_type="str")])
     assert ids.tolist() == ["1", "2", "3", "abc"]
-    # Auto-detection on a first chunk that is not all integers: text.
-    p.write_text("x\n1\n")
-    assert [c.ids.tolist() for c in sio.read_ids(p)] == [["x", "1"]]
+    # No key type, no guess.
+    with pytest.raises(ValueError, match="key type of the ids is not known"):
+        sio.open_ids(p)
+    with pytest.raises(ValueError, match="never guessed"):
+        sio.open_ids(p, id_type="auto")
 
 
 def test_uint64_ids_in_text(tmp_path):
     p = tmp_path / "big.txt"
     p.write_text(f"{2**64 - 1}\n{2**63}\n")
-    ids = next(iter(sio.read_ids(p))).ids
+    ids = next(iter(sio.read_ids(p, id_type="int"))).ids
     assert ids.dtype == np.uint64 and ids.tolist() == [2**64 - 1, 2**63]
 
 
-def test_stdlib_csv_fallback_matches_arrow(files, monkeypatch):
-    r = sio.open_ids(files["csv"], column="user_id", weights="bytes", chunk_size=400)
+def test_csv_matches_parquet(files):
+    r = sio.open_ids(files["csv"], column="user_id", weights="bytes", chunk_size=400, id_type="int")
     _, ids_a, w_a = _collect(r)
-    monkeypatch.setattr(sio.IdReader, "_iter_csv", sio.IdReader._iter_csv_stdlib)
-    r2 = sio.open_ids(files["csv"], column="user_id", weights="bytes", chunk_size=400)
+    r2 = sio.open_ids(files["parquet"], column="user_id", weights="bytes", chunk_size=400)
     _, ids_b, w_b = _collect(r2)
     np.testing.assert_array_equal(ids_a, ids_b)
     np.testing.assert_array_equal(w_a, w_b)
@@ -144,9 +145,9 @@ def test_directory(tmp_path):
 @pytest.mark.parametrize("kind", ["parquet", "feather", "csv"])
 def test_wrong_column(files, kind):
     with pytest.raises(ValueError, match=r"no column 'nope'; columns are 'user_id', 'bytes', 'name'"):
-        sio.open_ids(files[kind], column="nope")
+        sio.open_ids(files[kind], column="nope", id_type="int")
     with pytest.raises(ValueError, match=r"no weights column 'nope'"):
-        sio.open_ids(files[kind], weights="nope")
+        sio.open_ids(files[kind], weights="nope", id_type="int")
 
 
 def test_weights_column_must_be_numeric(files):
@@ -158,8 +159,8 @@ def test_weights_column_must_be_numeric(files):
 def test_bad_weight_value_in_csv(tmp_path):
     p = tmp_path / "w.csv"
     p.write_text("id,bytes\n1,10\n2,-5\n")
-    with pytest.raises(ValueError, match=r"-5"):
-        list(sio.read_ids(p, weights="bytes"))
+    with pytest.raises(ValueError, match=r"line 3: weight -5.0"):
+        list(sio.read_ids(p, weights="bytes", id_type="int"))
 
 
 @pytest.mark.parametrize("name", ["bad.parquet", "bad.feather", "bad.npy"])
@@ -184,7 +185,7 @@ def test_single_column_formats_reject_columns(files):
     with pytest.raises(ValueError, match="single unnamed column"):
         sio.open_ids(files["npy"], column="x")
     with pytest.raises(ValueError, match="weights need CSV"):
-        sio.open_ids(files["txt"], weights="x")
+        sio.open_ids(files["txt"], weights="x", id_type="int")
 
 
 def test_float_ids_rejected(tmp_path):
@@ -201,12 +202,11 @@ def test_null_id_rejected(tmp_path):
         list(sio.read_ids(p))
 
 
-def test_ragged_csv_stdlib(tmp_path, monkeypatch):
-    monkeypatch.setattr(sio.IdReader, "_iter_csv", sio.IdReader._iter_csv_stdlib)
+def test_ragged_csv(tmp_path):
     p = tmp_path / "r.csv"
     p.write_text("a,b\n1,2\n3\n")
     with pytest.raises(ValueError, match="line 3: expected 2 fields, got 1"):
-        list(sio.read_ids(p))
+        list(sio.read_ids(p, id_type="int"))
 
 
 def test_bad_chunk_size(files):

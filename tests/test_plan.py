@@ -505,7 +505,9 @@ def test_directory_router_plans_through_its_base():
     assert new.route("giant-tenant") == "big"
     # Steps are the base ring's exact ranges, all onto the new shard.
     base_ranges = plan.moved_ranges(base, new.base)
-    assert [(s.lo, s.hi) for s in sorted(steps, key=lambda s: s.lo)] == [(r.lo, r.hi) for r in base_ranges]
+    # (grouped into steps of at most the cap: here one step holds them all).
+    pieces = sorted(r for s in steps for r in (s.ranges or [(s.lo, s.hi)]))
+    assert pieces == [(r.lo, r.hi) for r in base_ranges]
     keys = [f"k{i}" for i in range(20_000)] + ["giant-tenant", "t2"]
     rep = plan.diff(old, new, keys)
     assert {new.shards[j] for i, j in zip(*np.nonzero(rep.matrix)) if old.shards[i] != new.shards[j]} == {"s4"}
@@ -513,3 +515,17 @@ def test_directory_router_plans_through_its_base():
         plan.remove_shards(old, "s1")
     with pytest.raises(ValueError, match="only named by overrides"):
         plan.remove_shards(old, "big")
+
+
+def test_small_ring_pieces_grouped_into_steps_and_step_count_bounded():
+    old = routing.RingRouter(FOUR, vnodes=160)
+    new, steps = plan.add_shards(old, "s4")
+    moved = plan.moved_ranges(old, new)
+    assert len(moved) > 100  # many small vnode arcs...
+    assert len(steps) <= 20  # ...moved in few steps, none above the cap
+    assert all(s.share <= 0.02 + 1e-12 for s in steps)
+    pieces = sorted(r for s in steps for r in (s.ranges or [(s.lo, s.hi)]))
+    assert pieces == sorted((m.lo, m.hi) for m in moved)
+    assert abs(sum(s.share for s in steps) - sum(m.share for m in moved)) < 1e-12
+    with pytest.raises(plan.TooManySteps, match="give a cap of at least"):
+        plan.plan_steps(old, new, max_step_share=1e-9)

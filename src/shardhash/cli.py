@@ -1,16 +1,27 @@
 """The ``shardhash`` command.
 
     shardhash demo [--keys N]                 compare strategies when a 5th shard joins 4
-    shardhash topology new STRATEGY --shards a,b,c [--output FILE]
+    shardhash topology new STRATEGY --shards a,b,c [--key-type int] [--output FILE]
     shardhash topology show|validate FILE
     shardhash topology add|remove FILE --shards d [--output FILE]
-    shardhash route TOPOLOGY IDS --output FILE
+    shardhash route TOPOLOGY IDS --output FILE      (IDS or FILE may be -: stdin / stdout)
+    shardhash route TOPOLOGY --key ID [--key ID ...] [--explain]
     shardhash plan OLD NEW [--ids FILE] [--weights COLUMN] [--json] [--moves FILE] [--plot FILE.png]
     shardhash analyze IDS [--topology FILE] [--weights COLUMN] [--top K]
 
 Bad input (a missing file, a wrong column, a corrupt or mismatched topology)
 gives one line on stderr and exit status 2; internal failures exit with 1.
-Progress bars (rich) appear only when stderr is a terminal.
+Progress bars (rich) appear only when stderr is a terminal.  Every file the
+command writes appears only when complete (a temporary file renamed into
+place), and never over one of its inputs.
+
+Subcommands are registered with :func:`command`: a function that adds its
+parser to the subparsers and sets ``func``::
+
+    @command("hello")
+    def _hello(sub, common):
+        p = sub.add_parser("hello", parents=[common], help="say hello")
+        p.set_defaults(func=lambda args: 0)
 """
 
 from __future__ import annotations
@@ -20,14 +31,16 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser", "command"]
 
 PROG = "shardhash"
 
@@ -36,9 +49,43 @@ class UsageError(Exception):
     """Bad input from the user: reported on one line, exit status 2."""
 
 
+class _Help(argparse.HelpFormatter):
+    """States every option's default (unless its help already does)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        h = action.help or ""
+        if (action.option_strings and "default" not in h and action.default not in (None, False, [])
+                and action.default is not argparse.SUPPRESS):
+            h += f" (default: {action.default})"
+        return h
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *a: Any, **kw: Any) -> None:
+        kw.setdefault("formatter_class", _Help)
+        super().__init__(*a, **kw)
+
     def error(self, message: str) -> NoReturn:  # one line, no usage dump
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        if message.startswith("unrecognized arguments: "):
+            extra = message.split(": ", 1)[1].split()
+            opts = [e for e in extra if e.startswith("-") and e != "-"]
+            message = (f"unknown option {opts[0]}" if len(opts) == 1 and len(extra) == 1 else
+                       f"unknown option(s) or extra argument(s): {' '.join(extra)}")
+        where = self.prog.removeprefix(PROG).strip()
+        raise UsageError(f"{where + ': ' if where else ''}{message} (see {self.prog} --help)")
+
+
+# Subcommand registry: name -> function(subparsers, common_parent) adding the parser.
+_COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {}
+
+
+def command(name: str) -> Callable[[Callable[[Any, argparse.ArgumentParser], None]],
+                                   Callable[[Any, argparse.ArgumentParser], None]]:
+    """Register a subcommand builder (see the module docstring)."""
+    def deco(fn: Callable[[Any, argparse.ArgumentParser], None]) -> Callable[[Any, argparse.ArgumentParser], None]:
+        _COMMANDS[name] = fn
+        return fn
+    return deco
 
 
 # ------------------------------------------------------------------ helpers
@@ -48,27 +95,78 @@ def _out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
 
 
+def _fmt_eta(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
+        f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _no_progress(n: int, stage: str | None = None) -> None:
+    pass
+
+
 @contextlib.contextmanager
-def _progress(total: int | None, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
-    """A progress callback: a rich bar on a terminal, nothing otherwise."""
+def _progress(total: int | None, label: str, enabled: bool, unit: str = "ids") -> Iterator[Callable[..., None]]:
+    """A progress callback: a rich bar on a terminal (done / total with
+    thousands separators, rate, ETA when the total is known), nothing
+    otherwise."""
     if not enabled or not sys.stderr.isatty():
-        yield lambda n: None
+        yield _no_progress
         return
     try:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.text import Text
     except ImportError:
-        yield lambda n: None
+        yield _no_progress
         return
-    cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+
+    class _Count(ProgressColumn):  # 1,234,567 / 10,000,000 ids  2.1M ids/s  ETA 0:03
+        def render(self, task: Any) -> Any:
+            done = f"{int(task.completed):,}"
+            tot = f" / {int(task.total):,}" if task.total is not None else ""
+            speed = task.finished_speed or task.speed
+            rate = f"  {speed:,.0f} {unit}/s" if speed else ""
+            eta = ""
+            if task.total is not None and speed and task.remaining:
+                eta = f"  ETA {_fmt_eta(task.remaining / speed)}"
+            return Text(f"{done}{tot} {unit}{rate}{eta}")
+
+    cols = [TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn()]
     with Progress(*cols, console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task(label, total=total)
-        yield lambda n: prog.advance(task, n)
+
+        def advance(n: int, stage: str | None = None) -> None:
+            if stage is not None:
+                prog.update(task, description=f"{label}: {stage}")
+            prog.advance(task, n)
+
+        yield advance
 
 
-def _load_router(path: str) -> Any:
-    from .routing import load_router
+@contextlib.contextmanager
+def _ids_progress(reader: Any, label: str, enabled: bool) -> Iterator[Callable[[int], None]]:
+    """Progress over an ids file: rows when the file says how many (Parquet,
+    Arrow, .npy), else bytes of the file read so far (CSV, text)."""
+    if reader.total_rows is not None or reader.bytes_read is None and reader.format not in ("csv", "text"):
+        with _progress(reader.total_rows, label, enabled) as adv:
+            yield adv
+        return
+    with _progress(reader.file_size, label, enabled, unit="bytes") as adv:
+        done = [0]
 
+        def tick(n: int) -> None:
+            pos = reader.bytes_read or 0
+            if pos > done[0]:
+                adv(pos - done[0])
+                done[0] = pos
+
+        yield tick
+
+
+def _read_doc(path: str) -> Any:
+    if path == "-":
+        raise UsageError("a topology is read from a file, not from stdin")
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such topology file")
     if os.path.isdir(path):
@@ -79,13 +177,25 @@ def _load_router(path: str) -> Any:
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a topology document (not UTF-8 text)") from None
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def _load_router(path: str) -> Any:
+    from .routing import load_router
+
+    doc = _read_doc(path)
     try:
         return load_router(doc)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise UsageError(f"{path}: invalid topology: {_msg(exc)}") from None
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        m = _msg(exc)
+        if "fingerprint mismatch" in m:
+            raise UsageError(
+                f"{path}: fingerprint mismatch: the document was edited after it was sealed (its \"fingerprint\" no longer matches "
+                f"its content); if the edit is intended, re-seal it with `{PROG} topology validate --fix {path}` "
+                "or delete the \"fingerprint\" field") from None
+        raise UsageError(f"{path}: invalid topology: {m}") from None
 
 
 def _msg(exc: BaseException) -> str:
@@ -95,18 +205,80 @@ def _msg(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _open_ids(args: argparse.Namespace, path: str, weights: str | None = None) -> Any:
+def _id_type_arg(text: str) -> Any:
+    from ._keytypes import parse_key_type
+
+    try:
+        return parse_key_type(text)
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _key_type(args: argparse.Namespace, *routers: Any) -> Any:
+    """The key type: the topology's declaration, or --id-type (which must
+    agree with a declaration)."""
+    from ._keytypes import key_type_name
+
+    declared = {r.key_type for r in routers if r is not None and r.key_type is not None}
+    if len(declared) > 1:
+        raise UsageError("the topologies declare different key types: "
+                         + " and ".join(sorted(key_type_name(k) for k in declared)))
+    given = getattr(args, "id_type", None)
+    if declared:
+        d = declared.pop()
+        if given is not None and given != d:
+            raise UsageError(f"--id-type {key_type_name(given)} contradicts the topology's declared key type "
+                             f"{key_type_name(d)}")
+        return d
+    return given
+
+
+def _open_ids(args: argparse.Namespace, path: str, *, id_type: Any, weights: str | None = None) -> Any:
     from .io import open_ids
 
     try:
         return open_ids(path, column=args.column, weights=weights, chunk_size=args.chunk_size,
-                        format=args.format, id_type=args.id_type)
+                        format=args.format, id_type=id_type, delimiter=args.delimiter,
+                        header=not args.no_header)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such ids file") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not an ids file") from None
     except (ValueError, TypeError, ImportError) as exc:
-        raise UsageError(_msg(exc)) from None
+        raise UsageError(_file_error(path, path, exc)) from None
+
+
+def _file_error(label: str, path: str, exc: BaseException) -> str:
+    """An error while reading ids, named once by the file the user gave."""
+    m = _msg(exc)
+    shown = "<stdin>" if label == "-" else label
+    if path != shown:
+        m = m.replace(path, shown)
+    return m if m.startswith(shown) else f"{shown}: {m}"
+
+
+def _ids_path(args: argparse.Namespace, path: str, stack: contextlib.ExitStack) -> str:
+    """``-`` (stdin) is copied to a temporary file first: readers look at a
+    file twice (header, then rows)."""
+    if path != "-":
+        return path
+    d = stack.enter_context(tempfile.TemporaryDirectory(prefix="shardhash-"))
+    ext = {"csv": ".csv", "parquet": ".parquet", "arrow": ".arrow", "npy": ".npy"}.get(args.format or "text", ".txt")
+    p = os.path.join(d, "stdin" + ext)
+    with open(p, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    return p
+
+
+def _refuse_overwrite(out: str | None, inputs: Sequence[tuple[str | None, str]]) -> None:
+    from .io import same_file
+
+    if out is None or out == "-":
+        return
+    for src, what in inputs:
+        if src and src != "-" and same_file(out, src):
+            raise UsageError(f"{out}: is the {what} itself; write the output to another file "
+                             "(the input is still being read while the output is written)")
 
 
 def _write_json(obj: Any) -> None:
@@ -176,35 +348,92 @@ def _parse_weights(text: str | None) -> dict[str, float] | None:
 
 
 def _write_text(path: str | None, text: str) -> None:
+    from .io import atomic_output
+
+    text = text if text.endswith("\n") else text + "\n"
     if path is None or path == "-":
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(text)
         return
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UsageError(f"{path}: directory {parent!r} does not exist")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text if text.endswith("\n") else text + "\n")
+    try:
+        with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        raise UsageError(_msg(exc)) from None
 
 
 # -------------------------------------------------------------- topology
+
+# Which `topology new` options apply to which strategies (others are errors).
+_STRATEGY_OPTIONS: dict[str, set[str]] = {
+    "modulo": set(),
+    "jump": set(),
+    "ring": {"vnodes", "shard_weights"},
+    "rendezvous": {"shard_weights"},
+    "maglev": {"table_size", "shard_weights"},
+    "buckets": {"buckets", "shard_weights"},
+    "hashrange": set(),
+    "range": {"splits"},
+    "directory": {"base"},
+    "watermark": {"old", "new", "watermark"},
+    "redis_cluster": set(),
+    "vitess": {"vindex"},
+    "citus": {"pg_type"},
+    "postgres_hash_partition": {"pg_type"},
+    "ketama": {"shard_weights", "flavor"},
+    "cassandra_token": {"vnodes", "cql_type"},
+    "mongo_hashed": set(),
+}
+_ALIASES = {"bucket": "buckets", "hash_range": "hashrange", "redis": "redis_cluster", "postgres": "postgres_hash_partition",
+            "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
+# Strategies that hash with shardhash's own hasher (--algorithm / --seed apply).
+_HASHER_STRATEGIES = {"modulo", "jump", "ring", "rendezvous", "maglev", "buckets", "hashrange"}
+_OPTION_FLAGS = {"vnodes": "--vnodes", "shard_weights": "--shard-weights", "table_size": "--table-size",
+                 "buckets": "--buckets", "splits": "--splits", "base": "--base", "old": "--old", "new": "--new",
+                 "watermark": "--watermark", "vindex": "--vindex", "pg_type": "--pg-type", "flavor": "--flavor",
+                 "cql_type": "--cql-type"}
+
+
+def _check_strategy_options(args: argparse.Namespace, s: str) -> None:
+    allowed = _STRATEGY_OPTIONS[s]
+    for opt, flag in _OPTION_FLAGS.items():
+        if getattr(args, opt, None) is not None and opt not in allowed:
+            users = sorted(k for k, v in _STRATEGY_OPTIONS.items() if opt in v)
+            raise UsageError(f"topology new {s}: {flag} does not apply to {s} (it applies to {', '.join(users)})")
+    if s not in _HASHER_STRATEGIES and (args.algorithm is not None or args.seed is not None):
+        raise UsageError(f"topology new {s}: --algorithm/--seed do not apply: {s} hashes keys its own way")
+    for opt in ("splits",) if s == "range" else ():
+        if getattr(args, opt) is None:
+            raise UsageError(f"topology new {s}: give --splits")
+    if s == "directory" and args.base is None:
+        raise UsageError("topology new directory: give --base FILE (the topology keys fall back to)")
+    if s == "watermark" and (args.old is None or args.new is None or args.watermark is None):
+        raise UsageError("topology new watermark: give --old FILE --new FILE --watermark N")
 
 
 def _make_router(args: argparse.Namespace) -> Any:
     from . import routing
     from .hashing import Hasher
 
-    shards = _split_ids(args.shards, "--shards")
+    s = _ALIASES.get(args.strategy, args.strategy)
+    _check_strategy_options(args, s)
+    shards: list[str] = _split_ids(args.shards, "--shards") if args.shards else []
+    if not shards and s not in ("directory", "watermark"):
+        raise UsageError(f"topology new {s}: give --shards a,b,c")
     weights = _parse_weights(args.shard_weights)
-    hasher = Hasher(args.algorithm, seed=args.seed)
-    s = args.strategy
-    kw: dict[str, Any] = {"hasher": hasher}
+    if weights is not None and shards:
+        unknown = sorted(set(weights) - set(shards))
+        if unknown:
+            raise UsageError(f"--shard-weights: {', '.join(map(repr, unknown))} not among --shards")
+    kw: dict[str, Any] = {}
+    if s in _HASHER_STRATEGIES:
+        kw["hasher"] = Hasher(args.algorithm or "xxh3_64", seed=0 if args.seed is None else args.seed)
     r: Any
     if s == "modulo":
         r = routing.ModuloRouter(shards, **kw)
     elif s == "jump":
         r = routing.JumpRouter(shards, **kw)
     elif s == "ring":
-        r = routing.RingRouter(shards, vnodes=args.vnodes, weights=weights, **kw)
+        r = routing.RingRouter(shards, vnodes=args.vnodes or 256, weights=weights, **kw)
     elif s == "rendezvous":
         r = routing.RendezvousRouter(shards, weights=weights, **kw)
     elif s == "maglev":
@@ -212,9 +441,10 @@ def _make_router(args: argparse.Namespace) -> Any:
     elif s == "buckets":
         from .plan import _balanced_placement
 
-        if args.buckets < len(shards):
-            raise UsageError(f"--buckets {args.buckets} is fewer than the {len(shards)} shards")
-        placement = _balanced_placement([shards[0]] * args.buckets, shards, weights)
+        nb = args.buckets or 4096
+        if nb < len(shards):
+            raise UsageError(f"--buckets {nb} is fewer than the {len(shards)} shards")
+        placement = _balanced_placement([shards[0]] * nb, shards, weights)
         # Contiguous blocks read better in a placement table than round-robin.
         placement = [p for s_ in shards for p in [s_] * placement.count(s_)]
         r = routing.BucketRouter(shards, placement, **kw)
@@ -222,88 +452,502 @@ def _make_router(args: argparse.Namespace) -> Any:
         n = len(shards)
         splits = [(1 << 64) * i // n for i in range(1, n)]
         r = routing.HashRangeRouter(splits, shards, **kw)
+    elif s == "range":
+        from ._keytypes import parse_text
+
+        kind = args.key_type if isinstance(args.key_type, str) else None
+        if kind not in ("int", "str"):
+            raise UsageError("topology new range: give --key-type int or str (the splits are keys)")
+        try:
+            sp = [parse_text(x, kind) for x in args.splits.split(",")]
+        except ValueError as exc:
+            raise UsageError(f"--splits: {exc}") from None
+        r = routing.RangeRouter(sp, shards)
+    elif s == "directory":
+        r = routing.DirectoryRouter(_load_router(args.base), {})
+    elif s == "watermark":
+        r = routing.WatermarkRouter(_load_router(args.old), _load_router(args.new), args.watermark)
+    elif s == "redis_cluster":
+        from .compat import redis
+
+        r = redis.ClusterRouter(redis.even_slot_ranges(shards))
+    elif s == "vitess":
+        from .compat import vitess
+
+        r = vitess.VitessRouter(shards, vindex=args.vindex or "hash")
+    elif s == "citus":
+        from .compat import citus
+
+        r = citus.CitusRouter(shards, args.pg_type or "bigint")
+    elif s == "postgres_hash_partition":
+        from .compat import postgres
+
+        r = postgres.HashPartitionRouter(shards, [t.strip() for t in (args.pg_type or "bigint").split(",")])
+    elif s == "ketama":
+        from .compat import ketama
+
+        kw_w = None if weights is None else {k: int(round(v)) for k, v in weights.items()}
+        r = ketama.KetamaRouter(shards, kw_w, args.flavor or "libketama")
+    elif s == "cassandra_token":
+        from .compat import cassandra
+
+        per = args.vnodes or 1
+        toks = cassandra.evenly_spaced_tokens(len(shards) * per)
+        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
+        r = cassandra.TokenRouter({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
+                                  cql_type=ct[0] if len(ct) == 1 else ct)
+    elif s == "mongo_hashed":
+        from .compat import mongo
+
+        r = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(len(shards)), shards)
     else:  # pragma: no cover - argparse restricts the choices
         raise UsageError(f"unknown strategy {s!r}")
+    if args.key_type is not None:
+        r = r.with_key_type(args.key_type)
     return r
 
 
+def _describe_hashing(r: Any) -> str:
+    """How a router turns a key into a position: the shardhash hasher, or the
+    system's own hashing for compat routers."""
+    own = {
+        "redis_cluster": "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)",
+        "vitess": f"Vitess {getattr(r, 'vindex', 'hash')} vindex keyspace id",
+        "citus": f"PostgreSQL hash of the {getattr(r, 'type', '?')} value (Citus)",
+        "postgres_hash_partition": "PostgreSQL hash partitioning (hash_*_extended, seed 0x7A5B22367996DCFD)",
+        "ketama": f"MD5 ketama ({getattr(r, 'flavor', '?')})",
+        "cassandra_token": "Murmur3Partitioner token (Cassandra)",
+        "mongo_hashed": "MongoDB hashed index (MD5 of the BSON value, int64)",
+    }
+    t = r.type_name
+    if t in own:
+        return own[t]
+    h = r.hasher
+    codec = "" if h.codec.to_dict() == type(h.codec)().to_dict() else f", codec {h.codec!r}"
+    return f"{h.algorithm}, seed {h.seed}{codec}"
+
+
+def _ownership(r: Any) -> list[tuple[str, ...]]:
+    """Rows of `topology show`: shard, target share, share of the hash space
+    it really owns, and what it owns (vnodes, buckets, slots, ranges)."""
+    from .plan import _ranges_of, _table_of, target_shares
+
+    shares = target_shares(r)
+    space: dict[str, float] | None = None
+    what: dict[str, str] = {s: "" for s in r.shards}
+    t = _table_of(r)
+    if t is not None:
+        c = np.bincount(t, minlength=len(r.shards))
+        space = {s: float(v) / len(t) for s, v in zip(r.shards, c)}
+        unit = "slots" if r.type_name == "maglev" else "buckets"
+        what = {s: f"{int(v):,} {unit}" for s, v in zip(r.shards, c)}
+    elif r.type_name == "redis_cluster":
+        tab = np.asarray(r.slot_table)
+        c = np.bincount(tab, minlength=len(r.shards))
+        space = {s: float(v) / len(tab) for s, v in zip(r.shards, c)}
+        what = {s: f"{int(v):,} slots" for s, v in zip(r.shards, c)}
+    else:
+        rng = None
+        try:
+            rng = _ranges_of(r)
+        except (ValueError, TypeError, NotImplementedError):
+            rng = None
+        if rng:
+            space = {s: 0.0 for s in r.shards}
+            pieces = {s: 0 for s in r.shards}
+            total = sum(hi - lo + 1 for lo, hi, _ in rng)
+            for lo, hi, i in rng:
+                space[r.shards[i]] += (hi - lo + 1) / total
+                pieces[r.shards[i]] += 1
+            what = {s: f"{pieces[s]:,} ranges" for s in r.shards}
+    rows: list[tuple[str, ...]] = []
+    for s in r.shards:
+        rows.append((s, f"{shares[s]:.4f}", "" if space is None else f"{space[s]:.4f}",
+                     "" if space is None or not shares[s] else f"{space[s] / shares[s]:.3f}", what[s]))
+    return rows
+
+
+def _show(r: Any, path: str) -> None:
+    from ._keytypes import key_type_name
+
+    _out(f"file:        {path}")
+    _out(f"strategy:    {r.type_name} ({type(r).__name__})")
+    _out(f"version:     {r.version}")
+    _out(f"fingerprint: {r.fingerprint}")
+    _out(f"hashing:     {_describe_hashing(r)}")
+    _out(f"key type:    {key_type_name(r.key_type) if r.key_type is not None else 'not declared (give --id-type)'}")
+    details = []
+    for attr, label in (("vnodes", "vnodes per unit weight"), ("bucket_count", "buckets"),
+                        ("table_size", "table size")):
+        v = getattr(r, attr, None)
+        if isinstance(v, int):
+            details.append(f"{label} {v:,}")
+    if details:
+        _out(f"params:      {', '.join(details)}")
+    _out(f"shards:      {len(r.shards)}")
+    _out("")
+    rows = _ownership(r)
+    _out(_table(["shard", "target share", "owned share", "owned/target", "owns"], rows))
+    if rows and not rows[0][2]:
+        _out("(owned share: not a fixed part of the hash space for this strategy; the target share is what it aims at)")
+
+
 def cmd_topology(args: argparse.Namespace) -> int:
+    from .routing import load_router
+
     if args.action == "new":
+        if args.output is not None:
+            _refuse_overwrite(args.output, [(getattr(args, k), "--" + k + " topology") for k in ("base", "old", "new")])
         try:
             r = _make_router(args)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise UsageError(f"topology new: {_msg(exc)}") from None
         _write_text(args.output, r.to_json())
         return 0
+    if args.action == "validate" and args.fix:
+        doc = _read_doc(args.file)
+        if isinstance(doc, dict):
+            doc.pop("fingerprint", None)
+        try:
+            r = load_router(doc)
+        except (ValueError, TypeError, KeyError, OverflowError) as exc:
+            raise UsageError(f"{args.file}: invalid topology: {_msg(exc)}") from None
+        _write_text(args.file, r.to_json())
+        print(f"{args.file}: re-sealed, fingerprint {r.fingerprint}", file=sys.stderr)
+        return 0
     r = _load_router(args.file)
     if args.action == "validate":
-        _out(f"{args.file}: valid {type(r).__name__} topology, {len(r.shards)} shards, "
+        if args.json:
+            _out(r.to_json())
+            return 0
+        _out(f"{args.file}: valid {r.type_name} topology, {len(r.shards)} shards, "
              f"version {r.version}, fingerprint {r.fingerprint}")
         return 0
     if args.action == "show":
         if args.json:
             _write_json(r.to_dict())
             return 0
-        _out(f"strategy:    {type(r).__name__}")
-        _out(f"version:     {r.version}")
-        _out(f"fingerprint: {r.fingerprint}")
-        _out(f"hasher:      {r.hasher!r}")
-        _out(f"shards:      {', '.join(r.shards)}")
-        from .plan import target_shares
-
-        shares = target_shares(r)
-        _out(_table(["shard", "target share"], [(s, f"{shares[s]:.4f}") for s in r.shards]))
+        _show(r, args.file)
         return 0
     # add / remove: planners
     from . import plan
 
+    _refuse_overwrite(args.output, [(args.file, "topology being changed")])
     ids = _split_ids(args.shards, "--shards")
     try:
         if args.action == "add":
             new, steps = plan.add_shards(r, ids, weights=_parse_weights(args.shard_weights))
         else:
             new, steps = plan.remove_shards(r, ids)
+        if r.key_type is not None and new.key_type != r.key_type:
+            new = new.with_key_type(r.key_type)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"topology {args.action}: {_msg(exc)}") from None
     _write_text(args.output, new.to_json())
-    print(f"{len(steps)} migration steps; run `shardhash plan` on the two topologies for details", file=sys.stderr)
+    print(f"{len(steps)} migration steps; run `{PROG} plan` on the two topologies for details", file=sys.stderr)
+    _warn_excess_moves(r, new)
     return 0
 
 
 # ------------------------------------------------------------------ route
 
 
-def cmd_route(args: argparse.Namespace) -> int:
-    from .io import ChunkWriter
+def _csv_cell(text: str, delim: str) -> str:
+    if any(c in text for c in (delim, '"', "\r", "\n")) or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
-    router = _load_router(args.topology)
-    reader = _open_ids(args, args.ids)
-    try:
-        writer = ChunkWriter(args.output)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        raise UsageError(_msg(exc)) from None
-    col = reader.column or "id"
-    shards = list(router.shards)
-    with writer, _progress(reader.total_rows, "routing", not args.quiet) as advance:
-        chunks = iter(reader)
-        while True:
-            try:
-                chunk = next(chunks)
-            except StopIteration:
+
+def _append_cell(raw: str, cell: str, delim: str) -> str:
+    """A raw CSV record with one more field, its line ending kept."""
+    if raw.endswith("\r\n"):
+        return raw[:-2] + delim + cell + "\r\n"
+    if raw.endswith(("\n", "\r")):
+        return raw[:-1] + delim + cell + raw[-1]
+    return raw + delim + cell + "\n"
+
+
+def _parse_key(text: str, kt: Any) -> Any:
+    from ._keytypes import parse_text
+
+    if isinstance(kt, tuple):
+        import csv as _csv
+
+        parts = next(_csv.reader([text]))
+        if len(parts) != len(kt):
+            raise ValueError(f"key {text!r} has {len(parts)} part(s), the key type has {len(kt)} (comma separated)")
+        return tuple(parse_text(p, k) for p, k in zip(parts, kt))
+    return parse_text(text, kt)
+
+
+def _explain(router: Any, key: Any) -> list[str]:
+    from .plan import _ranges_of, _table_of
+
+    lines = [f"topology: {router.type_name} version {router.version}, fingerprint {router.fingerprint[:16]}",
+             f"hashing:  {_describe_hashing(router)}"]
+    if router.type_name == "redis_cluster":
+        from .compat.redis import keyslot
+
+        lines.append(f"slot:     {keyslot(key if isinstance(key, (str, bytes)) else str(key))} of 16,384")
+        return lines
+    if not router.routes_on_hash:
+        lines.append("placement: by the key itself (not by a shardhash hash)")
+        return lines
+    h = int(router.hasher(key))
+    lines.append(f"hash:     {h:#018x} ({h:,})")
+    t = _table_of(router)
+    if t is not None:
+        unit = "slot" if router.type_name == "maglev" else "bucket"
+        lines.append(f"{unit}:   {h % len(t):,} of {len(t):,}")
+        return lines
+    if router.type_name == "jump":
+        lines.append(f"bucket:   {router.route_index(key)} of {len(router.shards)} (jump consistent hash)")
+        return lines
+    rng = _ranges_of(router)
+    if rng:
+        for lo, hi, i in rng:
+            if lo <= h <= hi:
+                what = "token range" if router.type_name == "ring" else "hash range"
+                lines.append(f"{what}: [{lo:#018x}, {hi:#018x}]")
                 break
-            except (ValueError, TypeError, OverflowError) as exc:
-                raise UsageError(_msg(exc)) from None
-            try:
-                idx = router.route_many(chunk.ids, threads=args.threads)
-            except (ValueError, TypeError, OverflowError) as exc:
-                raise UsageError(f"{args.ids}: cannot route these ids: {_msg(exc)}") from None
-            writer.write({col: chunk.ids, args.shard_column: (idx, shards)})
-            advance(len(idx))
-    print(f"routed {writer.rows:,} ids to {args.output}", file=sys.stderr)
+        return lines
+    if router.type_name == "rendezvous":
+        lines.append(f"placement: highest (weighted) score of the key against each of {len(router.shards)} shards")
+    return lines
+
+
+def _route_keys(router: Any, kt: Any, args: argparse.Namespace) -> int:
+    if kt is None:
+        raise UsageError(f"{args.topology}: the topology declares no key type: give --id-type int|str|bytes|uuid "
+                         "(the integer 7 and the string \"7\" route differently)")
+    rows = []
+    for text in args.key:
+        try:
+            key = _parse_key(text, kt)
+            shard = router.route(key)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise UsageError(f"--key {text!r}: {_msg(exc)}") from None
+        if args.explain:
+            _out(f"{text} -> {shard}")
+            for line in _explain(router, key):
+                _out("  " + line)
+        else:
+            rows.append((text, shard))
+    if rows:
+        _out(_table(["key", "shard"], rows))
     return 0
 
 
+def _out_format(path: str) -> str:
+    from .io import detect_format
+
+    if path == "-":
+        return "csv"
+    fmt = detect_format(path)
+    if fmt not in ("csv", "parquet"):
+        raise UsageError(f"{path}: route writes CSV (.csv, .tsv, or - for stdout) or Parquet (.parquet); "
+                         f"the name says {fmt}")
+    return fmt
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    router = _load_router(args.topology)
+    kt = _key_type(args, router)
+    if args.key:
+        if args.ids is not None or args.output is not None:
+            raise UsageError("route: give either --key or an ids file (with --output), not both")
+        return _route_keys(router, kt, args)
+    if args.explain:
+        raise UsageError("route: --explain goes with --key")
+    if args.ids is None:
+        raise UsageError("route: give an ids file (or - for stdin), or --key ID")
+    if args.output is None:
+        raise UsageError("route: give --output FILE (.csv or .parquet; - writes CSV to stdout)")
+    fmt_out = _out_format(args.output)
+    _refuse_overwrite(args.output, [(args.ids, "ids file"), (args.topology, "topology")])
+    with contextlib.ExitStack() as stack:
+        path = _ids_path(args, args.ids, stack)
+        reader = _open_ids(args, path, id_type=kt)
+        names = list(reader.columns or ["id"])
+        if args.shard_column in names:
+            raise UsageError(f"--shard-column {args.shard_column!r}: the input already has a column of that name; "
+                             "choose another with --shard-column")
+        n = _route_file(router, reader, args, fmt_out, names)
+    if args.output != "-":
+        print(f"routed {n:,} ids to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str, names: list[str]) -> int:
+    from .io import ChunkWriter, atomic_output
+
+    shards = list(router.shards)
+    src_label = args.ids
+    total = reader.total_rows
+
+    def routed() -> Iterator[tuple[Any, Any, np.ndarray]]:
+        chunks = reader.iter_records(keep=True)
+        while True:
+            try:
+                chunk, rec = next(chunks)
+            except StopIteration:
+                return
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise UsageError(_file_error(src_label, reader.path, exc)) from None
+            try:
+                idx = router.route_many(chunk.ids, threads=args.threads)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise UsageError(f"{src_label}: cannot route these ids: {_msg(exc)}") from None
+            yield chunk, rec, idx
+
+    n = 0
+    with _ids_progress(reader, "routing", not args.quiet) as advance:
+        if fmt_out == "csv" and reader.format in ("csv", "text"):
+            # Pass every record through as written (all columns, ids byte for
+            # byte) and append the shard field.
+            delim = reader.delimiter if reader.format == "csv" else ("\t" if args.output.lower().removesuffix(".gz").endswith(".tsv") else ",")
+            labels = [_csv_cell(s, delim) for s in shards]
+            to_stdout = args.output == "-"
+            atomic = None if to_stdout else atomic_output(args.output)
+            try:
+                f = sys.stdout if to_stdout else open(atomic.tmp, "w", encoding="utf-8", newline="")  # type: ignore[union-attr]
+                try:
+                    if reader.format == "csv":
+                        if reader.header:
+                            f.write(_append_cell(reader.header_text or "", _csv_cell(args.shard_column, delim), delim))
+                    else:
+                        f.write(f"id{delim}{_csv_cell(args.shard_column, delim)}\n")
+                    for chunk, raws, idx in routed():
+                        if reader.format == "csv":
+                            f.writelines([_append_cell(r, labels[i], delim) for r, i in zip(raws, idx.tolist())])
+                        else:
+                            f.writelines([_csv_cell(r.rstrip("\r\n"), delim) + delim + labels[i] + "\n"
+                                          for r, i in zip(raws, idx.tolist())])
+                        n += len(idx)
+                        advance(len(idx))
+                finally:
+                    if not to_stdout:
+                        f.close()
+            except BaseException:
+                if atomic is not None:
+                    atomic.abort()
+                raise
+            if atomic is not None:
+                atomic.commit()
+            return n
+        try:
+            writer = ChunkWriter(args.output, format=fmt_out) if args.output != "-" else None
+        except (ValueError, FileNotFoundError, ImportError) as exc:
+            raise UsageError(_msg(exc)) from None
+        if writer is None:  # Parquet/Arrow/npy to stdout: CSV through the csv module
+            import csv as _csv
+
+            w = _csv.writer(sys.stdout, lineterminator="\n")
+            w.writerow(names + [args.shard_column])
+            for chunk, rec, idx in routed():
+                cols = _record_columns(reader, chunk, rec, names)
+                w.writerows(zip(*(_tolist(cols[k]) for k in names), (shards[i] for i in idx.tolist())))
+                n += len(idx)
+                advance(len(idx))
+            return n
+        with writer:
+            for chunk, rec, idx in routed():
+                out_cols: dict[str, Any] = _record_columns(reader, chunk, rec, names)
+                out_cols[args.shard_column] = (idx, shards)
+                writer.write(out_cols)
+                n += len(idx)
+                advance(len(idx))
+        return n
+
+
+def _tolist(col: Any) -> list[Any]:
+    return col.to_pylist() if hasattr(col, "to_pylist") else col.tolist()
+
+
+def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict[str, Any]:
+    """Every input column of a chunk, as arrays (CSV and text: the text as written)."""
+    if reader.format == "csv":
+        import csv as _csv
+
+        rows = list(_csv.reader(rec, delimiter=reader.delimiter))
+        rows = [r for r in rows if r]
+        out = {}
+        for j, name in enumerate(names):
+            a = np.empty(len(rows), dtype=object)
+            a[:] = [r[j] for r in rows]
+            out[name] = a
+        return out
+    if reader.format == "text":
+        a = np.empty(len(rec), dtype=object)
+        a[:] = [r.rstrip("\r\n") for r in rec]
+        return {"id": a}
+    if rec is None:  # npy
+        return {"id": chunk.ids}
+    from .io import _header_name
+
+    out = {}
+    for j, raw in enumerate(rec.schema.names):
+        col = rec.column(j)
+        out[_header_name(raw)] = col
+    return out
+
+
 # ------------------------------------------------------------------- plan
+
+
+# Strategies whose add/remove moves only the ideal share of keys.
+_MINIMAL_MOVERS = ("rendezvous", "ring", "buckets (bucket)", "maglev (close to it)")
+
+
+def _moved_share_estimate(old: Any, new: Any) -> float | None:
+    from . import plan
+
+    try:
+        return float(sum(m.share for m in plan.moved_ranges(old, new)))
+    except (ValueError, TypeError, NotImplementedError):
+        return None
+
+
+def _plan_warnings(old: Any, new: Any, moved: float | None) -> list[str]:
+    """Warnings a user should see before executing a plan."""
+    from . import plan
+
+    out = []
+    common = set(old.shards) & set(new.shards)
+    if not common:
+        out.append("the two topologies have no shard in common: every key moves; they are unrelated "
+                   "topologies, not a resharding of one another")
+        return out
+    try:
+        same_hashing = old.hasher == new.hasher
+    except AttributeError:  # pragma: no cover
+        same_hashing = True
+    if not same_hashing and old.routes_on_hash and new.routes_on_hash:
+        out.append("the two topologies hash keys differently (algorithm, seed or codec): nearly every key "
+                   "moves; keep the hasher when resharding")
+    ideal = plan.ideal_fraction(old, new)
+    if moved is not None and moved > 1.5 * ideal + 1e-9:
+        kind = old.type_name
+        out.append(f"this change moves {_pct(moved)} of keys where {_pct(ideal)} is the least any strategy must "
+                   f"move ({moved / ideal if ideal else math.inf:.1f}x); {kind} moves more than needed here. "
+                   f"Strategies that move only the ideal share: {', '.join(_MINIMAL_MOVERS)}")
+    return out
+
+
+def _warn_excess_moves(old: Any, new: Any) -> None:
+    for w in _plan_warnings(old, new, _moved_share_estimate(old, new)):
+        print(f"{PROG}: warning: {w}", file=sys.stderr)
+
+
+def _balance(router: Any, load: dict[str, float]) -> dict[str, Any]:
+    """Load against the router's target share (weights count): 1.0 is on target."""
+    from .plan import target_shares
+
+    tgt = target_shares(router)
+    tot = sum(load.values()) or 1.0
+    per = {s: (load.get(s, 0.0) / tot) / tgt[s] if tgt[s] else None for s in router.shards}
+    vals = [v for v in per.values() if v is not None]
+    return {"load_over_target": per, "max_load_over_target": max(vals) if vals else None}
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -315,34 +959,58 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError("--weights needs --ids")
     if args.moves and not args.ids:
         raise UsageError("--moves needs --ids (per-key moves are written for the ids given)")
+    for o in (args.moves, args.plot):
+        _refuse_overwrite(o, [(args.ids, "ids file"), (args.old, "old topology"), (args.new, "new topology")])
+    if args.moves and args.plot:
+        from .io import same_file
+
+        if same_file(args.moves, args.plot):
+            raise UsageError("--moves and --plot name the same file")
     out: dict[str, Any] = {"old": args.old, "new": args.new, "old_version": old.version,
-                           "new_version": new.version}
+                           "new_version": new.version, "ids": args.ids, "report": None,
+                           "ideal_fraction": plan.ideal_fraction(old, new), "moved_share": None,
+                           "moved_ranges": None, "balance": None, "steps": None, "steps_error": None,
+                           "warnings": []}
     report = None
     ranges = None
     if args.ids:
-        reader = _open_ids(args, args.ids, weights=args.weights)
-        writer = None
-        if args.moves:
+        kt = _key_type(args, old, new)
+        with contextlib.ExitStack() as stack:
+            path = _ids_path(args, args.ids, stack)
+            reader = _open_ids(args, path, id_type=kt, weights=args.weights)
+            writer = None
+            if args.moves:
+                col = reader.column if isinstance(reader.column, str) else "id"
+                try:
+                    writer = plan.MovesWriter(args.moves, old, new, id_column=col or "id",
+                                              weight_column=args.weights or "weight")
+                except (ValueError, FileNotFoundError, ImportError) as exc:
+                    raise UsageError(_msg(exc)) from None
             try:
-                writer = plan.MovesWriter(args.moves, old, new, id_column=reader.column or "id",
-                                          weight_column=args.weights or "weight")
-            except (ValueError, FileNotFoundError, ImportError) as exc:
-                raise UsageError(_msg(exc)) from None
-
-        try:
-            with _progress(reader.total_rows, "planning", not args.quiet) as advance:
-                report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
-                                   on_chunk=writer, progress=advance)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise UsageError(f"{args.ids}: {_msg(exc)}") from None
-        finally:
+                with _ids_progress(reader, "planning", not args.quiet) as advance:
+                    report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
+                                       on_chunk=writer, progress=advance)
+            except (ValueError, TypeError, OverflowError) as exc:
+                if writer is not None:
+                    writer.abort()
+                raise UsageError(_file_error(args.ids, path, exc)) from None
+            except BaseException:
+                if writer is not None:
+                    writer.abort()
+                raise
             if writer is not None:
                 writer.close()
         out["report"] = report.to_dict()
+        out["moved_share"] = report.moved_fraction
+        load_b = dict(zip(report.old_shards, map(float, report.before)))
+        load_a = dict(zip(report.new_shards, map(float, report.after)))
+        out["balance"] = {"before": _balance(old, load_b), "after": _balance(new, load_a)}
     try:
         steps = plan.plan_steps(old, new, max_step_share=args.max_step_share,
                                 total_keys=report.total if report else None,
                                 total_bytes=report.weighted_matrix.sum() if report is not None and report.weighted_matrix is not None else None)
+    except plan.TooManySteps as exc:
+        raise UsageError(f"--max-step-share: {_msg(exc).removeprefix('max_step_share ')}") from None
     except ValueError as exc:
         steps = None
         out["steps_error"] = _msg(exc)
@@ -364,25 +1032,43 @@ def cmd_plan(args: argparse.Namespace) -> int:
             ranges = plan.moved_ranges(old, new)
         except ValueError as exc:
             raise UsageError(f"{_msg(exc)}; give --ids FILE to plan over real ids") from None
-        out["ideal_fraction"] = plan.ideal_fraction(old, new)
         out["moved_share"] = sum(m.share for m in ranges)
         out["moved_ranges"] = [m.to_dict() for m in ranges]
+        out["balance"] = {"before": _balance(old, _space_shares(old)), "after": _balance(new, _space_shares(new))}
+    out["warnings"] = _plan_warnings(old, new, out["moved_share"])
     if steps is not None:
         out["steps"] = [s.to_dict() for s in steps]
     if args.plot:
-        _plot_plan(args.plot, old, new, report, ranges)
+        _plot_plan(args.plot, old, new, report, ranges, args.weights)
     if args.json:
         _write_json(out)
         return 0
-    _print_plan(old, new, report, ranges, steps, args)
+    _print_plan(old, new, report, ranges, steps, args, out)
     return 0
 
 
-def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: argparse.Namespace) -> None:
+def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: argparse.Namespace,
+                out: dict[str, Any]) -> None:
     _out(f"old: {type(old).__name__} v{old.version} ({len(old.shards)} shards)   "
          f"new: {type(new).__name__} v{new.version} ({len(new.shards)} shards)")
+    for w in out["warnings"]:
+        _out(f"warning: {w}")
+    bal = out["balance"]
+
+    def _lt(b: dict[str, Any], s: str) -> str:
+        v = b["load_over_target"].get(s)
+        return "" if v is None else f"{v:.3f}"
+
+
+    def _balance_line() -> None:
+        if bal is not None:
+            mb, ma = bal["before"]["max_load_over_target"], bal["after"]["max_load_over_target"]
+            _out(f"balance, max load / target share (1.0 is on target; shard weights count): "
+                 f"before {mb:.4f}  after {ma:.4f}")
+
     if report is not None:
-        _out(report.summary())
+        _out(report.summary().splitlines()[0])
+        _balance_line()
         if report.weighted_matrix is not None:
             tot = float(report.weighted_matrix.sum())
             mw = report.moved_weight or 0.0
@@ -392,7 +1078,10 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
         names = sorted(set(report.old_shards) | set(report.new_shards), key=lambda s: (s not in report.old_shards, s))
         before = dict(zip(report.old_shards, report.before.tolist()))
         after = dict(zip(report.new_shards, report.after.tolist()))
-        _out(_table(["shard", "before", "after"], [(s, f"{before.get(s, 0):,}", f"{after.get(s, 0):,}") for s in names]))
+        _out(_table(["shard", "before", "after", "load/target before", "load/target after"],
+                    [(s, f"{before.get(s, 0):,}", f"{after.get(s, 0):,}",
+                      _lt(bal["before"], s) if s in old.shards else "",
+                      _lt(bal["after"], s) if s in new.shards else "") for s in names]))
         _out("")
         _out("move matrix (rows: old shard, columns: new shard):")
         mrows = [[s] + [f"{int(v):,}" for v in report.matrix[i]] for i, s in enumerate(report.old_shards)]
@@ -402,6 +1091,7 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
 
         share = sum(m.share for m in ranges)
         _out(f"hash space moved: {_pct(share)}   ideal: {_pct(plan.ideal_fraction(old, new))}")
+        _balance_line()
         by_pair: dict[tuple[str, str], list[Any]] = {}
         for m in ranges:
             by_pair.setdefault((m.source, m.destination), []).append(m)
@@ -422,6 +1112,8 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
                 what = f"{len(st.buckets)} buckets"
                 if len(st.buckets) <= 3:
                     what = "bucket " + ",".join(map(str, st.buckets))
+            elif st.ranges is not None:
+                what = f"{len(st.ranges)} ranges in {_bounds(st.lo, st.hi)}"
             else:
                 what = _bounds(st.lo, st.hi)
             rows.append((st.order, st.kind, st.source, st.destination, what, _pct(st.share),
@@ -451,7 +1143,27 @@ def _space_shares(router: Any) -> dict[str, float]:
     return target_shares(router)
 
 
-def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
+def _compact(v: float) -> str:
+    """12, 1.2k, 3.4M; shares as percentages."""
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a < 1:
+        return f"{v:.1%}" if a >= 0.001 else f"{v:.0e}"
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{v / div:.3g}{suf}"
+    return f"{v:.0f}"
+
+
+def _thin_ticks(ax_set: Callable[..., Any], labels: Sequence[str], max_labels: int, **kw: Any) -> None:
+    n = len(labels)
+    step = max(1, math.ceil(n / max_labels))
+    pos = list(range(0, n, step))
+    ax_set(pos, [labels[i] for i in pos], **kw)
+
+
+def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_column: str | None = None) -> None:
     try:
         import matplotlib
 
@@ -459,15 +1171,19 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib; install it with: pip install 'shardhash[plot]'") from None
+    from .io import atomic_output
+    from .plan import target_shares
+
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise UsageError(f"{path}: directory {parent!r} does not exist")
     so, sn = list(old.shards), list(new.shards)
     if report is not None:
-        mat = report.matrix.astype(float)
-        before = dict(zip(so, report.before.tolist()))
-        after = dict(zip(sn, report.after.tolist()))
-        unit = "keys"
+        weighted = report.weighted_matrix is not None
+        mat = (report.weighted_matrix if weighted else report.matrix).astype(float)
+        before = {s: float(mat[i].sum()) for i, s in enumerate(so)}
+        after = {s: float(mat[:, j].sum()) for j, s in enumerate(sn)}
+        unit = weights_column if weighted and weights_column else "keys"
     else:
         mat = np.zeros((len(so), len(sn)))
         ta = _space_shares(old)
@@ -482,25 +1198,89 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
         before = {s: float(mat[i].sum()) for i, s in enumerate(so)}
         after = {s: float(mat[:, j].sum()) for j, s in enumerate(sn)}
         unit = "share of hash space"
+    # The move matrix shows what moves: a key that stays (same shard id) is
+    # masked, so the colour scale is set by moved keys alone.
+    moved = mat.copy()
+    col_of = {s: j for j, s in enumerate(sn)}
+    for i, s in enumerate(so):
+        if s in col_of:
+            moved[i, col_of[s]] = np.nan
+    # Many shards: sum blocks of shards so each cell stays visible.
+    max_cells = 60
+    gr = max(1, math.ceil(len(so) / max_cells))
+    gc = max(1, math.ceil(len(sn) / max_cells))
+    rlabels, clabels = so, sn
+    if gr > 1 or gc > 1:
+        nr, nc = math.ceil(len(so) / gr), math.ceil(len(sn) / gc)
+        blk = np.full((nr, nc), np.nan)
+        for bi in range(nr):
+            for bj in range(nc):
+                cell = moved[bi * gr:(bi + 1) * gr, bj * gc:(bj + 1) * gc]
+                if not np.all(np.isnan(cell)):
+                    blk[bi, bj] = np.nansum(cell)
+        moved = blk
+        rlabels = [f"{so[bi * gr]}..{so[min(len(so), (bi + 1) * gr) - 1]}" if gr > 1 else so[bi] for bi in range(nr)]
+        clabels = [f"{sn[bj * gc]}..{sn[min(len(sn), (bj + 1) * gc) - 1]}" if gc > 1 else sn[bj] for bj in range(nc)]
     names = list(dict.fromkeys(so + sn))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
-    x = np.arange(len(names))
-    ax1.bar(x - 0.2, [before.get(s, 0) for s in names], 0.4, label="before")
-    ax1.bar(x + 0.2, [after.get(s, 0) for s in names], 0.4, label="after")
-    ax1.set_xticks(x, names, rotation=45, ha="right")
-    ax1.set_ylabel(unit)
-    ax1.set_title("load per shard")
-    ax1.legend()
-    im = ax2.imshow(mat, cmap="viridis")
-    ax2.set_xticks(range(len(sn)), sn, rotation=45, ha="right")
-    ax2.set_yticks(range(len(so)), so)
-    ax2.set_xlabel("new shard")
-    ax2.set_ylabel("old shard")
-    ax2.set_title("move matrix")
-    fig.colorbar(im, ax=ax2, label=unit)
+    n = len(names)
+    x = np.arange(n)
+    b = np.array([before.get(s, 0.0) for s in names])
+    a = np.array([after.get(s, 0.0) for s in names])
+    tgt_b, tgt_a = target_shares(old), target_shares(new)
+    tb = np.array([tgt_b.get(s, 0.0) * float(b.sum()) for s in names])
+    ta_ = np.array([tgt_a.get(s, 0.0) * float(a.sum()) for s in names])
+    if n <= 60:
+        width = max(12.0, 6 + 0.2 * n)
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(width, 6), gridspec_kw={"width_ratios": [1.4, 1]})
+        ax1.bar(x - 0.2, b, 0.4, label="before")
+        ax1.bar(x + 0.2, a, 0.4, label="after")
+        ax1.scatter(x + 0.2, ta_, marker="_", s=max(60, 4000 / n), color="black", zorder=3,
+                    label="target after (shard weights)")
+        ax1.set_ylim(0, max(float(a.max(initial=0)), float(b.max(initial=0)), float(ta_.max(initial=0))) * 1.25 or 1)
+        ax1.set_ylabel(unit)
+        ax1.set_title(f"load per shard ({len(so)} -> {len(sn)} shards)")
+        ax1.legend(fontsize="small", loc="upper center", ncol=3)
+        ax1.set_xlim(-0.7, n - 0.3)
+    else:
+        # Too many shards for bars: each shard's load over its target share
+        # (shard weights count), 1.0 on target.
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(14, 12), gridspec_kw={"height_ratios": [1, 1.6]})
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rb = np.where(tb > 0, b / tb, np.nan)
+            ra = np.where(ta_ > 0, a / ta_, np.nan)
+        ax1.scatter(x, rb, s=6, label="before", alpha=0.7)
+        ax1.scatter(x, ra, s=6, label="after", alpha=0.7)
+        ax1.axhline(1.0, color="black", lw=0.8, ls="--", label="on target")
+        ax1.set_ylabel(f"{unit} / target share")
+        ax1.set_title(f"load over target per shard ({len(so)} -> {len(sn)} shards; shard weights count)")
+        ax1.legend(fontsize="small", loc="upper right", ncol=3)
+        ax1.set_xlim(-0.5, n - 0.5)
+    _thin_ticks(ax1.set_xticks, names, 40, rotation=45 if n > 8 else 0, ha="right" if n > 8 else "center")
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("#eeeeee")
+    finite = moved[np.isfinite(moved)]
+    vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    im = ax2.imshow(np.ma.masked_invalid(moved), cmap=cmap, vmin=0, vmax=vmax, aspect="auto",
+                    interpolation="nearest")
+    nr, nc = moved.shape
+    _thin_ticks(ax2.set_xticks, clabels, 30, rotation=45 if nc > 6 else 0, ha="right" if nc > 6 else "center")
+    _thin_ticks(ax2.set_yticks, rlabels, 30)
+    if nr * nc <= 400:
+        fs = 9 if nr * nc <= 64 else 7
+        for i in range(nr):
+            for j in range(nc):
+                v = moved[i, j]
+                if np.isfinite(v) and v > 0:
+                    ax2.text(j, i, _compact(v), ha="center", va="center", fontsize=fs,
+                             color="white" if v < 0.6 * vmax else "black")
+    ax2.set_xlabel("new shard" + (f" (blocks of {gc})" if gc > 1 else ""))
+    ax2.set_ylabel("old shard" + (f" (blocks of {gr})" if gr > 1 else ""))
+    ax2.set_title("moved " + unit + " (grey: stays on its shard)")
+    fig.colorbar(im, ax=ax2, label="moved " + unit)
     fig.tight_layout()
     try:
-        fig.savefig(path, dpi=100)
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, dpi=100, format="png")
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot write the plot ({_msg(exc)})") from None
     finally:
@@ -513,8 +1293,19 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any) -> None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from .analysis import HeavyHitters, imbalance
 
-    reader = _open_ids(args, args.ids, weights=args.weights)
     router = _load_router(args.topology) if args.topology else None
+    kt = _key_type(args, router)
+    if kt is None and router is None:
+        kt = "str"  # without a topology, ids are only counted: their exact text is the key
+    with contextlib.ExitStack() as stack:
+        path = _ids_path(args, args.ids, stack)
+        reader = _open_ids(args, path, id_type=kt, weights=args.weights)
+        return _analyze(args, reader, router)
+
+
+def _analyze(args: argparse.Namespace, reader: Any, router: Any) -> int:
+    from .analysis import HeavyHitters, imbalance
+
     hh = HeavyHitters(args.capacity)
     total = 0
     wsum = 0.0
@@ -522,7 +1313,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     wcounts = None if router is None or not args.weights else np.zeros(len(router.shards))
     t0 = time.perf_counter()
     try:
-        with _progress(reader.total_rows, "analyzing", not args.quiet) as advance:
+        with _ids_progress(reader, "analyzing", not args.quiet) as advance:
             for chunk in reader:
                 hh.update(chunk.ids, chunk.weights)
                 total += len(chunk.ids)
@@ -535,14 +1326,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                         wcounts += np.bincount(idx, weights=chunk.weights, minlength=len(router.shards))
                 advance(len(chunk.ids))
     except (ValueError, TypeError, OverflowError) as exc:
-        raise UsageError(f"{args.ids}: {_msg(exc)}") from None
+        raise UsageError(_file_error(args.ids, reader.path, exc)) from None
     elapsed = time.perf_counter() - t0
     out: dict[str, Any] = {"ids": args.ids, "rows": total, "seconds": elapsed}
     if args.weights:
         out["weight_total"] = wsum
-    top = hh.top(args.top)
-    out["hot_keys"] = [{"key": k, "count_at_least": lo, "count_at_most": hi} for k, lo, hi in top]
-    out["hot_key_error_bound"] = hh.error
+    # Hot keys: only those whose guaranteed count exceeds the error bound
+    # (below it, a key may be no more frequent than any other).
+    top = [(k, lo, hi) for k, lo, hi in hh.top(args.top) if lo > hh.error]
+    num: Callable[[float], Any] = (lambda v: float(v)) if args.weights else (lambda v: int(round(v)))
+    out["hot_keys"] = [{"key": k, "count_at_least": num(lo), "count_at_most": num(hi)} for k, lo, hi in top]
+    out["hot_key_error_bound"] = num(hh.error)
     if router is not None:
         assert counts is not None
         out["shards"] = {
@@ -583,7 +1377,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
-             progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+             progress: Callable[..., None] | None = None) -> dict[str, Any]:
     """Route ``n_keys`` synthetic user ids over 4 shards then 5, per strategy."""
     from . import plan, routing
 
@@ -601,7 +1395,9 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
         ("maglev", routing.MaglevRouter(four, table_size=65537)),
     ]
     rows = []
-    for name, old in starts:
+    for k, (name, old) in enumerate(starts, 1):
+        if progress is not None:
+            progress(0, f"{name} ({k}/{len(starts)})")
         new, steps = plan.add_shards(old, fifth)
         t_route = math.inf
         for _ in range(2):  # best of two: the first run also warms caches up
@@ -633,7 +1429,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.keys < 1:
         raise UsageError(f"--keys must be >= 1, got {args.keys}")
     t0 = time.perf_counter()
-    with _progress(6, f"demo over {args.keys:,} ids", not args.quiet) as advance:
+    with _progress(6, f"demo over {args.keys:,} ids", not args.quiet, unit="strategies") as advance:
         res = run_demo(args.keys, threads=args.threads, progress=advance)
     res["seconds"] = time.perf_counter() - t0
     if args.json:
@@ -664,13 +1460,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- parser
 
 
-def _common_ids(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--column", help="id column (default: the first column)")
+def _common_ids(p: argparse.ArgumentParser, *, required_type: bool = True) -> None:
+    p.add_argument("--column", help="id column name; for a compound key type, the columns, comma separated; "
+                   "without a header, column numbers (1, 2, ...) (default: the first column(s) that are "
+                   "not the weights column)")
     p.add_argument("--format", choices=["csv", "parquet", "arrow", "npy", "text"],
-                   help="file format (default: from the file name)")
-    p.add_argument("--id-type", choices=["auto", "int", "str"], default="auto",
-                   help="read ids as integers or text (default: integers when they all look like integers)")
-    p.add_argument("--chunk-size", type=_positive_int, default=1 << 20, help="ids per chunk (default 1048576)")
+                   help="file format (default: from the file name: .csv/.tsv[.gz], .parquet/.pq, "
+                   ".arrow/.feather/.ipc/.arrows, .npy, anything else is text, one id per line)")
+    p.add_argument("--id-type", type=_id_type_arg, default=None, metavar="TYPE",
+                   help="key type of the ids: int, str, bytes (hex), uuid, or a comma-separated list for a "
+                   "compound key; must agree with the topology's key_type when it declares one "
+                   + ("(default: the topology's key_type; CSV and text ids are never guessed)" if required_type
+                      else "(default: the topology's key_type, else str)"))
+    p.add_argument("--delimiter", help="CSV field delimiter (default: tab for .tsv, else detected from the "
+                   "header line among , ; tab |)")
+    p.add_argument("--no-header", action="store_true", help="the CSV file has no header row "
+                   "(default: the first row is the header)")
+    p.add_argument("--chunk-size", type=_positive_int, default=1 << 20, help="ids read per chunk")
 
 
 def _positive_int(text: str) -> int:
@@ -680,6 +1486,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= v < 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a seed is an integer in [0, 2**64-1]")
     return v
 
 
@@ -693,79 +1509,149 @@ def _share(text: str) -> float:
     return v
 
 
+@command("demo")
+def _build_demo(sub: Any, common: argparse.ArgumentParser) -> None:
+    d = sub.add_parser("demo", parents=[common], help="compare strategies when a fifth shard joins four",
+                       description="Route synthetic user ids over 4 shards, add a fifth, and compare how many "
+                       "keys each strategy moves, how even the load stays and how fast it routes.")
+    d.add_argument("--keys", type=_positive_int, default=10_000_000, help="number of synthetic ids")
+    d.add_argument("--json", action="store_true", help="machine-readable output (default: a table)")
+    d.set_defaults(func=cmd_demo)
+
+
+@command("topology")
+def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
+    t = sub.add_parser("topology", help="write, print, check or change topology documents",
+                       description="Topology documents are versioned, fingerprinted JSON (docs/routers.md).")
+    tsub = t.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    tsub.required = True
+    strategies = sorted(_STRATEGY_OPTIONS) + sorted(_ALIASES)
+    tn = tsub.add_parser("new", help="write a new topology document",
+                         description="Write a new topology for STRATEGY: shardhash's own routers (modulo, jump, "
+                         "ring, rendezvous, maglev, buckets, hashrange, range, directory, watermark) or a "
+                         "system's own placement (redis_cluster, vitess, citus, postgres_hash_partition, "
+                         "ketama, cassandra_token, mongo_hashed). Options that do not apply to the strategy "
+                         "are errors.")
+    tn.add_argument("strategy", choices=strategies, metavar="STRATEGY", help=", ".join(sorted(_STRATEGY_OPTIONS)))
+    tn.add_argument("--shards", help="comma-separated logical shard ids (every strategy but directory and "
+                    "watermark)")
+    tn.add_argument("--key-type", type=_id_type_arg, default=None, metavar="TYPE",
+                    help="declare the key type in the document: int, str, bytes, uuid, or a comma-separated "
+                    "list for a compound key (default: not declared; readers then need --id-type)")
+    tn.add_argument("--shard-weights", help="id=weight,... (ring, rendezvous, maglev, buckets, ketama) "
+                    "(default: equal weights)")
+    tn.add_argument("--vnodes", type=_positive_int, default=None,
+                    help="ring: tokens per unit weight (default 256); cassandra_token: tokens per node (default 1)")
+    tn.add_argument("--buckets", type=_positive_int, default=None, help="buckets: bucket count (default 4096)")
+    tn.add_argument("--table-size", type=_positive_int, default=None,
+                    help="maglev: table size, a prime (default: the smallest prime >= 100 x shards, "
+                    "at least 65537)")
+    tn.add_argument("--splits", help="range: the n-1 split keys, comma separated (needs --key-type int or str)")
+    tn.add_argument("--base", metavar="FILE", help="directory: the topology keys without an override follow")
+    tn.add_argument("--old", metavar="FILE", help="watermark: the topology below the watermark")
+    tn.add_argument("--new", metavar="FILE", help="watermark: the topology at and above the watermark")
+    tn.add_argument("--watermark", type=int, default=None, help="watermark: the first key routed by --new")
+    tn.add_argument("--vindex", help="vitess: the vindex (default: hash)")
+    tn.add_argument("--pg-type", help="citus: the distribution column type; postgres_hash_partition: the "
+                    "partition key types, comma separated (default: bigint)")
+    tn.add_argument("--flavor", help="ketama: libketama or another flavor (default: libketama)")
+    tn.add_argument("--cql-type", help="cassandra_token: the partition key CQL type(s), comma separated "
+                    "(default: blob)")
+    tn.add_argument("--algorithm", default=None, help="hash algorithm of shardhash's own strategies "
+                    "(default: xxh3_64)")
+    tn.add_argument("--seed", type=_seed, default=None, help="hash seed, 0 to 2**64-1 (default: 0)")
+    tn.add_argument("-o", "--output", help="file to write (default: stdout)")
+    sh = tsub.add_parser("show", help="print a topology: hashing, key type, ownership per shard",
+                         description="Print a topology: its strategy, version, hashing (a compat router's own), "
+                         "key type, parameters, and per shard the target share, the share of the hash space it "
+                         "really owns and what it owns (buckets, slots, ranges).")
+    sh.add_argument("file")
+    sh.add_argument("--json", action="store_true", help="print the document, indented (default: a summary)")
+    va = tsub.add_parser("validate", help="check a topology document",
+                         description="Check a topology document strictly (fields, types, fingerprint).")
+    va.add_argument("file")
+    va.add_argument("--json", action="store_true", help="print the canonical document (default: one line)")
+    va.add_argument("--fix", action="store_true", help="re-seal an edited document: rewrite it with the "
+                    "fingerprint of its content (default: only check)")
+    for name, helptext in (("add", "plan adding shards: write the new topology"),
+                           ("remove", "plan removing shards: write the new topology")):
+        x = tsub.add_parser(name, help=helptext, description=helptext + " (version + 1); the number of "
+                            "migration steps goes to stderr, with a warning when far more keys move than needed.")
+        x.add_argument("file")
+        x.add_argument("--shards", required=True, help="comma-separated shard ids")
+        if name == "add":
+            x.add_argument("--shard-weights", help="id=weight,... for the new shards (default: weight 1)")
+        x.add_argument("-o", "--output", help="file to write (default: stdout)")
+    t.set_defaults(func=cmd_topology)
+
+
+@command("route")
+def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
+    r = sub.add_parser("route", parents=[common], help="which shard owns each id: a file, stdin, or --key",
+                       description="Add a shard column to an ids file (every input column is kept; CSV records "
+                       "are copied as written), or print the owner of the keys given with --key.")
+    r.add_argument("topology")
+    r.add_argument("ids", nargs="?", help="ids file, or - for stdin (default format there: text, one id per line)")
+    r.add_argument("-o", "--output", help="output file: .csv/.tsv or .parquet; - writes CSV to stdout "
+                   "(required with an ids file)")
+    r.add_argument("--key", action="append", metavar="ID", help="route one key (repeatable); a compound key "
+                   "is comma separated")
+    r.add_argument("--explain", action="store_true", help="with --key: the hash, bucket/slot/range and topology "
+                   "version behind each answer")
+    r.add_argument("--shard-column", default="shard", help="name of the added column")
+    _common_ids(r)
+    r.set_defaults(func=cmd_route)
+
+
+@command("plan")
+def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
+    pl = sub.add_parser("plan", parents=[common], help="what moves from one topology to another",
+                        description="Compare two topologies: the share of the hash space (or of the given ids) "
+                        "that changes owner, the balance after, and ordered migration steps.")
+    pl.add_argument("old")
+    pl.add_argument("new")
+    pl.add_argument("--ids", help="ids file to count moves over (default: the hash-space view, no ids)")
+    pl.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh moves by (bytes, requests) "
+                    "(default: every id counts 1)")
+    pl.add_argument("--json", action="store_true", help="machine-readable output (default: tables)")
+    pl.add_argument("--moves", metavar="FILE", help="write moved ids (id, source, destination) to .parquet/.csv "
+                    "(default: not written)")
+    pl.add_argument("--plot", metavar="FILE.png", help="draw load before/after and the move matrix "
+                    "(default: no plot)")
+    pl.add_argument("--max-step-share", type=_share, default=0.02, help="cap per step, share of the hash space")
+    pl.add_argument("--max-steps-shown", type=_positive_int, default=30, help="steps printed in the table")
+    _common_ids(pl)
+    pl.set_defaults(func=cmd_plan)
+
+
+@command("analyze")
+def _build_analyze(sub: Any, common: argparse.ArgumentParser) -> None:
+    a = sub.add_parser("analyze", parents=[common], help="load, skew and hot keys of an ids file",
+                       description="Count ids, find hot keys (Misra-Gries heavy hitters) and, with --topology, "
+                       "the load per shard.")
+    a.add_argument("ids", help="ids file, or - for stdin")
+    a.add_argument("--topology", help="also count ids per shard of this topology (default: no per-shard load)")
+    a.add_argument("--weights", metavar="COLUMN", help="numeric column (bytes, requests) (default: counts)")
+    a.add_argument("--top", type=_positive_int, default=10, help="hot keys to show at most")
+    a.add_argument("--capacity", type=_positive_int, default=10_000, help="heavy-hitter counters")
+    a.add_argument("--json", action="store_true", help="machine-readable output (default: tables)")
+    _common_ids(a, required_type=False)
+    a.set_defaults(func=cmd_analyze)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     p = _Parser(prog=PROG, description="Which shard owns this key? Routing, migration plans and analysis.")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     common = _Parser(add_help=False)
-    common.add_argument("--threads", type=_positive_int, default=None, help="threads (default: all cores for big inputs)")
-    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    common.add_argument("--threads", type=_positive_int, default=None,
+                        help="threads (default: all cores for big inputs)")
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars (default: bars on a terminal)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-
-    d = sub.add_parser("demo", parents=[common], help="compare strategies when a fifth shard joins four")
-    d.add_argument("--keys", type=int, default=10_000_000, help="number of synthetic ids (default 10,000,000)")
-    d.add_argument("--json", action="store_true", help="machine-readable output")
-    d.set_defaults(func=cmd_demo)
-
-    t = sub.add_parser("topology", help="write, print or check topology documents")
-    tsub = t.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
-    tsub.required = True
-    tn = tsub.add_parser("new", help="write a new topology document")
-    tn.add_argument("strategy", choices=["modulo", "jump", "ring", "rendezvous", "maglev", "buckets", "hashrange"])
-    tn.add_argument("--shards", required=True, help="comma-separated logical shard ids")
-    tn.add_argument("--shard-weights", help="id=weight,... (ring, rendezvous, maglev, buckets)")
-    tn.add_argument("--vnodes", type=_positive_int, default=256, help="ring tokens per unit weight")
-    tn.add_argument("--buckets", type=_positive_int, default=4096, help="bucket count (buckets)")
-    tn.add_argument("--table-size", type=_positive_int, default=None, help="Maglev table size (a prime)")
-    tn.add_argument("--algorithm", default="xxh3_64", help="hash algorithm (default xxh3_64)")
-    tn.add_argument("--seed", type=int, default=0, help="hash seed")
-    tn.add_argument("-o", "--output", help="file to write (default: stdout)")
-    for name, helptext in (("show", "print a topology"), ("validate", "check a topology document")):
-        x = tsub.add_parser(name, help=helptext)
-        x.add_argument("file")
-        x.add_argument("--json", action="store_true", help="print the canonical document")
-    for name, helptext in (("add", "plan adding shards: write the new topology"),
-                           ("remove", "plan removing shards: write the new topology")):
-        x = tsub.add_parser(name, help=helptext)
-        x.add_argument("file")
-        x.add_argument("--shards", required=True, help="comma-separated shard ids")
-        if name == "add":
-            x.add_argument("--shard-weights", help="id=weight,... for the new shards")
-        x.add_argument("-o", "--output", help="file to write (default: stdout)")
-    t.set_defaults(func=cmd_topology)
-
-    r = sub.add_parser("route", parents=[common], help="add a shard column to an ids file")
-    r.add_argument("topology")
-    r.add_argument("ids")
-    r.add_argument("-o", "--output", required=True, help="output file (.parquet or .csv)")
-    r.add_argument("--shard-column", default="shard", help="name of the added column (default: shard)")
-    _common_ids(r)
-    r.set_defaults(func=cmd_route)
-
-    pl = sub.add_parser("plan", parents=[common], help="what moves from one topology to another")
-    pl.add_argument("old")
-    pl.add_argument("new")
-    pl.add_argument("--ids", help="ids file to count moves over (without it: the hash-space view)")
-    pl.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh moves by (bytes, requests)")
-    pl.add_argument("--json", action="store_true", help="machine-readable output")
-    pl.add_argument("--moves", metavar="FILE", help="write moved ids (id, source, destination) to .parquet/.csv")
-    pl.add_argument("--plot", metavar="FILE.png", help="draw load before/after and the move matrix")
-    pl.add_argument("--max-step-share", type=_share, default=0.02, help="cap per step, share of the hash space")
-    pl.add_argument("--max-steps-shown", type=_positive_int, default=30, help="steps printed in the table")
-    _common_ids(pl)
-    pl.set_defaults(func=cmd_plan)
-
-    a = sub.add_parser("analyze", parents=[common], help="load, skew and hot keys of an ids file")
-    a.add_argument("ids")
-    a.add_argument("--topology", help="also count ids per shard of this topology")
-    a.add_argument("--weights", metavar="COLUMN", help="numeric column (bytes, requests)")
-    a.add_argument("--top", type=_positive_int, default=10, help="hot keys to show")
-    a.add_argument("--capacity", type=_positive_int, default=10_000, help="heavy-hitter counters")
-    a.add_argument("--json", action="store_true", help="machine-readable output")
-    _common_ids(a)
-    a.set_defaults(func=cmd_analyze)
+    for build in _COMMANDS.values():
+        build(sub, common)
     return p
 
 

@@ -13,11 +13,14 @@ Every reader yields :class:`IdChunk` tuples ``(ids, weights)`` of at most
 
 pyarrow is optional: install ``shardhash[arrow]`` for Parquet and Arrow files.
 
-Integer ids come out as ``int64`` (or ``uint64``) arrays and text ids as
+Integer ids come out as ``int64`` (or ``uint64``; an object array of Python
+ints when a chunk mixes negative ids and ids >= 2**63) arrays and text ids as
 object arrays of ``str``.  The distinction matters: the integer ``42`` and the
-string ``"42"`` are different keys and hash differently, so text and CSV
-readers decide once per file (``id_type="auto"``: integers when the first
-chunk is all integers) and never change type in the middle of a file.
+string ``"042"`` are different keys and hash differently, so text and CSV
+files are parsed by the key type you declare (``id_type``, or the
+topology's ``key_type`` on the command line), never by a guess from the
+values; a value that does not parse is an error naming its line.  Every
+reader drops a UTF-8 byte order mark and the spaces around column names.
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "ids.npy")
@@ -32,6 +35,7 @@ import csv
 import gzip
 import io as _stdio
 import os
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,6 +52,8 @@ __all__ = [
     "require_pyarrow",
     "DEFAULT_CHUNK_SIZE",
     "iter_chunks",
+    "atomic_output",
+    "same_file",
 ]
 
 DEFAULT_CHUNK_SIZE = 1 << 20
@@ -101,146 +107,200 @@ def _check_chunk_size(chunk_size: int) -> int:
     return chunk_size
 
 
-def _as_int_array(values: list[str], start_line: int, path: str) -> np.ndarray:
-    try:
-        ints = [int(v) for v in values]
-    except ValueError:
-        for i, v in enumerate(values):
-            try:
-                int(v)
-            except ValueError:
-                raise ValueError(
-                    f"{path}: row {start_line + i}: {v!r} is not an integer id "
-                    "(earlier ids were integers; read all ids as text with id_type='str' / --id-type str)"
-                ) from None
-        raise  # pragma: no cover
-    try:
-        return np.array(ints, dtype=np.int64)
-    except OverflowError:
-        try:
-            return np.array(ints, dtype=np.uint64)
-        except OverflowError:
-            raise ValueError(f"{path}: integer ids must fit in 64 bits (row {start_line}...)") from None
+_COMMON_DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab"}
+_WS = " \t\r\n\f\v"
 
 
-def _looks_int(values: Sequence[str]) -> bool:
-    if not values:
-        return False
-    for v in values:
-        s = v[1:] if v[:1] in "+-" else v
-        if not s.isdigit() or not s.isascii():
-            return False
-    return True
+def _header_name(name: str) -> str:
+    """A header cell as matched against --column: no BOM, no surrounding spaces."""
+    return name.lstrip("\ufeff").strip(_WS)
 
 
-def _arrow_to_numpy(arr: Any, name: str, path: str) -> np.ndarray:
-    """Convert one pyarrow array (or chunked array) of ids to numpy."""
+def _arrow_column_to_keys(arr: Any, name: str, kind: str | None, path: str, row0: int) -> np.ndarray:
+    """One pyarrow array of ids as keys of ``kind`` (None: the column's own type)."""
     pa = require_pyarrow("reading Arrow data")
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    t = arr.type
     if arr.null_count:
-        # Position of the first null, for a useful message.
         mask = arr.is_null().to_numpy(zero_copy_only=False)
         first = int(np.flatnonzero(mask)[0])
-        raise ValueError(f"{path}: column {name!r} has a missing id (null) at row offset {first} of a chunk")
+        raise ValueError(f"{path}: row {row0 + first}: missing id (null) in column {name!r}")
+    t = arr.type
     if pa.types.is_dictionary(t):
         arr = arr.dictionary_decode()
         t = arr.type
-    if pa.types.is_integer(t):
-        dtype = np.uint64 if pa.types.is_unsigned_integer(t) and t.bit_width == 64 else np.int64
-        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
     is_view = getattr(pa.types, "is_string_view", None)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or (is_view is not None and is_view(t)):
-        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+    is_str = pa.types.is_string(t) or pa.types.is_large_string(t) or (is_view is not None and is_view(t))
+    is_bin = pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+    is_int = pa.types.is_integer(t)
+    if is_str and kind not in (None, "str"):
+        from ._keytypes import parse_column
+
+        return parse_column(arr.to_pylist(), kind, row0, path)
+    if kind is None or (kind == "int" and is_int) or (kind == "str" and is_str) or (kind == "bytes" and is_bin):
+        if is_int:
+            dtype = np.uint64 if pa.types.is_unsigned_integer(t) and t.bit_width == 64 else np.int64
+            return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
+        if is_str or is_bin:
+            return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+    if kind == "uuid" and pa.types.is_fixed_size_binary(t) and t.byte_width == 16:
+        out = np.empty(len(arr), dtype=object)
+        out[:] = [uuid.UUID(bytes=b) for b in arr.to_pylist()]
+        return out
+    if kind is None and (pa.types.is_timestamp(t) or pa.types.is_date(t)):
+        return np.asarray(arr.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
     if pa.types.is_floating(t) or pa.types.is_decimal(t):
         raise ValueError(f"{path}: column {name!r} holds {t} values; ids must be integers, strings or bytes")
-    if pa.types.is_timestamp(t) or pa.types.is_date(t):
-        return np.asarray(arr.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if kind is not None:
+        raise ValueError(f"{path}: column {name!r} holds {t} values but the key type is {kind}")
     raise ValueError(f"{path}: column {name!r} has unsupported type {t} for ids")
 
 
-def _weights_to_numpy(arr: Any, name: str, path: str) -> np.ndarray:
+def _weights_to_numpy(arr: Any, name: str, path: str, row0: int) -> np.ndarray:
     pa = require_pyarrow("reading Arrow data")
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
         raise ValueError(f"{path}: weights column {name!r} has type {arr.type}; it must be numeric")
+    if arr.null_count:
+        first = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        raise ValueError(f"{path}: row {row0 + first}: missing weight (null) in column {name!r}")
     w = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
-    _check_weights(w, name, path)
+    _check_weights(w, name, path, row0, "row")
     return w
 
 
-def _check_weights(w: np.ndarray, name: str, path: str) -> None:
+def _check_weights(w: np.ndarray, name: str, path: str, row0: int | Sequence[int], unit: str) -> None:
     bad = ~np.isfinite(w) | (w < 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{path}: weights column {name!r} has an invalid value {float(w[i])!r} at row offset {i} of a chunk (must be finite and >= 0; missing values are not allowed)")
+        where = row0 + i if isinstance(row0, int) else row0[i]
+        raise ValueError(f"{path}: {unit} {where}: weight {float(w[i])!r} in column {name!r} is invalid "
+                         "(weights must be finite and >= 0)")
 
 
 class IdReader:
     """An iterable over the ids of one file, in chunks (see :func:`open_ids`).
 
     Attributes: ``path``, ``format``, ``column`` (the id column, ``None`` for
-    single-column formats), ``weights_column``, ``columns`` (all column names,
-    when the format has names) and ``total_rows`` (``None`` when unknown
-    without reading the whole file, e.g. for CSV and text).
+    single-column formats; a tuple of names for a compound key),
+    ``weights_column``, ``columns`` (all column names, when the format has
+    names), ``key_type`` (the declared key type or ``None``), ``delimiter``
+    (CSV) and ``total_rows`` (``None`` when unknown without reading the whole
+    file, e.g. for CSV and text).
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
-        column: str | None = None,
+        column: str | Sequence[str] | None = None,
         weights: str | None = None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         format: str | None = None,
-        id_type: str = "auto",
+        id_type: Any = None,
+        delimiter: str | None = None,
+        header: bool = True,
     ) -> None:
+        from ._keytypes import parse_key_type
+
         self.path = os.fspath(path)
         self.chunk_size = _check_chunk_size(chunk_size)
         fmt = format or detect_format(self.path)
         if fmt not in _FORMATS:
             raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(_FORMATS)}")
-        if id_type not in ("auto", "int", "str"):
-            raise ValueError(f"id_type must be 'auto', 'int' or 'str', not {id_type!r}")
+        if id_type == "auto":
+            raise ValueError("id_type='auto' is gone: ids are never guessed from the values "
+                             "(give the key type: 'int', 'str', 'bytes', 'uuid' or a tuple of those)")
+        self.key_type = None if id_type is None else parse_key_type(id_type)
+        self.id_type = self.key_type
+        if delimiter is not None and (len(delimiter) != 1 or delimiter in "\r\n\"" ):
+            raise ValueError(f"delimiter must be one character (not a quote or a newline), got {delimiter!r}")
         self.format = fmt
-        self.id_type = id_type
         self.weights_column = weights
+        self.header = bool(header)
+        self._explicit_delimiter = delimiter is not None
+        self.delimiter = delimiter
         if not os.path.exists(self.path):
             raise FileNotFoundError(f"{self.path}: no such file")
         if os.path.isdir(self.path):
             raise IsADirectoryError(f"{self.path}: is a directory, not an ids file")
         self.columns: list[str] | None = None
         self.total_rows: int | None = None
-        self._mode: str | None = None
-        self.column = column
+        self.file_size = os.path.getsize(self.path)
+        # Text formats: how far into the file the chunks read so far reach
+        # (bytes, on disk), for progress bars with a known total.
+        self.bytes_read: int | None = None
+        if isinstance(column, str) and "," in column:
+            column = [c.strip() for c in column.split(",")]
+        self._want = column
+        self.column: Any = None
         getattr(self, f"_open_{fmt}")()
 
     # -- metadata ---------------------------------------------------------
+    @property
+    def _parts(self) -> tuple[str, ...] | None:
+        kt = self.key_type
+        return kt if isinstance(kt, tuple) else None
+
+    def _kinds(self) -> list[str | None]:
+        kt = self.key_type
+        if kt is None:
+            return [None]
+        return list(kt) if isinstance(kt, tuple) else [kt]
+
     def _resolve_column(self, names: list[str]) -> None:
-        self.columns = names
+        """Pick the id column(s) among ``names`` (matched without BOM and
+        surrounding spaces, the same way for every format)."""
+        clean = [_header_name(n) for n in names]
+        self.columns = clean
         if not names:
             raise ValueError(f"{self.path}: the file has no columns")
-        if self.column is None:
-            candidates = [n for n in names if n != self.weights_column]
-            if not candidates:
-                raise ValueError(f"{self.path}: no id column (only the weights column {self.weights_column!r})")
-            self.column = candidates[0]
-        if self.column not in names:
-            raise ValueError(f"{self.path}: no column {self.column!r}; columns are {', '.join(map(repr, names))}")
-        if self.weights_column is not None and self.weights_column not in names:
-            raise ValueError(
-                f"{self.path}: no weights column {self.weights_column!r}; columns are {', '.join(map(repr, names))}"
-            )
+        nparts = len(self._parts) if self._parts else 1
+        want = self._want
+        if want is None:
+            candidates = [i for i, n in enumerate(clean) if n != self.weights_column]
+            if len(candidates) < nparts:
+                raise ValueError(f"{self.path}: the key type {self.key_type} needs {nparts} id columns, "
+                                 f"the file has {len(candidates)}")
+            idx = candidates[:nparts]
+        else:
+            wl = [want] if isinstance(want, str) else list(want)
+            if len(wl) != nparts:
+                raise ValueError(f"{self.path}: {len(wl)} id column(s) given for a key type of {nparts} part(s)")
+            idx = []
+            for w in wl:
+                w = _header_name(w)
+                if w not in clean:
+                    hint = "" if self.header else " (without a header, columns are named 1, 2, ...)"
+                    raise ValueError(f"{self.path}: no column {w!r}; columns are {', '.join(map(repr, clean))}{hint}")
+                idx.append(clean.index(w))
+        self._idx = idx
+        self._raw_names = [names[i] for i in idx]
+        self.column = clean[idx[0]] if nparts == 1 else tuple(clean[i] for i in idx)
+        self._wi = None
+        if self.weights_column is not None:
+            wname = _header_name(self.weights_column)
+            if wname not in clean:
+                raise ValueError(
+                    f"{self.path}: no weights column {wname!r}; columns are {', '.join(map(repr, clean))}")
+            self._wi = clean.index(wname)
+            self._raw_wname = names[self._wi]
 
     def _no_columns(self) -> None:
-        if self.column is not None:
+        if self._want is not None:
             raise ValueError(f"{self.path}: {self.format} files have a single unnamed column; do not pass a column")
         if self.weights_column is not None:
             raise ValueError(f"{self.path}: {self.format} files hold ids only; weights need CSV, Parquet or Arrow")
+        if self._parts:
+            raise ValueError(f"{self.path}: a compound key type needs a file with columns (CSV, Parquet, Arrow)")
+
+    def _need_type(self) -> None:
+        if self.key_type is None:
+            raise ValueError(
+                f"{self.path}: the key type of the ids is not known: declare it in the topology "
+                "(topology new --key-type) or give --id-type int|str|bytes|uuid (id_type= in Python); "
+                "ids are never guessed from the values (007 and 7 are different keys)")
 
     def _open_npy(self) -> None:
         self._no_columns()
@@ -252,11 +312,15 @@ class IdReader:
             raise ValueError(f"{self.path}: expected a 1-D array of ids, got shape {arr.shape}")
         if arr.dtype.kind not in "iuUS":
             raise ValueError(f"{self.path}: ids must be integers, str or bytes, not dtype {arr.dtype}")
+        kind = {"i": "int", "u": "int", "U": "str", "S": "bytes"}[arr.dtype.kind]
+        if self.key_type is not None and self.key_type != kind:
+            raise ValueError(f"{self.path}: the array holds {arr.dtype} values but the key type is {self.key_type}")
         self._npy = arr
         self.total_rows = int(arr.shape[0])
 
     def _open_text(self) -> None:
         self._no_columns()
+        self._need_type()
         self._check_readable_text()
 
     def _check_readable_text(self) -> None:
@@ -267,25 +331,57 @@ class IdReader:
                 raise ValueError(f"{self.path}: not a readable text file ({exc})") from None
 
     def _open_textfile(self) -> Any:
+        # utf-8-sig: a byte order mark is not part of the first id or column name.
         if self.path.lower().endswith(".gz"):
-            return _stdio.TextIOWrapper(gzip.open(self.path, "rb"), encoding="utf-8", newline="")
-        return open(self.path, encoding="utf-8", newline="")
+            return _stdio.TextIOWrapper(gzip.open(self.path, "rb"), encoding="utf-8-sig", newline="")
+        return open(self.path, encoding="utf-8-sig", newline="")
 
     def _open_csv(self) -> None:
-        self._delim = "\t" if self.path.lower().removesuffix(".gz").endswith(".tsv") else ","
+        self._need_type()
         with self._open_textfile() as f:
             try:
-                header = next(csv.reader(f, delimiter=self._delim))
-            except StopIteration:
-                raise ValueError(f"{self.path}: empty CSV file (no header row)") from None
+                first = f.readline()
+            except (UnicodeDecodeError, OSError, EOFError) as exc:
+                raise ValueError(f"{self.path}: not a readable CSV file ({exc})") from None
+            if self.delimiter is None:
+                if self.path.lower().removesuffix(".gz").endswith(".tsv"):
+                    self.delimiter = "\t"
+                else:
+                    counts = {d: first.count(d) for d in (",", ";", "\t", "|")}
+                    best = max(counts, key=lambda d: counts[d])
+                    self.delimiter = "," if counts[","] or not counts[best] else best
+            f.seek(0)
+            try:
+                row = next(csv.reader(f, delimiter=self.delimiter), None)
             except (UnicodeDecodeError, csv.Error, OSError, EOFError) as exc:
                 raise ValueError(f"{self.path}: not a readable CSV file ({exc})") from None
-        self._resolve_column([h.strip() for h in header])
+        if row is None:
+            raise ValueError(f"{self.path}: empty CSV file" + (" (no header row)" if self.header else ""))
+        if self.header:
+            self._resolve_column(row)
+            self._check_header_not_data(row)
+        else:
+            self._resolve_column([str(i + 1) for i in range(len(row))])
+        self._ncols = len(row)
+
+    def _check_header_not_data(self, row: list[str]) -> None:
+        from ._keytypes import parse_text
+
+        for i, kind in zip(self._idx, self._kinds()):
+            if kind in (None, "str"):
+                continue
+            try:
+                parse_text(row[i].lstrip("\ufeff"), kind)
+            except ValueError:
+                continue
+            raise ValueError(
+                f"{self.path}: line 1: the header {row[i]!r} looks like data (it parses as a {kind} id): "
+                "if the file has no header row, pass --no-header (header=False)")
 
     def _open_parquet(self) -> None:
         require_pyarrow("reading Parquet")
-        import pyarrow.parquet as pq
         import pyarrow as pa
+        import pyarrow.parquet as pq
 
         try:
             self._pf = pq.ParquetFile(self.path, pre_buffer=False)
@@ -316,119 +412,142 @@ class IdReader:
 
     # -- iteration --------------------------------------------------------
     def __iter__(self) -> Iterator[IdChunk]:
-        it: Iterator[IdChunk] = getattr(self, f"_iter_{self.format}")()
+        for chunk, _ in self.iter_records():
+            yield chunk
+
+    def iter_records(self, *, keep: bool = False) -> Iterator[tuple[IdChunk, Any]]:
+        """Chunks with the records they came from (``keep=True``): for CSV
+        and text a list of each record's raw text (line terminator
+        included, exactly as in the file), for Parquet/Arrow the record
+        batch with every column, for .npy ``None``.  Used to write ids back
+        byte for byte with all their columns."""
+        it: Iterator[tuple[IdChunk, Any]] = getattr(self, f"_iter_{self.format}")(keep)
         return it
 
-    def _iter_npy(self) -> Iterator[IdChunk]:
+    @property
+    def header_text(self) -> str | None:
+        """The raw header record of a CSV file (``None`` otherwise)."""
+        if self.format != "csv" or not self.header:
+            return None
+        with self._open_textfile() as f:
+            raw: list[str] = []
+            for _ in csv.reader(self._capture(f, raw), delimiter=self.delimiter or ","):
+                break
+            return "".join(raw)
+
+    def _iter_npy(self, keep: bool) -> Iterator[tuple[IdChunk, Any]]:
         arr = self._npy
         n = arr.shape[0]
         for s in range(0, n, self.chunk_size):
             part = arr[s : s + self.chunk_size]
             if part.dtype.kind in "US":
-                yield IdChunk(np.asarray(part, dtype=object), None)
+                yield IdChunk(np.asarray(part, dtype=object), None), None
             else:
-                yield IdChunk(np.ascontiguousarray(part), None)
+                yield IdChunk(np.ascontiguousarray(part), None), None
 
-    def _typed(self, values: list[str], row0: int) -> np.ndarray:
-        if self._mode is None:
-            if self.id_type == "str":
-                self._mode = "str"
-            elif self.id_type == "int":
-                self._mode = "int"
-            else:
-                self._mode = "int" if _looks_int(values) else "str"
-        if self._mode == "int":
-            return _as_int_array(values, row0, self.path)
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = values
-        return arr
+    def _iter_text(self, keep: bool) -> Iterator[tuple[IdChunk, Any]]:
+        from ._keytypes import parse_column
 
-    def _iter_text(self) -> Iterator[IdChunk]:
-        self._mode = None
+        kind = self._kinds()[0]
+        assert kind is not None
         buf: list[str] = []
-        row0 = 1
-        line_no = 0
+        lines: list[int] = []
+        raws: list[str] = []
         with self._open_textfile() as f:
-            for line in f:
-                line_no += 1
-                s = line.strip()
-                if not s:
+            for line_no, line in enumerate(f, 1):
+                s = line.rstrip("\r\n")
+                if not s.strip(_WS):
                     continue
-                if not buf:
-                    row0 = line_no
                 buf.append(s)
+                lines.append(line_no)
+                if keep:
+                    raws.append(line)
                 if len(buf) >= self.chunk_size:
-                    yield IdChunk(self._typed(buf, row0), None)
-                    buf = []
+                    self.bytes_read = self._disk_pos(f)
+                    yield IdChunk(parse_column(buf, kind, lines, self.path, "line"), None), raws
+                    buf, lines, raws = [], [], []
+        self.bytes_read = self.file_size
         if buf:
-            yield IdChunk(self._typed(buf, row0), None)
+            yield IdChunk(parse_column(buf, kind, lines, self.path, "line"), None), raws
 
-    def _iter_csv(self) -> Iterator[IdChunk]:
+    @staticmethod
+    def _disk_pos(f: Any) -> int | None:
         try:
-            import pyarrow  # noqa: F401
-            import pyarrow.csv  # noqa: F401
-        except ImportError:
-            return self._iter_csv_stdlib()
-        return self._iter_csv_arrow()
+            buf = f.buffer
+            raw = getattr(buf, "fileobj", None)  # gzip: the compressed position
+            return int((raw or buf).tell())
+        except (AttributeError, OSError, ValueError):
+            return None
 
-    def _iter_csv_arrow(self) -> Iterator[IdChunk]:
-        import pyarrow as pa
-        import pyarrow.csv as pcsv
+    @staticmethod
+    def _capture(f: Any, raw: list[str]) -> Iterator[str]:
+        for line in f:
+            raw.append(line)
+            yield line
 
-        types: dict[str, Any] = {}
-        if self.id_type == "str":
-            types[self.column or ""] = pa.string()
-        elif self.id_type == "int":
-            types[self.column or ""] = pa.int64()
-        read = pcsv.ReadOptions(block_size=max(1 << 16, min(1 << 26, self.chunk_size * 16)))
-        parse = pcsv.ParseOptions(delimiter=self._delim)
-        convert = pcsv.ConvertOptions(include_columns=self._columns_wanted(), column_types=types,
-                                      strings_can_be_null=False, quoted_strings_can_be_null=False)
-        try:
-            reader = pcsv.open_csv(self.path, read_options=read, parse_options=parse, convert_options=convert)
-            for batch in reader:
-                yield from self._split(batch)
-        except (pa.ArrowException, OSError) as exc:
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"{self.path}: error while reading CSV ({msg})") from None
-
-    def _iter_csv_stdlib(self) -> Iterator[IdChunk]:
-        self._mode = None
-        assert self.columns is not None
-        ci = self.columns.index(self.column or "")
-        wi = self.columns.index(self.weights_column) if self.weights_column else None
-        ids: list[str] = []
+    def _iter_csv(self, keep: bool) -> Iterator[tuple[IdChunk, Any]]:
+        ncols = self._ncols
+        idx = self._idx
+        wi = self._wi
+        cols: list[list[str]] = [[] for _ in idx]
         ws: list[str] = []
-        row0 = 2
+        lines: list[int] = []
+        raws: list[str] = []
+        raw: list[str] = []
         with self._open_textfile() as f:
-            reader = csv.reader(f, delimiter=self._delim)
-            next(reader, None)
+            src = self._capture(f, raw) if keep else f
+            reader = csv.reader(src, delimiter=self.delimiter or ",")
             try:
+                if self.header:
+                    next(reader, None)
+                    raw.clear()
+                line = reader.line_num + 1
                 for row in reader:
+                    start, line = line, reader.line_num + 1
                     if not row:
+                        raw.clear()
                         continue
-                    if len(row) != len(self.columns):
-                        raise ValueError(
-                            f"{self.path}: line {reader.line_num}: expected {len(self.columns)} fields, got {len(row)}"
-                        )
-                    if not ids:
-                        row0 = reader.line_num
-                    v = row[ci].strip()
-                    if v == "":
-                        raise ValueError(f"{self.path}: line {reader.line_num}: empty id in column {self.column!r}")
-                    ids.append(v)
+                    if len(row) != ncols:
+                        raise ValueError(f"{self.path}: line {start}: expected {ncols} fields, got {len(row)}")
+                    for c, i in zip(cols, idx):
+                        c.append(row[i])
                     if wi is not None:
                         ws.append(row[wi])
-                    if len(ids) >= self.chunk_size:
-                        yield self._csv_chunk(ids, ws, row0)
-                        ids, ws = [], []
+                    lines.append(start)
+                    if keep:
+                        raws.append("".join(raw))
+                        raw.clear()
+                    if len(lines) >= self.chunk_size:
+                        self.bytes_read = self._disk_pos(f)
+                        yield self._csv_chunk(cols, ws, lines), raws
+                        cols, ws, lines, raws = [[] for _ in idx], [], [], []
             except csv.Error as exc:
                 raise ValueError(f"{self.path}: line {reader.line_num}: malformed CSV ({exc})") from None
-        if ids:
-            yield self._csv_chunk(ids, ws, row0)
+        self.bytes_read = self.file_size
+        if lines:
+            yield self._csv_chunk(cols, ws, lines), raws
 
-    def _csv_chunk(self, ids: list[str], ws: list[str], row0: int) -> IdChunk:
-        arr = self._typed(ids, row0)
+    def _csv_chunk(self, cols: list[list[str]], ws: list[str], lines: list[int]) -> IdChunk:
+        from ._keytypes import parse_column
+
+        parsed = []
+        for c, kind, name in zip(cols, self._kinds(), self._raw_names):
+            assert kind is not None
+            if not self._explicit_delimiter and kind != "int":
+                joined = "\x00".join(c)
+                for d, what in _COMMON_DELIMITERS.items():
+                    if d != self.delimiter and d in joined:
+                        i = next(k for k, v in enumerate(c) if d in v)
+                        raise ValueError(
+                            f"{self.path}: line {lines[i]}: id {c[i]!r} in column {_header_name(name)!r} holds "
+                            f"{d!r}, the delimiter of {what}-separated files: pass --delimiter {d!r} if that is "
+                            f"the file's delimiter, or --delimiter {self.delimiter!r} if {d!r} is part of the ids")
+            parsed.append(parse_column(c, kind, lines, self.path, "line"))
+        if len(parsed) == 1:
+            arr = parsed[0]
+        else:
+            arr = np.empty(len(lines), dtype=object)
+            arr[:] = list(zip(*(p.tolist() for p in parsed)))
         w = None
         if self.weights_column is not None:
             try:
@@ -439,108 +558,219 @@ class IdReader:
                         float(x)
                     except ValueError:
                         raise ValueError(
-                            f"{self.path}: line {row0 + i}: weight {x!r} in column {self.weights_column!r} is not a number"
+                            f"{self.path}: line {lines[i]}: weight {x!r} in column {self.weights_column!r} is not a number"
                         ) from None
                 raise  # pragma: no cover
-            _check_weights(w, self.weights_column, self.path)
+            _check_weights(w, self.weights_column, self.path, lines, "line")
         return IdChunk(arr, w)
 
-    def _columns_wanted(self) -> list[str]:
-        cols = [self.column]
-        if self.weights_column is not None and self.weights_column != self.column:
-            cols.append(self.weights_column)
-        return [c for c in cols if c is not None]
-
-    def _batch_chunk(self, batch: Any) -> IdChunk:
-        ids = _arrow_to_numpy(batch.column(self.column), self.column or "", self.path)
+    def _batch_chunk(self, batch: Any, row0: int) -> IdChunk:
+        parts = [
+            _arrow_column_to_keys(batch.column(i), _header_name(n), kind, self.path, row0)
+            for i, n, kind in zip(self._batch_idx(batch), self._raw_names, self._kinds())
+        ]
+        if len(parts) == 1:
+            ids = parts[0]
+        else:
+            ids = np.empty(batch.num_rows, dtype=object)
+            ids[:] = list(zip(*(p.tolist() for p in parts)))
         w = None
         if self.weights_column is not None:
-            w = _weights_to_numpy(batch.column(self.weights_column), self.weights_column, self.path)
+            w = _weights_to_numpy(batch.column(batch.schema.names.index(self._raw_wname)),
+                                  self.weights_column, self.path, row0)
         return IdChunk(ids, w)
 
-    def _iter_parquet(self) -> Iterator[IdChunk]:
+    def _batch_idx(self, batch: Any) -> list[int]:
+        names = batch.schema.names
+        return [names.index(n) for n in self._raw_names]
+
+    def _columns_wanted(self, keep: bool) -> list[str] | None:
+        if keep:
+            return None
+        cols = list(self._raw_names)
+        if self.weights_column is not None and self._raw_wname not in cols:
+            cols.append(self._raw_wname)
+        return cols
+
+    def _iter_parquet(self, keep: bool) -> Iterator[tuple[IdChunk, Any]]:
         import pyarrow as pa
 
+        row0 = 1
         try:
-            for batch in self._pf.iter_batches(batch_size=self.chunk_size, columns=self._columns_wanted()):
+            for batch in self._pf.iter_batches(batch_size=self.chunk_size, columns=self._columns_wanted(keep)):
                 if batch.num_rows:
-                    yield self._batch_chunk(batch)
+                    yield self._batch_chunk(batch, row0), (batch if keep else None)
+                    row0 += batch.num_rows
         except (pa.ArrowException, OSError) as exc:
             raise ValueError(f"{self.path}: error while reading Parquet ({exc})") from None
 
-    def _iter_arrow(self) -> Iterator[IdChunk]:
+    def _iter_arrow(self, keep: bool) -> Iterator[tuple[IdChunk, Any]]:
         import pyarrow as pa
         import pyarrow.ipc as ipc
 
+        row0 = 1
         try:
             if self._ipc_kind == "file":
                 with pa.memory_map(self.path, "r") as src:
                     r = ipc.open_file(src)
-                    for i in range(r.num_record_batches):
-                        yield from self._split(r.get_batch(i))
+                    batches: Any = (r.get_batch(i) for i in range(r.num_record_batches))
+                    for batch in batches:
+                        for s in range(0, batch.num_rows, self.chunk_size):
+                            part = batch.slice(s, self.chunk_size)
+                            yield self._batch_chunk(part, row0), (part if keep else None)
+                            row0 += part.num_rows
             else:
                 with pa.OSFile(self.path, "rb") as src:
                     for batch in ipc.open_stream(src):
-                        yield from self._split(batch)
+                        for s in range(0, batch.num_rows, self.chunk_size):
+                            part = batch.slice(s, self.chunk_size)
+                            yield self._batch_chunk(part, row0), (part if keep else None)
+                            row0 += part.num_rows
         except (pa.ArrowException, OSError) as exc:
             raise ValueError(f"{self.path}: error while reading Arrow data ({exc})") from None
-
-    def _split(self, batch: Any) -> Iterator[IdChunk]:
-        for s in range(0, batch.num_rows, self.chunk_size):
-            yield self._batch_chunk(batch.slice(s, self.chunk_size))
 
 
 def open_ids(
     path: str | os.PathLike[str],
     *,
-    column: str | None = None,
+    column: str | Sequence[str] | None = None,
     weights: str | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     format: str | None = None,
-    id_type: str = "auto",
+    id_type: Any = None,
+    delimiter: str | None = None,
+    header: bool = True,
 ) -> IdReader:
     """Open an ids file for chunked reading; checks the file and columns now.
 
-    ``column`` names the id column (default: the first column that is not
-    ``weights``); ``weights`` names an optional numeric column (bytes,
-    requests...).  Raises FileNotFoundError, ValueError (bad column, corrupt
-    file) or ImportError (pyarrow missing for Parquet/Arrow) before any chunk
-    is read.
+    ``id_type`` is the key type (``"int"``, ``"str"``, ``"bytes"``,
+    ``"uuid"`` or a tuple of those for a compound key, one column per part):
+    text formats (CSV, text) need it, since ids are never guessed from their
+    values; typed formats (Parquet, Arrow, .npy) use their column's type when
+    it is not given, and check it when it is.  ``column`` names the id column
+    (or columns; default: the first columns that are not ``weights``);
+    ``weights`` names an optional numeric column (bytes, requests...).  CSV
+    only: ``delimiter`` (default: tab for .tsv, else detected from the header
+    line among ``,`` ``;`` tab ``|``) and ``header=False`` for a file without
+    a header row (columns are then named ``"1"``, ``"2"``, ...).  Raises
+    FileNotFoundError, ValueError (bad column, corrupt file, no key type) or
+    ImportError (pyarrow missing for Parquet/Arrow) before any chunk is read.
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "ids.csv")
-    >>> _ = open(p, "w").write("user_id,bytes\\n7,100\\n8,250\\n")
-    >>> r = open_ids(p, weights="bytes")
+    >>> _ = open(p, "w").write("user_id,bytes\\n7,100\\n008,250\\n")
+    >>> r = open_ids(p, weights="bytes", id_type="int")
     >>> r.column, [c.ids.tolist() for c in r], [c.weights.tolist() for c in r]
     ('user_id', [[7, 8]], [[100.0, 250.0]])
+    >>> [c.ids.tolist() for c in open_ids(p, id_type="str")]
+    [['7', '008']]
     """
-    return IdReader(path, column=column, weights=weights, chunk_size=chunk_size, format=format, id_type=id_type)
+    return IdReader(path, column=column, weights=weights, chunk_size=chunk_size, format=format, id_type=id_type,
+                    delimiter=delimiter, header=header)
 
 
 def read_ids(
     path: str | os.PathLike[str],
     *,
-    column: str | None = None,
+    column: str | Sequence[str] | None = None,
     weights: str | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     format: str | None = None,
-    id_type: str = "auto",
+    id_type: Any = None,
+    delimiter: str | None = None,
+    header: bool = True,
 ) -> Iterator[IdChunk]:
     """Iterate over ``(ids, weights)`` chunks of a file (see :func:`open_ids`).
 
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "ids.txt")
     >>> _ = open(p, "w").write("alice\\nbob\\n\\ncarol\\n")
-    >>> [c.ids.tolist() for c in read_ids(p, chunk_size=2)]
+    >>> [c.ids.tolist() for c in read_ids(p, chunk_size=2, id_type="str")]
     [['alice', 'bob'], ['carol']]
     """
-    return iter(open_ids(path, column=column, weights=weights, chunk_size=chunk_size, format=format, id_type=id_type))
+    return iter(open_ids(path, column=column, weights=weights, chunk_size=chunk_size, format=format, id_type=id_type,
+                         delimiter=delimiter, header=header))
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """True when two paths name the same file (also through links).
+
+    >>> same_file("x.csv", "./x.csv")
+    True
+    """
+    a, b = os.fspath(a), os.fspath(b)
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+class atomic_output:
+    """A temporary file next to ``path``, renamed over ``path`` only when the
+    block ends without an error (else removed): readers never see a partial
+    file, and an error leaves any previous file untouched.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> with atomic_output(p) as tmp:
+    ...     _ = open(tmp, "w").write("done")
+    >>> open(p).read()
+    'done'
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        parent = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(parent):
+            raise FileNotFoundError(f"{self.path}: directory {parent!r} does not exist")
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(f"{self.path}: is a directory")
+        import tempfile
+
+        fd, self.tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=parent)
+        os.close(fd)
+        self.done = False
+
+    def __enter__(self) -> str:
+        return self.tmp
+
+    def commit(self) -> None:
+        if not self.done:
+            self.done = True
+            try:
+                # mkstemp creates the file 0600: give it the usual mode.
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(self.tmp, 0o666 & ~umask)
+            except OSError:  # pragma: no cover
+                pass
+            os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        if not self.done:
+            self.done = True
+            try:
+                os.unlink(self.tmp)
+            except FileNotFoundError:
+                pass
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
 
 
 class ChunkWriter:
     """Write columns to Parquet or CSV one chunk at a time.
 
-    Use as a context manager; each :meth:`write` call appends rows.  Columns
+    Use as a context manager; each :meth:`write` call appends rows.  Rows go
+    to a temporary file in the same folder, renamed over ``path`` by
+    :meth:`close` (or at the end of a ``with`` block without an error);
+    :meth:`abort` (or an error in the ``with`` block) removes it, so no
+    partial output is ever left behind.  Columns
     may be numpy arrays (numbers or objects) or, for a string column with few
     distinct values, a pair ``(codes, labels)`` written as a dictionary column
     in Parquet (the shard column costs one small integer per row).
@@ -562,19 +792,35 @@ class ChunkWriter:
         if not parent.exists():
             raise FileNotFoundError(f"{self.path}: directory {str(parent)!r} does not exist")
         self.format = fmt
+        if fmt == "parquet":
+            require_pyarrow("writing Parquet")
+        self._atomic = atomic_output(self.path)
+        self._tmp = self._atomic.tmp
         self.rows = 0
         self._writer: Any = None
         self._file: Any = None
         self._names: list[str] | None = None
         self._empty: Any = None
-        if fmt == "parquet":
-            require_pyarrow("writing Parquet")
 
     def __enter__(self) -> ChunkWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        """Drop everything written: the target file is left as it was."""
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._file is not None:
+                self._file.close()
+        finally:
+            self._writer = self._file = None
+            self._atomic.abort()
 
     def write(self, columns: Mapping[str, Any]) -> None:
         names = list(columns)
@@ -597,6 +843,8 @@ class ChunkWriter:
             if isinstance(col, tuple):
                 codes, labels = col
                 arr = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(labels), pa.string()))
+            elif isinstance(col, (pa.Array, pa.ChunkedArray)):
+                arr = col
             else:
                 col = np.asarray(col)
                 arr = pa.array(col.tolist() if col.dtype == object else col)
@@ -612,7 +860,7 @@ class ChunkWriter:
                 # object column is "null"): wait for rows, or use it at close.
                 self._empty = table
                 return
-            self._writer = pq.ParquetWriter(self.path, table.schema)
+            self._writer = pq.ParquetWriter(self._tmp, table.schema)
         elif not table.schema.equals(self._writer.schema):
             try:
                 table = table.cast(self._writer.schema)
@@ -627,23 +875,38 @@ class ChunkWriter:
             if isinstance(col, tuple):
                 codes, labels = col
                 cols.append(np.asarray(list(labels), dtype=object)[np.asarray(codes)])
+            elif hasattr(col, "to_pylist"):  # a pyarrow array
+                a = np.empty(len(col), dtype=object)
+                a[:] = col.to_pylist()
+                cols.append(a)
             else:
                 cols.append(np.asarray(col))
         n = len(cols[0]) if cols else 0
         if any(len(c) != n for c in cols):
             raise ValueError("all columns of a chunk must have the same length")
         if self._file is None:
-            self._file = open(self.path, "w", encoding="utf-8", newline="")
+            self._file = open(self._tmp, "w", encoding="utf-8", newline="")
             self._csv = csv.writer(self._file, lineterminator="\n")
             self._csv.writerow(list(columns))
         self._csv.writerows(zip(*(c.tolist() for c in cols)))
         self.rows += n
 
     def close(self) -> None:
+        """Finish the file and move it into place."""
+        if self._atomic.done:
+            return
+        try:
+            self._finish()
+        except BaseException:
+            self.abort()
+            raise
+        self._atomic.commit()
+
+    def _finish(self) -> None:
         if self._writer is None and self._empty is not None:
             import pyarrow.parquet as pq
 
-            self._writer = pq.ParquetWriter(self.path, self._empty.schema)
+            self._writer = pq.ParquetWriter(self._tmp, self._empty.schema)
             self._writer.write_table(self._empty)
             self._empty = None
         if self._writer is not None:
@@ -654,7 +917,7 @@ class ChunkWriter:
             self._file = None
         elif self.format == "csv" and self._names is None:
             # Nothing written: still leave a valid (empty) file.
-            open(self.path, "w").close()
+            open(self._tmp, "w").close()
 
 
 def _slice(obj: Any, start: int, stop: int) -> Any:

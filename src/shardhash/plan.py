@@ -46,11 +46,20 @@ __all__ = [
     "remove_shards",
     "reweight",
     "plan_steps",
+    "MAX_STEPS",
+    "TooManySteps",
 ]
 
 HASH_SPACE = 1 << 64
 _MAX = HASH_SPACE - 1
 _MAX_RESIDUES = 1 << 22
+# plan_steps refuses to build more steps than this (a tiny cap would
+# otherwise run for minutes and print a plan nobody can execute).
+MAX_STEPS = 100_000
+
+
+class TooManySteps(ValueError):
+    """``max_step_share`` would cut the plan into more than :data:`MAX_STEPS` steps."""
 
 
 def _routing() -> Any:
@@ -246,11 +255,18 @@ class MovesWriter:
             self._writer.write(empty)
         self._writer.close()
 
+    def abort(self) -> None:
+        """Drop the moves written so far (no partial file is left)."""
+        self._writer.abort()
+
     def __enter__(self) -> MovesWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def diff(
@@ -620,7 +636,9 @@ def _jump_moves(so: tuple[str, ...], sn: tuple[str, ...]) -> list[MovedRange]:
 class Step:
     """One migration step: copy the keys described here from ``source`` to ``destination``.
 
-    ``kind``: ``"range"`` (hashes in ``[lo, hi]``), ``"buckets"`` (the listed
+    ``kind``: ``"range"`` (hashes in ``[lo, hi]``), ``"ranges"`` (hashes in
+    any of the intervals listed in ``ranges``: small pieces of one pair
+    grouped into one step; ``lo``/``hi`` span them), ``"buckets"`` (the listed
     buckets of a table of ``modulus`` slots), or ``"filter"`` (keys with a
     hash in ``[lo, hi]`` whose owner changes from source to destination -- for
     strategies without interval structure).  ``share`` is the fraction of the
@@ -639,6 +657,7 @@ class Step:
     modulus: int | None = None
     est_keys: float | None = None
     est_bytes: float | None = None
+    ranges: tuple[tuple[int, int], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -653,6 +672,8 @@ class Step:
         if self.buckets is not None:
             d["buckets"] = list(self.buckets)
             d["modulus"] = self.modulus
+        if self.ranges is not None:
+            d["ranges"] = [list(r) for r in self.ranges]
         if self.est_keys is not None:
             d["est_keys"] = self.est_keys
         if self.est_bytes is not None:
@@ -722,17 +743,29 @@ def plan_steps(
             MovedRange(0, _MAX, s, d, p, kind="scattered", exact=False)
             for (s, d), p in sorted(_sampled_pairs(old, new).items())
         ]
+    # Bound the work before doing it: every range or filter is cut into
+    # ceil(share / cap) pieces, every moved bucket is at least one slot.
+    expected = sum(math.ceil(m.share / cap - 1e-12) if m.kind not in ("bucket", "residue") else 0 for m in moves)
+    expected += math.ceil(sum(m.share for m in moves if m.kind in ("bucket", "residue")) / cap - 1e-12)
+    if expected > MAX_STEPS:
+        moved = sum(m.share for m in moves)
+        raise TooManySteps(
+            f"max_step_share {max_step_share:g} would cut this plan into about {expected:,} steps (at most "
+            f"{MAX_STEPS:,}); {moved:.4%} of the hash space moves, so give a cap of at least "
+            f"{moved / MAX_STEPS * 1.01:.2g}")
     per_pair: dict[tuple[str, str], list[Step]] = {}
     table_moves: dict[tuple[str, str], list[MovedRange]] = {}
+    range_pieces: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for m in moves:
         lst = per_pair.setdefault((m.source, m.destination), [])
         if m.kind == "range":
             pieces = max(1, math.ceil(m.share / cap - 1e-12))
             width = m.hi - m.lo + 1
+            rp = range_pieces.setdefault((m.source, m.destination), [])
             for p in range(pieces):
                 lo = m.lo + width * p // pieces
                 hi = m.lo + width * (p + 1) // pieces - 1
-                lst.append(Step(0, "range", m.source, m.destination, (hi - lo + 1) / HASH_SPACE, lo, hi))
+                rp.append((lo, hi))
         elif m.kind in ("bucket", "residue"):
             table_moves.setdefault((m.source, m.destination), []).append(m)
         else:
@@ -741,6 +774,24 @@ def plan_steps(
                 lo = HASH_SPACE * p // pieces
                 hi = HASH_SPACE * (p + 1) // pieces - 1
                 lst.append(Step(0, "filter", m.source, m.destination, m.share / pieces, lo, hi))
+    for (src, dst), rp in range_pieces.items():
+        # Small pieces of one pair (a ring's many vnode arcs) go together into
+        # steps of at most the cap, in hash order.
+        lst = per_pair[(src, dst)]
+        group: list[tuple[int, int]] = []
+        gshare = 0.0
+        for lo, hi in sorted(rp) + [(-1, -1)]:
+            share = (hi - lo + 1) / HASH_SPACE
+            if group and (lo < 0 or gshare + share > cap + 1e-15):
+                if len(group) == 1:
+                    lst.append(Step(0, "range", src, dst, gshare, group[0][0], group[0][1]))
+                else:
+                    lst.append(Step(0, "ranges", src, dst, gshare, group[0][0], group[-1][1],
+                                    ranges=tuple(group)))
+                group, gshare = [], 0.0
+            if lo >= 0:
+                group.append((lo, hi))
+                gshare += share
     for (src, dst), ms in table_moves.items():
         # Whole buckets, in groups of nearly equal size under the cap.
         total = sum(m.share for m in ms)

@@ -111,7 +111,7 @@ __all__ = [
 
 ROUTER_FORMAT = "shardhash.router/1"
 U64_MAX = (1 << 64) - 1
-_TOP_FIELDS = ("format", "type", "version", "shards", "hasher", "key_prefix", "params", "fingerprint")
+_TOP_FIELDS = ("format", "type", "version", "shards", "hasher", "key_prefix", "key_type", "params", "fingerprint")
 _REQUIRED_TOP = ("format", "type", "version", "shards", "hasher", "params")
 _32BIT_ALGOS = frozenset({"xxh32", "murmur3_32", "fnv1a_32"})
 
@@ -380,6 +380,15 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
     if list(router.shards) != list(shards):
         raise ValueError(f"{where}: 'shards' {shards!r} does not match the routing parameters "
                          f"(which give {list(router.shards)!r})")
+    if "key_type" in doc:
+        from ._keytypes import key_type_from_doc
+
+        try:
+            kt = key_type_from_doc(doc["key_type"])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        router._set("_key_type", kt)
+        router._set("_fp", None)
     fp = doc.get("fingerprint")
     if fp is not None and fp != router.fingerprint:
         raise ValueError(f"{where}: fingerprint mismatch: document says {fp!r}, "
@@ -399,6 +408,7 @@ class Router(RouterCore):
 
     type_name: ClassVar[str] = ""
     _doc_fields: ClassVar[tuple[str, ...]] = ()
+    _key_type: str | tuple[str, ...] | None = None
 
     def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
                  key_prefix: int | None = None) -> None:
@@ -451,6 +461,34 @@ class Router(RouterCore):
         return type(self).route_many is _CORE_ROUTE_MANY
 
     @property
+    def key_type(self) -> str | tuple[str, ...] | None:
+        """The declared key type (``"int"``, ``"str"``, ``"bytes"``, ``"uuid"``
+        or a tuple of those), or ``None`` when the document declares none.
+
+        It tells file readers (the command line) how to parse ids; the
+        Python API hashes whatever keys it is given, as before.
+
+        >>> JumpRouter(["a", "b"]).with_key_type("int").key_type
+        'int'
+        """
+        return self._key_type
+
+    def with_key_type(self, key_type: Any) -> Router:
+        """The same routing with a declared key type (``None`` removes it);
+        the document gains a ``key_type`` field (docs/protocol.md).
+
+        >>> JumpRouter(["a"]).with_key_type(["str", "int"]).to_dict()["key_type"]
+        {'format': 'shardhash.keytype/1', 'type': ['str', 'int']}
+        """
+        from ._keytypes import key_type_to_doc, parse_key_type
+
+        doc = self._body()
+        doc.pop("key_type", None)
+        if key_type is not None:
+            doc["key_type"] = key_type_to_doc(parse_key_type(key_type))
+        return _from_doc(doc)
+
+    @property
     def fingerprint(self) -> str:
         """sha256 hex digest of the canonical JSON of ``to_dict()`` minus ``fingerprint``."""
         fp = self._fp
@@ -478,6 +516,10 @@ class Router(RouterCore):
         }
         if self.key_prefix is not None:
             doc["key_prefix"] = self.key_prefix
+        if self._key_type is not None:
+            from ._keytypes import key_type_to_doc
+
+            doc["key_type"] = key_type_to_doc(self._key_type)
         return doc
 
     def to_dict(self) -> dict[str, Any]:

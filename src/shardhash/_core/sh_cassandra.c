@@ -4,6 +4,7 @@
  * behaviour (MurmurHash.hash3_x64_128, Murmur3Partitioner.getToken).
  */
 #include "sh_cassandra.h"
+#include "sh_window.h"
 
 #define SH_CASS_C1 UINT64_C(0x87c37b91114253d5)
 #define SH_CASS_C2 UINT64_C(0x4cf5ad432745937f)
@@ -99,12 +100,98 @@ int64_t sh_cassandra_token(const void *data, size_t len)
     return sh_cass_token_of(sh_cassandra_murmur_h1(data, len));
 }
 
+/*
+ * Batch kernels.
+ *
+ * On keys of mixed lengths the reference function above pays for its
+ * `switch (len & 15)`: an indirect jump whose target changes with every key
+ * is mispredicted almost every time, and each misprediction also throws away
+ * the overlap between consecutive keys.  The batch kernels below compute the
+ * same h1 without a per-length branch in the tail:
+ *
+ *  - the tail is cut out of the 16 bytes that end where the key ends ("the
+ *    window", lo = bytes 0..7, hi = bytes 8..15, little-endian) with shifts;
+ *  - Cassandra's sign extension of the tail bytes is applied to a whole
+ *    64-bit word at once: xoring sign-extended byte i, shifted by 8*i, is the
+ *    same as xoring the plain byte and then setting byte j (j > i) to 0xff
+ *    for every negative byte i, i.e. byte j of the correction is the parity
+ *    of the negative bytes below j (a prefix xor of the sign bits);
+ *  - an empty half-tail gives k = 0, whose mix is 0, so both halves are
+ *    mixed unconditionally.
+ *
+ * The window may start before the key: in Arrow data those bytes belong to
+ * the previous keys and are shifted out, so a key whose end is at least 16
+ * bytes into the buffer is read with two loads.  Other keys (and keys given
+ * as separate pointers, which must not be read outside their own bytes) are
+ * assembled from loads inside the key.  Only the loop over 16-byte blocks
+ * still branches on the length.
+ */
+
+/* The xor of the word's bytes sign-extended to 64 bits and shifted to their
+ * places: w with byte j set to 0xff when an odd number of bytes below j are
+ * negative. */
+SH_FORCE_INLINE uint64_t sh_cass_sext_bytes(uint64_t w)
+{
+    uint64_t p = ((w >> 7) & UINT64_C(0x0101010101010101)) << 8;
+    p ^= p << 8;
+    p ^= p << 16;
+    p ^= p << 32;
+    return w ^ (p * 0xffu);
+}
+
+/* Token of the key p[0..len) whose last 16 bytes (those before p: any
+ * value) are lo (bytes 0..7) and hi (bytes 8..15). */
+SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint64_t lo, uint64_t hi)
+{
+    size_t nblocks = len / 16, i;
+    uint64_t h1 = 0, h2 = 0, k1, k2;
+
+    for (i = 0; i < nblocks; i++) {
+        k1 = sh_read64le(p + 16 * i);
+        k2 = sh_read64le(p + 16 * i + 8);
+        k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
+        h1 = sh_rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729u;
+        k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
+        h2 = sh_rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5u;
+    }
+
+    /* tail bytes 8..14 (k2) and 0..7 (k1), zero where the tail is shorter */
+    sh_window_tail(lo, hi, (unsigned)(len & 15u), &k1, &k2);
+    k1 = sh_cass_sext_bytes(k1);
+    k2 = sh_cass_sext_bytes(k2);
+    k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
+    k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
+
+    h1 ^= (uint64_t)len;
+    h2 ^= (uint64_t)len;
+    h1 += h2;
+    h2 += h1;
+    h1 = sh_cass_fmix64(h1);
+    h2 = sh_cass_fmix64(h2);
+    h1 += h2;
+    return len == 0 ? INT64_MIN : sh_cass_token_of(h1);
+}
+
 void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
         int64_t a = offsets[i], b = offsets[i + 1];
-        out[i] = sh_cassandra_token(data + a, (size_t)(b - a));
+        size_t len = (size_t)(b - a);
+        uint64_t lo, hi;
+        sh_window_arrow(data, a, b, &lo, &hi);
+        out[i] = sh_cass_token_window(data + a, len, lo, hi);
+    }
+}
+
+void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        size_t len = (size_t)lens[i];
+        uint64_t lo, hi;
+        sh_window_inside(ptrs[i], len, &lo, &hi);
+        out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
     }
 }
 

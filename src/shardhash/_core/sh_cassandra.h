@@ -25,6 +25,11 @@ int64_t sh_cassandra_token(const void *data, size_t len);
 /* Batch over Arrow-style binary data: key i is data[offsets[i] .. offsets[i+1]). */
 void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out);
 
+/* Batch over separate keys: key i is ptrs[i][0 .. lens[i]) (lens[i] >= 0;
+ * ptrs[i] may be anything readable when lens[i] == 0).  Only the keys' own
+ * bytes are read. */
+void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
+
 /* Tokens of CQL bigint keys (8-byte big-endian) and int keys (4-byte
  * big-endian). */
 void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out);

@@ -195,3 +195,9 @@ void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_
         out[i] = sh_redis_keyslot(data + a, (size_t)(b - a));
     }
 }
+
+void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_redis_keyslot(ptrs[i], (size_t)lens[i]);
+}

@@ -3,6 +3,7 @@
  * See sh_pg.h for what is reproduced and where it comes from.
  */
 #include "sh_pg.h"
+#include "sh_window.h"
 
 /* lookup3 over a byte string, with PostgreSQL's little-endian tail layout:
  * the bytes left after the 12-byte blocks go, in order, into the low bytes
@@ -124,13 +125,54 @@ void sh_pg_fixed_extended(const uint8_t *data, size_t width, size_t n, uint64_t 
     for (i = 0; i < n; i++) out[i] = sh_pg_hash_bytes_extended(data + i * width, width, seed);
 }
 
+/*
+ * Batch kernels over variable-length keys.  lookup3's tail (len % 12 bytes,
+ * added into a, b and the upper bytes of c) is cut out of the key's 16-byte
+ * window with shifts (see sh_window.h) instead of the switch above, whose
+ * indirect jump is mispredicted on nearly every key when lengths vary.  The
+ * tail bytes occupy disjoint bytes of a, b and c, so adding the tail's
+ * little-endian words is adding its bytes one by one.
+ */
+SH_FORCE_INLINE void sh_pg_lookup3_window(const uint8_t *k, size_t len, uint64_t lo, uint64_t hi,
+                                          uint32_t *pa, uint32_t *pb, uint32_t *pc)
+{
+    uint32_t a = *pa, b = *pb, c = *pc;
+    uint64_t w0, w1;
+    size_t rest = len;
+    while (rest >= 12) {
+        a += sh_read32le(k);
+        b += sh_read32le(k + 4);
+        c += sh_read32le(k + 8);
+        SH_PG_MIX(a, b, c);
+        k += 12;
+        rest -= 12;
+    }
+    sh_window_tail(lo, hi, (unsigned)rest, &w0, &w1);
+    a += (uint32_t)w0;
+    b += (uint32_t)(w0 >> 32);
+    c += ((uint32_t)w1 & 0xffffffu) << 8;
+    SH_PG_FINAL(a, b, c);
+    *pa = a; *pb = b; *pc = c;
+}
+
 void sh_pg_varlen_extended(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                            uint64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
-        size_t start = (size_t)offsets[i], stop = (size_t)offsets[i + 1];
-        out[i] = sh_pg_hash_bytes_extended(data + start, stop - start, seed);
+        int64_t start = offsets[i], stop = offsets[i + 1];
+        size_t len = (size_t)(stop - start);
+        uint32_t a, b, c;
+        uint64_t lo, hi;
+        sh_window_arrow(data, start, stop, &lo, &hi);
+        a = b = c = SH_PG_INIT + (uint32_t)len + SH_PG_INIT_EXTRA;
+        if (seed != 0) {
+            a += (uint32_t)(seed >> 32);
+            b += (uint32_t)seed;
+            SH_PG_MIX(a, b, c);
+        }
+        sh_pg_lookup3_window(data + start, len, lo, hi, &a, &b, &c);
+        out[i] = ((uint64_t)b << 32) | (uint64_t)c;
     }
 }
 
@@ -174,8 +216,14 @@ void sh_pg_varlen_32(const uint8_t *data, const int64_t *offsets, size_t n, int3
 {
     size_t i;
     for (i = 0; i < n; i++) {
-        size_t start = (size_t)offsets[i], stop = (size_t)offsets[i + 1];
-        out[i] = sh_pg_as_int32(sh_pg_hash_bytes(data + start, stop - start));
+        int64_t start = offsets[i], stop = offsets[i + 1];
+        size_t len = (size_t)(stop - start);
+        uint32_t a, b, c;
+        uint64_t lo, hi;
+        sh_window_arrow(data, start, stop, &lo, &hi);
+        a = b = c = SH_PG_INIT + (uint32_t)len + SH_PG_INIT_EXTRA;
+        sh_pg_lookup3_window(data + start, len, lo, hi, &a, &b, &c);
+        out[i] = sh_pg_as_int32(c);
     }
 }
 

@@ -6,11 +6,16 @@ Private module; the public API is in :mod:`shardhash.compat.cassandra`,
 :mod:`~shardhash.compat.ketama`, :mod:`~shardhash.compat.vitess`,
 :mod:`~shardhash.compat.mongo` and :mod:`~shardhash.compat.redis`.
 
-Every batch kernel validates its inputs with the GIL held, then runs the C
-core without the GIL, split over threads by ``shardhash._parallel``.
+Every batch kernel over arrays validates its inputs with the GIL held, then
+runs the C core without the GIL, split over threads by ``shardhash._parallel``.
+The kernels over Python sequences (``*_seq``) run the C core on the keys as
+they read them, on the calling thread with the GIL held.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_Check
+from cpython.list cimport PyList_GET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.unicode cimport PyUnicode_Check
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
@@ -54,11 +59,13 @@ cdef extern from "sh_crc16.h" nogil:
     uint16_t sh_crc16_xmodem(const void *data, size_t len)
     uint16_t sh_redis_keyslot(const void *key, size_t len)
     void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
+    void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
 
 cdef extern from "sh_cassandra.h" nogil:
     uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
     int64_t sh_cassandra_token(const void *data, size_t len)
     void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out)
+    void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
     void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
     void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
     void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n,
@@ -221,6 +228,117 @@ def pack_keys(keys, convert=None, bint raw_bytes=True):
     if pos != total:
         raise RuntimeError("keys changed while being packed")
     return offsets, data
+
+
+# ----------------------------------------------------------------------------
+# Keys as pointers into the keys' own bytes (Python sequences, no copy)
+# ----------------------------------------------------------------------------
+
+cdef enum:
+    _SEQ_CHUNK = 1024
+
+cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
+    """Run a pointer kernel over a list, tuple or 1-d numpy array of keys as
+    they are read (kind 0: Cassandra tokens, 1: Redis slots); None for any
+    other input (Arrow data and iterables go through :func:`pack_keys`).
+
+    One walk reads each key's pointer and length, and every _SEQ_CHUNK keys
+    the kernel runs on them while they are still in cache; no key's bytes
+    are copied.  The walk holds the GIL throughout, so nothing but a key's
+    own code (a converter, ``bytes(memoryview)``) can change the caller's
+    list or free a key whose pointer is pending: before the first such call
+    the walk switches to a private copy of the sequence (taken before that
+    code ran, and holding every key), and converted keys are kept until the
+    kernel has read them.
+    """
+    cdef object src
+    cdef tuple snapshot = None
+    cdef list converted = []
+    cdef Py_ssize_t i, n, m, j = 0, base = 0
+    cdef object k
+    cdef const char *p
+    cdef bint is_list
+    cdef const uint8_t *ptrs[_SEQ_CHUNK]
+    cdef int64_t lens[_SEQ_CHUNK]
+    cdef int64_t[::1] o64
+    cdef uint16_t[::1] o16
+    if isinstance(keys, np.ndarray):
+        if keys.ndim != 1:
+            raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
+        src = keys.tolist()
+    elif isinstance(keys, (list, tuple)):
+        src = keys
+    else:
+        return None
+    is_list = isinstance(src, list)
+    n = len(src)
+    if kind == 0:
+        out = np.empty(n, dtype=np.int64)
+        o64 = out
+    else:
+        out = np.empty(n, dtype=np.uint16)
+        o16 = out
+    for i in range(n):
+        if snapshot is not None:
+            k = snapshot[i]
+        elif is_list:
+            # no key's code has run yet: the list is as it was at the start
+            k = <object>PyList_GET_ITEM(src, i)
+        else:
+            k = <object>PyTuple_GET_ITEM(src, i)
+        if raw_bytes and PyBytes_Check(k):
+            p = PyBytes_AS_STRING(k)
+            m = PyBytes_GET_SIZE(k)
+        elif PyUnicode_Check(k):
+            p = PyUnicode_AsUTF8AndSize(k, &m)
+        else:
+            if snapshot is None and is_list:
+                snapshot = tuple(src)
+            k = _as_bytes(k, i, convert, raw_bytes)
+            converted.append(k)
+            p = PyBytes_AS_STRING(k)
+            m = PyBytes_GET_SIZE(k)
+        ptrs[j] = <const uint8_t *>p
+        lens[j] = m
+        j += 1
+        if j == _SEQ_CHUNK or i == n - 1:
+            if kind == 0:
+                sh_cassandra_token_ptrs(ptrs, lens, <size_t>j, &o64[base])
+            else:
+                sh_redis_keyslot_ptrs(ptrs, lens, <size_t>j, &o16[base])
+            base += j
+            j = 0
+            if converted:
+                converted = []
+    return out
+
+
+def cassandra_token_seq(keys):
+    """Tokens of a list, tuple or numpy array of bytes/str keys (read in
+    place, see :func:`_seq_kernel`); None for other inputs."""
+    return _seq_kernel(keys, 0, None, True)
+
+
+def redis_keyslot_seq(keys):
+    """Slots of a list, tuple or numpy array of bytes/str keys (read in
+    place, see :func:`_seq_kernel`); None for other inputs."""
+    return _seq_kernel(keys, 1, None, True)
+
+
+def list_walk_floor(list keys):
+    """The floor of any kernel over a Python list of bytes/str keys: one walk
+    that reads each key's pointer and length and nothing else (for the
+    benchmarks).  Returns the total length in bytes."""
+    cdef Py_ssize_t i, m, total = 0
+    cdef object k
+    for i in range(len(keys)):
+        k = keys[i]
+        if PyBytes_Check(k):
+            total += PyBytes_GET_SIZE(k)
+        else:
+            PyUnicode_AsUTF8AndSize(k, &m)
+            total += m
+    return total
 
 
 cdef Py_ssize_t _check_offsets(const int64_t[::1] offsets, Py_ssize_t ndata) except -1:

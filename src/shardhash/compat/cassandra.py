@@ -233,7 +233,9 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     ``text`` partition key serializes to.  With ``"bigint"`` or ``"int"`` (also ``smallint``,
     ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
     is serialized in the kernel; other CQL types are serialized per key with
-    :func:`serialize`.  Runs without the GIL on ``threads`` threads.
+    :func:`serialize`.  Arrays run without the GIL on ``threads`` threads; a
+    list or tuple of keys is read in place and hashed as it is read, on the
+    calling thread.
 
     >>> token_array([b"123", b""]).tolist()
     [-7468325962851647638, -9223372036854775808]
@@ -247,8 +249,7 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":
-            offsets, data = _native_b.pack_keys(keys)
-            return _native_b.cassandra_token_offsets(offsets, data, threads)
+            return _blob_tokens(keys, threads)
         if t in ("bigint", "timestamp"):
             return _native_b.cassandra_token_bigint(_int_array(keys, t), threads)
         if t == "int":
@@ -259,14 +260,22 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
                     if not isinstance(k, str):
                         raise TypeError(f"key at position {i}: a CQL text must be a str, not "
                                         f"{type(k).__name__} ({k!r:.60})")
-                offsets, data = _native_b.pack_keys(keys)
-                return _native_b.cassandra_token_offsets(offsets, data, threads)
+                return _blob_tokens(keys, threads)
     elif not isinstance(cql_type, (tuple, list)):
         raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
     if isinstance(keys, np.ndarray):
         keys = keys.tolist()
     parts = [serialize(k, cql_type) for k in keys]
-    offsets, data = _native_b.pack_keys(parts)
+    return _blob_tokens(parts, threads)
+
+
+def _blob_tokens(keys: Any, threads: int | None) -> np.ndarray:
+    """Tokens of serialized keys: a Python sequence is read in place (the
+    kernel gets pointers to each key's bytes), Arrow data without copying."""
+    tokens = _native_b.cassandra_token_seq(keys)
+    if tokens is not None:
+        return tokens
+    offsets, data = _native_b.pack_keys(keys)
     return _native_b.cassandra_token_offsets(offsets, data, threads)
 
 

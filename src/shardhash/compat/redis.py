@@ -78,9 +78,10 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     """Slots of many keys at once, as a ``uint16`` array.
 
     ``keys``: a sequence of bytes/str, a numpy bytes/str/object array, or an
-    Arrow binary/string array (used without copying).  Runs without the GIL
-    on ``threads`` threads (``None``: one thread for small inputs, all
-    cores for large ones).
+    Arrow binary/string array (used without copying).  Arrays run without
+    the GIL on ``threads`` threads (``None``: one thread for small inputs,
+    all cores for large ones); a list, tuple or numpy array of keys is read
+    in place and hashed as it is read, on the calling thread.
 
     >>> keyslot_array([b"foo", "bar", b"{foo}x"]).tolist()
     [12182, 5061, 12182]
@@ -89,6 +90,9 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
         small = _scalar.keyslot_small(keys)
         if small is not None:
             return small  # type: ignore[no-any-return]
+    slots = _native_b.redis_keyslot_seq(keys)
+    if slots is not None:  # a Python sequence: read in place, no copy
+        return slots
     offsets, data = _native_b.pack_keys(keys)
     return _native_b.redis_keyslot_offsets(offsets, data, threads)
 

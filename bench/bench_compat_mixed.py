@@ -1,0 +1,245 @@
+"""The compat batch kernels on keys of mixed lengths (4-40 bytes, as real
+partition keys, e-mails and composite keys are) against the same kernels on
+keys of one length (22 bytes, the same mean), from Arrow and from Python
+lists, beside the peers' per-key loops in the same run.
+
+For every kernel and layout one benchmark times the mixed keys (the
+pytest-benchmark statistics) and, when timing is enabled, also measures in
+alternation (best of several, mixed and fixed taking turns so that a slow
+spell of the shared machine hurts both alike):
+
+* the same call on fixed-length keys (target: mixed <= 1.5x fixed);
+* the peer loop on a sample, scaled per key: ``cassandra.cmurmur3.murmur3``
+  with the MIN -> MAX rule for ``cassandra.token_array``, ``binascii.crc_hqx``
+  with the hash-tag rules for ``redis.keyslot_array`` (targets: >= 20x from
+  Arrow, >= 10x from lists), ``uhashring.HashRing.get_node`` for ketama;
+* from lists, the list-walk floor: one C walk over the list reading each
+  key's pointer and length and nothing else.
+
+With ``--benchmark-disable`` (the default in pytest's addopts) the sizes are
+small and every benchmark runs once as a plain test that checks the results
+against the one-key functions.
+"""
+
+from __future__ import annotations
+
+import binascii
+import random
+import string
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from shardhash.compat import _native_b, cassandra, ketama, redis, vitess
+from shardhash.compat import postgres as pg
+
+MIN_LEN, MAX_LEN, FIXED_LEN = 4, 40, 22  # uniform 4..40 has mean 22
+
+
+def _enabled(benchmark: Any) -> bool:
+    return not getattr(benchmark, "disabled", True)
+
+
+def _size(benchmark: Any) -> int:
+    return 1_000_000 if _enabled(benchmark) else 5_000
+
+
+def _best(fn: Callable[[], Any], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _alternate(fns: dict[str, Callable[[], Any]], rounds: int = 5) -> dict[str, float]:
+    """Best time of each function, the functions taking turns."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            best[name] = min(best[name], _best(fn, 1))
+    return best
+
+
+def _lengths(n: int, mixed: bool, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.randint(MIN_LEN, MAX_LEN) if mixed else FIXED_LEN for _ in range(n)]
+
+
+def _binary_keys(n: int, mixed: bool) -> list[bytes]:
+    rng = random.Random(7)
+    return [rng.randbytes(m) for m in _lengths(n, mixed, 1)]
+
+
+_ALNUM = string.ascii_letters + string.digits + ":._-@"
+
+
+def _text_keys(n: int, mixed: bool) -> list[str]:
+    """ASCII keys; two in three carry a hash tag of 1..8 characters."""
+    rng = random.Random(11)
+    out = []
+    for i, m in enumerate(_lengths(n, mixed, 2)):
+        body = "".join(rng.choices(_ALNUM, k=m))
+        if i % 3 and m >= 6:
+            t = rng.randint(1, min(8, m - 3))
+            at = rng.randint(0, m - t - 2)
+            body = body[:at] + "{" + body[at + 1: at + t + 1] + "}" + body[at + t + 2:]
+        out.append(body[:m])
+    return out
+
+
+def _layout(keys: list[Any], layout: str, binary: bool) -> Any:
+    if layout == "list":
+        return keys
+    pa = pytest.importorskip("pyarrow")
+    return pa.array(keys, pa.binary() if binary else pa.string())
+
+
+def _report(benchmark: Any, name: str, n: int, times: dict[str, float], peer: str | None,
+            target: float | None) -> None:
+    if not _enabled(benchmark):
+        return
+    ns = {k: v / n * 1e9 for k, v in times.items()}
+    ratio = ns["mixed"] / ns["fixed"]
+    info: dict[str, Any] = {"mixed_ns_per_key": round(ns["mixed"], 2), "fixed_ns_per_key": round(ns["fixed"], 2),
+                            "mixed_over_fixed": round(ratio, 2)}
+    parts = [f"{name}: mixed {ns['mixed']:.1f} ns/key, fixed {ns['fixed']:.1f} ns/key "
+             f"(mixed/fixed {ratio:.2f}{'' if ratio <= 1.5 else ', above the 1.5 target'})"]
+    if peer is not None and "peer" in ns:
+        x = ns["peer"] / ns["mixed"]
+        info[f"x_{peer}"] = round(x, 1)
+        info[f"{peer}_ns_per_key"] = round(ns["peer"], 1)
+        flag = "" if target is None or x >= target else f", below the {target:.0f}x target"
+        parts.append(f"{peer} {ns['peer']:.0f} ns/key: {x:.1f}x on mixed keys{flag}")
+    if "floor" in ns:
+        info["list_walk_floor_ns_per_key"] = round(ns["floor"], 2)
+        parts.append(f"list-walk floor {ns['floor']:.1f} ns/key")
+    benchmark.extra_info.update(info)
+    print("\n" + "; ".join(parts))
+
+
+def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixed: Any, n: int,
+         peer: tuple[str, Callable[[list[Any]], Any], list[Any]] | None = None,
+         floor_keys: tuple[list[Any], list[Any]] | None = None, target: float | None = None) -> Any:
+    out = benchmark(call, mixed)
+    if _enabled(benchmark):
+        fns: dict[str, Callable[[], Any]] = {"mixed": lambda: call(mixed), "fixed": lambda: call(fixed)}
+        if floor_keys is not None:
+            fns["floor"] = lambda: _native_b.list_walk_floor(floor_keys[0])
+        times = _alternate(fns)
+        if peer is not None:
+            pname, loop, pkeys = peer
+            sample = pkeys[: max(1000, n // 10)]
+            times["peer"] = min(_best(lambda: loop(sample), 1) for _ in range(3)) * n / len(sample)
+        _report(benchmark, name, n, times, peer[0] if peer else None, target)
+    return out
+
+
+# ------------------------------------------------------------------ the peers
+
+
+def _murmur_loop(keys: list[bytes]) -> list[int]:
+    murmur3 = pytest.importorskip("cassandra.cmurmur3").murmur3
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    out = []
+    for k in keys:
+        h = murmur3(k)
+        out.append(hi if h == lo else h)
+    return out
+
+
+def _crc_loop(keys: list[str]) -> list[int]:
+    out = []
+    for k in keys:
+        b = k.encode()
+        s = b.find(b"{")
+        if s != -1:
+            e = b.find(b"}", s + 1)
+            if e != -1 and e != s + 1:
+                b = b[s + 1:e]
+        out.append(binascii.crc_hqx(b, 0) & 16383)
+    return out
+
+
+# ------------------------------------------------------------- the benchmarks
+
+
+@pytest.mark.parametrize("layout", ["arrow", "list"])
+def test_bench_mixed_cassandra_token_array(benchmark: Any, layout: str) -> None:
+    pytest.importorskip("cassandra.cmurmur3")
+    n = _size(benchmark)
+    mk, fk = _binary_keys(n, True), _binary_keys(n, False)
+    out = _run(benchmark, f"cassandra.token_array ({layout})", cassandra.token_array,
+               _layout(mk, layout, True), _layout(fk, layout, True), n,
+               peer=("cmurmur3_loop", _murmur_loop, mk), floor_keys=(mk, fk) if layout == "list" else None,
+               target=20 if layout == "arrow" else 10)
+    assert out.tolist()[:300] == [cassandra.token(k) for k in mk[:300]]
+
+
+@pytest.mark.parametrize("layout", ["arrow", "list"])
+def test_bench_mixed_redis_keyslot_array(benchmark: Any, layout: str) -> None:
+    n = _size(benchmark)
+    mk, fk = _text_keys(n, True), _text_keys(n, False)
+    out = _run(benchmark, f"redis.keyslot_array ({layout})", redis.keyslot_array,
+               _layout(mk, layout, False), _layout(fk, layout, False), n,
+               peer=("crc_hqx_loop", _crc_loop, mk), floor_keys=(mk, fk) if layout == "list" else None,
+               target=20 if layout == "arrow" else 10)
+    assert out.tolist()[:300] == [redis.keyslot(k) for k in mk[:300]]
+    assert out.tolist()[:300] == _crc_loop(mk[:300])
+
+
+@pytest.mark.parametrize("layout", ["arrow", "list"])
+def test_bench_mixed_ketama_route_many(benchmark: Any, layout: str) -> None:
+    uhashring = pytest.importorskip("uhashring")
+    n = _size(benchmark)
+    nodes = [f"10.0.0.{i}:11211" for i in range(1, 11)]
+    ring = uhashring.HashRing(nodes, hash_fn="ketama")
+    router = ketama.KetamaRouter(nodes, flavor="uhashring")
+    mk, fk = _text_keys(n, True), _text_keys(n, False)
+    out = _run(benchmark, f"KetamaRouter.route_many ({layout})", router.route_many,
+               _layout(mk, layout, False), _layout(fk, layout, False), n,
+               peer=("uhashring_get_node", lambda ks: [ring.get_node(k) for k in ks], mk))
+    assert [router.shards[i] for i in out[:200]] == [ring.get_node(k) for k in mk[:200]]
+
+
+@pytest.mark.parametrize("layout", ["arrow", "list"])
+def test_bench_mixed_postgres_hashtext(benchmark: Any, layout: str) -> None:
+    n = _size(benchmark)
+    mk, fk = _text_keys(n, True), _text_keys(n, False)
+    out = _run(benchmark, f"postgres.hash_extended_array text ({layout})",
+               lambda v: pg.hash_extended_array(v, "text"),
+               _layout(mk, layout, False), _layout(fk, layout, False), n)
+    assert out.tolist()[:100] == [pg.hash_extended(k, "text") for k in mk[:100]]
+
+
+@pytest.mark.parametrize("layout", ["arrow", "list"])
+def test_bench_mixed_postgres_hashbytea(benchmark: Any, layout: str) -> None:
+    n = _size(benchmark)
+    mk, fk = _binary_keys(n, True), _binary_keys(n, False)
+    out = _run(benchmark, f"postgres.hash32_array bytea ({layout})",
+               lambda v: pg.hash32_array(v, "bytea"),
+               _layout(mk, layout, True), _layout(fk, layout, True), n)
+    assert out.tolist()[:100] == [pg.hash32(k, "bytea") for k in mk[:100]]
+
+
+def test_bench_mixed_vitess_xxhash(benchmark: Any) -> None:
+    n = _size(benchmark)
+    mk, fk = _binary_keys(n, True), _binary_keys(n, False)
+    out = _run(benchmark, "vitess.keyspace_id_array xxhash (list)",
+               lambda v: vitess.keyspace_id_array(v, "xxhash"), mk, fk, n)
+    assert out.tolist()[:100] == [vitess.keyspace_id_array([k], "xxhash")[0] for k in mk[:100]]
+
+
+def test_bench_mixed_keys_have_the_advertised_lengths(benchmark: Any) -> None:
+    benchmark(lambda: None)
+    mk, fk = _binary_keys(20_000, True), _binary_keys(100, False)
+    lens = np.array([len(k) for k in mk])
+    assert lens.min() == MIN_LEN and lens.max() == MAX_LEN and abs(lens.mean() - FIXED_LEN) < 0.3
+    assert {len(k) for k in fk} == {FIXED_LEN}
+    tk = _text_keys(3000, True)
+    assert [len(k) for k in tk] == _lengths(3000, True, 2)
+    assert sum("{" in k for k in tk) > 1500

@@ -1,0 +1,289 @@
+/*
+ * Plain-C tests of the compat batch kernels that take variable-length keys,
+ * no Python involved: every batch kernel (Arrow offsets and separate
+ * pointers) against the simple reference function, key by key, for every
+ * length 0..N at every position in the buffer (so that both the loads that
+ * start before a key and the loads kept inside it run), and on random
+ * mixed-length keys drawn from alphabets that make the length-dependent
+ * paths likely (bytes >= 0x80 for Cassandra's sign extension, '{', '}' and
+ * their neighbours for Redis hash tags).  Also: the MD5 lane kernel and
+ * PostgreSQL's lookup3 batch kernels against their one-key functions.
+ * Usage: test_compat_kernels <vectors dir>   (the directory is not needed)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sh_cassandra.h"
+#include "sh_crc16.h"
+#include "sh_md5.h"
+#include "sh_pg.h"
+
+static int failed = 0, passed = 0;
+
+#define CHECK(cond, ...)                         \
+    do {                                         \
+        if (cond) {                              \
+            passed++;                            \
+        } else {                                 \
+            failed++;                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);        \
+            fprintf(stderr, "\n");               \
+        }                                        \
+    } while (0)
+
+static uint64_t rng_state = UINT64_C(0x243F6A8885A308D3);
+static uint32_t rnd(void)
+{
+    rng_state = rng_state * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+    return (uint32_t)(rng_state >> 33);
+}
+
+/* A byte from one of the alphabets: 0 any byte, 1 mostly >= 0x80, 2 hash-tag
+ * characters and their neighbours. */
+static uint8_t rbyte(int alphabet)
+{
+    static const uint8_t tagchars[] = {'{', '}', 'z', '|', 'a', 0x7a, 0x7c, 0x7d, 0x7b, 0x00, 0xff, 0x01, 0xfb};
+    uint32_t r = rnd();
+    if (alphabet == 1) return (uint8_t)((r & 3u) ? (0x80u | (r >> 8)) : (r >> 8));
+    if (alphabet == 2) return (r & 1u) ? tagchars[(r >> 1) % sizeof tagchars] : (uint8_t)(r >> 8);
+    return (uint8_t)(r >> 8);
+}
+
+/* Plain bit-at-a-time CRC16-XMODEM (the definition). */
+static uint16_t crc16_bits(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0;
+    size_t i;
+    int b;
+    for (i = 0; i < len; i++) {
+        crc ^= (uint32_t)p[i] << 8;
+        for (b = 0; b < 8; b++) crc = (crc & 0x8000u) ? ((crc << 1) ^ 0x1021u) & 0xffffu : (crc << 1) & 0xffffu;
+    }
+    return (uint16_t)crc;
+}
+
+#define MAXLEN 100
+#define NKEYS 4000
+
+/* Keys laid out Arrow-style in `data`, plus each key copied alone into its
+ * own exactly-sized allocation (for the pointer kernels). */
+typedef struct {
+    size_t n;
+    int64_t offsets[NKEYS + 1];
+    uint8_t *data;
+    const uint8_t *ptrs[NKEYS];
+    int64_t lens[NKEYS];
+    uint8_t *own[NKEYS];
+} keyset;
+
+static void keys_free(keyset *ks)
+{
+    size_t i;
+    for (i = 0; i < ks->n; i++) free(ks->own[i]);
+    free(ks->data);
+}
+
+/* lengths[i] for i < n; the bytes from `alphabet`. */
+static void keys_make(keyset *ks, const size_t *lengths, size_t n, int alphabet)
+{
+    size_t i, j, total = 0;
+    ks->n = n;
+    for (i = 0; i < n; i++) total += lengths[i];
+    ks->data = (uint8_t *)malloc(total ? total : 1);
+    ks->offsets[0] = 0;
+    for (i = 0; i < n; i++) {
+        uint8_t *k = ks->data + ks->offsets[i];
+        for (j = 0; j < lengths[i]; j++) k[j] = rbyte(alphabet);
+        ks->offsets[i + 1] = ks->offsets[i] + (int64_t)lengths[i];
+        ks->own[i] = (uint8_t *)malloc(lengths[i] ? lengths[i] : 1);
+        if (lengths[i]) memcpy(ks->own[i], k, lengths[i]);
+        ks->ptrs[i] = ks->own[i];
+        ks->lens[i] = (int64_t)lengths[i];
+    }
+}
+
+static int64_t tok_off[NKEYS], tok_ptr[NKEYS];
+static uint16_t slot_off[NKEYS], slot_ptr[NKEYS];
+static uint64_t pg_ext[NKEYS];
+static int32_t pg_32[NKEYS];
+
+static uint32_t md5_out[NKEYS];
+
+static void check_md5(const keyset *ks, const char *what)
+{
+    size_t i, s = ks->n / 3;
+    int bad = 0;
+    sh_md5_u32le_offsets(ks->offsets, ks->data, ks->n, md5_out);
+    for (i = 0; i < ks->n; i++)
+        bad += md5_out[i] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+    sh_md5_u32le_offsets(ks->offsets + s, ks->data, ks->n - s, md5_out);
+    for (i = s; i < ks->n; i++)
+        bad += md5_out[i - s] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+    CHECK(bad == 0, "%s: sh_md5_u32le_offsets != sh_md5_u32le on %d keys", what, bad);
+}
+
+static void check_pg(const keyset *ks, const char *what)
+{
+    static const uint64_t seeds[] = {0, SH_PG_HASH_PARTITION_SEED, 1, UINT64_C(0xffffffffffffffff)};
+    size_t i, si, s = ks->n / 3;
+    int bad = 0;
+    for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        sh_pg_varlen_extended(ks->data, ks->offsets, ks->n, seeds[si], pg_ext);
+        for (i = 0; i < ks->n; i++)
+            bad += pg_ext[i] != sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+        sh_pg_varlen_extended(ks->data, ks->offsets + s, ks->n - s, seeds[si], pg_ext);
+        for (i = s; i < ks->n; i++)
+            bad += pg_ext[i - s] != sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+    }
+    CHECK(bad == 0, "%s: sh_pg_varlen_extended != sh_pg_hash_bytes_extended on %d keys", what, bad);
+    bad = 0;
+    sh_pg_varlen_32(ks->data, ks->offsets, ks->n, pg_32);
+    for (i = 0; i < ks->n; i++) {
+        uint32_t h = sh_pg_hash_bytes(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+        bad += (uint32_t)pg_32[i] != h;
+    }
+    CHECK(bad == 0, "%s: sh_pg_varlen_32 != sh_pg_hash_bytes on %d keys", what, bad);
+}
+
+static void check_keyset(const keyset *ks, const char *what)
+{
+    size_t i, s;
+    int bad_c = 0, bad_r = 0;
+    sh_cassandra_token_offsets(ks->offsets, ks->data, ks->n, tok_off);
+    sh_cassandra_token_ptrs(ks->ptrs, ks->lens, ks->n, tok_ptr);
+    sh_redis_keyslot_offsets(ks->offsets, ks->data, ks->n, slot_off);
+    sh_redis_keyslot_ptrs(ks->ptrs, ks->lens, ks->n, slot_ptr);
+    for (i = 0; i < ks->n; i++) {
+        const uint8_t *k = ks->data + ks->offsets[i];
+        size_t len = (size_t)ks->lens[i];
+        int64_t t = sh_cassandra_token(k, len);
+        uint16_t r = sh_redis_keyslot(k, len);
+        if (tok_off[i] != t || tok_ptr[i] != t) {
+            if (bad_c++ < 3) fprintf(stderr, "  %s: cassandra key %zu (length %zu)\n", what, i, len);
+        }
+        if (slot_off[i] != r || slot_ptr[i] != r) {
+            if (bad_r++ < 3) fprintf(stderr, "  %s: redis key %zu (length %zu)\n", what, i, len);
+        }
+    }
+    /* a batch that starts in the middle (as the threads' chunks do) */
+    s = ks->n / 3;
+    sh_cassandra_token_offsets(ks->offsets + s, ks->data, ks->n - s, tok_off);
+    sh_redis_keyslot_offsets(ks->offsets + s, ks->data, ks->n - s, slot_off);
+    for (i = s; i < ks->n; i++) {
+        bad_c += tok_off[i - s] != tok_ptr[i];
+        bad_r += slot_off[i - s] != slot_ptr[i];
+    }
+    CHECK(bad_c == 0, "%s: cassandra batch != sh_cassandra_token on %d keys", what, bad_c);
+    CHECK(bad_r == 0, "%s: redis batch != sh_redis_keyslot on %d keys", what, bad_r);
+    check_pg(ks, what);
+    check_md5(ks, what);
+}
+
+static void test_every_length(void)
+{
+    static size_t lengths[NKEYS];
+    int alphabet, rep;
+    size_t i, len;
+    for (alphabet = 0; alphabet < 3; alphabet++) {
+        for (rep = 0; rep < 4; rep++) {
+            /* every length 0..MAXLEN, first in ascending order (short keys at
+             * the start of the buffer), then each length after each other */
+            keyset *ks = (keyset *)calloc(1, sizeof *ks);
+            size_t n = 0;
+            for (len = 0; len <= MAXLEN; len++) lengths[n++] = len;
+            for (len = 0; len <= 20; len++)
+                for (i = 0; i <= 20; i++) { lengths[n++] = i; lengths[n++] = len; }
+            keys_make(ks, lengths, n, alphabet);
+            check_keyset(ks, alphabet == 0 ? "every length, any bytes" :
+                             alphabet == 1 ? "every length, high bytes" : "every length, tag bytes");
+            keys_free(ks);
+            free(ks);
+        }
+    }
+}
+
+static void test_random_mixed(void)
+{
+    static size_t lengths[NKEYS];
+    int alphabet, rep;
+    size_t i;
+    for (alphabet = 0; alphabet < 3; alphabet++) {
+        for (rep = 0; rep < 5; rep++) {
+            keyset *ks = (keyset *)calloc(1, sizeof *ks);
+            for (i = 0; i < NKEYS; i++) {
+                uint32_t r = rnd();
+                lengths[i] = (r & 7u) == 0 ? (r >> 3) % 300 : (r & 7u) == 1 ? (r >> 3) % 4 : 4 + (r >> 3) % 37;
+            }
+            keys_make(ks, lengths, NKEYS, alphabet);
+            check_keyset(ks, "random mixed lengths");
+            keys_free(ks);
+            free(ks);
+        }
+    }
+}
+
+static void test_crc16(void)
+{
+    uint8_t buf[300];
+    size_t len, i;
+    int bad = 0;
+    CHECK(sh_crc16_xmodem("123456789", 9) == 0x31C3u, "check value");
+    for (len = 0; len <= sizeof buf; len++) {
+        for (i = 0; i < len; i++) buf[i] = rbyte((int)(len % 3));
+        for (i = 0; i <= len && i < 16; i++) {  /* also at unaligned addresses */
+            uint16_t want = crc16_bits(buf + i, len - i);
+            bad += sh_crc16_xmodem(buf + i, len - i) != want;
+        }
+    }
+    CHECK(bad == 0, "CRC16 != the bitwise definition on %d inputs", bad);
+}
+
+static void test_md5_vectors(void)
+{
+    /* RFC 1321: MD5("abc") = 900150983cd24fb0..., first word little-endian */
+    CHECK(sh_md5_u32le("abc", 3) == UINT32_C(0x98500190), "md5(abc)");
+    CHECK(sh_md5_u32le("message digest", 14) == UINT32_C(0x7d696bf9), "md5(message digest)");
+}
+
+static void test_redis_tags(void)
+{
+    /* Documented examples of the hash-tag rule. */
+    static const char *same[][2] = {
+        {"{user1000}.following", "user1000"}, {"{user1000}.followers", "user1000"},
+        {"foo{bar}{zap}", "bar"}, {"foo{{bar}}zap", "{bar"}, {"x{y}", "y"},
+    };
+    static const char *whole[] = {"foo{}{bar}", "{", "}", "{}", "ab{", "ab}cd{", ""};
+    const uint8_t *p[1];
+    int64_t l[1];
+    uint16_t out[1];
+    size_t i;
+    for (i = 0; i < sizeof same / sizeof same[0]; i++) {
+        p[0] = (const uint8_t *)same[i][0];
+        l[0] = (int64_t)strlen(same[i][0]);
+        sh_redis_keyslot_ptrs(p, l, 1, out);
+        CHECK(out[0] == (crc16_bits((const uint8_t *)same[i][1], strlen(same[i][1])) & 16383u),
+              "slot of %s", same[i][0]);
+    }
+    for (i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+        p[0] = (const uint8_t *)whole[i];
+        l[0] = (int64_t)strlen(whole[i]);
+        sh_redis_keyslot_ptrs(p, l, 1, out);
+        CHECK(out[0] == (crc16_bits((const uint8_t *)whole[i], strlen(whole[i])) & 16383u),
+              "slot of %s", whole[i]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    test_crc16();
+    test_redis_tags();
+    test_md5_vectors();
+    test_every_length();
+    test_random_mixed();
+    printf("test_compat_kernels: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

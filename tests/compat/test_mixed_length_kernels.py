@@ -1,0 +1,117 @@
+"""The batch kernels over variable-length keys against the pure-Python
+references, on keys of every length mixed together, from Python lists, tuples,
+numpy object arrays and Arrow arrays (including sliced Arrow arrays, whose
+keys do not start at the beginning of the data buffer).
+
+The C kernels cut a key's tail out of the 16 bytes that end where the key
+ends (reading before the key where an Arrow buffer allows it, otherwise
+assembling it from loads inside the key) and sign-extend Cassandra's tail
+bytes a word at a time; Python sequences are read in place, a pointer per
+key.  Each of these depends on the length and the position of a key, which
+is what these tests vary.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shardhash.compat import _native_b_py, _pg_py, cassandra, redis
+from shardhash.compat import postgres as pg
+
+pa = pytest.importorskip("pyarrow")
+
+# bytes that exercise the length-dependent paths: >= 0x80 (Cassandra's
+# sign-extended tail), the hash-tag characters and their neighbours ('z',
+# '|'), NUL (the zero-byte search), anything else
+_tag_bytes = st.sampled_from(b"{}z|\x00\x7a\x7b\x7c\x7d\x80\xff\x01a")
+_any_bytes = st.integers(0, 255)
+key = st.lists(st.one_of(_tag_bytes, _any_bytes), max_size=80).map(bytes)
+keys = st.lists(key, max_size=60)
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _layouts(ks: list[bytes], pad: list[bytes]) -> list[object]:
+    """The same keys as a list, a tuple, a numpy object array, an Arrow binary
+    and large_binary array, and a slice of a longer Arrow array."""
+    sliced = pa.array(pad + ks + pad, pa.binary()).slice(len(pad), len(ks))
+    return [ks, tuple(ks), np.array(ks + [b""], dtype=object)[: len(ks)],
+            pa.array(ks, pa.binary()), pa.array(ks, pa.large_binary()), sliced]
+
+
+@SETTINGS
+@given(keys, st.lists(key, max_size=4))
+def test_cassandra_token_array_matches_the_reference(ks: list[bytes], pad: list[bytes]) -> None:
+    want = [_native_b_py.cassandra_token(k) for k in ks]
+    for data in _layouts(ks, pad):
+        assert cassandra.token_array(data).tolist() == want
+    assert cassandra.token_array(ks, threads=2).tolist() == want
+
+
+@SETTINGS
+@given(keys, st.lists(key, max_size=4))
+def test_redis_keyslot_array_matches_the_reference(ks: list[bytes], pad: list[bytes]) -> None:
+    want = [_native_b_py.redis_keyslot(k) for k in ks]
+    for data in _layouts(ks, pad):
+        assert redis.keyslot_array(data).tolist() == want
+    assert redis.keyslot_array(ks, threads=2).tolist() == want
+
+
+@SETTINGS
+@given(st.lists(st.text(st.sampled_from("{}az|é€\U0001f600:"), max_size=30), max_size=40))
+def test_redis_keyslot_array_of_text_matches_the_reference(ks: list[str]) -> None:
+    want = [_native_b_py.redis_keyslot(k.encode()) for k in ks]
+    assert redis.keyslot_array(ks).tolist() == want
+    assert redis.keyslot_array(pa.array(ks, pa.string())).tolist() == want
+
+
+@settings(SETTINGS, max_examples=50)
+@given(keys, st.lists(key, max_size=4), st.sampled_from([0, pg.HASH_PARTITION_SEED, 1, 2**64 - 1]))
+def test_postgres_varlen_kernels_match_the_reference(ks: list[bytes], pad: list[bytes], seed: int) -> None:
+    want_ext = [_pg_py.hash_bytes_extended(k, seed) for k in ks]
+    want_32 = [_pg_py._signed32(_pg_py.hash_bytes(k)) for k in ks]
+    for data in (ks, pa.array(pad + ks + pad, pa.binary()).slice(len(pad), len(ks))):
+        assert pg.hash_extended_array(data, "bytea", seed).tolist() == want_ext
+        assert pg.hash32_array(data, "bytea").tolist() == want_32
+
+
+def test_every_length_at_every_offset() -> None:
+    # Deterministic sweep: every length 0..70, each key after a prefix of
+    # every length 0..17 in the same Arrow buffer.
+    rng = np.random.default_rng(5)
+    ks = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in range(71)]
+    want_t = [_native_b_py.cassandra_token(k) for k in ks]
+    want_s = [_native_b_py.redis_keyslot(k) for k in ks]
+    for lead in range(18):
+        arr = pa.array([b"{" * lead] + ks, pa.binary()).slice(1)
+        assert cassandra.token_array(arr).tolist() == want_t
+        assert redis.keyslot_array(arr).tolist() == want_s
+
+
+def test_sequence_keys_stay_alive_and_unchanged() -> None:
+    # The list path reads pointers into the keys themselves: keys that only
+    # the list owns, str keys (their cached UTF-8 form), bytearray and
+    # memoryview keys (converted), and the caller's list is left as it was.
+    ks: list[object] = [bytes([i % 256]) * (i % 45) for i in range(3000)]
+    ks += ["tëxt-{é}" * (i % 5) for i in range(300)]
+    ks += [bytearray(b"{ba}x"), memoryview(b"mv-key-0123456789")]
+    before = list(ks)
+    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks if isinstance(k, (str, bytes, bytearray, memoryview))]
+    assert len(raw) == len(ks)
+    gc.collect()
+    assert cassandra.token_array(ks).tolist() == [_native_b_py.cassandra_token(k) for k in raw]
+    assert redis.keyslot_array(ks).tolist() == [_native_b_py.redis_keyslot(k) for k in raw]
+    assert ks == before
+
+
+@pytest.mark.parametrize("bad", [1, None, 2.5, object()])
+def test_a_bad_key_is_named_by_its_position(bad: object) -> None:
+    ks: list[object] = [b"a"] * 1500 + [bad] + [b"b"]
+    with pytest.raises(TypeError, match="position 1500"):
+        cassandra.token_array(ks)
+    with pytest.raises(TypeError, match="position 1500"):
+        redis.keyslot_array(ks)
