@@ -1,0 +1,292 @@
+"""shardhash.migrate on SQLite: the protocol end to end, stale routers,
+rollback, failover, bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from shardhash import JumpRouter, RingRouter, plan
+from shardhash.migrate import Cluster, Migration, MigrationError, StaleRouteError, VerifyMismatch
+
+from ._harness import make_cluster, shard_rows
+
+FOUR = ["s0", "s1", "s2", "s3"]
+
+
+def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
+    """Every row is on the shard the router names; with exact, nowhere else."""
+    seen: dict = {}
+    for s in shards:
+        for k, row in shard_rows(root, s).items():
+            seen.setdefault(k, []).append((s, row))
+    for k, places in seen.items():
+        owner = router.route(k)
+        assert owner in [p[0] for p in places], (k, owner, places)
+        if exact:
+            assert len(places) == 1, (k, places)
+    return {k: dict(p)[router.route(k)] for k, p in seen.items()}
+
+
+def test_jump_four_to_five_moves_exactly_the_planned_keys(tmp_path):
+    path = make_cluster(tmp_path, FOUR, users=3000, extra_shards=["s4"])
+    cl = Cluster.load(path)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(cl, "users", new, max_step_share=0.05)
+    assert m.run(chunk=300) == "retained"
+    assert cl.refresh().version == new.version == old.version + 1
+    before = {k for s in FOUR for k in shard_rows(tmp_path, s)}
+    rows = owners_ok(tmp_path, new, FOUR + ["s4"], exact=False)
+    assert set(rows) == before == set(range(1, 3001))
+    moved = {k for k in before if old.route(k) != new.route(k)}
+    assert set(shard_rows(tmp_path, "s4")) == moved
+    st = m.status()
+    assert st["rows_copied"] == len(moved) and st["verify"]["mismatches"] == 0
+    assert m.cleanup() == len(moved)
+    owners_ok(tmp_path, new, FOUR + ["s4"], exact=True)
+    cl.close()
+
+
+def test_ring_with_two_tables_and_live_writes(tmp_path):
+    ring = RingRouter(FOUR, vnodes=16)
+    path = make_cluster(tmp_path, FOUR, ring, users=2000, events=True, extra_shards=["s4"])
+    cl = Cluster.load(path, retries=5)
+    new, _ = plan.add_shards(ring, "s4")
+    acks: dict[int, object] = {}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer(wid: int) -> None:
+        n = 0
+        try:
+            while not stop.is_set():
+                k = 1 + (n * 8 + wid) % 2500
+                n += 1
+                with cl.transaction(k) as tx:
+                    if n % 7 == 0:
+                        tx.execute("DELETE FROM users WHERE id = ?", (k,))
+                        v = None
+                    else:
+                        tx.execute("INSERT OR REPLACE INTO users VALUES (?, ?, ?)", (k, "w", n))
+                        tx.execute("INSERT INTO events VALUES (?, ?, ?)", (k * 100_000 + n, k, f"p{n}"))
+                        v = n
+                acks[k] = v
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in ts:
+        t.start()
+    try:
+        time.sleep(0.3)
+        m = Migration.create(cl, "users", new)
+        assert m.run(chunk=200) == "retained"
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert not errors, errors
+    m.cleanup()
+    final = owners_ok(tmp_path, new, FOUR + ["s4"], exact=True)
+    for k, v in acks.items():
+        if v is None:
+            assert k not in final
+        else:
+            assert final[k][2] == v
+    # events follow their user: every event row is on its user's owner
+    for s in FOUR + ["s4"]:
+        for _, uid, _ in shard_rows(tmp_path, s, "events").values():
+            assert new.route(uid) == s
+    assert cl.metrics.snapshot()["stale_errors"] == 0
+    cl.close()
+
+
+def test_stale_router_gets_stale_route_error_then_retries(tmp_path):
+    path = make_cluster(tmp_path, FOUR, users=500, extra_shards=["s4"])
+    stale = Cluster.load(path, retries=0)
+    old = stale.router()  # cached: never refreshed by this client
+    cl = Cluster.load(path)
+    new, _ = plan.add_shards(old, "s4")
+    Migration.create(cl, "users", new).run()
+    moved = [k for k in range(1, 501) if old.route(k) != new.route(k)]
+    assert moved
+    for k in moved:
+        with pytest.raises(StaleRouteError) as ei:
+            with stale.transaction(k) as tx:
+                tx.execute("UPDATE users SET n = -1 WHERE id = ?", (k,))
+        e = ei.value
+        assert (e.key, e.used_version, e.current_version, e.owner) == (k, old.version, new.version, new.route(k))
+        assert e.shard == old.route(k)
+        stale._routers[stale.group().name] = old  # stay stale
+    assert all(r[2] != -1 for s in FOUR for r in shard_rows(tmp_path, s).values())
+    # with retries, the client refreshes and lands on the new owner
+    retry = Cluster.load(path, retries=2)
+    retry._routers["users"] = old
+    with retry.transaction(moved[0]) as tx:
+        tx.execute("UPDATE users SET n = 7 WHERE id = ?", (moved[0],))
+        assert tx.shard == new.route(moved[0])
+    assert retry.metrics.stale_retries == 1
+    for c in (stale, cl, retry):
+        c.close()
+
+
+def test_rollback_after_cutover_replays_destination_writes(tmp_path):
+    path = make_cluster(tmp_path, FOUR, users=800, extra_shards=["s4"])
+    cl = Cluster.load(path)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(cl, "users", new)
+    m.run()
+    moved = [k for k in range(1, 801) if old.route(k) != new.route(k)]
+    # writes accepted by the destination after the cutover
+    for k in moved[:20]:
+        with cl.transaction(k) as tx:
+            assert tx.shard == "s4"
+            tx.execute("UPDATE users SET n = 99 WHERE id = ?", (k,))
+    for k in moved[20:25]:
+        with cl.transaction(k) as tx:
+            tx.execute("DELETE FROM users WHERE id = ?", (k,))
+    with cl.transaction(100_001) as tx:
+        tx.execute("INSERT INTO users VALUES (?, 'new', 5)", (100_001,))
+    assert m.rollback() == "rolled-back"
+    back = cl.refresh()
+    assert back.version == new.version + 1 and back.shards == old.shards
+    rev = Migration(cl, m.id + "-rollback")
+    assert rev.state == "retained"
+    rev.cleanup()
+    final = owners_ok(tmp_path, back, FOUR + ["s4"], exact=True)
+    assert not shard_rows(tmp_path, "s4")
+    for k in moved[:20]:
+        assert final[k][2] == 99
+    for k in moved[20:25]:
+        assert k not in final
+    if old.route(100_001) != new.route(100_001):
+        assert final[100_001][2] == 5
+    cl.close()
+
+
+def test_rollback_before_cutover_leaves_the_source_untouched(tmp_path):
+    path = make_cluster(tmp_path, FOUR, users=600, extra_shards=["s4"])
+    cl = Cluster.load(path)
+    before = {s: shard_rows(tmp_path, s) for s in FOUR}
+    new, _ = plan.add_shards(cl.router(), "s4")
+    m = Migration.create(cl, "users", new)
+    assert m.run(cutover=False) == "catching-up"
+    assert shard_rows(tmp_path, "s4")
+    assert m.rollback() == "rolled-back"
+    assert {s: shard_rows(tmp_path, s) for s in FOUR} == before
+    assert not shard_rows(tmp_path, "s4")
+    assert cl.refresh().version == 1
+    with cl.transaction(5) as tx:  # no fence left behind
+        tx.execute("UPDATE users SET n = 1 WHERE id = 5")
+    cl.close()
+
+
+def test_verify_lists_the_first_differing_keys(tmp_path):
+    path = make_cluster(tmp_path, FOUR, users=600, extra_shards=["s4"])
+    cl = Cluster.load(path)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(cl, "users", new)
+    m.run(cutover=False)
+    moved = sorted(k for k in range(1, 601) if old.route(k) != new.route(k))
+    c = sqlite3.connect(tmp_path / "s4.db")
+    c.execute("UPDATE users SET name = 'corrupt' WHERE id = ?", (moved[3],))  # behind the executor's back
+    c.execute("DELETE FROM users WHERE id = ?", (moved[5],))
+    c.commit()
+    c.close()
+    with pytest.raises(VerifyMismatch) as ei:
+        m.verify()
+    assert sorted(d["pk"][0] for d in ei.value.diffs) == sorted([moved[3], moved[5]])
+    assert m.state == "verify-failed"
+    assert cl.refresh().version == old.version  # no cutover after a mismatch
+    cl.close()
+
+
+def test_failover_changes_only_the_shard_map(tmp_path):
+    import shutil
+
+    path = make_cluster(tmp_path, FOUR, users=400)
+    cl = Cluster.load(path)
+    r0 = cl.router()
+    routes = [r0.route(k) for k in range(1, 401)]
+    topo = cl.metadata.topology("users")
+    shutil.copy(tmp_path / "s2.db", tmp_path / "s2-replica.db")
+    cl.failover("s2", "sqlite:s2-replica.db")
+    assert cl.metadata.topology("users") == topo
+    r1 = cl.refresh()
+    assert r1 == r0 and r1.version == r0.version
+    assert [r1.route(k) for k in range(1, 401)] == routes
+    k = next(k for k in range(1, 401) if routes[k - 1] == "s2")
+    with cl.transaction(k) as tx:
+        tx.execute("UPDATE users SET n = 42 WHERE id = ?", (k,))
+    assert shard_rows(tmp_path, "s2-replica")[k][2] == 42
+    assert shard_rows(tmp_path, "s2")[k][2] == 0
+    assert cl.shard_map()["s2"][0] == "sqlite:s2-replica.db"
+    cl.close()
+
+
+def test_bad_input_is_refused_with_a_clear_error(tmp_path):
+    path = make_cluster(tmp_path, FOUR, users=50, extra_shards=["s4"])
+    cl = Cluster.load(path)
+    new, _ = plan.add_shards(cl.router(), "s4")
+    with pytest.raises(MigrationError, match="made from topology version 7"):
+        Migration.create(cl, "users", new, from_version=7)
+    with pytest.raises(MigrationError, match="must be greater"):
+        Migration.create(cl, "users", cl.router())
+    bad = JumpRouter(FOUR + ["nowhere"], version=2)
+    with pytest.raises(MigrationError, match="not in the shard map"):
+        Migration.create(cl, "users", bad)
+    m = Migration.create(cl, "users", new)
+    with pytest.raises(MigrationError, match="held by migration"):
+        Migration.create(cl, "users", new)
+    m.rollback()
+    # a shard-key column of the wrong type: the group declares text keys
+    doc = json.loads(path.read_text())
+    doc["groups"]["users"]["key_type"] = "str"
+    path.write_text(json.dumps(doc))
+    cl2 = Cluster.load(path)
+    m2 = Migration.create(cl2, "users", new)
+    with pytest.raises(MigrationError, match=r"shard-key value \d+ has type int; group 'users' needs str"):
+        m2.run()
+    rec = cl.metadata.migration(m2.id)
+    assert rec["state"] == "preparing" and "needs str" in rec["error"]
+    doc["groups"]["users"]["key_type"] = "int"
+    path.write_text(json.dumps(doc))
+    cl3 = Cluster.load(path)
+    assert Migration(cl3, m2.id).run() == "retained"  # resume continues once the cause is gone
+    assert cl3.metadata.migration(m2.id)["error"] is None
+    for c in (cl, cl2, cl3):
+        c.close()
+
+
+def test_table_without_primary_key_is_refused(tmp_path):
+    for s in ("a", "b"):
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+        c.commit()
+        c.close()
+    doc = {"metadata": "sqlite:meta.db", "shards": {"a": "sqlite:a.db", "b": "sqlite:b.db"},
+           "groups": {"users": {"router": JumpRouter(["a"]).to_dict(), "tables": [{"name": "users", "key": "id"}]}}}
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    cl = Cluster.load(tmp_path / "c.json")
+    with pytest.raises(ValueError, match="has no primary key"):
+        cl.init()
+    cl.close()
+
+
+def test_unreachable_shard_is_a_clear_error(tmp_path):
+    doc = {"metadata": "sqlite:meta.db", "shards": {"a": "sqlite:missing/a.db"},
+           "groups": {"users": {"router": JumpRouter(["a"]).to_dict(), "tables": [{"name": "users", "key": "id"}]}}}
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    cl = Cluster.load(tmp_path / "c.json")
+    with pytest.raises(ConnectionError, match="does not exist"):
+        cl.init()
+    cl.close()
