@@ -348,3 +348,25 @@ def test_aggregate_partial(fleet: Fleet) -> None:
     assert res.rows == [{"n": 300 - s3}] and list(res.failed) == ["s3"]
     with pytest.raises(ScatterError, match="s3"):
         scatter_aggregate(QUERY, shards, {"n": "count(*)"})
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10])
+def test_row_filter_keeps_the_order_exact(fleet: Fleet, limit: int) -> None:
+    # drop most rows of one shard (as if it held copies it does not own): the
+    # pages stay in global order and end with exactly the kept rows
+    def keep(shard: str, cols: list[str], row: tuple[Any, ...]) -> bool:
+        return shard != "s1" or row[0] % 7 == 0
+
+    expect = [r for r in fleet.oracle(f"{QUERY} ORDER BY grp, id")
+              if fleet.router.route(r[0]) != "s1" or r[0] % 7 == 0]
+    got: list[tuple[Any, ...]] = []
+    cursor = None
+    for _ in range(2000):
+        page = scatter_gather(QUERY, fleet.shards, order_by=["grp", "id"], unique="id", limit=limit,
+                              cursor=cursor, row_filter=keep)
+        assert len(page.rows) <= limit
+        got += page.rows
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert got == expect

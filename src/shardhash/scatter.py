@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 Factory = Callable[[], Any]
+RowFilter = Callable[[str, list[str], tuple[Any, ...]], bool]
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ON_PARTIAL = ("fail", "partial")
 
@@ -474,7 +475,8 @@ def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: An
     return _Plan(sh, order, limit, qid, positions, jobs)
 
 
-def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, kind: str) -> ScatterResult:
+def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, kind: str,
+           keep: RowFilter | None = None) -> ScatterResult:
     lat = {n: v[2] for n, v in ok.items()}
     _events.emit("scatter", kind=kind, fan_out=len(plan.jobs), failed=sorted(failed), latencies=lat)
     for n, reason in failed.items():
@@ -517,6 +519,12 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
             rows = rows[: plan.limit]
         streams.append([(sort_key(r), si, r) for r in rows])
     sizes = {s[0][1]: len(s) for s in streams if s}
+    # No row may be emitted past the last fetched row of a shard that has
+    # more: that shard's next rows could sort before it.  (With every row
+    # kept, `limit` rows per shard make this bound unreachable within a page;
+    # with `keep` filtering rows out, it is what keeps the order exact.)
+    bounds = [s[-1][0] for s in streams if s and more[s[0][1]]]
+    bound = min(bounds) if bounds else None
     used: dict[int, int] = {}
     out: list[tuple[Any, ...]] = []
     last: dict[int, tuple[Any, ...]] = {}
@@ -525,15 +533,18 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
     for k, si, r in heapq.merge(*streams, key=lambda t: t[0]):
         if plan.limit is not None and len(out) >= plan.limit:
             break
+        if bound is not None and bound < k:
+            break
         if prev is not None and not (prev < k):
             raise ValueError(
                 f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shards "
                 f"{plan.shards[prev_shard][0]!r} and {plan.shards[si][0]!r} hold rows with the same "
                 f"ordering key {tuple(r[i] for i in idx)!r}")
         prev, prev_shard = k, si
-        out.append(r)
         last[si] = r
         used[si] = used.get(si, 0) + 1
+        if keep is None or keep(plan.shards[si][0], columns, r):
+            out.append(r)
     for si, size in sizes.items():
         if used.get(si, 0) < size:  # rows fetched but not reached by this page
             more[si] = True
@@ -548,7 +559,8 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
 def scatter_gather(query: str, shards: Mapping[str, Factory], *, params: Sequence[Any] = (),
                    order_by: Sequence[Any] | str, unique: str | Sequence[str], limit: int | None = None,
                    cursor: str | None = None, timeout: float | None = None, concurrency: int | None = None,
-                   on_partial: str = "fail", placeholder: str = "?") -> ScatterResult:
+                   on_partial: str = "fail", placeholder: str = "?",
+                   row_filter: RowFilter | None = None) -> ScatterResult:
     """Run ``query`` on every shard and merge the results in the global order.
 
     ``query`` is a SELECT; its result must include the ``order_by`` columns.
@@ -567,18 +579,23 @@ def scatter_gather(query: str, shards: Mapping[str, Factory], *, params: Sequenc
     ``"partial"`` returns the rows of the shards that answered, with
     ``failed`` naming the others (their position in the cursor is kept, so a
     later page still reads their rows — after rows that sort later).
+    ``row_filter(shard, columns, row) -> bool``: rows it rejects are left
+    out (their shard's position still moves past them); a page may then hold
+    fewer than ``limit`` rows while the cursor goes on (Cluster.scatter_gather
+    uses it to drop rows a shard holds but does not own during a migration).
     """
     plan = _plan_gather(query, shards, params, order_by, unique, limit, cursor, timeout, concurrency,
                         on_partial, placeholder)
     ok, failed = _run_threads(plan.jobs, timeout, concurrency)
-    return _merge(plan, ok, failed, on_partial, "gather")
+    return _merge(plan, ok, failed, on_partial, "gather", row_filter)
 
 
 async def scatter_gather_async(query: str, shards: Mapping[str, Factory], *, params: Sequence[Any] = (),
                                order_by: Sequence[Any] | str, unique: str | Sequence[str],
                                limit: int | None = None, cursor: str | None = None,
                                timeout: float | None = None, concurrency: int | None = None,
-                               on_partial: str = "fail", placeholder: str = "?") -> ScatterResult:
+                               on_partial: str = "fail", placeholder: str = "?",
+                               row_filter: RowFilter | None = None) -> ScatterResult:
     """:func:`scatter_gather` for asyncio: the same arguments and result.
 
     Each shard's blocking DB-API query runs in ``asyncio.to_thread``; at most
@@ -587,7 +604,7 @@ async def scatter_gather_async(query: str, shards: Mapping[str, Factory], *, par
     plan = _plan_gather(query, shards, params, order_by, unique, limit, cursor, timeout, concurrency,
                         on_partial, placeholder)
     ok, failed = await _run_async(plan.jobs, timeout, concurrency)
-    return _merge(plan, ok, failed, on_partial, "gather")
+    return _merge(plan, ok, failed, on_partial, "gather", row_filter)
 
 
 # ---------------------------------------------------------------------------
