@@ -10,15 +10,16 @@ not enabled for the level, ``emit`` costs one list check and one
 
 Events and their fields (documented in docs/metrics.md):
 
-* ``route``       shard, keys, topology_version, shard_key
+* ``route``       shard, keys, topology_version, shard_key, group
 * ``hot_write``   shard, hot (bool), sub_key, topology_version
 * ``hot_read``    key, fan_out
 * ``scatter``     fan_out, failed (list), latencies ({shard: seconds}), kind
 * ``shard_op``    shard, op, seconds, ok
 * ``error``       shard, op, reason
-* ``stale_route_retry``  shard, topology_version, retry_reason
+* ``stale_route_retry``  shard, group, shard_key, topology_version, current_version,
+  retry_reason, retried
 * ``migration_progress`` migration_id, copied, total
-* ``verify_mismatch``    migration_id, shard, count
+* ``verify_mismatch``    migration_id, count
 * ``lookup``      index, shard, found, orphan
 """
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from shardhash import _events
@@ -227,11 +227,11 @@ class LookupIndex:
 
     # -- schema --------------------------------------------------------------------
 
-    def create_table(self) -> None:
-        """Create the lookup table on every lookup shard (if absent)."""
+    def create_table(self, shards: Iterable[str] | None = None) -> None:
+        """Create the lookup table on every lookup shard, or on ``shards`` (if absent)."""
         ddl = (f"CREATE TABLE IF NOT EXISTS {self.table} (value TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
                f"state TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)")
-        for s in self.lookup_store.shards():
+        for s in self.lookup_store.shards() if shards is None else list(shards):
             with self.lookup_store.write_shard(s) as tx:
                 tx.execute(ddl)
 

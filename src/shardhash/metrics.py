@@ -66,7 +66,7 @@ class ShardMetrics:
     share of traffic on hot keys is ``hot="true"`` over the sum),
     ``hot_reads_total``, ``migration_rows_copied{migration}`` and
     ``migration_rows_total{migration}`` (gauges),
-    ``verify_mismatches_total{migration,shard}``,
+    ``verify_mismatches_total{migration}``,
     ``lookups_total{index,result}``.
     """
 
@@ -103,7 +103,7 @@ class ShardMetrics:
         c("shardhash_hot_reads", "reads of hot keys (fanned out to their sub-keys)")
         g("shardhash_migration_rows_copied", "rows copied so far", ("migration",))
         g("shardhash_migration_rows_total", "rows to copy", ("migration",))
-        c("shardhash_verify_mismatches", "rows that differ after a migration copy", ("migration", "shard"))
+        c("shardhash_verify_mismatches", "rows that differ after a migration copy", ("migration",))
         c("shardhash_lookups", "lookup-index reads", ("index", "result"))
 
     # -- listening ---------------------------------------------------------------
@@ -149,8 +149,7 @@ class ShardMetrics:
             if f.get("total") is not None:
                 m["shardhash_migration_rows_total"].labels(mig).set(f["total"])
         elif event == "verify_mismatch":
-            m["shardhash_verify_mismatches"].labels(str(f.get("migration_id")), str(f.get("shard"))).inc(
-                f.get("count", 1))
+            m["shardhash_verify_mismatches"].labels(str(f.get("migration_id"))).inc(f.get("count", 1))
         elif event == "lookup":
             result = "orphan" if f.get("orphan") else ("hit" if f.get("found") else "miss")
             m["shardhash_lookups"].labels(str(f.get("index")), result).inc()

@@ -535,16 +535,17 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
             break
         if bound is not None and bound < k:
             break
+        last[si] = r
+        used[si] = used.get(si, 0) + 1
+        if keep is not None and not keep(plan.shards[si][0], columns, r):
+            continue  # skipped, but its shard's position moves past it
         if prev is not None and not (prev < k):
             raise ValueError(
                 f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shards "
                 f"{plan.shards[prev_shard][0]!r} and {plan.shards[si][0]!r} hold rows with the same "
                 f"ordering key {tuple(r[i] for i in idx)!r}")
         prev, prev_shard = k, si
-        last[si] = r
-        used[si] = used.get(si, 0) + 1
-        if keep is None or keep(plan.shards[si][0], columns, r):
-            out.append(r)
+        out.append(r)
     for si, size in sizes.items():
         if used.get(si, 0) < size:  # rows fetched but not reached by this page
             more[si] = True

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _events
 from ..hashing import hash_array
 from ..routing import Router, load_router
 from .cluster import Cluster
@@ -328,6 +329,7 @@ class Migration:
                             with self.meta.tx() as mc:
                                 self.meta.put(self.id, ck, cur, mc)
                                 self.meta.put(self.id, "copied", copied, mc)
+                            _events.emit("migration_progress", migration_id=self.id, copied=copied, total=None)
                     finally:
                         sb.rollback(sc)
                     self.meta.put(self.id, ck, "done")
@@ -553,6 +555,7 @@ class Migration:
         if diffs:
             self.meta.put(self.id, "verify", {"verified": []})
             self._set("verify-failed")
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
             raise VerifyMismatch(self.id, diffs)
         self.meta.put(self.id, "verify", {"verified": sorted(set(state["verified"]) | todo)})
         self.log(f"verify: {len(todo)} unit(s), {rows} rows, 0 mismatches ({result['seconds']:.2f} s)")
@@ -635,6 +638,7 @@ class Migration:
             self.meta.put(self.id, "verify_result", {"mismatches": len(diffs), "first": diffs[:10], "final": True})
             self.meta.put(self.id, "verify", {"verified": []})
             self._set("verify-failed")
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
             raise VerifyMismatch(self.id, diffs)
         for d in self.mem.destinations:
             b = cl.backend(d)
