@@ -348,37 +348,42 @@ class LookupIndex:
 
     # -- reads ---------------------------------------------------------------------
 
-    def lookup(self, value: Any, *, owner_type: type | None = None) -> Any:
-        """The owner id of ``value``, or None.  The owner row is verified, so
-        an orphan left by a crash is never returned."""
+    def _resolve(self, value: Any, owner_type: type | None) -> tuple[Any, dict[str, Any] | None]:
+        """(owner id, owner row) of ``value``: the lookup row, then the owner
+        row in one routed read that also verifies it (an orphan gives None)."""
         p = self._p
         with self.lookup_store.read(value) as tx:
             row = tx.execute(f"SELECT owner_id, state FROM {self.table} WHERE value = {p}", (value,)).fetchone()
         shard = self.lookup_store.shard_of(value)
         if row is None:
             _events.emit("lookup", index=self.name, shard=shard, found=False, orphan=False)
-            return None
+            return None, None
         oid = _typed(row[0], owner_type)
-        if not self._owner_holds(oid, value):
+        po = self._po
+        with self.owner_store.read(oid) as tx:
+            cur = tx.execute(f"SELECT * FROM {self.owner_table} WHERE {self.owner_key} = {po}", (oid,))
+            r = cur.fetchone()
+            cols = [d[0] for d in cur.description]
+        owner = None if r is None else dict(zip(cols, r))
+        if owner is None or owner.get(self.owner_value) != value:
             _events.emit("lookup", index=self.name, shard=shard, found=False, orphan=True)
-            return None
+            return None, None
         if row[1] == "pending":  # the owner row exists: a crash before the commit mark; repair it
             self._commit(oid, value)
         _events.emit("lookup", index=self.name, shard=shard, found=True, orphan=False)
-        return oid
+        return oid, owner
+
+    def lookup(self, value: Any, *, owner_type: type | None = None) -> Any:
+        """The owner id of ``value``, or None.  The owner row is verified (one
+        routed read), so an orphan left by a crash is never returned.
+        ``owner_type`` (int or str): the type of owner ids; by default a
+        stored id that is a canonical decimal integer comes back as an int."""
+        return self._resolve(value, owner_type)[0]
 
     def get(self, value: Any, *, owner_type: type | None = None) -> dict[str, Any] | None:
-        """The owner row of ``value`` as a dict (lookup, then one routed read), or None."""
-        oid = self.lookup(value, owner_type=owner_type)
-        if oid is None:
-            return None
-        p = self._po
-        with self.owner_store.read(oid) as tx:
-            cur = tx.execute(f"SELECT * FROM {self.owner_table} WHERE {self.owner_key} = {p} AND "
-                             f"{self.owner_value} = {p}", (oid, value))
-            r = cur.fetchone()
-            cols = [d[0] for d in cur.description]
-        return None if r is None else dict(zip(cols, r))
+        """The owner row of ``value`` as a dict, or None: the lookup row, then
+        one routed read of the owner row (one extra round trip, no scatter)."""
+        return self._resolve(value, owner_type)[1]
 
     # -- repair --------------------------------------------------------------------
 
