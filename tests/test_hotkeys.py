@@ -158,3 +158,23 @@ def test_propose_hot_set() -> None:
     assert propose_hot_set([], r) == {}
     with pytest.raises(ValueError, match="headroom"):
         propose_hot_set(traffic, r, headroom=0)
+
+
+def test_compiled_paths_agree_with_the_reference() -> None:
+    b = JumpRouter(SHARDS)
+    r = HotKeyRouter(b, {"star": 4, 9: 3}, write="round_robin")
+    keys: list[object] = [f"k{i}" for i in range(300)] + list(range(300)) + ["star", 9, b"raw", (1, "a"),
+                                                                             np.int64(9), np.int64(10)]
+    for k in keys:
+        assert r.route_read(k) == HotKeyRouter.route_read(r, k)
+        if r.fan_out(k) == 1:
+            assert r.route_write(k) == HotKeyRouter.route_write(r, k)
+        for sub in range(r.fan_out(k)):
+            assert r.route_write(k, sub_key=sub) == HotKeyRouter.route_write(r, k, sub_key=sub)
+    assert r.route_write is not HotKeyRouter.route_write
+    for bad in (True, 1.5, [1], None):
+        for fn in (r.route_write, lambda k: HotKeyRouter.route_write(r, k)):
+            with pytest.raises(TypeError):
+                fn(bad)
+        with pytest.raises(TypeError):
+            r.route_read(bad)

@@ -61,6 +61,7 @@ from shardhash.routing import (
     register_router_type,
 )
 from shardhash._hashing import Hasher
+from shardhash._hotkeys import HotPaths
 
 __all__ = ["HotKeyRouter", "HotChange", "hot_changes", "propose_hot_set", "subkey", "MAX_FAN_OUT"]
 
@@ -156,6 +157,12 @@ class HotKeyRouter(Router):
             self._use_delegate(base)
         else:
             self._use_python()
+        # Compiled fast paths for cold int/str keys (the methods below are the
+        # reference they fall back to): instance attributes shadow the methods.
+        paths = HotPaths(self.route, self._fan, HotKeyRouter.route_write.__get__(self),
+                         HotKeyRouter.route_read.__get__(self))
+        self._set("route_write", paths.route_write)
+        self._set("route_read", paths.route_read)
         self._finish()
 
     def _route_hashes_kernel(self, hashes: np.ndarray, out: np.ndarray) -> None:
