@@ -630,6 +630,10 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.migrate:
+        from .migrate.demo import main as migrate_demo
+
+        return migrate_demo(args)
     if args.keys < 1:
         raise UsageError(f"--keys must be >= 1, got {args.keys}")
     t0 = time.perf_counter()
@@ -707,7 +711,11 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", parents=[common], help="compare strategies when a fifth shard joins four")
     d.add_argument("--keys", type=int, default=10_000_000, help="number of synthetic ids (default 10,000,000)")
     d.add_argument("--json", action="store_true", help="machine-readable output")
+    d.add_argument("--migrate", action="store_true", help="run a live migration demo on SQLite shards instead")
     d.set_defaults(func=cmd_demo)
+    from .migrate import cli as migrate_cli  # the `migrate` subcommand lives with its package
+
+    migrate_cli.add_parser(sub, [common])
 
     t = sub.add_parser("topology", help="write, print or check topology documents")
     tsub = t.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)

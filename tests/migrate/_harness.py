@@ -1,57 +1,84 @@
-"""Builds small SQLite clusters for the migration tests (also run as a
-writer/executor child process by the crash tests)."""
+"""Builds small clusters for the migration tests, on SQLite files or on
+PostgreSQL schemas (one schema per shard in the test server's database)."""
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import sys
-import time
+import uuid
 from pathlib import Path
 from typing import Any
 
-from shardhash import JumpRouter, load_router
+from shardhash import JumpRouter
 from shardhash.migrate import Cluster
+from shardhash.migrate.cluster import open_backend
 
-SCHEMA = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER NOT NULL)"
-SCHEMA2 = ("CREATE TABLE events (eid INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, payload TEXT)",
+SCHEMA = "CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)"
+SCHEMA2 = ("CREATE TABLE events (eid BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, payload TEXT)",
            "CREATE INDEX events_user ON events(user_id)")
+UPSERT = ("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+          "n = excluded.n")
+
+
+def shard_url(backend: str, root: Path, shard: str) -> str:
+    if backend == "sqlite":
+        return f"sqlite:{shard}.db"
+    tag = root.name.replace("-", "_")[-20:]
+    return f"postgresql:{backend} options='-csearch_path=t{_tag(root)}_{shard}'"
+
+
+def _tag(root: Path) -> str:
+    f = root / ".tag"
+    if not f.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        f.write_text(uuid.uuid4().hex[:10])
+    return f.read_text()
+
+
+def connect(root: Path, shard: str) -> Any:
+    """A connection (sqlite3, or the PostgreSQL adapter) to a shard of the cluster in ``root``."""
+    doc = json.loads((root / "cluster.json").read_text())
+    return open_backend(doc["shards"][shard]["primary"], root).connect()
 
 
 def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: int = 0,
-                 events: bool = False, extra_shards: list[str] = (), **opts: Any) -> Path:
-    """Write shard files, seed ``users`` rows routed by ``router`` and a
-    cluster.json; returns the cluster file's path."""
+                 events: bool = False, extra_shards: list[str] = (), backend: str = "sqlite",
+                 **opts: Any) -> Path:
+    """Create the shards, seed ``users`` rows routed by ``router`` and write
+    cluster.json; returns its path (the cluster is initialised)."""
     root.mkdir(parents=True, exist_ok=True)
     router = router or JumpRouter(shards)
-    for s in list(shards) + list(extra_shards):
-        c = sqlite3.connect(root / f"{s}.db")
-        if s in shards:
-            c.execute(SCHEMA)
+    every = list(shards) + list(extra_shards)
+    urls = {s: shard_url(backend, root, s) for s in every}
+    if backend != "sqlite":
+        import psycopg
+
+        with psycopg.connect(backend, autocommit=True) as c:
+            for s in every:
+                c.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+    conns = {s: open_backend(urls[s], root).connect() for s in every}
+    ids = list(range(1, users + 1))
+    owners = router.route_many(ids).tolist() if users else []
+    for s in shards:
+        c = conns[s]
+        c.execute("BEGIN")
+        c.execute(SCHEMA)
+        if events:
+            for q in SCHEMA2:
+                c.execute(q)
+        rows = [(i, f"u{i}", 0) for i, o in zip(ids, owners) if router.shards[o] == s]
+        if rows:
+            c.executemany("INSERT INTO users VALUES (?, ?, ?)", rows)
             if events:
-                for q in SCHEMA2:
-                    c.execute(q)
-        c.commit()
+                c.executemany("INSERT INTO events VALUES (?, ?, ?)", [(i * 100_000, i, f"e{i}") for i, _, _ in rows])
+        c.execute("COMMIT")
+    for c in conns.values():
         c.close()
-    if users:
-        ids = list(range(1, users + 1))
-        owners = router.route_many(ids)
-        conns = {s: sqlite3.connect(root / f"{s}.db") for s in shards}
-        for i, o in zip(ids, owners.tolist()):
-            conns[router.shards[o]].execute("INSERT INTO users VALUES (?, ?, ?)", (i, f"u{i}", 0))
-            if events:
-                conns[router.shards[o]].execute("INSERT INTO events VALUES (?, ?, ?)",
-                                                (i * 100_000, i, f"e{i}"))
-        for c in conns.values():
-            c.commit()
-            c.close()
     tables = [{"name": "users", "key": "id"}]
     if events:
         tables.append({"name": "events", "key": "user_id"})
     doc = {
         "metadata": "sqlite:meta.db",
-        "shards": {s: {"primary": f"sqlite:{s}.db"} for s in list(shards) + list(extra_shards)},
+        "shards": {s: {"primary": urls[s]} for s in every},
         "groups": {"users": {"router": router.to_dict(), "tables": tables}},
         "options": {"synchronous": "NORMAL", **opts},
     }
@@ -63,70 +90,25 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
     return path
 
 
+def drop_cluster(root: Path, backend: str) -> None:
+    """Drop a PostgreSQL cluster's schemas (SQLite files go with the folder)."""
+    if backend == "sqlite" or not (root / ".tag").exists():
+        return
+    import psycopg
+
+    with psycopg.connect(backend, autocommit=True) as c:
+        for (name,) in c.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                 (f"t{_tag(root)}_%",)).fetchall():
+            c.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
 def shard_rows(root: Path, shard: str, table: str = "users") -> dict[Any, tuple[Any, ...]]:
-    c = sqlite3.connect(root / f"{shard}.db")
+    c = connect(root, shard)
     try:
-        if c.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None:
+        try:
+            rows = c.execute(f"SELECT * FROM {table}").fetchall()
+        except Exception:  # noqa: BLE001 - the table was never created there
             return {}
-        rows = c.execute(f"SELECT * FROM {table}").fetchall()
     finally:
         c.close()
-    return {r[0]: r for r in rows}
-
-
-def writer_main(cluster_path: str, log_path: str, wid: int, nkeys: int, seconds: float, seed: int) -> None:
-    """A writer process: updates/inserts/deletes its own keys (id % 100 == wid
-    among 1..nkeys*100) and logs each acknowledged write as a JSON line,
-    flushed before the next one."""
-    import random
-
-    rnd = random.Random(seed)
-    cl = Cluster.load(cluster_path, retries=5, wait_timeout=120.0)
-    mine = [k for k in range(1, nkeys + 1) if k % 8 == wid]
-    seq = 0
-    end = time.time() + seconds
-    with open(log_path, "a", buffering=1) as log:
-        while time.time() < end:
-            k = rnd.choice(mine)
-            seq += 1
-            op = rnd.random()
-            try:
-                with cl.transaction(k) as tx:
-                    if op < 0.1:
-                        tx.execute("DELETE FROM users WHERE id = ?", (k,))
-                        val = None
-                    else:
-                        tx.execute("INSERT OR REPLACE INTO users VALUES (?, ?, ?)", (k, f"w{wid}", seq))
-                        val = seq
-                    shard, version = tx.shard, tx.version
-                    t_ack0 = time.time()
-                log.write(json.dumps({"k": k, "v": val, "shard": shard, "ver": version, "t0": t_ack0,
-                                      "t": time.time()}) + "\n")
-            except Exception as e:  # noqa: BLE001 - logged, never acknowledged
-                log.write(json.dumps({"k": k, "err": type(e).__name__, "msg": str(e)}) + "\n")
-            time.sleep(0.001)
-    cl.close()
-
-
-def executor_main(cluster_path: str, action: str, arg: str) -> None:
-    cl = Cluster.load(cluster_path)
-    from shardhash.migrate import Migration
-
-    if action == "create":
-        new = load_router(json.loads(Path(arg).read_text()))
-        m = Migration.create(cl, "users", new, mig_id="mig1", max_step_share=0.05)
-        print(m.id, flush=True)
-    elif action == "run":
-        Migration(cl, arg).run(chunk=200)
-    elif action == "rollback":
-        Migration(cl, arg).rollback()
-    elif action == "cleanup":
-        Migration(cl, arg).cleanup()
-    cl.close()
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "writer":
-        writer_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]))
-    else:
-        executor_main(sys.argv[2], sys.argv[3], sys.argv[4])
+    return {r[0]: tuple(r) for r in rows}

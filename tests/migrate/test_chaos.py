@@ -33,7 +33,7 @@ import pytest
 from shardhash import JumpRouter, load_router, plan
 from shardhash.migrate import Cluster, Migration, StaleRouteError
 
-from ._harness import make_cluster, shard_rows
+from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
 
 pytestmark = pytest.mark.chaos
 
@@ -74,7 +74,7 @@ def _writer(path: str, log: str, wid: int, stop: str, seed: int) -> None:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         val = None
                     else:
-                        tx.execute("INSERT OR REPLACE INTO users VALUES (?, ?, ?)", (k, f"w{wid}", seq))
+                        tx.execute(UPSERT, (k, f"w{wid}", seq))
                         val = seq
                     rec = {"k": k, "v": val, "shard": tx.shard, "ver": tx.version, "t0": time.time()}
                 f.write(json.dumps(rec) + "\n")
@@ -143,10 +143,10 @@ def _owner_at(hist, t: float):
     return r
 
 
-def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, stats: dict) -> None:
+def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, stats: dict, backend: str) -> None:
     initial = JumpRouter(["s0", "s1", "s2"])
     spare = ["s3", "s4", "s5"]
-    path = str(make_cluster(root, ["s0", "s1", "s2"], initial, users=KEYS, extra_shards=spare))
+    path = str(make_cluster(root, ["s0", "s1", "s2"], initial, users=KEYS, extra_shards=spare, backend=backend))
     stop = str(root / "stop")
     logs = [str(root / f"w{i}.log") for i in range(WRITERS)]
     writers = [_fork(lambda i=i: _writer(path, logs[i], i, stop, rnd.randrange(1 << 30))) for i in range(WRITERS)]
@@ -178,7 +178,10 @@ def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, stats: dict)
         for pid in writers:
             _, status = os.waitpid(pid, 0)
             assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    _check(root, path, logs, initial, stats)
+    try:
+        _check(root, path, logs, initial, stats)
+    finally:
+        drop_cluster(root, backend)
 
 
 def _check(root: Path, path: str, logs: list[str], initial, stats: dict) -> None:
@@ -226,8 +229,11 @@ def _check(root: Path, path: str, logs: list[str], initial, stats: dict) -> None
     cl.close()
 
 
-def test_crash_injection_sqlite(tmp_path):
-    total = int(os.environ.get("SHARDHASH_CHAOS_MIGRATIONS", "100"))
+def test_crash_injection(tmp_path, backend):
+    if backend == "sqlite":
+        total = int(os.environ.get("SHARDHASH_CHAOS_MIGRATIONS", "100"))
+    else:
+        total = int(os.environ.get("SHARDHASH_CHAOS_PG_MIGRATIONS", "20"))
     seed = int(os.environ.get("SHARDHASH_CHAOS_SEED", str(int(time.time()))))
     rnd = random.Random(seed)
     stats = {"migrations": 0, "kills": 0, "rollbacks": 0, "acks": 0, "ok_deletes": 0, "stale_refused": 0,
@@ -235,9 +241,10 @@ def test_crash_injection_sqlite(tmp_path):
     per = 10
     i = 0
     while stats["migrations"] < total:
-        _one_cluster(tmp_path / f"c{i}", min(per, total - stats["migrations"]), rnd, stats)
+        _one_cluster(tmp_path / f"c{i}", min(per, total - stats["migrations"]), rnd, stats, backend)
         i += 1
-    sys.stderr.write(f"chaos seed {seed}: {json.dumps(stats)}\n")
+    sys.stderr.write(f"chaos ({'sqlite' if backend == 'sqlite' else 'postgresql'}) seed {seed}: "
+                     f"{json.dumps(stats)}\n")
     assert stats["migrations"] >= total and stats["kills"] > 0 and stats["acks"] > 0
     assert not {e for e in stats["errors"] if e != "StaleRouteError"}, stats["errors"]
     if total >= 100:

@@ -14,9 +14,15 @@ import pytest
 from shardhash import JumpRouter, RingRouter, plan
 from shardhash.migrate import Cluster, Migration, MigrationError, StaleRouteError, VerifyMismatch
 
-from ._harness import make_cluster, shard_rows
+from ._harness import UPSERT, connect, drop_cluster, make_cluster, shard_rows
 
 FOUR = ["s0", "s1", "s2", "s3"]
+
+
+@pytest.fixture
+def root(tmp_path, backend):
+    yield tmp_path
+    drop_cluster(tmp_path, backend)
 
 
 def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
@@ -33,29 +39,29 @@ def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
     return {k: dict(p)[router.route(k)] for k, p in seen.items()}
 
 
-def test_jump_four_to_five_moves_exactly_the_planned_keys(tmp_path):
-    path = make_cluster(tmp_path, FOUR, users=3000, extra_shards=["s4"])
+def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend):
+    path = make_cluster(root, FOUR, users=3000, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
     new, _ = plan.add_shards(old, "s4")
     m = Migration.create(cl, "users", new, max_step_share=0.05)
     assert m.run(chunk=300) == "retained"
     assert cl.refresh().version == new.version == old.version + 1
-    before = {k for s in FOUR for k in shard_rows(tmp_path, s)}
-    rows = owners_ok(tmp_path, new, FOUR + ["s4"], exact=False)
+    before = {k for s in FOUR for k in shard_rows(root, s)}
+    rows = owners_ok(root, new, FOUR + ["s4"], exact=False)
     assert set(rows) == before == set(range(1, 3001))
     moved = {k for k in before if old.route(k) != new.route(k)}
-    assert set(shard_rows(tmp_path, "s4")) == moved
+    assert set(shard_rows(root, "s4")) == moved
     st = m.status()
     assert st["rows_copied"] == len(moved) and st["verify"]["mismatches"] == 0
     assert m.cleanup() == len(moved)
-    owners_ok(tmp_path, new, FOUR + ["s4"], exact=True)
+    owners_ok(root, new, FOUR + ["s4"], exact=True)
     cl.close()
 
 
-def test_ring_with_two_tables_and_live_writes(tmp_path):
+def test_ring_with_two_tables_and_live_writes(root, backend):
     ring = RingRouter(FOUR, vnodes=16)
-    path = make_cluster(tmp_path, FOUR, ring, users=2000, events=True, extra_shards=["s4"])
+    path = make_cluster(root, FOUR, ring, users=2000, events=True, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path, retries=5)
     new, _ = plan.add_shards(ring, "s4")
     acks: dict[int, object] = {}
@@ -73,7 +79,7 @@ def test_ring_with_two_tables_and_live_writes(tmp_path):
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         v = None
                     else:
-                        tx.execute("INSERT OR REPLACE INTO users VALUES (?, ?, ?)", (k, "w", n))
+                        tx.execute(UPSERT, (k, "w", n))
                         tx.execute("INSERT INTO events VALUES (?, ?, ?)", (k * 100_000 + n, k, f"p{n}"))
                         v = n
                 acks[k] = v
@@ -94,7 +100,7 @@ def test_ring_with_two_tables_and_live_writes(tmp_path):
             t.join()
     assert not errors, errors
     m.cleanup()
-    final = owners_ok(tmp_path, new, FOUR + ["s4"], exact=True)
+    final = owners_ok(root, new, FOUR + ["s4"], exact=True)
     for k, v in acks.items():
         if v is None:
             assert k not in final
@@ -102,14 +108,14 @@ def test_ring_with_two_tables_and_live_writes(tmp_path):
             assert final[k][2] == v
     # events follow their user: every event row is on its user's owner
     for s in FOUR + ["s4"]:
-        for _, uid, _ in shard_rows(tmp_path, s, "events").values():
+        for _, uid, _ in shard_rows(root, s, "events").values():
             assert new.route(uid) == s
     assert cl.metrics.snapshot()["stale_errors"] == 0
     cl.close()
 
 
-def test_stale_router_gets_stale_route_error_then_retries(tmp_path):
-    path = make_cluster(tmp_path, FOUR, users=500, extra_shards=["s4"])
+def test_stale_router_gets_stale_route_error_then_retries(root, backend):
+    path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
     stale = Cluster.load(path, retries=0)
     old = stale.router()  # cached: never refreshed by this client
     cl = Cluster.load(path)
@@ -125,7 +131,7 @@ def test_stale_router_gets_stale_route_error_then_retries(tmp_path):
         assert (e.key, e.used_version, e.current_version, e.owner) == (k, old.version, new.version, new.route(k))
         assert e.shard == old.route(k)
         stale._routers[stale.group().name] = old  # stay stale
-    assert all(r[2] != -1 for s in FOUR for r in shard_rows(tmp_path, s).values())
+    assert all(r[2] != -1 for s in FOUR for r in shard_rows(root, s).values())
     # with retries, the client refreshes and lands on the new owner
     retry = Cluster.load(path, retries=2)
     retry._routers["users"] = old
@@ -137,8 +143,8 @@ def test_stale_router_gets_stale_route_error_then_retries(tmp_path):
         c.close()
 
 
-def test_rollback_after_cutover_replays_destination_writes(tmp_path):
-    path = make_cluster(tmp_path, FOUR, users=800, extra_shards=["s4"])
+def test_rollback_after_cutover_replays_destination_writes(root, backend):
+    path = make_cluster(root, FOUR, users=800, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
     new, _ = plan.add_shards(old, "s4")
@@ -161,8 +167,8 @@ def test_rollback_after_cutover_replays_destination_writes(tmp_path):
     rev = Migration(cl, m.id + "-rollback")
     assert rev.state == "retained"
     rev.cleanup()
-    final = owners_ok(tmp_path, back, FOUR + ["s4"], exact=True)
-    assert not shard_rows(tmp_path, "s4")
+    final = owners_ok(root, back, FOUR + ["s4"], exact=True)
+    assert not shard_rows(root, "s4")
     for k in moved[:20]:
         assert final[k][2] == 99
     for k in moved[20:25]:
@@ -172,35 +178,34 @@ def test_rollback_after_cutover_replays_destination_writes(tmp_path):
     cl.close()
 
 
-def test_rollback_before_cutover_leaves_the_source_untouched(tmp_path):
-    path = make_cluster(tmp_path, FOUR, users=600, extra_shards=["s4"])
+def test_rollback_before_cutover_leaves_the_source_untouched(root, backend):
+    path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
-    before = {s: shard_rows(tmp_path, s) for s in FOUR}
+    before = {s: shard_rows(root, s) for s in FOUR}
     new, _ = plan.add_shards(cl.router(), "s4")
     m = Migration.create(cl, "users", new)
     assert m.run(cutover=False) == "catching-up"
-    assert shard_rows(tmp_path, "s4")
+    assert shard_rows(root, "s4")
     assert m.rollback() == "rolled-back"
-    assert {s: shard_rows(tmp_path, s) for s in FOUR} == before
-    assert not shard_rows(tmp_path, "s4")
+    assert {s: shard_rows(root, s) for s in FOUR} == before
+    assert not shard_rows(root, "s4")
     assert cl.refresh().version == 1
     with cl.transaction(5) as tx:  # no fence left behind
         tx.execute("UPDATE users SET n = 1 WHERE id = 5")
     cl.close()
 
 
-def test_verify_lists_the_first_differing_keys(tmp_path):
-    path = make_cluster(tmp_path, FOUR, users=600, extra_shards=["s4"])
+def test_verify_lists_the_first_differing_keys(root, backend):
+    path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
     new, _ = plan.add_shards(old, "s4")
     m = Migration.create(cl, "users", new)
     m.run(cutover=False)
     moved = sorted(k for k in range(1, 601) if old.route(k) != new.route(k))
-    c = sqlite3.connect(tmp_path / "s4.db")
+    c = connect(root, "s4")
     c.execute("UPDATE users SET name = 'corrupt' WHERE id = ?", (moved[3],))  # behind the executor's back
     c.execute("DELETE FROM users WHERE id = ?", (moved[5],))
-    c.commit()
     c.close()
     with pytest.raises(VerifyMismatch) as ei:
         m.verify()
@@ -227,14 +232,20 @@ def test_failover_changes_only_the_shard_map(tmp_path):
     k = next(k for k in range(1, 401) if routes[k - 1] == "s2")
     with cl.transaction(k) as tx:
         tx.execute("UPDATE users SET n = 42 WHERE id = ?", (k,))
-    assert shard_rows(tmp_path, "s2-replica")[k][2] == 42
-    assert shard_rows(tmp_path, "s2")[k][2] == 0
+    def n_of(name: str) -> int:
+        c = sqlite3.connect(tmp_path / f"{name}.db")
+        try:
+            return c.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0]
+        finally:
+            c.close()
+
+    assert n_of("s2-replica") == 42 and n_of("s2") == 0
     assert cl.shard_map()["s2"][0] == "sqlite:s2-replica.db"
     cl.close()
 
 
-def test_bad_input_is_refused_with_a_clear_error(tmp_path):
-    path = make_cluster(tmp_path, FOUR, users=50, extra_shards=["s4"])
+def test_bad_input_is_refused_with_a_clear_error(root, backend):
+    path = make_cluster(root, FOUR, users=50, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     new, _ = plan.add_shards(cl.router(), "s4")
     with pytest.raises(MigrationError, match="made from topology version 7"):
@@ -289,4 +300,137 @@ def test_unreachable_shard_is_a_clear_error(tmp_path):
     cl = Cluster.load(tmp_path / "c.json")
     with pytest.raises(ConnectionError, match="does not exist"):
         cl.init()
+    cl.close()
+
+
+def test_out_of_order_commits_are_never_skipped(tmp_path):
+    """PostgreSQL: a transaction that took change id 10 commits after the one
+    that took 11; catch-up applies 11 first and still applies 10 later."""
+    from .conftest import _need_pg
+
+    dsn = _need_pg()
+    try:
+        path = make_cluster(tmp_path, FOUR, users=400, extra_shards=["s4"], backend=dsn)
+        cl = Cluster.load(path)
+        old = cl.router()
+        new, _ = plan.add_shards(old, "s4")
+        m = Migration.create(cl, "users", new)
+        assert m.run(cutover=False) == "catching-up"
+        src = "s1"
+        a, b = [k for k in range(1, 401) if old.route(k) == src and new.route(k) == "s4"][:2]
+        c1, c2 = connect(tmp_path, src), connect(tmp_path, src)
+        c1.execute("BEGIN")
+        c1.execute("UPDATE users SET n = 111 WHERE id = ?", (a,))  # takes the lower change id
+        c2.execute("BEGIN")
+        c2.execute("UPDATE users SET n = 222 WHERE id = ?", (b,))  # takes the higher one
+        c2.execute("COMMIT")
+        ids = {}
+        chk = connect(tmp_path, src)
+        assert m.catch_up()[0] >= 1
+        (ids["b"],) = chk.execute("SELECT max(id) FROM _shardhash_changes WHERE state = 1").fetchone()
+        assert shard_rows(tmp_path, "s4")[b][2] == 222 and shard_rows(tmp_path, "s4")[a][2] == 0
+        c1.execute("COMMIT")
+        (ids["a"],) = chk.execute("SELECT max(id) FROM _shardhash_changes WHERE state = 0").fetchone()
+        assert ids["a"] < ids["b"]  # committed out of order: a position would have skipped it
+        assert m.catch_up()[0] >= 1
+        assert shard_rows(tmp_path, "s4")[a][2] == 111
+        assert m.run() == "retained"
+        rows = shard_rows(tmp_path, "s4")
+        assert (rows[a][2], rows[b][2]) == (111, 222)
+        for c in (c1, c2, chk):
+            c.close()
+        cl.close()
+    finally:
+        drop_cluster(tmp_path, dsn)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_membership_matches_the_unit_definitions(case):
+    """The vectorised unit lookup agrees with the units' definitions, key by key."""
+    import numpy as np
+
+    from shardhash import BucketRouter, MaglevRouter, RendezvousRouter
+    from shardhash.migrate.units import Membership, units_for
+
+    olds = [JumpRouter(FOUR), RingRouter(FOUR, vnodes=8), BucketRouter(FOUR, FOUR * 16),
+            MaglevRouter(FOUR, table_size=251), RendezvousRouter(FOUR), JumpRouter(FOUR)]
+    old = olds[case]
+    new = plan.add_shards(old, "s4")[0] if case < 5 else plan.remove_shards(old, "s2")[0]
+    units = units_for(old, new, max_step_share=0.03)
+    mem = Membership(old, new, units)
+    keys = list(range(20_000)) + [f"user-{i}" for i in range(2000)]
+    got = mem.assign(keys)
+    h = [int(x) for x in old.hasher.hash_array(keys)]
+    for i, k in enumerate(keys):
+        src, dst = old.route(k), new.route(k)
+        want = -1
+        for u in units:
+            if u.source != src or u.destination != dst:
+                continue
+            if u.kind == "range" and not (u.lo <= h[i] <= u.hi):
+                continue
+            if u.kind == "buckets" and h[i] % u.modulus not in u.buckets:
+                continue
+            want = u.index
+            break
+        assert got[i] == want, (k, got[i], want)
+        if src != dst:
+            assert want >= 0, f"key {k} moves {src}->{dst} but no unit holds it"
+    assert np.all((got >= 0) == np.array([old.route(k) != new.route(k) for k in keys]))
+
+
+def test_watermark_walk_under_writes(root, backend):
+    """New ids follow the new layout at once; the walk copies [K - j, K) batch
+    by batch, lowers K durably, and ends on the new router; nothing is lost."""
+    from shardhash import WatermarkRouter
+    from shardhash.migrate.executor import walk_watermark
+
+    wm = WatermarkRouter(JumpRouter(FOUR), JumpRouter(FOUR + ["s4"]), 301)
+    # (the new layout's shards exist before the watermark topology is published)
+    path = make_cluster(root, FOUR + ["s4"], wm, users=300, backend=backend)
+    cl = Cluster.load(path, retries=5)
+    acks: dict[int, object] = {}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer(wid: int) -> None:
+        n = 0
+        try:
+            while not stop.is_set():
+                n += 1
+                k = 1 + (n * 4 + wid) % 400
+                with cl.transaction(k) as tx:
+                    if n % 9 == 0:
+                        tx.execute("DELETE FROM users WHERE id = ?", (k,))
+                        v = None
+                    else:
+                        tx.execute(UPSERT, (k, "w", n))
+                        v = n
+                acks[k] = v
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in ts:
+        t.start()
+    try:
+        time.sleep(0.2)
+        # the first ids above K went to the new layout directly
+        final = walk_watermark(cl, batch=80, fence_threshold=0.2)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert not errors, errors
+    assert final == JumpRouter(FOUR + ["s4"]).with_version(final.version)
+    kinds = [m["info"].get("kind") for m in cl.metadata.migrations()]
+    assert kinds.count("watermark") == 5  # four batches of 80 below 301, then the switch
+    assert final.version == wm.version + 5
+    rows = owners_ok(root, final, FOUR + ["s4"], exact=True)
+    assert any(k >= 301 and final.route(k) == "s4" for k in acks)
+    for k, v in acks.items():
+        if v is None:
+            assert k not in rows
+        else:
+            assert rows[k][2] == v
     cl.close()

@@ -490,7 +490,7 @@ class Cluster(ClusterExtras):
             c = b.conn()
             t_wait: float | None = None
             while True:
-                (b.begin_write if write else b.begin_read)(c)
+                (b.begin_client_write if write else b.begin_read)(c)
                 try:
                     verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version)
                 except BaseException:
@@ -498,13 +498,17 @@ class Cluster(ClusterExtras):
                     raise
                 if verdict != "wait":
                     break
+                ep = b.epoch(c)
                 b.rollback(c)
-                now = time.perf_counter()
                 if t_wait is None:
-                    t_wait = now
-                elif now - t_wait > self.wait_timeout:
-                    raise FenceTimeout(f"key {key!r} waited {now - t_wait:.1f} s for a cutover on shard {shard!r}")
-                time.sleep(0.001)
+                    t_wait = time.perf_counter()
+                # Wait for the shard's ownership records to change (a cheap
+                # read that takes no lock), then check again.
+                while b.epoch(c) == ep:
+                    waited = time.perf_counter() - t_wait
+                    if waited > self.wait_timeout:
+                        raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
+                    time.sleep(0.001)
             if t_wait is not None:
                 self.metrics.add_pause(time.perf_counter() - t_wait)
             if verdict == "stale":

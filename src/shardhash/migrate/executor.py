@@ -30,7 +30,7 @@ from .metadata import ACTIVE, COMMITTED
 from .sqlite import decode_pk
 from .units import Membership, Unit, units_for
 
-__all__ = ["Migration", "MigrationError", "VerifyMismatch", "crash_point"]
+__all__ = ["Migration", "MigrationError", "VerifyMismatch", "crash_point", "walk_watermark"]
 
 #: Terminal or holding states: a group with a migration in any other state is busy.
 DONE = ("cleaned", "rolled-back")
@@ -204,6 +204,8 @@ class Migration:
                 if not cutover:
                     return self.state
                 self._catch_up_until(fence_threshold, max_catchup_seconds)
+                self._settle()
+                self._catch_up_until(fence_threshold, max_catchup_seconds)
                 self._set("freezing")
                 st = "freezing"
             if st == "freezing":
@@ -245,13 +247,12 @@ class Migration:
             c = b.conn()
             b.begin_write(c)
             try:
-                c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (self.id, old_doc, new_doc))
+                b.put_routers(c, self.id, old_doc, new_doc)
                 for u in self.units:
                     for role, who, state in (("source", u.source, "copying"), ("destination", u.destination, "importing")):
                         if who == shard:
-                            c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                      (self.group.name, self.id, u.index, role, state, self.new.version,
-                                       json.dumps(dict(u.to_dict(), from_version=self.old.version))))
+                            b.put_unit(c, self.group.name, self.id, u.index, role, state, self.new.version,
+                                       json.dumps(dict(u.to_dict(), from_version=self.old.version)))
                 if shard in srcs and not self.info.get("skip_copy"):
                     # Capture starts in the same transaction that makes the
                     # units visible, before any snapshot is taken.
@@ -567,37 +568,91 @@ class Migration:
             b = self.cluster.backend(s)
             c = b.conn()
             cid = self._cid(s)
-            for tbl, pk in c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall():
+            for tbl, pk in b.all_keys(c, cid):
                 out.add((tbl, decode_pk(pk)))
         return out
 
+    def _compare(self, s: str, keys: dict[str, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
+        """Rows of source ``s`` (by table and primary key) that differ from
+        their destination copy right now (or exist where they should not)."""
+        cl = self.cluster
+        sb = cl.backend(s)
+        diffs: list[dict[str, Any]] = []
+        for tbl, pks in keys.items():
+            pks = sorted(set(pks), key=repr)
+            cols, pk, kx = self._table(s, tbl)
+            pkx = [cols.index(k) for k in pk]
+            srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
+            su = self.mem.assign([r[kx] for r in srows]).tolist()
+            want = {tuple(r[j] for j in pkx): (self.units[u].destination, tuple(r))
+                    for r, u in zip(srows, su) if u >= 0}
+            # Rows the source holds outside the units need no look at the
+            # destinations (the shard key is immutable); members and deleted
+            # rows do.
+            present = {tuple(r[j] for j in pkx) for r in srows}
+            look = [k for k in pks if k in want or k not in present]
+            if not look:
+                continue
+            for d in self.mem.destinations:
+                db = cl.backend(d)
+                drows = db.fetch(db.conn(), tbl, cols, pk, look)
+                du = self.mem.assign([r[kx] for r in drows]).tolist()
+                have = {tuple(r[j] for j in pkx): tuple(r) for r, u in zip(drows, du)
+                        if u >= 0 and self.units[u].source == s and self.units[u].destination == d}
+                for k in set(have) | {k for k, (dd, _) in want.items() if dd == d}:
+                    w = want.get(k)
+                    if w is None or w[0] != d or have.get(k) != w[1]:
+                        diffs.append({"table": tbl, "pk": list(k), "source": s, "destination": d})
+        return diffs
+
+    def _settle(self, small: int = 64, rounds: int = 10) -> None:
+        """Before the fence: check, live, the rows changed since the full
+        verify and forget them once equal, so that the check under the fence
+        only covers the last few changes (the pause does not grow with the
+        unit).  A difference is excused while the key has a pending change."""
+        for _ in range(rounds):
+            total = 0
+            for s in self.mem.sources:
+                b = self.cluster.backend(s)
+                c = b.conn()
+                cid = self._cid(s)
+                while True:
+                    rows = b.dirty_rows(c, cid, 5000)
+                    if len(rows) < small:
+                        break
+                    total += len(rows)
+                    keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+                    for _, tbl, pk in rows:
+                        keys[tbl].append(decode_pk(pk))
+                    diffs = self._compare(s, keys)
+                    if diffs:
+                        pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
+                        real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
+                        if real:
+                            self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
+                            self.meta.put(self.id, "verify", {"verified": []})
+                            self._set("verify-failed")
+                            raise VerifyMismatch(self.id, real)
+                    b.begin_write(c)
+                    b.forget(c, [r[0] for r in rows])
+                    b.commit(c)
+                    if len(rows) < 5000:
+                        break
+            self.catch_up(limit=5000)
+            if total < small * max(1, len(self.mem.sources)):
+                return
+
     def _final_check(self) -> list[dict[str, Any]]:
         """Under the fence, after the drain: every row changed since the full
-        verify must be identical on its destination (or absent on both)."""
-        cl = self.cluster
+        verify (and not settled since) must be identical on its destination
+        (or absent on both)."""
         diffs: list[dict[str, Any]] = []
         for s in self.mem.sources:
-            sb = cl.backend(s)
-            by_tbl: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+            sb = self.cluster.backend(s)
+            keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
             for tbl, pk in sb.dirty(sb.conn(), self._cid(s)):
-                by_tbl[tbl].append(decode_pk(pk))
-            for tbl, pks in by_tbl.items():
-                cols, pk, kx = self._table(s, tbl)
-                pkx = [cols.index(k) for k in pk]
-                srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
-                su = self.mem.assign([r[kx] for r in srows]).tolist()
-                want = {tuple(r[j] for j in pkx): (self.units[u].destination, tuple(r))
-                        for r, u in zip(srows, su) if u >= 0}
-                for d in self.mem.destinations:
-                    db = cl.backend(d)
-                    drows = db.fetch(db.conn(), tbl, cols, pk, pks)
-                    du = self.mem.assign([r[kx] for r in drows]).tolist()
-                    have = {tuple(r[j] for j in pkx): tuple(r) for r, u in zip(drows, du)
-                            if u >= 0 and self.units[u].destination == d}
-                    for k in set(have) | {k for k, (dd, _) in want.items() if dd == d}:
-                        w = want.get(k)
-                        if w is None or w[0] != d or have.get(k) != w[1]:
-                            diffs.append({"table": tbl, "pk": list(k), "destination": d})
+                keys[tbl].append(decode_pk(pk))
+            diffs.extend(self._compare(s, keys))
         return diffs
 
     # ---------------------------------------------------- fence and cutover
@@ -607,9 +662,7 @@ class Migration:
         c = b.conn()
         b.begin_write(c)
         try:
-            q = ", ".join("?" for _ in frm)
-            c.execute(f"UPDATE _shardhash_units SET state = ? WHERE mig = ? AND role = ? AND state IN ({q})",
-                      (to, self.id, role, *frm))
+            b.set_unit_state(c, self.id, role, frm, to)
             b.bump_epoch(c)
             b.commit(c)
         except BaseException:
@@ -625,13 +678,16 @@ class Migration:
             b = cl.backend(s)
             upto[s] = b.position(b.conn())
         self.meta.put(self.id, "frozen_at", self.meta.get(self.id, "frozen_at") or t0)
+        timings = {"freeze": time.time() - t0}
         crash_point("after-freeze")
         # Drain: every change committed before the freeze (ids <= upto).
         while True:
             applied, _ = self.catch_up(limit=5000, upto=upto)
             if applied == 0:
                 break
+        timings["drain"] = time.time() - t0
         diffs = self._final_check()
+        timings["final_check"] = time.time() - t0
         if diffs:
             for s in self.mem.sources:
                 self._set_units(s, "source", ("frozen",), "copying")
@@ -656,6 +712,8 @@ class Migration:
             meta.set_topology(c, self.group.name, self.new.version, self.new.to_json())
             meta.set_state(self.id, "cutover", c=c)
             meta.put(self.id, "committed_at", time.time(), c)
+            timings["commit"] = time.time() - t0
+            meta.put(self.id, "fence_timings", timings, c)
         self.log(f"cutover committed: group {self.group.name} is at version {self.new.version}")
         crash_point("after-commit")
 
@@ -728,7 +786,7 @@ class Migration:
             b.ensure_system(c)
             b.drop_capture(c, self.capture)
             b.drop_capture(c, self.id + ":reverse")
-            c.execute("DELETE FROM _shardhash_units WHERE mig = ?", (self.id,))
+            b.delete_units(c, self.id)
             b.bump_epoch(c)
             b.commit(c)
         self._delete_members("destination")
@@ -812,3 +870,63 @@ class Migration:
 
 def active_migrations(cluster: Cluster) -> list[str]:
     return [m["id"] for m in cluster.metadata.migrations() if m["state"] in ACTIVE + COMMITTED[:1]]
+
+
+def walk_watermark(cluster: Cluster, group: str | None = None, *, batch: int | None = None,
+                   max_batches: int | None = None, log: Callable[[str], None] | None = None,
+                   **run_kw: Any) -> Router:
+    """Run a watermark resharding to its end.
+
+    The group's router must be a :class:`~shardhash.routing.WatermarkRouter`
+    (ids at or above K follow the new layout, so new ids go there at once).
+    Each batch ``[K - batch, K)`` (``batch`` defaults to the total number of
+    shards) is a migration of its own -- copied, caught up, verified, fenced
+    and committed as a router with the watermark lowered, version + 1 --
+    then its retained copy is cleaned up.  When K is at or below the lowest
+    id of every table, a last migration fences the ids below K and the
+    topology becomes the new router itself.  Resumable: an interrupted
+    batch is finished first.  Returns the group's router at the end (or after
+    ``max_batches`` batches)."""
+    from ..routing import WatermarkRouter
+
+    g = cluster.group(group)
+    done = 0
+    for rec in cluster.metadata.migrations(g.name):
+        if rec["state"] not in DONE and rec["info"].get("kind") == "watermark":
+            m = Migration(cluster, rec["id"])
+            m.log_fn = log
+            m.run(**run_kw)
+            if m.state == "retained":
+                m.cleanup()
+    while max_batches is None or done < max_batches:
+        cur = cluster.refresh(g.name)
+        if not isinstance(cur, WatermarkRouter):
+            return cur
+        k = cur.watermark
+        j = int(batch) if batch is not None else len(cur.shards)
+        if j < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
+        lowest: int | None = None
+        for s in cur.shards:
+            b = cluster.backend(s)
+            c = b.conn()
+            for t in g.tables:
+                if b.has_table(c, t.name):
+                    v = b.min_key(c, t.name, t.key)
+                    if v is not None and (lowest is None or v < lowest):
+                        lowest = int(v)
+        pairs = [(s, d) for s in cur.old.shards for d in cur.new.shards if s != d]
+        lo64 = -(1 << 63)
+        if lowest is None or k <= lowest:
+            new: Router = cur.new.with_version(cur.version + 1)
+            lo, hi = lo64, k - 1
+        else:
+            new = cur.lowered(max(k - j, lo64), version=cur.version + 1)
+            lo, hi = max(k - j, lo64), k - 1
+        units = [Unit(i, s, d, "ids", lo, hi) for i, (s, d) in enumerate(pairs)]
+        m = Migration.create(cluster, g.name, new, units=units, info={"kind": "watermark"})
+        m.log_fn = log
+        m.run(**run_kw)
+        m.cleanup()
+        done += 1
+    return cluster.refresh(g.name)

@@ -113,6 +113,11 @@ class SQLiteShard:
     def begin_write(c: sqlite3.Connection) -> None:
         c.execute("BEGIN IMMEDIATE")
 
+    def begin_client_write(self, c: sqlite3.Connection) -> None:
+        """A client's write transaction: it must exclude the fence's update
+        of the ownership records until it ends (SQLite: the write lock)."""
+        c.execute("BEGIN IMMEDIATE")
+
     @staticmethod
     def begin_read(c: sqlite3.Connection) -> None:
         c.execute("BEGIN")
@@ -201,6 +206,26 @@ class SQLiteShard:
                 return []
             raise
 
+    def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (mig, old, new))
+
+    def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
+                 unit: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
+                  (grp, mig, idx, role, state, version, unit))
+
+    def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
+        q = ", ".join("?" for _ in frm)
+        c.execute(f"UPDATE _shardhash_units SET state = ? WHERE mig = ? AND role = ? AND state IN ({q})",
+                  (to, mig, role, *frm))
+
+    def delete_units(self, c: Any, mig: str) -> None:
+        c.execute("DELETE FROM _shardhash_units WHERE mig = ?", (mig,))
+        c.execute("DELETE FROM _shardhash_routers WHERE mig = ?", (mig,))
+
+    def all_keys(self, c: Any, cid: int) -> list[tuple[str, str]]:
+        return c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall()
+
     def routers_of(self, c: sqlite3.Connection, mig: str) -> tuple[str, str] | None:
         r = c.execute("SELECT old, new FROM _shardhash_routers WHERE mig = ?", (mig,)).fetchone()
         return None if r is None else (r[0], r[1])
@@ -254,6 +279,9 @@ class SQLiteShard:
     def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
         c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])
 
+    def min_key(self, c: Any, table: str, column: str) -> Any:
+        return c.execute(f"SELECT min({qi(column)}) FROM {qi(table)}").fetchone()[0]
+
     def count(self, c: sqlite3.Connection, table: str) -> int:
         return int(c.execute(f"SELECT count(*) FROM {qi(table)}").fetchone()[0])
 
@@ -286,6 +314,17 @@ class SQLiteShard:
     def dirty(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
         """(table, pk json) of every change applied since the last full verify."""
         return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1",
+                         (cid,)).fetchall()
+
+    def dirty_rows(self, c: sqlite3.Connection, cid: int, limit: int) -> list[tuple[int, str, str]]:
+        return c.execute("SELECT id, tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1 "
+                         "ORDER BY id LIMIT ?", (cid, limit)).fetchall()
+
+    def forget(self, c: sqlite3.Connection, ids: Sequence[int]) -> None:
+        c.executemany("DELETE FROM _shardhash_changes WHERE id = ?", [(i,) for i in ids])
+
+    def pending_keys(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
+        return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 0",
                          (cid,)).fetchall()
 
     def forget_applied(self, c: sqlite3.Connection, cid: int) -> None:

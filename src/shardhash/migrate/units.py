@@ -89,17 +89,57 @@ def units_for(old: Any, new: Any, *, max_step_share: float = 0.02) -> list[Unit]
 
 
 class Membership:
-    """Assigns keys to the units of one migration (batch and scalar)."""
+    """Assigns keys to the units of one migration (batch and scalar).
+
+    Keys are routed once by each router; units are looked up per (source,
+    destination) pair: hash ranges and id ranges by binary search, bucket
+    sets through a residue table."""
 
     def __init__(self, old: Any, new: Any, units: Sequence[Unit]) -> None:
         self.old, self.new = old, new
         self.units = list(units)
         so = {s: i for i, s in enumerate(old.shards)}
         sn = {s: i for i, s in enumerate(new.shards)}
-        self._pairs = [(so.get(u.source, -1), sn.get(u.destination, -1)) for u in self.units]
+        self._n_new = len(new.shards)
         self._need_hash = any(u.kind in ("range", "buckets") for u in self.units)
         self.sources = sorted({u.source for u in self.units})
         self.destinations = sorted({u.destination for u in self.units})
+        groups: dict[int, dict[str, list[Unit]]] = {}
+        for u in self.units:
+            if u.source not in so or u.destination not in sn:
+                continue
+            code = so[u.source] * self._n_new + sn[u.destination]
+            groups.setdefault(code, {}).setdefault(u.kind, []).append(u)
+        self._by_pair: dict[int, list[tuple[str, Any]]] = {}
+        for code, kinds in groups.items():
+            specs: list[tuple[str, Any]] = []
+            for kind, us in kinds.items():
+                if kind in ("range", "ids"):
+                    us = sorted(us, key=lambda u: u.lo)
+                    if kind == "range":
+                        lo = np.array([u.lo for u in us], dtype=np.uint64)
+                        hi = np.array([u.hi for u in us], dtype=np.uint64)
+                    else:
+                        lo = np.array([u.lo for u in us], dtype=object)
+                        hi = np.array([u.hi for u in us], dtype=object)
+                    specs.append((kind, (lo, hi, np.array([u.index for u in us], dtype=np.int64))))
+                elif kind == "buckets":
+                    for mod in sorted({u.modulus for u in us}):
+                        table = np.full(mod, -1, dtype=np.int64) if mod <= (1 << 22) else None
+                        members = {}
+                        for u in us:
+                            if u.modulus != mod:
+                                continue
+                            for b in u.buckets:
+                                if table is not None:
+                                    if table[b] < 0:
+                                        table[b] = u.index
+                                else:
+                                    members.setdefault(b, u.index)
+                        specs.append(("buckets", (mod, table, members)))
+                else:
+                    specs.append(("all", min(u.index for u in us)))
+            self._by_pair[code] = specs
 
     def _hashes(self, keys: Any) -> np.ndarray:
         return np.asarray(self.new.hasher.hash_array(keys), dtype=np.uint64)
@@ -108,31 +148,43 @@ class Membership:
         """Unit index of every key (-1: the key does not move)."""
         n = len(keys)
         out = np.full(n, -1, dtype=np.int64)
-        if n == 0 or not self.units:
+        if n == 0 or not self._by_pair:
             return out
         klist = list(keys)
-        oi = np.asarray(self.old.route_many(klist))
-        ni = np.asarray(self.new.route_many(klist))
-        moving = oi.astype(np.int64) * 0 == 0
+        oi = np.asarray(self.old.route_many(klist)).astype(np.int64)
+        ni = np.asarray(self.new.route_many(klist)).astype(np.int64)
+        code = oi * self._n_new + ni
         h = self._hashes(klist) if self._need_hash else None
-        ids: np.ndarray | None = None
-        for u, (si, di) in zip(self.units, self._pairs):
-            m = moving & (oi == si) & (ni == di)
-            if not m.any():
+        for pair, specs in self._by_pair.items():
+            idx = np.flatnonzero(code == pair)
+            if idx.size == 0:
                 continue
-            if u.kind == "range":
-                assert h is not None
-                m &= (h >= np.uint64(u.lo)) & (h <= np.uint64(u.hi))
-            elif u.kind == "buckets":
-                assert h is not None
-                r = (h % np.uint64(u.modulus)).astype(np.int64)
-                m &= np.isin(r, np.fromiter(u.buckets, dtype=np.int64))
-            elif u.kind == "ids":
-                if ids is None:
-                    ids = np.array([int(k) for k in klist], dtype=object)
-                m &= np.array([u.lo <= k <= u.hi for k in ids], dtype=bool)
-            m &= out < 0
-            out[m] = u.index
+            for kind, data in specs:
+                free = out[idx] < 0
+                cand = idx[free]
+                if cand.size == 0:
+                    break
+                if kind == "all":
+                    out[cand] = data
+                elif kind in ("range", "ids"):
+                    lo, hi, ui = data
+                    if kind == "range":
+                        assert h is not None
+                        v = h[cand]
+                    else:
+                        v = np.array([int(klist[i]) for i in cand.tolist()], dtype=object)
+                    j = np.searchsorted(lo, v, side="right") - 1
+                    jj = np.clip(j, 0, None)
+                    ok = (j >= 0) & np.asarray(v <= hi[jj], dtype=bool)
+                    out[cand[ok]] = ui[jj[ok]]
+                else:
+                    mod, table, members = data
+                    assert h is not None
+                    r = (h[cand] % np.uint64(mod)).astype(np.int64)
+                    if table is not None:
+                        out[cand] = table[r]
+                    else:
+                        out[cand] = np.array([members.get(int(x), -1) for x in r], dtype=np.int64)
         return out
 
     def unit_of(self, key: Any) -> int:
