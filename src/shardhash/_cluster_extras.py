@@ -89,12 +89,21 @@ class ClusterExtras:
 
     # -- scatter-gather ----------------------------------------------------------------
 
-    def _scatter_args(self, group: str | None, key_column: str | None) -> tuple[dict[str, Any], Any, str]:
+    def _scatter_args(self, group: str | None, key_column: str | None) -> tuple[dict[str, Any], Any, str, str]:
         g = self.group(group)
         r = self.router(g.name)
-        shards = {s: self.backend(s).connect for s in r.shards}
+        shards: dict[str, Any] = {}
+        placeholder = "?"
+        for s in r.shards:
+            b = self.backend(s)
+            if getattr(b, "kind", "") == "postgresql":
+                # the raw psycopg connection (the backend's adapter has no cursor())
+                shards[s] = (lambda b=b: b.connect().raw)
+                placeholder = "%s"
+            else:
+                shards[s] = b.connect
         col = key_column if key_column is not None else (g.tables[0].key if len(g.tables) == 1 else None)
-        return shards, r, col  # type: ignore[return-value]
+        return shards, r, col, placeholder  # type: ignore[return-value]
 
     def scatter_gather(self, query: str, *, group: str | None = None, key_column: str | None = None,
                        owned_only: bool = True, **kw: Any) -> Any:
@@ -108,7 +117,8 @@ class ClusterExtras:
         """
         from shardhash.scatter import scatter_gather
 
-        shards, r, col = self._scatter_args(group, key_column)
+        shards, r, col, placeholder = self._scatter_args(group, key_column)
+        kw.setdefault("placeholder", placeholder)
         if owned_only:
             if col is None:
                 raise ValueError("name the shard-key column of the result (key_column=...) or pass owned_only=False")
@@ -131,7 +141,7 @@ class ClusterExtras:
         flight, or aggregate in ``query`` only the rows each shard owns)."""
         from shardhash.scatter import scatter_aggregate
 
-        shards, _r, _c = self._scatter_args(group, None)
+        shards, _r, _c, _p = self._scatter_args(group, None)
         return scatter_aggregate(query, shards, aggregates, **kw)
 
     # -- lookup indexes -----------------------------------------------------------------

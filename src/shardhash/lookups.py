@@ -91,7 +91,10 @@ class _Tx:
         self.conn = conn
 
     def execute(self, sql: str, params: Any = ()) -> Any:
-        cur = self.conn.cursor()
+        cursor = getattr(self.conn, "cursor", None)
+        if cursor is None:  # an adapter that executes on the connection (the Cluster's PostgreSQL one)
+            return self.conn.execute(sql, tuple(params))
+        cur = cursor()
         cur.execute(sql, tuple(params))
         return cur
 
