@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import shardhash._cluster_extras
 import shardhash.hotkeys
 import shardhash.lookups
 import shardhash.metrics
@@ -20,6 +19,8 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 @pytest.mark.parametrize("page", ["hotkeys.md", "scatter.md", "lookups.md", "metrics.md"])
 def test_worked_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not DOCS.is_dir():  # wheels are tested with a copy of tests/ and bench/ only
+        pytest.skip("docs/ is not beside tests/")
     monkeypatch.chdir(tmp_path)
     text = (DOCS / page).read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
