@@ -178,3 +178,18 @@ def test_compiled_paths_agree_with_the_reference() -> None:
                 fn(bad)
         with pytest.raises(TypeError):
             r.route_read(bad)
+
+
+def test_a_fresh_process_loads_the_document() -> None:
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    r = HotKeyRouter(JumpRouter(SHARDS), {"star": 3, 5: 2})
+    code = ("import sys, json\nfrom shardhash.routing import load_router\n"
+            "r = load_router(sys.stdin.read())\nprint(json.dumps([r.route_read('star'), r.route_read(5)]))")
+    out = subprocess.run([sys.executable, "-c", code], input=r.to_json(), capture_output=True, text=True,
+                         env=child_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [[list(p) for p in r.route_read("star")], [list(p) for p in r.route_read(5)]]

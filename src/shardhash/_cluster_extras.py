@@ -41,7 +41,7 @@ class ClusterExtras:
         d = self.__dict__.get("_shardhash_lookups")
         if d is None:
             d = self.__dict__["_shardhash_lookups"] = {}
-        return d  # type: ignore[no-any-return]
+        return d
 
     # -- hot keys --------------------------------------------------------------------
 

@@ -510,9 +510,9 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
             continue
         rows = ok[n][1]
         for r in rows:
-            for i, (c, _) in zip(idx, plan.order):
+            for i, (col, _) in zip(idx, plan.order):
                 if r[i] is None:
-                    raise ValueError(f"shard {n!r}: ordering column {c!r} is NULL in row {r!r}; "
+                    raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {r!r}; "
                                      f"keyset pagination needs NOT NULL ordering columns")
         more[si] = plan.limit is not None and len(rows) > plan.limit
         if more[si]:
