@@ -370,3 +370,28 @@ def test_row_filter_keeps_the_order_exact(fleet: Fleet, limit: int) -> None:
         if cursor is None:
             break
     assert got == expect
+
+
+def test_blob_and_float_positions_round_trip_through_the_cursor(tmp_path: Path) -> None:
+    rng = random.Random(4)
+    shards = {}
+    rows = [(i, bytes(rng.randrange(256) for _ in range(rng.randrange(4))), rng.choice([0.5, -1.25, 3.0]))
+            for i in range(200)]
+    for s in range(3):
+        p = tmp_path / f"b{s}.db"
+        c = sqlite3.connect(p)
+        c.execute("CREATE TABLE b (id INTEGER PRIMARY KEY, k BLOB NOT NULL, f REAL NOT NULL)")
+        c.executemany("INSERT INTO b VALUES (?, ?, ?)", [r for r in rows if r[0] % 3 == s])
+        c.commit()
+        c.close()
+        shards[f"b{s}"] = functools.partial(sqlite3.connect, str(p))
+    got: list[tuple[Any, ...]] = []
+    cursor = None
+    while True:
+        page = scatter_gather("SELECT id, k, f FROM b", shards, order_by=["f DESC", "k", "id"], unique="id",
+                              limit=13, cursor=cursor)
+        got += page.rows
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert got == sorted(rows, key=lambda r: (-r[2], r[1], r[0]))
