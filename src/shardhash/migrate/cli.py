@@ -31,7 +31,7 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = 
     p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
     p.add_argument("--fence-threshold", type=float, default=0.5,
                    help="freeze only when the remaining catch-up is estimated below this (s, default 0.5)")
-    p.add_argument("--chunk", type=int, default=5000, help="rows per copy chunk (default 5000)")
+    p.add_argument("--chunk", type=int, default=10000, help="rows per copy chunk (default 10000)")
     p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
     p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             _out(json.dumps({"initialized": res}) if args.json else
                  "initialized: " + ", ".join(f"{g} at version {v}" for g, v in res.items()))
             return 0
+        st: dict[str, Any]
         if args.action == "start":
             new = _new_router(cluster, args)
             if args.dry_run:
@@ -149,10 +150,10 @@ def run(args: argparse.Namespace) -> int:
         if args.action in ("start", "resume"):
             m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover)
         elif args.action == "verify":
-            st = m.state
-            if st not in ("catching-up", "verify-failed"):
-                raise MigrationError(f"migration {m.id} is {st}: verify runs while catching up")
-            if st == "verify-failed":
+            state = m.state
+            if state not in ("catching-up", "verify-failed"):
+                raise MigrationError(f"migration {m.id} is {state}: verify runs while catching up")
+            if state == "verify-failed":
                 m.meta.put(m.id, "verify", None)
                 m.meta.set_state(m.id, "catching-up")
             m.verify()

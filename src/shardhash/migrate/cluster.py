@@ -175,9 +175,15 @@ def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     text = p.read_bytes()
     if p.suffix.lower() == ".toml":
-        import tomllib
-
-        return tomllib.loads(text.decode("utf-8"))
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            try:
+                import tomli as tomllib  # type: ignore[no-redef]
+            except ImportError:
+                raise ImportError("reading a TOML cluster file needs Python 3.11+ (or the tomli package); "
+                                  "a JSON cluster file works everywhere") from None
+        return dict(tomllib.loads(text.decode("utf-8")))
     return dict(json.loads(text))
 
 

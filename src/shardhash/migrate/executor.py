@@ -1,12 +1,11 @@
 """The migration executor: prepare, copy, catch up, verify, fence, cut over,
 retain, clean up, roll back -- each step idempotent and resumable.
 
-See docs/migrate.md for the protocol, its states and invariants.
+See docs/migrate.md for the protocol, its states and invariants::
 
->>> # doctest: +SKIP
->>> m = Migration.create(cluster, "users", new_router)
->>> m.run()                  # to 'retained'; call again after any crash
->>> m.cleanup()              # after the retention window
+    m = Migration.create(cluster, "users", new_router)
+    m.run()                  # to 'retained'; call again after any crash
+    m.cleanup()              # after the retention window (or m.rollback())
 """
 
 from __future__ import annotations
@@ -174,7 +173,7 @@ class Migration:
 
     # -------------------------------------------------------------- run
 
-    def run(self, *, fence_threshold: float = 0.5, chunk: int = 5000, cutover: bool = True,
+    def run(self, *, fence_threshold: float = 0.5, chunk: int = 10000, cutover: bool = True,
             max_catchup_seconds: float = 600.0) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
@@ -291,7 +290,7 @@ class Migration:
                         continue
                     cols, pk, kx = self._table(s, t.name)
                     pkx = [cols.index(k) for k in pk]
-                    where, args = "", ()
+                    where, args = "", ()  # type: tuple[str, tuple[int, ...]]
                     if ids and len(ids) == len(self.units):
                         where = f'"{cols[kx]}" BETWEEN ? AND ?'
                         args = (min(u.lo for u in ids), max(u.hi for u in ids))
@@ -317,8 +316,11 @@ class Migration:
                                 dc = db.conn()
                                 db.begin_write(dc)
                                 try:
-                                    self._check_collisions(s, d, db, dc, t.name, drows)
-                                    db.upsert(dc, t.name, cols, drows)
+                                    # Fast path: none of the rows is there yet (a
+                                    # resumed chunk, or a collision, takes the slow one).
+                                    if db.insert_new(dc, t.name, cols, drows) < len(drows):
+                                        self._check_collisions(s, d, db, dc, t.name, drows)
+                                        db.upsert(dc, t.name, cols, drows)
                                     if n == 0:
                                         crash_point("copy-chunk")
                                     db.commit(dc)
@@ -380,8 +382,8 @@ class Migration:
         cl = self.cluster
         sb = cl.backend(s)
         by_tbl: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
-        for _, tbl, pk in batch:
-            by_tbl[tbl].add(decode_pk(pk))
+        for _, tbl, pkj in batch:
+            by_tbl[tbl].add(decode_pk(pkj))
         writes: dict[str, list[tuple[str, str, list[Any], list[Any]]]] = defaultdict(list)
         for tbl, pks in by_tbl.items():
             cols, pk, kx = self._table(s, tbl)
@@ -411,7 +413,7 @@ class Migration:
             db.begin_write(dc)
             try:
                 for tbl, _, ups, dels in items:
-                    cols, pk, _ = self._table(s, tbl)
+                    cols, pk, _kx = self._table(s, tbl)
                     if dels:
                         db.delete(dc, tbl, pk, dels)
                     if ups:
@@ -836,6 +838,8 @@ class Migration:
         """Delete the retained source copy of the moved rows (in chunks) and
         stop the reverse capture: rollback is impossible afterwards."""
         st = self.state
+        if st == "cleaned":
+            return 0  # (idempotent: a crash may have come after the last step)
         if st not in ("retained", "cleaning"):
             raise MigrationError(f"migration {self.id} is {st}: only a retained migration can be cleaned up")
         self._set("cleaning")

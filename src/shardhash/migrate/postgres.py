@@ -122,6 +122,8 @@ class PostgresShard(SQLiteShard):
         self.dsn = dsn
         self.synchronous = "FULL"
         self._local = threading.local()
+        self._info: dict[str, tuple[list[str], list[str]]] = {}
+        self._system = False
 
     def __repr__(self) -> str:
         return f"PostgresShard({self.dsn!r})"
@@ -161,6 +163,8 @@ class PostgresShard(SQLiteShard):
         return c.execute("SELECT to_regclass(?)", (qi(table),)).fetchone()[0] is not None
 
     def table_info(self, c: Any, table: str) -> tuple[list[str], list[str]]:
+        if table in self._info:
+            return self._info[table]
         if not self.has_table(c, table):
             raise ValueError(f"table {table!r} does not exist on {self.dsn}")
         cols = [r[0] for r in c.execute(
@@ -173,6 +177,8 @@ class PostgresShard(SQLiteShard):
         if not pk:
             raise ValueError(f"table {table!r} on {self.dsn} has no primary key: "
                              "a migrated table needs one (rows are copied and caught up by primary key)")
+        if not table.startswith("_shardhash"):
+            self._info[table] = (cols, pk)
         return cols, pk
 
     def table_ddl(self, c: Any, table: str) -> list[str]:
@@ -220,15 +226,26 @@ class PostgresShard(SQLiteShard):
         c.execute("INSERT INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                   (grp, mig, idx, role, state, version, unit))
 
+    def _has_system(self, c: Any) -> bool:
+        if not self._system:
+            self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
+        return self._system
+
     def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
-        if not self.has_table(c, "_shardhash_units"):
+        if not self._has_system(c):
             return []
         return super().unit_rows(c, group)
 
     def epoch(self, c: Any) -> int:
-        if not self.has_table(c, "_shardhash_epoch"):
+        if not self._has_system(c):
             return -1
         return super().epoch(c)
+
+    def mark_applied(self, c: Any, ids: Sequence[int]) -> None:
+        c.execute("UPDATE _shardhash_changes SET state = 1 WHERE id = ANY(?)", (list(ids),))
+
+    def forget(self, c: Any, ids: Sequence[int]) -> None:
+        c.execute("DELETE FROM _shardhash_changes WHERE id = ANY(?)", (list(ids),))
 
     # --------------------------------------------------------- row access
 
@@ -256,6 +273,19 @@ class PostgresShard(SQLiteShard):
         c.execute(f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} "
                   f"ON CONFLICT ({conflict}) {action}")
         c.execute(f"DELETE FROM {tmp}")
+
+    def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        collist = ", ".join(qi(x) for x in cols)
+        tmp = qi(f"_shardhash_tmp_{table}")
+        c.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {qi(table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+        with c.raw.cursor() as cur:
+            with cur.copy(f"COPY {tmp} ({collist}) FROM STDIN") as cp:
+                for r in rows:
+                    cp.write_row(r)
+        cur2 = c.execute(f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} ON CONFLICT DO NOTHING")
+        n = int(cur2.rowcount)
+        c.execute(f"DELETE FROM {tmp}")
+        return n
 
     # ----------------------------------------------------- change capture
 

@@ -276,6 +276,12 @@ class SQLiteShard:
             f"VALUES ({', '.join('?' for _ in cols)})"
         c.executemany(q, rows)
 
+    def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Insert rows whose primary key is absent; returns how many were inserted."""
+        cur = c.executemany(f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) "
+                            f"VALUES ({', '.join('?' for _ in cols)}) ON CONFLICT DO NOTHING", rows)
+        return int(cur.rowcount)
+
     def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
         c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])
 

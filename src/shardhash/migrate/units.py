@@ -126,7 +126,7 @@ class Membership:
                 elif kind == "buckets":
                     for mod in sorted({u.modulus for u in us}):
                         table = np.full(mod, -1, dtype=np.int64) if mod <= (1 << 22) else None
-                        members = {}
+                        members: dict[int, int] = {}
                         for u in us:
                             if u.modulus != mod:
                                 continue
