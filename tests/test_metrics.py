@@ -75,9 +75,9 @@ def test_other_events(m: ShardMetrics) -> None:
     assert m.value("shardhash_routed_keys_total", shard="s0") == 5
     assert m.value("shardhash_hot_writes_total", hot="true") == 1
     assert m.value("shardhash_hot_writes_total", hot="false") == 1
-    assert m.value("shardhash_stale_route_retries_total", shard="s2") == 1
-    assert m.value("shardhash_migration_rows_copied", migration="m1") == 50
-    assert m.value("shardhash_migration_rows_total", migration="m1") == 200
+    assert m.value("shardhash_client_stale_retries_total", shard="s2") == 1
+    assert m.value("shardhash_copy_rows_done", migration="m1") == 50
+    assert m.value("shardhash_copy_rows_planned", migration="m1") == 200
     assert m.value("shardhash_verify_mismatches_total", migration="m1") == 2
     assert m.value("shardhash_errors_total", shard="s0", op="write") == 1
     assert m.value("shardhash_lookups_total", index="email", result="hit") == 1
@@ -137,3 +137,14 @@ def test_core_never_imports_prometheus_and_metrics_is_a_no_op_without_it() -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_names_never_collide_with_the_migration_gauges() -> None:
+    import prometheus_client
+
+    from shardhash.migrate import metrics as mig_metrics
+
+    assert mig_metrics.publish({"id": "m-names", "rows_copied": 1, "client_metrics": {}}, [0.01])
+    theirs = {mf.name for mf in prometheus_client.REGISTRY.collect() if mf.name.startswith("shardhash_")}
+    ours = {mf.name for mf in ShardMetrics().registry.collect()}
+    assert theirs and ours and not theirs & ours

@@ -59,13 +59,13 @@ class ShardMetrics:
     Metrics (all prefixed ``shardhash_``): ``routed_keys_total{shard}``,
     ``shard_op_seconds{shard,op}`` (histogram: per-shard latency
     percentiles), ``errors_total{shard,op}``,
-    ``stale_route_retries_total{shard}``, ``scatter_queries_total{kind}``,
+    ``client_stale_retries_total{shard}``, ``scatter_queries_total{kind}``,
     ``scatter_fan_out`` and ``scatter_latency_seconds`` (histograms; the
     latency of a scatter-gather query is its slowest shard's),
     ``scatter_failed_shards_total{shard}``, ``hot_writes_total{hot}`` (the
     share of traffic on hot keys is ``hot="true"`` over the sum),
-    ``hot_reads_total``, ``migration_rows_copied{migration}`` and
-    ``migration_rows_total{migration}`` (gauges),
+    ``hot_reads_total``, ``copy_rows_done{migration}`` and
+    ``copy_rows_planned{migration}`` (gauges),
     ``verify_mismatches_total{migration}``,
     ``lookups_total{index,result}``.
     """
@@ -94,15 +94,15 @@ class ShardMetrics:
         c("shardhash_routed_keys", "keys routed, by chosen shard", ("shard",))
         h("shardhash_shard_op_seconds", "latency of cluster operations, by shard and operation", ("shard", "op"))
         c("shardhash_errors", "failed shard operations", ("shard", "op"))
-        c("shardhash_stale_route_retries", "operations retried after a stale route", ("shard",))
+        c("shardhash_client_stale_retries", "operations retried after a stale route", ("shard",))
         c("shardhash_scatter_queries", "scatter-gather queries", ("kind",))
         h("shardhash_scatter_fan_out", "shards a scatter-gather query was sent to", buckets=FAN_OUT_BUCKETS)
         h("shardhash_scatter_latency_seconds", "scatter-gather latency (the slowest shard's)")
         c("shardhash_scatter_failed_shards", "shards that failed or timed out in a scatter-gather", ("shard",))
         c("shardhash_hot_writes", "writes routed by a hot-key policy, hot or not", ("hot",))
         c("shardhash_hot_reads", "reads of hot keys (fanned out to their sub-keys)")
-        g("shardhash_migration_rows_copied", "rows copied so far", ("migration",))
-        g("shardhash_migration_rows_total", "rows to copy", ("migration",))
+        g("shardhash_copy_rows_done", "rows copied so far", ("migration",))
+        g("shardhash_copy_rows_planned", "rows to copy", ("migration",))
         c("shardhash_verify_mismatches", "rows that differ after a migration copy", ("migration",))
         c("shardhash_lookups", "lookup-index reads", ("index", "result"))
 
@@ -128,7 +128,7 @@ class ShardMetrics:
         elif event == "error":
             m["shardhash_errors"].labels(str(f.get("shard")), str(f.get("op"))).inc()
         elif event == "stale_route_retry":
-            m["shardhash_stale_route_retries"].labels(str(f.get("shard"))).inc()
+            m["shardhash_client_stale_retries"].labels(str(f.get("shard"))).inc()
         elif event == "scatter":
             m["shardhash_scatter_queries"].labels(str(f.get("kind", "gather"))).inc()
             m["shardhash_scatter_fan_out"].observe(f.get("fan_out", 0))
@@ -145,9 +145,9 @@ class ShardMetrics:
             m["shardhash_hot_reads"].inc()
         elif event == "migration_progress":
             mig = str(f.get("migration_id"))
-            m["shardhash_migration_rows_copied"].labels(mig).set(f.get("copied", 0))
+            m["shardhash_copy_rows_done"].labels(mig).set(f.get("copied", 0))
             if f.get("total") is not None:
-                m["shardhash_migration_rows_total"].labels(mig).set(f["total"])
+                m["shardhash_copy_rows_planned"].labels(mig).set(f["total"])
         elif event == "verify_mismatch":
             m["shardhash_verify_mismatches"].labels(str(f.get("migration_id"))).inc(f.get("count", 1))
         elif event == "lookup":
