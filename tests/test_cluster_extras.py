@@ -23,8 +23,9 @@ def cluster(tmp_path: Path) -> Any:
     for s in SHARDS:
         c = sqlite3.connect(tmp_path / f"{s}.db")
         c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL, name TEXT)")
-        c.execute("CREATE TABLE events (user_key TEXT NOT NULL, sub INTEGER NOT NULL, seq INTEGER NOT NULL, "
-                  "body TEXT, PRIMARY KEY (user_key, sub, seq))")
+        # route_key (the shard key) holds subkey(user_key, sub): "celebrity", "celebrity#1", ...
+        c.execute("CREATE TABLE events (route_key TEXT NOT NULL, user_key TEXT NOT NULL, sub INTEGER NOT NULL, "
+                  "seq INTEGER NOT NULL, body TEXT, PRIMARY KEY (route_key, seq))")
         c.commit()
         c.close()
     doc = {
@@ -36,7 +37,7 @@ def cluster(tmp_path: Path) -> Any:
                              "tables": [{"name": "email_lookup", "key": "value"}]},
             # only this group has a hot-key policy
             "events": {"router": HotKeyRouter(JumpRouter(SHARDS), {"celebrity": 3}, write="round_robin").to_dict(),
-                       "tables": [{"name": "events", "key": "user_key"}]},
+                       "tables": [{"name": "events", "key": "route_key"}]},
         },
     }
     cl = Cluster.from_dict(doc, base_dir=tmp_path)
@@ -94,7 +95,8 @@ def test_hot_policy_per_group(cluster: Any) -> None:
     for seq in range(30):
         for key in ("celebrity", "nobody"):
             with cluster.hot_transaction(key, group="events") as tx:
-                tx.execute("INSERT INTO events VALUES (?, ?, ?, ?)", (key, tx.sub_key, seq, f"e{seq}"))
+                tx.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+                           (tx.routing_key, key, tx.sub_key, seq, f"e{seq}"))
     # the celebrity's writes went to three sub-keys, each on its own sub-key's shard
     q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"
     assert sorted(x[0] for x in cluster.hot_read("celebrity", q, ("celebrity",), group="events")) == list(range(30))
@@ -108,6 +110,16 @@ def test_hot_policy_per_group(cluster: Any) -> None:
         c.close()
     assert sorted(where) == [0, 1, 2]
     assert all(where[i] == {r.route_read("celebrity")[i][0]} for i in range(3))
+    # every row sits on the shard of its routing key: a cluster scatter-gather keeps them all
+    res = cluster.scatter_gather("SELECT route_key, seq, user_key FROM events", group="events",
+                                 order_by=["route_key", "seq"], unique=["route_key", "seq"], limit=7)
+    n = len(res.rows)
+    while res.cursor is not None:
+        res = cluster.scatter_gather("SELECT route_key, seq, user_key FROM events", group="events",
+                                     order_by=["route_key", "seq"], unique=["route_key", "seq"], limit=7,
+                                     cursor=res.cursor)
+        n += len(res.rows)
+    assert n == 60
     with pytest.raises(ValueError, match="no hot-key policy"):
         with cluster.hot_transaction(5, group="users", sub_key=1):
             pass
@@ -170,3 +182,43 @@ def test_metrics_hooks(cluster: Any) -> None:
             assert (m.value("shardhash_shard_op_seconds_count", shard=s, op="write") or 0) >= n
     assert m.value("shardhash_hot_writes_total", hot="true") == 6
     assert m.value("shardhash_lookups_total", index="email", result="miss") == 1
+
+
+def test_a_migration_moves_hot_sub_keys_like_any_keys(tmp_path: Path) -> None:
+    from shardhash.migrate import Migration
+
+    every = SHARDS + ["s3"]
+    for s in every:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE events (route_key TEXT NOT NULL, user_key TEXT NOT NULL, sub INTEGER NOT NULL, "
+                  "seq INTEGER NOT NULL, PRIMARY KEY (route_key, seq))")
+        c.commit()
+        c.close()
+    old = HotKeyRouter(JumpRouter(SHARDS), {"celebrity": 4, "star": 3})
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in every},
+           "groups": {"events": {"router": old.to_dict(), "tables": [{"name": "events", "key": "route_key"}]}}}
+    cl = Cluster.from_dict(doc, base_dir=tmp_path)
+    cl.init()
+    try:
+        keys = ["celebrity", "star"] + [f"user{i}" for i in range(60)]
+        for seq in range(8):
+            for k in keys:
+                with cl.hot_transaction(k, group="events") as tx:
+                    tx.execute("INSERT INTO events VALUES (?, ?, ?, ?)", (tx.routing_key, k, tx.sub_key, seq))
+        new = HotKeyRouter(JumpRouter(every), {"celebrity": 4, "star": 3}, version=old.version + 1)
+        m = Migration.create(cl, "events", new)
+        assert m.run(chunk=50) == "retained"
+        m.cleanup()
+        assert cl.refresh("events") == new
+        q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"
+        for k in keys:
+            got = sorted(x[0] for x in cl.hot_read(k, q, (k,), group="events"))
+            assert got == list(range(8)), k
+        # every row is on the shard its routing key names under the new router, exactly once
+        for s in every:
+            c = sqlite3.connect(tmp_path / f"{s}.db")
+            for (rk,) in c.execute("SELECT route_key FROM events"):
+                assert new.route(rk) == s
+            c.close()
+    finally:
+        cl.close()

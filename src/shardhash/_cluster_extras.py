@@ -50,8 +50,13 @@ class ClusterExtras:
                         sub_key: int | None = None) -> Iterator[Any]:
         """A write transaction for a row of ``key``: on the shard of the
         sub-key the group's hot policy picks (``tx.sub_key``; 0 for a cold
-        key or a group without a hot policy).  Store ``tx.sub_key`` with the
-        row."""
+        key or a group without a hot policy).
+
+        Store ``tx.routing_key`` (``subkey(key, tx.sub_key)``: the key
+        itself for sub-key 0, ``f"{key}#{i}"`` otherwise) in the table's
+        shard-key column, so that migrations, ownership checks and
+        :meth:`scatter_gather` place each row where its sub-key lives; keep
+        the key itself in another column for queries."""
         from shardhash.hotkeys import HotKeyRouter, subkey
 
         g = self.group(group)
@@ -64,8 +69,10 @@ class ClusterExtras:
             if sub_key:
                 raise ValueError(f"group {g.name!r} has no hot-key policy: the only sub-key is 0")
             i = 0
-        with self.transaction(subkey(key, i), group=g.name) as tx:
+        rk = subkey(key, i)
+        with self.transaction(rk, group=g.name) as tx:
             tx.sub_key = i
+            tx.routing_key = rk
             yield tx
 
     def hot_read(self, key: Any, sql: str, params: Sequence[Any] = (), *,
