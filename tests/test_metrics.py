@@ -68,7 +68,7 @@ def test_other_events(m: ShardMetrics) -> None:
     _events.emit("hot_write", shard="s0", hot=True, sub_key=2, topology_version=3)
     _events.emit("hot_write", shard="s1", hot=False, sub_key=0, topology_version=3)
     _events.emit("stale_route_retry", shard="s2", topology_version=3, retry_reason="stale route")
-    _events.emit("migration_progress", migration_id="m1", copied=50, total=200)
+    _events.emit("migration_progress", migration_id="m1", copied=50, scanned=120, total=200)
     _events.emit("verify_mismatch", migration_id="m1", count=2)
     _events.emit("shard_op", shard="s0", op="write", seconds=0.002, ok=False)
     _events.emit("lookup", index="email", shard="s0", found=True, orphan=False)
@@ -78,6 +78,7 @@ def test_other_events(m: ShardMetrics) -> None:
     assert m.value("shardhash_client_stale_retries_total", shard="s2") == 1
     assert m.value("shardhash_copy_rows_done", migration="m1") == 50
     assert m.value("shardhash_copy_rows_planned", migration="m1") == 200
+    assert m.value("shardhash_copy_rows_scanned", migration="m1") == 120
     assert m.value("shardhash_verify_mismatches_total", migration="m1") == 2
     assert m.value("shardhash_errors_total", shard="s0", op="write") == 1
     assert m.value("shardhash_lookups_total", index="email", result="hit") == 1

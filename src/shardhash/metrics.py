@@ -64,8 +64,9 @@ class ShardMetrics:
     latency of a scatter-gather query is its slowest shard's),
     ``scatter_failed_shards_total{shard}``, ``hot_writes_total{hot}`` (the
     share of traffic on hot keys is ``hot="true"`` over the sum),
-    ``hot_reads_total``, ``copy_rows_done{migration}`` and
-    ``copy_rows_planned{migration}`` (gauges),
+    ``hot_reads_total``, ``copy_rows_done{migration}``,
+    ``copy_rows_scanned{migration}`` and ``copy_rows_planned{migration}``
+    (gauges: progress = scanned / planned),
     ``verify_mismatches_total{migration}``,
     ``lookups_total{index,result}``.
     """
@@ -101,8 +102,9 @@ class ShardMetrics:
         c("shardhash_scatter_failed_shards", "shards that failed or timed out in a scatter-gather", ("shard",))
         c("shardhash_hot_writes", "writes routed by a hot-key policy, hot or not", ("hot",))
         c("shardhash_hot_reads", "reads of hot keys (fanned out to their sub-keys)")
-        g("shardhash_copy_rows_done", "rows copied so far", ("migration",))
-        g("shardhash_copy_rows_planned", "rows to copy", ("migration",))
+        g("shardhash_copy_rows_done", "rows a migration copied so far", ("migration",))
+        g("shardhash_copy_rows_scanned", "source rows a migration scanned so far", ("migration",))
+        g("shardhash_copy_rows_planned", "source rows a migration has to scan", ("migration",))
         c("shardhash_verify_mismatches", "rows that differ after a migration copy", ("migration",))
         c("shardhash_lookups", "lookup-index reads", ("index", "result"))
 
@@ -146,6 +148,8 @@ class ShardMetrics:
         elif event == "migration_progress":
             mig = str(f.get("migration_id"))
             m["shardhash_copy_rows_done"].labels(mig).set(f.get("copied", 0))
+            if f.get("scanned") is not None:
+                m["shardhash_copy_rows_scanned"].labels(mig).set(f["scanned"])
             if f.get("total") is not None:
                 m["shardhash_copy_rows_planned"].labels(mig).set(f["total"])
         elif event == "verify_mismatch":

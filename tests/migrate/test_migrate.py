@@ -561,3 +561,48 @@ def test_core_does_not_import_prometheus():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(),
                          check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
+    from shardhash.migrate import FenceTimeout
+
+    path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path, wait_timeout=0.3)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(cl, "users", new)
+    m.run(cutover=False)
+    k = next(k for k in range(1, 301) if new.route(k) == "s4")
+    still = next(k for k in range(1, 301) if new.route(k) == old.route(k) == old.route(k))
+    src = old.route(k)
+    m._set_units(src, "source", ("copying",), "frozen")
+    with cl.read(k) as tx:
+        assert tx.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0] == 0
+    t0 = time.perf_counter()
+    with pytest.raises(FenceTimeout):
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET n = 5 WHERE id = ?", (k,))
+    assert time.perf_counter() - t0 >= 0.3
+    assert shard_rows(root, src)[k][2] == 0  # nothing was written
+    with cl.transaction(still) as tx:  # keys outside the units are not held up
+        tx.execute("UPDATE users SET n = 6 WHERE id = ?", (still,))
+    # a writer that waits through a short freeze succeeds once it ends
+    done: list = []
+
+    def late_writer() -> None:
+        c2 = Cluster.load(path, wait_timeout=10)
+        with c2.transaction(k) as tx:
+            tx.execute("UPDATE users SET n = 7 WHERE id = ?", (k,))
+            done.append(tx.shard)
+        c2.close()
+
+    t = threading.Thread(target=late_writer)
+    t.start()
+    time.sleep(0.3)
+    assert not done
+    m._set_units(src, "source", ("frozen",), "copying")
+    t.join()
+    assert done == [src] and shard_rows(root, src)[k][2] == 7
+    assert m.run() == "retained"
+    assert shard_rows(root, "s4")[k][2] == 7
+    cl.close()

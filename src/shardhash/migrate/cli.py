@@ -108,20 +108,35 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
 
 
 class _Progress:
+    """Log lines and a progress line (rows copied, rate, ETA; lag) on stderr."""
+
     def __init__(self, m: Any, quiet: bool) -> None:
-        self.m, self.quiet, self.t0, self.last = m, quiet, time.perf_counter(), 0.0
+        self.m, self.quiet, self.t0 = m, quiet, time.perf_counter()
+        self.tty = sys.stderr.isatty()
 
     def __call__(self, line: str) -> None:
+        if not self.quiet:
+            if self.tty:
+                sys.stderr.write("\r\033[K")
+            _err(line)
+
+    def progress(self, f: dict[str, Any]) -> None:
         if self.quiet:
             return
-        now = time.perf_counter()
-        _err(line)
-        if now - self.last > 1.0:
-            st = self.m.status()
-            lag = st.get("lag") or {}
-            _err(f"[{self.m.id}] rows copied {st['rows_copied']:,}  lag {lag.get('changes', 0)} changes "
-                 f"(~{lag.get('seconds') or 0:.2f} s)  elapsed {now - self.t0:.1f} s")
-            self.last = now
+        if f.get("phase") == "copy":
+            tot = f.get("rows_total") or 0
+            pct = f" {100 * f['rows_scanned'] / tot:5.1f}%" if tot else ""
+            eta = f"  ETA {f['eta_s']:.0f} s" if f.get("eta_s") is not None else ""
+            text = (f"[{self.m.id}] copy{pct}: {f['rows_copied']:,} rows copied, {f['rows_scanned']:,} scanned, "
+                    f"{f['rows_per_s']:,.0f} rows/s{eta}")
+        else:
+            text = (f"[{self.m.id}] catch-up: lag {f['lag_changes']:,} changes (~{f['lag_s']:.2f} s), "
+                    f"{f['rows_per_s']:,.0f} changes/s")
+        if self.tty:
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+        else:
+            _err(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
                                  from_version=args.from_version, mig_id=args.migration)
         else:
             m = Migration(cluster, args.migration or _latest(cluster, args.group))
-        m.log_fn = _Progress(m, args.json or getattr(args, "quiet", False))
+        prog = _Progress(m, args.json or getattr(args, "quiet", False))
+        m.log_fn = prog
+        m.progress_fn = prog.progress
         if args.action in ("start", "resume"):
             m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover)
         elif args.action == "verify":

@@ -459,7 +459,7 @@ class Cluster(ClusterExtras):
         return su
 
     def _verdict(self, shard: str, b: SQLiteShard, c: Any, group: str, key: Any,
-                 version: int) -> tuple[str, int, str]:
+                 version: int, write: bool = True) -> tuple[str, int, str]:
         """('ok' | 'wait' | 'stale', current version, owner) for ``key`` on ``shard``:
         the newest migration record whose units hold the key decides."""
         su = self._shard_units(shard, b, c)
@@ -475,7 +475,8 @@ class Cluster(ClusterExtras):
                     # still the owner, for routers at the migration's start version or later
                     return ("ok" if version >= v_from else "stale"), v_from, shard
                 if state == "frozen":
-                    return "wait", v, u.destination
+                    # still the owner: reads go on, writes wait for the cutover
+                    return ("wait" if write else "ok"), v, u.destination
                 return "stale", v, u.destination
             if state == "owned":
                 # the owner, but only routers of this version or later may know it
@@ -498,7 +499,7 @@ class Cluster(ClusterExtras):
             while True:
                 (b.begin_client_write if write else b.begin_read)(c)
                 try:
-                    verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version)
+                    verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version, write)
                 except BaseException:
                     b.rollback(c)
                     raise

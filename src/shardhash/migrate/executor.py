@@ -83,6 +83,11 @@ class Migration:
         self.info: dict[str, Any] = rec["info"]
         self.capture = self.info.get("capture", mig_id)
         self.log_fn: Callable[[str], None] | None = None
+        #: called with a dict (phase, rows_copied, rows_scanned, rows_total,
+        #: rows_per_s, eta_s, lag_changes, lag_s) at most every ``progress_every`` s
+        self.progress_fn: Callable[[dict[str, Any]], None] | None = None
+        self.progress_every = 1.0
+        self._last_tick = 0.0
         self.meta = cluster.metadata
         self._tables: dict[str, tuple[list[str], list[str], int]] = {}
 
@@ -159,6 +164,9 @@ class Migration:
 
     def _check_keys(self, table: str, keys: Sequence[Any], rows: Sequence[Sequence[Any]], pkx: Sequence[int]) -> None:
         kt = self.group.key_type
+        allowed = {int} if kt == "int" else {str} if kt == "str" else {int, str}
+        if set(map(type, keys)) <= allowed:
+            return
         for i, k in enumerate(keys):
             ok = (isinstance(k, int) and not isinstance(k, bool)) if kt == "int" else \
                 isinstance(k, str) if kt == "str" else (isinstance(k, (int, str)) and not isinstance(k, bool))
@@ -167,6 +175,14 @@ class Migration:
                 raise MigrationError(f"table {table!r}, row with primary key {pk!r}: shard-key value {k!r} "
                                      f"has type {type(k).__name__}; group {self.group.name!r} needs "
                                      f"{'int' if kt == 'int' else 'str' if kt == 'str' else 'int or str'} keys")
+
+    def _tick(self, force: bool = False, **fig: Any) -> None:
+        if self.progress_fn is None:
+            return
+        now = time.perf_counter()
+        if force or now - self._last_tick >= self.progress_every:
+            self._last_tick = now
+            self.progress_fn(fig)
 
     def _involved(self) -> list[str]:
         return sorted(set(self.mem.sources) | set(self.mem.destinations))
@@ -278,6 +294,11 @@ class Migration:
         copied = int(self.meta.get(self.id, "copied", 0))
         scanned = 0
         ids = [u for u in self.units if u.kind == "ids"]
+        total = 0
+        if self.progress_fn is not None:
+            for s in self.mem.sources:
+                b = cl.backend(s)
+                total += sum(b.count(b.conn(), t.name) for t in self.group.tables)
         for s in self.mem.sources:
             sb = cl.backend(s)
             # Its own connection: one read transaction (one snapshot) per table.
@@ -332,7 +353,11 @@ class Migration:
                             with self.meta.tx() as mc:
                                 self.meta.put(self.id, ck, cur, mc)
                                 self.meta.put(self.id, "copied", copied, mc)
-                            _events.emit("migration_progress", migration_id=self.id, copied=copied, total=None)
+                            el = time.perf_counter() - t0
+                            rate = scanned / el if el > 0 else 0.0
+                            self._tick(phase="copy", rows_copied=copied, rows_scanned=scanned, rows_total=total,
+                                       rows_per_s=rate, eta_s=(total - scanned) / rate if rate and total else None)
+                            _events.emit("migration_progress", migration_id=self.id, copied=copied, scanned=scanned, total=total)
                     finally:
                         sb.rollback(sc)
                     self.meta.put(self.id, ck, "done")
@@ -453,6 +478,7 @@ class Migration:
             if applied and dt > 0:
                 rate = 0.7 * rate + 0.3 * (applied / dt)
             est = pending / rate if rate > 0 else float("inf")
+            self._tick(phase="catch-up", lag_changes=pending, lag_s=est, rows_per_s=rate)
             now = time.perf_counter()
             if now - last_log > 1.0:
                 self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})

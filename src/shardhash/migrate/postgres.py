@@ -11,7 +11,8 @@ Same tables and protocol as the SQLite backend (see
   shard's ownership epoch row; the fence's update of the ownership records
   (which bumps that row) therefore waits for every write in flight, and every
   later write sees the new records;
-* change capture is a PL/pgSQL trigger; change ids come from a sequence and
+* change capture is a statement-level trigger per table and event (transition
+  tables, one set-based insert per statement); change ids come from a sequence and
   are *not* commit order (a transaction that took id 10 may commit after the
   one that took 11).  Catch-up never advances a position past such a change:
   it consumes the queue by row (pending -> applied), so a late commit is just
@@ -43,32 +44,6 @@ SYSTEM_DDL = [
         id BIGSERIAL PRIMARY KEY, capture BIGINT NOT NULL, tbl TEXT NOT NULL,
         pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id)",
-    """CREATE OR REPLACE FUNCTION _shardhash_capture() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    r jsonb;
-    k jsonb;
-    i integer;
-BEGIN
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        r := to_jsonb(NEW);
-        k := '[]'::jsonb;
-        FOR i IN 1 .. TG_NARGS - 1 LOOP
-            k := k || jsonb_build_array(r -> TG_ARGV[i]);
-        END LOOP;
-        INSERT INTO _shardhash_changes(capture, tbl, pk)
-            SELECT id, TG_TABLE_NAME, k::text FROM _shardhash_captures WHERE grp = TG_ARGV[0];
-    END IF;
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        r := to_jsonb(OLD);
-        k := '[]'::jsonb;
-        FOR i IN 1 .. TG_NARGS - 1 LOOP
-            k := k || jsonb_build_array(r -> TG_ARGV[i]);
-        END LOOP;
-        INSERT INTO _shardhash_changes(capture, tbl, pk)
-            SELECT id, TG_TABLE_NAME, k::text FROM _shardhash_captures WHERE grp = TG_ARGV[0];
-    END IF;
-    RETURN NULL;
-END $$""",
 ]
 
 
@@ -208,13 +183,30 @@ class PostgresShard(SQLiteShard):
             c.execute(s)
 
     def install_triggers(self, c: Any, group: str, table: str, pk: Sequence[str]) -> None:
-        name = qi(f"_shardhash_cap_{table}")
+        """Statement-level triggers with transition tables: one set-based
+        INSERT per statement into the change log (nothing when no capture is
+        active), instead of a PL/pgSQL call per row."""
         if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
-                     (f"_shardhash_cap_{table}", qi(table))).fetchone():
+                     (f"_shardhash_d_{table}", qi(table))).fetchone():
             return
-        args = ", ".join(ql(x) for x in [group, *pk])
-        c.execute(f"CREATE TRIGGER {name} AFTER INSERT OR UPDATE OR DELETE ON {qi(table)} "
-                  f"FOR EACH ROW EXECUTE FUNCTION _shardhash_capture({args})")
+
+        def ins(alias: str) -> str:
+            key = "json_build_array(" + ", ".join(f"{alias}.{qi(k)}" for k in pk) + ")::text"
+            return (f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT c.id, {ql(table)}, {key} "
+                    f"FROM {alias} CROSS JOIN _shardhash_captures c WHERE c.grp = {ql(group)};")
+
+        bodies = {
+            "i": (ins("_shardhash_new"), "AFTER INSERT", "NEW TABLE AS _shardhash_new"),
+            "u": (ins("_shardhash_new") + " " + ins("_shardhash_old"), "AFTER UPDATE",
+                  "OLD TABLE AS _shardhash_old NEW TABLE AS _shardhash_new"),
+            "d": (ins("_shardhash_old"), "AFTER DELETE", "OLD TABLE AS _shardhash_old"),
+        }
+        for k, (body, when, refs) in bodies.items():
+            fn = qi(f"_shardhash_{k}_{table}")
+            c.execute(f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                      f"BEGIN {body} RETURN NULL; END $$")
+            c.execute(f"CREATE TRIGGER {fn} {when} ON {qi(table)} REFERENCING {refs} "
+                      f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
 
     # ------------------------------------------------------------- units
 
@@ -275,17 +267,23 @@ class PostgresShard(SQLiteShard):
         c.execute(f"DELETE FROM {tmp}")
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """``COPY`` the rows straight into the table; when any primary key is
+        already there the COPY is undone (savepoint) and 0 is returned, so the
+        caller takes the checked upsert path."""
+        import psycopg
+
         collist = ", ".join(qi(x) for x in cols)
-        tmp = qi(f"_shardhash_tmp_{table}")
-        c.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {qi(table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
-        with c.raw.cursor() as cur:
-            with cur.copy(f"COPY {tmp} ({collist}) FROM STDIN") as cp:
-                for r in rows:
-                    cp.write_row(r)
-        cur2 = c.execute(f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} ON CONFLICT DO NOTHING")
-        n = int(cur2.rowcount)
-        c.execute(f"DELETE FROM {tmp}")
-        return n
+        c.execute("SAVEPOINT _shardhash_copy")
+        try:
+            with c.raw.cursor() as cur:
+                with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+        except psycopg.errors.UniqueViolation:
+            c.execute("ROLLBACK TO SAVEPOINT _shardhash_copy")
+            return 0
+        c.execute("RELEASE SAVEPOINT _shardhash_copy")
+        return len(rows)
 
     # ----------------------------------------------------- change capture
 
