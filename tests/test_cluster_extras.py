@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, RingRouter
+from shardhash import JumpRouter, RingRouter, _events
 from shardhash.hotkeys import HotKeyRouter
 from shardhash.lookups import DuplicateValue
 from shardhash.migrate import Cluster
@@ -207,7 +207,20 @@ def test_a_migration_moves_hot_sub_keys_like_any_keys(tmp_path: Path) -> None:
                     tx.execute("INSERT INTO events VALUES (?, ?, ?, ?)", (tx.routing_key, k, tx.sub_key, seq))
         new = HotKeyRouter(JumpRouter(every), {"celebrity": 4, "star": 3}, version=old.version + 1)
         m = Migration.create(cl, "events", new)
-        assert m.run(chunk=50) == "retained"
+        seen: list[dict[str, Any]] = []
+
+        def listen(event: str, fields: dict[str, Any]) -> None:
+            if event == "migration_progress":
+                seen.append(fields)
+
+        _events.subscribe(listen)
+        try:
+            assert m.run(chunk=50) == "retained"
+        finally:
+            _events.unsubscribe(listen)
+        # the executor reported its progress (what ShardMetrics turns into copy_rows_* gauges)
+        assert seen and seen[-1]["migration_id"] == m.id and seen[-1]["copied"] > 0
+        assert seen[-1]["scanned"] >= seen[-1]["copied"] and seen[-1]["total"] is None  # (counted only for a progress_fn)
         m.cleanup()
         assert cl.refresh("events") == new
         q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"

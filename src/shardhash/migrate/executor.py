@@ -357,7 +357,8 @@ class Migration:
                             rate = scanned / el if el > 0 else 0.0
                             self._tick(phase="copy", rows_copied=copied, rows_scanned=scanned, rows_total=total,
                                        rows_per_s=rate, eta_s=(total - scanned) / rate if rate and total else None)
-                            _events.emit("migration_progress", migration_id=self.id, copied=copied, scanned=scanned, total=total)
+                            _events.emit("migration_progress", migration_id=self.id, copied=copied, scanned=scanned,
+                                         total=total if self.progress_fn is not None else None)
                     finally:
                         sb.rollback(sc)
                     self.meta.put(self.id, ck, "done")
