@@ -124,7 +124,7 @@ def test_copy_and_catchup_rate(benchmark, backend_name):
     backend = _resolve(backend_name)
     out = []
     for n in _sizes(benchmark):
-        with tempfile.TemporaryDirectory() as d:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
             path, old, new = _cluster(Path(d), n, backend)
             try:
                 cl = Cluster.load(path)
@@ -180,7 +180,7 @@ else:  # stop the world: freeze the units, copy, switch
 
 
 def _pause_run(n: int, backend: str, mode: str) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
         path, old, new = _cluster(Path(d), n, backend)
         try:
             cl = Cluster.load(path, retries=5)

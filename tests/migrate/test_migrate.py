@@ -606,3 +606,12 @@ def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
     assert m.run() == "retained"
     assert shard_rows(root, "s4")[k][2] == 7
     cl.close()
+
+
+def test_demo_counts_acknowledged_lost_and_duplicated(tmp_path):
+    from shardhash.migrate.demo import run_demo
+
+    res = run_demo(5000, writers=4, folder=str(tmp_path), quiet=True)
+    assert res["acknowledged"] > 0 and res["rows_copied"] > 0
+    assert (res["lost"], res["duplicated"], res["misplaced"], res["writer_errors"]) == (0, 0, 0, [])
+    assert res["verify"]["mismatches"] == 0

@@ -37,7 +37,7 @@ def run_demo(n_users: int = 1_000_000, *, writers: int = 8, folder: str | None =
     from .executor import Migration
 
     say = (lambda s: None) if quiet else _say
-    tmp = tempfile.TemporaryDirectory(prefix="shardhash-demo-") if folder is None else None
+    tmp = tempfile.TemporaryDirectory(prefix="shardhash-demo-", ignore_cleanup_errors=True) if folder is None else None
     root = Path(folder or tmp.name)  # type: ignore[union-attr]
     try:
         four = [f"shard-{i}" for i in range(4)]

@@ -18,8 +18,8 @@ Same tables and protocol as the SQLite backend (see
   it consumes the queue by row (pending -> applied), so a late commit is just
   a pending row that shows up later;
 * the snapshot copy reads in one ``REPEATABLE READ`` transaction and writes
-  each chunk with ``COPY`` into a temporary table, then one
-  ``INSERT … ON CONFLICT DO UPDATE``.
+  each chunk with ``COPY`` straight into the table (a resumed chunk falls back
+  to ``COPY`` into a temporary table and one ``INSERT … ON CONFLICT DO UPDATE``).
 """
 
 from __future__ import annotations
