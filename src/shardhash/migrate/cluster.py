@@ -65,6 +65,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _events
+from .._cluster_extras import ClusterExtras
 from ..routing import Router, load_router
 from .metadata import Metadata
 from .sqlite import SQLiteShard
@@ -209,8 +211,12 @@ class ShardTransaction:
         return self.conn.executemany(sql, rows)
 
 
-class Cluster:
-    """A cluster loaded from a document (see the module docstring)."""
+class Cluster(ClusterExtras):
+    """A cluster loaded from a document (see the module docstring).
+
+    Hot keys, scatter-gather and lookup indexes: see
+    :class:`shardhash._cluster_extras.ClusterExtras` (docs/hotkeys.md,
+    docs/scatter.md, docs/lookups.md)."""
 
     def __init__(self, metadata_url: str, shards: Mapping[str, tuple[str, list[str]]],
                  groups: Mapping[str, GroupSpec], *, base_dir: str | os.PathLike[str] | None = None,
@@ -521,6 +527,8 @@ class Cluster:
             if verdict == "stale":
                 b.rollback(c)
                 err = StaleRouteError(key, shard, router.version, cur, owner)
+                _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key, topology_version=router.version,
+                             current_version=cur, retry_reason=str(err), retried=attempt < self.retries)
                 if attempt >= self.retries:
                     self.metrics.stale(False)
                     raise err
@@ -530,12 +538,17 @@ class Cluster:
                 continue
             break
         tx = ShardTransaction(c, shard, router.version, b)
+        _events.emit("route", shard=shard, keys=1, group=g.name, shard_key=key, topology_version=router.version)
+        t0 = time.perf_counter()
         try:
             yield tx
         except BaseException:
             b.rollback(c)
+            _events.emit("shard_op", shard=shard, op="write" if write else "read",
+                         seconds=time.perf_counter() - t0, ok=False)
             raise
         b.commit(c)
+        _events.emit("shard_op", shard=shard, op="write" if write else "read", seconds=time.perf_counter() - t0, ok=True)
 
     def transaction(self, key: Any, *, group: str | None = None) -> Any:
         """A write transaction on the shard that owns ``key`` (context manager

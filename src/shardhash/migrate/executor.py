@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _events
 from ..hashing import hash_array
 from ..routing import Router, load_router
 from .cluster import Cluster
@@ -356,6 +357,8 @@ class Migration:
                             rate = scanned / el if el > 0 else 0.0
                             self._tick(phase="copy", rows_copied=copied, rows_scanned=scanned, rows_total=total,
                                        rows_per_s=rate, eta_s=(total - scanned) / rate if rate and total else None)
+                            _events.emit("migration_progress", migration_id=self.id, copied=copied, scanned=scanned,
+                                         total=total if self.progress_fn is not None else None)
                     finally:
                         sb.rollback(sc)
                     self.meta.put(self.id, ck, "done")
@@ -582,6 +585,7 @@ class Migration:
         if diffs:
             self.meta.put(self.id, "verify", {"verified": []})
             self._set("verify-failed")
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
             raise VerifyMismatch(self.id, diffs)
         self.meta.put(self.id, "verify", {"verified": sorted(set(state["verified"]) | todo)})
         self.log(f"verify: {len(todo)} unit(s), {rows} rows, 0 mismatches ({result['seconds']:.2f} s)")
@@ -719,6 +723,7 @@ class Migration:
             self.meta.put(self.id, "verify_result", {"mismatches": len(diffs), "first": diffs[:10], "final": True})
             self.meta.put(self.id, "verify", {"verified": []})
             self._set("verify-failed")
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
             raise VerifyMismatch(self.id, diffs)
         for d in self.mem.destinations:
             b = cl.backend(d)
