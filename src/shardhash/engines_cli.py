@@ -140,7 +140,8 @@ class _Spark(_Engine):
         self.owned = SparkSession.getActiveSession() is None  # an active session is reused, and left running
         master = args.master or f"local[{args.workers}]"
         builder = (SparkSession.builder.master(master).appName("shardhash")
-                   .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20)))
+                   .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(1 << 20))
+                   .config("spark.ui.showConsoleProgress", "false"))
         if master.startswith("local"):
             builder = (builder.config("spark.ui.enabled", "false")
                        .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1"))

@@ -176,6 +176,7 @@ def spark(worker_env: object) -> object:
 
     session = (SparkSession.builder.master("local[2]").appName("shardhash-tests")
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.shuffle.partitions", "2")
