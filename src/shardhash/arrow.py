@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -380,8 +381,9 @@ class DiffPartial:
     float64 sums: exact for integer weights (bytes, counts) while every
     cell's total stays below 2**53, otherwise equal up to float rounding, as
     two runs of ``plan.diff`` with different chunk sizes are.  ``builds``
-    records, per worker process, how many times a router was built there
-    (merged by maximum).
+    records, per worker process, how many times a router was built there,
+    and ``peak_rss`` that process's peak resident memory (both merged by
+    maximum).
     """
 
     old: ShippedRouter
@@ -390,6 +392,7 @@ class DiffPartial:
     weighted_matrix: np.ndarray | None = None
     batches: int = 0
     builds: dict[str, int] = field(default_factory=dict)
+    peak_rss: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, old: Any, new: Any, *, weighted: bool = False) -> DiffPartial:
@@ -418,11 +421,9 @@ class DiffPartial:
             for p in (self, other):
                 if p.weighted_matrix is not None:
                     w += p.weighted_matrix
-        builds = dict(self.builds)
-        for k, v in other.builds.items():
-            builds[k] = max(builds.get(k, 0), v)
         return DiffPartial(self.old, self.new, self.matrix + other.matrix, w,
-                           self.batches + other.batches, builds)
+                           self.batches + other.batches, _max_merge(self.builds, other.builds),
+                           _max_merge(self.peak_rss, other.peak_rss))
 
     def report(self) -> Any:
         """The :class:`shardhash.plan.PlanReport` (as ``plan.diff`` makes it)."""
@@ -444,6 +445,7 @@ class DiffPartial:
             "matrix": self.matrix.astype("<i8").tobytes(),
             "weighted": None if self.weighted_matrix is None else self.weighted_matrix.astype("<f8").tobytes(),
             "batches": self.batches, "builds": json.dumps(self.builds, sort_keys=True),
+            "peak_rss": json.dumps(self.peak_rss, sort_keys=True),
         }
 
     @classmethod
@@ -456,14 +458,16 @@ class DiffPartial:
         m = np.frombuffer(row["matrix"], dtype="<i8").astype(np.int64).reshape(shape)
         w = None if row["weighted"] is None else \
             np.frombuffer(row["weighted"], dtype="<f8").astype(np.float64).reshape(shape)
-        return cls(so, sn, m, w, int(row["batches"]), {k: int(v) for k, v in json.loads(row["builds"]).items()})
+        return cls(so, sn, m, w, int(row["batches"]), {k: int(v) for k, v in json.loads(row["builds"]).items()},
+                   {k: int(v) for k, v in json.loads(row.get("peak_rss") or "{}").items()})
 
 
 def partial_schema() -> Any:
     """The Arrow schema of :meth:`DiffPartial.to_row` rows."""
     pa = require_pyarrow("partial_schema")
     return pa.schema([("old_fp", pa.string()), ("new_fp", pa.string()), ("matrix", pa.binary()),
-                      ("weighted", pa.binary()), ("batches", pa.int64()), ("builds", pa.string())])
+                      ("weighted", pa.binary()), ("batches", pa.int64()), ("builds", pa.string()),
+                      ("peak_rss", pa.string())])
 
 
 def partial_batch(part: DiffPartial) -> Any:
@@ -534,6 +538,7 @@ def diff_batch(batch: Any, column: str, old: Any, new: Any, weights: str | None 
     count_moves(oi, ni, part.matrix, w, part.weighted_matrix, threads=1)
     part.batches = 1
     part.builds = _builds_of(so, sn)
+    part.peak_rss = {_pid(): peak_rss()}
     return part
 
 
@@ -541,6 +546,16 @@ def _builds_of(*routers: ShippedRouter) -> dict[str, int]:
     with _lock:
         n = max((_builds.get(r.fingerprint, 0) for r in routers), default=0)
     return {_pid(): n}
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (0 where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
 @dataclass
@@ -588,6 +603,13 @@ class AnalyzePartial:
             raise ValueError("no router: no per-shard load")
         return LoadReport(tuple(self.router.get().shards), self.counts.copy(),
                           None if self.weighted is None else self.weighted.copy())
+
+
+def _max_merge(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = max(out.get(k, 0), v)
+    return out
 
 
 def _add_opt(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:

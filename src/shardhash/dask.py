@@ -115,7 +115,8 @@ def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = Non
 
     ``weights`` names a numeric column for the weighted matrix.  Computes at
     once (with the active scheduler).  A dict given as ``stats`` receives
-    ``partitions`` and ``builds`` (router builds per worker process).
+    ``partitions``, ``builds`` (router builds per worker process) and
+    ``peak_rss`` (peak resident bytes per worker process).
     """
     so, sn = _arrow.ship(old), _arrow.ship(new)
     kind = _kind(ddf, column)
@@ -129,7 +130,7 @@ def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = Non
         return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
     total = _tree(partials).compute()
     if stats is not None:
-        stats.update(partitions=len(partials), builds=dict(total.builds))
+        stats.update(partitions=len(partials), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
     return total.report()
 
 

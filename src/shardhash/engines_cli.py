@@ -94,7 +94,7 @@ class _Dask(_Engine):
             self.client = Client(args.scheduler)
         else:
             self.cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, host="127.0.0.1")
+                                        dashboard_address="127.0.0.1:0", host="127.0.0.1")
             self.client = Client(self.cluster)
 
     def close(self) -> None:

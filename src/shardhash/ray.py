@@ -135,8 +135,8 @@ def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None
          stats: dict[str, Any] | None = None) -> Any:
     """What moves from ``old`` to ``new`` over the ids in ``column``: the
     :class:`shardhash.plan.PlanReport` :func:`shardhash.plan.diff` gives.
-    A dict given as ``stats`` receives ``partials`` and ``builds`` (router
-    builds per actor process)."""
+    A dict given as ``stats`` receives ``partials``, ``builds`` (router
+    builds per actor process) and ``peak_rss`` (peak resident bytes of each)."""
     kind = _kind(ds, column)
     so, sn = _arrow.ship(old), _arrow.ship(new)
     out = _map(ds, _Diff, (so, sn, column, weights, kind, source_column), concurrency, num_cpus)
@@ -145,7 +145,7 @@ def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None
         return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
     total = _arrow.tree_reduce(parts)
     if stats is not None:
-        stats.update(partials=len(parts), builds=dict(total.builds))
+        stats.update(partials=len(parts), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
     return total.report()
 
 

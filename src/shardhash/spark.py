@@ -95,6 +95,7 @@ _PARTIAL = T.StructType([
     T.StructField("old_fp", T.StringType()), T.StructField("new_fp", T.StringType()),
     T.StructField("matrix", T.BinaryType()), T.StructField("weighted", T.BinaryType()),
     T.StructField("batches", T.LongType()), T.StructField("builds", T.StringType()),
+    T.StructField("peak_rss", T.StringType()),
 ])
 
 
@@ -104,8 +105,8 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     :class:`shardhash.plan.PlanReport` :func:`shardhash.plan.diff` gives.
 
     One partial per partition (``mapInArrow``), merged on the driver.  A dict
-    given as ``stats`` receives ``partials`` and ``builds`` (router builds per
-    Python worker process).
+    given as ``stats`` receives ``partials``, ``builds`` (router builds per
+    Python worker process) and ``peak_rss`` (peak resident bytes of each).
     """
     kind = _kind(df, column)
     if weights is not None and weights not in df.columns:
@@ -125,7 +126,7 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
         return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
     total = _arrow.tree_reduce(parts)
     if stats is not None:
-        stats.update(partials=len(parts), builds=dict(total.builds))
+        stats.update(partials=len(parts), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
     return total.report()
 
 

@@ -155,7 +155,7 @@ def dask_client(worker_env: object) -> object:
     need("dask.dataframe", "dask[dataframe]")
     distributed = need("distributed", "distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,  # type: ignore[attr-defined]
-                                       dashboard_address=None, host="127.0.0.1")
+                                       dashboard_address="127.0.0.1:0", host="127.0.0.1")
     client = distributed.Client(cluster)  # type: ignore[attr-defined]
     try:
         yield client
