@@ -112,6 +112,9 @@ class ShippedRouter:
     """
 
     __slots__ = ("fingerprint", "document", "shards")
+    fingerprint: str
+    document: str
+    shards: tuple[str, ...]
 
     def __init__(self, router: Any) -> None:
         if isinstance(router, ShippedRouter):
@@ -675,7 +678,7 @@ def parquet_files(spec: str | os.PathLike[str] | Sequence[Any]) -> list[str]:
         for s in spec:
             out.extend(parquet_files(s))
         return out
-    text = os.fspath(spec)
+    text = os.fspath(spec)  # type: ignore[arg-type]
     if os.path.isdir(text):
         files = sorted(
             os.path.join(d, f) for d, _, fs in os.walk(text) for f in fs

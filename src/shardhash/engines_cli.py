@@ -76,6 +76,17 @@ class _Engine:
     def close(self) -> None:
         pass
 
+    def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:
+        """Write the rows of ``files`` plus one shard column per router under ``out``,
+        partitioned by those columns (only rows whose two shards differ when ``moved``)."""
+        raise NotImplementedError
+
+    def diff(self, files: list[str], column: str, old: Any, new: Any, weights: str | None) -> Any:
+        raise NotImplementedError
+
+    def analyze(self, files: list[str], column: str, router: Any, weights: str | None, capacity: int) -> Any:
+        raise NotImplementedError
+
 
 class _Dask(_Engine):
     name = "dask"
@@ -189,12 +200,12 @@ class _Ray(_Engine):
         except ImportError as exc:
             raise UsageError(f"--engine ray needs Ray Data: pip install 'shardhash[ray]' ({exc})") from None
         self.ray, self.mod = ray, shr
+        self.pool: dict[str, Any] = {}
         self.owned = not ray.is_initialized()  # a running Ray in this process is reused, and left running
         if not self.owned:
             self.pool = {"concurrency": args.workers, "num_cpus": 0.5} if not args.address else {}
         elif args.address:
             ray.init(address=args.address, log_to_driver=False)
-            self.pool: dict[str, Any] = {}
         else:
             ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
             # Actors leave room for Ray Data's own small tasks on a local cluster.
