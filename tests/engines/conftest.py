@@ -202,6 +202,8 @@ def ray_ctx(worker_env: object) -> object:
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
+    if hasattr(ctx, "print_on_execution_start"):
+        ctx.print_on_execution_start = False
     try:
         yield ray
     finally:
