@@ -202,3 +202,13 @@ def test_scan_parquet_names_the_file(data):
 def test_need_helper_reports_missing_modules():
     with pytest.raises((pytest.skip.Exception, pytest.fail.Exception), match="no_such_engine"):
         need("no_such_engine_module", "no_such_engine")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import shardhash.analysis
+
+    for mod in (sa, shardhash.analysis):
+        res = doctest.testmod(mod)
+        assert res.failed == 0 and res.attempted > 0, mod.__name__
