@@ -1670,6 +1670,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from .engines_cli import main as engines_main, wants_engine  # --engine dask|spark|ray
+    if wants_engine(argv):
+        return engines_main(argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
