@@ -43,22 +43,28 @@ def _reference(keys, num_buckets):
 
 
 def test_kernel_name():
-    """The AVX2 kernel is the one that runs on x86-64 Linux CPUs with AVX2
-    (so its figures are what users get there); other machines say portable."""
+    """The AVX2 kernel is the one that runs on x86-64 CPUs with AVX2 (so its
+    figures are what users get there), NEON on aarch64; other machines say
+    portable.  The choice is made once, at import (cpuid/xgetbv)."""
     import os
     import platform
     import sys
     from pathlib import Path
 
-    assert _routing._JUMP_KERNEL in ("avx2", "portable")
+    assert _routing._JUMP_KERNEL in ("avx2", "neon", "portable")
+    assert _routing._JUMP_SCALAR in ("sse4.1", "portable")
     machine = platform.machine().lower()
-    if machine not in ("x86_64", "amd64"):
+    simd = "SH_NO_SIMD" not in os.environ.get("CFLAGS", "")
+    if machine in ("aarch64", "arm64"):
+        assert _routing._JUMP_KERNEL == ("neon" if simd else "portable")
+    elif machine not in ("x86_64", "amd64"):
         assert _routing._JUMP_KERNEL == "portable"
     elif (sys.platform.startswith("linux") and Path("/proc/cpuinfo").exists()
           and "SH_NO_SIMD" not in os.environ.get("CFLAGS", "")):
         flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("flags")), [])
         assert _routing._JUMP_KERNEL == ("avx2" if "avx2" in flags else "portable")
+        assert _routing._JUMP_SCALAR == ("sse4.1" if "sse4_1" in flags else "portable")
 
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 3, 7, 10, 100, 1000, 1024, 4099, 65536,

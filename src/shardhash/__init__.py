@@ -64,3 +64,9 @@ __all__ += [
 from shardhash import analysis, io, plan  # noqa: E402
 
 __all__ += ["analysis", "io", "plan"]
+
+# -- hot keys (registers the "hot" router document type) ----------------------
+from shardhash import hotkeys  # noqa: E402
+from shardhash.hotkeys import HotKeyRouter  # noqa: E402
+
+__all__ += ["hotkeys", "HotKeyRouter"]

@@ -10,6 +10,7 @@ from cpython.unicode cimport PyUnicode_Check
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.ref cimport PyObject
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, calloc
 from libc.string cimport memcpy, memset
@@ -404,9 +405,13 @@ def hash_array(keys, algorithm="xxh3_64", seed=0, codec=None, out=None, threads=
 # ---------------------------------------------------------------------------
 # Batch dispatch
 
+cdef object _np_empty = np.empty
+cdef object _DT_UINT64 = np.dtype(np.uint64)
+
+
 cdef object _prepare_out(object out, Py_ssize_t n):
     if out is None:
-        return np.empty(n, dtype=np.uint64)
+        return _np_empty(n, _DT_UINT64)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray of uint64, not {type(out).__name__}")
     if out.dtype != np.dtype(np.uint64) or not out.dtype.isnative:
@@ -422,7 +427,68 @@ cdef object _prepare_out(object out, Py_ssize_t n):
     return out
 
 
+cdef extern from *:
+    """
+    /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
+     * array, any stride): 1 with *view filled (release it), else 0 with no
+     * exception left set.  *is_unsigned: uint64. */
+    static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
+    {
+        const char *f;
+        if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        f = view->format;
+        if (f != NULL && (*f == '@' || *f == '=')) f++;
+        if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
+            !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
+            PyBuffer_Release(view);
+            return 0;
+        }
+        *is_unsigned = f[0] == 'Q' || f[0] == 'L';
+        return 1;
+    }
+    """
+    bint sh_word_buffer(object a, Py_buffer *view, int *is_unsigned)
+
+cdef enum:
+    SMALL_ARRAY = 4096   # int64/uint64 arrays up to this size: one kernel call, no thread pool
+
+cdef object _hash_small_words(Hasher h, object a):
+    """hash_array of a numpy int64/uint64 array of at most SMALL_ARRAY keys
+    (no out=, no threads=): one call of the same kernel as the general path,
+    on the calling thread; None for any other input."""
+    cdef Py_buffer view, ov
+    cdef int is_unsigned = 0
+    cdef Py_ssize_t n
+    if not sh_word_buffer(a, &view, &is_unsigned):
+        return None
+    try:
+        n = view.shape[0]
+        if n > SMALL_ARRAY:
+            return None
+        res = _np_empty(n, _DT_UINT64)
+        if n:
+            PyObject_GetBuffer(res, &ov, PyBUF_WRITABLE | PyBUF_ND)
+            if h._fast_int:
+                sh_hash_words_strided(h._algo, h._seed, <const char *>view.buf, view.strides[0], n,
+                                      <uint64_t *>ov.buf)
+            else:
+                sh_hash_decimal_strided(h._algo, h._seed, <const char *>view.buf, view.strides[0], n,
+                                        is_unsigned, <uint64_t *>ov.buf)
+            PyBuffer_Release(&ov)
+        return res
+    finally:
+        PyBuffer_Release(&view)
+
+
 cdef object _hash_array(Hasher h, object keys, object out, object threads):
+    cdef object res
+    if out is None and threads is None and type(keys) is np.ndarray:
+        res = _hash_small_words(h, keys)
+        if res is not None:
+            return res
     if threads is not None:
         resolve_threads(threads, 1)  # validate early
     if isinstance(keys, np.ma.MaskedArray):
@@ -482,11 +548,14 @@ cdef object _hash_objects(Hasher h, object seq, object out):
     out = _prepare_out(out, n)
     if n == 0:
         return out
-    cdef uint64_t[::1] o = out
+    cdef Py_buffer ov
+    cdef uint64_t *o
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t stride
     cdef const char *base
     cdef PyObject *item
+    PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE | PyBUF_ND)  # C-contiguous uint64 (_prepare_out)
+    o = <uint64_t *>ov.buf
     try:
         if type(seq) is list:
             for i in range(n):
@@ -509,6 +578,8 @@ cdef object _hash_objects(Hasher h, object seq, object out):
                 o[i] = h.hash_one(seq[i])
     except (TypeError, ValueError, OverflowError) as exc:
         raise _base_error(exc)(f"key at position {i}: {exc}") from None
+    finally:
+        PyBuffer_Release(&ov)
     return out
 
 

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c, src/shardhash/_core/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c, src/shardhash/_core/sh_jump_neon.c, src/shardhash/_core/sh_cpu.c, src/shardhash/_core/sh_xxhash.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
@@ -23,6 +23,9 @@ from cpython.ref cimport Py_INCREF, PyObject
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
@@ -128,6 +131,31 @@ cdef extern from *:
     bint sh_route_fast_hash(object key, bint int_ok, uint64_t int_key, bint str_ok, uint64_t seed,
                             uint64_t *h)
 
+cdef extern from *:
+    """
+    /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
+     * array, any stride): 1 with *view filled (release it), else 0 with no
+     * exception left set.  *is_unsigned: uint64. */
+    static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
+    {
+        const char *f;
+        if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        f = view->format;
+        if (f != NULL && (*f == '@' || *f == '=')) f++;
+        if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
+            !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
+            PyBuffer_Release(view);
+            return 0;
+        }
+        *is_unsigned = f[0] == 'Q' || f[0] == 'L';
+        return 1;
+    }
+    """
+    bint sh_word_buffer(object a, Py_buffer *view, int *is_unsigned)
+
 cdef extern from "sh_place.h" nogil:
     ctypedef struct sh_fastmod:
         uint64_t m_lo
@@ -144,6 +172,9 @@ cdef extern from "sh_place.h" nogil:
     int32_t sh_jump(uint64_t key, int32_t num_buckets)
     void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
     int sh_jump_avx2_available()
+    int sh_jump_neon_available()
+    void sh_place_init()
+    unsigned sh_place_features()
     void sh_fastmod_init(sh_fastmod *f, uint64_t d)
     uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
     void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
@@ -187,9 +218,18 @@ cdef enum:
 cdef enum:
     KEYMODE_RANGES = 1
     KEYMODE_WATERMARK = 2
+    KEYMODE_NATIVE = 3
+
+# A compat module's C key router (see _use_native_keys): the shard index, -1
+# with a Python exception set, or -2 for a key it leaves to _route_index_slow.
+ctypedef int32_t (*sh_key_index_fn)(void *ctx, PyObject *key) except -1
 
 cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
+    SMALL_BATCH = 64  # route_many on at most this many keys: one pass with the GIL (see _route_small)
+
+cdef object _np_empty = np.empty
+cdef object _DT_INT32 = np.dtype(np.int32)
 
 _U64_MAX = (1 << 64) - 1
 
@@ -331,9 +371,12 @@ def jump_hash(key, num_buckets):
     return sh_jump(<uint64_t>key, <int32_t>nb)
 
 
-# Decide the jump batch kernel (AVX2 or portable) once, at import, under the
-# GIL, so that threads calling sh_jump_batch only read the cached answer.
-_JUMP_KERNEL = "avx2" if sh_jump_avx2_available() else "portable"
+# Choose the jump kernels (AVX2 batch and SSE4.1 scalar by cpuid/xgetbv on
+# x86-64; NEON batch on aarch64) once, at import, under the GIL and before any
+# thread can run a kernel: the kernels only ever read the answer.
+sh_place_init()
+_JUMP_KERNEL = "avx2" if sh_jump_avx2_available() else ("neon" if sh_jump_neon_available() else "portable")
+_JUMP_SCALAR = "sse4.1" if sh_place_features() & 1 else "portable"
 
 
 def jump_hash_array(keys, num_buckets, *, out=None):
@@ -472,6 +515,8 @@ cdef class RouterCore:
     cdef int64_t _wm_i64             # the watermark, when it is <= 2**63 - 1
     cdef bint _wm_above_i64          # the watermark is >= 2**63: every int64 id is below
     cdef const int32_t *_wm_newmap
+    cdef sh_key_index_fn _kfn        # KEYMODE_NATIVE
+    cdef void *_kctx
 
     def __cinit__(self, *args, **kwargs):
         self._kind = KIND_UNSET
@@ -671,6 +716,72 @@ cdef class RouterCore:
         self._wm_i64 = 0 if self._wm_above_i64 else <int64_t>watermark
         self._keymode = KEYMODE_WATERMARK
 
+    def _use_native_keys(self, capsule, owner):
+        """route/route_index through a compat module's C function: ``capsule``
+        is a PyCapsule named "shardhash.key_index" holding a C function
+        ``int32_t f(void *ctx, PyObject *key)`` with ``ctx`` as its context;
+        ``owner`` (the object ``ctx`` points into) is kept alive.  Keys the
+        function leaves (-2) go to ``self._route_index_slow(key)``."""
+        self._check_open()
+        cdef void *f = PyCapsule_GetPointer(capsule, b"shardhash.key_index")
+        self._kctx = PyCapsule_GetContext(capsule)
+        if f == NULL or self._kctx == NULL or self._kctx != <void *>owner:
+            raise ValueError("not a key_index capsule of this owner")
+        self._keep.append(owner)
+        self._keep.append(capsule)
+        self._kfn = <sh_key_index_fn>f
+        self._keymode = KEYMODE_NATIVE
+
+    def _route_small_keys(self, keys):
+        """route_many for at most 64 keys (a list, a tuple or an integer numpy
+        array) through the native key function, in one pass with the GIL;
+        None when the router has none, for other inputs, or as soon as a key
+        is not one the function handles (the caller's general path then
+        decides, and raises).  No key's own code runs while the caller's
+        list is read."""
+        cdef Py_ssize_t n, i
+        cdef int32_t r
+        cdef int32_t res_i[SMALL_BATCH]
+        cdef Py_buffer view
+        cdef type t = type(keys)
+        if self._keymode != KEYMODE_NATIVE:
+            return None
+        if t is np.ndarray:
+            if keys.ndim != 1 or not 0 < keys.shape[0] <= SMALL_BATCH or keys.dtype.kind not in "iu":
+                return None  # (an empty array: the general path checks its dtype)
+            keys = keys.tolist()  # Python ints: the values route() takes
+            t = list
+        if t is list:
+            n = PyList_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                r = self._kfn(self._kctx, PyList_GET_ITEM(keys, i))
+                if r == -2:
+                    return None
+                res_i[i] = r
+        elif t is tuple:
+            n = PyTuple_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                r = self._kfn(self._kctx, PyTuple_GET_ITEM(keys, i))
+                if r == -2:
+                    return None
+                res_i[i] = r
+        else:
+            return None
+        res = _np_empty(n, _DT_INT32)
+        if n:
+            PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+            memcpy(view.buf, res_i, <size_t>n * sizeof(int32_t))
+            PyBuffer_Release(&view)
+        return res
+
+    def _keymode_native(self):
+        """True when route/route_index run a compat module's C function."""
+        return self._keymode == KEYMODE_NATIVE
+
     cdef int32_t _key_index(self, object key) except -1:
         """route_index for the raw-key modes."""
         cdef int overflow = 0
@@ -683,6 +794,11 @@ cdef class RouterCore:
         cdef uint64_t kp
         cdef int32_t i
         cdef type t = type(key)
+        if self._keymode == KEYMODE_NATIVE:
+            i = self._kfn(self._kctx, <PyObject *>key)  # -1: an exception, which propagates
+            if i != -2:
+                return i
+            return self._route_index_slow(key)
         if self._keymode == KEYMODE_RANGES and not self._prefix:
             if t is int and self._rs_str is None:
                 v = PyLong_AsLongLongAndOverflow(key, &overflow)
@@ -973,13 +1089,74 @@ cdef class RouterCore:
                 sh_override_batch(self._ohash, self._oshard, self._nover, &hv[0],
                                   <size_t>hv.shape[0], &ov[0])
 
+    cdef object _route_small(self, object keys):
+        """route_many for a list/tuple of at most SMALL_BATCH exact ints (one
+        digit) and compact-ASCII str, or a numpy int64/uint64 array of at most
+        SMALL_BATCH keys, when the hasher is xxh3_64 over the default
+        encodings: each key hashed inline (the bytes Hasher.hash_one and
+        hash_array hash) and placed with the scalar kernel (bit-exact with
+        the batch kernels), without the thread pool or a hash temporary.
+        None: not such an input (the general path decides, and raises).
+        No key's own code runs here, so iterating the caller's list is safe."""
+        cdef uint64_t hs[SMALL_BATCH]
+        cdef Py_ssize_t n, i
+        cdef Py_buffer view
+        cdef int is_unsigned = 0
+        cdef const char *p
+        cdef type t = type(keys)
+        if t is list:
+            n = PyList_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                if not sh_route_fast_hash(<object>PyList_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
+                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                    return None
+        elif t is tuple:
+            n = PyTuple_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                if not sh_route_fast_hash(<object>PyTuple_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
+                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                    return None
+        elif t is np.ndarray and self._int_xxh3:
+            if not sh_word_buffer(keys, &view, &is_unsigned):
+                return None
+            n = view.shape[0]
+            if n <= SMALL_BATCH:
+                p = <const char *>view.buf
+                for i in range(n):
+                    hs[i] = sh_xxh3_64_word_keyed((<const uint64_t *>(p + i * view.strides[0]))[0], self._int_key)
+            PyBuffer_Release(&view)
+            if n > SMALL_BATCH:
+                return None
+        else:
+            return None
+        res = _np_empty(n, _DT_INT32)
+        if n == 0:
+            return res
+        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+        try:
+            for i in range(n):
+                (<int32_t *>view.buf)[i] = self._place(hs[i])
+        finally:
+            PyBuffer_Release(&view)
+        return res
+
     def route_many(self, keys, *, out=None, threads=None):
         """Shard indices (int32 array) for many keys: hashes them, then routes the hashes.
 
-        Uses one uint64 temporary per key (the hashes).
+        Uses one uint64 temporary per key (the hashes); small batches (up to
+        64 keys of the common types) are hashed and placed in one pass.
         """
+        cdef object res
         if self._hasher is None:
             self._not_initialised()
+        if out is None and threads is None and self._kind > KIND_PY and not self._prefix and not self._keymode:
+            res = self._route_small(keys)
+            if res is not None:
+                return res
         if self._prefix:
             keys = _prefix_many(keys, self._prefix)
         hashes = self._hasher.hash_array(keys, threads=threads)

@@ -303,6 +303,34 @@ class HeavyHitters:
         self._counts = self._counts[keep]
         self.error += cut
 
+    def merged(self, other: HeavyHitters) -> HeavyHitters:
+        """A new summary of both inputs' keys (neither changes): counters are
+        added, errors add up, then the summary is reduced to ``capacity``, so
+        the guarantee above holds for the combined total (mergeable
+        Misra-Gries; associative up to the order ties are broken in).
+
+        >>> a, b = HeavyHitters(2), HeavyHitters(2)
+        >>> a.update(["x"] * 5 + ["y"]); b.update(["x"] * 3 + ["z"] * 2)
+        >>> m = a.merged(b)
+        >>> m.top(1)[0][0], m.total
+        ('x', 11.0)
+        """
+        if not isinstance(other, HeavyHitters):
+            raise TypeError(f"cannot merge HeavyHitters with {type(other).__name__}")
+        if other.capacity != self.capacity:
+            raise ValueError(f"capacities differ ({self.capacity} vs {other.capacity})")
+        out = HeavyHitters(self.capacity)
+        out.total = self.total + other.total
+        out.error = self.error + other.error
+        if self._keys is None or other._keys is None:
+            src = self if other._keys is None else other
+            out._keys = None if src._keys is None else src._keys.copy()
+            out._counts = src._counts.copy()
+        else:
+            out._keys, out._counts = _merge(self._keys, self._counts, other._keys, other._counts)
+        out._reduce()
+        return out
+
     def __len__(self) -> int:
         return 0 if self._keys is None else len(self._keys)
 

@@ -1428,6 +1428,10 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.migrate:
+        from .migrate.demo import main as migrate_demo
+
+        return migrate_demo(args)
     if args.keys < 1:
         raise UsageError(f"--keys must be >= 1, got {args.keys}")
     t0 = time.perf_counter()
@@ -1518,7 +1522,16 @@ def _build_demo(sub: Any, common: argparse.ArgumentParser) -> None:
                        "keys each strategy moves, how even the load stays and how fast it routes.")
     d.add_argument("--keys", type=_positive_int, default=10_000_000, help="number of synthetic ids")
     d.add_argument("--json", action="store_true", help="machine-readable output (default: a table)")
+    d.add_argument("--migrate", action="store_true",
+                   help="instead: a live migration on SQLite shards under eight writers (docs/migrate.md)")
     d.set_defaults(func=cmd_demo)
+
+
+@command("migrate")
+def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
+    from .migrate import cli as migrate_cli  # the `migrate` subcommand lives with its package
+
+    migrate_cli.add_parser(sub, [common])
 
 
 @command("topology")
@@ -1659,6 +1672,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from .engines_cli import main as engines_main, wants_engine  # --engine dask|spark|ray
+    if wants_engine(argv):
+        return engines_main(argv)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

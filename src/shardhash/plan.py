@@ -84,6 +84,7 @@ class PlanReport:
     weighted_matrix: np.ndarray | None = None
     sources: np.ndarray | None = None
     destinations: np.ndarray | None = None
+    hot_changes: list[Any] = field(default_factory=list)
 
     @property
     def moved_fraction(self) -> float:
@@ -162,6 +163,8 @@ class PlanReport:
             d["moved_weight"] = self.moved_weight
             d["before_weighted"] = self.before_weighted.tolist()  # type: ignore[union-attr]
             d["after_weighted"] = self.after_weighted.tolist()  # type: ignore[union-attr]
+        if self.hot_changes:
+            d["hot_changes"] = [c.to_dict() for c in self.hot_changes]
         return d
 
     def summary(self) -> str:
@@ -172,6 +175,9 @@ class PlanReport:
             f"balance max/mean: before {self.imbalance_before['max_mean']:.4f}  "
             f"after {self.imbalance_after['max_mean']:.4f}",
         ]
+        for c in self.hot_changes:
+            lines.append(f"hot key {c.key!r}: {c.kind} (fan-out {c.before} -> {c.after}; "
+                         f"{len(c.added)} sub-key(s) added, {len(c.removed)} to fold back, {len(c.moved)} moved)")
         return "\n".join(lines)
 
 
@@ -368,6 +374,10 @@ def diff(
         wmatrix,
     )
     rep.moved = int(matrix[rep._moved_mask()].sum())
+    from .hotkeys import HotKeyRouter, hot_changes
+
+    if isinstance(old, HotKeyRouter) or isinstance(new, HotKeyRouter):
+        rep.hot_changes = hot_changes(old, new)
     if per_key:
         rep.sources = np.concatenate(src_parts) if src_parts else np.zeros(0, np.int32)
         rep.destinations = np.concatenate(dst_parts) if dst_parts else np.zeros(0, np.int32)

@@ -563,6 +563,10 @@ class Router(RouterCore):
     def __reduce__(self) -> tuple[Callable[..., Router], tuple[dict[str, Any]]]:
         return (load_router, (self.to_dict(),))
 
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        # Dask names tasks by their arguments' tokens: a router is its fingerprint.
+        return ("shardhash.router", self.fingerprint)
+
     def __repr__(self) -> str:
         shards = ", ".join(map(repr, self.shards[:6])) + (", ..." if len(self.shards) > 6 else "")
         return (f"{type(self).__name__}([{shards}], n={len(self.shards)}, version={self.version}, "

@@ -63,6 +63,8 @@ static void test_jump(void)
             for (i = 0; i < (int)m; i++) bad += out[i] != -1;
             sh_jump_batch_avx2(keys, m, n, out);
             for (i = 0; i < (int)m; i++) bad += out[i] != -1;
+            sh_jump_batch_neon(keys, m, n, out);
+            for (i = 0; i < (int)m; i++) bad += out[i] != -1;
         }
         bad += sh_jump(keys[0], n) != -1 || sh_jump_reference(keys[0], n) != -1;
         CHECK(bad == 0, "jump with %d buckets answers -1 (%d mismatches)", n, bad);
@@ -79,9 +81,10 @@ static void test_jump(void)
 static void test_jump_kernels(void)
 {
     static const int32_t nbs[] = {1, 2, 3, 7, 100, 1000, 65536, 2147483647};
-    void (*const kernels[3])(const uint64_t *, size_t, int32_t, int32_t *) = {
-        sh_jump_batch, sh_jump_batch_scalar, sh_jump_batch_avx2};
-    static const char *const names[3] = {"sh_jump_batch", "sh_jump_batch_scalar", "sh_jump_batch_avx2"};
+    void (*const kernels[4])(const uint64_t *, size_t, int32_t, int32_t *) = {
+        sh_jump_batch, sh_jump_batch_scalar, sh_jump_batch_avx2, sh_jump_batch_neon};
+    static const char *const names[4] = {"sh_jump_batch", "sh_jump_batch_scalar", "sh_jump_batch_avx2",
+                                         "sh_jump_batch_neon"};
     const size_t nkeys = sh_jump_avx2_available() ? (size_t)1 << 20 : (size_t)1 << 16;
     uint64_t *keys = (uint64_t *)malloc(nkeys * sizeof *keys);
     int32_t *ref = (int32_t *)malloc(nkeys * sizeof *ref);
@@ -125,7 +128,7 @@ static void test_jump_kernels(void)
             sbad += sh_jump(keys[i], nb) != ref[i];  /* the scalar fast path, if any */
         }
         CHECK(sbad == 0, "sh_jump != sh_jump_reference for %ld buckets (%ld mismatches)", (long)nb, sbad);
-        for (kern = 0; kern < 3; kern++) {
+        for (kern = 0; kern < 4; kern++) {
             long bad = 0;
             /* the whole array; every short length (each tail path of the
              * lanes and streams); lengths around the SIMD threshold and the
@@ -269,6 +272,9 @@ int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    /* choose the SIMD kernels this CPU runs (cpuid/xgetbv on x86-64; NEON
+     * on aarch64 needs no check), as the Python module does at import */
+    sh_place_init();
     test_jump();
     test_jump_kernels();
     test_fastmod();

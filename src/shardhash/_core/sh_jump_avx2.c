@@ -2,14 +2,12 @@
  * shardhash core: jump consistent hash over a batch of keys with AVX2
  * (x86-64, chosen at run time), bit-exact with sh_jump (see sh_place.h).
  *
- * Plain C99, no Python.h.  The AVX2 kernel is compiled only for x86-64 with
- * gcc or clang (through __attribute__((target("avx2"))), so the rest of the
- * build needs no -mavx2); everywhere else, and on CPUs without AVX2,
- * sh_jump_batch_avx2 is the scalar kernel.  Windows (mingw) is left out:
- * gcc does not realign the stack for spilled 32-byte registers there.  macOS
- * is left out: Apple's clang lowers __builtin_cpu_supports to a reference to
- * __cpu_model, which its runtime does not always provide (link failures
- * have been reported for x86-64 builds).
+ * Plain C99, no Python.h.  The AVX2 kernel is compiled where sh_cpu.h
+ * defines SH_X86_AVX2 (x86-64 with clang, MSVC, or gcc outside Windows; it
+ * explains why gcc on Windows is left out) through SH_TARGET("avx2"), so the
+ * rest of the build needs no -mavx2; sh_place_init chooses it when cpuid
+ * and xgetbv report AVX2.  Everywhere else, and on CPUs without AVX2,
+ * sh_jump_batch_avx2 is the scalar kernel.
  *
  * Exactness.  Per step the reference computes
  *     k = k * M + 1;  j = (int64_t)((double)(b + 1) * (2^31 / (double)((k >> 33) + 1)))
@@ -46,8 +44,7 @@
  */
 #include "sh_place.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SH_NO_SIMD) && \
-    !defined(_WIN32) && !defined(__CYGWIN__) && !defined(__APPLE__)
+#ifdef SH_X86_AVX2
 #define SH_JUMP_AVX2 1
 #endif
 
@@ -56,8 +53,18 @@
 #include <immintrin.h>
 
 #define SH_JUMP_MULT UINT64_C(2862933555777941757)
-#define SH_AVX2_FN __attribute__((target("avx2")))
+#define SH_AVX2_FN SH_TARGET("avx2")
+#if defined(__GNUC__) || defined(__clang__)
 #define SH_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
+#else
+#define SH_AVX2_INLINE static __forceinline
+#endif
+
+/* Two unaligned 128-bit loads into one register (lo: lanes 0-1, hi: lanes
+ * 2-3), as gcc and clang define _mm256_loadu2_m128i (which older gcc and
+ * MSVC lack). */
+#define SH_LOAD2(hi, lo) \
+    _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_loadu_si128(lo)), _mm_loadu_si128(hi), 1)
 
 /* Number of groups of four lanes stepped per round: one group's round is a
  * long dependency chain (LCG, division, compare, refill), so several run side
@@ -167,7 +174,7 @@ SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c
      * low lane takes the stream's first key, the high lane its second if the
      * low lane stopped too, else its first */
     ctl = _mm256_bslli_epi128(stopi, 8);
-    next = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
+    next = SH_LOAD2((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
     s->b = _mm256_blendv_pd(
         _mm256_add_pd(_mm256_round_pd(p2, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned), c->oned, stop);
     s->k = _mm256_castpd_si256(_mm256_blendv_pd(
@@ -183,7 +190,7 @@ SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c
 SH_AVX2_INLINE void sh_jump_avx2_init(sh_jump_lanes *s, const uint64_t *hashes, size_t *in,
                                       const sh_jump_consts *c)
 {
-    s->k = _mm256_loadu2_m128i((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
+    s->k = SH_LOAD2((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
     s->b = c->oned;
     s->i = _mm256_set_epi64x((long long)((uint64_t)(in[1] + 1) << 32), (long long)((uint64_t)in[1] << 32),
                              (long long)((uint64_t)(in[0] + 1) << 32), (long long)((uint64_t)in[0] << 32));
@@ -321,17 +328,9 @@ static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int3
     sh_jump_leftovers(hashes, in, end, 2 * SH_JUMP_G, num_buckets, out);
 }
 
-static int sh_jump_avx2_cpu = -1;
-
 int sh_jump_avx2_available(void)
 {
-    int have = sh_jump_avx2_cpu;
-    if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx2") != 0;
-        sh_jump_avx2_cpu = have;
-    }
-    return have;
+    return (sh_place_features() & SH_CPU_AVX2) != 0;
 }
 
 void sh_jump_batch_avx2(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)

@@ -12,32 +12,45 @@
 
 /* One key at a time the cost is latency: each step's bucket b feeds the
  * next step through int -> double -> int conversions.  With SSE4.1 (chosen
- * at run time on x86-64 Linux/BSD with gcc or clang; __builtin_cpu_supports
- * is not reliable with Windows and Apple toolchains, which keep the
- * reference loop) the loop keeps b + 1 as a double
- * and truncates with roundsd, a shorter chain, and is bit-exact: while the
- * key runs, p < num_buckets <= 2^31, so trunc(p) + 1 is exact and equals
- * the reference's (double)(j + 1); j >= n <=> p >= n since n is an integer
- * and p >= 0; and (b + 1) * q is the same correctly rounded product. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(SH_NO_SIMD) && \
-    !defined(_WIN32) && !defined(__CYGWIN__) && !defined(__APPLE__)
-#define SH_JUMP_SSE41 1
+ * at run time on x86-64 by sh_place_init, see sh_cpu.h) the loop keeps b + 1
+ * as a double and truncates with roundsd, a shorter chain, and is bit-exact:
+ * while the key runs, p < num_buckets <= 2^31, so trunc(p) + 1 is exact and
+ * equals the reference's (double)(j + 1); j >= n <=> p >= n since n is an
+ * integer and p >= 0; and (b + 1) * q is the same correctly rounded product. */
+#ifdef SH_X86_SSE41
+#include <smmintrin.h>
 
-__attribute__((target("sse4.1")))
+SH_TARGET("sse4.1")
 static int32_t sh_jump_sse41(uint64_t key, int32_t num_buckets)
 {
     const double n = (double)num_buckets;
     double bp1 = 1.0, p;  /* b + 1, after the first step's b = 0 */
+    __m128d v;
     for (;;) {
         key = key * SH_JUMP_MULT + 1;
         p = bp1 * (2147483648.0 / (double)((key >> 33) + 1));
         if (p >= n) return (int32_t)(bp1 - 1.0);
-        bp1 = __builtin_trunc(p) + 1.0;
+        v = _mm_set_sd(p);
+        bp1 = _mm_cvtsd_f64(_mm_round_sd(v, v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)) + 1.0;
     }
 }
-
-static int sh_jump_sse41_cpu = -1;
 #endif
+
+/* The SH_CPU_* kernels chosen by sh_place_init; 0 (the portable kernels)
+ * until it runs.  Written only by sh_place_init, which the caller runs once
+ * before any other thread can run a kernel (the Python module does at
+ * import), so the kernels only ever read it. */
+static unsigned sh_place_cpu = 0;
+
+void sh_place_init(void)
+{
+    sh_place_cpu = sh_cpu_detect();
+}
+
+unsigned sh_place_features(void)
+{
+    return sh_place_cpu;
+}
 
 int32_t sh_jump_reference(uint64_t key, int32_t num_buckets)
 {
@@ -52,13 +65,8 @@ int32_t sh_jump_reference(uint64_t key, int32_t num_buckets)
 
 int32_t sh_jump(uint64_t key, int32_t num_buckets)
 {
-#ifdef SH_JUMP_SSE41
-    int have = sh_jump_sse41_cpu;
-    if (have < 0) {
-        __builtin_cpu_init();
-        sh_jump_sse41_cpu = have = __builtin_cpu_supports("sse4.1") ? 1 : 0;
-    }
-    if (have && num_buckets >= 1) return sh_jump_sse41(key, num_buckets);
+#ifdef SH_X86_SSE41
+    if ((sh_place_cpu & SH_CPU_SSE41) && num_buckets >= 1) return sh_jump_sse41(key, num_buckets);
 #endif
     return sh_jump_reference(key, num_buckets);
 }
@@ -74,9 +82,12 @@ int32_t sh_jump(uint64_t key, int32_t num_buckets)
 
 void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
 {
-    /* sh_jump_avx2.c: the AVX2 kernel where the build and the CPU have it,
-     * else sh_jump_batch_scalar. */
-    sh_jump_batch_avx2(hashes, n, num_buckets, out);
+    /* sh_jump_avx2.c: the AVX2 kernel where the build and the CPU have it;
+     * sh_jump_neon.c: the NEON kernel on aarch64; else sh_jump_batch_scalar. */
+    if (sh_place_cpu & SH_CPU_AVX2)
+        sh_jump_batch_avx2(hashes, n, num_buckets, out);
+    else
+        sh_jump_batch_neon(hashes, n, num_buckets, out);
 }
 
 void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)

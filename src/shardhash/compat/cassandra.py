@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .._routing import fill_out
-from . import _native_b
+from . import _native_b, _scalar
 
 __all__ = [
     "MIN_TOKEN",
@@ -116,13 +116,15 @@ def _blob_keys(keys: Any) -> Any:
     return keys
 
 
-def token(key: bytes) -> int:
-    """The ``Murmur3Partitioner`` token of one serialized partition key.
-
-    >>> token(b""), token(b"123")
-    (-9223372036854775808, -7468325962851647638)
-    """
+def _token_py(key: bytes) -> int:
+    # the reference for token(): every key but exact bytes
     return int(_native_b.cassandra_token(_bytes_like(key)))
+
+
+_scalar._set_fallbacks(token=_token_py)
+# token(key): the ``Murmur3Partitioner`` token of one serialized partition
+# key; exact bytes in C, everything else via _token_py.
+token = _scalar.token
 
 
 def _type_name(cql_type: Any) -> str:
@@ -262,6 +264,10 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     >>> token_array(np.array([1, 2]), "int").tolist() == [token(serialize(v, "int")) for v in (1, 2)]
     True
     """
+    if cql_type == "blob" and threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
+        small = _scalar.token_small(keys)
+        if small is not None:
+            return small  # type: ignore[no-any-return]
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":
@@ -436,6 +442,8 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_owners", owners)
         self._set("_cql_type", ct)
         self._use_python()
+        keys = _scalar.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
+        self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
     # -- document ----------------------------------------------------------------
@@ -493,13 +501,9 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
 
     # -- routing -----------------------------------------------------------------
 
-    def route_index(self, key: Any) -> int:
-        """Index in ``shards`` of the node that owns ``key``."""
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of the keys the compiled path leaves here
         return int(self._owners[self._index_of_token(self._key_token(key))])
-
-    def route(self, key: Any) -> str:
-        """The node that owns ``key`` (the primary replica)."""
-        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
 
     def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32) for precomputed tokens (int64)."""
@@ -512,6 +516,10 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         """Node indices (int32 array) for many keys, via :func:`token_array`."""
         if self._cql_type == "blob":
             keys = _blob_keys(keys)
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _scalar
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
 __all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
@@ -142,6 +143,8 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_mins", mins)
         self._set("_owner", owner)
         self._use_python()
+        keys = _scalar.CitusKeys(t, mins, owner)  # route/route_index of common types in C
+        self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
     @property
@@ -174,14 +177,11 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
         pos = int(np.searchsorted(self._mins, int(h), side="right")) - 1
         return int(self._owner[pos])
 
-    def route_index(self, value: Any) -> int:
+    def _route_index_slow(self, value: Any) -> int:
+        # route()/route_index() of the values the compiled path leaves here
         if value is None:
             raise ValueError("a Citus distribution column cannot be NULL")
         return self.shard_of_hash(hash32(value, self._type))
-
-    def route(self, value: Any) -> str:
-        """The shard that holds rows whose distribution column is ``value``."""
-        return self.shards[self.route_index(value)]  # type: ignore[no-any-return]
 
     def route_worker_hashes(self, hashes: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for 32-bit hash values (``worker_hash`` outputs)."""
@@ -197,6 +197,10 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, values: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32) of many distribution-column values."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(values)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return self.route_worker_hashes(hash32_array(values, self._type, threads=threads), out=out)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

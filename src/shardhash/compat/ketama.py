@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from .._routing import fill_out
-from . import _native_b
+from . import _native_b, _scalar
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
@@ -281,6 +281,10 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_key_hash", khash)
         self._set("_counts", tuple(counts))
         self._use_python()
+        keys = _scalar.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
+                                  fnv=khash == "fnv1a_64", empty_zero=flavor == "twemproxy",
+                                  str_all=flavor == "uhashring")
+        self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes, ASCII str, int in C
         self._finish()
 
     # -- document ----------------------------------------------------------------
@@ -342,12 +346,9 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
                 else np.searchsorted(pts, np.uint32(h), side="left"))
         return int(self._powners[0 if i == len(self._points) else i])
 
-    def route_index(self, key: Any) -> int:
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of the keys the compiled path leaves here
         return self._hash_to_index(self.key_hash(key))
-
-    def route(self, key: Any) -> str:
-        """The server that owns ``key``."""
-        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
 
     def route_key_hashes(self, hashes: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Server indices (int32) for precomputed 32-bit key hashes."""
@@ -363,6 +364,10 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Server indices (int32 array) for many keys: MD5 and continuum
         lookup in one pass, without the GIL."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         if self._flavor == "uhashring":
             offsets, data = _native_b.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._routing import fill_out
-from . import _native_b
+from . import _native_b, _scalar
 
 __all__ = [
     "MIN_KEY",
@@ -362,6 +362,8 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_mins", mins)
         self._set("_owners", owners)
         self._use_python()
+        keys = _scalar.MongoKeys(mins, owners)  # route/route_index of int, float, ASCII str in C
+        self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
     @classmethod
@@ -411,16 +413,17 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         res: np.ndarray = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
         return fill_out(out, res)
 
-    def route_index(self, key: Any) -> int:
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of the keys the compiled path leaves here
         return int(self._owners[bisect.bisect_right(self._mins.tolist(), hashed(key)) - 1]) \
             if len(self._mins) < 64 else int(self.route_hashed([hashed(key)])[0])
 
-    def route(self, key: Any) -> str:
-        """The shard owning the chunk of ``key``'s hashed value."""
-        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
-
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32 array) for many shard-key values, via :func:`hashed_array`."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return self.route_hashed(hashed_array(keys, threads=threads), out=out)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

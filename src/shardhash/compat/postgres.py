@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from .. import _limits
-from . import _pg
+from . import _pg, _scalar
 
 __all__ = [
     "HASH_PARTITION_SEED",
@@ -252,7 +252,7 @@ def _scalar_key(value: Any, t: str) -> tuple[int, Any]:
     return _FLOAT, _float_value(value, t)
 
 
-def hash_extended(value: Any, type: str, seed: int = HASH_PARTITION_SEED) -> int:
+def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) -> int:
     """The type's seeded 64-bit hash (hash opclass proc 2), as an unsigned int.
 
     ``hash_extended(v, "int8", s)`` equals ``hashint8extended(v, s)`` in SQL
@@ -271,6 +271,14 @@ def hash_extended(value: Any, type: str, seed: int = HASH_PARTITION_SEED) -> int
     if kind == _FLOAT:
         return int(_pg.float8_extended(key, s))
     return int(_pg.hash_bytes_extended(key, s))
+
+
+_scalar._set_fallbacks(hash_extended=_hash_extended_py,
+                       pg_type_codes={**{t: t for t in TYPES}, **_ALIASES})
+# hash_extended(value, type, seed=HASH_PARTITION_SEED): the type's seeded
+# 64-bit hash; int2/4/8, text/varchar/bpchar, bytea, uuid, date and timestamp
+# values of the exact Python types in C, everything else via _hash_extended_py.
+hash_extended = _scalar.hash_extended
 
 
 def hash32(value: Any, type: str) -> int:
@@ -620,6 +628,10 @@ def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED,
     >>> hash_extended_array([42, -1], "int8").tolist() == [hash_extended(42, "int8"), hash_extended(-1, "int8")]
     True
     """
+    if out is None and threads is None:  # up to 64 values of the common types: one pass in C
+        small = _scalar.hash_extended_small(values, type, seed)
+        if small is not None:
+            return small  # type: ignore[no-any-return]
     t = canonical_type(type)
     s = _check_seed(seed)
     keys = _to_keys(values, t)
@@ -873,6 +885,8 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_bounds", bs)
         self._set("_table", table)
         self._use_python()
+        keys = _scalar.PgPartitionKeys(ts, table)  # route/route_index of rows of common types in C
+        self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
     @property
@@ -931,7 +945,8 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
                              f"(remainder {int(rem[pos])} of modulus {len(self._table)})")
         return idx
 
-    def route_index(self, row: Any) -> int:
+    def _route_index_slow(self, row: Any) -> int:
+        # route()/route_index() of the rows the compiled path leaves here
         rem = row_hash(row, self._types) % len(self._table)
         i = int(self._table[rem])
         if i < 0:
@@ -939,12 +954,12 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
                              f"(remainder {rem} of modulus {len(self._table)})")
         return i
 
-    def route(self, row: Any) -> str:
-        """The partition that holds ``row``."""
-        return self.shards[self.route_index(row)]  # type: ignore[no-any-return]
-
     def route_many(self, rows: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Partition indices (int32) of many rows."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(rows)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         rem = partition_of_array(rows, len(self._table), self._types, threads=threads)
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)

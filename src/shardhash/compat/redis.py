@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._routing import fill_out
-from . import _native_b
+from . import _native_b, _scalar
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
 
@@ -63,13 +63,16 @@ def hash_tag(key: bytes | str) -> bytes:
     return b
 
 
-def keyslot(key: bytes | str) -> int:
-    """The Redis Cluster slot (0..16383) of one key, as ``CLUSTER KEYSLOT``.
-
-    >>> keyslot(b"123456789"), keyslot(b""), keyslot(b"{{}}")
-    (12739, 0, 4092)
-    """
+def _keyslot_py(key: bytes | str) -> int:
+    # the reference for keyslot(): every key the compiled path does not take
+    # (str with non-ASCII characters, subclasses, bytearray, wrong types)
     return int(_native_b.redis_keyslot(_key_bytes(key)))
+
+
+_scalar._set_fallbacks(keyslot=_keyslot_py)
+# keyslot(key): the Redis Cluster slot (0..16383) of one key, as ``CLUSTER
+# KEYSLOT``; exact bytes and ASCII str in C, everything else via _keyslot_py.
+keyslot = _scalar.keyslot
 
 
 def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
@@ -84,6 +87,10 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     >>> keyslot_array([b"foo", "bar", b"{foo}x"]).tolist()
     [12182, 5061, 12182]
     """
+    if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
+        small = _scalar.keyslot_small(keys)
+        if small is not None:
+            return small  # type: ignore[no-any-return]
     slots = _native_b.redis_keyslot_seq(keys)
     if slots is not None:  # a Python sequence: read in place, no copy
         return slots
@@ -205,6 +212,8 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
         table.setflags(write=False)
         self._set("_table", table)
         self._use_python()
+        keys = _scalar.RedisKeys(table)
+        self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes and ASCII str in C
         self._finish()
 
     def _doc_params(self) -> dict[str, Any]:
@@ -230,12 +239,9 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
         """Node index of each of the 16384 slots (read-only int32 array)."""
         return self._table  # type: ignore[no-any-return]
 
-    def route_index(self, key: Any) -> int:
-        return int(self._table[keyslot(key)])
-
-    def route(self, key: Any) -> str:
-        """The master node serving ``key``'s slot."""
-        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of the keys the compiled path leaves here
+        return int(self._table[_keyslot_py(key)])
 
     def route_slots(self, slots: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Node indices (int32) for slot numbers."""
@@ -248,6 +254,10 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`keyslot_array`."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .._routing import fill_out
-from . import _native_b
+from . import _native_b, _scalar
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
            "even_shard_names", "VitessRouter"]
@@ -268,6 +268,8 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_owners", owners)
         self._set("_vindex", vindex)
         self._use_python()
+        keys = _scalar.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
+        self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
     @property
@@ -290,16 +292,17 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         res: np.ndarray = self._owners[np.searchsorted(self._starts, k, side="right") - 1]
         return fill_out(out, res)
 
-    def route_index(self, key: Any) -> int:
+    def _route_index_slow(self, key: Any) -> int:
+        # route()/route_index() of the keys the compiled path leaves here
         k = _ksid_u64(key, self._vindex)
         return int(self._owners[int(np.searchsorted(self._starts, np.uint64(k), side="right")) - 1])
 
-    def route(self, key: Any) -> str:
-        """The shard whose key range holds ``key``'s keyspace id."""
-        return self.shards[self.route_index(key)]  # type: ignore[no-any-return]
-
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32 array) for many values, via :func:`keyspace_id_array`."""
+        if out is None and threads is None:  # up to 64 common keys: one pass in C
+            small = self._route_small_keys(keys)
+            if small is not None:
+                return small  # type: ignore[no-any-return]
         return self.route_keyspace_ids(keyspace_id_array(keys, self._vindex, threads=threads), out=out)
 
     def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Crash injection for shardhash.migrate (pytest marker `chaos`, left out of
+# the default test run): at least 100 migrations on SQLite, each executor
+# SIGKILLed at random points and resumed, under writer processes that log
+# every acknowledged write; then the invariants are checked (see
+# tests/migrate/test_chaos.py).  The PostgreSQL set runs too when the server
+# from .ci/pre.d/10-postgres.sh is up (in CI a missing server fails).
+#
+# Uses the main .venv built by .ci/run; bounded to 8 minutes.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+export SHARDHASH_CHAOS_MIGRATIONS="${SHARDHASH_CHAOS_MIGRATIONS:-100}"
+t0=$SECONDS
+timeout 480 .venv/bin/python -m pytest -m chaos -q -p no:cacheprovider tests/migrate
+echo "chaos: passed in $((SECONDS - t0)) s"

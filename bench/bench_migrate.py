@@ -1,0 +1,244 @@
+"""Benchmarks of shardhash.migrate: copy rate (SQLite; PostgreSQL with COPY),
+catch-up rate, and the write pause with 8 writers against a stop-the-world
+baseline (lock the units, copy, switch) run beside it.
+
+Unit sizes come from ``SHARDHASH_BENCH_MIGRATE_SIZES`` (default
+``10000,100000``; ``1000000`` is a local setting: it takes minutes).
+PostgreSQL runs when ``SHARDHASH_PG_DSN`` / ``PGHOST`` name a server.
+With ``--benchmark-disable`` (the test run) each benchmark runs once on a
+small unit, as a test.  Figures: bench/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shardhash import JumpRouter, plan
+from shardhash.migrate import Cluster, Migration
+from shardhash.migrate.cluster import open_backend
+
+UPSERT = ("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+          "n = excluded.n")
+
+
+def _enabled(benchmark: Any) -> bool:
+    return not getattr(benchmark, "disabled", False)
+
+
+def _sizes(benchmark: Any) -> list[int]:
+    if not _enabled(benchmark):
+        return [1000]
+    return [int(x) for x in os.environ.get("SHARDHASH_BENCH_MIGRATE_SIZES", "10000,100000").split(",")]
+
+
+def _pg() -> str | None:
+    dsn = os.environ.get("SHARDHASH_PG_DSN")
+    if not dsn and os.environ.get("PGHOST"):
+        dsn = f"host={os.environ['PGHOST']} port={os.environ.get('PGPORT', '5432')} " \
+              f"user={os.environ.get('PGUSER', 'postgres')} dbname={os.environ.get('PGDATABASE', 'postgres')}"
+    if not dsn:
+        return None
+    try:
+        import psycopg
+
+        psycopg.connect(dsn, connect_timeout=5).close()
+    except Exception:  # noqa: BLE001
+        return None
+    return dsn
+
+
+def _cluster(root: Path, unit_rows: int, backend: str) -> tuple[Path, Any, Any]:
+    """Shard a (2 * unit_rows users) and an empty shard b; jump a -> a, b moves ~unit_rows."""
+    old = JumpRouter(["a"])
+    new = JumpRouter(["a", "b"], version=2)
+    tag = uuid.uuid4().hex[:8]
+    urls = {}
+    for s in ("a", "b"):
+        if backend == "sqlite":
+            urls[s] = f"sqlite:{s}.db"
+        else:
+            import psycopg
+
+            with psycopg.connect(backend, autocommit=True) as c:
+                c.execute(f"CREATE SCHEMA bench{tag}_{s}")
+            urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
+        c = open_backend(urls[s], root).connect()
+        c.execute("CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
+        if s == "a":
+            c.execute("BEGIN")
+            step = 50_000
+            for lo in range(1, 2 * unit_rows + 1, step):
+                c.executemany("INSERT INTO users VALUES (?, ?, 0)",
+                              [(k, f"user{k}") for k in range(lo, min(lo + step, 2 * unit_rows + 1))])
+            c.execute("COMMIT")
+        c.close()
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": u} for s, u in urls.items()},
+           "groups": {"users": {"router": old.to_dict(), "tables": [{"name": "users", "key": "id"}]}},
+           "options": {"synchronous": "NORMAL", "wait_timeout": 600}}
+    (root / "cluster.json").write_text(json.dumps(doc))
+    cl = Cluster.load(root / "cluster.json")
+    cl.init()
+    cl.close()
+    return root / "cluster.json", old, new
+
+
+def _drop(backend: str, path: Path) -> None:
+    if backend == "sqlite":
+        return
+    import psycopg
+
+    doc = json.loads(path.read_text())
+    with psycopg.connect(backend, autocommit=True) as c:
+        for u in doc["shards"].values():
+            schema = u["primary"].rsplit("search_path=", 1)[1].rstrip("'")
+            c.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def _backends() -> list[Any]:
+    return ["sqlite", pytest.param("postgres", marks=pytest.mark.oracle)]
+
+
+def _resolve(name: str) -> str:
+    if name == "sqlite":
+        return name
+    dsn = _pg()
+    if dsn is None:
+        pytest.skip("no PostgreSQL server (SHARDHASH_PG_DSN / PGHOST)")
+    return dsn
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_copy_and_catchup_rate(benchmark, backend_name):
+    """Snapshot copy (rows written per second) and catch-up (changes per second)."""
+    backend = _resolve(backend_name)
+    out = []
+    for n in _sizes(benchmark):
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+            path, old, new = _cluster(Path(d), n, backend)
+            try:
+                cl = Cluster.load(path)
+                m = Migration.create(cl, "users", new)
+                m._prepare()
+                t0 = time.perf_counter()
+                m._copy(5000)
+                t_copy = time.perf_counter() - t0
+                copied = int(cl.metadata.get(m.id, "copied"))
+                assert abs(copied - n) < n * 0.1 + 50
+                # changes to half the moving rows, then catch up
+                sb = cl.backend("a")
+                c = sb.conn()
+                c.execute("BEGIN")
+                c.execute("UPDATE users SET n = n + 1 WHERE id % 2 = 0")
+                c.execute("COMMIT")
+                pending = sb.pending_count(c, m._cid("a"))
+                t0 = time.perf_counter()
+                while m.catch_up(limit=5000)[1]:
+                    pass
+                t_cu = time.perf_counter() - t0
+                m.verify()
+                cl.close()
+                out.append((n, copied / t_copy, pending / t_cu))
+            finally:
+                _drop(backend, path)
+    for n, cr, cu in out:
+        benchmark.extra_info[f"copy_rows_per_s_{n}"] = round(cr)
+        benchmark.extra_info[f"catchup_changes_per_s_{n}"] = round(cu)
+        print(f"\n{backend_name}: unit of {n:,} rows: copy {cr:,.0f} rows/s, catch-up {cu:,.0f} changes/s "
+              f"(targets: copy >= {'100k' if backend_name == 'postgres' else '50k'} rows/s)")
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+EXECUTOR = r"""
+import sys
+from shardhash.migrate import Cluster, Migration
+cl = Cluster.load(sys.argv[1])
+m = Migration(cl, sys.argv[2])
+if sys.argv[3] == "live":
+    m.run(chunk=5000)
+else:  # stop the world: freeze the units, copy, switch
+    m._prepare()
+    for s in m.mem.sources:
+        m._set_units(s, "source", ("copying",), "frozen")
+    m._set("copying")
+    m._copy(5000)
+    m._set("catching-up")
+    m._freeze_and_commit()
+    m._reconcile()
+    m._set("retained")
+"""
+
+
+def _pause_run(n: int, backend: str, mode: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+        path, old, new = _cluster(Path(d), n, backend)
+        try:
+            cl = Cluster.load(path, retries=5)
+            moving = [k for k in range(1, 2 * n + 1, max(1, n // 2000)) if new.route(k) == "b"]
+            stop = threading.Event()
+            acks = [0]
+
+            def writer(w: int) -> None:
+                i = w
+                while not stop.is_set():
+                    k = moving[i % len(moving)]
+                    i += 8
+                    with cl.transaction(k) as tx:
+                        tx.execute(UPSERT, (k, f"w{w}", i))
+                    acks[0] += 1
+                    time.sleep(0.002)
+                cl.close()
+
+            ts = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+            for t in ts:
+                t.start()
+            time.sleep(0.3)
+            m = Migration.create(cl, "users", new)
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, "-c", EXECUTOR, str(path), m.id, mode], capture_output=True,
+                               text=True)
+            dt = time.perf_counter() - t0
+            time.sleep(0.3)
+            stop.set()
+            for t in ts:
+                t.join()
+            assert p.returncode == 0, p.stderr[-3000:]
+            q = cl.metrics.pause_quantiles()
+            q.update({"seconds": dt, "acks": acks[0], "fence": cl.metadata.get(m.id, "fence_timings")})
+            cl.close()
+            return q
+        finally:
+            _drop(backend, path)
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_write_pause_vs_stop_the_world(benchmark, backend_name):
+    """p99 of the time writers to the moving unit waited, live migration vs
+    stop the world, per unit size (target: <= 100 ms and flat in the size)."""
+    backend = _resolve(backend_name)
+    for n in _sizes(benchmark):
+        live = _pause_run(n, backend, "live")
+        if not _enabled(benchmark) and backend_name != "sqlite":
+            assert live["count"] > 0  # (as a test, PostgreSQL runs the live migration only)
+            continue
+        stw = _pause_run(n, backend, "stw")
+        ms = (lambda v: float("nan") if v is None else v * 1000)
+        benchmark.extra_info[f"pause_p99_ms_live_{n}"] = ms(live["p99"])
+        benchmark.extra_info[f"pause_p99_ms_stw_{n}"] = ms(stw["p99"])
+        print(f"\n{backend_name}: unit of {n:,} rows, 8 writers: write pause p50/p99/max live "
+              f"{ms(live['p50']):.1f}/{ms(live['p99']):.1f}/{ms(live['max']):.1f} ms ({live['count']} waits), "
+              f"stop-the-world {ms(stw['p50']):.1f}/{ms(stw['p99']):.1f}/{ms(stw['max']):.1f} ms "
+              f"({stw['count']} waits); stop-the-world p99 / live p99 = {ms(stw['p99']) / ms(live['p99']):.1f}x; "
+              f"live fence phases (s since the freeze): {live['fence']}")
+        assert live["count"] > 0 and stw["count"] > 0
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)

@@ -1,0 +1,193 @@
+"""What ``shardhash.migrate.Cluster`` offers beyond one routed key.
+
+Mixed into :class:`shardhash.migrate.Cluster` (kept apart so that the
+migration machinery and these helpers can change independently):
+
+* hot keys, per table group: a group whose router document is a
+  :class:`~shardhash.hotkeys.HotKeyRouter` spreads its hot keys' writes
+  (:meth:`hot_transaction`) and reads every sub-key (:meth:`hot_read`);
+  other groups are untouched;
+* queries without the shard key: :meth:`scatter_gather` and
+  :meth:`scatter_aggregate` over a group's shards, dropping rows a shard
+  holds but does not own (copies left by a migration in flight or retained
+  after one);
+* global lookups: :meth:`add_lookup` declares a lookup index (a table group
+  sharded by the value) over an owner group; :meth:`lookup` returns the
+  owner id, :meth:`lookup_row` the owner row (one extra routed read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from shardhash import _events
+
+__all__ = ["ClusterExtras"]
+
+
+class ClusterExtras:
+    """Hot keys, scatter-gather and lookup indexes for a Cluster (a mixin)."""
+
+    # provided by Cluster
+    def group(self, name: str | None = None) -> Any: ...  # pragma: no cover
+    def router(self, group: str | None = None) -> Any: ...  # pragma: no cover
+    def backend(self, shard: str) -> Any: ...  # pragma: no cover
+    def transaction(self, key: Any, *, group: str | None = None) -> Any: ...  # pragma: no cover
+    def read(self, key: Any, *, group: str | None = None) -> Any: ...  # pragma: no cover
+
+    def _lookup_indexes(self) -> dict[str, Any]:
+        d = self.__dict__.get("_shardhash_lookups")
+        if d is None:
+            d = self.__dict__["_shardhash_lookups"] = {}
+        return d
+
+    # -- hot keys --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def hot_transaction(self, key: Any, *, group: str | None = None,
+                        sub_key: int | None = None) -> Iterator[Any]:
+        """A write transaction for a row of ``key``: on the shard of the
+        sub-key the group's hot policy picks (``tx.sub_key``; 0 for a cold
+        key or a group without a hot policy).
+
+        Store ``tx.routing_key`` (``subkey(key, tx.sub_key)``: the key
+        itself for sub-key 0, ``f"{key}#{i}"`` otherwise) in the table's
+        shard-key column, so that migrations, ownership checks and
+        :meth:`scatter_gather` place each row where its sub-key lives; keep
+        the key itself in another column for queries."""
+        from shardhash.hotkeys import HotKeyRouter, subkey
+
+        g = self.group(group)
+        r = self.router(g.name)
+        if isinstance(r, HotKeyRouter):
+            shard, i = r.route_write(key, sub_key=sub_key)
+            _events.emit("hot_write", shard=shard, hot=r.fan_out(key) > 1, sub_key=i,
+                         topology_version=r.version, group=g.name)
+        else:
+            if sub_key:
+                raise ValueError(f"group {g.name!r} has no hot-key policy: the only sub-key is 0")
+            i = 0
+        rk = subkey(key, i)
+        with self.transaction(rk, group=g.name) as tx:
+            tx.sub_key = i
+            tx.routing_key = rk
+            yield tx
+
+    def hot_read(self, key: Any, sql: str, params: Sequence[Any] = (), *,
+                 group: str | None = None) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` from every sub-key of ``key`` (one read per
+        sub-key, in sub-key order).  ``sql`` selects one sub-key's rows;
+        ``params`` may hold the placeholder values, then the sub-key number
+        is appended as the last parameter."""
+        from shardhash.hotkeys import HotKeyRouter, subkey
+
+        g = self.group(group)
+        r = self.router(g.name)
+        subs = [i for _, i in r.route_read(key)] if isinstance(r, HotKeyRouter) else [0]
+        if len(subs) > 1:
+            _events.emit("hot_read", key=key, fan_out=len(subs), group=g.name)
+        out: list[tuple[Any, ...]] = []
+        for i in subs:
+            with self.read(subkey(key, i), group=g.name) as tx:
+                out += [tuple(x) for x in tx.execute(sql, (*params, i)).fetchall()]
+        return out
+
+    # -- scatter-gather ----------------------------------------------------------------
+
+    def _scatter_args(self, group: str | None, key_column: str | None) -> tuple[dict[str, Any], Any, str, str]:
+        g = self.group(group)
+        r = self.router(g.name)
+        shards: dict[str, Any] = {}
+        placeholder = "?"
+        for s in r.shards:
+            b = self.backend(s)
+            if getattr(b, "kind", "") == "postgresql":
+                # the raw psycopg connection (the backend's adapter has no cursor())
+                shards[s] = (lambda b=b: b.connect().raw)
+                placeholder = "%s"
+            else:
+                shards[s] = b.connect
+        col = key_column if key_column is not None else (g.tables[0].key if len(g.tables) == 1 else None)
+        return shards, r, col, placeholder  # type: ignore[return-value]
+
+    def scatter_gather(self, query: str, *, group: str | None = None, key_column: str | None = None,
+                       owned_only: bool = True, **kw: Any) -> Any:
+        """:func:`shardhash.scatter.scatter_gather` over the group's shards.
+
+        With ``owned_only`` (default) a row is kept only on the shard the
+        group's router places its ``key_column`` on (default: the shard key
+        of the group's table when it has one table), so copies a migration
+        left on another shard are never returned twice; ``key_column`` must
+        then be a column of the result.
+        """
+        from shardhash.scatter import scatter_gather
+
+        shards, r, col, placeholder = self._scatter_args(group, key_column)
+        kw.setdefault("placeholder", placeholder)
+        if owned_only:
+            if col is None:
+                raise ValueError("name the shard-key column of the result (key_column=...) or pass owned_only=False")
+
+            def keep(shard: str, columns: list[str], row: tuple[Any, ...]) -> bool:
+                try:
+                    j = columns.index(col)
+                except ValueError:
+                    raise ValueError(f"the result has no column {col!r} (the shard key); select it, "
+                                     f"or pass owned_only=False") from None
+                return bool(r.route(row[j]) == shard)
+
+            kw["row_filter"] = keep
+        return scatter_gather(query, shards, **kw)
+
+    def scatter_aggregate(self, query: str, aggregates: Mapping[str, str], *, group: str | None = None,
+                          **kw: Any) -> Any:
+        """:func:`shardhash.scatter.scatter_aggregate` over the group's shards
+        (no ownership filter: run it when no migration of the group is in
+        flight, or aggregate in ``query`` only the rows each shard owns)."""
+        from shardhash.scatter import scatter_aggregate
+
+        shards, _r, _c, _p = self._scatter_args(group, None)
+        return scatter_aggregate(query, shards, aggregates, **kw)
+
+    # -- lookup indexes -----------------------------------------------------------------
+
+    def add_lookup(self, name: str, *, group: str, owner_group: str, owner_table: str,
+                   owner_key: str | None = None, owner_value: str | None = None, table: str | None = None,
+                   grace: float = 60.0, create: bool = True) -> Any:
+        """Declare the lookup index ``name``: its table (default
+        ``f"{name}_lookup"``) lives in table group ``group`` (sharded by the
+        value; the group's table key is ``value``), the owners in
+        ``owner_table`` of ``owner_group``.  Creates the lookup table on the
+        group's shards unless ``create=False``; declare lookups before
+        ``init()`` so that ``init`` sets their tables up for migrations too.  Returns the
+        :class:`shardhash.lookups.LookupIndex`."""
+        from shardhash.lookups import ClusterStore, LookupIndex
+
+        og = self.group(owner_group)
+        if owner_key is None:
+            owner_key = next((t.key for t in og.tables if t.name == owner_table), None)
+            if owner_key is None:
+                raise ValueError(f"table {owner_table!r} is not in group {owner_group!r}")
+        idx = LookupIndex(name, lookup=ClusterStore(self, group), owner=ClusterStore(self, owner_group),
+                          owner_table=owner_table, owner_key=owner_key, owner_value=owner_value, table=table,
+                          grace=grace)
+        if create:  # on the group's shards as declared (works before init())
+            idx.create_table(self.group(group).router.shards)
+        self._lookup_indexes()[name] = idx
+        return idx
+
+    def lookup_index(self, name: str) -> Any:
+        try:
+            return self._lookup_indexes()[name]
+        except KeyError:
+            raise KeyError(f"no lookup index {name!r} (declare it with add_lookup)") from None
+
+    def lookup(self, name: str, value: Any) -> Any:
+        """The owner id of ``value`` in lookup index ``name``, or None."""
+        return self.lookup_index(name).lookup(value)
+
+    def lookup_row(self, name: str, value: Any) -> dict[str, Any] | None:
+        """The owner row of ``value`` (lookup, then one routed read), or None."""
+        return self.lookup_index(name).get(value)  # type: ignore[no-any-return]

@@ -1,0 +1,184 @@
+"""Route, plan and analyze ids held in a Dask DataFrame (``pip install 'shardhash[dask]'``).
+
+Every partition runs the kernels of :mod:`shardhash.arrow`, so the answers
+are the single-machine ones: :func:`route` adds the shard that
+``route_many`` gives each id, :func:`diff` returns the
+:class:`shardhash.plan.PlanReport` that :func:`shardhash.plan.diff` returns
+over the same ids (partials merged in a tree), :func:`analyze` the per-shard
+load of :func:`shardhash.analysis.shard_load` plus mergeable hot keys.
+
+Routers travel as their document (:class:`shardhash.arrow.ShippedRouter`);
+each worker process builds a router once and reuses it for every task.
+
+>>> import dask
+>>> import dask.dataframe as dd, pandas as pd
+>>> from shardhash import JumpRouter, plan
+>>> import shardhash.dask as shd
+>>> ddf = dd.from_pandas(pd.DataFrame({"id": range(10_000)}), npartitions=4)
+>>> old, new = JumpRouter(["a", "b"]), JumpRouter(["a", "b", "c"])
+>>> with dask.config.set(scheduler="synchronous"):
+...     routed = shd.route(ddf, "id", old).compute()
+...     rep = shd.diff(ddf, "id", old, new)
+>>> routed["shard"].tolist() == [old.shards[i] for i in old.route_many(range(10_000))]
+True
+>>> rep.matrix.tolist() == plan.diff(old, new, range(10_000)).matrix.tolist()
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import arrow as _arrow
+
+try:
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("shardhash.dask needs Dask: pip install 'shardhash[dask]'") from exc
+
+__all__ = ["route", "diff", "analyze", "read_parquet"]
+
+
+def _kind(ddf: Any, column: str) -> str:
+    if column not in ddf.columns:
+        raise ValueError(f"no column {column!r} (columns: {', '.join(map(str, ddf.columns))})")
+    try:
+        return _arrow.id_kind(ddf._meta[column].dtype)
+    except TypeError as exc:
+        raise TypeError(f"column {column!r}: {exc}") from None
+
+
+def _where(partition_info: Any) -> str:
+    return "partition ?" if not partition_info else f"partition {partition_info['number']}"
+
+
+def _route_part(pdf: Any, column: str, cols: dict[str, _arrow.ShippedRouter], indices: bool,
+                kind: str | None, partition_info: Any = None) -> Any:
+    new = {}
+    for name, sr in cols.items():
+        idx = _arrow.shard_indices(pdf[column], sr, column=column, source=_where(partition_info), kind=kind)
+        if indices:
+            new[name] = pd.Series(idx, index=pdf.index, dtype=np.int32)
+        else:
+            cats = pd.Index(list(sr.shards), dtype=object)
+            new[name] = pd.Series(pd.Categorical.from_codes(idx, categories=cats), index=pdf.index)
+    return pdf.assign(**new)
+
+
+def route(ddf: Any, column: str, router: Any, name: str = "shard", *, indices: bool = False) -> Any:
+    """``ddf`` with a shard column: a categorical of shard names whose
+    categories are the router's shards in index order (or ``int32`` indices
+    with ``indices=True``).  ``router`` may be a mapping ``{column name:
+    router}`` to add several shard columns in one pass.  Lazy, like any
+    ``map_partitions``.
+    """
+    cols = _arrow.shard_columns(router, name)
+    kind = _kind(ddf, column)
+    for n in cols:
+        if n in ddf.columns:
+            raise ValueError(f"the DataFrame already has a column named {n!r}: choose another name")
+    meta = _route_part(ddf._meta, column, cols, indices, None)
+    return ddf.map_partitions(_route_part, column, cols, indices, kind, meta=meta)
+
+
+def _diff_part(pdf: Any, column: str, so: Any, sn: Any, weights: str | None, kind: str, number: int) -> Any:
+    return _arrow.diff_batch(pdf, column, so, sn, weights, source=f"partition {number}", kind=kind)
+
+
+def _analyze_part(pdf: Any, column: str, sr: Any, weights: str | None, capacity: int, kind: str,
+                  number: int) -> Any:
+    return _arrow.analyze_batch(pdf, column, sr, weights, capacity=capacity, source=f"partition {number}",
+                                kind=kind)
+
+
+def _merge(a: Any, b: Any) -> Any:
+    return a.merge(b)
+
+
+def _tree(parts: list[Any]) -> Any:
+    merge = dask.delayed(_merge, pure=True)
+    while len(parts) > 1:
+        parts = [merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
+         stats: dict[str, Any] | None = None) -> Any:
+    """What moves from ``old`` to ``new`` over the ids in ``column``: the
+    :class:`shardhash.plan.PlanReport` :func:`shardhash.plan.diff` gives.
+
+    ``weights`` names a numeric column for the weighted matrix.  Computes at
+    once (with the active scheduler).  A dict given as ``stats`` receives
+    ``partitions``, ``builds`` (router builds per worker process) and
+    ``peak_rss`` (peak resident bytes per worker process).
+    """
+    so, sn = _arrow.ship(old), _arrow.ship(new)
+    kind = _kind(ddf, column)
+    if weights is not None and weights not in ddf.columns:
+        raise ValueError(f"no weight column {weights!r}")
+    cols = [column] + ([weights] if weights else [])
+    parts = ddf[cols].to_delayed()
+    task = dask.delayed(_diff_part, pure=True)
+    partials = [task(p, column, so, sn, weights, kind, i) for i, p in enumerate(parts)]
+    if not partials:
+        return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
+    total = _tree(partials).compute()
+    if stats is not None:
+        stats.update(partitions=len(partials), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
+    return total.report()
+
+
+def analyze(ddf: Any, column: str, router: Any = None, *, weights: str | None = None,
+            capacity: int = 10_000) -> _arrow.AnalyzePartial:
+    """Per-shard load (with ``router``) and hot keys of the ids in ``column``.
+
+    Returns the merged :class:`shardhash.arrow.AnalyzePartial`: ``counts``
+    and ``weighted`` per shard, ``load_report()``, ``hot.top(n)``.
+    """
+    sr = None if router is None else _arrow.ship(router)
+    kind = _kind(ddf, column)
+    cols = [column] + ([weights] if weights else [])
+    parts = ddf[cols].to_delayed()
+    task = dask.delayed(_analyze_part, pure=True)
+    partials = [task(p, column, sr, weights, capacity, kind, i) for i, p in enumerate(parts)]
+    if not partials:
+        raise ValueError("the DataFrame has no partitions")
+    return _tree(partials).compute()  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------ Parquet input
+
+
+def _read_file(path: str, column: str, columns: Sequence[str] | None, kind: str) -> Any:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=list(columns) if columns else None)
+    col = table.column(column)
+    if col.null_count:
+        raise ValueError(f"{path}: row {_arrow._first_null(col)}: id column {column!r} is null")
+    if _arrow.id_kind(col.type) != kind:
+        raise TypeError(f"{path}: id column {column!r} holds {_arrow.id_kind(col.type)} ids where {kind} "
+                        "ids were expected")
+    return table.to_pandas(types_mapper=pd.ArrowDtype if kind != "int" else None)
+
+
+def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None,
+                 weights: str | None = None) -> Any:
+    """A Dask DataFrame over a folder, glob or list of Parquet files, one
+    partition per file, after checking every file's footer: the id column
+    exists everywhere with one kind of ids (errors name the file).  Reading
+    a partition checks for null ids, naming the file and row.
+    """
+    files = _arrow.parquet_files(path)
+    kind, _ = _arrow.scan_parquet(files, column, weights)
+    if columns is not None:
+        columns = list(dict.fromkeys([column, *columns, *([weights] if weights else [])]))
+    meta = _read_file(files[0], column, columns, kind).iloc[:0]
+    return dd.from_map(_read_file, files, column=column, columns=columns, kind=kind, meta=meta,
+                       label="shardhash-read-parquet", enforce_metadata=False)

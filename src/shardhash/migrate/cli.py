@@ -1,0 +1,209 @@
+"""``shardhash migrate init|start|status|resume|verify|cutover|rollback|cleanup``.
+
+Every command takes ``--config CLUSTER`` (a TOML or JSON cluster file, see
+:mod:`shardhash.migrate.cluster`).  Log lines carry the migration id and the
+topology versions; ``--json`` prints machine-readable results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup")
+
+
+def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
+    """Add the ``migrate`` subcommand to a ``shardhash`` subparsers object."""
+    p = subparsers.add_parser("migrate", parents=parents or [],
+                              help="execute a migration on the cluster's databases")
+    p.add_argument("action", choices=ACTIONS)
+    p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
+    p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
+    p.add_argument("--group", help="table group (default: the only one)")
+    p.add_argument("--to", help="start: the new router document (e.g. from `shardhash topology add`)")
+    p.add_argument("--add", help="start: comma-separated shard ids to add (plans the new router)")
+    p.add_argument("--remove", help="start: comma-separated shard ids to remove")
+    p.add_argument("--from-version", type=int, help="start: the topology version the plan was made from")
+    p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
+    p.add_argument("--fence-threshold", type=float, default=0.5,
+                   help="freeze only when the remaining catch-up is estimated below this (s, default 0.5)")
+    p.add_argument("--chunk", type=int, default=10000, help="rows per copy chunk (default 10000)")
+    p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
+    p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+    return p
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def _latest(cluster: Any, group: str | None) -> str:
+    g = cluster.group(group)
+    ms = cluster.metadata.migrations(g.name)
+    if not ms:
+        raise SystemExit(f"shardhash migrate: error: group {g.name!r} has no migration")
+    return str(ms[-1]["id"])
+
+
+def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
+    from .. import plan
+    from ..routing import load_router
+
+    cur = cluster.refresh(args.group)
+    if args.to:
+        return load_router(args.to)
+    if args.add:
+        return plan.add_shards(cur, args.add.split(","))[0]
+    if args.remove:
+        return plan.remove_shards(cur, args.remove.split(","))[0]
+    raise SystemExit("shardhash migrate: error: start needs --to ROUTER, --add IDS or --remove IDS")
+
+
+def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
+    from .units import Membership, units_for
+
+    old = cluster.refresh(args.group)
+    g = cluster.group(args.group)
+    units = units_for(old, new, max_step_share=args.max_step_share)
+    mem = Membership(old, new, units)
+    counts = [0] * len(units)
+    for s in mem.sources:
+        b = cluster.backend(s)
+        c = b.conn()
+        for t in g.tables:
+            cols, pk = b.table_info(c, t.name)
+            kx = cols.index(t.key)
+            cur = None
+            while True:
+                rows = b.scan(c, t.name, cols, pk, cur, 20000)
+                if not rows:
+                    break
+                cur = [rows[-1][cols.index(k)] for k in pk]
+                for u in mem.assign([r[kx] for r in rows]).tolist():
+                    if u >= 0:
+                        counts[u] += 1
+    steps = [dict(u.to_dict(), rows=n) for u, n in zip(units, counts)]
+    if args.json:
+        _out(json.dumps({"group": g.name, "from_version": old.version, "to_version": new.version,
+                         "steps": steps, "rows": sum(counts)}, indent=2))
+        return 0
+    _out(f"group {g.name}: version {old.version} -> {new.version}, {len(units)} step(s), "
+         f"{sum(counts):,} row(s) to move (dry run: nothing written)")
+    for st in steps:
+        _out(f"  step {st['index'] + 1:>4}: {st['source']} -> {st['destination']}  {st['kind']:<7} "
+             f"{st['rows']:>10,} rows")
+    return 0
+
+
+class _Progress:
+    """Log lines and a progress line (rows copied, rate, ETA; lag) on stderr."""
+
+    def __init__(self, m: Any, quiet: bool) -> None:
+        self.m, self.quiet, self.t0 = m, quiet, time.perf_counter()
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, line: str) -> None:
+        if not self.quiet:
+            if self.tty:
+                sys.stderr.write("\r\033[K")
+            _err(line)
+
+    def progress(self, f: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        if f.get("phase") == "copy":
+            tot = f.get("rows_total") or 0
+            pct = f" {100 * f['rows_scanned'] / tot:5.1f}%" if tot else ""
+            eta = f"  ETA {f['eta_s']:.0f} s" if f.get("eta_s") is not None else ""
+            text = (f"[{self.m.id}] copy{pct}: {f['rows_copied']:,} rows copied, {f['rows_scanned']:,} scanned, "
+                    f"{f['rows_per_s']:,.0f} rows/s{eta}")
+        else:
+            text = (f"[{self.m.id}] catch-up: lag {f['lag_changes']:,} changes (~{f['lag_s']:.2f} s), "
+                    f"{f['rows_per_s']:,.0f} changes/s")
+        if self.tty:
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+        else:
+            _err(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one ``shardhash migrate`` action; returns the exit status."""
+    from .cluster import Cluster
+    from .executor import Migration, MigrationError, VerifyMismatch
+
+    cluster = Cluster.load(args.config)
+    try:
+        if args.action == "init":
+            cluster.init()
+            res = {g: cluster.router(g).version for g in cluster.groups}
+            _out(json.dumps({"initialized": res}) if args.json else
+                 "initialized: " + ", ".join(f"{g} at version {v}" for g, v in res.items()))
+            return 0
+        st: dict[str, Any]
+        if args.action == "start":
+            new = _new_router(cluster, args)
+            if args.dry_run:
+                return _dry_run(cluster, args, new)
+            m = Migration.create(cluster, args.group, new, max_step_share=args.max_step_share,
+                                 from_version=args.from_version, mig_id=args.migration)
+        else:
+            m = Migration(cluster, args.migration or _latest(cluster, args.group))
+        prog = _Progress(m, args.json or getattr(args, "quiet", False))
+        m.log_fn = prog
+        m.progress_fn = prog.progress
+        if args.action in ("start", "resume"):
+            m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover)
+        elif args.action == "verify":
+            state = m.state
+            if state not in ("catching-up", "verify-failed"):
+                raise MigrationError(f"migration {m.id} is {state}: verify runs while catching up")
+            if state == "verify-failed":
+                m.meta.put(m.id, "verify", None)
+                m.meta.set_state(m.id, "catching-up")
+            m.verify()
+        elif args.action == "cutover":
+            m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=True)
+        elif args.action == "rollback":
+            m.rollback()
+        elif args.action == "cleanup":
+            m.cleanup()
+        st = m.status()
+        from . import metrics
+
+        st["client_metrics"] = cluster.metrics.snapshot()
+        metrics.publish(st)
+        if args.json:
+            _out(json.dumps(st, indent=2, default=str))
+        else:
+            lag = st.get("lag") or {}
+            _out(f"migration {st['id']} (group {st['group']}, version {st['from_version']} -> {st['to_version']}): "
+                 f"{st['state']}")
+            _out(f"  units {st['units']}, rows copied {st['rows_copied']:,}, lag {lag.get('changes', 0)} changes")
+            if st.get("verify"):
+                v = st["verify"]
+                _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"
+                     + (f", first {v['first']}" if v.get("first") else ""))
+            if st.get("error"):
+                _out(f"  last error: {st['error']}")
+        return 0
+    except VerifyMismatch as e:
+        _err(f"shardhash migrate: verify failed: {e}")
+        return 3
+    except (MigrationError, KeyError, ValueError, TypeError, ConnectionError, OSError) as e:
+        _err(f"shardhash migrate: error: {e}")
+        return 2
+    finally:
+        cluster.close()

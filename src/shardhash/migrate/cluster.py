@@ -1,0 +1,568 @@
+"""A sharded cluster: its shard map, table groups, routers and client.
+
+A cluster is described by a JSON or TOML file::
+
+    metadata = "sqlite:meta.db"            # the metadata store (paths are
+                                           # relative to this file)
+    [shards.s0]
+    primary = "sqlite:s0.db"               # logical shard id -> connection
+    replicas = ["sqlite:s0-replica.db"]    # (optional)
+    [shards.s1]
+    primary = "sqlite:s1.db"
+
+    [groups.users]                         # a table group: its own router
+    router = "users.router.json"           # a router document (file or inline)
+    tables = [{ name = "users", key = "id" },
+              { name = "orders", key = "user_id" }]
+
+The shard map (logical id -> connection) is kept apart from the topology
+(the routers): promoting a replica rewrites the shard map only
+(:meth:`Cluster.failover`), never a router or any key's owner.  After
+:meth:`Cluster.init` the metadata store holds the current router of each
+group with its version and the shard map; the file only seeds them.
+
+Application code writes and reads through :meth:`Cluster.transaction` and
+:meth:`Cluster.read`.  Each opens a local transaction on the shard its
+router names and, *inside that same transaction*, checks the shard's own
+ownership records of any migrating unit the key belongs to:
+
+* the shard gave the key away (a stale router): :class:`StaleRouteError`;
+  the client reloads its router from the metadata store and retries, at most
+  ``retries`` times (then the error reaches the caller);
+* the key's unit is frozen for a cutover: the transaction is rolled back and
+  retried until the freeze ends (writers wait, they do not fail), at most
+  ``wait_timeout`` seconds (then :class:`FenceTimeout`; nothing was written).
+
+>>> import json, os, sqlite3, tempfile
+>>> from shardhash import JumpRouter
+>>> d = tempfile.mkdtemp()
+>>> doc = {"metadata": "sqlite:meta.db",
+...        "shards": {s: {"primary": f"sqlite:{s}.db"} for s in ("a", "b")},
+...        "groups": {"users": {"router": JumpRouter(["a", "b"]).to_dict(),
+...                             "tables": [{"name": "users", "key": "id"}]}}}
+>>> for s in ("a", "b"):
+...     sqlite3.connect(os.path.join(d, s + ".db")).execute(
+...         "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)").connection.close()
+>>> cluster = Cluster.from_dict(doc, base_dir=d)
+>>> cluster.init()
+>>> with cluster.transaction(42) as tx:
+...     _ = tx.execute("INSERT INTO users VALUES (?, ?)", (42, "ada"))
+>>> with cluster.read(42) as tx:
+...     tx.execute("SELECT name FROM users WHERE id = 42").fetchone()[0]
+'ada'
+>>> cluster.close()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import _events
+from .._cluster_extras import ClusterExtras
+from ..routing import Router, load_router
+from .metadata import Metadata
+from .sqlite import SQLiteShard
+from .units import Membership, Unit
+
+__all__ = ["Cluster", "StaleRouteError", "FenceTimeout", "TableSpec", "GroupSpec", "Metrics", "ShardTransaction"]
+
+
+class StaleRouteError(Exception):
+    """A shard refused a key routed with an outdated topology version.
+
+    Attributes: ``key``, ``shard`` (the one that refused), ``used_version``
+    (the router's), ``current_version`` (the shard's record) and ``owner``
+    (the shard that owns the key now)."""
+
+    def __init__(self, key: Any, shard: str, used_version: int, current_version: int, owner: str) -> None:
+        self.key, self.shard, self.used_version = key, shard, used_version
+        self.current_version, self.owner = current_version, owner
+        super().__init__(f"stale route for key {key!r}: shard {shard!r} no longer owns it (router version "
+                         f"{used_version}, current version {current_version}, owner {owner!r})")
+
+
+class FenceTimeout(TimeoutError):
+    """A write waited longer than ``wait_timeout`` for a cutover to finish (nothing was written)."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of a group: its name and shard-key column (primary key read from the database)."""
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A table group: tables that move together under one router."""
+
+    name: str
+    tables: tuple[TableSpec, ...]
+    router: Router
+    key_type: str = "auto"
+
+
+class Metrics:
+    """Counters and the write-pause samples of one process (thread-safe).
+
+    ``snapshot()`` gives a plain dict (``status --json`` prints the
+    executor's); :func:`shardhash.migrate.metrics.export` exposes them through
+    ``prometheus_client`` when that optional extra is installed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.stale_retries = 0
+        self.stale_errors = 0
+        self.fence_waits = 0
+        self.write_pauses: list[float] = []
+
+    def add_pause(self, seconds: float) -> None:
+        with self._lock:
+            self.fence_waits += 1
+            if len(self.write_pauses) < 1_000_000:
+                self.write_pauses.append(seconds)
+
+    def stale(self, retried: bool) -> None:
+        with self._lock:
+            if retried:
+                self.stale_retries += 1
+            else:
+                self.stale_errors += 1
+
+    def pause_quantiles(self) -> dict[str, float | None]:
+        with self._lock:
+            v = sorted(self.write_pauses)
+        if not v:
+            return {"p50": None, "p99": None, "max": None, "count": 0}  # type: ignore[dict-item]
+        def q(p: float) -> float:
+            return v[min(len(v) - 1, int(p * len(v)))]
+        return {"p50": q(0.5), "p99": q(0.99), "max": v[-1], "count": len(v)}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"stale_retries": self.stale_retries, "stale_errors": self.stale_errors,
+                "fence_waits": self.fence_waits, "write_pause": self.pause_quantiles()}
+
+
+def open_backend(url: str, base_dir: str | os.PathLike[str] | None = None, *, synchronous: str = "FULL") -> SQLiteShard:
+    """A backend for a connection URL: ``sqlite:PATH`` (relative to ``base_dir``)."""
+    if not isinstance(url, str):
+        raise TypeError(f"connection URL must be a string, not {type(url).__name__}")
+    if url.startswith("sqlite:"):
+        p = url[len("sqlite:"):]
+        if p.startswith("///"):
+            p = p[2:]
+        path = Path(p)
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        return SQLiteShard(path, synchronous=synchronous)
+    if url.startswith(("postgresql:", "postgres:")):
+        from .postgres import PostgresShard
+
+        return PostgresShard(url)  # type: ignore[return-value]
+    raise ValueError(f"unsupported connection URL {url!r}: use sqlite:PATH or postgresql://...")
+
+
+def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    text = p.read_bytes()
+    if p.suffix.lower() == ".toml":
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            try:
+                import tomli as tomllib  # type: ignore[no-redef]
+            except ImportError:
+                raise ImportError("reading a TOML cluster file needs Python 3.11+ (or the tomli package); "
+                                  "a JSON cluster file works everywhere") from None
+        return dict(tomllib.loads(text.decode("utf-8")))
+    return dict(json.loads(text))
+
+
+@dataclass
+class _ShardUnits:
+    epoch: int
+    # per migration: (group, version, membership over its units here, unit index -> (unit, role, state))
+    migs: list[tuple[str, int, Membership, dict[int, tuple[Unit, str, str, int]]]] = field(default_factory=list)
+
+
+class ShardTransaction:
+    """A local transaction on the shard that owns a key (from :meth:`Cluster.transaction`).
+
+    ``shard`` is the logical shard id, ``version`` the router version that
+    routed the key, ``conn`` the raw connection (sqlite3, or the PostgreSQL
+    adapter that takes ``?`` placeholders), ``backend`` the shard's backend."""
+
+    def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard) -> None:
+        self.conn, self.shard, self.version, self.backend = conn, shard, version, backend
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        return self.conn.executemany(sql, rows)
+
+
+class Cluster(ClusterExtras):
+    """A cluster loaded from a document (see the module docstring).
+
+    Hot keys, scatter-gather and lookup indexes: see
+    :class:`shardhash._cluster_extras.ClusterExtras` (docs/hotkeys.md,
+    docs/scatter.md, docs/lookups.md)."""
+
+    def __init__(self, metadata_url: str, shards: Mapping[str, tuple[str, list[str]]],
+                 groups: Mapping[str, GroupSpec], *, base_dir: str | os.PathLike[str] | None = None,
+                 retries: int = 3, wait_timeout: float = 30.0, synchronous: str = "FULL") -> None:
+        self.base_dir = str(base_dir) if base_dir is not None else None
+        self.synchronous = synchronous
+        meta_backend = open_backend(metadata_url, self.base_dir)
+        self.metadata = Metadata(meta_backend.path)
+        self._seed_shards = {k: (v[0], list(v[1])) for k, v in shards.items()}
+        self.groups = dict(groups)
+        if not self.groups:
+            raise ValueError("a cluster needs at least one table group")
+        self.retries = int(retries)
+        self.wait_timeout = float(wait_timeout)
+        self.metrics = Metrics()
+        self._lock = threading.Lock()
+        self._backends: dict[str, SQLiteShard] = {}
+        self._shard_map: dict[str, tuple[str, list[str]]] | None = None
+        self._routers: dict[str, Router] = {}
+        self._units: dict[str, _ShardUnits] = {}
+        self._mig_cache: dict[tuple[str, str], tuple[Router, Router]] = {}
+
+    # ----------------------------------------------------------- loading
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **kw: Any) -> Cluster:
+        """Load a cluster file (``.toml`` or ``.json``)."""
+        return cls.from_dict(_read_config(path), base_dir=Path(path).resolve().parent, **kw)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None,
+                  **kw: Any) -> Cluster:
+        """A cluster from a parsed document (relative paths resolve against ``base_dir``)."""
+        if not isinstance(doc, Mapping):
+            raise TypeError(f"cluster document must be a mapping, not {type(doc).__name__}")
+        meta = doc.get("metadata")
+        if not isinstance(meta, str):
+            raise ValueError("cluster document: 'metadata' (a connection URL) is required")
+        shards_doc = doc.get("shards")
+        if not isinstance(shards_doc, Mapping) or not shards_doc:
+            raise ValueError("cluster document: 'shards' must map shard ids to {primary, replicas}")
+        shards: dict[str, tuple[str, list[str]]] = {}
+        for sid, s in shards_doc.items():
+            if isinstance(s, str):
+                shards[sid] = (s, [])
+                continue
+            if not isinstance(s, Mapping) or not isinstance(s.get("primary"), str):
+                raise ValueError(f"cluster document: shards.{sid} needs a 'primary' connection URL")
+            reps = s.get("replicas", [])
+            if not isinstance(reps, list) or not all(isinstance(r, str) for r in reps):
+                raise ValueError(f"cluster document: shards.{sid}.replicas must be a list of URLs")
+            shards[sid] = (s["primary"], list(reps))
+        groups_doc = doc.get("groups")
+        if not isinstance(groups_doc, Mapping) or not groups_doc:
+            raise ValueError("cluster document: 'groups' must name at least one table group")
+        groups: dict[str, GroupSpec] = {}
+        for gname, g in groups_doc.items():
+            where = f"groups.{gname}"
+            if not isinstance(g, Mapping):
+                raise ValueError(f"cluster document: {where} must be a table")
+            rdoc = g.get("router")
+            if isinstance(rdoc, str):
+                rp = Path(rdoc)
+                if not rp.is_absolute() and base_dir is not None:
+                    rp = Path(base_dir) / rp
+                router = load_router(str(rp))
+            elif isinstance(rdoc, Mapping):
+                router = load_router(dict(rdoc))
+            else:
+                raise ValueError(f"cluster document: {where}.router must be a router document or a file name")
+            for s in router.shards:
+                if s not in shards:
+                    raise ValueError(f"cluster document: {where}.router names shard {s!r}, "
+                                     f"which is not in 'shards'")
+            tabs = g.get("tables")
+            if not isinstance(tabs, list) or not tabs:
+                raise ValueError(f"cluster document: {where}.tables must list at least one table")
+            specs = []
+            for i, t in enumerate(tabs):
+                if not isinstance(t, Mapping) or not isinstance(t.get("name"), str) or not isinstance(t.get("key"), str):
+                    raise ValueError(f"cluster document: {where}.tables[{i}] needs 'name' and 'key' strings")
+                specs.append(TableSpec(t["name"], t["key"]))
+            kt = g.get("key_type", "auto")
+            if kt not in ("auto", "int", "str"):
+                raise ValueError(f"cluster document: {where}.key_type must be auto, int or str")
+            groups[gname] = GroupSpec(gname, tuple(specs), router, kt)
+        opts = dict(doc.get("options", {}))
+        opts.update(kw)
+        return cls(meta, shards, groups, base_dir=base_dir, **opts)
+
+    # ------------------------------------------------------------- setup
+
+    def init(self) -> None:
+        """Create the metadata store, record each group's router and the shard
+        map (unless already recorded), and set up every shard: ownership and
+        change-capture tables, and capture triggers on every group table (they
+        log nothing until a migration starts a capture).  Idempotent."""
+        self.metadata.setup()
+        with self.metadata.tx() as c:
+            have = {r[0] for r in c.execute("SELECT shard FROM shard_map").fetchall()}
+            for sid, (url, reps) in self._seed_shards.items():
+                if sid not in have:
+                    self.metadata.set_shard(c, sid, url, reps)
+            for g in self.groups.values():
+                if c.execute("SELECT 1 FROM topology WHERE grp = ?", (g.name,)).fetchone() is None:
+                    self.metadata.set_topology(c, g.name, g.router.version, g.router.to_json())
+        self._shard_map = None
+        for sid in self.shard_ids():
+            self.prepare_shard(sid)
+
+    def prepare_shard(self, shard: str, *, create_from: str | None = None) -> None:
+        """Set up one shard (system tables, triggers); with ``create_from``,
+        first create the groups' tables like on that shard."""
+        b = self.backend(shard)
+        c = b.conn()
+        b.begin_write(c)
+        try:
+            b.ensure_system(c)
+            for g in self.groups.values():
+                for t in g.tables:
+                    if not b.has_table(c, t.name):
+                        if create_from is None:
+                            continue
+                        sb = self.backend(create_from)
+                        b.create_from(c, sb.table_ddl(sb.conn(), t.name))
+                    cols, pk = b.table_info(c, t.name)
+                    if t.key not in cols:
+                        raise ValueError(f"table {t.name!r} on shard {shard!r} has no column {t.key!r} "
+                                         f"(the shard key of group {g.name!r})")
+                    b.install_triggers(c, g.name, t.name, pk)
+            b.commit(c)
+        except BaseException:
+            b.rollback(c)
+            raise
+
+    # ------------------------------------------------------------ lookups
+
+    def shard_map(self) -> dict[str, tuple[str, list[str]]]:
+        """Logical shard id -> (primary URL, replica URLs), from the metadata store."""
+        with self._lock:
+            if self._shard_map is None:
+                try:
+                    m = self.metadata.shard_map()
+                except Exception:
+                    m = {}
+                self._shard_map = m or dict(self._seed_shards)
+            return dict(self._shard_map)
+
+    def shard_ids(self) -> list[str]:
+        """Every logical shard id of the shard map, sorted."""
+        return sorted(self.shard_map())
+
+    def backend(self, shard: str) -> SQLiteShard:
+        """The backend of a logical shard's current primary."""
+        m = self.shard_map()
+        if shard not in m:
+            raise KeyError(f"unknown shard {shard!r} (shards: {', '.join(sorted(m))})")
+        url = m[shard][0]
+        with self._lock:
+            b = self._backends.get(url)
+            if b is None:
+                b = open_backend(url, self.base_dir, synchronous=self.synchronous)
+                self._backends[url] = b
+            return b
+
+    def group(self, name: str | None = None) -> GroupSpec:
+        """A table group by name (``None``: the only one)."""
+        if name is None:
+            if len(self.groups) != 1:
+                raise ValueError(f"this cluster has {len(self.groups)} table groups: name one "
+                                 f"({', '.join(sorted(self.groups))})")
+            return next(iter(self.groups.values()))
+        try:
+            return self.groups[name]
+        except KeyError:
+            raise KeyError(f"unknown table group {name!r} (groups: {', '.join(sorted(self.groups))})") from None
+
+    def router(self, group: str | None = None) -> Router:
+        """The group's current router (cached; :meth:`refresh` reloads it)."""
+        g = self.group(group)
+        with self._lock:
+            r = self._routers.get(g.name)
+        if r is None:
+            r = self._load_router(g.name)
+        return r
+
+    def _load_router(self, group: str) -> Router:
+        t = self.metadata.topology(group)
+        r = load_router(json.loads(t[1])) if t is not None else self.groups[group].router
+        with self._lock:
+            self._routers[group] = r
+        return r
+
+    def refresh(self, group: str | None = None) -> Router:
+        """Reload the group's router and the shard map from the metadata store."""
+        g = self.group(group)
+        with self._lock:
+            self._shard_map = None
+        return self._load_router(g.name)
+
+    def failover(self, shard: str, primary: str, replicas: Sequence[str] | None = None) -> None:
+        """Point a logical shard at another primary (e.g. a promoted replica).
+
+        Only the shard map changes: no router, no topology version and no
+        key's owner.  Clients pick the new primary up on :meth:`refresh`."""
+        m = self.shard_map()
+        if shard not in m:
+            raise KeyError(f"unknown shard {shard!r}")
+        reps = list(m[shard][1]) if replicas is None else list(replicas)
+        reps = [r for r in reps if r != primary]
+        with self.metadata.tx() as c:
+            self.metadata.set_shard(c, shard, primary, reps)
+        with self._lock:
+            self._shard_map = None
+
+    # ------------------------------------------------------- ownership check
+
+    def _shard_units(self, shard: str, b: SQLiteShard, c: Any) -> _ShardUnits:
+        ep = b.epoch(c)
+        with self._lock:
+            cached = self._units.get(shard)
+        if cached is not None and cached.epoch == ep and ep >= 0:
+            return cached
+        per: dict[str, tuple[str, int, dict[int, tuple[Unit, str, str, int]]]] = {}
+        for grp, mig, idx, role, state, version, unit in b.unit_rows(c):
+            ud = json.loads(unit)
+            u = Unit.from_dict(ud)
+            entry = per.setdefault(mig, (grp, int(version), {}))
+            entry[2][int(idx)] = (u, role, state, int(ud.get("from_version", int(version) - 1)))
+        su = _ShardUnits(ep)
+        for mig, (grp, version, units) in per.items():
+            routers = self._mig_cache.get((shard, mig))
+            if routers is None:
+                docs = b.routers_of(c, mig)
+                if docs is None:
+                    continue
+                routers = (load_router(json.loads(docs[0])), load_router(json.loads(docs[1])))
+                self._mig_cache[(shard, mig)] = routers
+            ordered = sorted(units.values(), key=lambda e: e[0].index)
+            mem = Membership(routers[0], routers[1], [Unit.from_dict(dict(e[0].to_dict(), index=i))
+                                                       for i, e in enumerate(ordered)])
+            su.migs.append((grp, version, mem, dict(enumerate(ordered))))
+        su.migs.sort(key=lambda m: -m[1])  # newest version first: it decides
+        with self._lock:
+            self._units[shard] = su
+        return su
+
+    def _verdict(self, shard: str, b: SQLiteShard, c: Any, group: str, key: Any,
+                 version: int, write: bool = True) -> tuple[str, int, str]:
+        """('ok' | 'wait' | 'stale', current version, owner) for ``key`` on ``shard``:
+        the newest migration record whose units hold the key decides."""
+        su = self._shard_units(shard, b, c)
+        for grp, v, mem, units in su.migs:
+            if grp != group:
+                continue
+            i = mem.unit_of(key)
+            if i < 0:
+                continue
+            u, role, state, v_from = units[i]
+            if role == "source":
+                if state == "copying":
+                    # still the owner, for routers at the migration's start version or later
+                    return ("ok" if version >= v_from else "stale"), v_from, shard
+                if state == "frozen":
+                    # still the owner: reads go on, writes wait for the cutover
+                    return ("wait" if write else "ok"), v, u.destination
+                return "stale", v, u.destination
+            if state == "owned":
+                # the owner, but only routers of this version or later may know it
+                return ("ok" if version >= v else "stale"), v, shard
+            if version >= v:
+                return "wait", v, shard
+            return "stale", v_from, u.source
+        return "ok", version, shard
+
+    @contextmanager
+    def _open(self, key: Any, group: str | None, write: bool) -> Iterator[ShardTransaction]:
+        g = self.group(group)
+        attempt = 0
+        while True:
+            router = self.router(g.name)
+            shard = router.route(key)
+            b = self.backend(shard)
+            c = b.conn()
+            t_wait: float | None = None
+            while True:
+                (b.begin_client_write if write else b.begin_read)(c)
+                try:
+                    verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version, write)
+                except BaseException:
+                    b.rollback(c)
+                    raise
+                if verdict != "wait":
+                    break
+                ep = b.epoch(c)
+                b.rollback(c)
+                if t_wait is None:
+                    t_wait = time.perf_counter()
+                # Wait for the shard's ownership records to change (a cheap
+                # read that takes no lock), then check again.
+                while b.epoch(c) == ep:
+                    waited = time.perf_counter() - t_wait
+                    if waited > self.wait_timeout:
+                        raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
+                    time.sleep(0.001)
+            if t_wait is not None:
+                self.metrics.add_pause(time.perf_counter() - t_wait)
+            if verdict == "stale":
+                b.rollback(c)
+                err = StaleRouteError(key, shard, router.version, cur, owner)
+                _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key, topology_version=router.version,
+                             current_version=cur, retry_reason=str(err), retried=attempt < self.retries)
+                if attempt >= self.retries:
+                    self.metrics.stale(False)
+                    raise err
+                self.metrics.stale(True)
+                attempt += 1
+                self.refresh(g.name)
+                continue
+            break
+        tx = ShardTransaction(c, shard, router.version, b)
+        _events.emit("route", shard=shard, keys=1, group=g.name, shard_key=key, topology_version=router.version)
+        t0 = time.perf_counter()
+        try:
+            yield tx
+        except BaseException:
+            b.rollback(c)
+            _events.emit("shard_op", shard=shard, op="write" if write else "read",
+                         seconds=time.perf_counter() - t0, ok=False)
+            raise
+        b.commit(c)
+        _events.emit("shard_op", shard=shard, op="write" if write else "read", seconds=time.perf_counter() - t0, ok=True)
+
+    def transaction(self, key: Any, *, group: str | None = None) -> Any:
+        """A write transaction on the shard that owns ``key`` (context manager
+        yielding a :class:`ShardTransaction`; commits on success)."""
+        return self._open(key, group, True)
+
+    def read(self, key: Any, *, group: str | None = None) -> Any:
+        """A read transaction on the shard that owns ``key`` (same checks)."""
+        return self._open(key, group, False)
+
+    def close(self) -> None:
+        """Close this thread's connections."""
+        with self._lock:
+            backends = list(self._backends.values())
+        for b in backends:
+            b.close()
+        self.metadata.close()

@@ -1,0 +1,963 @@
+"""The migration executor: prepare, copy, catch up, verify, fence, cut over,
+retain, clean up, roll back -- each step idempotent and resumable.
+
+See docs/migrate.md for the protocol, its states and invariants::
+
+    m = Migration.create(cluster, "users", new_router)
+    m.run()                  # to 'retained'; call again after any crash
+    m.cleanup()              # after the retention window (or m.rollback())
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _events
+from ..hashing import hash_array
+from ..routing import Router, load_router
+from .cluster import Cluster
+from .metadata import ACTIVE, COMMITTED
+from .sqlite import decode_pk
+from .units import Membership, Unit, units_for
+
+__all__ = ["Migration", "MigrationError", "VerifyMismatch", "crash_point", "walk_watermark"]
+
+#: Terminal or holding states: a group with a migration in any other state is busy.
+DONE = ("cleaned", "rolled-back")
+
+
+class MigrationError(RuntimeError):
+    """A migration cannot proceed (the message says why; the state is recorded)."""
+
+
+class VerifyMismatch(MigrationError):
+    """Verify found rows that differ between source and destination."""
+
+    def __init__(self, mig: str, diffs: list[dict[str, Any]]) -> None:
+        self.diffs = diffs
+        first = ", ".join(f"{d['table']}{d['pk']}" for d in diffs[:10])
+        super().__init__(f"migration {mig}: verify found {len(diffs)} differing row(s); first: {first}")
+
+
+def crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process when ``SHARDHASH_MIGRATE_CRASH`` names
+    this point (after ``SHARDHASH_MIGRATE_CRASH_SKIP`` earlier hits)."""
+    if os.environ.get("SHARDHASH_MIGRATE_CRASH") != name:
+        return
+    skip = int(os.environ.get("SHARDHASH_MIGRATE_CRASH_SKIP", "0"))
+    if skip > 0:
+        os.environ["SHARDHASH_MIGRATE_CRASH_SKIP"] = str(skip - 1)
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _row_hashes(rows: Sequence[Sequence[Any]]) -> np.ndarray:
+    if not rows:
+        return np.zeros(0, dtype=np.uint64)
+    return np.asarray(hash_array([repr(tuple(r)) for r in rows]), dtype=np.uint64)
+
+
+class Migration:
+    """One migration of a table group from its current router to a new one."""
+
+    def __init__(self, cluster: Cluster, mig_id: str) -> None:
+        rec = cluster.metadata.migration(mig_id)
+        if rec is None:
+            raise KeyError(f"no migration {mig_id!r}")
+        self.cluster = cluster
+        self.id = mig_id
+        self.group = cluster.group(rec["group"])
+        self.old: Router = load_router(json.loads(rec["old_router"]))
+        self.new: Router = load_router(json.loads(rec["new_router"]))
+        self.units = [Unit.from_dict(u) for u in rec["units"]]
+        self.mem = Membership(self.old, self.new, self.units)
+        self.info: dict[str, Any] = rec["info"]
+        self.capture = self.info.get("capture", mig_id)
+        self.log_fn: Callable[[str], None] | None = None
+        #: called with a dict (phase, rows_copied, rows_scanned, rows_total,
+        #: rows_per_s, eta_s, lag_changes, lag_s) at most every ``progress_every`` s
+        self.progress_fn: Callable[[dict[str, Any]], None] | None = None
+        self.progress_every = 1.0
+        self._last_tick = 0.0
+        self.meta = cluster.metadata
+        self._tables: dict[str, tuple[list[str], list[str], int]] = {}
+
+    # ------------------------------------------------------------- create
+
+    @classmethod
+    def create(cls, cluster: Cluster, group: str | None, new_router: Router, *,
+               units: Sequence[Unit] | None = None, max_step_share: float = 0.02,
+               mig_id: str | None = None, from_version: int | None = None,
+               info: dict[str, Any] | None = None, old_router: Router | None = None) -> Migration:
+        """Record a new migration (state ``preparing``); :meth:`run` executes it.
+
+        ``from_version`` (the version the plan was made from) must be the
+        group's current version.  A group already being migrated is refused."""
+        g = cluster.group(group)
+        meta = cluster.metadata
+        meta.setup()
+        cur = cluster.refresh(g.name)
+        old = old_router if old_router is not None else cur
+        if from_version is not None and from_version != cur.version:
+            raise MigrationError(f"the plan was made from topology version {from_version}, but group "
+                                 f"{g.name!r} is at version {cur.version}: plan again from the current topology")
+        if not isinstance(new_router, Router):
+            raise TypeError(f"new_router must be a Router, not {type(new_router).__name__}")
+        if new_router.version <= cur.version:
+            raise MigrationError(f"the new router's version ({new_router.version}) must be greater than the "
+                                 f"current version ({cur.version})")
+        for s in new_router.shards:
+            if s not in cluster.shard_map():
+                raise MigrationError(f"the new router names shard {s!r}, which is not in the shard map")
+        us = list(units) if units is not None else units_for(old, new_router, max_step_share=max_step_share)
+        mig = mig_id or f"m{int(time.time())}-{uuid.uuid4().hex[:6]}"
+        now = time.time()
+        with meta.tx() as c:
+            for r in c.execute("SELECT id, state FROM migrations WHERE grp = ?", (g.name,)).fetchall():
+                if r[1] not in DONE:
+                    raise MigrationError(f"group {g.name!r} is held by migration {r[0]} (state {r[1]}): "
+                                         f"finish, clean up or roll it back first")
+            c.execute("INSERT INTO migrations VALUES (?, ?, 'preparing', ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                      (mig, g.name, (info or {}).get("kind", "reshard"), cur.version, new_router.version,
+                       old.to_json(), new_router.to_json(), json.dumps([u.to_dict() for u in us]),
+                       json.dumps(info or {}), now, now))
+            c.execute("INSERT INTO events(ts, mig, msg) VALUES (?, ?, ?)",
+                      (now, mig, f"created: group {g.name} version {cur.version} -> {new_router.version}, "
+                                 f"{len(us)} unit(s)"))
+        return cls(cluster, mig)
+
+    # ------------------------------------------------------------ helpers
+
+    @property
+    def state(self) -> str:
+        rec = self.meta.migration(self.id)
+        assert rec is not None
+        return str(rec["state"])
+
+    def _set(self, state: str) -> None:
+        self.meta.set_state(self.id, state)
+        self.log(f"state -> {state}")
+
+    def log(self, msg: str) -> None:
+        line = f"[{self.id} v{self.old.version}->v{self.new.version}] {msg}"
+        self.meta.log(self.id, msg)
+        if self.log_fn is not None:
+            self.log_fn(line)
+
+    def _table(self, shard: str, table: str) -> tuple[list[str], list[str], int]:
+        k = f"{shard}/{table}"
+        if k not in self._tables:
+            b = self.cluster.backend(shard)
+            cols, pk = b.table_info(b.conn(), table)
+            key = next(t.key for t in self.group.tables if t.name == table)
+            self._tables[k] = (cols, pk, cols.index(key))
+        return self._tables[k]
+
+    def _check_keys(self, table: str, keys: Sequence[Any], rows: Sequence[Sequence[Any]], pkx: Sequence[int]) -> None:
+        kt = self.group.key_type
+        allowed = {int} if kt == "int" else {str} if kt == "str" else {int, str}
+        if set(map(type, keys)) <= allowed:
+            return
+        for i, k in enumerate(keys):
+            ok = (isinstance(k, int) and not isinstance(k, bool)) if kt == "int" else \
+                isinstance(k, str) if kt == "str" else (isinstance(k, (int, str)) and not isinstance(k, bool))
+            if not ok:
+                pk = tuple(rows[i][j] for j in pkx)
+                raise MigrationError(f"table {table!r}, row with primary key {pk!r}: shard-key value {k!r} "
+                                     f"has type {type(k).__name__}; group {self.group.name!r} needs "
+                                     f"{'int' if kt == 'int' else 'str' if kt == 'str' else 'int or str'} keys")
+
+    def _tick(self, force: bool = False, **fig: Any) -> None:
+        if self.progress_fn is None:
+            return
+        now = time.perf_counter()
+        if force or now - self._last_tick >= self.progress_every:
+            self._last_tick = now
+            self.progress_fn(fig)
+
+    def _involved(self) -> list[str]:
+        return sorted(set(self.mem.sources) | set(self.mem.destinations))
+
+    # -------------------------------------------------------------- run
+
+    def run(self, *, fence_threshold: float = 0.5, chunk: int = 10000, cutover: bool = True,
+            max_catchup_seconds: float = 600.0) -> str:
+        """Drive the migration from its recorded state to ``retained`` (or to
+        a verified, caught-up state when ``cutover=False``).  Call again after
+        any failure or crash: every step resumes where it stopped."""
+        try:
+            st = self.state
+            if st in ("retained", "cleaning", "cleaned", "rolled-back"):
+                return st
+            if st == "rolling-back":
+                self.rollback()
+                return self.state
+            if st == "preparing":
+                self._prepare()
+                self._set("copying")
+                st = "copying"
+            if st == "copying":
+                self._copy(chunk)
+                self._set("catching-up")
+                st = "catching-up"
+            if st == "verify-failed":
+                self.meta.put(self.id, "verify", None)
+                self._set("catching-up")
+                st = "catching-up"
+            if st == "catching-up":
+                self._catch_up_until(fence_threshold, max_catchup_seconds)
+                self.verify()
+                if not cutover:
+                    return self.state
+                self._catch_up_until(fence_threshold, max_catchup_seconds)
+                self._settle()
+                self._catch_up_until(fence_threshold, max_catchup_seconds)
+                self._set("freezing")
+                st = "freezing"
+            if st == "freezing":
+                self._freeze_and_commit()
+                st = "cutover"
+            if st == "cutover":
+                self._reconcile()
+                self._set("retained")
+            self.meta.set_state(self.id, self.state, error=None)
+            return self.state
+        except VerifyMismatch:
+            raise
+        except Exception as e:
+            try:
+                self.meta.set_state(self.id, self.state, error=f"{type(e).__name__}: {e}")
+                self.log(f"error: {type(e).__name__}: {e}")
+            except Exception:
+                pass
+            raise
+
+    # ------------------------------------------------------------ prepare
+
+    def _prepare(self) -> None:
+        cl = self.cluster
+        srcs, dsts = self.mem.sources, self.mem.destinations
+        for s in srcs:
+            cl.prepare_shard(s)
+        for d in dsts:
+            cl.prepare_shard(d, create_from=srcs[0] if srcs else None)
+        for s in srcs:
+            b = cl.backend(s)
+            for t in self.group.tables:
+                cols, pk, kx = self._table(s, t.name)
+                rows = b.scan(b.conn(), t.name, cols, pk, None, 200)
+                self._check_keys(t.name, [r[kx] for r in rows], rows, [cols.index(k) for k in pk])
+        old_doc, new_doc = self.old.to_json(), self.new.to_json()
+        for shard in self._involved():
+            b = cl.backend(shard)
+            c = b.conn()
+            b.begin_write(c)
+            try:
+                b.put_routers(c, self.id, old_doc, new_doc)
+                for u in self.units:
+                    for role, who, state in (("source", u.source, "copying"), ("destination", u.destination, "importing")):
+                        if who == shard:
+                            b.put_unit(c, self.group.name, self.id, u.index, role, state, self.new.version,
+                                       json.dumps(dict(u.to_dict(), from_version=self.old.version)))
+                if shard in srcs and not self.info.get("skip_copy"):
+                    # Capture starts in the same transaction that makes the
+                    # units visible, before any snapshot is taken.
+                    b.start_capture(c, self.capture, self.group.name)
+                b.bump_epoch(c)
+                b.commit(c)
+            except BaseException:
+                b.rollback(c)
+                raise
+            crash_point("prepare-shard")
+        for s in srcs:
+            b = cl.backend(s)
+            if b.capture_id(b.conn(), self.capture) is None:
+                raise MigrationError(f"shard {s!r} has no change capture {self.capture!r}")
+        self.log(f"prepared: sources {srcs}, destinations {dsts}")
+
+    # --------------------------------------------------------------- copy
+
+    def _copy(self, chunk: int) -> None:
+        if self.info.get("skip_copy"):
+            return
+        cl = self.cluster
+        t0 = time.perf_counter()
+        copied = int(self.meta.get(self.id, "copied", 0))
+        scanned = 0
+        ids = [u for u in self.units if u.kind == "ids"]
+        total = 0
+        if self.progress_fn is not None:
+            for s in self.mem.sources:
+                b = cl.backend(s)
+                total += sum(b.count(b.conn(), t.name) for t in self.group.tables)
+        for s in self.mem.sources:
+            sb = cl.backend(s)
+            # Its own connection: one read transaction (one snapshot) per table.
+            sc = sb.connect()
+            try:
+                for t in self.group.tables:
+                    ck = f"cursor:{s}:{t.name}"
+                    cur = self.meta.get(self.id, ck)
+                    if cur == "done":
+                        continue
+                    cols, pk, kx = self._table(s, t.name)
+                    pkx = [cols.index(k) for k in pk]
+                    where, args = "", ()  # type: tuple[str, tuple[int, ...]]
+                    if ids and len(ids) == len(self.units):
+                        where = f'"{cols[kx]}" BETWEEN ? AND ?'
+                        args = (min(u.lo for u in ids), max(u.hi for u in ids))
+                    sb.begin_read(sc)
+                    pos = sb.position(sc)
+                    if cur is None:
+                        self.meta.put(self.id, f"snapshot_position:{s}:{t.name}", pos)
+                    try:
+                        while True:
+                            rows = sb.scan(sc, t.name, cols, pk, cur, chunk, where, args)
+                            if not rows:
+                                break
+                            scanned += len(rows)
+                            keys = [r[kx] for r in rows]
+                            self._check_keys(t.name, keys, rows, pkx)
+                            ui = self.mem.assign(keys)
+                            by_dst: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+                            for r, u in zip(rows, ui.tolist()):
+                                if u >= 0:
+                                    by_dst[self.units[u].destination].append(r)
+                            for n, (d, drows) in enumerate(sorted(by_dst.items())):
+                                db = cl.backend(d)
+                                dc = db.conn()
+                                db.begin_write(dc)
+                                try:
+                                    # Fast path: none of the rows is there yet (a
+                                    # resumed chunk, or a collision, takes the slow one).
+                                    if db.insert_new(dc, t.name, cols, drows) < len(drows):
+                                        self._check_collisions(s, d, db, dc, t.name, drows)
+                                        db.upsert(dc, t.name, cols, drows)
+                                    if n == 0:
+                                        crash_point("copy-chunk")
+                                    db.commit(dc)
+                                except BaseException:
+                                    db.rollback(dc)
+                                    raise
+                                copied += len(drows)
+                            cur = [rows[-1][j] for j in pkx]
+                            with self.meta.tx() as mc:
+                                self.meta.put(self.id, ck, cur, mc)
+                                self.meta.put(self.id, "copied", copied, mc)
+                            el = time.perf_counter() - t0
+                            rate = scanned / el if el > 0 else 0.0
+                            self._tick(phase="copy", rows_copied=copied, rows_scanned=scanned, rows_total=total,
+                                       rows_per_s=rate, eta_s=(total - scanned) / rate if rate and total else None)
+                            _events.emit("migration_progress", migration_id=self.id, copied=copied, scanned=scanned,
+                                         total=total if self.progress_fn is not None else None)
+                    finally:
+                        sb.rollback(sc)
+                    self.meta.put(self.id, ck, "done")
+            finally:
+                sc.close()
+        dt = time.perf_counter() - t0
+        rate = scanned / dt if dt > 0 else 0.0
+        self.meta.put(self.id, "copy_rows_per_s", rate)
+        self.log(f"copy done: {copied} rows copied ({scanned} scanned, {rate:,.0f} rows/s scanned)")
+
+    # ----------------------------------------------------------- catch-up
+
+    def _cid(self, shard: str) -> int:
+        b = self.cluster.backend(shard)
+        cid = b.capture_id(b.conn(), self.capture)
+        if cid is None:
+            raise MigrationError(f"shard {shard!r} lost change capture {self.capture!r}")
+        return cid
+
+    def catch_up(self, limit: int = 2000, upto: dict[str, int] | None = None) -> tuple[int, int]:
+        """Apply one batch of captured changes per source; returns (applied, pending)."""
+        cl = self.cluster
+        applied = 0
+        pending = 0
+        for s in self.mem.sources:
+            sb = cl.backend(s)
+            sc = sb.conn()
+            cid = self._cid(s)
+            batch = sb.pending(sc, cid, limit)
+            if upto is not None:
+                batch = [r for r in batch if r[0] <= upto[s]]
+            if batch:
+                self._sync(s, batch)
+                sb.begin_write(sc)
+                try:
+                    sb.mark_applied(sc, [r[0] for r in batch])
+                    sb.commit(sc)
+                except BaseException:
+                    sb.rollback(sc)
+                    raise
+                applied += len(batch)
+            pending += sb.pending_count(sc, cid)
+        return applied, pending
+
+    def _sync(self, s: str, batch: Sequence[tuple[int, str, str]]) -> None:
+        """Make the destinations' copy of every listed row match the source's now."""
+        cl = self.cluster
+        sb = cl.backend(s)
+        by_tbl: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+        for _, tbl, pkj in batch:
+            by_tbl[tbl].add(decode_pk(pkj))
+        writes: dict[str, list[tuple[str, str, list[Any], list[Any]]]] = defaultdict(list)
+        for tbl, pks in by_tbl.items():
+            cols, pk, kx = self._table(s, tbl)
+            pkx = [cols.index(k) for k in pk]
+            plist = sorted(pks, key=repr)
+            rows = sb.fetch(sb.conn(), tbl, cols, pk, plist)
+            ui = self.mem.assign([r[kx] for r in rows]).tolist()
+            want: dict[tuple[Any, ...], tuple[str, tuple[Any, ...]]] = {}
+            for r, u in zip(rows, ui):
+                if u >= 0:
+                    want[tuple(r[j] for j in pkx)] = (self.units[u].destination, r)
+            for d in self.mem.destinations:
+                db = cl.backend(d)
+                have = db.fetch(db.conn(), tbl, cols, pk, plist)
+                hu = self.mem.assign([r[kx] for r in have]).tolist()
+                dels = []
+                for r, u in zip(have, hu):
+                    k = tuple(r[j] for j in pkx)
+                    if u >= 0 and self.units[u].destination == d and (k not in want or want[k][0] != d):
+                        dels.append(k)
+                ups = [r for (dd, r) in want.values() if dd == d]
+                if ups or dels:
+                    writes[d].append((tbl, "x", ups, dels))
+        for d, items in writes.items():
+            db = cl.backend(d)
+            dc = db.conn()
+            db.begin_write(dc)
+            try:
+                for tbl, _, ups, dels in items:
+                    cols, pk, _kx = self._table(s, tbl)
+                    if dels:
+                        db.delete(dc, tbl, pk, dels)
+                    if ups:
+                        self._check_collisions(s, d, db, dc, tbl, ups)
+                        db.upsert(dc, tbl, cols, ups)
+                db.commit(dc)
+            except BaseException:
+                db.rollback(dc)
+                raise
+        crash_point("catch-up-batch")
+
+    def _check_collisions(self, s: str, d: str, db: Any, dc: Any, table: str,
+                          rows: Sequence[Sequence[Any]]) -> None:
+        """Refuse to overwrite a destination row that is not this source's copy
+        of a moving row (primary keys must be unique across the group's shards)."""
+        cols, pk, kx = self._table(s, table)
+        pkx = [cols.index(k) for k in pk]
+        have = db.fetch(dc, table, cols, pk, [tuple(r[j] for j in pkx) for r in rows])
+        if not have:
+            return
+        hu = self.mem.assign([r[kx] for r in have]).tolist()
+        for r, u in zip(have, hu):
+            if u < 0 or self.units[u].source != s or self.units[u].destination != d:
+                k = tuple(r[j] for j in pkx)
+                raise MigrationError(f"table {table!r}: primary key {k!r} from shard {s!r} already exists on "
+                                     f"shard {d!r} for another key ({r[kx]!r}); primary keys must be unique "
+                                     f"across the group's shards")
+
+    def _catch_up_until(self, threshold: float, max_seconds: float) -> None:
+        t_start = time.perf_counter()
+        rate = float(self.meta.get(self.id, "catchup_rate", 0.0)) or 5000.0
+        last_log = 0.0
+        while True:
+            t0 = time.perf_counter()
+            applied, pending = self.catch_up()
+            dt = time.perf_counter() - t0
+            if applied and dt > 0:
+                rate = 0.7 * rate + 0.3 * (applied / dt)
+            est = pending / rate if rate > 0 else float("inf")
+            self._tick(phase="catch-up", lag_changes=pending, lag_s=est, rows_per_s=rate)
+            now = time.perf_counter()
+            if now - last_log > 1.0:
+                self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})
+                self.meta.put(self.id, "catchup_rate", rate)
+                last_log = now
+            if est < threshold and applied < 2000:
+                self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})
+                self.meta.put(self.id, "catchup_rate", rate)
+                return
+            if now - t_start > max_seconds:
+                raise MigrationError(f"catch-up did not get below {threshold} s of lag in {max_seconds:.0f} s "
+                                     f"({pending} changes pending): writes outpace the copy; resume later")
+
+    # ------------------------------------------------------------- verify
+
+    def _unit_sums(self, shard: str, side: str, units: set[int], keys_of: set[int] | None = None
+                   ) -> tuple[dict[tuple[str, int], list[int]], dict[tuple[str, int], dict[Any, int]]]:
+        """Per (table, unit): [count, checksum]; with keys_of, per-key row hashes of those units."""
+        b = self.cluster.backend(shard)
+        c = b.connect()
+        sums: dict[tuple[str, int], list[int]] = {}
+        per_key: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+        try:
+            b.begin_read(c)
+            for t in self.group.tables:
+                cols, pk, kx = self._table(shard, t.name)
+                pkx = [cols.index(k) for k in pk]
+                cur = None
+                while True:
+                    rows = b.scan(c, t.name, cols, pk, cur, 20000)
+                    if not rows:
+                        break
+                    cur = [rows[-1][j] for j in pkx]
+                    ui = self.mem.assign([r[kx] for r in rows])
+                    sel = np.flatnonzero(ui >= 0)
+                    if sel.size == 0:
+                        continue
+                    hs = _row_hashes([rows[i] for i in sel])
+                    for i, h in zip(sel.tolist(), hs.tolist()):
+                        u = int(ui[i])
+                        unit = self.units[u]
+                        if u not in units or (unit.source if side == "source" else unit.destination) != shard:
+                            continue
+                        acc = sums.setdefault((t.name, u), [0, 0])
+                        acc[0] += 1
+                        acc[1] = (acc[1] + h) & 0xFFFFFFFFFFFFFFFF
+                        if keys_of is not None and u in keys_of:
+                            per_key[(t.name, u)][tuple(rows[i][j] for j in pkx)] = h
+            b.rollback(c)
+        finally:
+            c.close()
+        return sums, per_key
+
+    def verify(self) -> dict[str, Any]:
+        """Compare per unit (and table) the row count and an order-independent
+        checksum of the rows on the source and the destination.  Resumable
+        (verified units are recorded).  Keys with changes still being caught
+        up are excused here and checked again under the fence.  Raises
+        :class:`VerifyMismatch` listing the first differing primary keys."""
+        state = self.meta.get(self.id, "verify") or {"verified": []}
+        if len(state["verified"]) >= len(self.units):
+            state = {"verified": []}  # a finished verify is never resumed: start over
+        if not state["verified"]:
+            # A fresh verify: forget what was applied before it, so that the
+            # changes applied from now on are the ones checked under the fence.
+            for s in self.mem.sources:
+                b = self.cluster.backend(s)
+                c = b.conn()
+                b.begin_write(c)
+                b.forget_applied(c, self._cid(s))
+                b.commit(c)
+        todo = {u.index for u in self.units} - set(state["verified"])
+        t0 = time.perf_counter()
+        src: dict[tuple[str, int], list[int]] = {}
+        dst: dict[tuple[str, int], list[int]] = {}
+        for s in self.mem.sources:
+            src.update(self._unit_sums(s, "source", todo)[0])
+        for d in self.mem.destinations:
+            dst.update(self._unit_sums(d, "destination", todo)[0])
+        bad_units = {u for (t, u) in set(src) | set(dst) if src.get((t, u), [0, 0]) != dst.get((t, u), [0, 0])}
+        diffs: list[dict[str, Any]] = []
+        if bad_units:
+            ps: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+            pd: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+            for s in self.mem.sources:
+                for k, v in self._unit_sums(s, "source", bad_units, bad_units)[1].items():
+                    ps[k].update(v)
+            for d in self.mem.destinations:
+                for k, v in self._unit_sums(d, "destination", bad_units, bad_units)[1].items():
+                    pd[k].update(v)
+            # (collected after the scans: any key changed before or during them is listed)
+            excused = self._changed_keys()
+            for key in sorted(set(ps) | set(pd), key=repr):
+                a, b2 = ps.get(key, {}), pd.get(key, {})
+                for pk in sorted(set(a) | set(b2), key=repr):
+                    if a.get(pk) != b2.get(pk) and (key[0], pk) not in excused:
+                        diffs.append({"table": key[0], "unit": key[1], "pk": list(pk),
+                                      "source": pk in a, "destination": pk in b2})
+        rows = sum(v[0] for v in src.values())
+        result = {"units": len(self.units), "checked": len(todo), "rows": rows,
+                  "mismatches": len(diffs), "first": diffs[:10], "seconds": time.perf_counter() - t0}
+        self.meta.put(self.id, "verify_result", result)
+        if diffs:
+            self.meta.put(self.id, "verify", {"verified": []})
+            self._set("verify-failed")
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
+            raise VerifyMismatch(self.id, diffs)
+        self.meta.put(self.id, "verify", {"verified": sorted(set(state["verified"]) | todo)})
+        self.log(f"verify: {len(todo)} unit(s), {rows} rows, 0 mismatches ({result['seconds']:.2f} s)")
+        return result
+
+    def _changed_keys(self) -> set[tuple[str, tuple[Any, ...]]]:
+        out = set()
+        for s in self.mem.sources:
+            b = self.cluster.backend(s)
+            c = b.conn()
+            cid = self._cid(s)
+            for tbl, pk in b.all_keys(c, cid):
+                out.add((tbl, decode_pk(pk)))
+        return out
+
+    def _compare(self, s: str, keys: dict[str, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
+        """Rows of source ``s`` (by table and primary key) that differ from
+        their destination copy right now (or exist where they should not)."""
+        cl = self.cluster
+        sb = cl.backend(s)
+        diffs: list[dict[str, Any]] = []
+        for tbl, pks in keys.items():
+            pks = sorted(set(pks), key=repr)
+            cols, pk, kx = self._table(s, tbl)
+            pkx = [cols.index(k) for k in pk]
+            srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
+            su = self.mem.assign([r[kx] for r in srows]).tolist()
+            want = {tuple(r[j] for j in pkx): (self.units[u].destination, tuple(r))
+                    for r, u in zip(srows, su) if u >= 0}
+            # Rows the source holds outside the units need no look at the
+            # destinations (the shard key is immutable); members and deleted
+            # rows do.
+            present = {tuple(r[j] for j in pkx) for r in srows}
+            look = [k for k in pks if k in want or k not in present]
+            if not look:
+                continue
+            for d in self.mem.destinations:
+                db = cl.backend(d)
+                drows = db.fetch(db.conn(), tbl, cols, pk, look)
+                du = self.mem.assign([r[kx] for r in drows]).tolist()
+                have = {tuple(r[j] for j in pkx): tuple(r) for r, u in zip(drows, du)
+                        if u >= 0 and self.units[u].source == s and self.units[u].destination == d}
+                for k in set(have) | {k for k, (dd, _) in want.items() if dd == d}:
+                    w = want.get(k)
+                    if w is None or w[0] != d or have.get(k) != w[1]:
+                        diffs.append({"table": tbl, "pk": list(k), "source": s, "destination": d})
+        return diffs
+
+    def _settle(self, small: int = 64, rounds: int = 10) -> None:
+        """Before the fence: check, live, the rows changed since the full
+        verify and forget them once equal, so that the check under the fence
+        only covers the last few changes (the pause does not grow with the
+        unit).  A difference is excused while the key has a pending change."""
+        for _ in range(rounds):
+            total = 0
+            for s in self.mem.sources:
+                b = self.cluster.backend(s)
+                c = b.conn()
+                cid = self._cid(s)
+                while True:
+                    rows = b.dirty_rows(c, cid, 5000)
+                    if len(rows) < small:
+                        break
+                    total += len(rows)
+                    keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+                    for _, tbl, pk in rows:
+                        keys[tbl].append(decode_pk(pk))
+                    diffs = self._compare(s, keys)
+                    if diffs:
+                        pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
+                        real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
+                        if real:
+                            self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
+                            self.meta.put(self.id, "verify", {"verified": []})
+                            self._set("verify-failed")
+                            raise VerifyMismatch(self.id, real)
+                    b.begin_write(c)
+                    b.forget(c, [r[0] for r in rows])
+                    b.commit(c)
+                    if len(rows) < 5000:
+                        break
+            self.catch_up(limit=5000)
+            if total < small * max(1, len(self.mem.sources)):
+                return
+
+    def _final_check(self) -> list[dict[str, Any]]:
+        """Under the fence, after the drain: every row changed since the full
+        verify (and not settled since) must be identical on its destination
+        (or absent on both)."""
+        diffs: list[dict[str, Any]] = []
+        for s in self.mem.sources:
+            sb = self.cluster.backend(s)
+            keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+            for tbl, pk in sb.dirty(sb.conn(), self._cid(s)):
+                keys[tbl].append(decode_pk(pk))
+            diffs.extend(self._compare(s, keys))
+        return diffs
+
+    # ---------------------------------------------------- fence and cutover
+
+    def _set_units(self, shard: str, role: str, frm: Sequence[str], to: str) -> None:
+        b = self.cluster.backend(shard)
+        c = b.conn()
+        b.begin_write(c)
+        try:
+            b.set_unit_state(c, self.id, role, frm, to)
+            b.bump_epoch(c)
+            b.commit(c)
+        except BaseException:
+            b.rollback(c)
+            raise
+
+    def _freeze_and_commit(self) -> None:
+        cl = self.cluster
+        t0 = time.time()
+        upto: dict[str, int] = {}
+        for s in self.mem.sources:
+            self._set_units(s, "source", ("copying",), "frozen")
+            b = cl.backend(s)
+            upto[s] = b.position(b.conn())
+        self.meta.put(self.id, "frozen_at", self.meta.get(self.id, "frozen_at") or t0)
+        timings = {"freeze": time.time() - t0}
+        crash_point("after-freeze")
+        # Drain: every change committed before the freeze (ids <= upto).
+        while True:
+            applied, _ = self.catch_up(limit=5000, upto=upto)
+            if applied == 0:
+                break
+        timings["drain"] = time.time() - t0
+        diffs = self._final_check()
+        timings["final_check"] = time.time() - t0
+        if diffs:
+            for s in self.mem.sources:
+                self._set_units(s, "source", ("frozen",), "copying")
+            self.meta.put(self.id, "verify_result", {"mismatches": len(diffs), "first": diffs[:10], "final": True})
+            self.meta.put(self.id, "verify", {"verified": []})
+            self._set("verify-failed")
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
+            raise VerifyMismatch(self.id, diffs)
+        for d in self.mem.destinations:
+            b = cl.backend(d)
+            c = b.conn()
+            b.begin_write(c)
+            b.start_capture(c, self.id + ":reverse", self.group.name)
+            b.commit(c)
+        crash_point("before-commit")
+        meta = self.meta
+        with meta.tx() as c:
+            cur = c.execute("SELECT version FROM topology WHERE grp = ?", (self.group.name,)).fetchone()
+            if cur is not None and int(cur[0]) != self.old.version:
+                raise MigrationError(f"group {self.group.name!r} moved to version {cur[0]} meanwhile; "
+                                     f"expected {self.old.version}")
+            meta.set_topology(c, self.group.name, self.new.version, self.new.to_json())
+            meta.set_state(self.id, "cutover", c=c)
+            meta.put(self.id, "committed_at", time.time(), c)
+            timings["commit"] = time.time() - t0
+            meta.put(self.id, "fence_timings", timings, c)
+        self.log(f"cutover committed: group {self.group.name} is at version {self.new.version}")
+        crash_point("after-commit")
+
+    def _reconcile(self) -> None:
+        """Bring the shards' ownership records in line with the metadata commit."""
+        for d in self.mem.destinations:
+            self._set_units(d, "destination", ("importing",), "owned")
+        crash_point("after-destination-owned")
+        for s in self.mem.sources:
+            self._set_units(s, "source", ("copying", "frozen"), "moved")
+        now = time.time()
+        frozen_at = self.meta.get(self.id, "frozen_at") or now
+        self.meta.put(self.id, "unit_pause_seconds", now - frozen_at)
+        for s in self.mem.sources:
+            b = self.cluster.backend(s)
+            c = b.conn()
+            b.begin_write(c)
+            b.drop_capture(c, self.capture)
+            b.commit(c)
+        if self.info.get("reverse_of"):
+            # A completed rollback: the forward migration's copy is the retained one now.
+            fwd = self.info["reverse_of"]
+            self.meta.set_state(fwd, "rolled-back")
+        self.log(f"ownership reconciled; write pause {now - frozen_at:.3f} s")
+
+    # ---------------------------------------------------------- rollback
+
+    def rollback(self) -> str:
+        """Undo the migration.
+
+        Before the cutover: unfreeze the sources, drop the captures, delete the
+        destination copies.  After it (until cleanup): the changes the
+        destinations accepted since the cutover are applied back to the
+        sources by a reverse migration to a new version that routes like the
+        old one; ownership returns at its own cutover."""
+        st = self.state
+        if st in ("cleaning", "cleaned"):
+            raise MigrationError(f"migration {self.id} is {st}: the source copy is gone, rollback is impossible")
+        if st == "rolled-back":
+            return st
+        if st in ("retained", "cutover", "rolling-back"):
+            if st == "cutover":
+                self._reconcile()
+                self._set("retained")
+            rev_id = self.info.get("reverse") or f"{self.id}-rollback"
+            if self.meta.migration(rev_id) is None:
+                cur = self.cluster.refresh(self.group.name)
+                back = self.old.with_version(cur.version + 1)
+                units = [Unit.from_dict(dict(u.to_dict(), source=u.destination, destination=u.source))
+                         for u in self.units]
+                # The group is held by this migration: mark it rolling back first.
+                self.meta.set_info(self.id, reverse=rev_id)
+                self._set("rolling-back")
+                rev = self._create_reverse(rev_id, cur, back, units)
+            else:
+                if self.state != "rolling-back":
+                    self._set("rolling-back")
+                rev = Migration(self.cluster, rev_id)
+            rev.log_fn = self.log_fn
+            rev.run()
+            return self.state
+        # Before the cutover.
+        for s in self.mem.sources:
+            self._set_units(s, "source", ("frozen",), "copying")
+        self._set("rolling-back")
+        for shard in self._involved():
+            b = self.cluster.backend(shard)
+            c = b.conn()
+            b.begin_write(c)
+            b.ensure_system(c)
+            b.drop_capture(c, self.capture)
+            b.drop_capture(c, self.id + ":reverse")
+            b.delete_units(c, self.id)
+            b.bump_epoch(c)
+            b.commit(c)
+        self._delete_members("destination")
+        self._set("rolled-back")
+        return "rolled-back"
+
+    def _create_reverse(self, rev_id: str, cur: Router, back: Router, units: list[Unit]) -> Migration:
+        now = time.time()
+        info = {"kind": "rollback", "reverse_of": self.id, "skip_copy": True, "capture": self.id + ":reverse"}
+        with self.meta.tx() as c:
+            c.execute("INSERT INTO migrations VALUES (?, ?, 'preparing', 'rollback', ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                      (rev_id, self.group.name, cur.version, back.version, cur.to_json(), back.to_json(),
+                       json.dumps([u.to_dict() for u in units]), json.dumps(info), now, now))
+        return Migration(self.cluster, rev_id)
+
+    # ----------------------------------------------------------- cleanup
+
+    def _delete_members(self, side: str, chunk: int = 5000) -> int:
+        cl = self.cluster
+        shards = self.mem.sources if side == "source" else self.mem.destinations
+        total = 0
+        for sh in shards:
+            b = cl.backend(sh)
+            c = b.conn()
+            for t in self.group.tables:
+                if not b.has_table(c, t.name):
+                    continue
+                cols, pk, kx = self._table(sh, t.name)
+                pkx = [cols.index(k) for k in pk]
+                cur = None
+                while True:
+                    rows = b.scan(c, t.name, cols, pk, cur, chunk)
+                    if not rows:
+                        break
+                    cur = [rows[-1][j] for j in pkx]
+                    ui = self.mem.assign([r[kx] for r in rows]).tolist()
+                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui)
+                            if u >= 0 and (self.units[u].source if side == "source" else self.units[u].destination) == sh]
+                    if dels:
+                        b.begin_write(c)
+                        b.delete(c, t.name, pk, dels)
+                        b.commit(c)
+                        total += len(dels)
+        return total
+
+    def cleanup(self) -> int:
+        """Delete the retained source copy of the moved rows (in chunks) and
+        stop the reverse capture: rollback is impossible afterwards."""
+        st = self.state
+        if st == "cleaned":
+            return 0  # (idempotent: a crash may have come after the last step)
+        if st not in ("retained", "cleaning"):
+            raise MigrationError(f"migration {self.id} is {st}: only a retained migration can be cleaned up")
+        self._set("cleaning")
+        n = self._delete_members("source")
+        for d in self.mem.destinations:
+            b = self.cluster.backend(d)
+            c = b.conn()
+            b.begin_write(c)
+            b.drop_capture(c, self.id + ":reverse")
+            b.commit(c)
+        self._set("cleaned")
+        self.log(f"cleanup: {n} retained rows deleted")
+        return n
+
+    # ------------------------------------------------------------ status
+
+    def status(self) -> dict[str, Any]:
+        rec = self.meta.migration(self.id)
+        assert rec is not None
+        prog = self.meta.progress(self.id)
+        out = {
+            "id": self.id, "group": rec["group"], "state": rec["state"], "error": rec["error"],
+            "kind": rec["kind"], "from_version": rec["from_version"], "to_version": rec["to_version"],
+            "units": len(self.units), "sources": self.mem.sources, "destinations": self.mem.destinations,
+            "rows_copied": prog.get("copied", 0), "copy_rows_per_s": prog.get("copy_rows_per_s"),
+            "lag": prog.get("lag"), "catchup_rows_per_s": prog.get("catchup_rate"),
+            "verify": prog.get("verify_result"), "write_pause_seconds": prog.get("unit_pause_seconds"),
+            "info": rec["info"],
+        }
+        return out
+
+
+def active_migrations(cluster: Cluster) -> list[str]:
+    return [m["id"] for m in cluster.metadata.migrations() if m["state"] in ACTIVE + COMMITTED[:1]]
+
+
+def walk_watermark(cluster: Cluster, group: str | None = None, *, batch: int | None = None,
+                   max_batches: int | None = None, log: Callable[[str], None] | None = None,
+                   **run_kw: Any) -> Router:
+    """Run a watermark resharding to its end.
+
+    The group's router must be a :class:`~shardhash.routing.WatermarkRouter`
+    (ids at or above K follow the new layout, so new ids go there at once).
+    Each batch ``[K - batch, K)`` (``batch`` defaults to the total number of
+    shards) is a migration of its own -- copied, caught up, verified, fenced
+    and committed as a router with the watermark lowered, version + 1 --
+    then its retained copy is cleaned up.  When K is at or below the lowest
+    id of every table, a last migration fences the ids below K and the
+    topology becomes the new router itself.  Resumable: an interrupted
+    batch is finished first.  Returns the group's router at the end (or after
+    ``max_batches`` batches)."""
+    from ..routing import WatermarkRouter
+
+    g = cluster.group(group)
+    done = 0
+    for rec in cluster.metadata.migrations(g.name):
+        if rec["state"] not in DONE and rec["info"].get("kind") == "watermark":
+            m = Migration(cluster, rec["id"])
+            m.log_fn = log
+            m.run(**run_kw)
+            if m.state == "retained":
+                m.cleanup()
+    while max_batches is None or done < max_batches:
+        cur = cluster.refresh(g.name)
+        if not isinstance(cur, WatermarkRouter):
+            return cur
+        k = cur.watermark
+        j = int(batch) if batch is not None else len(cur.shards)
+        if j < 1:
+            raise ValueError(f"batch must be >= 1, got {batch}")
+        lowest: int | None = None
+        for s in cur.shards:
+            b = cluster.backend(s)
+            c = b.conn()
+            for t in g.tables:
+                if b.has_table(c, t.name):
+                    v = b.min_key(c, t.name, t.key)
+                    if v is not None and (lowest is None or v < lowest):
+                        lowest = int(v)
+        pairs = [(s, d) for s in cur.old.shards for d in cur.new.shards if s != d]
+        lo64 = -(1 << 63)
+        if lowest is None or k <= lowest:
+            new: Router = cur.new.with_version(cur.version + 1)
+            lo, hi = lo64, k - 1
+        else:
+            new = cur.lowered(max(k - j, lo64), version=cur.version + 1)
+            lo, hi = max(k - j, lo64), k - 1
+        units = [Unit(i, s, d, "ids", lo, hi) for i, (s, d) in enumerate(pairs)]
+        m = Migration.create(cluster, g.name, new, units=units, info={"kind": "watermark"})
+        m.log_fn = log
+        m.run(**run_kw)
+        m.cleanup()
+        done += 1
+    return cluster.refresh(g.name)

@@ -1,0 +1,295 @@
+"""The PostgreSQL backend (psycopg 3, the optional extra ``shardhash[postgres]``).
+
+A shard is a database, or a schema of one: the URL is a libpq connection
+string or URI after ``postgresql:``, e.g. ``postgresql://host/db`` or
+``postgresql:host=/run/pg dbname=app options='-csearch_path=shard3'``.
+
+Same tables and protocol as the SQLite backend (see
+:mod:`shardhash.migrate.sqlite`), with these PostgreSQL specifics:
+
+* a client's write transaction starts with ``SELECT … FOR SHARE`` of the
+  shard's ownership epoch row; the fence's update of the ownership records
+  (which bumps that row) therefore waits for every write in flight, and every
+  later write sees the new records;
+* change capture is a statement-level trigger per table and event (transition
+  tables, one set-based insert per statement); change ids come from a sequence and
+  are *not* commit order (a transaction that took id 10 may commit after the
+  one that took 11).  Catch-up never advances a position past such a change:
+  it consumes the queue by row (pending -> applied), so a late commit is just
+  a pending row that shows up later;
+* the snapshot copy reads in one ``REPEATABLE READ`` transaction and writes
+  each chunk with ``COPY`` straight into the table (a resumed chunk falls back
+  to ``COPY`` into a temporary table and one ``INSERT … ON CONFLICT DO UPDATE``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .sqlite import SQLiteShard, qi, ql
+
+SYSTEM_DDL = [
+    """CREATE TABLE IF NOT EXISTS _shardhash_units(
+        grp TEXT NOT NULL, mig TEXT NOT NULL, idx INTEGER NOT NULL, role TEXT NOT NULL,
+        state TEXT NOT NULL, version BIGINT NOT NULL, unit TEXT NOT NULL,
+        PRIMARY KEY (mig, idx, role))""",
+    "CREATE TABLE IF NOT EXISTS _shardhash_routers(mig TEXT PRIMARY KEY, old TEXT NOT NULL, new TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS _shardhash_epoch(id INTEGER PRIMARY KEY CHECK (id = 0), n BIGINT NOT NULL)",
+    "INSERT INTO _shardhash_epoch VALUES (0, 0) ON CONFLICT DO NOTHING",
+    "CREATE TABLE IF NOT EXISTS _shardhash_captures(id BIGSERIAL PRIMARY KEY, name TEXT UNIQUE NOT NULL, "
+    "grp TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS _shardhash_changes(
+        id BIGSERIAL PRIMARY KEY, capture BIGINT NOT NULL, tbl TEXT NOT NULL,
+        pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id)",
+]
+
+
+class PGConnection:
+    """A psycopg connection in autocommit mode that takes ``?`` placeholders
+    (converted to ``%s``; a literal ``%`` is escaped), like sqlite3."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        if params is None or (not params and "?" not in sql):
+            return self.raw.execute(sql)
+        return self.raw.execute(self._sql(sql), params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        rows = list(rows)
+        if not rows:
+            return None
+        with self.raw.cursor() as cur:
+            cur.executemany(self._sql(sql), rows)
+        return None
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class PostgresShard(SQLiteShard):
+    """One shard in a PostgreSQL database (or schema)."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as e:
+            raise ImportError("the PostgreSQL backend needs psycopg 3: pip install 'shardhash[postgres]'") from e
+        dsn = url.split(":", 1)[1] if url.startswith(("postgresql:", "postgres:")) and \
+            not url.startswith(("postgresql://", "postgres://")) else url
+        self.path = url
+        self.dsn = dsn
+        self.synchronous = "FULL"
+        self._local = threading.local()
+        self._info: dict[str, tuple[list[str], list[str]]] = {}
+        self._system = False
+
+    def __repr__(self) -> str:
+        return f"PostgresShard({self.dsn!r})"
+
+    def connect(self) -> PGConnection:  # type: ignore[override]
+        import psycopg
+
+        try:
+            raw = psycopg.connect(self.dsn, autocommit=True)
+        except psycopg.Error as e:
+            raise ConnectionError(f"cannot connect to {self.dsn}: {e}") from e
+        return PGConnection(raw)
+
+    # -------------------------------------------------------- transactions
+
+    @staticmethod
+    def begin_write(c: Any) -> None:
+        c.execute("BEGIN")
+
+    def begin_client_write(self, c: Any) -> None:
+        c.execute("BEGIN")
+        # Shares the epoch row with every other writer; the fence's update of
+        # the ownership records (which bumps it) waits for all of them.
+        c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
+
+    @staticmethod
+    def begin_read(c: Any) -> None:
+        c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+
+    # ------------------------------------------------------------ schema
+
+    def ensure_system(self, c: Any) -> None:
+        for stmt in SYSTEM_DDL:
+            c.execute(stmt)
+
+    def has_table(self, c: Any, table: str) -> bool:
+        return c.execute("SELECT to_regclass(?)", (qi(table),)).fetchone()[0] is not None
+
+    def table_info(self, c: Any, table: str) -> tuple[list[str], list[str]]:
+        if table in self._info:
+            return self._info[table]
+        if not self.has_table(c, table):
+            raise ValueError(f"table {table!r} does not exist on {self.dsn}")
+        cols = [r[0] for r in c.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped "
+            "ORDER BY attnum", (qi(table),)).fetchall()]
+        pk = [r[0] for r in c.execute(
+            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
+            "ON true JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+            "WHERE i.indrelid = ?::regclass AND i.indisprimary ORDER BY k.ord", (qi(table),)).fetchall()]
+        if not pk:
+            raise ValueError(f"table {table!r} on {self.dsn} has no primary key: "
+                             "a migrated table needs one (rows are copied and caught up by primary key)")
+        if not table.startswith("_shardhash"):
+            self._info[table] = (cols, pk)
+        return cols, pk
+
+    def table_ddl(self, c: Any, table: str) -> list[str]:
+        cols = c.execute(
+            "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
+            "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            (qi(table),)).fetchall()
+        _, pk = self.table_info(c, table)
+        body = ", ".join(f"{qi(n)} {t}{' NOT NULL' if nn else ''}" for n, t, nn in cols)
+        body += f", PRIMARY KEY ({', '.join(qi(k) for k in pk)})"
+        out = [f"CREATE TABLE {qi(table)} ({body})"]
+        for (idx,) in c.execute(
+                "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = ?::regclass "
+                "AND NOT indisprimary", (qi(table),)).fetchall():
+            out.append(idx)
+        return out
+
+    def create_from(self, c: Any, ddl: Sequence[str]) -> None:
+        import re
+
+        for stmt in ddl:
+            s = stmt.strip()
+            s = re.sub(r"^CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", s)
+            s = re.sub(r"^CREATE (UNIQUE )?INDEX ", lambda m: f"CREATE {m.group(1) or ''}INDEX IF NOT EXISTS ", s)
+            # unqualify "ON schema.table" so the index lands next to the new table
+            s = re.sub(r" ON [A-Za-z_][A-Za-z0-9_]*\.", " ON ", s)
+            c.execute(s)
+
+    def install_triggers(self, c: Any, group: str, table: str, pk: Sequence[str]) -> None:
+        """Statement-level triggers with transition tables: one set-based
+        INSERT per statement into the change log (nothing when no capture is
+        active), instead of a PL/pgSQL call per row."""
+        if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
+                     (f"_shardhash_d_{table}", qi(table))).fetchone():
+            return
+
+        def ins(alias: str) -> str:
+            key = "json_build_array(" + ", ".join(f"{alias}.{qi(k)}" for k in pk) + ")::text"
+            return (f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT c.id, {ql(table)}, {key} "
+                    f"FROM {alias} CROSS JOIN _shardhash_captures c WHERE c.grp = {ql(group)};")
+
+        bodies = {
+            "i": (ins("_shardhash_new"), "AFTER INSERT", "NEW TABLE AS _shardhash_new"),
+            "u": (ins("_shardhash_new") + " " + ins("_shardhash_old"), "AFTER UPDATE",
+                  "OLD TABLE AS _shardhash_old NEW TABLE AS _shardhash_new"),
+            "d": (ins("_shardhash_old"), "AFTER DELETE", "OLD TABLE AS _shardhash_old"),
+        }
+        for k, (body, when, refs) in bodies.items():
+            fn = qi(f"_shardhash_{k}_{table}")
+            c.execute(f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                      f"BEGIN {body} RETURN NULL; END $$")
+            c.execute(f"CREATE TRIGGER {fn} {when} ON {qi(table)} REFERENCING {refs} "
+                      f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+
+    # ------------------------------------------------------------- units
+
+    def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
+        c.execute("INSERT INTO _shardhash_routers VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (mig, old, new))
+
+    def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
+                 unit: str) -> None:
+        c.execute("INSERT INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                  (grp, mig, idx, role, state, version, unit))
+
+    def _has_system(self, c: Any) -> bool:
+        if not self._system:
+            self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
+        return self._system
+
+    def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
+        if not self._has_system(c):
+            return []
+        return super().unit_rows(c, group)
+
+    def epoch(self, c: Any) -> int:
+        if not self._has_system(c):
+            return -1
+        return super().epoch(c)
+
+    def mark_applied(self, c: Any, ids: Sequence[int]) -> None:
+        c.execute("UPDATE _shardhash_changes SET state = 1 WHERE id = ANY(?)", (list(ids),))
+
+    def forget(self, c: Any, ids: Sequence[int]) -> None:
+        c.execute("DELETE FROM _shardhash_changes WHERE id = ANY(?)", (list(ids),))
+
+    # --------------------------------------------------------- row access
+
+    def upsert(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        _, pk = self.table_info(c, table)
+        others = [x for x in cols if x not in pk]
+        conflict = ", ".join(qi(k) for k in pk)
+        action = ("DO UPDATE SET " + ", ".join(f"{qi(x)} = EXCLUDED.{qi(x)}" for x in others)) if others \
+            else "DO NOTHING"
+        collist = ", ".join(qi(x) for x in cols)
+        if len(rows) < 64:
+            c.executemany(f"INSERT INTO {qi(table)} ({collist}) VALUES ({', '.join('?' for _ in cols)}) "
+                          f"ON CONFLICT ({conflict}) {action}", rows)
+            return
+        # Bulk: COPY into a temporary table, then one upsert.
+        tmp = qi(f"_shardhash_tmp_{table}")
+        c.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {qi(table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+        with c.raw.cursor() as cur:
+            with cur.copy(f"COPY {tmp} ({collist}) FROM STDIN") as cp:
+                for r in rows:
+                    cp.write_row(r)
+        c.execute(f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} "
+                  f"ON CONFLICT ({conflict}) {action}")
+        c.execute(f"DELETE FROM {tmp}")
+
+    def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """``COPY`` the rows straight into the table; when any primary key is
+        already there the COPY is undone (savepoint) and 0 is returned, so the
+        caller takes the checked upsert path."""
+        import psycopg
+
+        collist = ", ".join(qi(x) for x in cols)
+        c.execute("SAVEPOINT _shardhash_copy")
+        try:
+            with c.raw.cursor() as cur:
+                with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+        except psycopg.errors.UniqueViolation:
+            c.execute("ROLLBACK TO SAVEPOINT _shardhash_copy")
+            return 0
+        c.execute("RELEASE SAVEPOINT _shardhash_copy")
+        return len(rows)
+
+    # ----------------------------------------------------- change capture
+
+    def start_capture(self, c: Any, name: str, group: str) -> None:
+        c.execute("INSERT INTO _shardhash_captures(name, grp) VALUES (?, ?) ON CONFLICT DO NOTHING", (name, group))
+
+    def position(self, c: Any) -> int:
+        r = c.execute("SELECT coalesce(max(id), 0) FROM _shardhash_changes").fetchone()
+        return int(r[0] or 0)

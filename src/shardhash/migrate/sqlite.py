@@ -1,0 +1,345 @@
+"""The SQLite backend: one database file per shard, WAL mode.
+
+Every shard holds, beside the application's tables, a few ``_shardhash_*``
+tables:
+
+``_shardhash_units``
+    the shard's own ownership record of every unit it gives or receives:
+    ``(mig, idx, role, state, version, unit)``; role ``source`` with state
+    ``copying`` / ``frozen`` / ``moved``, role ``destination`` with state
+    ``importing`` / ``owned``.  The client reads it in the same local
+    transaction as each write (see :mod:`shardhash.migrate.cluster`).
+``_shardhash_routers``
+    the old and new router documents of each migration named in the units.
+``_shardhash_epoch``
+    one counter, bumped whenever the units change (clients cache the parsed
+    units per epoch).
+``_shardhash_captures`` / ``_shardhash_changes``
+    change capture: triggers on the application's tables append the primary
+    key of every inserted, updated or deleted row to ``_shardhash_changes``,
+    once per active capture of the table's group (none: nothing is logged).
+    ``state`` 0 = pending, 1 = applied since the last full verify.
+
+SQLite serialises writers (``BEGIN IMMEDIATE`` takes the write lock), so
+change ids are assigned in commit order; catch-up nevertheless consumes the
+queue by row, not by position, so the same code is safe where that is false.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+SYSTEM_DDL = """
+CREATE TABLE IF NOT EXISTS _shardhash_units(
+    grp TEXT NOT NULL, mig TEXT NOT NULL, idx INTEGER NOT NULL, role TEXT NOT NULL,
+    state TEXT NOT NULL, version INTEGER NOT NULL, unit TEXT NOT NULL,
+    PRIMARY KEY (mig, idx, role));
+CREATE TABLE IF NOT EXISTS _shardhash_routers(
+    mig TEXT PRIMARY KEY, old TEXT NOT NULL, new TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS _shardhash_epoch(id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
+INSERT OR IGNORE INTO _shardhash_epoch VALUES (0, 0);
+CREATE TABLE IF NOT EXISTS _shardhash_captures(
+    id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, grp TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS _shardhash_changes(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, capture INTEGER NOT NULL, tbl TEXT NOT NULL,
+    pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
+"""
+
+
+def qi(name: str) -> str:
+    """Quote an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def ql(text: str) -> str:
+    """Quote an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+class SQLiteShard:
+    """One shard (or the metadata store) in one SQLite file.
+
+    ``conn()`` gives this thread's connection (autocommit mode: every
+    transaction is an explicit ``BEGIN``)."""
+
+    kind = "sqlite"
+    placeholder = "?"
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+        self.path = str(path)
+        self.synchronous = synchronous
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"SQLiteShard({self.path!r})"
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection (the caller closes it)."""
+        parent = Path(self.path).parent
+        if not parent.is_dir():
+            raise ConnectionError(f"cannot open {self.path}: folder {parent} does not exist")
+        try:
+            c = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+            c.execute("PRAGMA journal_mode=WAL")
+            c.execute(f"PRAGMA synchronous={self.synchronous}")
+            c.execute("PRAGMA busy_timeout=60000")
+        except sqlite3.Error as e:
+            raise ConnectionError(f"cannot open {self.path}: {e}") from e
+        return c
+
+    def conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "c", None)
+        if c is None:
+            c = self.connect()
+            self._local.c = c
+        return c
+
+    def close(self) -> None:
+        c = getattr(self._local, "c", None)
+        if c is not None:
+            c.close()
+            self._local.c = None
+
+    # -------------------------------------------------------- transactions
+
+    @staticmethod
+    def begin_write(c: sqlite3.Connection) -> None:
+        c.execute("BEGIN IMMEDIATE")
+
+    def begin_client_write(self, c: sqlite3.Connection) -> None:
+        """A client's write transaction: it must exclude the fence's update
+        of the ownership records until it ends (SQLite: the write lock)."""
+        c.execute("BEGIN IMMEDIATE")
+
+    @staticmethod
+    def begin_read(c: sqlite3.Connection) -> None:
+        c.execute("BEGIN")
+
+    @staticmethod
+    def commit(c: sqlite3.Connection) -> None:
+        c.execute("COMMIT")
+
+    @staticmethod
+    def rollback(c: sqlite3.Connection) -> None:
+        if c.in_transaction:
+            c.execute("ROLLBACK")
+
+    # ------------------------------------------------------------ schema
+
+    def ensure_system(self, c: sqlite3.Connection) -> None:
+        # (statement by statement: executescript would commit the caller's transaction)
+        for stmt in SYSTEM_DDL.split(";"):
+            if stmt.strip():
+                c.execute(stmt)
+
+    def table_info(self, c: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:
+        """(columns, primary-key columns in key order); ValueError when the
+        table is missing or has no primary key."""
+        rows = c.execute(f"PRAGMA table_info({qi(table)})").fetchall()
+        if not rows:
+            raise ValueError(f"table {table!r} does not exist on {self.path}")
+        cols = [r[1] for r in rows]
+        pk = [r[1] for r in sorted((r for r in rows if r[5] > 0), key=lambda r: r[5])]
+        if not pk:
+            raise ValueError(f"table {table!r} on {self.path} has no primary key: "
+                             "a migrated table needs one (rows are copied and caught up by primary key)")
+        return cols, pk
+
+    def table_ddl(self, c: sqlite3.Connection, table: str) -> list[str]:
+        rows = c.execute("SELECT type, sql FROM sqlite_master WHERE tbl_name = ? AND sql IS NOT NULL "
+                         "AND name NOT LIKE '_shardhash%' ORDER BY type = 'table' DESC", (table,)).fetchall()
+        return [r[1] for r in rows if r[0] in ("table", "index")]
+
+    def has_table(self, c: sqlite3.Connection, table: str) -> bool:
+        return c.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is not None
+
+    def create_from(self, c: sqlite3.Connection, ddl: Sequence[str]) -> None:
+        for stmt in ddl:
+            s = stmt.strip()
+            for head in ("CREATE TABLE ", "CREATE UNIQUE INDEX ", "CREATE INDEX "):
+                if s.upper().startswith(head):
+                    s = s[: len(head)] + "IF NOT EXISTS " + s[len(head):]
+                    break
+            c.execute(s)
+
+    def install_triggers(self, c: sqlite3.Connection, group: str, table: str, pk: Sequence[str]) -> None:
+        def arr(ref: str) -> str:
+            return "json_array(" + ", ".join(f"{ref}.{qi(k)}" for k in pk) + ")"
+
+        base = f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT id, {ql(table)}, {{pk}} " \
+               f"FROM _shardhash_captures WHERE grp = {ql(group)};"
+        t = qi(table)
+        stmts = {
+            "i": f"AFTER INSERT ON {t} BEGIN " + base.format(pk=arr("NEW")) + " END",
+            "d": f"AFTER DELETE ON {t} BEGIN " + base.format(pk=arr("OLD")) + " END",
+            "u": f"AFTER UPDATE ON {t} BEGIN " + base.format(pk=arr("NEW")) + " "
+                 + base.format(pk=arr("OLD")) + " END",
+        }
+        for k, body in stmts.items():
+            name = qi(f"_shardhash_{k}_{table}")
+            c.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+
+    # ------------------------------------------------------------- units
+
+    def bump_epoch(self, c: sqlite3.Connection) -> None:
+        c.execute("UPDATE _shardhash_epoch SET n = n + 1 WHERE id = 0")
+
+    def epoch(self, c: sqlite3.Connection) -> int:
+        r = c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0").fetchone()
+        return int(r[0]) if r else -1
+
+    def unit_rows(self, c: sqlite3.Connection, group: str | None = None) -> list[tuple[Any, ...]]:
+        try:
+            if group is None:
+                return c.execute("SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units").fetchall()
+            return c.execute("SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units "
+                             "WHERE grp = ?", (group,)).fetchall()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return []
+            raise
+
+    def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (mig, old, new))
+
+    def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
+                 unit: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
+                  (grp, mig, idx, role, state, version, unit))
+
+    def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
+        q = ", ".join("?" for _ in frm)
+        c.execute(f"UPDATE _shardhash_units SET state = ? WHERE mig = ? AND role = ? AND state IN ({q})",
+                  (to, mig, role, *frm))
+
+    def delete_units(self, c: Any, mig: str) -> None:
+        c.execute("DELETE FROM _shardhash_units WHERE mig = ?", (mig,))
+        c.execute("DELETE FROM _shardhash_routers WHERE mig = ?", (mig,))
+
+    def all_keys(self, c: Any, cid: int) -> list[tuple[str, str]]:
+        return c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall()
+
+    def routers_of(self, c: sqlite3.Connection, mig: str) -> tuple[str, str] | None:
+        r = c.execute("SELECT old, new FROM _shardhash_routers WHERE mig = ?", (mig,)).fetchone()
+        return None if r is None else (r[0], r[1])
+
+    # --------------------------------------------------------- row access
+
+    def pk_where(self, pk: Sequence[str]) -> str:
+        return " AND ".join(f"{qi(k)} = ?" for k in pk)
+
+    def scan(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
+             after: Sequence[Any] | None, limit: int, where: str = "", args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        sel = ", ".join(qi(x) for x in cols)
+        order = ", ".join(qi(k) for k in pk)
+        conds = []
+        params: list[Any] = []
+        if after is not None:
+            conds.append(f"({order}) > ({', '.join('?' for _ in pk)})")
+            params.extend(after)
+        if where:
+            conds.append(where)
+            params.extend(args)
+        w = (" WHERE " + " AND ".join(conds)) if conds else ""
+        return c.execute(f"SELECT {sel} FROM {qi(table)}{w} ORDER BY {order} LIMIT {int(limit)}", params).fetchall()
+
+    def fetch(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
+              keys: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        if not keys:
+            return []
+        sel = ", ".join(qi(x) for x in cols)
+        out: list[tuple[Any, ...]] = []
+        n = len(pk)
+        step = max(1, 900 // n)
+        for i in range(0, len(keys), step):
+            part = keys[i:i + step]
+            if n == 1:
+                q = f"SELECT {sel} FROM {qi(table)} WHERE {qi(pk[0])} IN ({', '.join('?' for _ in part)})"
+                params = [k[0] for k in part]
+            else:
+                tup = "(" + ", ".join("?" for _ in pk) + ")"
+                q = (f"SELECT {sel} FROM {qi(table)} WHERE ({', '.join(qi(k) for k in pk)}) IN "
+                     f"(VALUES {', '.join(tup for _ in part)})")
+                params = [v for k in part for v in k]
+            out.extend(c.execute(q, params).fetchall())
+        return out
+
+    def upsert(self, c: sqlite3.Connection, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        q = f"INSERT OR REPLACE INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) " \
+            f"VALUES ({', '.join('?' for _ in cols)})"
+        c.executemany(q, rows)
+
+    def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Insert rows whose primary key is absent; returns how many were inserted."""
+        cur = c.executemany(f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) "
+                            f"VALUES ({', '.join('?' for _ in cols)}) ON CONFLICT DO NOTHING", rows)
+        return int(cur.rowcount)
+
+    def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
+        c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])
+
+    def min_key(self, c: Any, table: str, column: str) -> Any:
+        return c.execute(f"SELECT min({qi(column)}) FROM {qi(table)}").fetchone()[0]
+
+    def count(self, c: sqlite3.Connection, table: str) -> int:
+        return int(c.execute(f"SELECT count(*) FROM {qi(table)}").fetchone()[0])
+
+    # ----------------------------------------------------- change capture
+
+    def start_capture(self, c: sqlite3.Connection, name: str, group: str) -> None:
+        c.execute("INSERT OR IGNORE INTO _shardhash_captures(name, grp) VALUES (?, ?)", (name, group))
+
+    def capture_id(self, c: sqlite3.Connection, name: str) -> int | None:
+        r = c.execute("SELECT id FROM _shardhash_captures WHERE name = ?", (name,)).fetchone()
+        return None if r is None else int(r[0])
+
+    def drop_capture(self, c: sqlite3.Connection, name: str) -> None:
+        cid = self.capture_id(c, name)
+        if cid is not None:
+            c.execute("DELETE FROM _shardhash_changes WHERE capture = ?", (cid,))
+            c.execute("DELETE FROM _shardhash_captures WHERE id = ?", (cid,))
+
+    def pending(self, c: sqlite3.Connection, cid: int, limit: int) -> list[tuple[int, str, str]]:
+        return c.execute("SELECT id, tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 0 "
+                         "ORDER BY id LIMIT ?", (cid, limit)).fetchall()
+
+    def pending_count(self, c: sqlite3.Connection, cid: int) -> int:
+        return int(c.execute("SELECT count(*) FROM _shardhash_changes WHERE capture = ? AND state = 0",
+                             (cid,)).fetchone()[0])
+
+    def mark_applied(self, c: sqlite3.Connection, ids: Sequence[int]) -> None:
+        c.executemany("UPDATE _shardhash_changes SET state = 1 WHERE id = ?", [(i,) for i in ids])
+
+    def dirty(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
+        """(table, pk json) of every change applied since the last full verify."""
+        return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1",
+                         (cid,)).fetchall()
+
+    def dirty_rows(self, c: sqlite3.Connection, cid: int, limit: int) -> list[tuple[int, str, str]]:
+        return c.execute("SELECT id, tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1 "
+                         "ORDER BY id LIMIT ?", (cid, limit)).fetchall()
+
+    def forget(self, c: sqlite3.Connection, ids: Sequence[int]) -> None:
+        c.executemany("DELETE FROM _shardhash_changes WHERE id = ?", [(i,) for i in ids])
+
+    def pending_keys(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
+        return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 0",
+                         (cid,)).fetchall()
+
+    def forget_applied(self, c: sqlite3.Connection, cid: int) -> None:
+        c.execute("DELETE FROM _shardhash_changes WHERE capture = ? AND state = 1", (cid,))
+
+    def position(self, c: sqlite3.Connection) -> int:
+        r = c.execute("SELECT max(id) FROM _shardhash_changes").fetchone()
+        return int(r[0] or 0)
+
+
+def decode_pk(text: str) -> tuple[Any, ...]:
+    return tuple(json.loads(text))

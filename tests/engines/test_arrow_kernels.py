@@ -1,0 +1,214 @@
+"""shardhash.arrow: the batch kernels every engine adapter runs (no engine needed here)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import child_env, need, sweep_routers
+
+pa = pytest.importorskip("pyarrow")
+
+from shardhash import JumpRouter, MaglevRouter, RingRouter, analysis, plan  # noqa: E402
+from shardhash import arrow as sa  # noqa: E402
+
+
+def test_import_shardhash_imports_no_engine():
+    code = ("import sys, shardhash, shardhash.arrow, shardhash.plan, shardhash.analysis, shardhash.cli; "
+            "bad = [m for m in ('dask', 'distributed', 'pyspark', 'ray') if m in sys.modules]; "
+            "print(bad)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+
+
+def _chunked(values: list, kind: str) -> object:
+    typ = pa.int64() if kind == "int" else pa.string()
+    half = len(values) // 2
+    return pa.chunked_array([pa.array(values[:half], typ), pa.array(values[half:], typ)])
+
+
+@pytest.mark.parametrize("kind", ["int", "str"])
+def test_route_batch_equals_route_many_for_every_router_type(kind):
+    ints, strs = sweep_routers()
+    routers = ints if kind == "int" else strs
+    rng = np.random.default_rng(7)
+    if kind == "int":
+        values = rng.integers(-(1 << 31), 1 << 31, 4000).tolist()
+    else:
+        values = [f"k{x}" for x in rng.integers(0, 1 << 40, 4000)]
+    table = pa.table({"id": _chunked(values, kind)})
+    for name, r in routers.items():
+        out = sa.route_batch(table, "id", r, name="s")
+        want = [r.shards[i] for i in r.route_many(values)]
+        assert out.column("s").to_pylist() == want, name
+        assert out.column("id").equals(table.column("id"))
+        idx = sa.route_batch(table.to_batches()[0], "id", r, indices=True).column("shard").to_numpy()
+        assert idx.tolist() == r.route_many(values[:len(idx)]).tolist(), name
+
+
+def _splits(n: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    cuts = sorted(set(rng.integers(0, n, 9).tolist()) | {0, n})
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_any_tree_of_partials_equals_plan_diff(seed):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(-(1 << 62), 1 << 62, 60_000)
+    w = rng.integers(0, 1000, len(ids))
+    batch = pa.record_batch({"id": ids, "bytes": w})
+    pairs = [(MaglevRouter(list("abcd")), JumpRouter(list("abcde"))),
+             (RingRouter(list("abc"), vnodes=32), RingRouter(list("abcd"), vnodes=32)),
+             (JumpRouter(list("abc")), sweep_routers()[0]["citus"])]
+    for old, new in pairs:
+        small = ids if new.type_name != "citus" else (ids % (1 << 31))
+        b = batch if new.type_name != "citus" else pa.record_batch({"id": small, "bytes": w})
+        parts = [sa.diff_batch(b.slice(lo, hi - lo), "id", old, new, "bytes") for lo, hi in _splits(len(ids), rng)]
+        order = rng.permutation(len(parts))
+        left = parts[order[0]]
+        for i in order[1:]:  # a left fold in a random order
+            left = left.merge(parts[i]) if rng.random() < 0.5 else parts[i].merge(left)
+        tree = sa.tree_reduce(parts)
+        want = plan.diff(old, new, small, weights=w.astype(np.float64)).to_dict()
+        assert left.report().to_dict() == want
+        assert tree.report().to_dict() == want
+        back = sa.DiffPartial.from_row(tree.to_row(), old, new)
+        assert back.report().to_dict() == want
+
+
+def test_partials_of_other_routers_do_not_merge():
+    a = sa.diff_batch(pa.record_batch({"id": [1, 2]}), "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
+    b = sa.diff_batch(pa.record_batch({"id": [1, 2]}), "id", JumpRouter(["a"]), JumpRouter(["a", "c"]))
+    with pytest.raises(ValueError, match="different routers"):
+        a.merge(b)
+    c = sa.diff_batch(pa.record_batch({"id": [1, 2], "w": [1, 1]}), "id", JumpRouter(["a"]),
+                      JumpRouter(["a", "b"]), "w")
+    with pytest.raises(ValueError, match="weights are missing"):
+        a.merge(c)
+    with pytest.raises(ValueError, match="other routers"):
+        sa.DiffPartial.from_row(a.to_row(), JumpRouter(["a"]), JumpRouter(["a", "c"]))
+
+
+def test_analyze_partials_equal_shard_load():
+    rng = np.random.default_rng(5)
+    ids = rng.zipf(1.3, 50_000).astype(np.int64)
+    w = rng.integers(1, 100, len(ids))
+    r = MaglevRouter(list("abcdef"))
+    batch = pa.record_batch({"id": ids, "w": w})
+    parts = [sa.analyze_batch(batch.slice(lo, hi - lo), "id", r, "w", capacity=50)
+             for lo, hi in _splits(len(ids), rng)]
+    got = sa.tree_reduce(parts)
+    ref = analysis.shard_load(r, ids, bytes=w.astype(np.float64))
+    assert got.counts.tolist() == ref.counts.tolist()
+    assert got.weighted.tolist() == ref.bytes.tolist()
+    assert got.total == len(ids)
+    # Merged Misra-Gries keeps its bound: the true weight of each reported key lies in [low, high].
+    exact = dict(analysis.top_k(ids, 10, weights=w.astype(np.float64)))
+    assert got.hot.error <= float(w.sum()) / 51
+    for key, lo, hi in got.hot.top(5):
+        assert lo <= exact.get(key, lo) <= hi
+    assert got.hot.top(1)[0][0] == max(exact, key=exact.get)
+
+
+_CHILD = """
+import json, pickle, sys
+from shardhash import arrow
+blob = sys.stdin.buffer.read()
+routers = [pickle.loads(blob) for _ in range(5)]
+first = routers[0].get()
+same = all(r.get() is first for r in routers)
+print(json.dumps({"same": same, "builds": arrow.router_builds(), "route": first.route_many([1, 2, 3]).tolist()}))
+"""
+
+
+def test_shipped_router_is_built_once_per_process():
+    r = MaglevRouter([f"s{i}" for i in range(7)])
+    blob = pickle.dumps(sa.ship(r))
+    assert len(blob) < len(r.to_json()) + 500  # the document, not the table
+    res = subprocess.run([sys.executable, "-c", _CHILD], input=blob, capture_output=True, env=child_env(),
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert got == {"same": True, "builds": {r.fingerprint: 1}, "route": r.route_many([1, 2, 3]).tolist()}
+
+
+def test_shipped_router_refuses_a_forged_document():
+    r = JumpRouter(["a", "b"])
+    other = JumpRouter(["a", "b", "c"])
+    forged = sa._unship(r.fingerprint + "0", other.to_json(), ("a", "b"))
+    with pytest.raises(ValueError, match="fingerprint"):
+        forged.get()
+
+
+def test_dask_tokenize_is_the_fingerprint():
+    r = RingRouter(list("abc"), vnodes=8)
+    assert r.__dask_tokenize__() == ("shardhash.router", r.fingerprint)
+    assert sa.ship(r).__dask_tokenize__() == r.__dask_tokenize__()
+
+
+# -- bad input ------------------------------------------------------------------------
+
+
+def test_missing_column_names_the_source_and_columns():
+    b = pa.record_batch({"user": [1, 2]})
+    with pytest.raises(ValueError, match=r"f\.parquet: no column 'id' \(columns: user\)"):
+        sa.route_batch(b, "id", JumpRouter(["a"]), source="f.parquet")
+    with pytest.raises(ValueError, match="no column 'id'"):
+        sa.diff_batch(b, "id", JumpRouter(["a"]), JumpRouter(["b"]))
+
+
+def test_null_id_names_source_and_row():
+    b = pa.record_batch({"id": pa.array([1, 2, None, 4, None], pa.int64())})
+    with pytest.raises(ValueError, match=r"f\.parquet: row 102: id column 'id' is null \(2 null"):
+        sa.route_batch(b, "id", JumpRouter(["a"]), source="f.parquet", offset=100)
+    with pytest.raises(ValueError, match=r"row 2: id column 'id' is null"):
+        sa.diff_batch(b, "id", JumpRouter(["a"]), JumpRouter(["b"]))
+    src = pa.array(["x", "x", "y", "y", "y"])
+    batches = [pa.record_batch({"id": pa.array([1, 2, 3], pa.int64()), "f": ["x", "y", "y"]}),
+               pa.record_batch({"id": pa.array([4, 5, None, 6], pa.int64()), "f": ["x", "y", "y", "y"]})]
+    del src
+    with pytest.raises(ValueError, match=r"^y: row 3: id column 'id' is null"):
+        list(sa.route_batches(batches, "id", JumpRouter(["a"]), source_column="f"))
+
+
+def test_id_kinds_never_mix():
+    ints = pa.record_batch({"id": pa.array([1, 2], pa.int32())})
+    strs = pa.record_batch({"id": pa.array(["1", "2"])})
+    r = JumpRouter(["a", "b"])
+    sa.route_batch(ints, "id", r, kind="int")
+    with pytest.raises(TypeError, match="holds str ids where int ids were expected"):
+        sa.route_batch(strs, "id", r, kind="int", source="b.parquet")
+    with pytest.raises(TypeError, match="ids must be integers, strings or binary, not double"):
+        sa.route_batch(pa.record_batch({"id": [1.5]}), "id", r)
+
+
+def test_scan_parquet_names_the_file(data):
+    with pytest.raises(TypeError, match=r"mixes id kinds across files \(int in .*a\.parquet; str in .*b\.parquet\)"):
+        sa.scan_parquet(sa.parquet_files(data["mixed"]), "id")
+    with pytest.raises(ValueError, match=r"part-00\.parquet: no column 'user'"):
+        sa.scan_parquet(sa.parquet_files(data["main"]), "user")
+    kind, rows = sa.scan_parquet(sa.parquet_files(data["main"]), "id", "w")
+    assert (kind, rows) == ("int", len(data["ids"]))
+    with pytest.raises(ValueError, match="no Parquet files"):
+        sa.parquet_files(data["main"] + "/*.csv")
+
+
+def test_need_helper_reports_missing_modules():
+    with pytest.raises((pytest.skip.Exception, pytest.fail.Exception), match="no_such_engine"):
+        need("no_such_engine_module", "no_such_engine")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import shardhash.analysis
+
+    for mod in (sa, shardhash.analysis):
+        res = doctest.testmod(mod)
+        assert res.failed == 0 and res.attempted > 0, mod.__name__

@@ -1,0 +1,159 @@
+"""shardhash.dask on a real distributed.LocalCluster (2 worker processes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import N_FILES, compat_routers, need, sweep_routers
+
+from shardhash import JumpRouter, MaglevRouter, RingRouter, analysis, plan
+from shardhash import arrow as sa
+
+
+@pytest.fixture(scope="module")
+def shd(dask_client):
+    need("dask.dataframe", "dask[dataframe]")
+    import shardhash.dask as mod
+
+    return mod
+
+
+def test_route_and_diff_1m_ids_over_8_files(shd, dask_client, data):
+    ids, w = data["ids"], data["w"]
+    ddf = shd.read_parquet(data["main"], "id")
+    assert ddf.npartitions == N_FILES
+    old = MaglevRouter([f"db{i}" for i in range(6)])
+    new = RingRouter([f"db{i}" for i in range(7)], vnodes=64)
+    citus = compat_routers()["postgres_hash_partition"]
+    out = shd.route(ddf, "id", {"old": old, "new": new, "pg": citus}).compute()
+    assert out["id"].to_numpy().tolist() == ids.tolist()  # one partition per file, in order
+    for col, r in (("old", old), ("new", new), ("pg", citus)):
+        assert list(out[col].cat.categories) == list(r.shards)
+        assert out[col].cat.codes.to_numpy().tolist() == r.route_many(ids).tolist(), col
+    stats: dict = {}
+    rep = shd.diff(ddf, "id", old, new, weights="w", stats=stats)
+    assert rep.to_dict() == plan.diff(old, new, ids, weights=w.astype(np.float64)).to_dict()
+    assert stats["partitions"] == N_FILES
+    # Two worker processes, each built each router at most once, however many tasks it ran.
+    assert len(stats["builds"]) <= 2 and set(stats["builds"].values()) == {1}
+    per_worker = dask_client.run(sa.router_builds)
+    assert len(per_worker) == 2
+    for builds in per_worker.values():
+        for fp in (old.fingerprint, new.fingerprint, citus.fingerprint):
+            assert builds.get(fp, 0) <= 1
+    assert sum(b.get(old.fingerprint, 0) for b in per_worker.values()) >= 1
+
+
+def test_meta_matches_the_partitions(shd, data):
+    ddf = shd.read_parquet(data["main"], "id")
+    r = JumpRouter(["a", "b", "c"])
+    routed = shd.route(ddf, "id", r)
+    part = routed.partitions[0].compute()
+    assert dict(part.dtypes) == dict(routed.dtypes)
+    assert list(routed.dtypes["shard"].categories) == ["a", "b", "c"]
+    ind = shd.route(ddf, "id", r, name="n", indices=True)
+    assert str(ind.dtypes["n"]) == "int32" and str(ind.partitions[1].compute().dtypes["n"]) == "int32"
+
+
+def test_every_router_type(shd, data):
+    ints, strs = sweep_routers()
+    for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
+        ddf = shd.read_parquet(data[key], "id")
+        out = shd.route(ddf, "id", routers, indices=True).compute()
+        values = data[key + "_ids"].tolist()
+        assert out["id"].tolist() == values
+        for name, r in routers.items():
+            assert out[name].to_numpy().tolist() == r.route_many(values).tolist(), name
+    # diff on a compat pair and a raw-key pair (ints), a native pair (strings)
+    ddf = shd.read_parquet(data["sweep_int"], "id")
+    values = data["sweep_int_ids"]
+    for old, new in ((ints["citus"], ints["vitess"]), (ints["range_int"], ints["watermark"])):
+        assert shd.diff(ddf, "id", old, new).to_dict() == plan.diff(old, new, values).to_dict()
+    sdf = shd.read_parquet(data["sweep_str"], "id")
+    old, new = strs["ketama"], strs["redis_cluster"]
+    assert shd.diff(sdf, "id", old, new).to_dict() == plan.diff(old, new, data["sweep_str_ids"].tolist()).to_dict()
+
+
+def test_analyze_equals_shard_load(shd, data):
+    ddf = shd.read_parquet(data["main"], "id", weights="w")
+    r = MaglevRouter([f"db{i}" for i in range(5)])
+    got = shd.analyze(ddf, "id", r, weights="w", capacity=100)
+    ref = analysis.shard_load(r, data["ids"], bytes=data["w"].astype(np.float64))
+    assert got.counts.tolist() == ref.counts.tolist()
+    assert got.weighted.tolist() == ref.bytes.tolist()
+    assert got.load_report().imbalance() == ref.imbalance()
+
+
+def test_plain_dask_dataframes_work_too(shd):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    ids = np.arange(20_000, dtype=np.int64) * 7919
+    pdf = pd.DataFrame({"id": pd.array([f"u{x}" for x in ids], dtype="string[pyarrow]")})
+    ddf = dd.from_pandas(pdf, npartitions=3)
+    r = RingRouter(list("abcd"), vnodes=16)
+    got = shd.route(ddf, "id", r).compute()
+    assert got["shard"].astype(str).tolist() == [r.route(f"u{x}") for x in ids]
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+
+def test_missing_column(shd, data):
+    with pytest.raises(ValueError, match=r"part-00\.parquet: no column 'user'"):
+        shd.read_parquet(data["main"], "user")
+    ddf = shd.read_parquet(data["main"], "id")
+    with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
+        shd.route(ddf, "user", JumpRouter(["a"]))
+    with pytest.raises(ValueError, match="no weight column 'bytes'"):
+        shd.diff(ddf, "id", JumpRouter(["a"]), JumpRouter(["b"]), weights="bytes")
+
+
+def test_null_id_names_file_and_row(shd, data):
+    ddf = shd.read_parquet(data["nulls"], "id")
+    with pytest.raises(ValueError, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
+        shd.diff(ddf, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
+
+
+def test_null_id_in_a_plain_dataframe_names_partition_and_row(shd):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    pdf = pd.DataFrame({"id": pd.array(list(range(100)), dtype="Int64")})
+    pdf.loc[77, "id"] = pd.NA
+    ddf = dd.from_pandas(pdf, npartitions=2)
+    with pytest.raises(ValueError, match=r"partition 1: row 27: id column 'id' is null"):
+        shd.route(ddf, "id", JumpRouter(["a", "b"])).compute()
+
+
+def test_mixed_id_kinds_across_files(shd, data):
+    with pytest.raises(TypeError, match=r"mixes id kinds across files \(int in .*a\.parquet; str in .*b\.parquet\)"):
+        shd.read_parquet(data["mixed"], "id")
+    # Partitions built by hand: an object column is refused, and so is a
+    # partition whose ids are of another kind than the DataFrame's meta says.
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    ints = pd.DataFrame({"id": [1, 2, 3]})
+    strs = pd.DataFrame({"id": pd.array(["4", "5"], dtype="string[pyarrow]")})
+    mixed = dd.concat([dd.from_pandas(ints, npartitions=1), dd.from_pandas(strs, npartitions=1)])
+    with pytest.raises(TypeError, match="ids of dtype object"):
+        shd.diff(mixed, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
+    lying = dd.from_delayed([dask.delayed(ints.copy)(), dask.delayed(strs.copy)()], meta=ints.iloc[:0],
+                            verify_meta=False)
+    with pytest.raises(TypeError, match="partition 1: id column 'id' holds str ids where int ids were expected"):
+        shd.diff(lying, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
+    with pytest.raises(TypeError, match="partition 1: .*holds str ids where int ids were expected"):
+        shd.route(lying, "id", JumpRouter(["a"])).compute()
+
+
+def test_dask_tokens_follow_the_fingerprint(shd):
+    from dask.base import tokenize
+
+    from shardhash import load_router
+
+    r = MaglevRouter(list("abc"))
+    assert tokenize(r) == tokenize(load_router(r.to_json())) == tokenize(sa.ship(r))
+    assert tokenize(r) != tokenize(MaglevRouter(list("abcd")))

@@ -1,0 +1,100 @@
+"""shardhash.spark on a real local[2] Spark session (Java from Debian packages)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import compat_routers, sweep_routers
+
+from shardhash import JumpRouter, MaglevRouter, RingRouter, analysis, plan
+
+
+@pytest.fixture(scope="module")
+def shs(spark):
+    import shardhash.spark as mod
+
+    return mod
+
+
+def _arrow(df):
+    """Collect a Spark DataFrame as an Arrow table (toArrow on Spark 4, via pandas before)."""
+    import pyarrow as pa
+
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
+
+
+def test_route_and_diff_1m_ids_over_8_files(shs, spark, data):
+    ids, w = data["ids"], data["w"]
+    df = spark.read.parquet(data["main"])
+    assert df.rdd.getNumPartitions() >= 8
+    old = MaglevRouter([f"db{i}" for i in range(6)])
+    new = RingRouter([f"db{i}" for i in range(7)], vnodes=64)
+    pg = compat_routers()["postgres_hash_partition"]
+    out = _arrow(shs.route(df, "id", {"old": old, "new": new, "pg": pg}, indices=True))
+    order = np.argsort(out.column("id").to_numpy())
+    ref_order = np.argsort(ids)
+    assert out.column("id").to_numpy()[order].tolist() == ids[ref_order].tolist()
+    for col, r in (("old", old), ("new", new), ("pg", pg)):
+        assert out.column(col).to_numpy()[order].tolist() == r.route_many(ids)[ref_order].tolist(), col
+    stats: dict = {}
+    rep = shs.diff(df, "id", old, new, weights="w", stats=stats)
+    assert rep.to_dict() == plan.diff(old, new, ids, weights=w.astype(np.float64)).to_dict()
+    assert stats["partials"] == df.rdd.getNumPartitions()
+    # local[2]: each Python worker process built the routers once, however many partitions it served.
+    assert 1 <= len(stats["builds"]) < stats["partials"]
+    assert set(stats["builds"].values()) == {1}
+
+
+def test_shard_names_and_schema(shs, spark, data):
+    df = spark.read.parquet(data["sweep_str"])
+    r = RingRouter(list("abc"), vnodes=8)
+    routed = shs.route(df, "id", r)
+    assert routed.schema["shard"].dataType.simpleString() == "string"
+    rows = routed.limit(500).collect()
+    assert [x["shard"] for x in rows] == [r.route(x["id"]) for x in rows]
+
+
+def test_every_router_type(shs, spark, data):
+    ints, strs = sweep_routers()
+    for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
+        out = _arrow(shs.route(spark.read.parquet(data[key]), "id", routers, indices=True))
+        values = out.column("id").to_pylist()
+        assert sorted(values) == sorted(data[key + "_ids"].tolist())
+        for name, r in routers.items():
+            assert out.column(name).to_pylist() == r.route_many(values).tolist(), name
+    df = spark.read.parquet(data["sweep_int"])
+    old, new = ints["citus"], ints["watermark"]
+    assert shs.diff(df, "id", old, new).to_dict() == plan.diff(old, new, data["sweep_int_ids"]).to_dict()
+
+
+def test_analyze_equals_shard_load(shs, spark, data):
+    df = spark.read.parquet(data["main"])
+    r = MaglevRouter([f"db{i}" for i in range(5)])
+    got = shs.analyze(df, "id", r, weights="w", capacity=100)
+    ref = analysis.shard_load(r, data["ids"], bytes=data["w"].astype(np.float64))
+    assert got.counts.tolist() == ref.counts.tolist()
+    assert got.weighted.tolist() == ref.bytes.tolist()
+
+
+def test_missing_column(shs, spark, data):
+    df = spark.read.parquet(data["main"])
+    with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
+        shs.route(df, "user", JumpRouter(["a"]))
+    with pytest.raises(ValueError, match="no weight column 'bytes'"):
+        shs.diff(df, "id", JumpRouter(["a"]), JumpRouter(["b"]), weights="bytes")
+
+
+def test_null_id_names_file_and_row(shs, spark, data):
+    df = spark.read.parquet(data["nulls"])
+    with pytest.raises(Exception, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
+        shs.diff(df, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
+
+
+def test_mixed_id_kinds_are_refused(shs, spark, data):
+    # Spark gives a DataFrame one type per column; a column of the wrong kind is refused up front.
+    df = spark.createDataFrame([(1.5,), (2.5,)], ["id"])
+    with pytest.raises(TypeError, match="ids must be integers, strings or binary, not double"):
+        shs.route(df, "id", JumpRouter(["a"]))

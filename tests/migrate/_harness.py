@@ -1,0 +1,114 @@
+"""Builds small clusters for the migration tests, on SQLite files or on
+PostgreSQL schemas (one schema per shard in the test server's database)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from shardhash import JumpRouter
+from shardhash.migrate import Cluster
+from shardhash.migrate.cluster import open_backend
+
+SCHEMA = "CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)"
+SCHEMA2 = ("CREATE TABLE events (eid BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, payload TEXT)",
+           "CREATE INDEX events_user ON events(user_id)")
+UPSERT = ("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+          "n = excluded.n")
+
+
+def shard_url(backend: str, root: Path, shard: str) -> str:
+    if backend == "sqlite":
+        return f"sqlite:{shard}.db"
+    tag = root.name.replace("-", "_")[-20:]
+    return f"postgresql:{backend} options='-csearch_path=t{_tag(root)}_{shard}'"
+
+
+def _tag(root: Path) -> str:
+    f = root / ".tag"
+    if not f.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        f.write_text(uuid.uuid4().hex[:10])
+    return f.read_text()
+
+
+def connect(root: Path, shard: str) -> Any:
+    """A connection (sqlite3, or the PostgreSQL adapter) to a shard of the cluster in ``root``."""
+    doc = json.loads((root / "cluster.json").read_text())
+    return open_backend(doc["shards"][shard]["primary"], root).connect()
+
+
+def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: int = 0,
+                 events: bool = False, extra_shards: list[str] = (), backend: str = "sqlite",
+                 **opts: Any) -> Path:
+    """Create the shards, seed ``users`` rows routed by ``router`` and write
+    cluster.json; returns its path (the cluster is initialised)."""
+    root.mkdir(parents=True, exist_ok=True)
+    router = router or JumpRouter(shards)
+    every = list(shards) + list(extra_shards)
+    urls = {s: shard_url(backend, root, s) for s in every}
+    if backend != "sqlite":
+        import psycopg
+
+        with psycopg.connect(backend, autocommit=True) as c:
+            for s in every:
+                c.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+    conns = {s: open_backend(urls[s], root).connect() for s in every}
+    ids = list(range(1, users + 1))
+    owners = router.route_many(ids).tolist() if users else []
+    for s in shards:
+        c = conns[s]
+        c.execute("BEGIN")
+        c.execute(SCHEMA)
+        if events:
+            for q in SCHEMA2:
+                c.execute(q)
+        rows = [(i, f"u{i}", 0) for i, o in zip(ids, owners) if router.shards[o] == s]
+        if rows:
+            c.executemany("INSERT INTO users VALUES (?, ?, ?)", rows)
+            if events:
+                c.executemany("INSERT INTO events VALUES (?, ?, ?)", [(i * 100_000, i, f"e{i}") for i, _, _ in rows])
+        c.execute("COMMIT")
+    for c in conns.values():
+        c.close()
+    tables = [{"name": "users", "key": "id"}]
+    if events:
+        tables.append({"name": "events", "key": "user_id"})
+    doc = {
+        "metadata": "sqlite:meta.db",
+        "shards": {s: {"primary": urls[s]} for s in every},
+        "groups": {"users": {"router": router.to_dict(), "tables": tables}},
+        "options": {"synchronous": "NORMAL", **opts},
+    }
+    path = root / "cluster.json"
+    path.write_text(json.dumps(doc))
+    cl = Cluster.load(path)
+    cl.init()
+    cl.close()
+    return path
+
+
+def drop_cluster(root: Path, backend: str) -> None:
+    """Drop a PostgreSQL cluster's schemas (SQLite files go with the folder)."""
+    if backend == "sqlite" or not (root / ".tag").exists():
+        return
+    import psycopg
+
+    with psycopg.connect(backend, autocommit=True) as c:
+        for (name,) in c.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                                 (f"t{_tag(root)}_%",)).fetchall():
+            c.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
+def shard_rows(root: Path, shard: str, table: str = "users") -> dict[Any, tuple[Any, ...]]:
+    c = connect(root, shard)
+    try:
+        try:
+            rows = c.execute(f"SELECT * FROM {table}").fetchall()
+        except Exception:  # noqa: BLE001 - the table was never created there
+            return {}
+    finally:
+        c.close()
+    return {r[0]: tuple(r) for r in rows}
