@@ -21,6 +21,9 @@
 # inherit the preloaded ASan runtime -- the JVM's own use of SIGSEGV cannot
 # run under it -- and the kernels they check are checked here by the
 # differential tests against the pure-Python references and the fuzz suite.
+# For the same reason the engine tests (tests/engines: Spark's JVM, Ray's and
+# Dask's worker processes) are left out, except the Arrow kernel tests, and
+# the `chaos` crash-injection runs (.ci/post.d/30-chaos.sh runs those).
 # Override the pytest arguments with SANITIZE_PYTEST_ARGS.
 #
 # Run from the repository root (as .ci/run does); needs gcc (for libasan) and
@@ -89,7 +92,9 @@ cp -r tests pyproject.toml "$work/"
 if [ -n "${SANITIZE_PYTEST_ARGS:-}" ]; then
   read -r -a args <<<"$SANITIZE_PYTEST_ARGS"
 else
-  args=(-q -p no:cacheprovider -m "not slow and not oracle" tests)
+  args=(-q -p no:cacheprovider -m "not slow and not oracle and not chaos" tests
+        --ignore=tests/engines/test_spark.py --ignore=tests/engines/test_ray.py
+        --ignore=tests/engines/test_dask.py --ignore=tests/engines/test_engines_cli.py)
 fi
 status=0
 (cd "$work" && "$VENV/bin/python" -m pytest "${args[@]}") || status=$?
