@@ -103,7 +103,7 @@ def test_structured_log_records(caplog: pytest.LogCaptureFixture) -> None:
         _events.emit("stale_route_retry", shard="s2", topology_version=9, shard_key="user:1",
                      migration_id="m7", retry_reason="shard gave the key away")
     (rec,) = [r for r in caplog.records if r.name == "shardhash.events"]
-    assert rec.levelno == logging.WARNING
+    assert rec.levelno == logging.INFO  # a retried stale route is routine; errors are WARNING
     doc = json.loads(JsonFormatter().format(rec))
     assert doc["event"] == "stale_route_retry" and doc["topology_version"] == 9
     assert doc["shard_key"] == "user:1" and doc["migration_id"] == "m7" and doc["shard"] == "s2"
@@ -149,3 +149,14 @@ def test_names_never_collide_with_the_migration_gauges() -> None:
     theirs = {mf.name for mf in prometheus_client.REGISTRY.collect() if mf.name.startswith("shardhash_")}
     ours = {mf.name for mf in ShardMetrics().registry.collect()}
     assert theirs and ours and not theirs & ours
+
+
+def test_log_levels_by_event(caplog: pytest.LogCaptureFixture) -> None:
+    # Errors and verify mismatches need an operator (WARNING); a retried stale
+    # route is routine during a migration (INFO); routed keys are DEBUG.
+    with caplog.at_level(logging.DEBUG, logger="shardhash.events"):
+        for event in ("error", "verify_mismatch", "stale_route_retry", "route"):
+            _events.emit(event, shard="s1")
+    levels = {r.shardhash["event"]: r.levelno for r in caplog.records if r.name == "shardhash.events"}
+    assert levels == {"error": logging.WARNING, "verify_mismatch": logging.WARNING,
+                      "stale_route_retry": logging.INFO, "route": logging.DEBUG}

@@ -37,7 +37,12 @@ _lock = threading.Lock()
 _listeners: tuple[Listener, ...] = ()
 log = logging.getLogger("shardhash.events")
 
-_WARN = frozenset({"error", "stale_route_retry", "verify_mismatch"})
+# A stale route that was refreshed and retried is the protocol working as
+# designed during a migration: INFO, so that an application without logging
+# configured (Python's last-resort handler prints WARNING and up) is not
+# flooded; errors and verify mismatches need an operator: WARNING.
+_WARN = frozenset({"error", "verify_mismatch"})
+_INFO = frozenset({"stale_route_retry"})
 
 
 def subscribe(fn: Listener) -> None:
@@ -68,6 +73,6 @@ def emit(event: str, **fields: Any) -> None:
             fn(event, fields)
         except Exception:  # pragma: no cover - defensive
             log.exception("shardhash event listener %r failed on %s", fn, event)
-    level = logging.WARNING if event in _WARN else logging.DEBUG
+    level = logging.WARNING if event in _WARN else logging.INFO if event in _INFO else logging.DEBUG
     if log.isEnabledFor(level):
         log.log(level, "%s %s", event, fields, extra={"shardhash": {"event": event, **fields}})
