@@ -26,34 +26,21 @@ from __future__ import annotations
 import binascii
 import random
 import string
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
+from bench._timing import best, enabled
 from shardhash.compat import _native_b, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
 
 MIN_LEN, MAX_LEN, FIXED_LEN = 4, 40, 22  # uniform 4..40 has mean 22
 
 
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
-
-
 def _size(benchmark: Any) -> int:
-    return 1_000_000 if _enabled(benchmark) else 5_000
-
-
-def _best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return 1_000_000 if enabled(benchmark) else 5_000
 
 
 def _alternate(fns: dict[str, Callable[[], Any]], rounds: int = 5) -> dict[str, float]:
@@ -61,7 +48,7 @@ def _alternate(fns: dict[str, Callable[[], Any]], rounds: int = 5) -> dict[str, 
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
         for name, fn in fns.items():
-            best[name] = min(best[name], _best(fn, 1))
+            best[name] = min(best[name], best(fn, 1))
     return best
 
 
@@ -101,7 +88,7 @@ def _layout(keys: list[Any], layout: str, binary: bool) -> Any:
 
 def _report(benchmark: Any, name: str, n: int, times: dict[str, float], peer: str | None,
             target: float | None) -> None:
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     ns = {k: v / n * 1e9 for k, v in times.items()}
     ratio = ns["mixed"] / ns["fixed"]
@@ -126,7 +113,7 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
          peer: tuple[str, Callable[[list[Any]], Any], list[Any]] | None = None,
          floor_keys: tuple[list[Any], list[Any]] | None = None, target: float | None = None) -> Any:
     out = benchmark(call, mixed)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         fns: dict[str, Callable[[], Any]] = {"mixed": lambda: call(mixed), "fixed": lambda: call(fixed)}
         if floor_keys is not None:
             fns["floor"] = lambda: _native_b.list_walk_floor(floor_keys[0])
@@ -134,7 +121,7 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
         if peer is not None:
             pname, loop, pkeys = peer
             sample = pkeys[: max(1000, n // 10)]
-            times["peer"] = min(_best(lambda: loop(sample), 1) for _ in range(3)) * n / len(sample)
+            times["peer"] = min(best(lambda: loop(sample), 1) for _ in range(3)) * n / len(sample)
         _report(benchmark, name, n, times, peer[0] if peer else None, target)
     return out
 

@@ -29,12 +29,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench._timing import enabled
 from shardhash import Hasher, JumpRouter, hash_key
 from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
-
-
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
 
 
 def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
@@ -97,13 +94,13 @@ COMPAT = ["ketama-libketama", "ketama-libmemcached", "ketama-twemproxy", "ketama
 @pytest.mark.parametrize("name", COMPAT)
 def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
     r, distinct = _compat_router(name)
-    n = 100_000 if _enabled(benchmark) else 500
+    n = 100_000 if enabled(benchmark) else 500
     keys = (distinct * (n // len(distinct) + 1))[:n]
     route = r.route
     ours = _loop(route, keys)
     benchmark(ours)
     assert [route(k) for k in keys[:50]] == [r.shards[i] for i in r.route_many(keys[:50])]
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     d = {k: i for i, k in enumerate(distinct)}
     slow = r._route_index_slow  # the Python path (the router's previous one-key path)
@@ -140,7 +137,7 @@ def _crc_keyslot(key: str) -> int:
 
 @pytest.mark.parametrize("fn", ["keyslot", "token"])
 def test_one_key_functions(benchmark: Any, fn: str) -> None:
-    n = 200_000 if _enabled(benchmark) else 500
+    n = 200_000 if enabled(benchmark) else 500
     if fn == "keyslot":
         keys: list[Any] = [f"user:{i}" if i % 4 else f"{{user{i}}}.following" for i in range(n)]
         ours, peer, peer_name, target = redis.keyslot, _crc_keyslot, "crc_hqx loop", 5.0
@@ -151,7 +148,7 @@ def test_one_key_functions(benchmark: Any, fn: str) -> None:
         assert [ours(k) for k in keys[:100]] == [peer(k) for k in keys[:100]]
     run = _loop(ours, keys)
     benchmark(run)
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     t = _alternating_best({"ours": run, "peer": _loop(peer, keys)}, 5)
     x = t["peer"] / t["ours"]
@@ -172,7 +169,7 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
     ints = list(range(size))
     keys: Any = np.arange(size, dtype=np.int64) if layout == "numpy" else [f"user:{i}" for i in range(size)]
     loop_keys = ints if layout == "numpy" else keys
-    calls = 5_000 if _enabled(benchmark) else 5
+    calls = 5_000 if enabled(benchmark) else 5
 
     def ours() -> None:
         for _ in range(calls):
@@ -187,7 +184,7 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
 
     benchmark(ours)
     assert r.route_many(keys).tolist() == [r.route_index(k) for k in loop_keys]
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     t = _alternating_best({"ours": ours, "loop": loop}, 7)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
@@ -203,7 +200,7 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
     h = Hasher()
     keys: Any = np.arange(size, dtype=np.int64) if layout == "numpy" else [f"user:{i}" for i in range(size)]
     loop_keys = list(range(size)) if layout == "numpy" else keys
-    calls = 5_000 if _enabled(benchmark) else 5
+    calls = 5_000 if enabled(benchmark) else 5
 
     def ours() -> None:
         for _ in range(calls):
@@ -218,7 +215,7 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
 
     benchmark(ours)
     assert h.hash_array(keys).tolist() == [hash_key(k) for k in loop_keys]
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     t = _alternating_best({"ours": ours, "loop": loop}, 7)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
@@ -250,7 +247,7 @@ def _compat_small(name: str, size: int) -> tuple[Callable[[], Any], Callable[[],
                                   "mongo"])
 def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
     ours_one, loop_one = _compat_small(name, size)
-    calls = 3_000 if _enabled(benchmark) else 3
+    calls = 3_000 if enabled(benchmark) else 3
 
     def ours() -> None:
         for _ in range(calls):
@@ -261,7 +258,7 @@ def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
             loop_one()
 
     benchmark(ours)
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     t = _alternating_best({"ours": ours, "loop": loop}, 5)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6

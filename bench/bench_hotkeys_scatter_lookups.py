@@ -30,14 +30,11 @@ from typing import Any
 
 import pytest
 
+from bench._timing import enabled
 from shardhash import JumpRouter
 from shardhash.hotkeys import HotKeyRouter
 from shardhash.lookups import FactoryStore, LookupIndex
 from shardhash.scatter import scatter_gather
-
-
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
 
 
 def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int = 7,
@@ -57,7 +54,7 @@ def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int = 7,
 
 @pytest.mark.parametrize("op", ["route_write", "route_read"])
 def test_hot_router_cold_key_vs_route(benchmark: Any, op: str) -> None:
-    n = 200_000 if _enabled(benchmark) else 2_000
+    n = 200_000 if enabled(benchmark) else 2_000
     base = JumpRouter([f"s{i}" for i in range(16)])
     hot = HotKeyRouter(base, {f"star{i}": 8 for i in range(100)})
     keys = [f"user:{i}" for i in range(n)]
@@ -72,9 +69,9 @@ def test_hot_router_cold_key_vs_route(benchmark: Any, op: str) -> None:
         for k in keys:
             route(k)
 
-    benchmark.pedantic(ours, rounds=3 if _enabled(benchmark) else 1, iterations=1)
+    benchmark.pedantic(ours, rounds=3 if enabled(benchmark) else 1, iterations=1)
     assert fn(keys[0]) in ((route(keys[0]), 0), [(route(keys[0]), 0)])
-    if _enabled(benchmark):
+    if enabled(benchmark):
         t = _alternating_best({"ours": ours, "route": peer})
         ratio = t["ours"] / t["route"]
         benchmark.extra_info.update({"ns_per_key": round(t["ours"] / n * 1e9, 1),
@@ -118,7 +115,7 @@ def _naive(shards: dict[str, Any], limit: int, after: tuple[int, int] | None = N
 
 @pytest.mark.parametrize("page", ["first", "deep"])
 def test_scatter_gather_vs_fetch_all_sort_slice(benchmark: Any, tmp_path: Path, page: str) -> None:
-    nshards, nrows, limit = (16, 10_000, 100) if _enabled(benchmark) else (4, 500, 20)
+    nshards, nrows, limit = (16, 10_000, 100) if enabled(benchmark) else (4, 500, 20)
     shards = _fleet(tmp_path, nshards, nrows)
     q = "SELECT id, ts, body FROM ev"
     cursor = None
@@ -133,9 +130,9 @@ def test_scatter_gather_vs_fetch_all_sort_slice(benchmark: Any, tmp_path: Path, 
         return scatter_gather(q, shards, order_by=["ts", "id"], unique="id", limit=limit, cursor=cursor,
                               concurrency=1).rows
 
-    got = benchmark.pedantic(ours, rounds=3 if _enabled(benchmark) else 1, iterations=1)
+    got = benchmark.pedantic(ours, rounds=3 if enabled(benchmark) else 1, iterations=1)
     assert got == _naive(shards, limit, after)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         t = _alternating_best({"ours": ours, "naive": lambda: _naive(shards, limit, after)}, repeat=3,
                               timer=time.perf_counter)
         ratio = t["naive"] / t["ours"]
@@ -146,7 +143,7 @@ def test_scatter_gather_vs_fetch_all_sort_slice(benchmark: Any, tmp_path: Path, 
 
 
 def test_kway_merge_vs_concat_sort_slice(benchmark: Any) -> None:
-    nshards, nrows, limit = (16, 10_000, 100) if _enabled(benchmark) else (4, 1_000, 20)
+    nshards, nrows, limit = (16, 10_000, 100) if enabled(benchmark) else (4, 1_000, 20)
     rng = random.Random(3)
     lists = [sorted((rng.randrange(1 << 30), s + nshards * j) for j in range(nrows)) for s in range(nshards)]
 
@@ -161,9 +158,9 @@ def test_kway_merge_vs_concat_sort_slice(benchmark: Any) -> None:
     def naive() -> list[tuple[int, int]]:
         return sorted(x for lst in lists for x in lst)[:limit]
 
-    got = benchmark.pedantic(ours, rounds=5 if _enabled(benchmark) else 1, iterations=1)
+    got = benchmark.pedantic(ours, rounds=5 if enabled(benchmark) else 1, iterations=1)
     assert got == naive()
-    if _enabled(benchmark):
+    if enabled(benchmark):
         t = _alternating_best({"ours": ours, "naive": naive})
         ratio = t["naive"] / t["ours"]
         benchmark.extra_info["x_naive"] = round(ratio, 1)
@@ -189,7 +186,7 @@ def test_lookup_is_one_extra_round_trip(benchmark: Any, tmp_path: Path) -> None:
     users = FactoryStore(shards, JumpRouter(names))
     idx = LookupIndex("email", lookup=FactoryStore(shards, JumpRouter(names)), owner=users, owner_table="users")
     idx.create_table()
-    n = 200 if _enabled(benchmark) else 20
+    n = 200 if enabled(benchmark) else 20
     for i in range(n):
         idx.register(i, f"u{i}@example.com", {"name": f"n{i}"})
     opened.clear()
@@ -208,9 +205,9 @@ def test_lookup_is_one_extra_round_trip(benchmark: Any, tmp_path: Path) -> None:
         for i in range(n):
             direct(i)
 
-    benchmark.pedantic(via_lookup, rounds=3 if _enabled(benchmark) else 1, iterations=1)
+    benchmark.pedantic(via_lookup, rounds=3 if enabled(benchmark) else 1, iterations=1)
     assert trips == 2  # the lookup row's shard, then the owner's: one extra round trip, no scatter
-    if _enabled(benchmark):
+    if enabled(benchmark):
         t = _alternating_best({"lookup": via_lookup, "routed": routed}, repeat=3, timer=time.perf_counter)
         ratio = t["lookup"] / t["routed"]
         benchmark.extra_info.update({"round_trips": trips, "over_routed_read": round(ratio, 2)})

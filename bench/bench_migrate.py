@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, plan
+from shardhash import JumpRouter
 from shardhash.migrate import Cluster, Migration
 from shardhash.migrate.cluster import open_backend
 

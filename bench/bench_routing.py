@@ -25,28 +25,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench._timing import best, enabled
 from shardhash import BucketRouter, JumpRouter, MaglevRouter, RangeRouter, RingRouter
 
 BIG = 10_000_000
 
 
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
-
-
 def _size(benchmark: Any, big: int = BIG, small: int = 20_000) -> int:
-    return big if _enabled(benchmark) else small
+    return big if enabled(benchmark) else small
 
 
 def _best(fn: Callable[[], Any], repeat: int = 3, timer: Callable[[], float] = time.process_time) -> float:
     """Best of ``repeat`` runs.  Single-threaded comparisons use CPU time, so
     that other processes on a busy machine do not distort the ratios."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = timer()
-        fn()
-        best = min(best, timer() - t0)
-    return best
+    return best(fn, repeat, timer)
 
 
 def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int = 5,
@@ -96,7 +88,7 @@ def test_bucket_vs_numpy_modulo(benchmark):
     benchmark(r.route_hashes, h, out=out, threads=1)
     want = table[h % np.uint64(b)]
     assert np.array_equal(out, want)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         _report(benchmark, "BucketRouter 4096", n, {"numpy_table_mod": _best(lambda: table[h % np.uint64(b)])},
                 lambda: r.route_hashes(h, out=out, threads=1))
 
@@ -115,7 +107,7 @@ def test_ring_vs_searchsorted(benchmark):
     out = np.empty(n, dtype=np.int32)
     benchmark(r.route_hashes, h, out=out, threads=1)
     assert np.array_equal(out, _ring_peer(tokens, owners, h))
-    if _enabled(benchmark):
+    if enabled(benchmark):
         _report(benchmark, "RingRouter 100x256", n,
                 {"np_searchsorted": _best(lambda: _ring_peer(tokens, owners, h), 2)},
                 lambda: r.route_hashes(h, out=out, threads=1))
@@ -132,7 +124,7 @@ def test_jump_vs_jump_package(benchmark):
     sample = h[:m].tolist()
     jh = jump.hash
     assert out[:1000].tolist() == [jh(k, 1000) for k in sample[:1000]]
-    if _enabled(benchmark):
+    if enabled(benchmark):
         hs = h[:m]
         o = out[:m]
         t = _alternating_best({"ours": lambda: r.route_hashes(hs, out=o, threads=1),
@@ -152,7 +144,7 @@ def test_threads_2_vs_1(benchmark, strategy):
     benchmark(r.route_hashes, h, out=out, threads=2)
     one = r.route_hashes(h, threads=1)
     assert np.array_equal(out, one)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         # wall-clock time, both settings in alternation (best of 5 each), so
         # that a moment of load on the other core hits both alike
         t = _alternating_best({"two": lambda: r.route_hashes(h, out=out, threads=2),
@@ -193,7 +185,7 @@ def test_scalar_route_vs_dict_and_uhashring(benchmark, strategy, kind):
 
     benchmark(ours)
     assert [route(k) for k in keys[:100]] == [shards[i] for i in r.route_many(keys[:100])]
-    if _enabled(benchmark):
+    if enabled(benchmark):
         get = d.get
 
         def dict_loop() -> None:

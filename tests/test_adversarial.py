@@ -19,8 +19,7 @@ import pytest
 import shardhash as sh
 from shardhash import plan
 from shardhash.compat import cassandra, ketama, redis
-
-from conftest import child_env
+from tests._support import child_env
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import shardhash
-from conftest import oracle_required
+from tests._support import oracle_required
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "c" / "run_c_tests.sh"

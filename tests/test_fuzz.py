@@ -5,7 +5,7 @@
   over the input's own memory; scalar and batch accept and reject the same
   keys, with the same exception type;
 * routers of every strategy with random parameters: compiled vs the
-  pure-Python reference (shardhash._routing_py) vs ``route_hash`` one by one,
+  pure-Python reference (shardhash._reference) vs ``route_hash`` one by one,
   threads 1 vs 2, ``out=`` aliasing the hashes;
 * router documents: round trips, and randomly mutated documents, which load
   (and then route like the reference) or fail with TypeError/ValueError only;
@@ -33,12 +33,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import shardhash as sh
-from shardhash._routing_py import ReferenceRouter
-from shardhash.compat import _native_b_py as nref
-from shardhash.compat import _pg_py as pgref
+from shardhash._reference import cassandra as cassandra_ref
+from shardhash._reference import postgres as pgref
+from shardhash._reference import redis as redis_ref
+from shardhash._reference.routing import ReferenceRouter
 from shardhash.compat import cassandra, ketama, mongo, postgres, redis, vitess
-
-from _fuzz_strategies import (
+from tests._fuzz_strategies import (
     Hostile,
     any_keys,
     hash_routers,
@@ -306,9 +306,9 @@ def test_user_code_in_router_and_hasher_arguments(action):
 @given(st.lists(st.binary(max_size=40), max_size=40))
 def test_compat_kernels_vs_references(keys):
     tok = cassandra.token_array(keys, threads=2).tolist()
-    assert tok == [nref.cassandra_token(k) for k in keys] == [cassandra.token(k) for k in keys]
+    assert tok == [cassandra_ref.cassandra_token(k) for k in keys] == [cassandra.token(k) for k in keys]
     slots = redis.keyslot_array(keys, threads=2).tolist()
-    assert slots == [nref.redis_keyslot(k) for k in keys] == [redis.keyslot(k) for k in keys]
+    assert slots == [redis_ref.redis_keyslot(k) for k in keys] == [redis.keyslot(k) for k in keys]
     assert postgres.hash_extended_array(keys, "bytea").tolist() == \
         [pgref.hash_extended(k, "bytea") for k in keys]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from conftest import oracle_required
 from shardhash import JumpRouter, RingRouter
 from shardhash.lookups import DuplicateValue, FactoryStore, LookupIndex
 from shardhash.scatter import ScatterError, scatter_aggregate, scatter_gather
+from tests._support import oracle_required
 
 pytestmark = pytest.mark.oracle
 

@@ -14,7 +14,7 @@ import pytest
 
 import shardhash
 from shardhash import routing
-from conftest import child_env
+from tests._support import child_env
 
 # The command runs in a child Python; "without" blocks the pyarrow import there.
 _RUNNER = (

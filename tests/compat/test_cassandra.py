@@ -19,11 +19,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import cassandra as ref
 from shardhash.compat import cassandra
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 MIN, MAX = -(1 << 63), (1 << 63) - 1
 
 

@@ -28,8 +28,9 @@ from shardhash import plan
 from shardhash.compat import citus
 from shardhash.compat import postgres as pg
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 

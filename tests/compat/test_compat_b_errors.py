@@ -10,7 +10,6 @@ import pytest
 from shardhash.compat import _native_b, cassandra, ketama, mongo, redis, vitess
 from shardhash.routing import load_router
 
-
 # ---------------------------------------------------------------- Cassandra
 
 def test_cassandra_type_errors() -> None:

@@ -19,10 +19,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardhash.compat import _guava_py as ref
+from shardhash._reference import guava as ref
 from shardhash.compat import guava
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 GUAVA_JARS = ("/usr/share/java/guava.jar",)
 
 JAVA_ORACLE = """\

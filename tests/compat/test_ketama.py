@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import ketama as ref
 from shardhash.compat import ketama
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 
 CONFIGS = {  # as in tools/make_compat_vectors_b.py
     "three": (["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], [1, 1, 1]),

@@ -3,7 +3,7 @@
 Three layers of evidence:
 * frozen golden vectors (tests/vectors/compat/postgres_*.tsv, produced by
   tools/make_compat_vectors_a.py from a real PostgreSQL 15 server);
-* the pure-Python reference (compat/_pg_py.py) against the compiled kernels,
+* the pure-Python reference (shardhash._reference.postgres) against the compiled kernels,
   with Hypothesis;
 * a live PostgreSQL server when one is configured (SHARDHASH_PG_DSN, started
   by .ci/pre.d/10-postgres.sh): >= 10,000 values per type through the
@@ -31,10 +31,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardhash.compat import _pg_py as ref
+from shardhash._reference import postgres as ref
 from shardhash.compat import postgres as pg
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 M64 = (1 << 64) - 1
 SEEDS = (pg.HASH_PARTITION_SEED, 0, -1234567890123456789 & M64)
 

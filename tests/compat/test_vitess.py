@@ -16,11 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import vitess as ref
 from shardhash.compat import vitess
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 
 
 def _rows() -> list[tuple[str, str, str, str, str]]:

@@ -13,23 +13,10 @@ import sys
 import numpy as np
 import pytest
 
+from tests._support import child_env, oracle_required
 
-def oracle_required() -> bool:
-    """In CI a missing engine is a failure; on a developer machine a skip (as tests/conftest.py)."""
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
+__all__ = ["child_env"]  # re-exported for the engine tests
 
-
-def child_env(**extra: str) -> dict[str, str]:
-    """os.environ for a child Python that imports the same shardhash as this run (as tests/conftest.py)."""
-    from pathlib import Path
-
-    import shardhash
-
-    src = str(Path(shardhash.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env.update(extra)
-    return env
 
 # Keep every engine on the loopback interface, and let Ray's memory monitor
 # leave the workers of a shared machine alone (set before Ray is imported).
@@ -74,7 +61,7 @@ def sweep_routers() -> tuple[dict, dict]:
 
     A key-prefix router reads tuple keys, not an id column, so it is left out.
     """
-    from _router_cases import ALL_ROUTERS
+    from tests._router_cases import ALL_ROUTERS
 
     routers = {k: f() for k, f in ALL_ROUTERS.items() if k != "jump_prefix"}
     routers.update(compat_routers())

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import child_env, need, sweep_routers
+from .conftest import child_env, need, sweep_routers
 
 pa = pytest.importorskip("pyarrow")
 

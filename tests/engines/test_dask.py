@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import N_FILES, compat_routers, need, sweep_routers
-
 from shardhash import JumpRouter, MaglevRouter, RingRouter, analysis, plan
 from shardhash import arrow as sa
+
+from .conftest import N_FILES, compat_routers, need, sweep_routers
 
 
 @pytest.fixture(scope="module")

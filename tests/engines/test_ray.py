@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import N_FILES, compat_routers, sweep_routers
-
 from shardhash import JumpRouter, MaglevRouter, RingRouter, plan
+
+from .conftest import N_FILES, compat_routers, sweep_routers
 
 # Two actors on two CPUs, each reserving half a CPU so Ray Data's own small
 # tasks (listing files) can run beside them.

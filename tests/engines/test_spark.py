@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import compat_routers, sweep_routers
-
 from shardhash import JumpRouter, MaglevRouter, RingRouter, analysis, plan
+
+from .conftest import compat_routers, sweep_routers
 
 
 @pytest.fixture(scope="module")

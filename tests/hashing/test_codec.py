@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from shardhash import Hasher, KeyCodec, hash_array, hash_key
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent / "vectors" / "codec.tsv"
+VECTORS = VECTOR_ROOT / "codec.tsv"
 HEADER = ["int_encoding", "normalization", "casefold", "strip", "key", "encoded", "xxh3_64"]
 
 

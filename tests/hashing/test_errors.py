@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_bytes, hash_key
-from conftest import child_env
+from tests._support import child_env
 
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1

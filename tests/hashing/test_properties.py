@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_key
-from conftest import child_env
+from tests._support import child_env
 
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1

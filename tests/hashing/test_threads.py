@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from shardhash import Hasher, KeyCodec, _parallel, hash_array
-from conftest import child_env
+from tests._support import child_env
 
 N_THREADS = 8
 

@@ -20,8 +20,9 @@ import pytest
 import xxhash
 
 import shardhash
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).resolve().parent / "vectors" / "hashes.tsv"
+VECTORS = VECTOR_ROOT / "hashes.tsv"
 ALGORITHMS = ("xxh3_64", "xxh64", "xxh32", "murmur3_32", "murmur3_128", "fnv1a_32", "fnv1a_64")
 HEX_DIGITS = {"xxh3_64": 16, "xxh64": 16, "xxh32": 8, "murmur3_32": 8, "murmur3_128": 32,
               "fnv1a_32": 8, "fnv1a_64": 16}

@@ -184,7 +184,7 @@ def test_a_fresh_process_loads_the_document() -> None:
     import subprocess
     import sys
 
-    from conftest import child_env
+    from tests._support import child_env
 
     r = HotKeyRouter(JumpRouter(SHARDS), {"star": 3, 5: 2})
     code = ("import sys, json\nfrom shardhash.routing import load_router\n"

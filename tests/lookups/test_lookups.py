@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from conftest import child_env
 from shardhash import JumpRouter, RingRouter
 from shardhash.lookups import DuplicateValue, FactoryStore, LookupIndex
+from tests._support import child_env
 
 NAMES = ["a", "b", "c", "d"]
 

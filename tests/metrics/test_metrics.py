@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import child_env, oracle_required
 from shardhash import _events
 from shardhash.metrics import JsonFormatter, ShardMetrics, available
 from shardhash.scatter import scatter_gather
+from tests._support import child_env, oracle_required
 
 if not available():
     if oracle_required():

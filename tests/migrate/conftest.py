@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import oracle_required
+from tests._support import oracle_required
 
 
 def pg_dsn() -> str | None:

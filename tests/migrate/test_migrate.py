@@ -561,7 +561,7 @@ def test_core_does_not_import_prometheus():
     import subprocess
     import sys
 
-    from conftest import child_env
+    from tests._support import child_env
 
     code = ("import sys, shardhash, shardhash.migrate, shardhash.migrate.cli; "
             "print('prometheus_client' in sys.modules, 'psycopg' in sys.modules)")

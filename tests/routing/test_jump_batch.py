@@ -9,8 +9,7 @@ plain-C test (tests/c/test_place.c) checks both batch kernels directly.
 import numpy as np
 import pytest
 
-from shardhash import JumpRouter, jump_hash, jump_hash_array
-from shardhash import _routing
+from shardhash import JumpRouter, _routing, jump_hash, jump_hash_array
 
 MULT = 2862933555777941757
 MASK = (1 << 64) - 1

@@ -1,7 +1,7 @@
 """Property tests of the routers (Hypothesis).
 
 * scalar == batch for every router and every input kind;
-* compiled == the pure-Python references (shardhash._routing_py), which
+* compiled == the pure-Python references (shardhash._reference), which
   work from the router's document alone;
 * the same routes in another process with another PYTHONHASHSEED;
 * consistency: adding a shard to jump / ring / rendezvous moves keys only
@@ -18,12 +18,11 @@ import sys
 
 import numpy as np
 import pytest
-from _router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardhash import Hasher
-from shardhash._routing_py import ReferenceRouter
+from shardhash._reference.routing import ReferenceRouter
 from shardhash.routing import (
     BucketRouter,
     HashRangeRouter,
@@ -34,7 +33,8 @@ from shardhash.routing import (
     RingRouter,
     load_router,
 )
-from conftest import child_env
+from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
+from tests._support import child_env
 
 U64 = 2**64 - 1
 ROUTERS = {name: f() for name, f in ALL_ROUTERS.items()}

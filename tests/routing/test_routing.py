@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _router_cases import ALL_ROUTERS, HASH_ROUTERS
 
 import shardhash
 from shardhash import Hasher
@@ -26,8 +25,10 @@ from shardhash.routing import (
     jump_hash_array,
     load_router,
 )
+from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent / "vectors" / "routers"
+VECTORS = VECTOR_ROOT / "routers"
 U64 = 2**64 - 1
 # Guava 31.1 Hashing.consistentHash(i, 100) for i = 0..19 (quoted in the routing issue).
 GUAVA_100 = [0, 55, 62, 8, 45, 59, 86, 97, 82, 59, 73, 37, 17, 56, 86, 21, 90, 37, 38, 83]
@@ -229,7 +230,7 @@ def test_hash_range_router():
 
 
 def test_rendezvous_is_argmax_of_documented_draws():
-    from shardhash._routing_py import mix64
+    from shardhash._reference.splitmix64 import mix64
 
     r = RendezvousRouter(["a", "b", "c", "d"])
     seeds = [mix64(int(r.hasher(s))) for s in r.shards]

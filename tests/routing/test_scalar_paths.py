@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardhash import Hasher, KeyCodec, hash_key
-from shardhash._routing_py import ReferenceRouter
+from shardhash._reference.routing import ReferenceRouter
 from shardhash.routing import BucketRouter, JumpRouter, MaglevRouter, RingRouter
 
 U64 = 2**64 - 1
@@ -159,7 +159,7 @@ def test_scalar_jump_matches_the_reference_loop(n):
     loop (SSE4.1 on x86-64); it must equal the paper's loop, written here
     in Python, and the jump-consistent-hash package."""
     from shardhash import jump_hash
-    from shardhash._routing_py import jump as py_jump
+    from shardhash._reference.jump import jump as py_jump
 
     keys = [0, 1, 2, U64, U64 - 1, 2**63] + _lands_on(n) + _lands_on(n // 2) + [
         int(k) for k in RNG.integers(0, U64, 3000, dtype=np.uint64, endpoint=True)]

@@ -9,7 +9,6 @@ import pickle
 
 import numpy as np
 import pytest
-from _router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
 
 from shardhash import Hasher
 from shardhash.routing import (
@@ -21,7 +20,8 @@ from shardhash.routing import (
     register_router_type,
     router_types,
 )
-from conftest import child_env
+from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
+from tests._support import child_env
 
 KEYS = [f"k{i}" for i in range(300)] + list(range(-50, 250))
 INT_KEYS = list(range(-50, 250)) + [999, 1000, 10**6, 2 * 10**6]

@@ -13,6 +13,7 @@ import datetime as _dt
 import math
 import struct
 import uuid as _uuid
+from typing import SupportsFloat, SupportsInt
 
 M32 = 0xFFFFFFFF
 M64 = (1 << 64) - 1
@@ -24,23 +25,42 @@ def _rot(x: int, k: int) -> int:
 
 
 def _mix(a: int, b: int, c: int) -> tuple[int, int, int]:
-    a = (a - c) & M32; a ^= _rot(c, 4); c = (c + b) & M32
-    b = (b - a) & M32; b ^= _rot(a, 6); a = (a + c) & M32
-    c = (c - b) & M32; c ^= _rot(b, 8); b = (b + a) & M32
-    a = (a - c) & M32; a ^= _rot(c, 16); c = (c + b) & M32
-    b = (b - a) & M32; b ^= _rot(a, 19); a = (a + c) & M32
-    c = (c - b) & M32; c ^= _rot(b, 4); b = (b + a) & M32
+    a = (a - c) & M32
+    a ^= _rot(c, 4)
+    c = (c + b) & M32
+    b = (b - a) & M32
+    b ^= _rot(a, 6)
+    a = (a + c) & M32
+    c = (c - b) & M32
+    c ^= _rot(b, 8)
+    b = (b + a) & M32
+    a = (a - c) & M32
+    a ^= _rot(c, 16)
+    c = (c + b) & M32
+    b = (b - a) & M32
+    b ^= _rot(a, 19)
+    a = (a + c) & M32
+    c = (c - b) & M32
+    c ^= _rot(b, 4)
+    b = (b + a) & M32
     return a, b, c
 
 
 def _final(a: int, b: int, c: int) -> tuple[int, int, int]:
-    c ^= b; c = (c - _rot(b, 14)) & M32
-    a ^= c; a = (a - _rot(c, 11)) & M32
-    b ^= a; b = (b - _rot(a, 25)) & M32
-    c ^= b; c = (c - _rot(b, 16)) & M32
-    a ^= c; a = (a - _rot(c, 4)) & M32
-    b ^= a; b = (b - _rot(a, 14)) & M32
-    c ^= b; c = (c - _rot(b, 24)) & M32
+    c ^= b
+    c = (c - _rot(b, 14)) & M32
+    a ^= c
+    a = (a - _rot(c, 11)) & M32
+    b ^= a
+    b = (b - _rot(a, 25)) & M32
+    c ^= b
+    c = (c - _rot(b, 16)) & M32
+    a ^= c
+    a = (a - _rot(c, 4)) & M32
+    b ^= a
+    b = (b - _rot(a, 14)) & M32
+    c ^= b
+    c = (c - _rot(b, 24)) & M32
     return a, b, c
 
 
@@ -111,33 +131,44 @@ _ALIAS = {"smallint": "int2", "integer": "int4", "int": "int4", "bigint": "int8"
           "double precision": "float8", "real": "float4", "character varying": "varchar"}
 
 
-def _key(value: object, type_: str) -> tuple[str, object]:
-    """(kind, payload): kind 'u32' with the uint32 hashed, 'bytes', or 'float'."""
+def _int(value: object) -> int:
+    if isinstance(value, (SupportsInt, str, bytes, bytearray)):
+        return int(value)
+    raise TypeError(f"not an integer: {value!r}")
+
+
+def _float(value: object) -> float:
+    if isinstance(value, (SupportsFloat, str, bytes, bytearray)):
+        return float(value)
+    raise TypeError(f"not a number: {value!r}")
+
+
+def _key(value: object, type_: str) -> int | bytes | float:
+    """What the type's hash function hashes: the uint32 it folds the value to
+    (an int), the value's bytes, or (float4/float8) the float itself."""
     t = _ALIAS.get(type_, type_)
-    if t in ("int2", "int4"):
-        return "u32", int(value) & M32                              # type: ignore[call-overload]
-    if t == "int8":
-        return "u32", fold_int8(int(value))                         # type: ignore[call-overload]
+    if t in ("int2", "int4", "int8"):
+        return _int(value) & M32 if t != "int8" else fold_int8(_int(value))
     if t == "date":
         assert isinstance(value, _dt.date)
-        return "u32", (value.toordinal() - _EPOCH_DATE.toordinal()) & M32
+        return (value.toordinal() - _EPOCH_DATE.toordinal()) & M32
     if t in ("timestamp", "timestamptz"):
         assert isinstance(value, _dt.datetime)
         if value.tzinfo is not None:
             value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-        return "u32", fold_int8((value - _EPOCH_TS) // _dt.timedelta(microseconds=1))
+        return fold_int8((value - _EPOCH_TS) // _dt.timedelta(microseconds=1))
     if t in ("text", "varchar"):
-        return "bytes", str(value).encode("utf-8")
+        return str(value).encode("utf-8")
     if t == "bpchar":
-        return "bytes", str(value).rstrip(" ").encode("utf-8")
+        return str(value).rstrip(" ").encode("utf-8")
     if t == "bytea":
-        return "bytes", bytes(value)                                # type: ignore[call-overload]
+        assert isinstance(value, (bytes, bytearray, memoryview))
+        return bytes(value)
     if t == "uuid":
-        return "bytes", (value if isinstance(value, _uuid.UUID) else _uuid.UUID(str(value))).bytes
-    if t == "float4":
-        return "float", struct.unpack("<f", struct.pack("<f", float(value)))[0]  # type: ignore[arg-type]
-    if t == "float8":
-        return "float", float(value)                                # type: ignore[arg-type]
+        return (value if isinstance(value, _uuid.UUID) else _uuid.UUID(str(value))).bytes
+    if t in ("float4", "float8"):
+        v = _float(value)
+        return struct.unpack("<f", struct.pack("<f", v))[0] if t == "float4" else v
     raise ValueError(f"unsupported type {type_!r}")
 
 
@@ -148,25 +179,25 @@ def _float_bytes(v: float) -> bytes:
 
 
 def hash_extended(value: object, type_: str, seed: int = HASH_PARTITION_SEED) -> int:
-    kind, k = _key(value, type_)
-    if kind == "u32":
-        return hash_uint32_extended(k, seed)                        # type: ignore[arg-type]
-    if kind == "float":
+    k = _key(value, type_)
+    if isinstance(k, int):
+        return hash_uint32_extended(k, seed)
+    if isinstance(k, float):
         if k == 0.0:
             return seed & M64
-        return hash_bytes_extended(_float_bytes(k), seed)           # type: ignore[arg-type]
-    return hash_bytes_extended(k, seed)                             # type: ignore[arg-type]
+        return hash_bytes_extended(_float_bytes(k), seed)
+    return hash_bytes_extended(k, seed)
 
 
 def hash32(value: object, type_: str) -> int:
-    kind, k = _key(value, type_)
-    if kind == "u32":
-        return _signed32(hash_uint32(k))                            # type: ignore[arg-type]
-    if kind == "float":
+    k = _key(value, type_)
+    if isinstance(k, int):
+        return _signed32(hash_uint32(k))
+    if isinstance(k, float):
         if k == 0.0:
             return 0
-        return _signed32(hash_bytes(_float_bytes(k)))               # type: ignore[arg-type]
-    return _signed32(hash_bytes(k))                                 # type: ignore[arg-type]
+        return _signed32(hash_bytes(_float_bytes(k)))
+    return _signed32(hash_bytes(k))
 
 
 def row_hash(row: tuple[object, ...], types: tuple[str, ...]) -> int:
