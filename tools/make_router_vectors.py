@@ -7,13 +7,13 @@ routers:
 
 * jump_hash.json: the ``jump-consistent-hash`` package (``jump.hash(key, n)``)
   and Guava's published ``consistentHash(i, 100)`` values for i = 0..19;
-* every other file: the pure-Python references in ``shardhash._routing_py``,
+* every other file: the pure-Python references in ``shardhash._reference``,
   which work from the document alone.
 
 Run once when a router type is added; existing files are frozen (the tool
 refuses to overwrite a file whose content would change unless --force).
 
-    python tools/make_router_vectors.py [--force]
+    python tools/make_router_vectors.py [--force] [--out DIR]
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the router cases shared with the tests
 
-from _router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
+from tests._router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
 
-from shardhash._routing_py import ReferenceRouter  # noqa: E402
+from shardhash._reference.routing import ReferenceRouter  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "routers"
 
@@ -93,21 +93,23 @@ def router_vectors(name: str, factory, keyed: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
     args = ap.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
+    out_dir: Path = args.out
+    out_dir.mkdir(parents=True, exist_ok=True)
     files = {"jump_hash.json": jump_vectors()}
     for name, f in HASH_ROUTERS.items():
         files[f"{name}.json"] = router_vectors(name, f, False)
     for name, f in KEY_ROUTERS.items():
         files[f"{name}.json"] = router_vectors(name, f, True)
     for fname, data in files.items():
-        path = OUT / fname
+        path = out_dir / fname
         text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
         if path.exists() and path.read_text(encoding="utf-8") != text and not args.force:
             print(f"{fname}: differs from the frozen file; not overwritten (use --force)")
             continue
         path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import hashlib
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from shardhash._reference import ketama as ref
 from shardhash.compat import ketama
 from shardhash.routing import load_router
 from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
 VECTORS = VECTOR_ROOT / "compat"
 
@@ -34,17 +36,11 @@ CONFIGS = {  # as in tools/make_compat_vectors_b.py
 }
 
 
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
-
-
-def _uhashring():  # type: ignore[no-untyped-def]
+def _uhashring() -> Any:
     try:
         import uhashring
     except ImportError as e:
-        if oracle_required():
-            pytest.fail(f"uhashring missing in CI: {e}")
-        pytest.skip(f"uhashring not installed: {e}")
+        oracle_missing("uhashring", str(e))
     return uhashring
 
 
@@ -308,9 +304,7 @@ def test_live_twemproxy(key_hash: str, tmp_path: Path) -> None:
 
     missing = [b for b in ("nutcracker", "redis-server") if shutil.which(b) is None]
     if missing:
-        if oracle_required():
-            pytest.fail(f"twemproxy oracle missing in CI: {', '.join(missing)} not found")
-        pytest.skip(f"twemproxy oracle not available: {', '.join(missing)} not found")
+        oracle_missing("twemproxy oracle", f"{', '.join(missing)} not found")
     ports = [_free_port() for _ in range(4)]
     pids: list[int] = []
     try:
@@ -366,54 +360,12 @@ def test_live_twemproxy(key_hash: str, tmp_path: Path) -> None:
 
 # ------------------------------------------------------------- libmemcached
 
-LIBMEMCACHED_PROGRAM = r"""
-/* argv: host port weight triples; stdin: one hex key per line;
- * stdout: memcached_generate_hash (the server index) per key. */
-#include <libmemcached/memcached.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv) {
-    memcached_st *m = memcached_create(NULL);
-    char line[4096], key[2048];
-    int i;
-    for (i = 1; i + 2 < argc; i += 3)
-        memcached_server_add_with_weight(m, argv[i], (in_port_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
-    memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
-    while (fgets(line, sizeof line, stdin)) {
-        size_t n = strcspn(line, "\r\n"), k;
-        for (k = 0; k + 1 < n; k += 2) {
-            unsigned v;
-            sscanf(line + k, "%2x", &v);
-            key[k / 2] = (char)v;
-        }
-        printf("%u\n", memcached_generate_hash(m, key, n / 2));
-    }
-    memcached_free(m);
-    return 0;
-}
-"""
-
-
 @pytest.mark.oracle
 def test_live_libmemcached(tmp_path: Path) -> None:
-    import shutil
-    import subprocess
-
-    def missing(why: str) -> None:
-        if oracle_required():
-            pytest.fail(f"libmemcached oracle missing in CI: {why}")
-        pytest.skip(f"libmemcached oracle not available: {why}")
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or shutil.which("pkg-config") is None:
-        missing("no C compiler or pkg-config")
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmemcached"], capture_output=True, text=True)
-    if flags.returncode != 0:
-        missing("libmemcached (libmemcached-dev) not installed")
-    (tmp_path / "mc.c").write_text(LIBMEMCACHED_PROGRAM)
-    exe = tmp_path / "mc"
-    subprocess.run([cc, str(tmp_path / "mc.c"), "-o", str(exe), *flags.stdout.split()], check=True)
+    try:
+        exe = ref.build_libmemcached_oracle(tmp_path)
+    except LookupError as e:
+        oracle_missing("libmemcached oracle", str(e))
     rng = random.Random(11)
     configs = [
         [("10.0.0.1", 11211, 1), ("10.0.0.2", 11211, 1), ("10.0.0.3", 11211, 1)],
@@ -425,11 +377,8 @@ def test_live_libmemcached(tmp_path: Path) -> None:
     for conf in configs:
         keys = [f"key{i}".encode() for i in range(1500)] + \
             [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 20))) for _ in range(1500)]
-        args = [str(x) for c in conf for x in c]
-        out = subprocess.run([str(exe), *args], input="\n".join(k.hex() for k in keys) + "\n",
-                             capture_output=True, text=True, check=True).stdout.split()
         r = ketama.KetamaRouter([(h, p) for h, p, _ in conf], [w for _, _, w in conf], "libmemcached")
-        assert r.route_many(keys).tolist() == [int(x) for x in out]
+        assert r.route_many(keys).tolist() == ref.libmemcached_servers(exe, conf, keys)
         total += len(keys)
     assert total >= 10_000
 
