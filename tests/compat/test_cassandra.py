@@ -8,10 +8,8 @@ binary keys with high tail bytes against the installed driver.
 from __future__ import annotations
 
 import bisect
-import os
 import random
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,13 +21,10 @@ from shardhash._reference import cassandra as ref
 from shardhash.compat import cassandra
 from shardhash.routing import load_router
 from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
 VECTORS = VECTOR_ROOT / "compat"
 MIN, MAX = -(1 << 63), (1 << 63) - 1
-
-
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
 
 
 def _driver() -> tuple[object, object]:
@@ -37,9 +32,7 @@ def _driver() -> tuple[object, object]:
         from cassandra.cmurmur3 import murmur3
         from cassandra.metadata import Murmur3Token
     except ImportError as e:
-        if oracle_required():
-            pytest.fail(f"cassandra-driver missing in CI: {e}")
-        pytest.skip(f"cassandra-driver not installed: {e}")
+        oracle_missing("cassandra-driver", str(e))
     return murmur3, Murmur3Token
 
 

@@ -16,7 +16,6 @@ import random
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 import numpy as np

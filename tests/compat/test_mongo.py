@@ -12,7 +12,6 @@ import json
 import math
 import random
 import struct
-from pathlib import Path
 
 import numpy as np
 from hypothesis import given

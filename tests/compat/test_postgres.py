@@ -2,7 +2,7 @@
 
 Three layers of evidence:
 * frozen golden vectors (tests/vectors/compat/postgres_*.tsv, produced by
-  tools/make_compat_vectors_a.py from a real PostgreSQL 15 server);
+  tools/make_compat_vectors.py from a real PostgreSQL 15 server);
 * the pure-Python reference (shardhash._reference.postgres) against the compiled kernels,
   with Hypothesis;
 * a live PostgreSQL server when one is configured (SHARDHASH_PG_DSN, started
@@ -23,7 +23,6 @@ import shutil
 import struct
 import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,18 +33,15 @@ from hypothesis import strategies as st
 from shardhash._reference import postgres as ref
 from shardhash.compat import postgres as pg
 from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
 VECTORS = VECTOR_ROOT / "compat"
 M64 = (1 << 64) - 1
 SEEDS = (pg.HASH_PARTITION_SEED, 0, -1234567890123456789 & M64)
 
 
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
-
-
 # ---------------------------------------------------------------- encoding
-# Golden-vector value encoding (shared with tools/make_compat_vectors_a.py):
+# Golden-vector value encoding (shared with tools/make_compat_vectors.py):
 # JSON for text, hex for bytea, ISO 8601 for dates and times, float.hex()
 # for floats ("nan" for NaN), decimal for integers.
 
@@ -256,9 +252,7 @@ def psql() -> Psql:
         except (AssertionError, OSError, subprocess.TimeoutExpired) as exc:
             why = f"cannot reach PostgreSQL at {dsn!r}: {exc}"
     if why is not None:
-        if oracle_required():
-            pytest.fail(f"PostgreSQL oracle missing in CI: {why}")
-        pytest.skip(f"PostgreSQL oracle not available: {why}")
+        oracle_missing("PostgreSQL oracle", why)
     return p
 
 

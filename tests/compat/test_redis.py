@@ -30,18 +30,13 @@ from shardhash._reference import redis as ref
 from shardhash.compat import redis
 from shardhash.routing import load_router
 from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
 VECTORS = VECTOR_ROOT / "compat"
 
 
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
-
-
-def _missing(why: str) -> None:
-    if oracle_required():
-        pytest.fail(f"Redis oracle missing in CI: {why}")
-    pytest.skip(f"Redis oracle not available: {why}")
+def _missing(why: str) -> NoReturn:
+    oracle_missing("Redis oracle", why)
 
 
 def _rows() -> list[tuple[bytes, int]]:

@@ -8,7 +8,6 @@ from pycryptodome and xxh64 values from the xxhash package.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
