@@ -119,7 +119,7 @@ def _resolve(name: str) -> str:
 
 
 @pytest.mark.parametrize("backend_name", _backends())
-def test_copy_and_catchup_rate(benchmark, backend_name):
+def test_copy_and_catchup_rate(benchmark: Any, backend_name) -> None:
     """Snapshot copy (rows written per second) and catch-up (changes per second)."""
     backend = _resolve(backend_name)
     out = []
@@ -222,7 +222,7 @@ def _pause_run(n: int, backend: str, mode: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("backend_name", _backends())
-def test_write_pause_vs_stop_the_world(benchmark, backend_name):
+def test_write_pause_vs_stop_the_world(benchmark: Any, backend_name) -> None:
     """p99 of the time writers to the moving unit waited, live migration vs
     stop the world, per unit size (target: <= 100 ms and flat in the size)."""
     backend = _resolve(backend_name)

@@ -51,7 +51,7 @@ def _pair(kind: str) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("kind", ["modulo", "jump", "ring", "buckets", "maglev"])
-def test_diff_vs_route_many(benchmark, kind):
+def test_diff_vs_route_many(benchmark: Any, kind) -> None:
     n = BIG if enabled(benchmark) else 50_000
     keys = np.random.default_rng(1).integers(0, 1 << 62, size=n, dtype=np.int64)
     old, new = _pair(kind)
@@ -102,7 +102,7 @@ def _run_plan_child(old: Path, new: Path, ids: Path) -> tuple[dict[str, Any], fl
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="peak RSS via resource.getrusage (POSIX)")
-def test_plan_streamed_from_parquet(benchmark):
+def test_plan_streamed_from_parquet(benchmark: Any) -> None:
     pytest.importorskip("pyarrow")
     big = os.environ.get("SHARDHASH_BENCH_BIG", "") not in ("", "0")
     n = 100_000_000 if big else 300_000

@@ -77,7 +77,7 @@ def _hashes(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
 
 
-def test_bucket_vs_numpy_modulo(benchmark):
+def test_bucket_vs_numpy_modulo(benchmark: Any) -> None:
     n = _size(benchmark)
     b = 4096
     shards = [f"s{i}" for i in range(64)]
@@ -99,7 +99,7 @@ def _ring_peer(tokens: np.ndarray, owners: np.ndarray, h: np.ndarray) -> np.ndar
     return owners[i]
 
 
-def test_ring_vs_searchsorted(benchmark):
+def test_ring_vs_searchsorted(benchmark: Any) -> None:
     n = _size(benchmark)
     r = RingRouter([f"shard-{i}" for i in range(100)], vnodes=256)
     tokens, owners = r.tokens.copy(), r.token_owners.copy()
@@ -113,7 +113,7 @@ def test_ring_vs_searchsorted(benchmark):
                 lambda: r.route_hashes(h, out=out, threads=1))
 
 
-def test_jump_vs_jump_package(benchmark):
+def test_jump_vs_jump_package(benchmark: Any) -> None:
     jump = pytest.importorskip("jump")
     n = _size(benchmark)
     r = JumpRouter([f"s{i}" for i in range(1000)])
@@ -133,7 +133,7 @@ def test_jump_vs_jump_package(benchmark):
 
 
 @pytest.mark.parametrize("strategy", ["ring", "jump"])
-def test_threads_2_vs_1(benchmark, strategy):
+def test_threads_2_vs_1(benchmark: Any, strategy) -> None:
     n = _size(benchmark)
     if strategy == "ring":
         r = RingRouter([f"shard-{i}" for i in range(100)], vnodes=256)
@@ -167,7 +167,7 @@ def _scalar_router(strategy: str, shards: list[str], kind: str = "int") -> Any:
 
 @pytest.mark.parametrize("kind", ["str", "int"])
 @pytest.mark.parametrize("strategy", ["bucket", "maglev", "ring", "jump", "range"])
-def test_scalar_route_vs_dict_and_uhashring(benchmark, strategy, kind):
+def test_scalar_route_vs_dict_and_uhashring(benchmark: Any, strategy, kind) -> None:
     """A Python loop of ``route(key)`` beside a ``dict.get`` loop over the same
     keys (10K distinct keys, so the dict stays in cache: the hardest peer)
     and beside ``uhashring.HashRing.get_node`` (100 nodes)."""

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ pa = pytest.importorskip("pyarrow")
 
 
 class _NoInit(sh.Router):
-    def __init__(self, shards):  # never calls Router.__init__
+    def __init__(self, shards) -> None:  # never calls Router.__init__
         pass
 
 
@@ -48,7 +49,7 @@ class _NoInit(sh.Router):
     lambda: sh.RingRouter.__new__(sh.RingRouter),
     lambda: sh.RangeRouter.__new__(sh.RangeRouter),
 ], ids=["subclass", "jump-new", "ring-new", "range-new"])
-def test_uninitialised_router_raises_typeerror(make, call):
+def test_uninitialised_router_raises_typeerror(make, call) -> None:
     # before the fix: a segfault (route/route_index read a None hasher) or an
     # AttributeError about NoneType (route_many)
     with pytest.raises(TypeError):
@@ -59,7 +60,7 @@ def test_uninitialised_router_raises_typeerror(make, call):
 
 
 class _Shrinker:
-    def __init__(self, victim, mode):
+    def __init__(self, victim, mode) -> None:
         self.victim = victim
         self.mode = mode
 
@@ -73,7 +74,7 @@ class _Shrinker:
 
 @pytest.mark.parametrize("mode", ["clear", "del"])
 @pytest.mark.parametrize("flavor", ["uhashring", "libketama"])
-def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode, flavor):
+def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode, flavor) -> None:
     # before the fix: a heap-buffer-overflow (pack_keys walked the caller's
     # list, which the key's __str__ emptied, with bounds checks off)
     r = ketama.KetamaRouter(["a:1", "b:2"], flavor=flavor)
@@ -90,11 +91,11 @@ def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode, flavor):
         assert got.tolist() == [r.route_index(str(k)) for k in snapshot]
 
 
-def test_pack_keys_private_copy_with_a_growing_list():
+def test_pack_keys_private_copy_with_a_growing_list() -> None:
     from shardhash.compat import _native_b
 
     class Grower:
-        def __init__(self, victim):
+        def __init__(self, victim) -> None:
             self.victim = victim
 
         def __bytes__(self):
@@ -123,7 +124,7 @@ def _limited(code: str, seconds: int = 60) -> subprocess.CompletedProcess:
                           timeout=seconds, env=child_env())
 
 
-def test_ring_weight_huge_is_a_quick_valueerror():
+def test_ring_weight_huge_is_a_quick_valueerror() -> None:
     t = time.perf_counter()
     with pytest.raises(ValueError, match="ring tokens"):
         sh.RingRouter(["a", "b"], weights={"a": 1e12})
@@ -134,7 +135,7 @@ def test_ring_weight_huge_is_a_quick_valueerror():
     assert time.perf_counter() - t < 5
 
 
-def test_ring_document_with_huge_weight_under_a_memory_limit():
+def test_ring_document_with_huge_weight_under_a_memory_limit() -> None:
     # before the fix: 18 s and a MemoryError under a 4 GiB limit (every token
     # name was built before the token-count check)
     d = sh.RingRouter(["a", "b"], vnodes=4).to_dict()
@@ -156,7 +157,7 @@ print(round(time.perf_counter() - t, 3))
     assert float(p.stdout.split()[-1]) < 5
 
 
-def test_document_budget_over_nested_routers(monkeypatch):
+def test_document_budget_over_nested_routers(monkeypatch: pytest.MonkeyPatch) -> None:
     from shardhash import _limits
 
     # each Maglev table is within its own limit; together they are not
@@ -179,7 +180,7 @@ def test_document_budget_over_nested_routers(monkeypatch):
                        sh.MaglevRouter(["a", "b"], table_size=1009), 5)
 
 
-def test_limits_are_checked_before_allocating():
+def test_limits_are_checked_before_allocating() -> None:
     from shardhash import _limits
 
     with pytest.raises(ValueError, match="bucket_count"):
@@ -213,7 +214,7 @@ def _hashes(n=100_000):
     lambda: sh.DirectoryRouter(sh.JumpRouter(["a", "b"]), {"x": "c"}),
 ], ids=["jump", "ring", "maglev", "rendezvous", "modulo", "hashrange", "directory"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_route_hashes_out_aliasing_the_input(make, threads):
+def test_route_hashes_out_aliasing_the_input(make, threads) -> None:
     # before the fix: 22,002 of 100,000 wrong with jump, threads=1
     r = make()
     h = _hashes()
@@ -224,7 +225,7 @@ def test_route_hashes_out_aliasing_the_input(make, threads):
         assert np.array_equal(got, want)
 
 
-def test_jump_hash_array_out_aliasing_the_input():
+def test_jump_hash_array_out_aliasing_the_input() -> None:
     from shardhash._routing import jump_hash_array
 
     want = jump_hash_array(_hashes(), 1000)
@@ -232,7 +233,7 @@ def test_jump_hash_array_out_aliasing_the_input():
     assert np.array_equal(jump_hash_array(h, 1000, out=h.view(np.int32)[:len(h)]), want)
 
 
-def test_watermark_out_aliasing_the_ids():
+def test_watermark_out_aliasing_the_ids() -> None:
     r = sh.WatermarkRouter(sh.JumpRouter(["a", "b"]), sh.JumpRouter(["a", "b", "c"]), 50_000)
     ids = np.arange(100_000, dtype=np.int64)
     want = r.route_many(ids.copy())
@@ -248,7 +249,7 @@ def test_watermark_out_aliasing_the_ids():
     lambda n: np.zeros((n, 1), np.int32),
     lambda n: [0] * n,
 ])
-def test_compat_out_is_checked(bad):
+def test_compat_out_is_checked(bad) -> None:
     tr = cassandra.TokenRouter({"a": [0], "b": [2**62]})
     cr = redis.ClusterRouter({"a": [(0, 8000)], "b": [(8001, 16383)]})
     kr = ketama.KetamaRouter(["a:1", "b:2"])
@@ -269,7 +270,7 @@ def test_compat_out_is_checked(bad):
 # ---------------------------------------------------------------- 5. a string split ending in NUL
 
 
-def test_range_router_nul_ended_split_scalar_equals_batch():
+def test_range_router_nul_ended_split_scalar_equals_batch() -> None:
     r = sh.RangeRouter(["b\x00"], ["lo", "hi"])
     assert r.route("b") == "lo"
     assert r.route_many(["b"]).tolist() == [0]
@@ -283,7 +284,7 @@ def test_range_router_nul_ended_split_scalar_equals_batch():
 
 
 @pytest.mark.parametrize("algo", ["xxh32", "murmur3_32", "fnv1a_32"])
-def test_planners_measure_the_32_bit_hash_space(algo):
+def test_planners_measure_the_32_bit_hash_space(algo) -> None:
     hz = sh.Hasher(algo)
     keys = np.arange(200_000)
     pairs = [
@@ -316,7 +317,7 @@ def test_planners_measure_the_32_bit_hash_space(algo):
         abs(sum(plan.target_shares(bigger).values()) - 1) < 1e-12
 
 
-def test_planners_unchanged_for_64_bit_hashers():
+def test_planners_unchanged_for_64_bit_hashers() -> None:
     old = sh.HashRangeRouter([2**63], ["a", "b"])
     new = sh.HashRangeRouter([2**62, 2**63], ["a", "c", "b"])
     assert [(m.lo, m.hi, m.share) for m in plan.moved_ranges(old, new)] == [(2**62, 2**63 - 1, 0.25)]
@@ -330,7 +331,7 @@ def test_planners_unchanged_for_64_bit_hashers():
     lambda: pd.Series(pd.period_range("2020-01", periods=4, freq="M")),
     lambda: pd.Series(pd.interval_range(0, 4)),
 ], ids=["period", "interval"])
-def test_extension_arrays_are_refused_like_their_scalars(series):
+def test_extension_arrays_are_refused_like_their_scalars(series) -> None:
     s = series()
     with pytest.raises(TypeError):
         sh.hash_key(s[0])
@@ -342,7 +343,7 @@ def test_extension_arrays_are_refused_like_their_scalars(series):
         sh.JumpRouter(["a", "b"]).route_many(s)
 
 
-def test_plain_arrow_types_still_hash():
+def test_plain_arrow_types_still_hash() -> None:
     s = pd.Series([1, 2, 3], dtype="Int64")
     assert sh.hash_array(s).tolist() == [sh.hash_key(i) for i in (1, 2, 3)]
     a = pa.array(["x", "y"])
@@ -352,7 +353,7 @@ def test_plain_arrow_types_still_hash():
 # ---------------------------------------------------------------- 8. scalar and batch refuse alike
 
 
-def test_cassandra_blob_refuses_str_in_batch_as_in_scalar():
+def test_cassandra_blob_refuses_str_in_batch_as_in_scalar() -> None:
     r = cassandra.TokenRouter({"a": [0], "b": [2**62]})
     with pytest.raises(TypeError):
         r.route("abc")
@@ -369,7 +370,7 @@ def test_cassandra_blob_refuses_str_in_batch_as_in_scalar():
     assert cassandra.token_array(["abc"]).tolist() == [cassandra.token(b"abc")]
 
 
-def test_directory_and_watermark_refuse_a_base_that_cannot_route():
+def test_directory_and_watermark_refuse_a_base_that_cannot_route() -> None:
     c = redis.ClusterRouter({"a": [(0, 8000)], "b": [(8001, 16383)]})
     with pytest.raises(TypeError, match="hash router"):
         sh.DirectoryRouter(c, {"k": "z"})
@@ -386,7 +387,7 @@ def test_directory_and_watermark_refuse_a_base_that_cannot_route():
 # ---------------------------------------------------------------- 9. exception types
 
 
-def test_deep_json_document_is_a_valueerror(tmp_path):
+def test_deep_json_document_is_a_valueerror(tmp_path: Path) -> None:
     p = tmp_path / "deep.json"
     p.write_text("[" * 5000 + "]" * 5000)
     with pytest.raises(ValueError, match="deep"):
@@ -398,7 +399,7 @@ def test_deep_json_document_is_a_valueerror(tmp_path):
 
 
 @pytest.mark.parametrize("field", ["shards", "version", "type", "params", "hasher"])
-def test_deep_list_in_a_field_is_a_valueerror(field):
+def test_deep_list_in_a_field_is_a_valueerror(field) -> None:
     deep: list = []
     for _ in range(3000):
         deep = [deep]
@@ -410,7 +411,7 @@ def test_deep_list_in_a_field_is_a_valueerror(field):
         sh.JumpRouter(deep)  # the error message must not recurse either
 
 
-def test_cli_deep_document(tmp_path):
+def test_cli_deep_document(tmp_path: Path) -> None:
     p = tmp_path / "deep.json"
     p.write_text("[" * 100_000 + "]" * 100_000)
     ids = tmp_path / "ids.txt"
@@ -426,7 +427,7 @@ def test_cli_deep_document(tmp_path):
     ([0], "uhashring"), ([0], "libketama"), ([0], "libmemcached"), ([3, -1], "libketama"),
     ([], "libketama"), ([1 << 32], "twemproxy"), ([1.5], "libketama"), ([True], "uhashring"),
 ])
-def test_md5_counts_validates_like_the_router(weights, flavor):
+def test_md5_counts_validates_like_the_router(weights, flavor) -> None:
     with pytest.raises((TypeError, ValueError), match="weight") as e:
         ketama.md5_counts(weights, flavor)
     assert e.type in (TypeError, ValueError)

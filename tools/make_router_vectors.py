@@ -26,9 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the router cases shared with the tests
 
-from tests._router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
-
 from shardhash._reference.routing import ReferenceRouter  # noqa: E402
+from tests._router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "routers"
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from shardhash import analysis, routing
 
 
-def test_imbalance():
+def test_imbalance() -> None:
     assert analysis.imbalance([1, 1, 1, 1]) == {"max_mean": 1.0, "cv": 0.0}
     im = analysis.imbalance([0, 0, 0, 40])
     assert im["max_mean"] == 4.0
@@ -22,7 +22,7 @@ def test_imbalance():
         analysis.imbalance([])
 
 
-def test_shard_load_matches_route_many():
+def test_shard_load_matches_route_many() -> None:
     r = routing.JumpRouter(["a", "b", "c"])
     keys = np.arange(30_000, dtype=np.int64)
     b = (keys % 7).astype(float)
@@ -38,7 +38,7 @@ def test_shard_load_matches_route_many():
         analysis.shard_load(r, keys, duration=-1.0)
 
 
-def test_shard_load_from_a_stream_of_chunks():
+def test_shard_load_from_a_stream_of_chunks() -> None:
     r = routing.ModuloRouter(["a", "b"])
     chunks = iter([(np.arange(10), np.ones(10), np.full(10, 2.0)), (np.arange(10, 15), np.ones(5), np.ones(5))])
     rep = analysis.shard_load(r, chunks)
@@ -47,7 +47,7 @@ def test_shard_load_from_a_stream_of_chunks():
 
 
 @given(st.lists(st.integers(0, 20), min_size=1, max_size=300), st.integers(1, 5))
-def test_top_k_exact(keys, k):
+def test_top_k_exact(keys, k) -> None:
     got = analysis.top_k(keys, k, chunk_size=37)
     c = Counter(keys)
     expect = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
@@ -56,7 +56,7 @@ def test_top_k_exact(keys, k):
 
 @given(st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "g"]), min_size=1, max_size=400),
        st.integers(1, 4), st.integers(1, 50))
-def test_heavy_hitters_bounds(keys, capacity, chunk):
+def test_heavy_hitters_bounds(keys, capacity, chunk) -> None:
     hh = analysis.HeavyHitters(capacity)
     hh.update(keys, chunk_size=chunk)
     n = len(keys)
@@ -73,7 +73,7 @@ def test_heavy_hitters_bounds(keys, capacity, chunk):
             assert lo <= true <= hi
 
 
-def test_heavy_hitters_weighted_and_streamed():
+def test_heavy_hitters_weighted_and_streamed() -> None:
     rng = np.random.default_rng(5)
     keys = rng.integers(0, 100_000, size=200_000)
     keys[::10] = 42  # 10% of the stream
@@ -89,7 +89,7 @@ def test_heavy_hitters_weighted_and_streamed():
     assert analysis.hot_keys(keys, 1)[0] == {"key": 42, "count": float(true), "upper": float(true)}
 
 
-def test_hot_key_errors():
+def test_hot_key_errors() -> None:
     with pytest.raises(ValueError, match="k must be >= 1"):
         analysis.top_k([1], 0)
     with pytest.raises(TypeError, match="k must be an int"):
@@ -108,7 +108,7 @@ def _sample_table(n=20_000, seed=1):
     }
 
 
-def test_date_key_sends_recent_writes_to_one_shard():
+def test_date_key_sends_recent_writes_to_one_shard() -> None:
     t = _sample_table()
     reps = analysis.compare_shard_keys(
         t,
@@ -134,7 +134,7 @@ def test_date_key_sends_recent_writes_to_one_shard():
     assert sum(r.counts.sum() for r in reps) == 3 * 20_000
 
 
-def test_compare_shard_keys_accepts_pandas_and_arrow():
+def test_compare_shard_keys_accepts_pandas_and_arrow() -> None:
     pd = pytest.importorskip("pandas")
     pa = pytest.importorskip("pyarrow")
     t = _sample_table(2000)
@@ -143,7 +143,7 @@ def test_compare_shard_keys_accepts_pandas_and_arrow():
     np.testing.assert_array_equal(a[0].counts, b[0].counts)
 
 
-def test_compare_shard_keys_errors():
+def test_compare_shard_keys_errors() -> None:
     t = _sample_table(100)
     with pytest.raises(ValueError, match="no column 'nope'"):
         analysis.compare_shard_keys(t, {"x": ("hash", "nope")})

@@ -76,12 +76,12 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "ring3": d / "ring3.json", "ring4": d / "ring4.json"}
 
 
-def test_version_and_help():
+def test_version_and_help() -> None:
     assert shardhash.__version__ in run("--version").stdout
     assert "demo" in run("--help").stdout
 
 
-def test_demo_json_small():
+def test_demo_json_small() -> None:
     out = json.loads(run("demo", "--keys", "40000", "--json").stdout)
     rows = {r["strategy"]: r for r in out["strategies"]}
     assert set(rows) == {"modulo", "jump", "ring", "buckets", "rendezvous", "maglev"}
@@ -92,14 +92,14 @@ def test_demo_json_small():
         assert rows[s]["route_mkeys_per_s"] > 0
 
 
-def test_demo_text():
+def test_demo_text() -> None:
     out = run("demo", "--keys", "5000").stdout
     assert "4 shards -> 5 shards" in out
     for s in ("modulo", "jump", "ring", "buckets", "rendezvous", "maglev"):
         assert s in out
 
 
-def test_topology_new_show_validate(work):
+def test_topology_new_show_validate(work) -> None:
     p = work["dir"] / "b.json"
     run("topology", "new", "buckets", "--shards", "db1,db2,db3", "--buckets", "1024", "-o", p)
     r = shardhash.load_router(p.read_text())
@@ -116,7 +116,7 @@ def test_topology_new_show_validate(work):
     assert r2.version == r.version + 1 and "db4" in r2.shards
 
 
-def test_route_adds_a_shard_column(work):
+def test_route_adds_a_shard_column(work) -> None:
     out = work["dir"] / "routed.parquet"
     run("route", work["old"], work["ids"], "--column", "user_id", "-o", out)
     t = pq.read_table(out)
@@ -126,7 +126,7 @@ def test_route_adds_a_shard_column(work):
     assert t.column("shard").to_pylist() == [r.shards[i] for i in r.route_many(keys)]
 
 
-def test_plan_with_ids_json_moves_and_plot(work):
+def test_plan_with_ids_json_moves_and_plot(work) -> None:
     moves = work["dir"] / "moves.csv"
     png = work["dir"] / "plan.png"
     p = run("plan", work["old"], work["new"], "--ids", work["ids"], "--column", "user_id",
@@ -149,12 +149,12 @@ def test_plan_with_ids_json_moves_and_plot(work):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_plan_text_output(work):
+def test_plan_text_output(work) -> None:
     out = run("plan", work["old"], work["new"], "--ids", work["ids"]).stdout
     assert "move matrix" in out and "steps" in out and "ideal: 20.00%" in out
 
 
-def test_plan_hash_space_view_of_the_seed_ring(work):
+def test_plan_hash_space_view_of_the_seed_ring(work) -> None:
     out = json.loads(run("plan", work["ring3"], work["ring4"], "--json").stdout)
     assert [(m["lo"], m["hi"], m["source"], m["destination"]) for m in out["moved_ranges"]] == [(21, 40, "B", "D")]
     png = work["dir"] / "ring.png"
@@ -163,7 +163,7 @@ def test_plan_hash_space_view_of_the_seed_ring(work):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_analyze(work):
+def test_analyze(work) -> None:
     out = json.loads(run("analyze", work["ids"], "--column", "name", "--weights", "bytes",
                          "--json", "--top", "3").stdout)
     assert out["rows"] == 20_000
@@ -183,31 +183,31 @@ def test_analyze(work):
 # ------------------------------------------------------------ bad input
 
 
-def test_error_missing_ids_file(work):
+def test_error_missing_ids_file(work) -> None:
     fails("plan", work["old"], work["new"], "--ids", work["dir"] / "nope.parquet", match="no such ids file")
 
 
-def test_error_missing_topology(work):
+def test_error_missing_topology(work) -> None:
     fails("topology", "show", work["dir"] / "nope.json", match="no such topology file")
 
 
-def test_error_wrong_column(work):
+def test_error_wrong_column(work) -> None:
     fails("route", work["old"], work["ids"], "--column", "uid", "-o", work["dir"] / "x.csv",
           match="no column 'uid'")
 
 
-def test_error_non_numeric_weights(work):
+def test_error_non_numeric_weights(work) -> None:
     fails("plan", work["old"], work["new"], "--ids", work["ids"], "--column", "user_id", "--weights", "name",
           match="weights column 'name'")
 
 
-def test_error_corrupt_topology(work):
+def test_error_corrupt_topology(work) -> None:
     bad = work["dir"] / "bad.json"
     bad.write_text('{"format": "shardhash.router/1", "type": ')
     fails("topology", "validate", bad, match="not valid JSON")
 
 
-def test_error_mismatched_fingerprint(work):
+def test_error_mismatched_fingerprint(work) -> None:
     doc = json.loads(work["old"].read_text())
     doc["shards"][0] = "renamed"
     bad = work["dir"] / "tampered.json"
@@ -215,7 +215,7 @@ def test_error_mismatched_fingerprint(work):
     fails("topology", "validate", bad, match="fingerprint mismatch")
 
 
-def test_error_unknown_field(work):
+def test_error_unknown_field(work) -> None:
     doc = json.loads(work["old"].read_text())
     doc["colour"] = "blue"
     bad = work["dir"] / "unknown.json"
@@ -223,13 +223,13 @@ def test_error_unknown_field(work):
     fails("plan", bad, work["new"], match="unknown field")
 
 
-def test_error_corrupt_ids_file(work):
+def test_error_corrupt_ids_file(work) -> None:
     bad = work["dir"] / "corrupt.parquet"
     bad.write_bytes(b"PAR1 but not really" * 20)
     fails("analyze", bad, match="not a readable Parquet file")
 
 
-def test_error_usage(work):
+def test_error_usage(work) -> None:
     fails("frobnicate", match="invalid choice")
     fails("plan", work["old"], match="required")
     fails("plan", work["old"], work["new"], "--weights", "bytes", match="--weights needs --ids")
@@ -237,7 +237,7 @@ def test_error_usage(work):
     fails("topology", "new", "ring", "--shards", "a,a", match="duplicate shard id")
 
 
-def test_error_no_hash_space_view(work):
+def test_error_no_hash_space_view(work) -> None:
     a = work["dir"] / "rv4.json"
     b = work["dir"] / "rv5.json"
     a.write_text(routing.RendezvousRouter(["a", "b"]).to_json())
@@ -245,11 +245,11 @@ def test_error_no_hash_space_view(work):
     fails("plan", a, b, match="--ids")
 
 
-def test_error_output_directory_missing(work):
+def test_error_output_directory_missing(work) -> None:
     fails("route", work["old"], work["ids"], "-o", work["dir"] / "no" / "out.parquet", match="does not exist")
 
 
-def test_route_text_ids_as_strings(work):
+def test_route_text_ids_as_strings(work) -> None:
     ids = work["dir"] / "ids.txt"
     ids.write_text("007\n42\nalice\n")
     out = work["dir"] / "routed.csv"

@@ -71,7 +71,7 @@ def _router(path: Path) -> routing.Router:
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_route_refuses_to_overwrite_its_input(arrow, topo, tmp_path):
+def test_route_refuses_to_overwrite_its_input(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "same.csv"
     text = "id,name\n1,a\n2,b\n"
     ids.write_text(text)
@@ -86,7 +86,7 @@ def test_route_refuses_to_overwrite_its_input(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_route_error_midway_leaves_no_partial_output(arrow, topo, tmp_path):
+def test_route_error_midway_leaves_no_partial_output(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(50)) + "oops,x\n")
     out = tmp_path / "out.csv"
@@ -98,7 +98,7 @@ def test_route_error_midway_leaves_no_partial_output(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_route_keeps_every_column_and_round_trips_ids(arrow, topo, tmp_path):
+def test_route_keeps_every_column_and_round_trips_ids(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     rows = ["user,name,bytes\r\n", '007,"Smith, J",10\r\n', "7,b,20\r\n", 'x-1,"say ""hi""",30\r\n']
     ids.write_text("".join(rows), newline="")
@@ -117,7 +117,7 @@ def test_route_keeps_every_column_and_round_trips_ids(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_no_header_and_header_that_looks_like_data(arrow, topo, tmp_path):
+def test_no_header_and_header_that_looks_like_data(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_text("5\n6\n7\n")
     fails(arrow, "route", topo["int"], ids, "-o", tmp_path / "o.csv",
@@ -129,7 +129,7 @@ def test_no_header_and_header_that_looks_like_data(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_key_type_is_declared_never_guessed(arrow, topo, tmp_path):
+def test_key_type_is_declared_never_guessed(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_text("id\n0\n007\n")
     more = tmp_path / "more.csv"
@@ -151,7 +151,7 @@ def test_key_type_is_declared_never_guessed(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_u64_ids_above_2_63(arrow, topo, tmp_path):
+def test_u64_ids_above_2_63(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     big = [2**64 - 1, 2**63, 5, -3]
     ids.write_text("id\n" + "".join(f"{k}\n" for k in big))
@@ -162,7 +162,7 @@ def test_u64_ids_above_2_63(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_delimiters(arrow, topo, tmp_path):
+def test_delimiters(arrow, topo, tmp_path: Path) -> None:
     r = _router(topo["str"])
     semi = tmp_path / "semi.csv"
     semi.write_text("id;name\nu1;a\nu2;b\n")
@@ -177,7 +177,7 @@ def test_delimiters(arrow, topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_bom_and_spaces_in_header(arrow, topo, tmp_path):
+def test_bom_and_spaces_in_header(arrow, topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_bytes("\ufeff user_id , name\n1,a\n".encode())
     out = tmp_path / "o.csv"
@@ -185,7 +185,7 @@ def test_bom_and_spaces_in_header(arrow, topo, tmp_path):
     assert out.read_text().splitlines()[1] == f"1,a,{_router(topo['int']).route(1)}"
 
 
-def test_bom_and_spaces_same_in_parquet(topo, tmp_path):
+def test_bom_and_spaces_same_in_parquet(topo, tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -200,7 +200,7 @@ def test_bom_and_spaces_same_in_parquet(topo, tmp_path):
 
 
 @pytest.mark.parametrize("arrow", ["without"])
-def test_route_key_explain_and_pipes(arrow, topo, tmp_path):
+def test_route_key_explain_and_pipes(arrow, topo, tmp_path: Path) -> None:
     r = _router(topo["str"])
     p = ok(arrow, "route", topo["str"], "--key", "user-42", "--key", "007")
     assert p.stdout.split()[-4:] == ["user-42", r.route("user-42"), "007", r.route("007")]
@@ -219,7 +219,7 @@ def test_route_key_explain_and_pipes(arrow, topo, tmp_path):
     ("cassandra_token", []), ("postgres_hash_partition", []), ("mongo_hashed", []),
     ("range", ["--splits", "100,200", "--key-type", "int"]), ("maglev", []), ("buckets", ["--buckets", "64"]),
 ])
-def test_topology_new_every_type(strategy, extra, tmp_path):
+def test_topology_new_every_type(strategy, extra, tmp_path: Path) -> None:
     shards = "-80,80-" if strategy == "vitess" else "a,b,c"
     if strategy == "range":
         shards = "a,b,c"
@@ -233,7 +233,7 @@ def test_topology_new_every_type(strategy, extra, tmp_path):
         assert "xxh3_64" not in show
 
 
-def test_topology_show_real_ownership(tmp_path):
+def test_topology_show_real_ownership(tmp_path: Path) -> None:
     out = tmp_path / "ring.json"
     ok("without", "topology", "new", "ring", "--shards", "a,b", "--vnodes", "4", "-o", out)
     show = ok("without", "topology", "show", out).stdout
@@ -247,7 +247,7 @@ def test_topology_show_real_ownership(tmp_path):
     assert f"{own['a'] / 2**64:.4f}" in line and "ranges" in line
 
 
-def test_topology_options_that_do_not_apply_are_errors(tmp_path):
+def test_topology_options_that_do_not_apply_are_errors(tmp_path: Path) -> None:
     fails("without", "topology", "new", "jump", "--shards", "a,b", "--shard-weights", "a=2",
           match="--shard-weights does not apply to jump")
     fails("without", "topology", "new", "jump", "--shards", "a,b", "--seed", str(2**64),
@@ -259,14 +259,14 @@ def test_topology_options_that_do_not_apply_are_errors(tmp_path):
 # -------------------------------------------------------------- 10-12: plans
 
 
-def test_remove_on_jump_warns(tmp_path):
+def test_remove_on_jump_warns(tmp_path: Path) -> None:
     t = tmp_path / "j.json"
     t.write_text(routing.JumpRouter(list("abcde")).to_json())
     p = ok("without", "topology", "remove", t, "--shards", "b", "-o", tmp_path / "j2.json")
     assert "warning" in p.stderr and "rendezvous" in p.stderr
 
 
-def test_unrelated_topologies_and_weighted_balance(tmp_path):
+def test_unrelated_topologies_and_weighted_balance(tmp_path: Path) -> None:
     a = tmp_path / "a.json"
     b = tmp_path / "b.json"
     a.write_text(routing.RendezvousRouter(["x", "y"]).to_json())
@@ -282,7 +282,7 @@ def test_unrelated_topologies_and_weighted_balance(tmp_path):
     assert abs(bal["max_load_over_target"] - 1) < 0.1
 
 
-def test_plan_json_same_keys_with_and_without_ids(tmp_path):
+def test_plan_json_same_keys_with_and_without_ids(tmp_path: Path) -> None:
     a = tmp_path / "a.json"
     b = tmp_path / "b.json"
     a.write_text(routing.JumpRouter(list("abcd")).to_json())
@@ -294,7 +294,7 @@ def test_plan_json_same_keys_with_and_without_ids(tmp_path):
     assert k1 == k2
 
 
-def test_plot_readable_at_5_32_and_1000_shards(tmp_path):
+def test_plot_readable_at_5_32_and_1000_shards(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from PIL import Image
 
@@ -316,19 +316,19 @@ def test_plot_readable_at_5_32_and_1000_shards(tmp_path):
 # ---------------------------------------------------------- 15-16: presentation
 
 
-def test_error_messages(topo):
+def test_error_messages(topo) -> None:
     e = fails("without", "route", topo["int"], "--frobnicate", match="unknown option --frobnicate")
     assert e.count("shardhash") == 2  # "shardhash: error: route: ... (see shardhash route --help)"
     assert "error: shardhash" not in e
 
 
-def test_route_output_format_explained(topo, tmp_path):
+def test_route_output_format_explained(topo, tmp_path: Path) -> None:
     ids = tmp_path / "ids.txt"
     ids.write_text("1\n")
     fails("without", "route", topo["int"], ids, "-o", tmp_path / "x.json", match="route writes CSV")
 
 
-def test_fingerprint_mismatch_and_fix(tmp_path):
+def test_fingerprint_mismatch_and_fix(tmp_path: Path) -> None:
     t = tmp_path / "t.json"
     doc = json.loads(routing.JumpRouter(["a", "b"]).to_json())
     doc["version"] = 9
@@ -340,12 +340,12 @@ def test_fingerprint_mismatch_and_fix(tmp_path):
     assert p.stdout.strip() == _router(t).to_json()
 
 
-def test_help_states_defaults():
+def test_help_states_defaults() -> None:
     p = ok("without", "route", "--help")
     assert "default: shard" in p.stdout and "--no-header" in p.stdout
 
 
-def test_analyze_integers_and_hot_keys(tmp_path):
+def test_analyze_integers_and_hot_keys(tmp_path: Path) -> None:
     ids = tmp_path / "ids.txt"
     ids.write_text("hot\n" * 50 + "".join(f"k{i}\n" for i in range(200)))
     out = json.loads(ok("without", "analyze", ids, "--capacity", "16", "--json").stdout)
@@ -357,7 +357,7 @@ def test_analyze_integers_and_hot_keys(tmp_path):
 # ------------------------------------------------------------- the "done when"
 
 
-def test_route_big_csv_round_trips(topo, tmp_path):
+def test_route_big_csv_round_trips(topo, tmp_path: Path) -> None:
     n = 30_000
     rng = np.random.default_rng(3)
     keys = rng.integers(0, 10**12, size=n)
@@ -399,7 +399,7 @@ class _TTY:
         raise OSError("no file descriptor")
 
 
-def test_progress_shows_totals_rate_and_eta(monkeypatch, tmp_path, capsys):
+def test_progress_shows_totals_rate_and_eta(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("rich")
     from shardhash import cli
 
@@ -415,7 +415,7 @@ def test_progress_shows_totals_rate_and_eta(monkeypatch, tmp_path, capsys):
     assert "bytes/s" in text
 
 
-def test_demo_progress_names_each_stage():
+def test_demo_progress_names_each_stage() -> None:
     from shardhash.cli import run_demo
 
     stages: list[str] = []
@@ -425,7 +425,7 @@ def test_demo_progress_names_each_stage():
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_plan_moves_error_midway_leaves_no_partial_output(arrow, tmp_path):
+def test_plan_moves_error_midway_leaves_no_partial_output(arrow, tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(routing.JumpRouter(list("abcd")).with_key_type("int").to_json())
     b.write_text(routing.JumpRouter(list("abcde"), version=2).with_key_type("int").to_json())
@@ -439,7 +439,7 @@ def test_plan_moves_error_midway_leaves_no_partial_output(arrow, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "ids.txt", "moves.csv"]
 
 
-def test_route_parquet_keeps_every_column(topo, tmp_path):
+def test_route_parquet_keeps_every_column(topo, tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 

@@ -63,7 +63,7 @@ def _outcome(f, key):
         return ("raise", type(e), str(e))
 
 
-def _check_router(r, keys, *, batch=True):
+def _check_router(r, keys, *, batch=True) -> None:
     """route_index (C where it applies) == _route_index_slow (Python) and
     route == shards[route_index]; route_many([k]) agrees when it routes."""
     assert r._keymode_native()  # route/route_index run compat/_scalar's C function
@@ -86,7 +86,7 @@ NODES = [f"10.0.0.{i}:11211" for i in range(10)] + ["cache:22122", ("host-b", 11
 
 
 @pytest.mark.parametrize(("flavor", "key_hash"), [(f, None) for f in ketama.FLAVORS] + [("twemproxy", "md5")])
-def test_ketama_scalar_paths(flavor, key_hash):
+def test_ketama_scalar_paths(flavor, key_hash) -> None:
     r = ketama.KetamaRouter(NODES, weights=[1, 2, 3, 1, 1, 5, 1, 1, 1, 2, 1, 1], flavor=flavor, key_hash=key_hash)
     _check_router(r, _keys())
     # the C path agrees with the continuum lookup of key_hash for the keys it takes
@@ -96,7 +96,7 @@ def test_ketama_scalar_paths(flavor, key_hash):
         assert r.route_index(k) == r._hash_to_index(r.key_hash(k))
 
 
-def test_redis_scalar_paths():
+def test_redis_scalar_paths() -> None:
     for k in _keys():
         assert _outcome(redis.keyslot, k) == _outcome(redis._keyslot_py, k), k
     r = redis.ClusterRouter(redis.even_slot_ranges(["a", "b", "c", "d", "e"]))
@@ -105,7 +105,7 @@ def test_redis_scalar_paths():
     assert redis.keyslot_array(ks).tolist() == [redis.keyslot(k) for k in ks]
 
 
-def test_cassandra_scalar_paths():
+def test_cassandra_scalar_paths() -> None:
     for k in _keys():
         assert _outcome(cassandra.token, k) == _outcome(cassandra._token_py, k), k
     ring = {"n1": cassandra.evenly_spaced_tokens(3)[:1], "n2": [-2, 5], "n3": [2**62, -(2**62)]}
@@ -122,7 +122,7 @@ def test_cassandra_scalar_paths():
 @pytest.mark.parametrize("types", [("int2",), ("int4",), ("int8",), ("bigint",), ("text",), ("varchar",),
                                    ("bpchar",), ("bytea",), ("uuid",), ("date",), ("timestamp",),
                                    ("timestamptz",), ("float8",), ("int4", "text"), ("text", "int8", "date")])
-def test_postgres_scalar_paths(types):
+def test_postgres_scalar_paths(types) -> None:
     r = postgres.HashPartitionRouter([f"p{i}" for i in range(7)], types)
     assert r._keymode_native()
     keys = _keys() + [(1, "a"), (None, "a"), (None, None), (5, "x", dt.date(2001, 1, 1)), ("x", 5, dt.date(2001, 1, 1)), ("y", None, dt.date(1, 1, 1)), (1, 2, None),
@@ -140,25 +140,25 @@ def test_postgres_scalar_paths(types):
                     _outcome(lambda v: postgres._hash_extended_py(v, t, seed), k), (t, k, seed)
 
 
-def test_postgres_incomplete_bounds_raise_like_python():
+def test_postgres_incomplete_bounds_raise_like_python() -> None:
     r = postgres.HashPartitionRouter(["p0", "p1"], ("int8",), bounds=[(4, 0), (4, 1)])
     for k in range(40):
         assert _outcome(r.route_index, k) == _outcome(r._route_index_slow, k)
 
 
 @pytest.mark.parametrize("type_name", ["int4", "int8", "int2", "text", "bytea", "uuid", "date"])
-def test_citus_scalar_paths(type_name):
+def test_citus_scalar_paths(type_name) -> None:
     r = citus.CitusRouter([f"s{i}" for i in range(5)], type_name)
     _check_router(r, _keys())
 
 
 @pytest.mark.parametrize("vindex", ["hash", "xxhash"])
-def test_vitess_scalar_paths(vindex):
+def test_vitess_scalar_paths(vindex) -> None:
     r = vitess.VitessRouter(vitess.even_shard_names(4), vindex)
     _check_router(r, _keys())
 
 
-def test_mongo_scalar_paths():
+def test_mongo_scalar_paths() -> None:
     r = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(6), ["a", "b", "c"])
     _check_router(r, _keys() + [float("inf"), -float("inf"), 2.0**63, -(2.0**63), 1e300, 3.0])
     big = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(200), ["a", "b"])
@@ -193,7 +193,7 @@ def _batches(n):
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 16, 63, 64, 65, 100])
-def test_compat_route_many_small_equals_general(n):
+def test_compat_route_many_small_equals_general(n) -> None:
     """route_many on small inputs (one pass in C) == the general path
     (threads=1 skips the small path) == route_index key by key."""
     for r in _routers():
@@ -207,7 +207,7 @@ def test_compat_route_many_small_equals_general(n):
 
 
 @pytest.mark.parametrize("n", [0, 1, 16, 64, 65])
-def test_compat_array_functions_small_equal_general(n):
+def test_compat_array_functions_small_equal_general(n) -> None:
     for keys in _batches(n):
         assert _outcome(lambda k: redis.keyslot_array(k).tolist(), keys) == \
             _outcome(lambda k: redis.keyslot_array(k, threads=1).tolist(), keys)
@@ -223,7 +223,7 @@ def test_compat_array_functions_small_equal_general(n):
                 assert a == b, (t, seed, n)
 
 
-def test_one_key_paths_from_many_threads():
+def test_one_key_paths_from_many_threads() -> None:
     """Routers are immutable: their C one-key paths may run on many threads
     at once and give the one-shot answers."""
     import threading

@@ -19,7 +19,7 @@ def shd(dask_client):
     return mod
 
 
-def test_route_and_diff_1m_ids_over_8_files(shd, dask_client, data):
+def test_route_and_diff_1m_ids_over_8_files(shd, dask_client, data) -> None:
     ids, w = data["ids"], data["w"]
     ddf = shd.read_parquet(data["main"], "id")
     assert ddf.npartitions == N_FILES
@@ -45,7 +45,7 @@ def test_route_and_diff_1m_ids_over_8_files(shd, dask_client, data):
     assert sum(b.get(old.fingerprint, 0) for b in per_worker.values()) >= 1
 
 
-def test_meta_matches_the_partitions(shd, data):
+def test_meta_matches_the_partitions(shd, data) -> None:
     ddf = shd.read_parquet(data["main"], "id")
     r = JumpRouter(["a", "b", "c"])
     routed = shd.route(ddf, "id", r)
@@ -56,7 +56,7 @@ def test_meta_matches_the_partitions(shd, data):
     assert str(ind.dtypes["n"]) == "int32" and str(ind.partitions[1].compute().dtypes["n"]) == "int32"
 
 
-def test_every_router_type(shd, data):
+def test_every_router_type(shd, data) -> None:
     ints, strs = sweep_routers()
     for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
         ddf = shd.read_parquet(data[key], "id")
@@ -75,7 +75,7 @@ def test_every_router_type(shd, data):
     assert shd.diff(sdf, "id", old, new).to_dict() == plan.diff(old, new, data["sweep_str_ids"].tolist()).to_dict()
 
 
-def test_analyze_equals_shard_load(shd, data):
+def test_analyze_equals_shard_load(shd, data) -> None:
     ddf = shd.read_parquet(data["main"], "id", weights="w")
     r = MaglevRouter([f"db{i}" for i in range(5)])
     got = shd.analyze(ddf, "id", r, weights="w", capacity=100)
@@ -85,7 +85,7 @@ def test_analyze_equals_shard_load(shd, data):
     assert got.load_report().imbalance() == ref.imbalance()
 
 
-def test_plain_dask_dataframes_work_too(shd):
+def test_plain_dask_dataframes_work_too(shd) -> None:
     import dask.dataframe as dd
     import pandas as pd
 
@@ -100,7 +100,7 @@ def test_plain_dask_dataframes_work_too(shd):
 # -- bad input ----------------------------------------------------------------------------
 
 
-def test_missing_column(shd, data):
+def test_missing_column(shd, data) -> None:
     with pytest.raises(ValueError, match=r"part-00\.parquet: no column 'user'"):
         shd.read_parquet(data["main"], "user")
     ddf = shd.read_parquet(data["main"], "id")
@@ -110,13 +110,13 @@ def test_missing_column(shd, data):
         shd.diff(ddf, "id", JumpRouter(["a"]), JumpRouter(["b"]), weights="bytes")
 
 
-def test_null_id_names_file_and_row(shd, data):
+def test_null_id_names_file_and_row(shd, data) -> None:
     ddf = shd.read_parquet(data["nulls"], "id")
     with pytest.raises(ValueError, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
         shd.diff(ddf, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
 
 
-def test_null_id_in_a_plain_dataframe_names_partition_and_row(shd):
+def test_null_id_in_a_plain_dataframe_names_partition_and_row(shd) -> None:
     import dask.dataframe as dd
     import pandas as pd
 
@@ -127,7 +127,7 @@ def test_null_id_in_a_plain_dataframe_names_partition_and_row(shd):
         shd.route(ddf, "id", JumpRouter(["a", "b"])).compute()
 
 
-def test_mixed_id_kinds_across_files(shd, data):
+def test_mixed_id_kinds_across_files(shd, data) -> None:
     with pytest.raises(TypeError, match=r"mixes id kinds across files \(int in .*a\.parquet; str in .*b\.parquet\)"):
         shd.read_parquet(data["mixed"], "id")
     # Partitions built by hand: an object column is refused, and so is a
@@ -149,7 +149,7 @@ def test_mixed_id_kinds_across_files(shd, data):
         shd.route(lying, "id", JumpRouter(["a"])).compute()
 
 
-def test_dask_tokens_follow_the_fingerprint(shd):
+def test_dask_tokens_follow_the_fingerprint(shd) -> None:
     from dask.base import tokenize
 
     from shardhash import load_router

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from shardhash.routing import JumpRouter, MaglevRouter
 
 
 @pytest.fixture(scope="module")
-def topologies(tmp_path_factory):
+def topologies(tmp_path_factory: pytest.TempPathFactory):
     d = tmp_path_factory.mktemp("topologies")
     old = MaglevRouter([f"db{i}" for i in range(4)])
     new = JumpRouter([f"db{i}" for i in range(5)])
@@ -29,7 +30,7 @@ def _read_dataset(folder):
     return ds.dataset(folder, format="parquet", partitioning="hive").to_table()
 
 
-def _check_routed(folder, ids, router, column="shard"):
+def _check_routed(folder, ids, router, column="shard") -> None:
     t = _read_dataset(folder)
     got = dict(zip(t.column("id").to_pylist(), [str(x) for x in t.column(column).to_pylist()]))
     assert len(got) == len(ids) == t.num_rows
@@ -39,7 +40,7 @@ def _check_routed(folder, ids, router, column="shard"):
     assert sorted(folders) == sorted(f"{column}={s}" for s in set(want.values()))
 
 
-def test_dask_route_plan_moves_analyze(dask_client, data, topologies, tmp_path, capsys):
+def test_dask_route_plan_moves_analyze(dask_client, data, topologies, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     old, new, old_path, new_path = topologies
     ids, w = data["ids"], data["w"]
     scheduler = dask_client.scheduler.address
@@ -69,7 +70,7 @@ def test_dask_route_plan_moves_analyze(dask_client, data, topologies, tmp_path, 
     assert {s: v["keys"] for s, v in got["shards"].items()} == dict(zip(old.shards, counts.tolist()))
 
 
-def test_cli_refuses_bad_input_before_starting_an_engine(data, topologies, tmp_path, capsys):
+def test_cli_refuses_bad_input_before_starting_an_engine(data, topologies, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, new, _, new_path = topologies
     out = tmp_path / "o"
     assert main(["route", new_path, data["mixed"], "-o", str(out), "--engine", "dask"]) == 2
@@ -85,7 +86,7 @@ def test_cli_refuses_bad_input_before_starting_an_engine(data, topologies, tmp_p
     assert not out.exists()
 
 
-def test_dask_null_id_leaves_no_output(dask_client, data, topologies, tmp_path, capsys):
+def test_dask_null_id_leaves_no_output(dask_client, data, topologies, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, _, _, new_path = topologies
     out = tmp_path / "routed"
     rc = main(["route", new_path, data["nulls"], "-o", str(out), "--engine", "dask",
@@ -95,7 +96,7 @@ def test_dask_null_id_leaves_no_output(dask_client, data, topologies, tmp_path, 
     assert not out.exists() and os.listdir(tmp_path) == []
 
 
-def test_spark_route(spark, data, topologies, tmp_path):
+def test_spark_route(spark, data, topologies, tmp_path: Path) -> None:
     # (plan --engine spark is shardhash.spark.diff, tested in test_spark.py; the writer is the CLI's own)
     _, new, _, new_path = topologies
     out = tmp_path / "routed"
@@ -103,7 +104,7 @@ def test_spark_route(spark, data, topologies, tmp_path):
     _check_routed(str(out), data["sweep_int_ids"], new)
 
 
-def test_ray_route(ray_ctx, data, topologies, tmp_path):
+def test_ray_route(ray_ctx, data, topologies, tmp_path: Path) -> None:
     # (plan --engine ray is shardhash.ray.diff, tested in test_ray.py; the writer is the CLI's own)
     _, new, _, new_path = topologies
     out = tmp_path / "routed"

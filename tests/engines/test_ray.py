@@ -38,7 +38,7 @@ def _table(ds):
     return pa.concat_tables(ray.get(ds.to_arrow_refs()))
 
 
-def test_route_and_diff_1m_ids_over_8_files(shr, ray_ctx, data):
+def test_route_and_diff_1m_ids_over_8_files(shr, ray_ctx, data) -> None:
     ids, w = data["ids"], data["w"]
     ds = _read(ray_ctx, data["main"])
     old = MaglevRouter([f"db{i}" for i in range(6)])
@@ -60,7 +60,7 @@ def test_route_and_diff_1m_ids_over_8_files(shr, ray_ctx, data):
     assert stats["partials"] >= len(stats["builds"])
 
 
-def test_every_router_type(shr, ray_ctx, data):
+def test_every_router_type(shr, ray_ctx, data) -> None:
     ints, strs = sweep_routers()
     for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
         out = _table(shr.route(_read(ray_ctx, data[key]), "id", routers, indices=True, **POOL))
@@ -70,7 +70,7 @@ def test_every_router_type(shr, ray_ctx, data):
             assert out.column(name).to_pylist() == r.route_many(values).tolist(), name
 
 
-def test_bad_input(shr, ray_ctx, data):
+def test_bad_input(shr, ray_ctx, data) -> None:
     ds = _read(ray_ctx, data["main"])
     with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
         shr.route(ds, "user", JumpRouter(["a"]))

@@ -26,7 +26,7 @@ def _arrow(df):
     return pa.Table.from_pandas(df.toPandas(), preserve_index=False)
 
 
-def test_route_and_diff_1m_ids_over_8_files(shs, spark, data):
+def test_route_and_diff_1m_ids_over_8_files(shs, spark, data) -> None:
     ids, w = data["ids"], data["w"]
     df = spark.read.parquet(data["main"])
     assert df.rdd.getNumPartitions() >= 8
@@ -48,7 +48,7 @@ def test_route_and_diff_1m_ids_over_8_files(shs, spark, data):
     assert set(stats["builds"].values()) == {1}
 
 
-def test_shard_names_and_schema(shs, spark, data):
+def test_shard_names_and_schema(shs, spark, data) -> None:
     df = spark.read.parquet(data["sweep_str"])
     r = RingRouter(list("abc"), vnodes=8)
     routed = shs.route(df, "id", r)
@@ -57,7 +57,7 @@ def test_shard_names_and_schema(shs, spark, data):
     assert [x["shard"] for x in rows] == [r.route(x["id"]) for x in rows]
 
 
-def test_every_router_type(shs, spark, data):
+def test_every_router_type(shs, spark, data) -> None:
     ints, strs = sweep_routers()
     for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
         out = _arrow(shs.route(spark.read.parquet(data[key]), "id", routers, indices=True))
@@ -70,7 +70,7 @@ def test_every_router_type(shs, spark, data):
     assert shs.diff(df, "id", old, new).to_dict() == plan.diff(old, new, data["sweep_int_ids"]).to_dict()
 
 
-def test_analyze_equals_shard_load(shs, spark, data):
+def test_analyze_equals_shard_load(shs, spark, data) -> None:
     df = spark.read.parquet(data["main"])
     r = MaglevRouter([f"db{i}" for i in range(5)])
     got = shs.analyze(df, "id", r, weights="w", capacity=100)
@@ -79,7 +79,7 @@ def test_analyze_equals_shard_load(shs, spark, data):
     assert got.weighted.tolist() == ref.bytes.tolist()
 
 
-def test_missing_column(shs, spark, data):
+def test_missing_column(shs, spark, data) -> None:
     df = spark.read.parquet(data["main"])
     with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
         shs.route(df, "user", JumpRouter(["a"]))
@@ -87,13 +87,13 @@ def test_missing_column(shs, spark, data):
         shs.diff(df, "id", JumpRouter(["a"]), JumpRouter(["b"]), weights="bytes")
 
 
-def test_null_id_names_file_and_row(shs, spark, data):
+def test_null_id_names_file_and_row(shs, spark, data) -> None:
     df = spark.read.parquet(data["nulls"])
     with pytest.raises(Exception, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
         shs.diff(df, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]))
 
 
-def test_mixed_id_kinds_are_refused(shs, spark, data):
+def test_mixed_id_kinds_are_refused(shs, spark, data) -> None:
     # Spark gives a DataFrame one type per column; a column of the wrong kind is refused up front.
     df = spark.createDataFrame([(1.5,), (2.5,)], ["id"])
     with pytest.raises(TypeError, match="ids must be integers, strings or binary, not double"):

@@ -13,7 +13,6 @@ import unicodedata
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np

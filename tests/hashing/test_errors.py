@@ -524,7 +524,7 @@ def test_arrow_invalid_utf8_with_transforming_codec_names_the_key(kind: str) -> 
 
 # -- masked arrays and non-contiguous buffers --------------------------------------------
 
-def test_masked_keys_are_refused_with_their_position():
+def test_masked_keys_are_refused_with_their_position() -> None:
     import numpy as np
 
     from shardhash import JumpRouter, RangeRouter, WatermarkRouter, hash_array
@@ -542,7 +542,7 @@ def test_masked_keys_are_refused_with_their_position():
     assert r.route_many(clean).tolist() == r.route_many([1, 2, 3, 4]).tolist()
 
 
-def test_hash_bytes_names_a_strided_buffer():
+def test_hash_bytes_names_a_strided_buffer() -> None:
     import numpy as np
 
     from shardhash import hash_bytes

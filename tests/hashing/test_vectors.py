@@ -12,7 +12,6 @@ Format and buffer rule: tests/vectors/README.md.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Callable
 
 import mmh3

@@ -54,7 +54,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("kind", ["parquet", "feather", "stream", "csv", "csvgz"])
-def test_tabular_formats_roundtrip_ids_and_weights(files, kind):
+def test_tabular_formats_roundtrip_ids_and_weights(files, kind) -> None:
     r = sio.open_ids(files[kind], column="user_id", weights="bytes", chunk_size=512, id_type="int")
     chunks, ids, ws = _collect(r)
     assert all(len(c.ids) <= 512 for c in chunks)
@@ -65,40 +65,40 @@ def test_tabular_formats_roundtrip_ids_and_weights(files, kind):
 
 
 @pytest.mark.parametrize("kind", ["npy", "txt"])
-def test_single_column_formats(files, kind):
+def test_single_column_formats(files, kind) -> None:
     chunks, ids, ws = _collect(sio.open_ids(files[kind], chunk_size=1000, id_type="int"))
     assert [len(c.ids) for c in chunks] == [1000, 1000, 500]
     np.testing.assert_array_equal(ids, IDS)
     assert ws is None
 
 
-def test_total_rows_known_for_columnar_formats(files):
+def test_total_rows_known_for_columnar_formats(files) -> None:
     assert sio.open_ids(files["parquet"]).total_rows == len(IDS)
     assert sio.open_ids(files["feather"]).total_rows == len(IDS)
     assert sio.open_ids(files["npy"]).total_rows == len(IDS)
     assert sio.open_ids(files["csv"], id_type="int").total_rows is None
 
 
-def test_default_column_is_first_non_weight_column(files):
+def test_default_column_is_first_non_weight_column(files) -> None:
     r = sio.open_ids(files["parquet"], weights="user_id")
     assert r.column == "bytes" or r.column == "name"
     assert sio.open_ids(files["parquet"]).column == "user_id"
 
 
-def test_string_ids(files):
+def test_string_ids(files) -> None:
     chunks, ids, _ = _collect(sio.open_ids(files["parquet"], column="name", chunk_size=999))
     assert ids.dtype == object
     assert ids[0] == "u0" and ids[-1] == f"u{len(IDS) - 1}"
 
 
-def test_npy_is_memory_mapped_and_chunks_are_views(files):
+def test_npy_is_memory_mapped_and_chunks_are_views(files) -> None:
     r = sio.open_ids(files["npy"], chunk_size=100)
     first = next(iter(r))
     # A chunk of a memory-mapped file does not own its data.
     assert not first.ids.flags.owndata
 
 
-def test_text_ids_parsed_by_the_declared_type_never_guessed(tmp_path):
+def test_text_ids_parsed_by_the_declared_type_never_guessed(tmp_path: Path) -> None:
     p = tmp_path / "mixed.txt"
     p.write_text("1\n2\n3\nabc\n")
     with pytest.raises(ValueError, match=r"line 4: 'abc' is not an integer"):
@@ -113,14 +113,14 @@ def test_text_ids_parsed_by_the_declared_type_never_guessed(tmp_path):
         sio.open_ids(p, id_type="auto")
 
 
-def test_uint64_ids_in_text(tmp_path):
+def test_uint64_ids_in_text(tmp_path: Path) -> None:
     p = tmp_path / "big.txt"
     p.write_text(f"{2**64 - 1}\n{2**63}\n")
     ids = next(iter(sio.read_ids(p, id_type="int"))).ids
     assert ids.dtype == np.uint64 and ids.tolist() == [2**64 - 1, 2**63]
 
 
-def test_csv_matches_parquet(files):
+def test_csv_matches_parquet(files) -> None:
     r = sio.open_ids(files["csv"], column="user_id", weights="bytes", chunk_size=400, id_type="int")
     _, ids_a, w_a = _collect(r)
     r2 = sio.open_ids(files["parquet"], column="user_id", weights="bytes", chunk_size=400)
@@ -132,31 +132,31 @@ def test_csv_matches_parquet(files):
 # ------------------------------------------------------------------ errors
 
 
-def test_missing_file(tmp_path):
+def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such file"):
         sio.open_ids(tmp_path / "nope.parquet")
 
 
-def test_directory(tmp_path):
+def test_directory(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         sio.open_ids(tmp_path)
 
 
 @pytest.mark.parametrize("kind", ["parquet", "feather", "csv"])
-def test_wrong_column(files, kind):
+def test_wrong_column(files, kind) -> None:
     with pytest.raises(ValueError, match=r"no column 'nope'; columns are 'user_id', 'bytes', 'name'"):
         sio.open_ids(files[kind], column="nope", id_type="int")
     with pytest.raises(ValueError, match=r"no weights column 'nope'"):
         sio.open_ids(files[kind], weights="nope", id_type="int")
 
 
-def test_weights_column_must_be_numeric(files):
+def test_weights_column_must_be_numeric(files) -> None:
     r = sio.open_ids(files["parquet"], weights="name")
     with pytest.raises(ValueError, match=r"weights column 'name' has type string"):
         list(r)
 
 
-def test_bad_weight_value_in_csv(tmp_path):
+def test_bad_weight_value_in_csv(tmp_path: Path) -> None:
     p = tmp_path / "w.csv"
     p.write_text("id,bytes\n1,10\n2,-5\n")
     with pytest.raises(ValueError, match=r"line 3: weight -5.0"):
@@ -164,14 +164,14 @@ def test_bad_weight_value_in_csv(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["bad.parquet", "bad.feather", "bad.npy"])
-def test_corrupt_binary_files(tmp_path, name):
+def test_corrupt_binary_files(tmp_path: Path, name) -> None:
     p = tmp_path / name
     p.write_bytes(b"this is not what the extension promises" * 10)
     with pytest.raises(ValueError, match="not a readable"):
         sio.open_ids(p)
 
 
-def test_npy_wrong_shape_and_dtype(tmp_path):
+def test_npy_wrong_shape_and_dtype(tmp_path: Path) -> None:
     p = tmp_path / "two.npy"
     np.save(p, np.zeros((3, 2), dtype=np.int64))
     with pytest.raises(ValueError, match=r"1-D"):
@@ -181,35 +181,35 @@ def test_npy_wrong_shape_and_dtype(tmp_path):
         sio.open_ids(p)
 
 
-def test_single_column_formats_reject_columns(files):
+def test_single_column_formats_reject_columns(files) -> None:
     with pytest.raises(ValueError, match="single unnamed column"):
         sio.open_ids(files["npy"], column="x")
     with pytest.raises(ValueError, match="weights need CSV"):
         sio.open_ids(files["txt"], weights="x", id_type="int")
 
 
-def test_float_ids_rejected(tmp_path):
+def test_float_ids_rejected(tmp_path: Path) -> None:
     p = tmp_path / "f.parquet"
     pq.write_table(pa.table({"id": [1.5, 2.5]}), p)
     with pytest.raises(ValueError, match="ids must be integers, strings or bytes"):
         list(sio.read_ids(p))
 
 
-def test_null_id_rejected(tmp_path):
+def test_null_id_rejected(tmp_path: Path) -> None:
     p = tmp_path / "n.parquet"
     pq.write_table(pa.table({"id": pa.array([1, None, 3], pa.int64())}), p)
     with pytest.raises(ValueError, match="missing id"):
         list(sio.read_ids(p))
 
 
-def test_ragged_csv(tmp_path):
+def test_ragged_csv(tmp_path: Path) -> None:
     p = tmp_path / "r.csv"
     p.write_text("a,b\n1,2\n3\n")
     with pytest.raises(ValueError, match="line 3: expected 2 fields, got 1"):
         list(sio.read_ids(p, id_type="int"))
 
 
-def test_bad_chunk_size(files):
+def test_bad_chunk_size(files) -> None:
     with pytest.raises(ValueError, match="chunk_size"):
         sio.open_ids(files["npy"], chunk_size=0)
     with pytest.raises(TypeError, match="chunk_size"):
@@ -220,7 +220,7 @@ def test_bad_chunk_size(files):
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
-def test_chunk_writer_roundtrip(tmp_path, suffix):
+def test_chunk_writer_roundtrip(tmp_path: Path, suffix) -> None:
     p = tmp_path / f"out.{suffix}"
     shards = ["s0", "s1", "s2"]
     idx = (np.arange(len(IDS)) % 3).astype(np.int32)
@@ -240,7 +240,7 @@ def test_chunk_writer_roundtrip(tmp_path, suffix):
         assert [r[1] for r in rows[1:]] == [shards[i] for i in idx]
 
 
-def test_chunk_writer_errors(tmp_path):
+def test_chunk_writer_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="can only write Parquet"):
         sio.ChunkWriter(tmp_path / "x.npy")
     with pytest.raises(FileNotFoundError, match="does not exist"):
@@ -254,7 +254,7 @@ def test_chunk_writer_errors(tmp_path):
 # ---------------------------------------------------------------- iter_chunks
 
 
-def test_iter_chunks_arrays_and_streams():
+def test_iter_chunks_arrays_and_streams() -> None:
     out = list(sio.iter_chunks(np.arange(10), np.ones(10), chunk_size=4))
     assert [len(k) for k, _, _ in out] == [4, 4, 2]
     stream = iter([(np.arange(6), np.ones(6)), np.arange(3)])
@@ -262,7 +262,7 @@ def test_iter_chunks_arrays_and_streams():
     assert [(len(k), w is None) for k, w, _ in out] == [(4, False), (2, False), (3, True)]
 
 
-def test_iter_chunks_errors():
+def test_iter_chunks_errors() -> None:
     with pytest.raises(ValueError, match="weights has 2 values but there are 3 keys"):
         list(sio.iter_chunks([1, 2, 3], [1.0, 2.0]))
     with pytest.raises(ValueError, match=r"weights\[1\] = nan"):

@@ -233,7 +233,7 @@ def _check(root: Path, path: str, logs: list[str], initial, stats: dict) -> None
     cl.close()
 
 
-def test_crash_injection(tmp_path, backend):
+def test_crash_injection(tmp_path: Path, backend) -> None:
     if backend == "sqlite":
         total = int(os.environ.get("SHARDHASH_CHAOS_MIGRATIONS", "100"))
     else:

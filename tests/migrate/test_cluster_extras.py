@@ -13,7 +13,6 @@ from shardhash import JumpRouter, RingRouter, _events
 from shardhash.hotkeys import HotKeyRouter
 from shardhash.lookups import DuplicateValue
 from shardhash.migrate import Cluster
-from shardhash.scatter import ScatterError
 
 SHARDS = ["s0", "s1", "s2"]
 

@@ -20,7 +20,7 @@ FOUR = ["s0", "s1", "s2", "s3"]
 
 
 @pytest.fixture
-def root(tmp_path, backend):
+def root(tmp_path: Path, backend):
     yield tmp_path
     drop_cluster(tmp_path, backend)
 
@@ -39,7 +39,7 @@ def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
     return {k: dict(p)[router.route(k)] for k, p in seen.items()}
 
 
-def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend):
+def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend) -> None:
     path = make_cluster(root, FOUR, users=3000, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -59,7 +59,7 @@ def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend):
     cl.close()
 
 
-def test_ring_with_two_tables_and_live_writes(root, backend):
+def test_ring_with_two_tables_and_live_writes(root, backend) -> None:
     ring = RingRouter(FOUR, vnodes=16)
     path = make_cluster(root, FOUR, ring, users=2000, events=True, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path, retries=5)
@@ -115,7 +115,7 @@ def test_ring_with_two_tables_and_live_writes(root, backend):
     cl.close()
 
 
-def test_stale_router_gets_stale_route_error_then_retries(root, backend):
+def test_stale_router_gets_stale_route_error_then_retries(root, backend) -> None:
     path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
     stale = Cluster.load(path, retries=0)
     old = stale.router()  # cached: never refreshed by this client
@@ -144,7 +144,7 @@ def test_stale_router_gets_stale_route_error_then_retries(root, backend):
         c.close()
 
 
-def test_rollback_after_cutover_replays_destination_writes(root, backend):
+def test_rollback_after_cutover_replays_destination_writes(root, backend) -> None:
     path = make_cluster(root, FOUR, users=800, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -179,7 +179,7 @@ def test_rollback_after_cutover_replays_destination_writes(root, backend):
     cl.close()
 
 
-def test_rollback_before_cutover_leaves_the_source_untouched(root, backend):
+def test_rollback_before_cutover_leaves_the_source_untouched(root, backend) -> None:
     path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     before = {s: shard_rows(root, s) for s in FOUR}
@@ -196,7 +196,7 @@ def test_rollback_before_cutover_leaves_the_source_untouched(root, backend):
     cl.close()
 
 
-def test_verify_lists_the_first_differing_keys(root, backend):
+def test_verify_lists_the_first_differing_keys(root, backend) -> None:
     path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -216,7 +216,7 @@ def test_verify_lists_the_first_differing_keys(root, backend):
     cl.close()
 
 
-def test_failover_changes_only_the_shard_map(tmp_path):
+def test_failover_changes_only_the_shard_map(tmp_path: Path) -> None:
     import shutil
 
     path = make_cluster(tmp_path, FOUR, users=400)
@@ -245,7 +245,7 @@ def test_failover_changes_only_the_shard_map(tmp_path):
     cl.close()
 
 
-def test_bad_input_is_refused_with_a_clear_error(root, backend):
+def test_bad_input_is_refused_with_a_clear_error(root, backend) -> None:
     path = make_cluster(root, FOUR, users=50, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     new, _ = plan.add_shards(cl.router(), "s4")
@@ -279,7 +279,7 @@ def test_bad_input_is_refused_with_a_clear_error(root, backend):
         c.close()
 
 
-def test_table_without_primary_key_is_refused(tmp_path):
+def test_table_without_primary_key_is_refused(tmp_path: Path) -> None:
     for s in ("a", "b"):
         c = sqlite3.connect(tmp_path / f"{s}.db")
         c.execute("CREATE TABLE users (id INTEGER, name TEXT)")
@@ -294,7 +294,7 @@ def test_table_without_primary_key_is_refused(tmp_path):
     cl.close()
 
 
-def test_unreachable_shard_is_a_clear_error(tmp_path):
+def test_unreachable_shard_is_a_clear_error(tmp_path: Path) -> None:
     doc = {"metadata": "sqlite:meta.db", "shards": {"a": "sqlite:missing/a.db"},
            "groups": {"users": {"router": JumpRouter(["a"]).to_dict(), "tables": [{"name": "users", "key": "id"}]}}}
     (tmp_path / "c.json").write_text(json.dumps(doc))
@@ -304,7 +304,7 @@ def test_unreachable_shard_is_a_clear_error(tmp_path):
     cl.close()
 
 
-def test_out_of_order_commits_are_never_skipped(tmp_path):
+def test_out_of_order_commits_are_never_skipped(tmp_path: Path) -> None:
     """PostgreSQL: a transaction that took change id 10 commits after the one
     that took 11; catch-up applies 11 first and still applies 10 later."""
     from .conftest import _need_pg
@@ -346,7 +346,7 @@ def test_out_of_order_commits_are_never_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("case", range(6))
-def test_membership_matches_the_unit_definitions(case):
+def test_membership_matches_the_unit_definitions(case) -> None:
     """The vectorised unit lookup agrees with the units' definitions, key by key."""
     import numpy as np
 
@@ -380,7 +380,7 @@ def test_membership_matches_the_unit_definitions(case):
     assert np.all((got >= 0) == np.array([old.route(k) != new.route(k) for k in keys]))
 
 
-def test_watermark_walk_under_writes(root, backend):
+def test_watermark_walk_under_writes(root, backend) -> None:
     """New ids follow the new layout at once; the walk copies [K - j, K) batch
     by batch, lowers K durably, and ends on the new router; nothing is lost."""
     from shardhash import WatermarkRouter
@@ -438,7 +438,7 @@ def test_watermark_walk_under_writes(root, backend):
     cl.close()
 
 
-def test_two_groups_migrate_side_by_side(tmp_path):
+def test_two_groups_migrate_side_by_side(tmp_path: Path) -> None:
     """Migrations of different table groups run concurrently; each group's
     capture only logs its own tables."""
     shards = FOUR + ["s4"]
@@ -487,7 +487,7 @@ def test_two_groups_migrate_side_by_side(tmp_path):
     cl.close()
 
 
-def test_cli_dry_run_start_status_cleanup(root, backend, capsys):
+def test_cli_dry_run_start_status_cleanup(root, backend, capsys: pytest.CaptureFixture[str]) -> None:
     from shardhash.cli import main
 
     path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
@@ -513,7 +513,7 @@ def test_cli_dry_run_start_status_cleanup(root, backend, capsys):
     assert "rollback is impossible" in capsys.readouterr().err
 
 
-def test_docstring_examples_run():
+def test_docstring_examples_run() -> None:
     import doctest
 
     from shardhash.migrate import cluster as cluster_mod
@@ -522,7 +522,7 @@ def test_docstring_examples_run():
     assert res.attempted > 0 and res.failed == 0
 
 
-def test_toml_cluster_file_and_metrics(tmp_path):
+def test_toml_cluster_file_and_metrics(tmp_path: Path) -> None:
     pytest.importorskip("tomllib")
     path = make_cluster(tmp_path, FOUR, users=100, extra_shards=["s4"])
     doc = json.loads(path.read_text())
@@ -557,7 +557,7 @@ def test_toml_cluster_file_and_metrics(tmp_path):
     cl.close()
 
 
-def test_core_does_not_import_prometheus():
+def test_core_does_not_import_prometheus() -> None:
     import subprocess
     import sys
 
@@ -570,7 +570,7 @@ def test_core_does_not_import_prometheus():
     assert out == ["False", "False"]
 
 
-def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
+def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend) -> None:
     from shardhash.migrate import FenceTimeout
 
     path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
@@ -615,7 +615,7 @@ def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
     cl.close()
 
 
-def test_demo_counts_acknowledged_lost_and_duplicated(tmp_path):
+def test_demo_counts_acknowledged_lost_and_duplicated(tmp_path: Path) -> None:
     from shardhash.migrate.demo import run_demo
 
     res = run_demo(5000, writers=4, folder=str(tmp_path), quiet=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,7 +58,7 @@ def _routers_4_to_5():
 
 
 @pytest.mark.parametrize("pair", range(6))
-def test_diff_matches_route_many_reference(pair):
+def test_diff_matches_route_many_reference(pair) -> None:
     routers = _routers_4_to_5()
     if pair >= len(routers):
         pytest.skip("router not available yet")
@@ -80,7 +81,7 @@ def test_diff_matches_route_many_reference(pair):
 
 @given(st.lists(st.one_of(st.integers(-(2**63), 2**64 - 1), st.text(max_size=8)), max_size=60),
        st.integers(1, 17))
-def test_diff_any_keys_any_chunking(keys, chunk):
+def test_diff_any_keys_any_chunking(keys, chunk) -> None:
     old, new = routing.JumpRouter(["a", "b", "c"]), routing.ModuloRouter(["a", "b", "c", "d"])
     rep = plan.diff(old, new, keys, chunk_size=chunk)
     if keys:
@@ -90,7 +91,7 @@ def test_diff_any_keys_any_chunking(keys, chunk):
         assert rep.total == 0 and rep.moved_fraction == 0.0
 
 
-def test_modulo_3_to_4_moves_three_quarters():
+def test_modulo_3_to_4_moves_three_quarters() -> None:
     old, new = routing.ModuloRouter(["a", "b", "c"]), routing.ModuloRouter(["a", "b", "c", "d"])
     ranges = plan.moved_ranges(old, new)
     # Exactly 9 of the 12 residues mod lcm(3, 4) change owner.
@@ -103,7 +104,7 @@ def test_modulo_3_to_4_moves_three_quarters():
     assert rep.ideal_fraction == 0.25
 
 
-def test_modulo_residue_ranges_are_exact():
+def test_modulo_residue_ranges_are_exact() -> None:
     old, new = routing.ModuloRouter(["a", "b", "c"]), routing.ModuloRouter(["a", "b", "c", "d"])
     ranges = {r.bucket: r for r in plan.moved_ranges(old, new)}
     h = np.concatenate([np.arange(0, 1000, dtype=np.uint64), np.arange(U64 - 999, U64, dtype=np.uint64)])
@@ -116,7 +117,7 @@ def test_modulo_residue_ranges_are_exact():
             assert (r.source, r.destination) == (a, b) and r.lo <= hv <= r.hi
 
 
-def test_jump_4_to_5_moves_only_to_new_shard():
+def test_jump_4_to_5_moves_only_to_new_shard() -> None:
     old, new = routing.JumpRouter(FOUR), routing.JumpRouter(FIVE)
     rep = plan.diff(old, new, _rand_keys(200_000))
     assert rep.moved == int(rep.matrix[:, 4].sum())
@@ -127,7 +128,7 @@ def test_jump_4_to_5_moves_only_to_new_shard():
     assert not any(r.exact for r in ranges)
 
 
-def test_diff_streams_chunks_from_a_reader(tmp_path):
+def test_diff_streams_chunks_from_a_reader(tmp_path: Path) -> None:
     from shardhash.io import open_ids
 
     keys = _rand_keys(30_000)
@@ -139,7 +140,7 @@ def test_diff_streams_chunks_from_a_reader(tmp_path):
     np.testing.assert_array_equal(a.matrix, b.matrix)
 
 
-def test_diff_on_chunk_and_progress_see_every_key():
+def test_diff_on_chunk_and_progress_see_every_key() -> None:
     keys = _rand_keys(10_000)
     old, new = routing.ModuloRouter(FOUR), routing.ModuloRouter(FIVE)
     seen = []
@@ -152,7 +153,7 @@ def test_diff_on_chunk_and_progress_see_every_key():
     np.testing.assert_array_equal(np.concatenate([s[2] for s in seen]), new.route_many(keys))
 
 
-def test_diff_shard_identity_not_index():
+def test_diff_shard_identity_not_index() -> None:
     # The same shard at another index is not a move.
     old = routing.ModuloRouter(["a", "b"])
     new = routing.ModuloRouter(["b", "a"])
@@ -162,7 +163,7 @@ def test_diff_shard_identity_not_index():
     assert plan.diff(old, same, _rand_keys(1000)).moved == 0
 
 
-def test_diff_with_different_hashers_routes_each_its_own_way():
+def test_diff_with_different_hashers_routes_each_its_own_way() -> None:
     old = routing.ModuloRouter(FOUR)
     new = routing.ModuloRouter(FOUR, hasher=Hasher("murmur3_32"))
     keys = _rand_keys(20_000)
@@ -172,7 +173,7 @@ def test_diff_with_different_hashers_routes_each_its_own_way():
         plan.moved_ranges(old, new)
 
 
-def test_report_serialises():
+def test_report_serialises() -> None:
     rep = plan.diff(routing.ModuloRouter(FOUR), routing.ModuloRouter(FIVE), _rand_keys(5000), weights=np.ones(5000))
     d = rep.to_dict()
     import json
@@ -184,7 +185,7 @@ def test_report_serialises():
     assert "moved" in rep.summary()
 
 
-def test_diff_errors():
+def test_diff_errors() -> None:
     r = routing.ModuloRouter(FOUR)
     with pytest.raises(TypeError, match="old must be a shardhash router"):
         plan.diff("x", r, [1])
@@ -199,7 +200,7 @@ def test_diff_errors():
 # ------------------------------------------------------------ ideal share
 
 
-def test_ideal_fraction():
+def test_ideal_fraction() -> None:
     assert plan.ideal_fraction(routing.JumpRouter(FOUR), routing.JumpRouter(FIVE)) == 0.2
     assert plan.ideal_fraction(routing.JumpRouter(FIVE), routing.JumpRouter(FOUR)) == 0.2
     assert plan.ideal_fraction(routing.JumpRouter(FOUR), routing.ModuloRouter(FOUR)) == 0.0
@@ -209,7 +210,7 @@ def test_ideal_fraction():
 # ----------------------------------------------------------------- rings
 
 
-def test_seed_ring_moved_range():
+def test_seed_ring_moved_range() -> None:
     _has("RingRouter")
     old = routing.RingRouter(["A", "B", "C"], tokens={"A": [20], "B": [50], "C": [80]})
     new = routing.RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
@@ -241,7 +242,7 @@ def _check_ranges_exact(old, new, n=100_000):
     return ranges
 
 
-def test_ring_add_moves_only_to_new_shard_exactly():
+def test_ring_add_moves_only_to_new_shard_exactly() -> None:
     _has("RingRouter")
     old = routing.RingRouter(FOUR, vnodes=64)
     new, steps = plan.add_shards(old, "s4")
@@ -251,7 +252,7 @@ def test_ring_add_moves_only_to_new_shard_exactly():
     assert new.version == old.version + 1
 
 
-def test_ring_remove_moves_only_removed_shard():
+def test_ring_remove_moves_only_removed_shard() -> None:
     _has("RingRouter")
     old = routing.RingRouter(FIVE, vnodes=32)
     new, steps = plan.remove_shards(old, "s2")
@@ -268,7 +269,7 @@ def _counts(router) -> Counter:
 
 
 @pytest.mark.parametrize("buckets", [4096, 1024, 17])
-def test_bucket_add_is_balanced_and_minimal(buckets):
+def test_bucket_add_is_balanced_and_minimal(buckets) -> None:
     _has("BucketRouter")
     old = routing.BucketRouter(FOUR, [FOUR[i * 4 // buckets] for i in range(buckets)])
     new, steps = plan.add_shards(old, ["s4"])
@@ -290,7 +291,7 @@ def test_bucket_add_is_balanced_and_minimal(buckets):
     assert new.version == old.version + 1
 
 
-def test_bucket_remove_and_reweight():
+def test_bucket_remove_and_reweight() -> None:
     _has("BucketRouter")
     old = routing.BucketRouter(FIVE, [FIVE[i % 5] for i in range(1000)])
     new, steps = plan.remove_shards(old, "s1")
@@ -305,9 +306,9 @@ def test_bucket_remove_and_reweight():
     assert {s.destination for s in steps2} == {"s0"}
 
 
-def test_balanced_placement_minimal_property():
+def test_balanced_placement_minimal_property() -> None:
     @given(st.lists(st.sampled_from("abcd"), min_size=1, max_size=200), st.sampled_from(["ab", "abc", "abcde", "e"]))
-    def check(placement, shards):
+    def check(placement, shards) -> None:
         shards = list(shards)
         new = plan._balanced_placement(placement, shards, None)
         c = Counter(new)
@@ -328,7 +329,7 @@ def test_balanced_placement_minimal_property():
 # ----------------------------------------------------------------- steps
 
 
-def test_steps_are_capped_ordered_and_cover_the_move():
+def test_steps_are_capped_ordered_and_cover_the_move() -> None:
     _has("RingRouter")
     old = routing.RingRouter(FOUR, vnodes=16)
     new, steps = plan.add_shards(old, "s4", max_step_share=0.01, total_keys=1_000_000)
@@ -342,7 +343,7 @@ def test_steps_are_capped_ordered_and_cover_the_move():
     assert len(set(first)) == len(first)
 
 
-def test_steps_with_keys_estimate_exact_pair_totals():
+def test_steps_with_keys_estimate_exact_pair_totals() -> None:
     old = routing.JumpRouter(FOUR)
     keys = _rand_keys(40_000)
     w = np.full(len(keys), 3.0)
@@ -353,7 +354,7 @@ def test_steps_with_keys_estimate_exact_pair_totals():
     assert all(s.kind == "filter" for s in steps)
 
 
-def test_bucket_steps_group_whole_buckets():
+def test_bucket_steps_group_whole_buckets() -> None:
     _has("BucketRouter")
     old = routing.BucketRouter(FOUR, [FOUR[i * 4 // 4096] for i in range(4096)])
     new, steps = plan.add_shards(old, "s4", max_step_share=0.01)
@@ -363,7 +364,7 @@ def test_bucket_steps_group_whole_buckets():
     assert moved == sorted(r.bucket for r in plan.moved_ranges(old, new))
 
 
-def test_planner_errors():
+def test_planner_errors() -> None:
     r = routing.JumpRouter(FOUR)
     with pytest.raises(ValueError, match="'s0' is already in the topology"):
         plan.add_shards(r, "s0")
@@ -385,7 +386,7 @@ def test_planner_errors():
         plan.add_shards(r, "x", weights={"s0": 2.0})
 
 
-def test_moved_ranges_unsupported_pairs():
+def test_moved_ranges_unsupported_pairs() -> None:
     with pytest.raises(ValueError, match="use plan.diff"):
         plan.moved_ranges(routing.JumpRouter(FOUR), routing.ModuloRouter(FOUR))
     _has("RendezvousRouter")
@@ -393,7 +394,7 @@ def test_moved_ranges_unsupported_pairs():
         plan.moved_ranges(routing.RendezvousRouter(FOUR), routing.RendezvousRouter(FIVE))
 
 
-def test_rendezvous_steps_by_sampling():
+def test_rendezvous_steps_by_sampling() -> None:
     _has("RendezvousRouter")
     old = routing.RendezvousRouter(FOUR)
     new, steps = plan.add_shards(old, "s4", max_step_share=0.05)
@@ -413,7 +414,7 @@ def test_rendezvous_steps_by_sampling():
 # ------------------------------------------------------- more strategies
 
 
-def test_diff_writes_moved_keys(tmp_path):
+def test_diff_writes_moved_keys(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     old, new = routing.JumpRouter(FOUR), routing.JumpRouter(FIVE)
     keys = [f"user:{i}" for i in range(5000)]
@@ -433,7 +434,7 @@ def test_diff_writes_moved_keys(tmp_path):
     assert (tmp_path / "none.csv").read_text().splitlines() == ["id,source,destination"]
 
 
-def test_diff_over_raw_key_routers():
+def test_diff_over_raw_key_routers() -> None:
     _has("RangeRouter", "DirectoryRouter")
     old = routing.RangeRouter([1000, 2000], ["a", "b", "c"])
     new = routing.RangeRouter([1500], ["a", "c"])
@@ -450,7 +451,7 @@ def test_diff_over_raw_key_routers():
     assert rep2.moved <= 2
 
 
-def test_hash_range_add_split_and_remove_merge():
+def test_hash_range_add_split_and_remove_merge() -> None:
     _has("HashRangeRouter")
     old = routing.HashRangeRouter([2**62, 2**63, 3 * 2**62], FOUR)
     new, steps = plan.add_shards(old, ["s4", "s5"])
@@ -465,7 +466,7 @@ def test_hash_range_add_split_and_remove_merge():
     assert plan.ideal_fraction(old, new) == pytest.approx(0.25)
 
 
-def test_ring_reweight_keeps_every_token():
+def test_ring_reweight_keeps_every_token() -> None:
     _has("RingRouter")
     old = routing.RingRouter(FOUR, vnodes=32)
     new, steps = plan.reweight(old, {"s2": 2.0})
@@ -476,7 +477,7 @@ def test_ring_reweight_keeps_every_token():
     assert plan.ideal_fraction(old, new) == pytest.approx(0.4 - 0.25)  # s2: 1/4 -> 2/5
 
 
-def test_maglev_keeps_its_table_size_and_moves_little():
+def test_maglev_keeps_its_table_size_and_moves_little() -> None:
     _has("MaglevRouter")
     old = routing.MaglevRouter(FOUR, table_size=4099)
     new, steps = plan.add_shards(old, "s4")
@@ -489,13 +490,13 @@ def test_maglev_keeps_its_table_size_and_moves_little():
     assert new2.weights == {"s0": 2.0}
 
 
-def test_planner_rejects_raw_key_routers():
+def test_planner_rejects_raw_key_routers() -> None:
     _has("RangeRouter")
     with pytest.raises(ValueError, match="no planner for RangeRouter"):
         plan.add_shards(routing.RangeRouter([10], ["a", "b"]), "c")
 
 
-def test_directory_router_plans_through_its_base():
+def test_directory_router_plans_through_its_base() -> None:
     _has("DirectoryRouter", "RingRouter")
     base = routing.RingRouter(FOUR, vnodes=16)
     old = routing.DirectoryRouter(base, {"giant-tenant": "big", "t2": "s1"})
@@ -517,7 +518,7 @@ def test_directory_router_plans_through_its_base():
         plan.remove_shards(old, "big")
 
 
-def test_small_ring_pieces_grouped_into_steps_and_step_count_bounded():
+def test_small_ring_pieces_grouped_into_steps_and_step_count_bounded() -> None:
     old = routing.RingRouter(FOUR, vnodes=160)
     new, steps = plan.add_shards(old, "s4")
     moved = plan.moved_ranges(old, new)

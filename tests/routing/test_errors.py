@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,19 +28,19 @@ SIMPLE = [ModuloRouter, JumpRouter, RingRouter, RendezvousRouter, MaglevRouter]
 
 
 @pytest.mark.parametrize("cls", SIMPLE)
-def test_empty_shards(cls):
+def test_empty_shards(cls) -> None:
     with pytest.raises(ValueError, match="shards must not be empty"):
         cls([])
 
 
 @pytest.mark.parametrize("cls", SIMPLE)
-def test_duplicate_shards(cls):
+def test_duplicate_shards(cls) -> None:
     with pytest.raises(ValueError, match=r"duplicate shard id 'b' at shards\[1\] and shards\[3\]"):
         cls(["a", "b", "c", "b"])
 
 
 @pytest.mark.parametrize("cls", SIMPLE)
-def test_bad_shard_ids(cls):
+def test_bad_shard_ids(cls) -> None:
     with pytest.raises(TypeError, match=r"shards\[1\]: shard ids must be str"):
         cls(["a", 5])
     with pytest.raises(ValueError, match=r"shards\[0\]: shard ids must be non-empty"):
@@ -50,13 +51,13 @@ def test_bad_shard_ids(cls):
 
 @pytest.mark.parametrize("cls", [RingRouter, RendezvousRouter, MaglevRouter])
 @pytest.mark.parametrize("w", [0, -1, float("nan"), float("inf"), -0.0])
-def test_bad_weights(cls, w):
+def test_bad_weights(cls, w) -> None:
     with pytest.raises(ValueError, match="weight of shard 'b' must be positive and finite"):
         cls(["a", "b"], weights={"b": w})
 
 
 @pytest.mark.parametrize("cls", [RingRouter, RendezvousRouter, MaglevRouter])
-def test_weights_wrong_type_or_unknown(cls):
+def test_weights_wrong_type_or_unknown(cls) -> None:
     with pytest.raises(TypeError, match="weight of shard 'a' must be a number"):
         cls(["a", "b"], weights={"a": "2"})
     with pytest.raises(ValueError, match="weights names unknown shard 'z'"):
@@ -65,14 +66,14 @@ def test_weights_wrong_type_or_unknown(cls):
         cls(["a", "b"], weights=[1, 2])
 
 
-def test_bad_vnodes():
+def test_bad_vnodes() -> None:
     with pytest.raises(ValueError, match="vnodes must be >= 1, got 0"):
         RingRouter(["a"], vnodes=0)
     with pytest.raises(TypeError, match="vnodes must be an int"):
         RingRouter(["a"], vnodes=2.5)
 
 
-def test_bad_ring_tokens():
+def test_bad_ring_tokens() -> None:
     with pytest.raises(ValueError, match="shard 'b' has no tokens"):
         RingRouter(["a", "b"], tokens={"a": [1]})
     with pytest.raises(ValueError, match="tokens names unknown shard 'z'"):
@@ -87,7 +88,7 @@ def test_bad_ring_tokens():
         RingRouter(["a"], collisions="last")
 
 
-def test_bad_placement():
+def test_bad_placement() -> None:
     with pytest.raises(ValueError, match=r"placement\[2\] names unknown shard 'z'"):
         BucketRouter(["a", "b"], ["a", "b", "z"])
     with pytest.raises(TypeError, match=r"placement\[0\] must be a shard id string"):
@@ -103,7 +104,7 @@ def test_bad_placement():
 
 
 @pytest.mark.parametrize("cls", [HashRangeRouter, RangeRouter])
-def test_bad_splits(cls):
+def test_bad_splits(cls) -> None:
     with pytest.raises(ValueError, match=r"strictly increasing: splits\[0\] = 20, splits\[1\] = 10"):
         cls([20, 10], ["a", "b", "c"])
     with pytest.raises(ValueError, match=r"strictly increasing: splits\[0\] = 10, splits\[1\] = 10"):
@@ -112,14 +113,14 @@ def test_bad_splits(cls):
         cls([10, 20], ["a", "b"])
 
 
-def test_hash_range_split_bounds():
+def test_hash_range_split_bounds() -> None:
     with pytest.raises(ValueError, match=r"splits\[0\] must be >= 1"):
         HashRangeRouter([0], ["a", "b"])
     with pytest.raises(ValueError, match=r"splits\[0\] must be <= 18446744073709551615"):
         HashRangeRouter([2**64], ["a", "b"])
 
 
-def test_range_router_key_types():
+def test_range_router_key_types() -> None:
     r = RangeRouter([10, 20], ["a", "b", "c"])
     with pytest.raises(TypeError, match="splits integer keys; got 'x'"):
         r.route("x")
@@ -140,7 +141,7 @@ def test_range_router_key_types():
         RangeRouter.from_sample([1, 1, 1, 1], 3)
 
 
-def test_maglev_sizes():
+def test_maglev_sizes() -> None:
     with pytest.raises(ValueError, match="table_size must be prime, got 100"):
         MaglevRouter(["a"], table_size=100)
     with pytest.raises(ValueError, match="table_size 3 is smaller than the number of shards"):
@@ -151,7 +152,7 @@ def test_maglev_sizes():
         MaglevRouter(["a"], table_size=101.0)
 
 
-def test_version_and_prefix_and_hasher():
+def test_version_and_prefix_and_hasher() -> None:
     with pytest.raises(ValueError, match="version must be >= 0"):
         JumpRouter(["a"], version=-1)
     with pytest.raises(TypeError, match="version must be an int"):
@@ -167,7 +168,7 @@ def test_version_and_prefix_and_hasher():
         r.route(("x",))
 
 
-def test_bad_hashes_and_out():
+def test_bad_hashes_and_out() -> None:
     r = JumpRouter(["a", "b"])
     with pytest.raises(ValueError, match=r"hashes\[1\] = -3 is negative"):
         r.route_hashes(np.array([1, -3], dtype=np.int64))
@@ -201,16 +202,16 @@ def test_bad_hashes_and_out():
         r.route_hash(-1)
 
 
-def test_python_kernel_routers_validate_threads():
+def test_python_kernel_routers_validate_threads() -> None:
     from shardhash.routing import Router
 
     class Zero(Router):
-        def __init__(self, shards):
+        def __init__(self, shards) -> None:
             super().__init__(shards)
             self._use_python()
             self._finish()
 
-        def _route_hashes_kernel(self, hashes, out):
+        def _route_hashes_kernel(self, hashes, out) -> None:
             out[:] = 0
 
     z = Zero(["a"])
@@ -219,7 +220,7 @@ def test_python_kernel_routers_validate_threads():
         z.route_hashes([1], threads=0)
 
 
-def test_jump_hash_arguments():
+def test_jump_hash_arguments() -> None:
     with pytest.raises(ValueError, match="num_buckets must be >= 1, got 0"):
         jump_hash(1, 0)
     with pytest.raises(OverflowError, match="num_buckets must be < 2\\*\\*31"):
@@ -232,7 +233,7 @@ def test_jump_hash_arguments():
         jump_hash_array([1], 2.0)
 
 
-def test_directory_and_watermark_errors():
+def test_directory_and_watermark_errors() -> None:
     base = JumpRouter(["a", "b"])
     with pytest.raises(TypeError, match="override keys must be int or str"):
         DirectoryRouter(base, {b"x": "a"})
@@ -256,7 +257,7 @@ def _doc():
     return RingRouter(["a", "b"], vnodes=4).to_dict()
 
 
-def test_document_unknown_fields():
+def test_document_unknown_fields() -> None:
     d = _doc()
     d["colour"] = "red"
     with pytest.raises(ValueError, match="unknown field\\(s\\): 'colour'"):
@@ -267,7 +268,7 @@ def test_document_unknown_fields():
         load_router(d)
 
 
-def test_document_format_type_fingerprint():
+def test_document_format_type_fingerprint() -> None:
     d = _doc()
     d["format"] = "shardhash.router/2"
     with pytest.raises(ValueError, match="unsupported format 'shardhash.router/2'"):
@@ -294,7 +295,7 @@ def test_document_format_type_fingerprint():
         load_router(d)
 
 
-def test_document_sources(tmp_path):
+def test_document_sources(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not valid JSON"):
         load_router("{not json")
     with pytest.raises(ValueError, match="cannot read router document"):

@@ -41,7 +41,7 @@ def _reference(keys, num_buckets):
     return np.array([jump_hash(int(k), num_buckets) for k in keys], dtype=np.int32)
 
 
-def test_kernel_name():
+def test_kernel_name() -> None:
     """The AVX2 kernel is the one that runs on x86-64 CPUs with AVX2 (so its
     figures are what users get there), NEON on aarch64; other machines say
     portable.  The choice is made once, at import (cpuid/xgetbv)."""
@@ -68,7 +68,7 @@ def test_kernel_name():
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 3, 7, 10, 100, 1000, 1024, 4099, 65536,
                                          1_000_003, 2**31 - 1])
-def test_jump_hash_array_matches_scalar(num_buckets):
+def test_jump_hash_array_matches_scalar(num_buckets) -> None:
     keys = _keys(20_000, seed=num_buckets)
     ref = _reference(keys, num_buckets)
     got = jump_hash_array(keys, num_buckets)
@@ -82,7 +82,7 @@ def test_jump_hash_array_matches_scalar(num_buckets):
 
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 64, 1024, 65536, 2**20, 2**30])
-def test_exact_boundary_keys_stop(num_buckets):
+def test_exact_boundary_keys_stop(num_buckets) -> None:
     keys = np.concatenate([_keys(3000, seed=7), _exact_boundary_keys(num_buckets, 200, seed=1),
                            _keys(3000, seed=8)])
     ref = _reference(keys, num_buckets)
@@ -90,7 +90,7 @@ def test_exact_boundary_keys_stop(num_buckets):
 
 
 @pytest.mark.parametrize("nshards", [1, 2, 5, 100, 1000, 4096])
-def test_router_route_hashes_matches_scalar(nshards):
+def test_router_route_hashes_matches_scalar(nshards) -> None:
     router = JumpRouter([f"s{i}" for i in range(nshards)])
     keys = _keys(30_000, seed=1000 + nshards)
     ref = _reference(keys, nshards)
@@ -99,7 +99,7 @@ def test_router_route_hashes_matches_scalar(nshards):
     np.testing.assert_array_equal(router.route_hashes(keys[5:7777]), ref[5:7777])
 
 
-def test_matches_jump_package():
+def test_matches_jump_package() -> None:
     jump = pytest.importorskip("jump")
     keys = _keys(3000, seed=42)
     for num_buckets in (1, 3, 100, 1000, 65536, 2**31 - 1):

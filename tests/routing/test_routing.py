@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,12 +40,12 @@ def rand_hashes(n: int, seed: int = 0) -> np.ndarray:
 # -- jump ---------------------------------------------------------------------
 
 
-def test_jump_hash_guava_values():
+def test_jump_hash_guava_values() -> None:
     assert [jump_hash(i, 100) for i in range(20)] == GUAVA_100
     assert jump_hash_array(np.arange(20, dtype=np.uint64), 100).tolist() == GUAVA_100
 
 
-def test_jump_hash_matches_jump_consistent_hash_package():
+def test_jump_hash_matches_jump_consistent_hash_package() -> None:
     jump = pytest.importorskip("jump")
     keys = rand_hashes(3000, 1)
     for n in (1, 2, 10, 1000, 2**31 - 1):
@@ -55,7 +54,7 @@ def test_jump_hash_matches_jump_consistent_hash_package():
         assert [jump_hash(int(k), n) for k in keys[:50]] == got[:50].tolist()
 
 
-def test_jump_router_matches_guava():
+def test_jump_router_matches_guava() -> None:
     r = JumpRouter([f"s{i}" for i in range(100)])
     assert r.route_hashes(np.arange(20, dtype=np.uint64)).tolist() == GUAVA_100
 
@@ -63,7 +62,7 @@ def test_jump_router_matches_guava():
 # -- modulo, bucket, maglev ------------------------------------------------------
 
 
-def test_modulo_routes_hash_mod_n():
+def test_modulo_routes_hash_mod_n() -> None:
     r = ModuloRouter(["a", "b", "c"])
     hashes = np.array([0, 1, 2, 3, 4, U64, U64 - 1, 2**63], dtype=np.uint64)
     assert r.route_hashes(hashes).tolist() == [int(h) % 3 for h in hashes.tolist()]
@@ -71,7 +70,7 @@ def test_modulo_routes_hash_mod_n():
 
 
 @pytest.mark.parametrize("b", [1, 2, 3, 7, 4096, 65537, 1000003])
-def test_bucket_router_is_exact_modulo(b):
+def test_bucket_router_is_exact_modulo(b) -> None:
     placement = [("x", "y", "z")[i % 3] for i in range(b)]
     r = BucketRouter(["x", "y", "z"], placement)
     h = np.concatenate([rand_hashes(20000, b), np.array([0, 1, U64, U64 - 1, 2**63, b, b - 1], dtype=np.uint64)])
@@ -79,7 +78,7 @@ def test_bucket_router_is_exact_modulo(b):
     assert np.array_equal(r.route_hashes(h), want)
 
 
-def test_bucket_from_ranges_floor_entry():
+def test_bucket_from_ranges_floor_entry() -> None:
     r = BucketRouter.from_ranges({0: "db1", 256: "db2", 512: "db3"}, 1024)
     ids = r.placement_ids
     assert ids[0] == ids[255] == "db1" and ids[256] == ids[511] == "db2" and ids[1023] == "db3"
@@ -87,7 +86,7 @@ def test_bucket_from_ranges_floor_entry():
     assert [r.shards[i] for i in r.route_hashes([255, 256, 1024 + 600])] == ["db1", "db2", "db3"]
 
 
-def test_maglev_table_and_defaults():
+def test_maglev_table_and_defaults() -> None:
     r = MaglevRouter(["a", "b", "c", "d"])
     assert r.table_size == 65537  # the default for up to 655 shards
     counts = np.bincount(r.table, minlength=4)
@@ -97,7 +96,7 @@ def test_maglev_table_and_defaults():
     assert MaglevRouter(["a", "b"], table_size=401).table_size == 401
 
 
-def test_maglev_default_table_size_ladder():
+def test_maglev_default_table_size_ladder() -> None:
     from shardhash.routing import _is_prime, maglev_default_table_size
 
     ladder = [65537, 262147, 1048583, 4194319, 16777259, 67108879]
@@ -113,7 +112,7 @@ def test_maglev_default_table_size_ladder():
         assert maglev_default_table_size(n) >= 100 * n
 
 
-def test_maglev_default_size_is_stable_when_a_shard_is_added():
+def test_maglev_default_size_is_stable_when_a_shard_is_added() -> None:
     h = rand_hashes(200_000, 7)
     four = MaglevRouter([f"s{i}" for i in range(4)])
     five = MaglevRouter([f"s{i}" for i in range(5)])
@@ -124,13 +123,13 @@ def test_maglev_default_size_is_stable_when_a_shard_is_added():
     assert (b[moved] == 4).mean() > 0.95  # nearly all moved keys go to the new shard
 
 
-def test_maglev_stored_documents_keep_their_table_size():
+def test_maglev_stored_documents_keep_their_table_size() -> None:
     old = MaglevRouter(["a", "b", "c", "d"], table_size=401)
     back = load_router(old.to_json())
     assert back.table_size == 401 and back == old
 
 
-def test_maglev_weights_shift_table_share():
+def test_maglev_weights_shift_table_share() -> None:
     r = MaglevRouter(["a", "b", "c"], table_size=1009, weights={"a": 3})
     counts = np.bincount(r.table, minlength=3)
     assert abs(counts[0] / counts.sum() - 0.6) < 0.01
@@ -139,7 +138,7 @@ def test_maglev_weights_shift_table_share():
 # -- rings ---------------------------------------------------------------------
 
 
-def test_seed_ring_routes():
+def test_seed_ring_routes() -> None:
     """The ring A=20, B=50, C=80 plus D=40, from the issue."""
     r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
     hashes = [35, 40, 20, 21, 45, 51, 81, 90, 0]
@@ -149,7 +148,7 @@ def test_seed_ring_routes():
     assert [before.shards[i] for i in before.route_hashes([35, 40, 21])] == ["B", "B", "B"]
 
 
-def test_ring_owned_ranges_cover_the_space():
+def test_ring_owned_ranges_cover_the_space() -> None:
     r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
     assert r.owned_ranges() == [(0, 20, 0), (21, 40, 3), (41, 50, 1), (51, 80, 2), (81, U64, 0)]
     big = RingRouter([f"s{i}" for i in range(8)], vnodes=32)
@@ -163,7 +162,7 @@ def test_ring_owned_ranges_cover_the_space():
     assert big.route_hashes(probe).tolist() == want
 
 
-def test_ring_token_identities_are_hasher_of_id_colon_n():
+def test_ring_token_identities_are_hasher_of_id_colon_n() -> None:
     h = Hasher("xxh64", seed=1)
     r = RingRouter(["x", "y"], vnodes=3, hasher=h)
     want = sorted(int(h(f"{s}:{i}")) for s in ("x", "y") for i in range(3))
@@ -172,14 +171,14 @@ def test_ring_token_identities_are_hasher_of_id_colon_n():
     assert np.bincount(w.token_owners).tolist() == [6, 4]
 
 
-def test_ring_adding_a_shard_keeps_existing_tokens():
+def test_ring_adding_a_shard_keeps_existing_tokens() -> None:
     a = RingRouter(["a", "b", "c"], vnodes=50)
     b = RingRouter(["a", "b", "c", "d"], vnodes=50)
     old = set(a.tokens.tolist())
     assert old <= set(b.tokens.tolist())
 
 
-def test_ring_explicit_tokens_accessor():
+def test_ring_explicit_tokens_accessor() -> None:
     given = {"B": [50, 10], "A": [20]}
     r = RingRouter(["A", "B"], tokens=given, collisions="first")
     assert r.explicit_tokens == {"A": (20,), "B": (50, 10)}
@@ -192,14 +191,14 @@ def test_ring_explicit_tokens_accessor():
     assert RingRouter(["A", "B"], vnodes=3).collisions == "error"
 
 
-def test_ring_collision_rules():
+def test_ring_collision_rules() -> None:
     with pytest.raises(ValueError, match=r"A:0 and B:0 both sit at position 7"):
         RingRouter(["A", "B"], tokens={"A": [7], "B": [7]})
     r = RingRouter(["B", "A"], tokens={"A": [7, 9], "B": [7]}, collisions="first")
     assert r.tokens.tolist() == [7, 9] and r.shards[r.token_owners[0]] == "A"
 
 
-def test_ring_with_32_bit_hasher_indexes_low_bits():
+def test_ring_with_32_bit_hasher_indexes_low_bits() -> None:
     r = RingRouter([f"s{i}" for i in range(20)], vnodes=64, hasher=Hasher("murmur3_32"))
     assert int(r.tokens.max()) < 2**32
     keys = [f"k{i}" for i in range(3000)]
@@ -213,7 +212,7 @@ def test_ring_with_32_bit_hasher_indexes_low_bits():
     assert got.tolist() == want
 
 
-def test_hash_range_router():
+def test_hash_range_router() -> None:
     r = HashRangeRouter([2**63], ["low", "high"])
     assert [r.shards[i] for i in r.route_hashes([0, 2**63 - 1, 2**63, U64])] == ["low", "low", "high", "high"]
     r2 = HashRangeRouter([10, 20, 30], ["a", "b", "a", "c"])
@@ -229,7 +228,7 @@ def test_hash_range_router():
 # -- rendezvous ------------------------------------------------------------------
 
 
-def test_rendezvous_is_argmax_of_documented_draws():
+def test_rendezvous_is_argmax_of_documented_draws() -> None:
     from shardhash._reference.splitmix64 import mix64
 
     r = RendezvousRouter(["a", "b", "c", "d"])
@@ -239,7 +238,7 @@ def test_rendezvous_is_argmax_of_documented_draws():
         assert r.route_hash(h) == draws.index(max(draws))
 
 
-def test_rendezvous_weights_share():
+def test_rendezvous_weights_share() -> None:
     r = RendezvousRouter(["a", "b", "c"], weights={"a": 2})
     c = np.bincount(r.route_hashes(rand_hashes(60000, 9)), minlength=3) / 60000
     assert abs(c[0] - 0.5) < 0.015 and abs(c[1] - 0.25) < 0.015
@@ -248,7 +247,7 @@ def test_rendezvous_weights_share():
 # -- ranges on raw keys ----------------------------------------------------------------
 
 
-def test_range_router_issue_example():
+def test_range_router_issue_example() -> None:
     r = RangeRouter([1_000_000, 2_000_000], ["first", "second", "third"])
     assert [r.route(k) for k in (0, 999_999, 1_000_000, 1_999_999, 2_000_000, 10**12)] == [
         "first", "first", "second", "second", "third", "third"]
@@ -258,13 +257,13 @@ def test_range_router_issue_example():
     assert r.route_many(list(arr.tolist())).tolist() == [0, 0, 1, 1, 2]
 
 
-def test_range_router_splits_outside_dtype_range():
+def test_range_router_splits_outside_dtype_range() -> None:
     r = RangeRouter([-(2**70), 2**70], ["low", "mid", "high"])
     assert r.route_many(np.array([-5, 0, 5], dtype=np.int8)).tolist() == [1, 1, 1]
     assert r.route(2**70) == "high"
 
 
-def test_range_router_strings_and_sample():
+def test_range_router_strings_and_sample() -> None:
     r = RangeRouter(["g", "p"], ["a", "b", "c"])
     keys = ["", "f", "g", "o", "p", "zz"]
     assert [r.route(k) for k in keys] == ["a", "a", "b", "b", "c", "c"]
@@ -278,7 +277,7 @@ def test_range_router_strings_and_sample():
 # -- directory, watermark, prefixes ---------------------------------------------------------
 
 
-def test_directory_overrides():
+def test_directory_overrides() -> None:
     base = JumpRouter(["a", "b"])
     r = DirectoryRouter(base, {"giant": "c", "t-1": "a"})
     assert r.shards == ("a", "b", "c")
@@ -288,7 +287,7 @@ def test_directory_overrides():
     assert r.route_many(["giant"] + keys).tolist()[0] == 2
 
 
-def test_watermark_router():
+def test_watermark_router() -> None:
     old, new = ModuloRouter(["a", "b"]), JumpRouter(["b", "c", "d"])
     r = WatermarkRouter(old, new, 1000)
     assert r.shards == ("a", "b", "c", "d")
@@ -301,7 +300,7 @@ def test_watermark_router():
     assert lower.version == r.version + 1 and lower.route(600) == new.route(600)
 
 
-def test_key_prefix_keeps_tenants_together():
+def test_key_prefix_keeps_tenants_together() -> None:
     r = RingRouter(["a", "b", "c", "d"], vnodes=20, key_prefix=1)
     plain = RingRouter(["a", "b", "c", "d"], vnodes=20)
     for t in ("t1", "t2", 3):
@@ -318,7 +317,7 @@ def test_key_prefix_keeps_tenants_together():
 
 
 @pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
-def test_out_and_threads_do_not_change_results(name):
+def test_out_and_threads_do_not_change_results(name) -> None:
     r = HASH_ROUTERS[name]()
     h = rand_hashes(300_000, 4)
     one = r.route_hashes(h, threads=1)
@@ -328,7 +327,7 @@ def test_out_and_threads_do_not_change_results(name):
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_routes_on_hash_means_route_many_is_route_hashes_of_hash_array(name):
+def test_routes_on_hash_means_route_many_is_route_hashes_of_hash_array(name) -> None:
     r = ALL_ROUTERS[name]()
     keys = [f"k{i}" for i in range(400)] + list(range(400))
     if name == "range_str":
@@ -348,12 +347,12 @@ def test_routes_on_hash_means_route_many_is_route_hashes_of_hash_array(name):
             r.route_hashes([1, 2])
 
 
-def test_routes_on_hash_is_false_when_route_many_is_overridden():
+def test_routes_on_hash_is_false_when_route_many_is_overridden() -> None:
     from shardhash.routing import Router, register_router_type
 
     @register_router_type("test_parity")
     class ParityRouter(Router):
-        def __init__(self, shards, **kw):
+        def __init__(self, shards, **kw) -> None:
             super().__init__(shards, **kw)
             self._use_jump()
             self._finish()
@@ -366,7 +365,7 @@ def test_routes_on_hash_is_false_when_route_many_is_overridden():
     assert r.route_many([0, 1, 2]).tolist() == [0, 1, 0]
 
 
-def test_plan_uses_routes_on_hash():
+def test_plan_uses_routes_on_hash() -> None:
     from shardhash import plan
     from shardhash.compat.ketama import KetamaRouter
 
@@ -377,7 +376,7 @@ def test_plan_uses_routes_on_hash():
     assert not plan._hash_routed(object())
 
 
-def test_public_exports():
+def test_public_exports() -> None:
     for name in ("JumpRouter", "RingRouter", "load_router", "jump_hash", "Router", "register_router_type"):
         assert hasattr(shardhash, name)
 
@@ -385,7 +384,7 @@ def test_public_exports():
 # -- frozen vectors ----------------------------------------------------------------------
 
 
-def test_jump_vectors():
+def test_jump_vectors() -> None:
     data = json.loads((VECTORS / "jump_hash.json").read_text(encoding="utf-8"))
     for case in data["cases"]:
         keys = np.array(case["keys"], dtype=np.uint64)
@@ -396,12 +395,12 @@ def _vector_files():
     return sorted(p.name for p in VECTORS.glob("*.json") if p.name != "jump_hash.json")
 
 
-def test_every_router_case_has_vectors():
+def test_every_router_case_has_vectors() -> None:
     assert {f"{n}.json" for n in ALL_ROUTERS} <= set(_vector_files())
 
 
 @pytest.mark.parametrize("fname", _vector_files())
-def test_router_vectors(fname):
+def test_router_vectors(fname) -> None:
     vec = json.loads((VECTORS / fname).read_text(encoding="utf-8"))
     r = load_router(vec["document"])
     assert r.fingerprint == vec["document"]["fingerprint"]
@@ -412,7 +411,7 @@ def test_router_vectors(fname):
     assert r.route_many(keys).tolist() == vec["key_routes"]
 
 
-def test_docstring_examples():
+def test_docstring_examples() -> None:
     import doctest
 
     import shardhash.routing

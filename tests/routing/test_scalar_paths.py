@@ -45,7 +45,7 @@ def _scalar_equals_batch(r, hs: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("nshards", [1, 7, 256, 257, 300, 65536, 65537, 70_000])
-def test_bucket_table_widths(nshards):
+def test_bucket_table_widths(nshards) -> None:
     shards = [f"s{i}" for i in range(nshards)]
     nb = max(4096, nshards)
     placement = [shards[(i * 7919) % nshards] for i in range(nb)]
@@ -58,14 +58,14 @@ def test_bucket_table_widths(nshards):
 
 
 @pytest.mark.parametrize("nshards", [3, 256, 300])
-def test_maglev_table_widths(nshards):
+def test_maglev_table_widths(nshards) -> None:
     r = MaglevRouter([f"m{i}" for i in range(nshards)])
     _scalar_equals_batch(r, _probe_hashes())
 
 
 @pytest.mark.parametrize(("nshards", "vnodes"), [(1, 1), (3, 5), (100, 160), (200, 163),
                                                  (128, 256), (40_000, 1)])
-def test_ring_scalar_index(nshards, vnodes):
+def test_ring_scalar_index(nshards, vnodes) -> None:
     """200 x 163 = 32,600 tokens (compact index), 128 x 256 = 32,768 and
     40,000 owners (too big for it): the same answers either way."""
     r = RingRouter([f"r{i}" for i in range(nshards)], vnodes=vnodes)
@@ -85,7 +85,7 @@ def test_ring_scalar_index(nshards, vnodes):
                                        | st.integers(0, U64), min_size=1, max_size=6, unique=True),
                               min_size=1, max_size=8),
        hs=st.lists(st.sampled_from([0, 1, 2, 2**63, U64 - 1, U64]) | st.integers(0, U64), max_size=40))
-def test_ring_scalar_index_explicit_tokens(tokens, hs):
+def test_ring_scalar_index_explicit_tokens(tokens, hs) -> None:
     r = RingRouter(sorted(tokens), tokens=tokens, collisions="first")
     arr = np.array(hs, dtype=np.uint64)
     assert [r.route_hash(h) for h in hs] == r.route_hashes(arr).tolist()
@@ -106,7 +106,7 @@ EDGE_STRS = ["", "a", "ab", "abc", "abcd", "user:1", "12345678", "123456789", "x
 
 @pytest.mark.parametrize("hasher", HASHERS, ids=repr)
 @pytest.mark.parametrize("cls", [JumpRouter, RingRouter, BucketRouter])
-def test_inline_hashing(hasher, cls):
+def test_inline_hashing(hasher, cls) -> None:
     shards = [f"x{i}" for i in range(37)]
     r = BucketRouter(shards, shards * 3, hasher=hasher) if cls is BucketRouter else cls(shards, hasher=hasher)
     keys = EDGE_INTS + [int(v) for v in RNG.integers(-(2**40), 2**40, 2000)] + EDGE_STRS + [
@@ -117,7 +117,7 @@ def test_inline_hashing(hasher, cls):
     assert r.route_many(keys).tolist() == want
 
 
-def test_inline_hashing_leaves_other_types_alone():
+def test_inline_hashing_leaves_other_types_alone() -> None:
     r = JumpRouter([f"x{i}" for i in range(10)])
 
     class MyInt(int):
@@ -154,7 +154,7 @@ def _lands_on(n: int) -> list[int]:
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100, 1000, 65536, 1_000_003, 2**30, 2**31 - 1])
-def test_scalar_jump_matches_the_reference_loop(n):
+def test_scalar_jump_matches_the_reference_loop(n) -> None:
     """jump_hash (and so route on a JumpRouter) may run a shorter-latency
     loop (SSE4.1 on x86-64); it must equal the paper's loop, written here
     in Python, and the jump-consistent-hash package."""
@@ -182,7 +182,7 @@ def _bisect_reference(splits, owners, key):
 INT_SPLITS = [-(2**64), -(2**63) - 1, -(2**63), -5, 0, 7, 2**40, 2**63 - 1, 2**63, 2**64 + 3]
 
 
-def test_int_ranges_compiled_path_matches_bisect():
+def test_int_ranges_compiled_path_matches_bisect() -> None:
     from shardhash.routing import RangeRouter
 
     shards = [f"r{i}" for i in range(len(INT_SPLITS) + 1)]
@@ -200,7 +200,7 @@ def test_int_ranges_compiled_path_matches_bisect():
         r.route(True)
 
 
-def test_str_ranges_compiled_path_matches_bisect():
+def test_str_ranges_compiled_path_matches_bisect() -> None:
     from shardhash.routing import RangeRouter
 
     splits = sorted(["", "b", "m", "m\u00e9", "z", "z\u0301", "\u65e5", "\U0001f600"])
@@ -224,7 +224,7 @@ def test_str_ranges_compiled_path_matches_bisect():
     ["ab", "ab\x00", "ab\x00\x00c", "abcdefg", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefgi", "b"],
     ["user:1", "user:10", "user:100", "user:2", "user:20000000", "user:20000001", "user:3\u00e9", "user:4"],
 ])
-def test_str_ranges_with_shared_prefixes(splits):
+def test_str_ranges_with_shared_prefixes(splits) -> None:
     """ASCII keys compare through 8-byte prefixes, then the whole bytes:
     padding, embedded NULs and prefixes of each other must order exactly
     like Python's str comparison."""
@@ -243,7 +243,7 @@ def test_str_ranges_with_shared_prefixes(splits):
         assert r.route_index(k) == bisect.bisect_right(splits, k), repr(k)
 
 
-def test_ranges_with_a_key_prefix_take_the_tuple_path():
+def test_ranges_with_a_key_prefix_take_the_tuple_path() -> None:
     from shardhash.routing import RangeRouter
 
     r = RangeRouter([10, 20], ["a", "b", "c"], key_prefix=1)
@@ -255,7 +255,7 @@ def test_ranges_with_a_key_prefix_take_the_tuple_path():
 
 
 @pytest.mark.parametrize("wm", [-(2**63), -1, 0, 5000, 2**63 - 1, 2**63, 2**64 - 1])
-def test_watermark_compiled_path_matches_its_definition(wm):
+def test_watermark_compiled_path_matches_its_definition(wm) -> None:
     from shardhash.routing import RangeRouter, WatermarkRouter
 
     class Shifted(JumpRouter):  # a Python override the compiled path must call

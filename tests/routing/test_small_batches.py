@@ -33,7 +33,7 @@ def _one_by_one(r, keys):
 
 @pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
 @pytest.mark.parametrize("n", SIZES)
-def test_route_many_small_equals_scalar_and_hashes(name, n):
+def test_route_many_small_equals_scalar_and_hashes(name, n) -> None:
     r = HASH_ROUTERS[name]()
     for keys in (_int_keys(n, n), _str_keys(n), [f"k{i}" for i in range(n)], list(range(n))):
         want = _one_by_one(r, keys)
@@ -61,7 +61,7 @@ def test_route_many_small_equals_scalar_and_hashes(name, n):
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_route_many_small_every_router(name):
+def test_route_many_small_every_router(name) -> None:
     r = ALL_ROUTERS[name]()
     for n in (1, 16, 64, 65):
         keys = list(range(1, n + 1))
@@ -74,7 +74,7 @@ def test_route_many_small_every_router(name):
             assert np.array_equal(r.route_many(np.array(keys, dtype=np.int64)), want)
 
 
-def test_route_many_small_mixed_and_bad_keys_take_the_general_path():
+def test_route_many_small_mixed_and_bad_keys_take_the_general_path() -> None:
     r = JumpRouter([f"s{i}" for i in range(10)])
     keys = ["a", 1, b"raw", ("t", 2), 2**63, -5, "é"]
     assert np.array_equal(r.route_many(keys), _one_by_one(r, keys))
@@ -91,7 +91,7 @@ def test_route_many_small_mixed_and_bad_keys_take_the_general_path():
     assert np.array_equal(out, _one_by_one(r, [1, 2, 3]))
 
 
-def test_route_many_small_other_hashers_and_prefix():
+def test_route_many_small_other_hashers_and_prefix() -> None:
     for h in (Hasher("xxh64", seed=9), Hasher("xxh3_64", seed=2**64 - 1), Hasher("murmur3_128", seed=1)):
         r = RingRouter(["a", "b", "c"], vnodes=20, hasher=h)
         for keys in ([1, 2, 3], ["x", "y"], list(range(64)), list(range(65))):
@@ -105,7 +105,7 @@ def test_route_many_small_other_hashers_and_prefix():
 
 @pytest.mark.parametrize("algo", ["xxh3_64", "xxh64", "murmur3_128", "fnv1a_64"])
 @pytest.mark.parametrize("n", [0, 1, 16, 64, 4095, 4096, 4097])
-def test_hash_array_small_equals_hash_one(algo, n):
+def test_hash_array_small_equals_hash_one(algo, n) -> None:
     h = Hasher(algo, seed=0 if algo.startswith("fnv") else 5)
     a = (np.arange(n, dtype=np.int64) - n // 2) * np.int64(2**33 + 3)
     want = np.array([h(int(x)) for x in a], dtype=np.uint64)
@@ -120,7 +120,7 @@ def test_hash_array_small_equals_hash_one(algo, n):
     assert np.array_equal(h.hash_array(tuple(lst)), want)
 
 
-def test_hash_array_small_decimal_codec():
+def test_hash_array_small_decimal_codec() -> None:
     from shardhash import KeyCodec
 
     h = Hasher("xxh3_64", codec=KeyCodec(int_encoding="decimal"))

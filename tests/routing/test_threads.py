@@ -27,7 +27,7 @@ def _versions():
     return rs
 
 
-def test_route_many_while_swapping_versions():
+def test_route_many_while_swapping_versions() -> None:
     keys = [f"user:{i}" for i in range(20_000)]
     arr = np.array(keys, dtype=object)
     versions = _versions()
@@ -70,7 +70,7 @@ def test_route_many_while_swapping_versions():
     assert checked == [25] * 8
 
 
-def test_one_router_shared_by_threads_large_batches():
+def test_one_router_shared_by_threads_large_batches() -> None:
     r = RingRouter([f"s{i}" for i in range(40)], vnodes=128)
     h = np.random.default_rng(3).integers(0, 2**64 - 1, 400_000, dtype=np.uint64, endpoint=True)
     want = r.route_hashes(h, threads=1)

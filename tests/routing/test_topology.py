@@ -6,6 +6,7 @@ import copy
 import hashlib
 import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,7 +39,7 @@ def _keys_for(name: str) -> list:
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_roundtrip_dict_json_path(name, tmp_path):
+def test_roundtrip_dict_json_path(name, tmp_path: Path) -> None:
     r = ALL_ROUTERS[name]()
     keys = _keys_for(name)
     want = r.route_many(keys).tolist()
@@ -55,7 +56,7 @@ def test_roundtrip_dict_json_path(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_document_shape_and_fingerprint_definition(name):
+def test_document_shape_and_fingerprint_definition(name) -> None:
     r = ALL_ROUTERS[name]()
     doc = r.to_dict()
     assert doc["format"] == ROUTER_FORMAT == "shardhash.router/1"
@@ -68,7 +69,7 @@ def test_document_shape_and_fingerprint_definition(name):
     json.dumps(doc, allow_nan=False)  # strictly JSON
 
 
-def test_fingerprint_depends_on_every_part():
+def test_fingerprint_depends_on_every_part() -> None:
     base = RingRouter(["a", "b", "c"], vnodes=8)
     variants = [
         RingRouter(["a", "b", "c"], vnodes=9),
@@ -85,14 +86,14 @@ def test_fingerprint_depends_on_every_part():
     assert base != variants[2] and base.with_version(2) == variants[2]
 
 
-def test_versions():
+def test_versions() -> None:
     r = JumpRouter(["a", "b"], version=7)
     assert r.version == 7 and load_router(r.to_dict()).version == 7
     assert r.with_version(8).version == 8 and r.with_version(8).route("x") == r.route("x")
     assert JumpRouter(["a"]).version == 1
 
 
-def test_routers_are_immutable():
+def test_routers_are_immutable() -> None:
     r = RingRouter(["a", "b"], vnodes=4)
     with pytest.raises(AttributeError):
         r.version = 3  # type: ignore[misc]
@@ -106,7 +107,7 @@ def test_routers_are_immutable():
         r._use_jump()  # sealed cores cannot be reconfigured
 
 
-def test_nested_documents_are_checked():
+def test_nested_documents_are_checked() -> None:
     from shardhash.routing import DirectoryRouter
 
     d = DirectoryRouter(JumpRouter(["a", "b"]), {"t": "c"})
@@ -118,27 +119,27 @@ def test_nested_documents_are_checked():
         load_router(bad)
 
 
-def test_missing_fingerprint_is_computed():
+def test_missing_fingerprint_is_computed() -> None:
     r = JumpRouter(["a", "b"])
     doc = r.to_dict()
     del doc["fingerprint"]
     assert load_router(doc) == r
 
 
-def test_registry_for_subclasses():
+def test_registry_for_subclasses() -> None:
     @register_router_type("test-first-shard")
     class FirstShardRouter(Router):
         """A toy router written the way compat routers are: Python kernel."""
 
         _doc_fields = ("which",)
 
-        def __init__(self, shards, *, which=0, hasher=None, version=1, key_prefix=None):
+        def __init__(self, shards, *, which=0, hasher=None, version=1, key_prefix=None) -> None:
             super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
             self._set("_which", which)
             self._use_python()
             self._finish()
 
-        def _route_hashes_kernel(self, hashes, out):
+        def _route_hashes_kernel(self, hashes, out) -> None:
             out[:] = (hashes % np.uint64(2)).astype(np.int32) * 0 + self._which
 
         def _doc_params(self):
@@ -158,9 +159,9 @@ def test_registry_for_subclasses():
         register_router_type("ring", FirstShardRouter)
 
 
-def test_subclass_with_c_kernel_and_pre_transform():
+def test_subclass_with_c_kernel_and_pre_transform() -> None:
     class ShiftedModulo(Router):
-        def __init__(self, shards, *, hasher=None, version=1):
+        def __init__(self, shards, *, hasher=None, version=1) -> None:
             super().__init__(shards, hasher=hasher, version=version)
             self._use_pre_transform(add=5)
             self._use_bucket(np.arange(len(self.shards)))
@@ -176,9 +177,9 @@ def test_subclass_with_c_kernel_and_pre_transform():
     assert np.array_equal(r.route_hashes(many, threads=3), want_many)
 
 
-def test_unfinished_subclass_is_an_error():
+def test_unfinished_subclass_is_an_error() -> None:
     class NoKernel(Router):
-        def __init__(self, shards):
+        def __init__(self, shards) -> None:
             super().__init__(shards)
             self._finish()
 
@@ -186,13 +187,13 @@ def test_unfinished_subclass_is_an_error():
         NoKernel(["a"])
 
 
-def test_repr_names_the_router():
+def test_repr_names_the_router() -> None:
     r = RingRouter(["a", "b"], vnodes=4, version=3)
     s = repr(r)
     assert s.startswith("RingRouter(['a', 'b']") and "version=3" in s and r.fingerprint[:12] in s
 
 
-def test_hash_routers_share_identity_hashing():
+def test_hash_routers_share_identity_hashing() -> None:
     """Ring tokens, rendezvous seeds and Maglev offsets hash shard ids with the router's hasher."""
     for name in sorted(HASH_ROUTERS):
         r = HASH_ROUTERS[name]()
@@ -232,7 +233,7 @@ for path in sys.argv[1:]:
 """
 
 
-def test_load_router_imports_compat_modules_in_a_fresh_process(tmp_path):
+def test_load_router_imports_compat_modules_in_a_fresh_process(tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -252,7 +253,7 @@ def test_load_router_imports_compat_modules_in_a_fresh_process(tmp_path):
         assert got == [typ, r.fingerprint, r.route_many(keys).tolist()]
 
 
-def test_unknown_type_names_the_compat_types():
+def test_unknown_type_names_the_compat_types() -> None:
     doc = JumpRouter(["a"]).to_dict()
     doc["type"] = "no_such_type"
     with pytest.raises(ValueError, match="unknown router type 'no_such_type'.*redis_cluster"):
