@@ -15,6 +15,8 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +33,7 @@ from shardhash.routing import (
     ModuloRouter,
     RendezvousRouter,
     RingRouter,
+    Router,
     load_router,
 )
 from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
@@ -50,7 +53,7 @@ hashers = st.sampled_from(ALGOS).flatmap(
     lambda a: st.builds(Hasher, st.just(a), st.just(0) if a.startswith("fnv") else st.integers(0, 2**32 - 1)))
 
 
-def _check_scalar_batch(r, keys) -> None:
+def _check_scalar_batch(r: Router, keys: list[Any]) -> None:
     many = r.route_many(keys)
     assert many.dtype == np.int32
     assert many.tolist() == [r.route_index(k) for k in keys]
@@ -63,17 +66,15 @@ def _check_scalar_batch(r, keys) -> None:
 @pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
 @settings(max_examples=40)  # x 15 routers
 @given(keys=st.lists(st.one_of(int_keys, text_keys, byte_keys), max_size=30))
-def test_scalar_equals_batch_mixed_keys(name, keys) -> None:
+def test_scalar_equals_batch_mixed_keys(name: str, keys: list[int | str | bytes]) -> None:
     r = ROUTERS[name]
-    if r.key_prefix:
-        keys = [(k, 0) for k in keys]
-    _check_scalar_batch(r, keys)
+    _check_scalar_batch(r, [(k, 0) for k in keys] if r.key_prefix else keys)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in HASH_ROUTERS if not ROUTERS[n].key_prefix))
 @settings(max_examples=30)  # x 14 routers
 @given(data=st.data())
-def test_scalar_equals_batch_array_kinds(name, data: st.DataObject) -> None:
+def test_scalar_equals_batch_array_kinds(name: str, data: st.DataObject) -> None:
     r = ROUTERS[name]
     ints = data.draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30))
     uints = data.draw(st.lists(st.integers(0, U64), max_size=30))
@@ -91,8 +92,9 @@ def test_scalar_equals_batch_array_kinds(name, data: st.DataObject) -> None:
 
 @pytest.mark.parametrize("name", sorted(KEY_ROUTERS))
 @given(data=st.data())
-def test_scalar_equals_batch_key_routers(name, data: st.DataObject) -> None:
+def test_scalar_equals_batch_key_routers(name: str, data: st.DataObject) -> None:
     r = ROUTERS[name]
+    keys: list[Any]
     if name == "range_str":
         keys = data.draw(st.lists(text_keys, max_size=30))
         arrs = [np.array(keys, dtype=str)] if keys else []
@@ -111,7 +113,7 @@ def test_scalar_equals_batch_key_routers(name, data: st.DataObject) -> None:
 # -- compiled == reference ------------------------------------------------------------
 
 
-def _agree(r, hs) -> None:
+def _agree(r: Router, hs: list[int]) -> None:
     ref = ReferenceRouter(r.to_dict())
     want = [ref.route_hash(h) for h in hs]
     assert r.route_hashes(hs).tolist() == want
@@ -119,14 +121,14 @@ def _agree(r, hs) -> None:
 
 
 @given(shards=shard_lists, hs=hashes, hasher=hashers)
-def test_jump_and_modulo_match_reference(shards, hs, hasher) -> None:
+def test_jump_and_modulo_match_reference(shards: list[str], hs: list[int], hasher: Hasher) -> None:
     _agree(JumpRouter(shards, hasher=hasher), hs)
     _agree(ModuloRouter(shards, hasher=hasher), hs)
 
 
 @given(shards=shard_lists, hs=hashes, hasher=hashers, vnodes=st.integers(1, 40),
        w=st.lists(st.floats(0.05, 5), max_size=12))
-def test_ring_matches_reference(shards, hs, hasher, vnodes, w) -> None:
+def test_ring_matches_reference(shards: list[str], hs: list[int], hasher: Hasher, vnodes: int, w: list[float]) -> None:
     weights = dict(zip(shards, w)) or None
     try:
         r = RingRouter(shards, vnodes=vnodes, weights=weights, hasher=hasher)
@@ -143,21 +145,21 @@ def test_ring_matches_reference(shards, hs, hasher, vnodes, w) -> None:
 
 @given(tokens=st.dictionaries(ids, st.lists(st.integers(0, U64), min_size=1, max_size=5, unique=True),
                               min_size=1, max_size=6), hs=hashes)
-def test_explicit_ring_matches_reference(tokens, hs) -> None:
+def test_explicit_ring_matches_reference(tokens: dict[str, list[int]], hs: list[int]) -> None:
     r = RingRouter(list(tokens), tokens=tokens, collisions="first")
     flat = [t for ts in tokens.values() for t in ts]
     _agree(r, hs + flat + [t + 1 for t in flat if t < U64])
 
 
 @given(shards=shard_lists, hs=hashes, hasher=hashers, w=st.lists(st.floats(0.01, 100), max_size=12))
-def test_rendezvous_matches_reference(shards, hs, hasher, w) -> None:
+def test_rendezvous_matches_reference(shards: list[str], hs: list[int], hasher: Hasher, w: list[float]) -> None:
     _agree(RendezvousRouter(shards, hasher=hasher), hs)
     _agree(RendezvousRouter(shards, hasher=hasher, weights=dict(zip(shards, w))), hs)
 
 
 @given(shards=shard_lists, hs=hashes, hasher=hashers, w=st.lists(st.floats(0.1, 10), max_size=12),
        extra=st.integers(0, 300))
-def test_maglev_matches_reference(shards, hs, hasher, w, extra) -> None:
+def test_maglev_matches_reference(shards: list[str], hs: list[int], hasher: Hasher, w: list[float], extra: int) -> None:
     from shardhash.routing import _next_prime
 
     m = _next_prime(len(shards) + extra)
@@ -168,7 +170,7 @@ def test_maglev_matches_reference(shards, hs, hasher, w, extra) -> None:
 
 
 @given(shards=shard_lists, hs=hashes, b=st.integers(1, 5000), seed=st.integers(0, 1000))
-def test_bucket_matches_reference(shards, hs, b, seed) -> None:
+def test_bucket_matches_reference(shards: list[str], hs: list[int], b: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     placement = [shards[i] for i in rng.integers(0, len(shards), b)]
     _agree(BucketRouter(shards, placement), hs + [b - 1, b, 2 * b - 1, U64])
@@ -176,7 +178,7 @@ def test_bucket_matches_reference(shards, hs, b, seed) -> None:
 
 @given(splits=st.lists(st.integers(1, U64), min_size=0, max_size=20, unique=True), hs=hashes,
        data=st.data())
-def test_hash_range_matches_reference(splits, hs, data: st.DataObject) -> None:
+def test_hash_range_matches_reference(splits: list[int], hs: list[int], data: st.DataObject) -> None:
     splits.sort()
     owners = data.draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=len(splits) + 1,
                                 max_size=len(splits) + 1))
@@ -208,7 +210,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("hashseed", ["1", "4242"])
-def test_same_routes_in_another_process(hashseed) -> None:
+def test_same_routes_in_another_process(hashseed: str) -> None:
     docs = {name: r.to_dict() for name, r in ROUTERS.items()}
     res = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(docs), env=child_env(PYTHONHASHSEED=hashseed),
                          capture_output=True, text=True, timeout=120, check=True)
@@ -232,9 +234,9 @@ def _rand_hashes(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, U64, n, dtype=np.uint64, endpoint=True)
 
 
-def _grow(kind: str, n: int):
+def _grow(kind: str, n: int) -> tuple[Router, Router]:
     names = [f"node-{i}" for i in range(n + 1)]
-    make = {
+    make: Callable[[list[str]], Router] = {
         "jump": lambda s: JumpRouter(s),
         "ring": lambda s: RingRouter(s, vnodes=128),
         "rendezvous": lambda s: RendezvousRouter(s),
@@ -246,7 +248,7 @@ def _grow(kind: str, n: int):
 @pytest.mark.parametrize("kind", ["jump", "ring", "rendezvous", "rendezvous_weighted"])
 @settings(max_examples=10)
 @given(n=st.integers(1, 30), seed=st.integers(0, 2**32))
-def test_adding_a_shard_moves_keys_only_onto_it(kind, n, seed) -> None:
+def test_adding_a_shard_moves_keys_only_onto_it(kind: str, n: int, seed: int) -> None:
     before, after = _grow(kind, n)
     h = _rand_hashes(N_KEYS, seed)
     a = np.array(before.shards)[before.route_hashes(h)]
@@ -265,7 +267,7 @@ def test_adding_a_shard_moves_keys_only_onto_it(kind, n, seed) -> None:
 @pytest.mark.parametrize("kind", ["ring", "rendezvous"])
 @settings(max_examples=10)
 @given(n=st.integers(2, 30), seed=st.integers(0, 2**32), data=st.data())
-def test_removing_a_shard_moves_only_its_keys(kind, n, seed, data: st.DataObject) -> None:
+def test_removing_a_shard_moves_only_its_keys(kind: str, n: int, seed: int, data: st.DataObject) -> None:
     names = [f"node-{i}" for i in range(n)]
     gone = data.draw(st.sampled_from(names))
     rest = [s for s in names if s != gone]
@@ -286,7 +288,7 @@ def test_jump_removing_the_last_shard_moves_only_its_keys() -> None:
 
 
 @given(start=st.integers(0, U64 - 11))
-def test_modulo_3_to_4_keeps_3_of_every_12(start) -> None:
+def test_modulo_3_to_4_keeps_3_of_every_12(start: int) -> None:
     h = np.arange(12, dtype=np.uint64) + np.uint64(start)
     three = ModuloRouter(["a", "b", "c"]).route_hashes(h)
     four = ModuloRouter(["a", "b", "c", "d"]).route_hashes(h)
@@ -306,13 +308,13 @@ def test_seed_ring_adding_d() -> None:
 # -- balance ---------------------------------------------------------------------------
 
 
-def _max_over_mean(r, n=200_000, seed=11) -> float:
+def _max_over_mean(r: Router, n: int = 200_000, seed: int = 11) -> float:
     c = np.bincount(r.route_hashes(_rand_hashes(n, seed)), minlength=len(r.shards))
     return float(c.max() / c.mean())
 
 
 @pytest.mark.parametrize("n_shards", [3, 10, 50])
-def test_balance_near_perfect(n_shards) -> None:
+def test_balance_near_perfect(n_shards: int) -> None:
     names = [f"node-{i}" for i in range(n_shards)]
     keys = 200_000
     # multinomial noise: max/mean of counts stays within a few standard deviations
@@ -325,7 +327,7 @@ def test_balance_near_perfect(n_shards) -> None:
 
 
 @pytest.mark.parametrize(("n_shards", "vnodes"), [(10, 256), (50, 160), (100, 256)])
-def test_ring_balance_bound(n_shards, vnodes) -> None:
+def test_ring_balance_bound(n_shards: int, vnodes: int) -> None:
     r = RingRouter([f"node-{i}" for i in range(n_shards)], vnodes=vnodes)
     # The exact share of each shard is the total length of its arcs.
     t = [0, *r.tokens.tolist()]
@@ -340,7 +342,7 @@ def test_ring_balance_bound(n_shards, vnodes) -> None:
 
 
 @pytest.mark.parametrize("name", ["jump", "ring", "bucket", "directory", "maglev_weighted"])
-def test_scalar_equals_batch_dataframe_and_arrow_inputs(name) -> None:
+def test_scalar_equals_batch_dataframe_and_arrow_inputs(name: str) -> None:
     r = ROUTERS[name]
     texts = [f"user:{i}" for i in range(500)] + ["", "é", "日本語"]
     ints = list(range(-250, 250)) + [2**63 - 1, -(2**63)]
