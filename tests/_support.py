@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -34,3 +34,9 @@ def oracle_missing(what: str, why: str) -> NoReturn:
     if oracle_required():
         pytest.fail(f"{what} missing in CI: {why}")
     pytest.skip(f"{what} not available: {why}")
+
+
+def ill_typed(value: object) -> Any:
+    """``value``, hidden from the type checker: for tests that pass a wrong type
+    on purpose, to check the runtime's TypeError (or its acceptance)."""
+    return value
