@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 # The frozen golden vectors (tests/vectors/README.md).
 VECTORS = Path(__file__).resolve().parent / "vectors"
@@ -39,4 +41,11 @@ def oracle_missing(what: str, why: str) -> NoReturn:
 def ill_typed(value: object) -> Any:
     """``value``, hidden from the type checker: for tests that pass a wrong type
     on purpose, to check the runtime's TypeError (or its acceptance)."""
+    return value
+
+
+def present(value: T | None) -> T:
+    """``value``, which the case at hand guarantees is not None (an optional
+    field that this kind of object always sets)."""
+    assert value is not None
     return value

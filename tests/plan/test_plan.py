@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import Hasher, plan, routing
+from tests._support import ill_typed, present
 
 U64 = (1 << 64) - 1
 FOUR = ["s0", "s1", "s2", "s3"]
@@ -28,7 +30,9 @@ def _rand_keys(n: int, seed: int = 7) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 1 << 62, size=n, dtype=np.int64)
 
 
-def _reference_matrix(old, new, keys, weights=None):
+def _reference_matrix(
+    old: routing.Router, new: routing.Router, keys: Any, weights: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
     oi = old.route_many(keys).astype(np.int64)
     ni = new.route_many(keys).astype(np.int64)
     m = np.bincount(oi * len(new.shards) + ni, minlength=len(old.shards) * len(new.shards))
@@ -39,7 +43,7 @@ def _reference_matrix(old, new, keys, weights=None):
     return m.reshape(len(old.shards), -1), wm, oi, ni
 
 
-def _routers_4_to_5():
+def _routers_4_to_5() -> list[tuple[routing.Router, routing.Router]]:
     out = [(routing.ModuloRouter(FOUR), routing.ModuloRouter(FIVE)),
            (routing.JumpRouter(FOUR), routing.JumpRouter(FIVE))]
     if hasattr(routing, "RingRouter"):
@@ -58,7 +62,7 @@ def _routers_4_to_5():
 
 
 @pytest.mark.parametrize("pair", range(6))
-def test_diff_matches_route_many_reference(pair) -> None:
+def test_diff_matches_route_many_reference(pair: int) -> None:
     routers = _routers_4_to_5()
     if pair >= len(routers):
         pytest.skip("router not available yet")
@@ -68,7 +72,7 @@ def test_diff_matches_route_many_reference(pair) -> None:
     ref, wref, oi, ni = _reference_matrix(old, new, keys, w)
     rep = plan.diff(old, new, keys, weights=w, chunk_size=7_777, per_key=True)
     np.testing.assert_array_equal(rep.matrix, ref)
-    np.testing.assert_allclose(rep.weighted_matrix, wref)
+    np.testing.assert_allclose(present(rep.weighted_matrix), present(wref))
     np.testing.assert_array_equal(rep.sources, oi)
     np.testing.assert_array_equal(rep.destinations, ni)
     moved = int(sum(ref[i, j] for i in range(4) for j in range(5) if old.shards[i] != new.shards[j]))
@@ -81,7 +85,7 @@ def test_diff_matches_route_many_reference(pair) -> None:
 
 @given(st.lists(st.one_of(st.integers(-(2**63), 2**64 - 1), st.text(max_size=8)), max_size=60),
        st.integers(1, 17))
-def test_diff_any_keys_any_chunking(keys, chunk) -> None:
+def test_diff_any_keys_any_chunking(keys: list[int | str], chunk: int) -> None:
     old, new = routing.JumpRouter(["a", "b", "c"]), routing.ModuloRouter(["a", "b", "c", "d"])
     rep = plan.diff(old, new, keys, chunk_size=chunk)
     if keys:
@@ -96,7 +100,7 @@ def test_modulo_3_to_4_moves_three_quarters() -> None:
     ranges = plan.moved_ranges(old, new)
     # Exactly 9 of the 12 residues mod lcm(3, 4) change owner.
     assert len(ranges) == 9
-    assert sorted(r.bucket for r in ranges) == [r for r in range(12) if r % 3 != r % 4]
+    assert sorted(present(r.bucket) for r in ranges) == [r for r in range(12) if r % 3 != r % 4]
     assert all(r.modulus == 12 for r in ranges)
     assert sum(r.share for r in ranges) == pytest.approx(0.75, abs=1e-15)
     rep = plan.diff(old, new, _rand_keys(200_000))
@@ -144,7 +148,7 @@ def test_diff_on_chunk_and_progress_see_every_key() -> None:
     keys = _rand_keys(10_000)
     old, new = routing.ModuloRouter(FOUR), routing.ModuloRouter(FIVE)
     seen = []
-    sizes = []
+    sizes: list[int] = []
     plan.diff(old, new, keys, chunk_size=3000,
               on_chunk=lambda k, o, n, w: seen.append((np.array(k), o.copy(), n.copy())),
               progress=sizes.append)
@@ -222,7 +226,7 @@ def test_seed_ring_moved_range() -> None:
     assert [(s.lo, s.hi, s.source, s.destination) for s in steps] == [(21, 40, "B", "D")]
 
 
-def _check_ranges_exact(old, new, n=100_000):
+def _check_ranges_exact(old: routing.Router, new: routing.Router, n: int = 100_000) -> list[plan.MovedRange]:
     """Every random hash moves iff it falls in a reported range, with that source/destination."""
     ranges = plan.moved_ranges(old, new)
     h = np.random.default_rng(3).integers(0, 2**64, size=n, dtype=np.uint64)
@@ -232,9 +236,9 @@ def _check_ranges_exact(old, new, n=100_000):
     got = np.zeros(n, dtype=bool)
     for r in ranges:
         if r.kind == "range":
-            sel = (h >= np.uint64(r.lo)) & (h <= np.uint64(r.hi))
+            sel = (h >= np.uint64(present(r.lo))) & (h <= np.uint64(present(r.hi)))
         else:
-            sel = (h % np.uint64(r.modulus)) == np.uint64(r.bucket)
+            sel = (h % np.uint64(present(r.modulus))) == np.uint64(present(r.bucket))
         assert (o[sel] == r.source).all() and (d[sel] == r.destination).all()
         assert not got[sel].any()
         got |= sel
@@ -264,12 +268,12 @@ def test_ring_remove_moves_only_removed_shard() -> None:
 # --------------------------------------------------------------- buckets
 
 
-def _counts(router) -> Counter:
+def _counts(router: routing.BucketRouter) -> Counter[str]:
     return Counter(router.shards[i] for i in np.asarray(router.placement).tolist())
 
 
 @pytest.mark.parametrize("buckets", [4096, 1024, 17])
-def test_bucket_add_is_balanced_and_minimal(buckets) -> None:
+def test_bucket_add_is_balanced_and_minimal(buckets: int) -> None:
     _has("BucketRouter")
     old = routing.BucketRouter(FOUR, [FOUR[i * 4 // buckets] for i in range(buckets)])
     new, steps = plan.add_shards(old, ["s4"])
@@ -286,7 +290,7 @@ def test_bucket_add_is_balanced_and_minimal(buckets) -> None:
     for s in FOUR:
         assert c_old[s] - c_new[s] >= 0
     ranges = _check_ranges_exact(old, new)
-    assert sorted(r.bucket for r in ranges) == changed.tolist()
+    assert sorted(present(r.bucket) for r in ranges) == changed.tolist()
     assert all(r.kind == "bucket" for r in ranges)
     assert new.version == old.version + 1
 
@@ -308,8 +312,8 @@ def test_bucket_remove_and_reweight() -> None:
 
 def test_balanced_placement_minimal_property() -> None:
     @given(st.lists(st.sampled_from("abcd"), min_size=1, max_size=200), st.sampled_from(["ab", "abc", "abcde", "e"]))
-    def check(placement, shards) -> None:
-        shards = list(shards)
+    def check(placement: list[str], shards_text: str) -> None:
+        shards = list(shards_text)
         new = plan._balanced_placement(placement, shards, None)
         c = Counter(new)
         assert set(c) <= set(shards)
@@ -337,7 +341,7 @@ def test_steps_are_capped_ordered_and_cover_the_move() -> None:
     assert all(s.share <= 0.01 + 1e-12 for s in steps)
     total = sum(r.share for r in plan.moved_ranges(old, new))
     assert sum(s.share for s in steps) == pytest.approx(total)
-    assert sum(s.est_keys for s in steps) == pytest.approx(total * 1_000_000)
+    assert sum(present(s.est_keys) for s in steps) == pytest.approx(total * 1_000_000)
     # Round-robin: the first steps take different sources.
     first = [s.source for s in steps[:4]]
     assert len(set(first)) == len(first)
@@ -349,8 +353,8 @@ def test_steps_with_keys_estimate_exact_pair_totals() -> None:
     w = np.full(len(keys), 3.0)
     new, steps = plan.add_shards(old, "s4", keys=keys, key_weights=w, max_step_share=0.02)
     rep = plan.diff(old, new, keys)
-    assert sum(s.est_keys for s in steps) == pytest.approx(rep.moved)
-    assert sum(s.est_bytes for s in steps) == pytest.approx(3.0 * rep.moved)
+    assert sum(present(s.est_keys) for s in steps) == pytest.approx(rep.moved)
+    assert sum(present(s.est_bytes) for s in steps) == pytest.approx(3.0 * rep.moved)
     assert all(s.kind == "filter" for s in steps)
 
 
@@ -360,8 +364,8 @@ def test_bucket_steps_group_whole_buckets() -> None:
     new, steps = plan.add_shards(old, "s4", max_step_share=0.01)
     assert all(s.kind == "buckets" for s in steps)
     assert all(s.share <= 0.01 + 1e-12 for s in steps)
-    moved = sorted(b for s in steps for b in s.buckets)
-    assert moved == sorted(r.bucket for r in plan.moved_ranges(old, new))
+    moved = sorted(b for s in steps for b in present(s.buckets))
+    assert moved == sorted(present(r.bucket) for r in plan.moved_ranges(old, new))
 
 
 def test_planner_errors() -> None:
@@ -375,7 +379,7 @@ def test_planner_errors() -> None:
     with pytest.raises(ValueError, match="given twice"):
         plan.add_shards(r, ["x", "x"])
     with pytest.raises(TypeError, match="non-empty strings"):
-        plan.add_shards(r, [1])
+        plan.add_shards(r, [ill_typed(1)])
     with pytest.raises(ValueError, match="JumpRouter has no weights"):
         plan.reweight(r, {"s0": 2})
     with pytest.raises(ValueError, match=r"weights\['s0'\] = -1"):
@@ -401,12 +405,12 @@ def test_rendezvous_steps_by_sampling() -> None:
     assert {s.destination for s in steps} == {"s4"}
     assert sum(s.share for s in steps) == pytest.approx(0.2, abs=0.01)
     assert all(s.share <= 0.05 + 1e-12 for s in steps)
-    per_source = Counter()
+    per_source: defaultdict[str, float] = defaultdict(float)
     for s in steps:
         per_source[s.source] += s.share
     assert all(math.isclose(v, 0.05, rel_tol=0.1) for v in per_source.values())
     # The steps' hash filters of one pair tile the hash space.
-    lo_hi = sorted((s.lo, s.hi) for s in steps if s.source == "s0")
+    lo_hi = sorted((present(s.lo), present(s.hi)) for s in steps if s.source == "s0")
     assert lo_hi[0][0] == 0 and lo_hi[-1][1] == U64
     assert all(a[1] + 1 == b[0] for a, b in zip(lo_hi, lo_hi[1:]))
 
