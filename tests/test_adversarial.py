@@ -12,13 +12,15 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import shardhash as sh
-from shardhash import plan
+from shardhash import _routing, plan
 from shardhash.compat import cassandra, ketama, redis
 from tests._support import child_env
 
@@ -30,7 +32,7 @@ pa = pytest.importorskip("pyarrow")
 
 
 class _NoInit(sh.Router):
-    def __init__(self, shards) -> None:  # never calls Router.__init__
+    def __init__(self, shards: list[str]) -> None:  # never calls Router.__init__
         pass
 
 
@@ -49,7 +51,8 @@ class _NoInit(sh.Router):
     lambda: sh.RingRouter.__new__(sh.RingRouter),
     lambda: sh.RangeRouter.__new__(sh.RangeRouter),
 ], ids=["subclass", "jump-new", "ring-new", "range-new"])
-def test_uninitialised_router_raises_typeerror(make, call) -> None:
+def test_uninitialised_router_raises_typeerror(make: Callable[[], sh.Router],
+                                               call: Callable[[sh.Router], object]) -> None:
     # before the fix: a segfault (route/route_index read a None hasher) or an
     # AttributeError about NoneType (route_many)
     with pytest.raises(TypeError):
@@ -60,11 +63,11 @@ def test_uninitialised_router_raises_typeerror(make, call) -> None:
 
 
 class _Shrinker:
-    def __init__(self, victim, mode) -> None:
+    def __init__(self, victim: list[Any], mode: str) -> None:
         self.victim = victim
         self.mode = mode
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.mode == "clear":
             self.victim.clear()
         else:
@@ -74,12 +77,12 @@ class _Shrinker:
 
 @pytest.mark.parametrize("mode", ["clear", "del"])
 @pytest.mark.parametrize("flavor", ["uhashring", "libketama"])
-def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode, flavor) -> None:
+def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode: str, flavor: str) -> None:
     # before the fix: a heap-buffer-overflow (pack_keys walked the caller's
     # list, which the key's __str__ emptied, with bounds checks off)
     r = ketama.KetamaRouter(["a:1", "b:2"], flavor=flavor)
     for n in (2, 50, 1000):
-        keys: list = []
+        keys: list[Any] = []
         keys.append(_Shrinker(keys, mode))
         keys += [f"k{i}" for i in range(n - 1)]
         snapshot = list(keys)
@@ -95,14 +98,14 @@ def test_pack_keys_private_copy_with_a_growing_list() -> None:
     from shardhash.compat import _native_b
 
     class Grower:
-        def __init__(self, victim) -> None:
+        def __init__(self, victim: list[Any]) -> None:
             self.victim = victim
 
-        def __bytes__(self):
+        def __bytes__(self) -> bytes:
             self.victim.extend([b"x" * 100] * 100)
             return b"g"
 
-    keys: list = [b"a"]
+    keys: list[Any] = [b"a"]
     keys.append(Grower(keys))
     keys.append(b"c")
     offsets, data = _native_b.pack_keys(keys, convert=bytes, raw_bytes=True)
@@ -113,7 +116,7 @@ def test_pack_keys_private_copy_with_a_growing_list() -> None:
 # ---------------------------------------------------------------- 3. sizes a small document implies
 
 
-def _limited(code: str, seconds: int = 60) -> subprocess.CompletedProcess:
+def _limited(code: str, seconds: int = 60) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a child limited to 2 GiB of address space."""
     if os.environ.get("SHARDHASH_SANITIZED"):
         # AddressSanitizer reserves terabytes of address space for its shadow
@@ -164,10 +167,10 @@ def test_document_budget_over_nested_routers(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(_limits, "MAX_DOC_ENTRIES", 1500)
     inner = sh.MaglevRouter(["a", "b"], table_size=1009).to_dict()
     doc = sh.WatermarkRouter(sh.load_router(inner), sh.load_router(inner), 5).to_dict()
-    built = []
-    real = sh.routing.maglev_populate
+    built: list[Any] = []
+    real = _routing.maglev_populate  # what shardhash.routing calls
 
-    def spy(*a, **k):
+    def spy(*a: Any, **k: Any) -> Any:
         built.append(a[-1])
         return real(*a, **k)
 
@@ -200,8 +203,9 @@ def test_limits_are_checked_before_allocating() -> None:
 # ---------------------------------------------------------------- 4. out= sharing memory with the input
 
 
-def _hashes(n=100_000):
-    return (np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(12345)
+def _hashes(n: int = 100_000) -> np.ndarray:
+    h: np.ndarray = (np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(12345)
+    return h
 
 
 @pytest.mark.parametrize("make", [
@@ -214,12 +218,14 @@ def _hashes(n=100_000):
     lambda: sh.DirectoryRouter(sh.JumpRouter(["a", "b"]), {"x": "c"}),
 ], ids=["jump", "ring", "maglev", "rendezvous", "modulo", "hashrange", "directory"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_route_hashes_out_aliasing_the_input(make, threads) -> None:
+def test_route_hashes_out_aliasing_the_input(make: Callable[[], sh.Router], threads: int) -> None:
     # before the fix: 22,002 of 100,000 wrong with jump, threads=1
     r = make()
     h = _hashes()
     want = r.route_hashes(h.copy(), threads=threads)
-    for view in (lambda a: a.view(np.int32)[:len(a)], lambda a: a.view(np.int32)[len(a):]):
+    views: list[Callable[[np.ndarray], np.ndarray]] = [lambda a: a.view(np.int32)[:len(a)],
+                                                       lambda a: a.view(np.int32)[len(a):]]
+    for view in views:
         h = _hashes()
         got = r.route_hashes(h, out=view(h), threads=threads)
         assert np.array_equal(got, want)
@@ -249,11 +255,11 @@ def test_watermark_out_aliasing_the_ids() -> None:
     lambda n: np.zeros((n, 1), np.int32),
     lambda n: [0] * n,
 ])
-def test_compat_out_is_checked(bad) -> None:
+def test_compat_out_is_checked(bad: Callable[[int], Any]) -> None:
     tr = cassandra.TokenRouter({"a": [0], "b": [2**62]})
     cr = redis.ClusterRouter({"a": [(0, 8000)], "b": [(8001, 16383)]})
     kr = ketama.KetamaRouter(["a:1", "b:2"])
-    calls = [
+    calls: list[Callable[[Any], Any]] = [
         lambda out: tr.route_tokens(np.array([1, 2, 3]), out=out),
         lambda out: tr.route_many([b"x", b"y", b"z"], out=out),
         lambda out: cr.route_many(["x", "y", "z"], out=out),
@@ -284,7 +290,7 @@ def test_range_router_nul_ended_split_scalar_equals_batch() -> None:
 
 
 @pytest.mark.parametrize("algo", ["xxh32", "murmur3_32", "fnv1a_32"])
-def test_planners_measure_the_32_bit_hash_space(algo) -> None:
+def test_planners_measure_the_32_bit_hash_space(algo: str) -> None:
     hz = sh.Hasher(algo)
     keys = np.arange(200_000)
     pairs = [
@@ -331,7 +337,7 @@ def test_planners_unchanged_for_64_bit_hashers() -> None:
     lambda: pd.Series(pd.period_range("2020-01", periods=4, freq="M")),
     lambda: pd.Series(pd.interval_range(0, 4)),
 ], ids=["period", "interval"])
-def test_extension_arrays_are_refused_like_their_scalars(series) -> None:
+def test_extension_arrays_are_refused_like_their_scalars(series: Callable[[], Any]) -> None:
     s = series()
     with pytest.raises(TypeError):
         sh.hash_key(s[0])
@@ -399,8 +405,8 @@ def test_deep_json_document_is_a_valueerror(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("field", ["shards", "version", "type", "params", "hasher"])
-def test_deep_list_in_a_field_is_a_valueerror(field) -> None:
-    deep: list = []
+def test_deep_list_in_a_field_is_a_valueerror(field: str) -> None:
+    deep: list[Any] = []
     for _ in range(3000):
         deep = [deep]
     doc = sh.JumpRouter(["a"]).to_dict()
@@ -427,7 +433,7 @@ def test_cli_deep_document(tmp_path: Path) -> None:
     ([0], "uhashring"), ([0], "libketama"), ([0], "libmemcached"), ([3, -1], "libketama"),
     ([], "libketama"), ([1 << 32], "twemproxy"), ([1.5], "libketama"), ([True], "uhashring"),
 ])
-def test_md5_counts_validates_like_the_router(weights, flavor) -> None:
+def test_md5_counts_validates_like_the_router(weights: list[Any], flavor: str) -> None:
     with pytest.raises((TypeError, ValueError), match="weight") as e:
         ketama.md5_counts(weights, flavor)
     assert e.type in (TypeError, ValueError)

@@ -14,6 +14,7 @@ import pytest
 from shardhash.compat import _native_b, cassandra, citus, guava, ketama, mongo, redis, vitess
 from shardhash.compat import postgres as pg
 from shardhash.routing import load_router
+from tests._support import ill_typed
 
 
 @pytest.mark.parametrize("value, t, exc, match", [
@@ -285,9 +286,9 @@ def test_cassandra_type_errors() -> None:
     with pytest.raises(ValueError, match="unsupported CQL type 'decimal'"):
         cassandra.serialize(1, "decimal")
     with pytest.raises(TypeError, match="serialize"):
-        cassandra.token("text key")
+        cassandra.token(ill_typed("text key"))
     with pytest.raises(TypeError, match="bytes"):
-        cassandra.token(12)
+        cassandra.token(ill_typed(12))
     with pytest.raises(ValueError, match="2 values for 3 types"):
         cassandra.serialize((1, 2), ("int", "int", "int"))
     with pytest.raises(ValueError, match="null"):
@@ -317,7 +318,7 @@ def test_cassandra_ring_errors() -> None:
     with pytest.raises(ValueError, match="outside the Murmur3 range"):
         cassandra.TokenRouter({"a": [2**63]})
     with pytest.raises(TypeError, match="must be an int"):
-        cassandra.TokenRouter({"a": [1.5]})
+        cassandra.TokenRouter({"a": [ill_typed(1.5)]})
     with pytest.raises(ValueError, match="no tokens"):
         cassandra.TokenRouter({"a": []})
     with pytest.raises(ValueError, match="at least one node"):
@@ -351,7 +352,7 @@ def test_redis_errors() -> None:
     with pytest.raises(ValueError, match="start <= end"):
         redis.ClusterRouter({"a": [(10, 5)]})
     with pytest.raises(TypeError, match="bounds must be ints"):
-        redis.ClusterRouter({"a": [(0.0, 16383)]})
+        redis.ClusterRouter({"a": [ill_typed((0.0, 16383))]})
     with pytest.raises(TypeError, match="single pair"):
         redis.ClusterRouter({"a": (0, 16383)})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="slots must be in"):
@@ -372,7 +373,7 @@ def test_ketama_errors() -> None:
     with pytest.raises(ValueError, match="weight of node 'b'"):
         ketama.KetamaRouter(["a", "b"], [1, 0])
     with pytest.raises(TypeError, match="weight of node 'a'"):
-        ketama.KetamaRouter(["a", "b"], [1.5, 1])
+        ketama.KetamaRouter(["a", "b"], [ill_typed(1.5), 1])
     with pytest.raises(ValueError, match="unknown node"):
         ketama.KetamaRouter(["a", "b"], {"c": 2})
     with pytest.raises(ValueError, match="duplicate shard id"):
@@ -468,7 +469,7 @@ def test_mongo_chunk_errors() -> None:
     with pytest.raises(ValueError, match="empty or reversed"):
         mongo.HashedChunkRouter([(M, 5, "a"), (5, 5, "b"), (5, X, "c")])
     with pytest.raises(TypeError, match="triple"):
-        mongo.HashedChunkRouter([(M, X)])
+        mongo.HashedChunkRouter([ill_typed((M, X))])
 
 
 # -------------------------------------------------------------- the kernels

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_bytes, hash_key
-from tests._support import child_env
+from tests._support import child_env, ill_typed
 
 M32 = (1 << 32) - 1
 M64 = (1 << 64) - 1
@@ -529,7 +529,7 @@ def test_masked_keys_are_refused_with_their_position() -> None:
 
     from shardhash import JumpRouter, RangeRouter, WatermarkRouter, hash_array
 
-    a = np.ma.array([1, 2, 3, 4], mask=[0, 0, 1, 0])
+    a = np.ma.array([1, 2, 3, 4], mask=ill_typed([0, 0, 1, 0]))
     r = JumpRouter(["a", "b", "c"])
     for call in (lambda: hash_array(a), lambda: r.route_many(a), lambda: r.route_hashes(a.astype(np.uint64)),
                  lambda: RangeRouter([2], ["a", "b"]).route_many(a),
@@ -550,7 +550,7 @@ def test_hash_bytes_names_a_strided_buffer() -> None:
     with pytest.raises(TypeError, match=r"C-contiguous buffer; this memoryview is strided"):
         hash_bytes(memoryview(bytes(range(40)))[::3])
     with pytest.raises(TypeError, match=r"C-contiguous buffer; this ndarray is strided"):
-        hash_bytes(np.arange(12, dtype=np.uint8).reshape(3, 4)[:, 1:3])
+        hash_bytes(ill_typed(np.arange(12, dtype=np.uint8).reshape(3, 4)[:, 1:3]))
     # the workaround the message gives
     data = bytes(range(40))
     assert hash_bytes(bytes(memoryview(data)[::3])) == hash_bytes(data[::3])
