@@ -16,7 +16,7 @@ MASK = (1 << 64) - 1
 MULT_INV = pow(MULT, -1, 1 << 64)
 
 
-def _keys(n, seed):
+def _keys(n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     k = rng.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
     k[:4] = [0, MASK, 0, MASK]
@@ -24,7 +24,7 @@ def _keys(n, seed):
     return k
 
 
-def _exact_boundary_keys(num_buckets, count, seed):
+def _exact_boundary_keys(num_buckets: int, count: int, seed: int) -> np.ndarray:
     """Keys whose first step gives p == num_buckets exactly (num_buckets a
     power of two): the key must stop there."""
     e = num_buckets.bit_length() - 1
@@ -37,7 +37,7 @@ def _exact_boundary_keys(num_buckets, count, seed):
     return np.array(out, dtype=np.uint64)
 
 
-def _reference(keys, num_buckets):
+def _reference(keys: np.ndarray, num_buckets: int) -> np.ndarray:
     return np.array([jump_hash(int(k), num_buckets) for k in keys], dtype=np.int32)
 
 
@@ -68,7 +68,7 @@ def test_kernel_name() -> None:
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 3, 7, 10, 100, 1000, 1024, 4099, 65536,
                                          1_000_003, 2**31 - 1])
-def test_jump_hash_array_matches_scalar(num_buckets) -> None:
+def test_jump_hash_array_matches_scalar(num_buckets: int) -> None:
     keys = _keys(20_000, seed=num_buckets)
     ref = _reference(keys, num_buckets)
     got = jump_hash_array(keys, num_buckets)
@@ -82,7 +82,7 @@ def test_jump_hash_array_matches_scalar(num_buckets) -> None:
 
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 64, 1024, 65536, 2**20, 2**30])
-def test_exact_boundary_keys_stop(num_buckets) -> None:
+def test_exact_boundary_keys_stop(num_buckets: int) -> None:
     keys = np.concatenate([_keys(3000, seed=7), _exact_boundary_keys(num_buckets, 200, seed=1),
                            _keys(3000, seed=8)])
     ref = _reference(keys, num_buckets)
@@ -90,7 +90,7 @@ def test_exact_boundary_keys_stop(num_buckets) -> None:
 
 
 @pytest.mark.parametrize("nshards", [1, 2, 5, 100, 1000, 4096])
-def test_router_route_hashes_matches_scalar(nshards) -> None:
+def test_router_route_hashes_matches_scalar(nshards: int) -> None:
     router = JumpRouter([f"s{i}" for i in range(nshards)])
     keys = _keys(30_000, seed=1000 + nshards)
     ref = _reference(keys, nshards)

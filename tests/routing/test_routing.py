@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,7 +71,7 @@ def test_modulo_routes_hash_mod_n() -> None:
 
 
 @pytest.mark.parametrize("b", [1, 2, 3, 7, 4096, 65537, 1000003])
-def test_bucket_router_is_exact_modulo(b) -> None:
+def test_bucket_router_is_exact_modulo(b: int) -> None:
     placement = [("x", "y", "z")[i % 3] for i in range(b)]
     r = BucketRouter(["x", "y", "z"], placement)
     h = np.concatenate([rand_hashes(20000, b), np.array([0, 1, U64, U64 - 1, 2**63, b, b - 1], dtype=np.uint64)])
@@ -317,7 +318,7 @@ def test_key_prefix_keeps_tenants_together() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
-def test_out_and_threads_do_not_change_results(name) -> None:
+def test_out_and_threads_do_not_change_results(name: str) -> None:
     r = HASH_ROUTERS[name]()
     h = rand_hashes(300_000, 4)
     one = r.route_hashes(h, threads=1)
@@ -327,9 +328,9 @@ def test_out_and_threads_do_not_change_results(name) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_routes_on_hash_means_route_many_is_route_hashes_of_hash_array(name) -> None:
+def test_routes_on_hash_means_route_many_is_route_hashes_of_hash_array(name: str) -> None:
     r = ALL_ROUTERS[name]()
-    keys = [f"k{i}" for i in range(400)] + list(range(400))
+    keys: list[Any] = [f"k{i}" for i in range(400)] + list(range(400))
     if name == "range_str":
         keys = keys[:400]
     elif name in ("range_int", "watermark"):
@@ -352,12 +353,12 @@ def test_routes_on_hash_is_false_when_route_many_is_overridden() -> None:
 
     @register_router_type("test_parity")
     class ParityRouter(Router):
-        def __init__(self, shards, **kw) -> None:
+        def __init__(self, shards: list[str], **kw: Any) -> None:
             super().__init__(shards, **kw)
             self._use_jump()
             self._finish()
 
-        def route_many(self, keys, *, out=None, threads=None):
+        def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
             return np.array([int(k) % 2 for k in keys], dtype=np.int32)
 
     r = ParityRouter(["a", "b"])
@@ -391,7 +392,7 @@ def test_jump_vectors() -> None:
         assert jump_hash_array(keys, case["num_buckets"]).tolist() == case["buckets"]
 
 
-def _vector_files():
+def _vector_files() -> list[str]:
     return sorted(p.name for p in VECTORS.glob("*.json") if p.name != "jump_hash.json")
 
 
@@ -400,7 +401,7 @@ def test_every_router_case_has_vectors() -> None:
 
 
 @pytest.mark.parametrize("fname", _vector_files())
-def test_router_vectors(fname) -> None:
+def test_router_vectors(fname: str) -> None:
     vec = json.loads((VECTORS / fname).read_text(encoding="utf-8"))
     r = load_router(vec["document"])
     assert r.fingerprint == vec["document"]["fingerprint"]

@@ -13,6 +13,8 @@ one key at a time; they must answer exactly like the batch kernels:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,7 +22,7 @@ from hypothesis import strategies as st
 
 from shardhash import Hasher, KeyCodec, hash_key
 from shardhash._reference.routing import ReferenceRouter
-from shardhash.routing import BucketRouter, JumpRouter, MaglevRouter, RingRouter
+from shardhash.routing import BucketRouter, JumpRouter, MaglevRouter, RingRouter, Router
 
 U64 = 2**64 - 1
 RNG = np.random.default_rng(20261129)
@@ -38,14 +40,14 @@ def _probe_hashes(extra: list[int] | None = None) -> np.ndarray:
                            RNG.integers(0, U64, 20_000, dtype=np.uint64, endpoint=True)])
 
 
-def _scalar_equals_batch(r, hs: np.ndarray) -> None:
+def _scalar_equals_batch(r: Router, hs: np.ndarray) -> None:
     batch = r.route_hashes(hs, threads=1)
     scalar = [r.route_hash(int(h)) for h in hs]
     assert scalar == batch.tolist()
 
 
 @pytest.mark.parametrize("nshards", [1, 7, 256, 257, 300, 65536, 65537, 70_000])
-def test_bucket_table_widths(nshards) -> None:
+def test_bucket_table_widths(nshards: int) -> None:
     shards = [f"s{i}" for i in range(nshards)]
     nb = max(4096, nshards)
     placement = [shards[(i * 7919) % nshards] for i in range(nb)]
@@ -58,14 +60,14 @@ def test_bucket_table_widths(nshards) -> None:
 
 
 @pytest.mark.parametrize("nshards", [3, 256, 300])
-def test_maglev_table_widths(nshards) -> None:
+def test_maglev_table_widths(nshards: int) -> None:
     r = MaglevRouter([f"m{i}" for i in range(nshards)])
     _scalar_equals_batch(r, _probe_hashes())
 
 
 @pytest.mark.parametrize(("nshards", "vnodes"), [(1, 1), (3, 5), (100, 160), (200, 163),
                                                  (128, 256), (40_000, 1)])
-def test_ring_scalar_index(nshards, vnodes) -> None:
+def test_ring_scalar_index(nshards: int, vnodes: int) -> None:
     """200 x 163 = 32,600 tokens (compact index), 128 x 256 = 32,768 and
     40,000 owners (too big for it): the same answers either way."""
     r = RingRouter([f"r{i}" for i in range(nshards)], vnodes=vnodes)
@@ -85,7 +87,7 @@ def test_ring_scalar_index(nshards, vnodes) -> None:
                                        | st.integers(0, U64), min_size=1, max_size=6, unique=True),
                               min_size=1, max_size=8),
        hs=st.lists(st.sampled_from([0, 1, 2, 2**63, U64 - 1, U64]) | st.integers(0, U64), max_size=40))
-def test_ring_scalar_index_explicit_tokens(tokens, hs) -> None:
+def test_ring_scalar_index_explicit_tokens(tokens: dict[str, list[int]], hs: list[int]) -> None:
     r = RingRouter(sorted(tokens), tokens=tokens, collisions="first")
     arr = np.array(hs, dtype=np.uint64)
     assert [r.route_hash(h) for h in hs] == r.route_hashes(arr).tolist()
@@ -106,7 +108,7 @@ EDGE_STRS = ["", "a", "ab", "abc", "abcd", "user:1", "12345678", "123456789", "x
 
 @pytest.mark.parametrize("hasher", HASHERS, ids=repr)
 @pytest.mark.parametrize("cls", [JumpRouter, RingRouter, BucketRouter])
-def test_inline_hashing(hasher, cls) -> None:
+def test_inline_hashing(hasher: Hasher, cls: type[Router]) -> None:
     shards = [f"x{i}" for i in range(37)]
     r = BucketRouter(shards, shards * 3, hasher=hasher) if cls is BucketRouter else cls(shards, hasher=hasher)
     keys = EDGE_INTS + [int(v) for v in RNG.integers(-(2**40), 2**40, 2000)] + EDGE_STRS + [
@@ -154,7 +156,7 @@ def _lands_on(n: int) -> list[int]:
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100, 1000, 65536, 1_000_003, 2**30, 2**31 - 1])
-def test_scalar_jump_matches_the_reference_loop(n) -> None:
+def test_scalar_jump_matches_the_reference_loop(n: int) -> None:
     """jump_hash (and so route on a JumpRouter) may run a shorter-latency
     loop (SSE4.1 on x86-64); it must equal the paper's loop, written here
     in Python, and the jump-consistent-hash package."""
@@ -174,7 +176,7 @@ def test_scalar_jump_matches_the_reference_loop(n) -> None:
 
 # -- routers on the raw key: RangeRouter and WatermarkRouter ----------------------------
 
-def _bisect_reference(splits, owners, key):
+def _bisect_reference(splits: list[Any], owners: list[int], key: Any) -> int:
     import bisect
     return owners[bisect.bisect_right(splits, key)]
 
@@ -224,7 +226,7 @@ def test_str_ranges_compiled_path_matches_bisect() -> None:
     ["ab", "ab\x00", "ab\x00\x00c", "abcdefg", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefgi", "b"],
     ["user:1", "user:10", "user:100", "user:2", "user:20000000", "user:20000001", "user:3\u00e9", "user:4"],
 ])
-def test_str_ranges_with_shared_prefixes(splits) -> None:
+def test_str_ranges_with_shared_prefixes(splits: list[str]) -> None:
     """ASCII keys compare through 8-byte prefixes, then the whole bytes:
     padding, embedded NULs and prefixes of each other must order exactly
     like Python's str comparison."""
@@ -255,11 +257,11 @@ def test_ranges_with_a_key_prefix_take_the_tuple_path() -> None:
 
 
 @pytest.mark.parametrize("wm", [-(2**63), -1, 0, 5000, 2**63 - 1, 2**63, 2**64 - 1])
-def test_watermark_compiled_path_matches_its_definition(wm) -> None:
+def test_watermark_compiled_path_matches_its_definition(wm: int) -> None:
     from shardhash.routing import RangeRouter, WatermarkRouter
 
     class Shifted(JumpRouter):  # a Python override the compiled path must call
-        def route_index(self, key):
+        def route_index(self, key: Any) -> int:
             return (super().route_index(key) + 1) % len(self.shards)
 
     olds = [BucketRouter(["a", "b", "c"], ["a", "b", "c", "c"]), Shifted(["a", "b"])]

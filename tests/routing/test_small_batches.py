@@ -6,11 +6,13 @@ every layout, and for every router and hasher."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from shardhash import Hasher
-from shardhash.routing import JumpRouter, RingRouter
+from shardhash.routing import JumpRouter, RingRouter, Router
 from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS
 
 SIZES = [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100]
@@ -27,13 +29,13 @@ def _str_keys(n: int) -> list[str]:
     return [f"user:{i}" if i % 7 else f"ключ-{i}" for i in range(n)]   # ASCII and non-ASCII
 
 
-def _one_by_one(r, keys):
+def _one_by_one(r: Router, keys: Any) -> np.ndarray:
     return np.array([r.route_index(k) for k in keys], dtype=np.int32)
 
 
 @pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
 @pytest.mark.parametrize("n", SIZES)
-def test_route_many_small_equals_scalar_and_hashes(name, n) -> None:
+def test_route_many_small_equals_scalar_and_hashes(name: str, n: int) -> None:
     r = HASH_ROUTERS[name]()
     for keys in (_int_keys(n, n), _str_keys(n), [f"k{i}" for i in range(n)], list(range(n))):
         want = _one_by_one(r, keys)
@@ -61,7 +63,7 @@ def test_route_many_small_equals_scalar_and_hashes(name, n) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_route_many_small_every_router(name) -> None:
+def test_route_many_small_every_router(name: str) -> None:
     r = ALL_ROUTERS[name]()
     for n in (1, 16, 64, 65):
         keys = list(range(1, n + 1))
@@ -85,7 +87,7 @@ def test_route_many_small_mixed_and_bad_keys_take_the_general_path() -> None:
     with pytest.raises(TypeError):
         r.route_many(np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match="masked"):
-        r.route_many(np.ma.array([1, 2], mask=[0, 1]))
+        r.route_many(np.ma.array([1, 2], mask=[False, True]))
     out = np.empty(3, dtype=np.int32)
     assert r.route_many([1, 2, 3], out=out) is out
     assert np.array_equal(out, _one_by_one(r, [1, 2, 3]))
@@ -94,6 +96,7 @@ def test_route_many_small_mixed_and_bad_keys_take_the_general_path() -> None:
 def test_route_many_small_other_hashers_and_prefix() -> None:
     for h in (Hasher("xxh64", seed=9), Hasher("xxh3_64", seed=2**64 - 1), Hasher("murmur3_128", seed=1)):
         r = RingRouter(["a", "b", "c"], vnodes=20, hasher=h)
+        keys: list[Any]
         for keys in ([1, 2, 3], ["x", "y"], list(range(64)), list(range(65))):
             assert np.array_equal(r.route_many(keys), _one_by_one(r, keys))
             if isinstance(keys[0], int):
@@ -105,7 +108,7 @@ def test_route_many_small_other_hashers_and_prefix() -> None:
 
 @pytest.mark.parametrize("algo", ["xxh3_64", "xxh64", "murmur3_128", "fnv1a_64"])
 @pytest.mark.parametrize("n", [0, 1, 16, 64, 4095, 4096, 4097])
-def test_hash_array_small_equals_hash_one(algo, n) -> None:
+def test_hash_array_small_equals_hash_one(algo: str, n: int) -> None:
     h = Hasher(algo, seed=0 if algo.startswith("fnv") else 5)
     a = (np.arange(n, dtype=np.int64) - n // 2) * np.int64(2**33 + 3)
     want = np.array([h(int(x)) for x in a], dtype=np.uint64)

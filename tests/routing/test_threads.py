@@ -11,11 +11,12 @@ import threading
 import numpy as np
 
 from shardhash import DirectoryRouter, JumpRouter, MaglevRouter, RingRouter
+from shardhash.routing import Router
 
 
-def _versions():
+def _versions() -> list[Router]:
     names = [f"db-{i}" for i in range(12)]
-    rs = []
+    rs: list[Router] = []
     for v in range(1, 7):
         n = 6 + v
         if v % 3 == 0:

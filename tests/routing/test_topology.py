@@ -6,7 +6,9 @@ import copy
 import hashlib
 import json
 import pickle
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,13 +24,13 @@ from shardhash.routing import (
     router_types,
 )
 from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
-from tests._support import child_env
+from tests._support import child_env, ill_typed
 
 KEYS = [f"k{i}" for i in range(300)] + list(range(-50, 250))
 INT_KEYS = list(range(-50, 250)) + [999, 1000, 10**6, 2 * 10**6]
 
 
-def _keys_for(name: str) -> list:
+def _keys_for(name: str) -> list[Any]:
     if name == "range_str":
         return [f"k{i}" for i in range(300)]
     if name in KEY_ROUTERS:
@@ -39,7 +41,7 @@ def _keys_for(name: str) -> list:
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_roundtrip_dict_json_path(name, tmp_path: Path) -> None:
+def test_roundtrip_dict_json_path(name: str, tmp_path: Path) -> None:
     r = ALL_ROUTERS[name]()
     keys = _keys_for(name)
     want = r.route_many(keys).tolist()
@@ -56,7 +58,7 @@ def test_roundtrip_dict_json_path(name, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
-def test_document_shape_and_fingerprint_definition(name) -> None:
+def test_document_shape_and_fingerprint_definition(name: str) -> None:
     r = ALL_ROUTERS[name]()
     doc = r.to_dict()
     assert doc["format"] == ROUTER_FORMAT == "shardhash.router/1"
@@ -98,7 +100,7 @@ def test_routers_are_immutable() -> None:
     with pytest.raises(AttributeError):
         r.version = 3  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        r._tokens = None
+        r._tokens = ill_typed(None)
     with pytest.raises(AttributeError):
         del r._tokens
     with pytest.raises(ValueError):
@@ -133,20 +135,22 @@ def test_registry_for_subclasses() -> None:
 
         _doc_fields = ("which",)
 
-        def __init__(self, shards, *, which=0, hasher=None, version=1, key_prefix=None) -> None:
+        def __init__(self, shards: Iterable[str], *, which: int = 0, hasher: Hasher | None = None, version: int = 1,
+                     key_prefix: int | None = None) -> None:
             super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
             self._set("_which", which)
             self._use_python()
             self._finish()
 
-        def _route_hashes_kernel(self, hashes, out) -> None:
+        def _route_hashes_kernel(self, hashes: np.ndarray, out: np.ndarray) -> None:
             out[:] = (hashes % np.uint64(2)).astype(np.int32) * 0 + self._which
 
-        def _doc_params(self):
+        def _doc_params(self) -> dict[str, Any]:
             return {"which": self._which}
 
         @classmethod
-        def _from_params(cls, params, *, shards, hasher, version, key_prefix):
+        def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher, version: int,
+                         key_prefix: int | None) -> Router:
             return cls(shards, which=params["which"], hasher=hasher, version=version, key_prefix=key_prefix)
 
     r = FirstShardRouter(["a", "b"], which=1)
@@ -161,7 +165,7 @@ def test_registry_for_subclasses() -> None:
 
 def test_subclass_with_c_kernel_and_pre_transform() -> None:
     class ShiftedModulo(Router):
-        def __init__(self, shards, *, hasher=None, version=1) -> None:
+        def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1) -> None:
             super().__init__(shards, hasher=hasher, version=version)
             self._use_pre_transform(add=5)
             self._use_bucket(np.arange(len(self.shards)))
@@ -179,7 +183,7 @@ def test_subclass_with_c_kernel_and_pre_transform() -> None:
 
 def test_unfinished_subclass_is_an_error() -> None:
     class NoKernel(Router):
-        def __init__(self, shards) -> None:
+        def __init__(self, shards: Iterable[str]) -> None:
             super().__init__(shards)
             self._finish()
 
@@ -204,7 +208,7 @@ def test_hash_routers_share_identity_hashing() -> None:
 # -- compat router types in a fresh process ----------------------------------------------
 
 
-def _compat_routers() -> dict:
+def _compat_routers() -> dict[str, tuple[Router, list[Any]]]:
     from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
 
     return {
