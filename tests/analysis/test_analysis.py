@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import analysis, routing
+from tests._support import ill_typed, present
 
 
 def test_imbalance() -> None:
@@ -30,8 +31,8 @@ def test_shard_load_matches_route_many() -> None:
     rep = analysis.shard_load(r, keys, bytes=b, requests=q, duration=10.0, chunk_size=4096)
     idx = r.route_many(keys)
     np.testing.assert_array_equal(rep.counts, np.bincount(idx, minlength=3))
-    np.testing.assert_allclose(rep.bytes, np.bincount(idx, weights=b, minlength=3))
-    np.testing.assert_allclose(rep.rates, np.bincount(idx, minlength=3) / 10.0)
+    np.testing.assert_allclose(ill_typed(rep.bytes), np.bincount(idx, weights=b, minlength=3))
+    np.testing.assert_allclose(ill_typed(rep.rates), ill_typed(np.bincount(idx, minlength=3) / 10.0))
     d = rep.to_dict()
     assert d["total"] == 30_000 and len(d["requests_per_second"]) == 3
     with pytest.raises(ValueError, match="duration"):
@@ -43,11 +44,11 @@ def test_shard_load_from_a_stream_of_chunks() -> None:
     chunks = iter([(np.arange(10), np.ones(10), np.full(10, 2.0)), (np.arange(10, 15), np.ones(5), np.ones(5))])
     rep = analysis.shard_load(r, chunks)
     assert rep.total == 15
-    assert rep.bytes.sum() == 15 and rep.requests.sum() == 25
+    assert present(rep.bytes).sum() == 15 and present(rep.requests).sum() == 25
 
 
 @given(st.lists(st.integers(0, 20), min_size=1, max_size=300), st.integers(1, 5))
-def test_top_k_exact(keys, k) -> None:
+def test_top_k_exact(keys: list[int], k: int) -> None:
     got = analysis.top_k(keys, k, chunk_size=37)
     c = Counter(keys)
     expect = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
@@ -56,7 +57,7 @@ def test_top_k_exact(keys, k) -> None:
 
 @given(st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "g"]), min_size=1, max_size=400),
        st.integers(1, 4), st.integers(1, 50))
-def test_heavy_hitters_bounds(keys, capacity, chunk) -> None:
+def test_heavy_hitters_bounds(keys: list[str], capacity: int, chunk: int) -> None:
     hh = analysis.HeavyHitters(capacity)
     hh.update(keys, chunk_size=chunk)
     n = len(keys)
@@ -98,7 +99,7 @@ def test_hot_key_errors() -> None:
         analysis.top_k([1, "a"], 1)
 
 
-def _sample_table(n=20_000, seed=1):
+def _sample_table(n: int = 20_000, seed: int = 1) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     created = np.sort(np.datetime64("2026-01-01") + rng.integers(0, 60, n).astype("timedelta64[D]"))
     return {
@@ -119,7 +120,7 @@ def test_date_key_sends_recent_writes_to_one_shard() -> None:
     by = {r.name: r for r in reps}
     cust, date, country = by["hashed customer"], by["date range"], by["country"]
     assert date.recent_max_share == 1.0
-    assert cust.recent_max_share < 0.35
+    assert present(cust.recent_max_share) < 0.35
     assert cust.distinct == len(np.unique(t["customer_id"]))
     assert country.distinct == 5
     # Five countries over eight shards: at least three shards are empty.

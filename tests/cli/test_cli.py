@@ -37,7 +37,7 @@ def _command() -> list[str]:
 CMD = _command()
 
 
-def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+def run(*args: str | Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
     p = subprocess.run([*CMD, *map(str, args)], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "COLUMNS": "200"})
     if ok:
@@ -46,7 +46,7 @@ def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
     return p
 
 
-def fails(*args: str, match: str) -> str:
+def fails(*args: str | Path, match: str) -> str:
     p = run(*args, ok=False)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert "Traceback" not in p.stderr
@@ -99,7 +99,7 @@ def test_demo_text() -> None:
         assert s in out
 
 
-def test_topology_new_show_validate(work) -> None:
+def test_topology_new_show_validate(work: dict[str, Path]) -> None:
     p = work["dir"] / "b.json"
     run("topology", "new", "buckets", "--shards", "db1,db2,db3", "--buckets", "1024", "-o", p)
     r = shardhash.load_router(p.read_text())
@@ -116,7 +116,7 @@ def test_topology_new_show_validate(work) -> None:
     assert r2.version == r.version + 1 and "db4" in r2.shards
 
 
-def test_route_adds_a_shard_column(work) -> None:
+def test_route_adds_a_shard_column(work: dict[str, Path]) -> None:
     out = work["dir"] / "routed.parquet"
     run("route", work["old"], work["ids"], "--column", "user_id", "-o", out)
     t = pq.read_table(out)
@@ -126,7 +126,7 @@ def test_route_adds_a_shard_column(work) -> None:
     assert t.column("shard").to_pylist() == [r.shards[i] for i in r.route_many(keys)]
 
 
-def test_plan_with_ids_json_moves_and_plot(work) -> None:
+def test_plan_with_ids_json_moves_and_plot(work: dict[str, Path]) -> None:
     moves = work["dir"] / "moves.csv"
     png = work["dir"] / "plan.png"
     p = run("plan", work["old"], work["new"], "--ids", work["ids"], "--column", "user_id",
@@ -149,12 +149,12 @@ def test_plan_with_ids_json_moves_and_plot(work) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_plan_text_output(work) -> None:
+def test_plan_text_output(work: dict[str, Path]) -> None:
     out = run("plan", work["old"], work["new"], "--ids", work["ids"]).stdout
     assert "move matrix" in out and "steps" in out and "ideal: 20.00%" in out
 
 
-def test_plan_hash_space_view_of_the_seed_ring(work) -> None:
+def test_plan_hash_space_view_of_the_seed_ring(work: dict[str, Path]) -> None:
     out = json.loads(run("plan", work["ring3"], work["ring4"], "--json").stdout)
     assert [(m["lo"], m["hi"], m["source"], m["destination"]) for m in out["moved_ranges"]] == [(21, 40, "B", "D")]
     png = work["dir"] / "ring.png"
@@ -163,7 +163,7 @@ def test_plan_hash_space_view_of_the_seed_ring(work) -> None:
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_analyze(work) -> None:
+def test_analyze(work: dict[str, Path]) -> None:
     out = json.loads(run("analyze", work["ids"], "--column", "name", "--weights", "bytes",
                          "--json", "--top", "3").stdout)
     assert out["rows"] == 20_000
@@ -183,31 +183,31 @@ def test_analyze(work) -> None:
 # ------------------------------------------------------------ bad input
 
 
-def test_error_missing_ids_file(work) -> None:
+def test_error_missing_ids_file(work: dict[str, Path]) -> None:
     fails("plan", work["old"], work["new"], "--ids", work["dir"] / "nope.parquet", match="no such ids file")
 
 
-def test_error_missing_topology(work) -> None:
+def test_error_missing_topology(work: dict[str, Path]) -> None:
     fails("topology", "show", work["dir"] / "nope.json", match="no such topology file")
 
 
-def test_error_wrong_column(work) -> None:
+def test_error_wrong_column(work: dict[str, Path]) -> None:
     fails("route", work["old"], work["ids"], "--column", "uid", "-o", work["dir"] / "x.csv",
           match="no column 'uid'")
 
 
-def test_error_non_numeric_weights(work) -> None:
+def test_error_non_numeric_weights(work: dict[str, Path]) -> None:
     fails("plan", work["old"], work["new"], "--ids", work["ids"], "--column", "user_id", "--weights", "name",
           match="weights column 'name'")
 
 
-def test_error_corrupt_topology(work) -> None:
+def test_error_corrupt_topology(work: dict[str, Path]) -> None:
     bad = work["dir"] / "bad.json"
     bad.write_text('{"format": "shardhash.router/1", "type": ')
     fails("topology", "validate", bad, match="not valid JSON")
 
 
-def test_error_mismatched_fingerprint(work) -> None:
+def test_error_mismatched_fingerprint(work: dict[str, Path]) -> None:
     doc = json.loads(work["old"].read_text())
     doc["shards"][0] = "renamed"
     bad = work["dir"] / "tampered.json"
@@ -215,7 +215,7 @@ def test_error_mismatched_fingerprint(work) -> None:
     fails("topology", "validate", bad, match="fingerprint mismatch")
 
 
-def test_error_unknown_field(work) -> None:
+def test_error_unknown_field(work: dict[str, Path]) -> None:
     doc = json.loads(work["old"].read_text())
     doc["colour"] = "blue"
     bad = work["dir"] / "unknown.json"
@@ -223,13 +223,13 @@ def test_error_unknown_field(work) -> None:
     fails("plan", bad, work["new"], match="unknown field")
 
 
-def test_error_corrupt_ids_file(work) -> None:
+def test_error_corrupt_ids_file(work: dict[str, Path]) -> None:
     bad = work["dir"] / "corrupt.parquet"
     bad.write_bytes(b"PAR1 but not really" * 20)
     fails("analyze", bad, match="not a readable Parquet file")
 
 
-def test_error_usage(work) -> None:
+def test_error_usage(work: dict[str, Path]) -> None:
     fails("frobnicate", match="invalid choice")
     fails("plan", work["old"], match="required")
     fails("plan", work["old"], work["new"], "--weights", "bytes", match="--weights needs --ids")
@@ -237,7 +237,7 @@ def test_error_usage(work) -> None:
     fails("topology", "new", "ring", "--shards", "a,a", match="duplicate shard id")
 
 
-def test_error_no_hash_space_view(work) -> None:
+def test_error_no_hash_space_view(work: dict[str, Path]) -> None:
     a = work["dir"] / "rv4.json"
     b = work["dir"] / "rv5.json"
     a.write_text(routing.RendezvousRouter(["a", "b"]).to_json())
@@ -245,11 +245,11 @@ def test_error_no_hash_space_view(work) -> None:
     fails("plan", a, b, match="--ids")
 
 
-def test_error_output_directory_missing(work) -> None:
+def test_error_output_directory_missing(work: dict[str, Path]) -> None:
     fails("route", work["old"], work["ids"], "-o", work["dir"] / "no" / "out.parquet", match="does not exist")
 
 
-def test_route_text_ids_as_strings(work) -> None:
+def test_route_text_ids_as_strings(work: dict[str, Path]) -> None:
     ids = work["dir"] / "ids.txt"
     ids.write_text("007\n42\nalice\n")
     out = work["dir"] / "routed.csv"

@@ -14,7 +14,7 @@ import pytest
 
 import shardhash
 from shardhash import routing
-from tests._support import child_env
+from tests._support import child_env, present
 
 # The command runs in a child Python; "without" blocks the pyarrow import there.
 _RUNNER = (
@@ -54,7 +54,7 @@ def fails(arrow: str, *args: object, match: str) -> str:
 def topo(tmp_path: Path) -> dict[str, Path]:
     out = {}
     for kt in ("int", "str", None):
-        r = routing.JumpRouter([f"s{i}" for i in range(4)])
+        r: routing.Router = routing.JumpRouter([f"s{i}" for i in range(4)])
         if kt is not None:
             r = r.with_key_type(kt)
         p = tmp_path / f"jump-{kt or 'untyped'}.json"
@@ -71,7 +71,7 @@ def _router(path: Path) -> routing.Router:
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_route_refuses_to_overwrite_its_input(arrow, topo, tmp_path: Path) -> None:
+def test_route_refuses_to_overwrite_its_input(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "same.csv"
     text = "id,name\n1,a\n2,b\n"
     ids.write_text(text)
@@ -86,7 +86,7 @@ def test_route_refuses_to_overwrite_its_input(arrow, topo, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_route_error_midway_leaves_no_partial_output(arrow, topo, tmp_path: Path) -> None:
+def test_route_error_midway_leaves_no_partial_output(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(50)) + "oops,x\n")
     out = tmp_path / "out.csv"
@@ -94,11 +94,12 @@ def test_route_error_midway_leaves_no_partial_output(arrow, topo, tmp_path: Path
     fails(arrow, "route", topo["int"], ids, "-o", out, "--chunk-size", "10",
           match="line 52: 'oops' is not an integer id")
     assert out.read_text() == "previous result\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ids.csv", "out.csv"] + [p.name for p in topo.values()])
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        sorted(["ids.csv", "out.csv"] + [p.name for p in topo.values()])
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_route_keeps_every_column_and_round_trips_ids(arrow, topo, tmp_path: Path) -> None:
+def test_route_keeps_every_column_and_round_trips_ids(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     rows = ["user,name,bytes\r\n", '007,"Smith, J",10\r\n', "7,b,20\r\n", 'x-1,"say ""hi""",30\r\n']
     ids.write_text("".join(rows), newline="")
@@ -117,7 +118,7 @@ def test_route_keeps_every_column_and_round_trips_ids(arrow, topo, tmp_path: Pat
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_no_header_and_header_that_looks_like_data(arrow, topo, tmp_path: Path) -> None:
+def test_no_header_and_header_that_looks_like_data(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_text("5\n6\n7\n")
     fails(arrow, "route", topo["int"], ids, "-o", tmp_path / "o.csv",
@@ -129,7 +130,7 @@ def test_no_header_and_header_that_looks_like_data(arrow, topo, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_key_type_is_declared_never_guessed(arrow, topo, tmp_path: Path) -> None:
+def test_key_type_is_declared_never_guessed(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_text("id\n0\n007\n")
     more = tmp_path / "more.csv"
@@ -151,7 +152,7 @@ def test_key_type_is_declared_never_guessed(arrow, topo, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_u64_ids_above_2_63(arrow, topo, tmp_path: Path) -> None:
+def test_u64_ids_above_2_63(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     big = [2**64 - 1, 2**63, 5, -3]
     ids.write_text("id\n" + "".join(f"{k}\n" for k in big))
@@ -162,7 +163,7 @@ def test_u64_ids_above_2_63(arrow, topo, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_delimiters(arrow, topo, tmp_path: Path) -> None:
+def test_delimiters(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     r = _router(topo["str"])
     semi = tmp_path / "semi.csv"
     semi.write_text("id;name\nu1;a\nu2;b\n")
@@ -177,7 +178,7 @@ def test_delimiters(arrow, topo, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_bom_and_spaces_in_header(arrow, topo, tmp_path: Path) -> None:
+def test_bom_and_spaces_in_header(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.csv"
     ids.write_bytes("\ufeff user_id , name\n1,a\n".encode())
     out = tmp_path / "o.csv"
@@ -185,7 +186,7 @@ def test_bom_and_spaces_in_header(arrow, topo, tmp_path: Path) -> None:
     assert out.read_text().splitlines()[1] == f"1,a,{_router(topo['int']).route(1)}"
 
 
-def test_bom_and_spaces_same_in_parquet(topo, tmp_path: Path) -> None:
+def test_bom_and_spaces_same_in_parquet(topo: dict[str, Path], tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -200,7 +201,7 @@ def test_bom_and_spaces_same_in_parquet(topo, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("arrow", ["without"])
-def test_route_key_explain_and_pipes(arrow, topo, tmp_path: Path) -> None:
+def test_route_key_explain_and_pipes(arrow: str, topo: dict[str, Path], tmp_path: Path) -> None:
     r = _router(topo["str"])
     p = ok(arrow, "route", topo["str"], "--key", "user-42", "--key", "007")
     assert p.stdout.split()[-4:] == ["user-42", r.route("user-42"), "007", r.route("007")]
@@ -219,7 +220,7 @@ def test_route_key_explain_and_pipes(arrow, topo, tmp_path: Path) -> None:
     ("cassandra_token", []), ("postgres_hash_partition", []), ("mongo_hashed", []),
     ("range", ["--splits", "100,200", "--key-type", "int"]), ("maglev", []), ("buckets", ["--buckets", "64"]),
 ])
-def test_topology_new_every_type(strategy, extra, tmp_path: Path) -> None:
+def test_topology_new_every_type(strategy: str, extra: list[str], tmp_path: Path) -> None:
     shards = "-80,80-" if strategy == "vitess" else "a,b,c"
     if strategy == "range":
         shards = "a,b,c"
@@ -241,7 +242,7 @@ def test_topology_show_real_ownership(tmp_path: Path) -> None:
     from shardhash.plan import _ranges_of
 
     own = {s: 0 for s in r.shards}
-    for lo, hi, i in _ranges_of(r):
+    for lo, hi, i in present(_ranges_of(r)):
         own[r.shards[i]] += hi - lo + 1
     line = next(x for x in show.splitlines() if x.startswith("a "))
     assert f"{own['a'] / 2**64:.4f}" in line and "ranges" in line
@@ -316,13 +317,13 @@ def test_plot_readable_at_5_32_and_1000_shards(tmp_path: Path) -> None:
 # ---------------------------------------------------------- 15-16: presentation
 
 
-def test_error_messages(topo) -> None:
+def test_error_messages(topo: dict[str, Path]) -> None:
     e = fails("without", "route", topo["int"], "--frobnicate", match="unknown option --frobnicate")
     assert e.count("shardhash") == 2  # "shardhash: error: route: ... (see shardhash route --help)"
     assert "error: shardhash" not in e
 
 
-def test_route_output_format_explained(topo, tmp_path: Path) -> None:
+def test_route_output_format_explained(topo: dict[str, Path], tmp_path: Path) -> None:
     ids = tmp_path / "ids.txt"
     ids.write_text("1\n")
     fails("without", "route", topo["int"], ids, "-o", tmp_path / "x.json", match="route writes CSV")
@@ -357,7 +358,7 @@ def test_analyze_integers_and_hot_keys(tmp_path: Path) -> None:
 # ------------------------------------------------------------- the "done when"
 
 
-def test_route_big_csv_round_trips(topo, tmp_path: Path) -> None:
+def test_route_big_csv_round_trips(topo: dict[str, Path], tmp_path: Path) -> None:
     n = 30_000
     rng = np.random.default_rng(3)
     keys = rng.integers(0, 10**12, size=n)
@@ -399,7 +400,8 @@ class _TTY:
         raise OSError("no file descriptor")
 
 
-def test_progress_shows_totals_rate_and_eta(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_shows_totals_rate_and_eta(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("rich")
     from shardhash import cli
 
@@ -425,7 +427,7 @@ def test_demo_progress_names_each_stage() -> None:
 
 
 @pytest.mark.parametrize("arrow", ARROW)
-def test_plan_moves_error_midway_leaves_no_partial_output(arrow, tmp_path: Path) -> None:
+def test_plan_moves_error_midway_leaves_no_partial_output(arrow: str, tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(routing.JumpRouter(list("abcd")).with_key_type("int").to_json())
     b.write_text(routing.JumpRouter(list("abcde"), version=2).with_key_type("int").to_json())
@@ -439,7 +441,7 @@ def test_plan_moves_error_midway_leaves_no_partial_output(arrow, tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "ids.txt", "moves.csv"]
 
 
-def test_route_parquet_keeps_every_column(topo, tmp_path: Path) -> None:
+def test_route_parquet_keeps_every_column(topo: dict[str, Path], tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +22,10 @@ IDS = np.arange(1000, 1000 + 2500, dtype=np.int64) * 7919
 W = (np.arange(2500) % 13).astype(np.float64)
 
 
-def _collect(reader):
+def _collect(reader: Iterable[sio.IdChunk]) -> tuple[list[sio.IdChunk], np.ndarray, np.ndarray | None]:
     chunks = list(reader)
     ids = np.concatenate([c.ids for c in chunks]) if chunks else np.zeros(0)
-    ws = None
+    ws: np.ndarray | None = None
     if chunks and chunks[0].weights is not None:
         ws = np.concatenate([c.weights for c in chunks])
     return chunks, ids, ws
@@ -54,7 +55,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("kind", ["parquet", "feather", "stream", "csv", "csvgz"])
-def test_tabular_formats_roundtrip_ids_and_weights(files, kind) -> None:
+def test_tabular_formats_roundtrip_ids_and_weights(files: dict[str, Path], kind: str) -> None:
     r = sio.open_ids(files[kind], column="user_id", weights="bytes", chunk_size=512, id_type="int")
     chunks, ids, ws = _collect(r)
     assert all(len(c.ids) <= 512 for c in chunks)
@@ -65,33 +66,33 @@ def test_tabular_formats_roundtrip_ids_and_weights(files, kind) -> None:
 
 
 @pytest.mark.parametrize("kind", ["npy", "txt"])
-def test_single_column_formats(files, kind) -> None:
+def test_single_column_formats(files: dict[str, Path], kind: str) -> None:
     chunks, ids, ws = _collect(sio.open_ids(files[kind], chunk_size=1000, id_type="int"))
     assert [len(c.ids) for c in chunks] == [1000, 1000, 500]
     np.testing.assert_array_equal(ids, IDS)
     assert ws is None
 
 
-def test_total_rows_known_for_columnar_formats(files) -> None:
+def test_total_rows_known_for_columnar_formats(files: dict[str, Path]) -> None:
     assert sio.open_ids(files["parquet"]).total_rows == len(IDS)
     assert sio.open_ids(files["feather"]).total_rows == len(IDS)
     assert sio.open_ids(files["npy"]).total_rows == len(IDS)
     assert sio.open_ids(files["csv"], id_type="int").total_rows is None
 
 
-def test_default_column_is_first_non_weight_column(files) -> None:
+def test_default_column_is_first_non_weight_column(files: dict[str, Path]) -> None:
     r = sio.open_ids(files["parquet"], weights="user_id")
     assert r.column == "bytes" or r.column == "name"
     assert sio.open_ids(files["parquet"]).column == "user_id"
 
 
-def test_string_ids(files) -> None:
+def test_string_ids(files: dict[str, Path]) -> None:
     chunks, ids, _ = _collect(sio.open_ids(files["parquet"], column="name", chunk_size=999))
     assert ids.dtype == object
     assert ids[0] == "u0" and ids[-1] == f"u{len(IDS) - 1}"
 
 
-def test_npy_is_memory_mapped_and_chunks_are_views(files) -> None:
+def test_npy_is_memory_mapped_and_chunks_are_views(files: dict[str, Path]) -> None:
     r = sio.open_ids(files["npy"], chunk_size=100)
     first = next(iter(r))
     # A chunk of a memory-mapped file does not own its data.
@@ -120,7 +121,7 @@ def test_uint64_ids_in_text(tmp_path: Path) -> None:
     assert ids.dtype == np.uint64 and ids.tolist() == [2**64 - 1, 2**63]
 
 
-def test_csv_matches_parquet(files) -> None:
+def test_csv_matches_parquet(files: dict[str, Path]) -> None:
     r = sio.open_ids(files["csv"], column="user_id", weights="bytes", chunk_size=400, id_type="int")
     _, ids_a, w_a = _collect(r)
     r2 = sio.open_ids(files["parquet"], column="user_id", weights="bytes", chunk_size=400)
@@ -143,14 +144,14 @@ def test_directory(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["parquet", "feather", "csv"])
-def test_wrong_column(files, kind) -> None:
+def test_wrong_column(files: dict[str, Path], kind: str) -> None:
     with pytest.raises(ValueError, match=r"no column 'nope'; columns are 'user_id', 'bytes', 'name'"):
         sio.open_ids(files[kind], column="nope", id_type="int")
     with pytest.raises(ValueError, match=r"no weights column 'nope'"):
         sio.open_ids(files[kind], weights="nope", id_type="int")
 
 
-def test_weights_column_must_be_numeric(files) -> None:
+def test_weights_column_must_be_numeric(files: dict[str, Path]) -> None:
     r = sio.open_ids(files["parquet"], weights="name")
     with pytest.raises(ValueError, match=r"weights column 'name' has type string"):
         list(r)
@@ -164,7 +165,7 @@ def test_bad_weight_value_in_csv(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["bad.parquet", "bad.feather", "bad.npy"])
-def test_corrupt_binary_files(tmp_path: Path, name) -> None:
+def test_corrupt_binary_files(tmp_path: Path, name: str) -> None:
     p = tmp_path / name
     p.write_bytes(b"this is not what the extension promises" * 10)
     with pytest.raises(ValueError, match="not a readable"):
@@ -181,7 +182,7 @@ def test_npy_wrong_shape_and_dtype(tmp_path: Path) -> None:
         sio.open_ids(p)
 
 
-def test_single_column_formats_reject_columns(files) -> None:
+def test_single_column_formats_reject_columns(files: dict[str, Path]) -> None:
     with pytest.raises(ValueError, match="single unnamed column"):
         sio.open_ids(files["npy"], column="x")
     with pytest.raises(ValueError, match="weights need CSV"):
@@ -209,7 +210,7 @@ def test_ragged_csv(tmp_path: Path) -> None:
         list(sio.read_ids(p, id_type="int"))
 
 
-def test_bad_chunk_size(files) -> None:
+def test_bad_chunk_size(files: dict[str, Path]) -> None:
     with pytest.raises(ValueError, match="chunk_size"):
         sio.open_ids(files["npy"], chunk_size=0)
     with pytest.raises(TypeError, match="chunk_size"):
@@ -220,7 +221,7 @@ def test_bad_chunk_size(files) -> None:
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "csv"])
-def test_chunk_writer_roundtrip(tmp_path: Path, suffix) -> None:
+def test_chunk_writer_roundtrip(tmp_path: Path, suffix: str) -> None:
     p = tmp_path / f"out.{suffix}"
     shards = ["s0", "s1", "s2"]
     idx = (np.arange(len(IDS)) % 3).astype(np.int32)
