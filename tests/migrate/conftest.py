@@ -48,7 +48,7 @@ def _need_pg() -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest):
+def backend(request: pytest.FixtureRequest) -> str:
     """'sqlite', or the DSN of a reachable PostgreSQL server."""
     if request.param == "sqlite":
         return "sqlite"

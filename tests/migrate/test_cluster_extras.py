@@ -219,7 +219,8 @@ def test_a_migration_moves_hot_sub_keys_like_any_keys(tmp_path: Path) -> None:
             _events.unsubscribe(listen)
         # the executor reported its progress (what ShardMetrics turns into copy_rows_* gauges)
         assert seen and seen[-1]["migration_id"] == m.id and seen[-1]["copied"] > 0
-        assert seen[-1]["scanned"] >= seen[-1]["copied"] and seen[-1]["total"] is None  # (counted only for a progress_fn)
+        # (the total is counted only for a progress_fn)
+        assert seen[-1]["scanned"] >= seen[-1]["copied"] and seen[-1]["total"] is None
         m.cleanup()
         assert cl.refresh("events") == new
         q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"

@@ -7,12 +7,15 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, RingRouter, plan
+from shardhash import JumpRouter, RingRouter, Router, plan
 from shardhash.migrate import Cluster, Migration, MigrationError, StaleRouteError, VerifyMismatch
+from tests._support import present
 
 from ._harness import UPSERT, connect, drop_cluster, make_cluster, shard_rows
 
@@ -20,14 +23,14 @@ FOUR = ["s0", "s1", "s2", "s3"]
 
 
 @pytest.fixture
-def root(tmp_path: Path, backend):
+def root(tmp_path: Path, backend: str) -> Iterator[Path]:
     yield tmp_path
     drop_cluster(tmp_path, backend)
 
 
-def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
+def owners_ok(root: Path, router: Router, shards: Iterable[str], *, exact: bool) -> dict[int, tuple[Any, ...]]:
     """Every row is on the shard the router names; with exact, nowhere else."""
-    seen: dict = {}
+    seen: dict[int, list[tuple[str, tuple[Any, ...]]]] = {}
     for s in shards:
         for k, row in shard_rows(root, s).items():
             seen.setdefault(k, []).append((s, row))
@@ -39,7 +42,7 @@ def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
     return {k: dict(p)[router.route(k)] for k, p in seen.items()}
 
 
-def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend) -> None:
+def test_jump_four_to_five_moves_exactly_the_planned_keys(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=3000, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -59,7 +62,7 @@ def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend) -> None
     cl.close()
 
 
-def test_ring_with_two_tables_and_live_writes(root, backend) -> None:
+def test_ring_with_two_tables_and_live_writes(root: Path, backend: str) -> None:
     ring = RingRouter(FOUR, vnodes=16)
     path = make_cluster(root, FOUR, ring, users=2000, events=True, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path, retries=5)
@@ -115,7 +118,7 @@ def test_ring_with_two_tables_and_live_writes(root, backend) -> None:
     cl.close()
 
 
-def test_stale_router_gets_stale_route_error_then_retries(root, backend) -> None:
+def test_stale_router_gets_stale_route_error_then_retries(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
     stale = Cluster.load(path, retries=0)
     old = stale.router()  # cached: never refreshed by this client
@@ -144,7 +147,7 @@ def test_stale_router_gets_stale_route_error_then_retries(root, backend) -> None
         c.close()
 
 
-def test_rollback_after_cutover_replays_destination_writes(root, backend) -> None:
+def test_rollback_after_cutover_replays_destination_writes(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=800, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -179,7 +182,7 @@ def test_rollback_after_cutover_replays_destination_writes(root, backend) -> Non
     cl.close()
 
 
-def test_rollback_before_cutover_leaves_the_source_untouched(root, backend) -> None:
+def test_rollback_before_cutover_leaves_the_source_untouched(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     before = {s: shard_rows(root, s) for s in FOUR}
@@ -196,7 +199,7 @@ def test_rollback_before_cutover_leaves_the_source_untouched(root, backend) -> N
     cl.close()
 
 
-def test_verify_lists_the_first_differing_keys(root, backend) -> None:
+def test_verify_lists_the_first_differing_keys(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -236,7 +239,7 @@ def test_failover_changes_only_the_shard_map(tmp_path: Path) -> None:
     def n_of(name: str) -> int:
         c = sqlite3.connect(tmp_path / f"{name}.db")
         try:
-            return c.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0]
+            return int(c.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0])
         finally:
             c.close()
 
@@ -245,7 +248,7 @@ def test_failover_changes_only_the_shard_map(tmp_path: Path) -> None:
     cl.close()
 
 
-def test_bad_input_is_refused_with_a_clear_error(root, backend) -> None:
+def test_bad_input_is_refused_with_a_clear_error(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=50, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     new, _ = plan.add_shards(cl.router(), "s4")
@@ -269,12 +272,12 @@ def test_bad_input_is_refused_with_a_clear_error(root, backend) -> None:
     with pytest.raises(MigrationError, match=r"shard-key value \d+ has type int; group 'users' needs str"):
         m2.run()
     rec = cl.metadata.migration(m2.id)
-    assert rec["state"] == "preparing" and "needs str" in rec["error"]
+    assert present(rec)["state"] == "preparing" and "needs str" in present(rec)["error"]
     doc["groups"]["users"]["key_type"] = "int"
     path.write_text(json.dumps(doc))
     cl3 = Cluster.load(path)
     assert Migration(cl3, m2.id).run() == "retained"  # resume continues once the cause is gone
-    assert cl3.metadata.migration(m2.id)["error"] is None
+    assert present(cl3.metadata.migration(m2.id))["error"] is None
     for c in (cl, cl2, cl3):
         c.close()
 
@@ -346,7 +349,7 @@ def test_out_of_order_commits_are_never_skipped(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", range(6))
-def test_membership_matches_the_unit_definitions(case) -> None:
+def test_membership_matches_the_unit_definitions(case: int) -> None:
     """The vectorised unit lookup agrees with the units' definitions, key by key."""
     import numpy as np
 
@@ -380,7 +383,7 @@ def test_membership_matches_the_unit_definitions(case) -> None:
     assert np.all((got >= 0) == np.array([old.route(k) != new.route(k) for k in keys]))
 
 
-def test_watermark_walk_under_writes(root, backend) -> None:
+def test_watermark_walk_under_writes(root: Path, backend: str) -> None:
     """New ids follow the new layout at once; the walk copies [K - j, K) batch
     by batch, lowers K durably, and ends on the new router; nothing is lost."""
     from shardhash import WatermarkRouter
@@ -463,7 +466,7 @@ def test_two_groups_migrate_side_by_side(tmp_path: Path) -> None:
     new_u = plan.add_shards(users_r, "s4")[0]
     new_l = plan.add_shards(logs_r, "s4")[0]
     ms = [Migration.create(cl, "users", new_u), Migration.create(cl, "logs", new_l)]
-    out: list = []
+    out: list[Any] = []
 
     def go(mid: str) -> None:
         c2 = Cluster.load(tmp_path / "c.json")
@@ -487,7 +490,7 @@ def test_two_groups_migrate_side_by_side(tmp_path: Path) -> None:
     cl.close()
 
 
-def test_cli_dry_run_start_status_cleanup(root, backend, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_dry_run_start_status_cleanup(root: Path, backend: str, capsys: pytest.CaptureFixture[str]) -> None:
     from shardhash.cli import main
 
     path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
@@ -570,7 +573,7 @@ def test_core_does_not_import_prometheus() -> None:
     assert out == ["False", "False"]
 
 
-def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend) -> None:
+def test_frozen_units_make_writers_wait_and_let_readers_read(root: Path, backend: str) -> None:
     from shardhash.migrate import FenceTimeout
 
     path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
@@ -594,7 +597,7 @@ def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend) -> N
     with cl.transaction(still) as tx:  # keys outside the units are not held up
         tx.execute("UPDATE users SET n = 6 WHERE id = ?", (still,))
     # a writer that waits through a short freeze succeeds once it ends
-    done: list = []
+    done: list[Any] = []
 
     def late_writer() -> None:
         c2 = Cluster.load(path, wait_timeout=10)
