@@ -112,7 +112,7 @@ def guava_oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     elif not javac or not java:
         why = "javac/java not found (Debian: default-jdk-headless)"
     if why is not None or jar is None or javac is None:
-        oracle_missing("Guava oracle", why)
+        oracle_missing("Guava oracle", why or "javac/java not found")
     d = tmp_path_factory.mktemp("guava")
     (d / "GuavaOracle.java").write_text(JAVA_ORACLE)
     subprocess.run([javac, "-cp", jar, "GuavaOracle.java"], cwd=d, check=True, timeout=120)

@@ -14,7 +14,7 @@ import hashlib
 import os
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -209,7 +209,7 @@ def test_bucket_index_matches_binary_search() -> None:
         for bits in (1, 4, 12, 16):
             idx = _native_b.ketama_bucket_index(r.points, bits)
             assert (_native_b.ketama_lookup(r.points, r.point_owners, upper, h, None, idx) == plain).all()
-        side = "right" if upper else "left"
+        side: Literal["left", "right"] = "right" if upper else "left"
         pos = np.searchsorted(r.points, h, side=side) % len(r.points)
         assert (plain == r.point_owners[pos]).all()
 

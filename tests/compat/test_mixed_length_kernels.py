@@ -103,7 +103,8 @@ def test_sequence_keys_stay_alive_and_unchanged() -> None:
     ks += ["tëxt-{é}" * (i % 5) for i in range(300)]
     ks += [bytearray(b"{ba}x"), memoryview(b"mv-key-0123456789")]
     before = list(ks)
-    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks if isinstance(k, (str, bytes, bytearray, memoryview))]
+    raw = [k.encode() if isinstance(k, str) else bytes(k)
+           for k in ks if isinstance(k, (str, bytes, bytearray, memoryview))]
     assert len(raw) == len(ks)
     gc.collect()
     assert cassandra.token_array(ks).tolist() == [cassandra_ref.cassandra_token(k) for k in raw]

@@ -408,7 +408,7 @@ def routed_rows(psql: Psql, types: tuple[str, ...], bounds: list[tuple[int, int]
               f"WITH ins AS (INSERT INTO p SELECT * FROM src RETURNING i, tableoid::regclass::text AS part)\n"
               f"SELECT i, part FROM ins ORDER BY i;\n")
     out = []
-    for i, part in psql.run(script):
+    for _i, part in psql.run(script):
         _, m, r = part.rsplit(".", 1)[-1].split("_")
         out.append((int(m), int(r)))
     assert len(out) == len(rows)

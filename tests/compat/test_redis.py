@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -142,7 +143,8 @@ def redis_conn() -> Iterator[socket.socket]:
             _missing("no SHARDHASH_REDIS_SOCKET / SHARDHASH_REDIS_PORT and no redis-server on PATH")
         tmp = tempfile.mkdtemp(prefix="shardhash-redis-")
         path = f"{tmp}/redis.sock"
-        subprocess.run([server, "--port", "0", "--bind", "127.0.0.1", "--cluster-port", str(_free_port()), "--unixsocket", path, "--cluster-enabled", "yes",
+        subprocess.run([server, "--port", "0", "--bind", "127.0.0.1", "--cluster-port", str(_free_port()),
+                        "--unixsocket", path, "--cluster-enabled", "yes",
                         "--cluster-config-file", f"{tmp}/nodes.conf", "--dir", tmp, "--save", "",
                         "--appendonly", "no", "--daemonize", "yes", "--pidfile", f"{tmp}/redis.pid",
                         "--logfile", f"{tmp}/redis.log"], check=True)

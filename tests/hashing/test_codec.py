@@ -203,7 +203,8 @@ def test_compound_keys() -> None:
     nested = find(t(inner, ["bytes", "78"]), DEFAULT)["encoded"]
     inner_enc = "01000000" "61" "08000000" "0100000000000000"
     assert nested == f"{len(inner_enc) // 2:02x}000000" + inner_enc + "01000000" "78"
-    assert find(t(s("tenant-7"), i(42)), DECIMAL)["encoded"] == "08000000" + b"tenant-7".hex() + "02000000" + b"42".hex()
+    assert find(t(s("tenant-7"), i(42)), DECIMAL)["encoded"] == \
+        "08000000" + b"tenant-7".hex() + "02000000" + b"42".hex()
     assert find(t(s("a"), ["float", "1.5"]), DEFAULT)["encoded"] == "!TypeError"
     assert find(t(s("a"), i(2**64)), DEFAULT)["encoded"] == "!OverflowError"
     assert find(t(["tuple", []]), DEFAULT)["encoded"] == "!ValueError"

@@ -7,7 +7,7 @@ everything else: any byte content, lengths 0..2100, any valid seed.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import mmh3
 import numpy as np

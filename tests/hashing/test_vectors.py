@@ -12,7 +12,7 @@ Format and buffer rule: tests/vectors/README.md.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import mmh3
 import pytest
@@ -130,7 +130,7 @@ def test_hash_bytes_keyword_form_and_default_seed(algorithm: str) -> None:
 
 
 def test_hash_bytes_default_algorithm_is_xxh3_64() -> None:
-    for _, seed, n, exp in (r for r in ROWS if r[0] == "xxh3_64" and r[1] == 0):
+    for _, _seed, n, exp in (r for r in ROWS if r[0] == "xxh3_64" and r[1] == 0):
         assert shardhash.hash_bytes(BUF[:n]) == exp
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import collections
 import json
 import pickle
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -104,7 +106,7 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="bucket_seconds"):
         HotKeyRouter(b, {}, write="time")
     with pytest.raises(TypeError, match="str keys"):
-        HotKeyRouter(RangeRouter([10], ["a", "b"]), {})  # type: ignore[arg-type]
+        HotKeyRouter(RangeRouter([10], ["a", "b"]), {})
     with pytest.raises(TypeError, match="another HotKeyRouter"):
         HotKeyRouter(HotKeyRouter(b, {}), {})
     r = HotKeyRouter(b, {1: 2})
@@ -171,9 +173,10 @@ def test_compiled_paths_agree_with_the_reference() -> None:
             assert r.route_write(k) == HotKeyRouter.route_write(r, k)
         for sub in range(r.fan_out(k)):
             assert r.route_write(k, sub_key=sub) == HotKeyRouter.route_write(r, k, sub_key=sub)
-    assert r.route_write is not HotKeyRouter.route_write
+    assert cast(object, r.route_write) is not HotKeyRouter.route_write  # the compiled path, not a wrapper
     for bad in (True, 1.5, [1], None):
-        for fn in (r.route_write, lambda k: HotKeyRouter.route_write(r, k)):
+        fns: tuple[Callable[[Any], object], ...] = (r.route_write, lambda k: HotKeyRouter.route_write(r, k))
+        for fn in fns:
             with pytest.raises(TypeError):
                 fn(bad)
         with pytest.raises(TypeError):

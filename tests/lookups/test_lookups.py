@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from shardhash import JumpRouter, RingRouter
 from shardhash.lookups import DuplicateValue, FactoryStore, LookupIndex
-from tests._support import child_env
+from tests._support import child_env, present
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -200,7 +201,7 @@ def test_email_change_and_crashes_during_it(tmp_path: Path) -> None:
     # crash after the user row changed, before the old lookup row went
     _crash(tmp_path, "change-before-release")
     assert idx.lookup("new@example.com") == 1 and idx.lookup("old@example.com") is None
-    assert idx.get("new@example.com")["name"] == "u1"
+    assert present(idx.get("new@example.com"))["name"] == "u1"
     assert idx.cleanup() == 1
     assert _all(shards, "SELECT value, owner_id, state FROM email_lookup") == [
         ("new@example.com", "1", "committed"), ("other@example.com", "2", "committed")]
@@ -227,7 +228,14 @@ def test_lookup_is_one_extra_round_trip(shards: dict[str, Any]) -> None:
     idx = _index(shards)
     idx.register(1, "ada@example.com")
     opened: list[str] = []
-    counted = {s: (lambda f=f, s=s: (opened.append(s), f())[1]) for s, f in shards.items()}
+
+    def counting(s: str, f: Callable[[], Any]) -> Callable[[], Any]:
+        def connect() -> Any:
+            opened.append(s)
+            return f()
+        return connect
+
+    counted = {s: counting(s, f) for s, f in shards.items()}
     idx.lookup_store = FactoryStore(counted, idx.lookup_store.router)
     idx.owner_store = FactoryStore(counted, idx.owner_store.router)
     assert idx.lookup("ada@example.com") == 1

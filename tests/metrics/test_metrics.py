@@ -8,7 +8,9 @@ import logging
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,15 +26,15 @@ if not available():
 
 
 @pytest.fixture
-def m() -> ShardMetrics:
+def m() -> Iterator[ShardMetrics]:
     mm = ShardMetrics()
     mm.attach()
     yield mm
     mm.detach()
 
 
-def _shards(tmp_path: Path, n: int = 3) -> dict[str, object]:
-    out = {}
+def _shards(tmp_path: Path, n: int = 3) -> dict[str, Callable[[], sqlite3.Connection]]:
+    out: dict[str, Callable[[], sqlite3.Connection]] = {}
     for i in range(n):
         p = tmp_path / f"s{i}.db"
         c = sqlite3.connect(p)
@@ -47,7 +49,7 @@ def _shards(tmp_path: Path, n: int = 3) -> dict[str, object]:
 def test_scatter_gather_is_counted(m: ShardMetrics, tmp_path: Path) -> None:
     shards = _shards(tmp_path)
 
-    def down() -> object:
+    def down() -> sqlite3.Connection:
         raise OSError("down")
 
     scatter_gather("SELECT id FROM t", shards, order_by=["id"], unique="id", limit=5)
@@ -111,7 +113,7 @@ def test_structured_log_records(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_a_failing_listener_does_not_break_the_operation(caplog: pytest.LogCaptureFixture) -> None:
-    def bad(event: str, fields: dict) -> None:
+    def bad(event: str, fields: dict[str, Any]) -> None:
         raise RuntimeError("boom")
 
     _events.subscribe(bad)
@@ -157,6 +159,6 @@ def test_log_levels_by_event(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="shardhash.events"):
         for event in ("error", "verify_mismatch", "stale_route_retry", "route"):
             _events.emit(event, shard="s1")
-    levels = {r.shardhash["event"]: r.levelno for r in caplog.records if r.name == "shardhash.events"}
+    levels = {r.__dict__["shardhash"]["event"]: r.levelno for r in caplog.records if r.name == "shardhash.events"}
     assert levels == {"error": logging.WARNING, "verify_mismatch": logging.WARNING,
                       "stale_route_retry": logging.INFO, "route": logging.DEBUG}

@@ -423,7 +423,8 @@ def test_pages_match_the_oracle_property(rows: list[tuple[Any, ...]], ordering: 
         for s in range(nshards):
             p = Path(d) / f"p{s}.db"
             c = sqlite3.connect(p)
-            c.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b TEXT NOT NULL, c INTEGER NOT NULL)")
+            c.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER NOT NULL, b TEXT NOT NULL, "
+                      "c INTEGER NOT NULL)")
             c.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
                           [(i, *r) for i, r in enumerate(rows) if (i * 7 + r[0]) % nshards == s])
             c.commit()
