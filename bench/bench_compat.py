@@ -236,7 +236,8 @@ def _report_peers(benchmark: Any, name: str, n: int, peers: dict[str, float]) ->
 # ---------------------------------------------------------------- numpy peer
 
 def _np_rot(x: np.ndarray, k: int) -> np.ndarray:
-    return (x << np.uint32(k)) | (x >> np.uint32(32 - k))
+    r: np.ndarray = (x << np.uint32(k)) | (x >> np.uint32(32 - k))
+    return r
 
 
 def numpy_hashint8extended(v: np.ndarray, seed: int) -> np.ndarray:
@@ -267,7 +268,8 @@ def numpy_hashint8extended(v: np.ndarray, seed: int) -> np.ndarray:
     b -= _np_rot(a, 14)
     c ^= b
     c -= _np_rot(b, 24)
-    return (b.astype(np.uint64) << np.uint64(32)) | c.astype(np.uint64)
+    out: np.ndarray = (b.astype(np.uint64) << np.uint64(32)) | c.astype(np.uint64)
+    return out
 
 
 def test_numpy_peer_is_the_same_hash() -> None:

@@ -26,13 +26,14 @@ from __future__ import annotations
 import binascii
 import random
 import string
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from bench._timing import best, enabled
+from bench._timing import alternating_best, best, enabled
 from shardhash.compat import _native_b, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
 
@@ -42,14 +43,6 @@ MIN_LEN, MAX_LEN, FIXED_LEN = 4, 40, 22  # uniform 4..40 has mean 22
 def _size(benchmark: Any) -> int:
     return 1_000_000 if enabled(benchmark) else 5_000
 
-
-def _alternate(fns: dict[str, Callable[[], Any]], rounds: int = 5) -> dict[str, float]:
-    """Best time of each function, the functions taking turns."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            best[name] = min(best[name], best(fn, 1))
-    return best
 
 
 def _lengths(n: int, mixed: bool, seed: int) -> list[int]:
@@ -117,7 +110,7 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
         fns: dict[str, Callable[[], Any]] = {"mixed": lambda: call(mixed), "fixed": lambda: call(fixed)}
         if floor_keys is not None:
             fns["floor"] = lambda: _native_b.list_walk_floor(floor_keys[0])
-        times = _alternate(fns)
+        times = alternating_best(fns, 5, time.perf_counter)
         if peer is not None:
             pname, loop, pkeys = peer
             sample = pkeys[: max(1000, n // 10)]

@@ -29,19 +29,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench._timing import enabled
+from bench._timing import alternating_best, enabled
 from shardhash import Hasher, JumpRouter, hash_key
 from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
-
-
-def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def _loop(f: Callable[[Any], Any], keys: list[Any]) -> Callable[[], None]:
@@ -110,7 +100,7 @@ def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
         uh = pytest.importorskip("uhashring")
         ring = uh.HashRing(nodes=NODES, hash_fn="ketama")
         fns["uhashring"] = _loop(ring.get_node, keys[: n // 10])
-    t = _alternating_best(fns, 5)
+    t = alternating_best(fns, 5, time.perf_counter)
     per = {k: v / (n if k in ("ours", "dict") else n // 10) * 1e9 for k, v in t.items()}
     ratio = per["ours"] / per["dict"]
     line = (f"{type(r).__name__}.route [{name}]: {per['ours']:.0f} ns/key; dict.get {per['dict']:.0f} ns "
@@ -138,8 +128,11 @@ def _crc_keyslot(key: str) -> int:
 @pytest.mark.parametrize("fn", ["keyslot", "token"])
 def test_one_key_functions(benchmark: Any, fn: str) -> None:
     n = 200_000 if enabled(benchmark) else 500
+    keys: list[Any]
+    ours: Callable[[Any], int]
+    peer: Callable[[Any], int]
     if fn == "keyslot":
-        keys: list[Any] = [f"user:{i}" if i % 4 else f"{{user{i}}}.following" for i in range(n)]
+        keys = [f"user:{i}" if i % 4 else f"{{user{i}}}.following" for i in range(n)]
         ours, peer, peer_name, target = redis.keyslot, _crc_keyslot, "crc_hqx loop", 5.0
         assert [ours(k) for k in keys[:100]] == [peer(k) for k in keys[:100]]
     else:
@@ -150,7 +143,7 @@ def test_one_key_functions(benchmark: Any, fn: str) -> None:
     benchmark(run)
     if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": run, "peer": _loop(peer, keys)}, 5)
+    t = alternating_best({"ours": run, "peer": _loop(peer, keys)}, 5, time.perf_counter)
     x = t["peer"] / t["ours"]
     _print(benchmark, f"{fn}: {t['ours'] / n * 1e9:.0f} ns/key; {peer_name} {t['peer'] / n * 1e9:.0f} ns/key; "
            f"{x:.1f}x (target >= {target:.0f}x{'' if x >= target else ': NOT met'})",
@@ -186,7 +179,7 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
     assert r.route_many(keys).tolist() == [r.route_index(k) for k in loop_keys]
     if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": ours, "loop": loop}, 7)
+    t = alternating_best({"ours": ours, "loop": loop}, 7, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     verdict = "faster" if us < loop_us else "SLOWER"
     _print(benchmark, f"route_many({size} keys, {layout}): {us:.2f} us/call; loop of route() {loop_us:.2f} us "
@@ -217,7 +210,7 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
     assert h.hash_array(keys).tolist() == [hash_key(k) for k in loop_keys]
     if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": ours, "loop": loop}, 7)
+    t = alternating_best({"ours": ours, "loop": loop}, 7, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     _print(benchmark, f"hash_array({size} keys, {layout}): {us:.2f} us/call; loop of Hasher() calls {loop_us:.2f} us"
            f"{'; target <= 1.5 us ' + ('met' if us <= 1.5 else 'NOT met') if size == 16 else ''}",
@@ -260,7 +253,7 @@ def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
     benchmark(ours)
     if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": ours, "loop": loop}, 5)
+    t = alternating_best({"ours": ours, "loop": loop}, 5, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     _print(benchmark, f"{name} batch of {size}: {us:.2f} us/call; one-key loop {loop_us:.2f} us",
            us_per_call=us, loop_us=loop_us)

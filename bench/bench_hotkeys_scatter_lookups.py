@@ -30,23 +30,11 @@ from typing import Any
 
 import pytest
 
-from bench._timing import enabled
+from bench._timing import alternating_best, enabled
 from shardhash import JumpRouter
 from shardhash.hotkeys import HotKeyRouter
 from shardhash.lookups import FactoryStore, LookupIndex
 from shardhash.scatter import scatter_gather
-
-
-def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int = 7,
-                      timer: Callable[[], float] = time.process_time) -> dict[str, float]:
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = timer()
-            fn()
-            best[name] = min(best[name], timer() - t0)
-    return best
-
 
 # ---------------------------------------------------------------------------
 # hot keys
@@ -72,7 +60,7 @@ def test_hot_router_cold_key_vs_route(benchmark: Any, op: str) -> None:
     benchmark.pedantic(ours, rounds=3 if enabled(benchmark) else 1, iterations=1)
     assert fn(keys[0]) in ((route(keys[0]), 0), [(route(keys[0]), 0)])
     if enabled(benchmark):
-        t = _alternating_best({"ours": ours, "route": peer})
+        t = alternating_best({"ours": ours, "route": peer}, 7)
         ratio = t["ours"] / t["route"]
         benchmark.extra_info.update({"ns_per_key": round(t["ours"] / n * 1e9, 1),
                                      "route_ns_per_key": round(t["route"] / n * 1e9, 1),
@@ -133,13 +121,14 @@ def test_scatter_gather_vs_fetch_all_sort_slice(benchmark: Any, tmp_path: Path, 
     got = benchmark.pedantic(ours, rounds=3 if enabled(benchmark) else 1, iterations=1)
     assert got == _naive(shards, limit, after)
     if enabled(benchmark):
-        t = _alternating_best({"ours": ours, "naive": lambda: _naive(shards, limit, after)}, repeat=3,
+        t = alternating_best({"ours": ours, "naive": lambda: _naive(shards, limit, after)}, repeat=3,
                               timer=time.perf_counter)
         ratio = t["naive"] / t["ours"]
         benchmark.extra_info.update({"ms": round(t["ours"] * 1e3, 2), "naive_ms": round(t["naive"] * 1e3, 2),
                                      "x_naive": round(ratio, 1)})
         print(f"\nscatter_gather {page} page, {nshards} shards x {nrows:,} rows, LIMIT {limit}: "
-              f"{t['ours'] * 1e3:.1f} ms vs fetch-all-sort-slice {t['naive'] * 1e3:.1f} ms: {ratio:.1f}x (target >= 5x)")
+              f"{t['ours'] * 1e3:.1f} ms vs fetch-all-sort-slice {t['naive'] * 1e3:.1f} ms: "
+              f"{ratio:.1f}x (target >= 5x)")
 
 
 def test_kway_merge_vs_concat_sort_slice(benchmark: Any) -> None:
@@ -161,7 +150,7 @@ def test_kway_merge_vs_concat_sort_slice(benchmark: Any) -> None:
     got = benchmark.pedantic(ours, rounds=5 if enabled(benchmark) else 1, iterations=1)
     assert got == naive()
     if enabled(benchmark):
-        t = _alternating_best({"ours": ours, "naive": naive})
+        t = alternating_best({"ours": ours, "naive": naive}, 7)
         ratio = t["naive"] / t["ours"]
         benchmark.extra_info["x_naive"] = round(ratio, 1)
         print(f"\nk-way merge of {nshards} sorted lists x {nrows:,} (LIMIT {limit}): {t['ours'] * 1e6:.0f} us vs "
@@ -175,14 +164,21 @@ def test_kway_merge_vs_concat_sort_slice(benchmark: Any) -> None:
 def test_lookup_is_one_extra_round_trip(benchmark: Any, tmp_path: Path) -> None:
     names = [f"s{i}" for i in range(4)]
     opened: list[str] = []
-    shards = {}
+
+    def counting(s: str, p: Path) -> Callable[[], sqlite3.Connection]:
+        def connect() -> sqlite3.Connection:
+            opened.append(s)
+            return sqlite3.connect(str(p), timeout=60)
+        return connect
+
+    shards: dict[str, Callable[[], sqlite3.Connection]] = {}
     for s in names:
         p = tmp_path / f"{s}.db"
         c = sqlite3.connect(p)
         c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL, name TEXT)")
         c.commit()
         c.close()
-        shards[s] = (lambda p=p, s=s: (opened.append(s), sqlite3.connect(str(p), timeout=60))[1])
+        shards[s] = counting(s, p)
     users = FactoryStore(shards, JumpRouter(names))
     idx = LookupIndex("email", lookup=FactoryStore(shards, JumpRouter(names)), owner=users, owner_table="users")
     idx.create_table()
@@ -208,7 +204,7 @@ def test_lookup_is_one_extra_round_trip(benchmark: Any, tmp_path: Path) -> None:
     benchmark.pedantic(via_lookup, rounds=3 if enabled(benchmark) else 1, iterations=1)
     assert trips == 2  # the lookup row's shard, then the owner's: one extra round trip, no scatter
     if enabled(benchmark):
-        t = _alternating_best({"lookup": via_lookup, "routed": routed}, repeat=3, timer=time.perf_counter)
+        t = alternating_best({"lookup": via_lookup, "routed": routed}, repeat=3, timer=time.perf_counter)
         ratio = t["lookup"] / t["routed"]
         benchmark.extra_info.update({"round_trips": trips, "over_routed_read": round(ratio, 2)})
         print(f"\nlookup-index read: {trips} round trips (a routed read: 1); {t['lookup'] / n * 1e6:.0f} us vs "

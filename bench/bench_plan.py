@@ -35,7 +35,8 @@ BIG = 10_000_000
 FOUR = [f"s{i}" for i in range(4)]
 
 
-def _pair(kind: str) -> tuple[Any, Any]:
+def _pair(kind: str) -> tuple[routing.Router, routing.Router]:
+    old: routing.Router
     if kind == "jump":
         old = routing.JumpRouter(FOUR)
     elif kind == "ring":
@@ -51,7 +52,7 @@ def _pair(kind: str) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("kind", ["modulo", "jump", "ring", "buckets", "maglev"])
-def test_diff_vs_route_many(benchmark: Any, kind) -> None:
+def test_diff_vs_route_many(benchmark: Any, kind: str) -> None:
     n = BIG if enabled(benchmark) else 50_000
     keys = np.random.default_rng(1).integers(0, 1 << 62, size=n, dtype=np.int64)
     old, new = _pair(kind)

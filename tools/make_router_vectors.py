@@ -21,12 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the router cases shared with the tests
 
 from shardhash._reference.routing import ReferenceRouter  # noqa: E402
+from shardhash.routing import Router  # noqa: E402
 from tests._router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "routers"
@@ -49,7 +52,7 @@ SAMPLE_KEYS = [0, 1, -1, 7, 999, 1000, 1_000_000, 2**40, 2**63 - 1, "", "a", "us
                "tenant-7", "日本", 42]
 
 
-def jump_vectors() -> dict:
+def jump_vectors() -> dict[str, Any]:
     import jump  # the jump-consistent-hash package
 
     keys = sample_hashes(100)
@@ -61,11 +64,11 @@ def jump_vectors() -> dict:
     return {"algorithm": "jump", "source": "jump-consistent-hash (PyPI) jump.hash, and Guava", "cases": cases}
 
 
-def router_vectors(name: str, factory, keyed: bool) -> dict:
+def router_vectors(name: str, factory: Callable[[], Router], keyed: bool) -> dict[str, Any]:
     router = factory()
     doc = router.to_dict()
     ref = ReferenceRouter(doc)
-    vec: dict = {"name": name, "document": doc}
+    vec: dict[str, Any] = {"name": name, "document": doc}
     if not keyed:
         hashes = sample_hashes()
         if doc["type"] == "ring":
@@ -76,7 +79,7 @@ def router_vectors(name: str, factory, keyed: bool) -> dict:
                 hashes += [s - 1, s]
         vec["hashes"] = hashes
         vec["routes"] = [ref.route_hash(h) for h in hashes]
-        keys = [k for k in SAMPLE_KEYS if not isinstance(k, int) or k >= -(2**63)]
+        keys: list[Any] = [k for k in SAMPLE_KEYS if not isinstance(k, int) or k >= -(2**63)]
         if doc.get("key_prefix"):
             keys = [(k, 1) for k in keys]
     elif doc["type"] == "range" and isinstance(doc["params"]["splits"][0], str):
