@@ -127,6 +127,7 @@ def test_route_adds_a_shard_column(work: dict[str, Path]) -> None:
 
 
 def test_plan_with_ids_json_moves_and_plot(work: dict[str, Path]) -> None:
+    pytest.importorskip("matplotlib")  # --plot (the 'plot' extra)
     moves = work["dir"] / "moves.csv"
     png = work["dir"] / "plan.png"
     p = run("plan", work["old"], work["new"], "--ids", work["ids"], "--column", "user_id",
@@ -155,6 +156,7 @@ def test_plan_text_output(work: dict[str, Path]) -> None:
 
 
 def test_plan_hash_space_view_of_the_seed_ring(work: dict[str, Path]) -> None:
+    pytest.importorskip("matplotlib")  # --plot (the 'plot' extra)
     out = json.loads(run("plan", work["ring3"], work["ring4"], "--json").stdout)
     assert [(m["lo"], m["hi"], m["source"], m["destination"]) for m in out["moved_ranges"]] == [(21, 40, "B", "D")]
     png = work["dir"] / "ring.png"
