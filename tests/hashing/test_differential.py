@@ -9,36 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import mmh3
 import numpy as np
-import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
 import shardhash
-
-M32 = (1 << 32) - 1
-M64 = (1 << 64) - 1
-
-
-def _fnv1a(data: bytes, basis: int, prime: int, mask: int) -> int:
-    # FNV-1a as in the FNV specification (draft-eastlake-fnv).
-    h = basis
-    for b in data:
-        h = ((h ^ b) * prime) & mask
-    return h
-
+from tests.hashing._oracles import FULL, M32, M64, SEED_TOP
 
 # algorithm -> (reference (data, seed) -> int, largest seed)
-REFERENCE: dict[str, tuple[Callable[[bytes, int], int], int]] = {
-    "xxh3_64": (lambda d, s: xxhash.xxh3_64_intdigest(d, seed=s), M64),
-    "xxh64": (lambda d, s: xxhash.xxh64_intdigest(d, seed=s), M64),
-    "xxh32": (lambda d, s: xxhash.xxh32_intdigest(d, seed=s), M32),
-    "murmur3_32": (lambda d, s: mmh3.hash(d, s, signed=False), M32),
-    "murmur3_128": (lambda d, s: mmh3.hash128(d, s, x64arch=True, signed=False), M32),
-    "fnv1a_32": (lambda d, s: _fnv1a(d, 0x811C9DC5, 0x01000193, M32), 0),
-    "fnv1a_64": (lambda d, s: _fnv1a(d, 0xCBF29CE484222325, 0x100000001B3, M64), 0),
-}
+REFERENCE: dict[str, tuple[Callable[[bytes, int], int], int]] = {a: (FULL[a], SEED_TOP[a]) for a in FULL}
 ALGORITHMS = tuple(REFERENCE)
 
 

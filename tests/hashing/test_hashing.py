@@ -22,32 +22,10 @@ from typing import Any
 import mmh3
 import numpy as np
 import pytest
-import xxhash
 
 import shardhash
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_bytes, hash_key
-
-M32 = (1 << 32) - 1
-M64 = (1 << 64) - 1
-
-
-def _fnv1a(data: bytes, basis: int, prime: int, mask: int) -> int:
-    h = basis
-    for b in data:
-        h = ((h ^ b) * prime) & mask
-    return h
-
-
-# algorithm -> reference (data, seed) -> the value the array API gives (<= 64 bits)
-WORD_REF: dict[str, Callable[[bytes, int], int]] = {
-    "xxh3_64": lambda d, s: xxhash.xxh3_64_intdigest(d, seed=s),
-    "xxh64": lambda d, s: xxhash.xxh64_intdigest(d, seed=s),
-    "xxh32": lambda d, s: xxhash.xxh32_intdigest(d, seed=s),
-    "murmur3_32": lambda d, s: mmh3.hash(d, s, signed=False),
-    "murmur3_128": lambda d, s: mmh3.hash128(d, s, x64arch=True, signed=False) & M64,
-    "fnv1a_32": lambda d, s: _fnv1a(d, 0x811C9DC5, 0x01000193, M32),
-    "fnv1a_64": lambda d, s: _fnv1a(d, 0xCBF29CE484222325, 0x100000001B3, M64),
-}
+from tests.hashing._oracles import M32, M64, WORD
 
 # A non-trivial seed per algorithm, at the edge of its seed width where it has one.
 SEEDS = {"xxh3_64": M64, "xxh64": (1 << 63) + 5, "xxh32": M32, "murmur3_32": 7,
@@ -61,7 +39,7 @@ CODECS = {
 
 
 def oracle(keys: list[Any], algorithm: str, seed: int, codec: KeyCodec) -> np.ndarray:
-    ref = WORD_REF[algorithm]
+    ref = WORD[algorithm]
     return np.array([ref(codec.encode(k), seed) for k in keys], dtype=np.uint64)
 
 

@@ -12,41 +12,16 @@ import pickle
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
 from typing import Any
 
-import mmh3
 import numpy as np
 import pytest
-import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_key
 from tests._support import child_env
-
-M32 = (1 << 32) - 1
-M64 = (1 << 64) - 1
-
-
-def _fnv1a(data: bytes, basis: int, prime: int, mask: int) -> int:
-    h = basis
-    for b in data:
-        h = ((h ^ b) * prime) & mask
-    return h
-
-
-WORD_REF: dict[str, Callable[[bytes, int], int]] = {
-    "xxh3_64": lambda d, s: xxhash.xxh3_64_intdigest(d, seed=s),
-    "xxh64": lambda d, s: xxhash.xxh64_intdigest(d, seed=s),
-    "xxh32": lambda d, s: xxhash.xxh32_intdigest(d, seed=s),
-    "murmur3_32": lambda d, s: mmh3.hash(d, s, signed=False),
-    "murmur3_128": lambda d, s: mmh3.hash128(d, s, x64arch=True, signed=False) & M64,
-    "fnv1a_32": lambda d, s: _fnv1a(d, 0x811C9DC5, 0x01000193, M32),
-    "fnv1a_64": lambda d, s: _fnv1a(d, 0xCBF29CE484222325, 0x100000001B3, M64),
-}
-SEED_TOP = {"xxh3_64": M64, "xxh64": M64, "xxh32": M32, "murmur3_32": M32, "murmur3_128": M32,
-            "fnv1a_32": 0, "fnv1a_64": 0}
+from tests.hashing._oracles import M64, SEED_TOP, WORD
 
 
 @st.composite
@@ -61,7 +36,7 @@ def hashers(draw: st.DrawFn) -> Hasher:
 
 
 def oracle(h: Hasher, keys: list[Any]) -> np.ndarray:
-    ref = WORD_REF[h.algorithm]
+    ref = WORD[h.algorithm]
     return np.array([ref(h.codec.encode(k), h.seed) for k in keys], dtype=np.uint64)
 
 
