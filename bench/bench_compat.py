@@ -31,13 +31,13 @@ plain test.
 
 from __future__ import annotations
 
-import binascii
 import random
 from typing import Any
 
 import numpy as np
 import pytest
 
+from bench._peers import crc_keyslots, murmur_tokens
 from bench._timing import best, enabled
 from shardhash._reference import guava as guava_ref
 from shardhash._reference import postgres as pg_ref
@@ -75,18 +75,9 @@ def _cassandra_keys(n: int) -> list[bytes]:
 
 
 def _murmur_loop_per_key(keys: list[bytes]) -> float:
-    murmur3 = pytest.importorskip("cassandra.cmurmur3").murmur3
-    lo, hi = -(1 << 63), (1 << 63) - 1
     sample = keys[: max(1000, len(keys) // 5)]
-
-    def loop() -> list[int]:
-        out = []
-        for k in sample:
-            h = murmur3(k)
-            out.append(hi if h == lo else h)
-        return out
-
-    return best(loop, 5) / len(sample)
+    murmur_tokens(sample[:1])  # (skips without cassandra-driver)
+    return best(lambda: murmur_tokens(sample), 5) / len(sample)
 
 
 @pytest.mark.parametrize("layout", ["arrow", "list"])
@@ -140,20 +131,7 @@ def _redis_keys(n: int) -> list[str]:
 
 def _crc_loop_per_key(keys: list[str]) -> float:
     sample = keys[: max(1000, len(keys) // 5)]
-
-    def loop() -> list[int]:
-        out = []
-        for k in sample:
-            b = k.encode()
-            s = b.find(b"{")
-            if s != -1:
-                e = b.find(b"}", s + 1)
-                if e != -1 and e != s + 1:
-                    b = b[s + 1:e]
-            out.append(binascii.crc_hqx(b, 0) & 16383)
-        return out
-
-    return best(loop, 5) / len(sample)
+    return best(lambda: crc_keyslots(sample), 5) / len(sample)
 
 
 @pytest.mark.parametrize("layout", ["arrow", "list"])

@@ -23,7 +23,6 @@ against the one-key functions.
 
 from __future__ import annotations
 
-import binascii
 import random
 import string
 import time
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench._peers import crc_keyslots, murmur_tokens
 from bench._timing import alternating_best, best, enabled
 from shardhash.compat import _native_b, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
@@ -122,29 +122,6 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
 # ------------------------------------------------------------------ the peers
 
 
-def _murmur_loop(keys: list[bytes]) -> list[int]:
-    murmur3 = pytest.importorskip("cassandra.cmurmur3").murmur3
-    lo, hi = -(1 << 63), (1 << 63) - 1
-    out = []
-    for k in keys:
-        h = murmur3(k)
-        out.append(hi if h == lo else h)
-    return out
-
-
-def _crc_loop(keys: list[str]) -> list[int]:
-    out = []
-    for k in keys:
-        b = k.encode()
-        s = b.find(b"{")
-        if s != -1:
-            e = b.find(b"}", s + 1)
-            if e != -1 and e != s + 1:
-                b = b[s + 1:e]
-        out.append(binascii.crc_hqx(b, 0) & 16383)
-    return out
-
-
 # ------------------------------------------------------------- the benchmarks
 
 
@@ -155,7 +132,7 @@ def test_bench_mixed_cassandra_token_array(benchmark: Any, layout: str) -> None:
     mk, fk = _binary_keys(n, True), _binary_keys(n, False)
     out = _run(benchmark, f"cassandra.token_array ({layout})", cassandra.token_array,
                _layout(mk, layout, True), _layout(fk, layout, True), n,
-               peer=("cmurmur3_loop", _murmur_loop, mk), floor_keys=(mk, fk) if layout == "list" else None,
+               peer=("cmurmur3_loop", murmur_tokens, mk), floor_keys=(mk, fk) if layout == "list" else None,
                target=20 if layout == "arrow" else 10)
     assert out.tolist()[:300] == [cassandra.token(k) for k in mk[:300]]
 
@@ -166,10 +143,10 @@ def test_bench_mixed_redis_keyslot_array(benchmark: Any, layout: str) -> None:
     mk, fk = _text_keys(n, True), _text_keys(n, False)
     out = _run(benchmark, f"redis.keyslot_array ({layout})", redis.keyslot_array,
                _layout(mk, layout, False), _layout(fk, layout, False), n,
-               peer=("crc_hqx_loop", _crc_loop, mk), floor_keys=(mk, fk) if layout == "list" else None,
+               peer=("crc_hqx_loop", crc_keyslots, mk), floor_keys=(mk, fk) if layout == "list" else None,
                target=20 if layout == "arrow" else 10)
     assert out.tolist()[:300] == [redis.keyslot(k) for k in mk[:300]]
-    assert out.tolist()[:300] == _crc_loop(mk[:300])
+    assert out.tolist()[:300] == crc_keyslots(mk[:300])
 
 
 @pytest.mark.parametrize("layout", ["arrow", "list"])

@@ -21,7 +21,6 @@ short and each benchmark runs once as a plain test.
 
 from __future__ import annotations
 
-import binascii
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench._peers import crc_keyslot
 from bench._timing import alternating_best, enabled
 from shardhash import Hasher, JumpRouter, hash_key
 from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
@@ -115,16 +115,6 @@ def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
            x_python_path=per["python_path"] / per["ours"], **peers)
 
 
-def _crc_keyslot(key: str) -> int:
-    b = key.encode()
-    s = b.find(b"{")
-    if s != -1:
-        e = b.find(b"}", s + 1)
-        if e != -1 and e != s + 1:
-            b = b[s + 1:e]
-    return binascii.crc_hqx(b, 0) & 16383
-
-
 @pytest.mark.parametrize("fn", ["keyslot", "token"])
 def test_one_key_functions(benchmark: Any, fn: str) -> None:
     n = 200_000 if enabled(benchmark) else 500
@@ -133,7 +123,7 @@ def test_one_key_functions(benchmark: Any, fn: str) -> None:
     peer: Callable[[Any], int]
     if fn == "keyslot":
         keys = [f"user:{i}" if i % 4 else f"{{user{i}}}.following" for i in range(n)]
-        ours, peer, peer_name, target = redis.keyslot, _crc_keyslot, "crc_hqx loop", 5.0
+        ours, peer, peer_name, target = redis.keyslot, crc_keyslot, "crc_hqx loop", 5.0
         assert [ours(k) for k in keys[:100]] == [peer(k) for k in keys[:100]]
     else:
         keys = [f"user:{i}".encode() for i in range(n)]
