@@ -46,6 +46,7 @@ cases, and check in the diff.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -55,7 +56,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -102,71 +102,28 @@ def cassandra() -> None:
 # ------------------------------------------------------------------------ Redis
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _resp_keyslots(sock_path: str, keys: list[bytes]) -> list[int]:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(sock_path)
-    buf = bytearray()
-    for k in keys:
-        buf += b"*3\r\n$7\r\nCLUSTER\r\n$7\r\nKEYSLOT\r\n$%d\r\n" % len(k) + k + b"\r\n"
-    s.sendall(bytes(buf))
-    out: list[int] = []
-    data = b""
-    while len(out) < len(keys):
-        chunk = s.recv(65536)
-        if not chunk:
-            raise RuntimeError("redis closed the connection")
-        data += chunk
-        *lines, data = data.split(b"\r\n")
-        for line in lines:
-            if not line.startswith(b":"):
-                raise RuntimeError(f"unexpected reply {line!r}")
-            out.append(int(line[1:]))
-    s.close()
-    return out
-
-
 def redis() -> None:
-    sock = os.environ.get("SHARDHASH_REDIS_SOCKET")
-    tmp = None
-    if not sock:
-        server = shutil.which("redis-server")
-        if server is None:
-            sys.exit("redis-server not found (apt-get install redis-server)")
-        tmp = tempfile.mkdtemp(prefix="shardhash-redis-")
-        sock = f"{tmp}/redis.sock"
-        subprocess.check_call([server, "--port", "0", "--bind", "127.0.0.1", "--cluster-port", str(_free_port()),
-                               "--unixsocket", sock, "--cluster-enabled", "yes",
-                               "--cluster-config-file", f"{tmp}/nodes.conf", "--dir", tmp, "--save", "",
-                               "--appendonly", "no", "--daemonize", "yes", "--pidfile", f"{tmp}/redis.pid",
-                               "--logfile", f"{tmp}/redis.log"])
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
-    try:
-        rng = random.Random(16384)
-        keys = [b"", b"foo", b"bar", b"123456789", b"{user1000}.following", b"{user1000}.followers",
-                b"{}", b"{}x", b"a{}b{c}", b"{{a}}", b"{{}}", b"foo{bar}{zap}", b"{a", b"a}", b"}{a}",
-                b"{", b"}", b"{}{x}", b"x{y}", b"x{}", b"{\x00}", b"\x00{\xff}\x00", "{ключ}".encode(),
-                "é{ü}".encode()]
-        alphabet = b"{}ab\x00\xff"
-        for _ in range(150):
-            keys.append(bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 9))))
-        for _ in range(150):
-            keys.append(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))))
-        slots = _resp_keyslots(sock, keys)
-    finally:
-        if tmp is not None:
-            pid = Path(f"{tmp}/redis.pid").read_text().strip()
-            os.kill(int(pid), 15)
-            time.sleep(0.2)
-            shutil.rmtree(tmp, ignore_errors=True)
+    live = _live_drivers()
+    rng = random.Random(16384)
+    keys = [b"", b"foo", b"bar", b"123456789", b"{user1000}.following", b"{user1000}.followers",
+            b"{}", b"{}x", b"a{}b{c}", b"{{a}}", b"{{}}", b"foo{bar}{zap}", b"{a", b"a}", b"}{a}",
+            b"{", b"}", b"{}{x}", b"x{y}", b"x{}", b"{\x00}", b"\x00{\xff}\x00", "{ключ}".encode(),
+            "é{ü}".encode()]
+    alphabet = b"{}ab\x00\xff"
+    for _ in range(150):
+        keys.append(bytes(rng.choice(alphabet) for _ in range(rng.randrange(1, 9))))
+    for _ in range(150):
+        keys.append(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))))
+    with contextlib.ExitStack() as stack:
+        sock = os.environ.get("SHARDHASH_REDIS_SOCKET")
+        if not sock:
+            server = shutil.which("redis-server")
+            if server is None:
+                sys.exit("redis-server not found (apt-get install redis-server)")
+            sock = stack.enter_context(live.cluster_redis(server))
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(sock)
+            slots = live.keyslots(s, keys)
     _write("redis.tsv",
            ["redis.tsv: Redis Cluster key slot of binary keys (hex), incl. hash-tag edge cases",
             GENERATED_BY_B + " from CLUSTER KEYSLOT of redis-server; frozen."],
@@ -247,71 +204,6 @@ def ketama_libmemcached() -> None:
            ["config", "servers", "key_hex", "server"], rows)
 
 
-def _resp(sock: socket.socket, cmds: list[list[bytes]]) -> list[bytes]:
-    buf = bytearray()
-    for c in cmds:
-        buf += b"*%d\r\n" % len(c)
-        for a in c:
-            buf += b"$%d\r\n" % len(a) + a + b"\r\n"
-    sock.sendall(bytes(buf))
-    data = b""
-    while data.count(b"\r\n") < len(cmds):
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise RuntimeError("connection closed")
-        data += chunk
-    return data.split(b"\r\n")[: len(cmds)]
-
-
-def twemproxy_placement(keys: list[bytes], key_hash: str, tmp: str) -> tuple[list[str], list[int]]:
-    """Server index where a live nutcracker (ketama, ``hash: key_hash``, three
-    equal redis-servers on loopback) stores each key."""
-    ports = [_free_port() for _ in range(3)]
-    pids = []
-    try:
-        for p in ports:
-            subprocess.check_call(["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no", "--daemonize", "yes", "--dir", tmp,
-                                   "--pidfile", f"{tmp}/r{p}.pid", "--logfile", f"{tmp}/r{p}.log"])
-        for p in ports:
-            for _ in range(100):
-                if os.path.exists(f"{tmp}/r{p}.pid"):
-                    break
-                time.sleep(0.05)
-            pids.append(int(Path(f"{tmp}/r{p}.pid").read_text().strip()))
-        listen = _free_port()
-        conf = (f"pool:\n  listen: 127.0.0.1:{listen}\n  hash: {key_hash}\n  distribution: ketama\n"
-                "  redis: true\n  auto_eject_hosts: false\n  servers:\n"
-                + "".join(f"   - 127.0.0.1:{p}:1\n" for p in ports))
-        Path(f"{tmp}/nutcracker.yml").write_text(conf)
-        proxy = subprocess.Popen(["nutcracker", "-c", f"{tmp}/nutcracker.yml", "-o", f"{tmp}/nutcracker.log"])
-        try:
-            for _ in range(100):
-                try:
-                    s = socket.create_connection(("127.0.0.1", listen), timeout=30)
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            else:
-                raise RuntimeError("nutcracker did not start")
-            with s:
-                replies = _resp(s, [[b"SET", k, b"1"] for k in keys])
-                assert all(r == b"+OK" for r in replies), replies[:3]
-        finally:
-            proxy.terminate()
-            proxy.wait()
-        owner = [-1] * len(keys)
-        for i, p in enumerate(ports):
-            with socket.create_connection(("127.0.0.1", p), timeout=30) as c:
-                for j, r in enumerate(_resp(c, [[b"EXISTS", k] for k in keys])):
-                    if r == b":1":
-                        owner[j] = i
-        return [f"127.0.0.1:{p}" for p in ports], owner
-    finally:
-        for pid in pids:
-            os.kill(pid, 15)
-
-
 def twemproxy_keys() -> list[bytes]:
     rng = random.Random(1211)
     keys = [f"key{i}".encode() for i in range(200)]
@@ -327,11 +219,8 @@ def ketama_twemproxy() -> None:
     rows: list[list[object]] = []
     keys = twemproxy_keys()
     for key_hash in ("md5", "fnv1a_64"):
-        tmp = tempfile.mkdtemp(prefix="shardhash-twemproxy-")
-        try:
-            servers, owner = twemproxy_placement(keys, key_hash, tmp)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix="shardhash-twemproxy-") as tmp:
+            servers, owner = _live_drivers().twemproxy_placement(keys, key_hash, [1, 1, 1], Path(tmp))
         for k, o in zip(keys, owner):
             rows.append([key_hash, ",".join(servers), k.hex(), o])
     _write("ketama_twemproxy.tsv",
@@ -443,6 +332,14 @@ def encode(t: str, v: Any) -> str:
 
 def header(name: str, what: str) -> str:
     return f"# {name}: {what}\n# {GENERATED_BY_A} from the live oracle; frozen.\n"
+
+
+def _live_drivers() -> Any:
+    """The live-system drivers shared with the tests (tests/compat/_live.py)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat import _live
+
+    return _live
 
 
 def _live_tests() -> tuple[Any, Any]:

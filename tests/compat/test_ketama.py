@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
 import random
 from pathlib import Path
 from typing import Any, Literal
@@ -25,10 +24,11 @@ from shardhash.compat import ketama
 from shardhash.routing import load_router
 from tests._support import VECTORS as VECTOR_ROOT
 from tests._support import oracle_missing
+from tests.compat._live import twemproxy_placement
 
 VECTORS = VECTOR_ROOT / "compat"
 
-CONFIGS = {  # as in tools/make_compat_vectors_b.py
+CONFIGS = {  # as in tools/make_compat_vectors.py
     "three": (["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], [1, 1, 1]),
     "weighted5": ([f"10.0.0.{i}:11211" for i in range(1, 6)], [439, 81, 945, 259, 301]),
     "named": (["cache-a", "cache-b", "cache-c", "cache-d"], [5, 1, 1, 3]),
@@ -270,90 +270,21 @@ def test_twemproxy_golden_vectors() -> None:
     assert ketama.KetamaRouter(["a:1"], flavor="twemproxy").key_hash_name == "fnv1a_64"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _resp(sock: object, cmds: list[list[bytes]]) -> list[bytes]:
-    buf = bytearray()
-    for c in cmds:
-        buf += b"*%d\r\n" % len(c)
-        for a in c:
-            buf += b"$%d\r\n" % len(a) + a + b"\r\n"
-    sock.sendall(bytes(buf))  # type: ignore[attr-defined]
-    data = b""
-    while data.count(b"\r\n") < len(cmds):
-        chunk = sock.recv(1 << 16)  # type: ignore[attr-defined]
-        if not chunk:
-            raise RuntimeError("connection closed")
-        data += chunk
-    return data.split(b"\r\n")[: len(cmds)]
-
-
 @pytest.mark.oracle
 @pytest.mark.parametrize("key_hash", ["md5", "fnv1a_64"])
 def test_live_twemproxy(key_hash: str, tmp_path: Path) -> None:
     import shutil
-    import socket
-    import subprocess
-    import time
 
     missing = [b for b in ("nutcracker", "redis-server") if shutil.which(b) is None]
     if missing:
         oracle_missing("twemproxy oracle", f"{', '.join(missing)} not found")
-    ports = [_free_port() for _ in range(4)]
-    pids: list[int] = []
-    try:
-        for p in ports:
-            subprocess.run(["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no", "--daemonize", "yes", "--dir", str(tmp_path),
-                            "--pidfile", f"{tmp_path}/r{p}.pid", "--logfile", f"{tmp_path}/r{p}.log"], check=True)
-        for p in ports:
-            for _ in range(100):
-                if (tmp_path / f"r{p}.pid").exists():
-                    break
-                time.sleep(0.05)
-            pids.append(int((tmp_path / f"r{p}.pid").read_text().strip()))
-        weights = [1, 2, 3, 1]
-        listen = _free_port()
-        conf = (f"pool:\n  listen: 127.0.0.1:{listen}\n  hash: {key_hash}\n  distribution: ketama\n"
-                "  redis: true\n  auto_eject_hosts: false\n  servers:\n"
-                + "".join(f"   - 127.0.0.1:{p}:{w}\n" for p, w in zip(ports, weights)))
-        (tmp_path / "nutcracker.yml").write_text(conf)
-        proxy = subprocess.Popen(["nutcracker", "-c", str(tmp_path / "nutcracker.yml"),
-                                  "-o", str(tmp_path / "nutcracker.log")])
-        rng = random.Random(7)
-        keys = list(dict.fromkeys(
-            [f"user:{i}".encode() for i in range(1500)] +
-            [bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 16))) for _ in range(1500)]))
-        try:
-            for _ in range(200):
-                try:
-                    s = socket.create_connection(("127.0.0.1", listen), timeout=30)
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            else:
-                pytest.fail("nutcracker did not start: " + (tmp_path / "nutcracker.log").read_text()[-500:])
-            with s:
-                assert all(r == b"+OK" for r in _resp(s, [[b"SET", k, b"1"] for k in keys]))
-        finally:
-            proxy.terminate()
-            proxy.wait()
-        owner = [-1] * len(keys)
-        for i, p in enumerate(ports):
-            with socket.create_connection(("127.0.0.1", p), timeout=30) as c:
-                for j, r in enumerate(_resp(c, [[b"EXISTS", k] for k in keys])):
-                    if r == b":1":
-                        owner[j] = i
-    finally:
-        for pid in pids:
-            os.kill(pid, 15)
-    r = ketama.KetamaRouter([f"127.0.0.1:{p}" for p in ports], weights, "twemproxy", key_hash=key_hash)
+    weights = [1, 2, 3, 1]
+    rng = random.Random(7)
+    keys = list(dict.fromkeys(
+        [f"user:{i}".encode() for i in range(1500)] +
+        [bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 16))) for _ in range(1500)]))
+    servers, owner = twemproxy_placement(keys, key_hash, weights, tmp_path)
+    r = ketama.KetamaRouter(servers, weights, "twemproxy", key_hash=key_hash)
     assert -1 not in owner
     assert r.route_many(keys).tolist() == owner
 

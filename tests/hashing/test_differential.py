@@ -1,7 +1,7 @@
 """Live differential tests: shardhash's hash functions against the reference
 packages (xxhash, mmh3) and a pure-Python FNV-1a, on random inputs and seeds.
 
-The frozen vectors (test_hash_vectors.py) pin a fixed grid; these explore
+The frozen vectors (test_vectors.py) pin a fixed grid; these explore
 everything else: any byte content, lengths 0..2100, any valid seed.
 """
 

@@ -6,8 +6,8 @@ the reference packages (``xxhash``, ``mmh3``) or a few-line FNV-1a, widened
 to 64 bits the way the array API documents it (32-bit algorithms
 zero-extended, murmur3_128 its low 64-bit word h1).
 
-The raw hash functions themselves are pinned by test_hash_vectors.py and
-test_hash_differential.py; here the subject is the plumbing around them.
+The raw hash functions themselves are pinned by test_vectors.py and
+test_differential.py; here the subject is the plumbing around them.
 """
 
 from __future__ import annotations
