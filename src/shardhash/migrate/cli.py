@@ -18,8 +18,8 @@ ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback",
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
     """Add the ``migrate`` subcommand to a ``shardhash`` subparsers object."""
-    p = subparsers.add_parser("migrate", parents=parents or [],
-                              help="execute a migration on the cluster's databases")
+    p: argparse.ArgumentParser = subparsers.add_parser("migrate", parents=parents or [],
+                                                       help="execute a migration on the cluster's databases")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")

@@ -163,7 +163,9 @@ def main(args: argparse.Namespace) -> int:
         _say(json.dumps(res, indent=2, default=str))
     else:
         p = res["write_pause"]
-        ms = (lambda v: "n/a" if v is None else f"{v * 1000:.1f} ms")
+        def ms(v: float | None) -> str:
+            return "n/a" if v is None else f"{v * 1000:.1f} ms"
+
         v = res["verify"] or {}
         lag = res["lag_at_freeze"] or {}
         _say("")

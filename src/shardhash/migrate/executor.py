@@ -264,7 +264,8 @@ class Migration:
             try:
                 b.put_routers(c, self.id, old_doc, new_doc)
                 for u in self.units:
-                    for role, who, state in (("source", u.source, "copying"), ("destination", u.destination, "importing")):
+                    for role, who, state in (("source", u.source, "copying"),
+                                             ("destination", u.destination, "importing")):
                         if who == shard:
                             b.put_unit(c, self.group.name, self.id, u.index, role, state, self.new.version,
                                        json.dumps(dict(u.to_dict(), from_version=self.old.version)))
@@ -836,6 +837,10 @@ class Migration:
     def _delete_members(self, side: str, chunk: int = 5000) -> int:
         cl = self.cluster
         shards = self.mem.sources if side == "source" else self.mem.destinations
+
+        def holder(u: int) -> str:  # the shard on this side of unit u
+            return self.units[u].source if side == "source" else self.units[u].destination
+
         total = 0
         for sh in shards:
             b = cl.backend(sh)
@@ -852,8 +857,7 @@ class Migration:
                         break
                     cur = [rows[-1][j] for j in pkx]
                     ui = self.mem.assign([r[kx] for r in rows]).tolist()
-                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui)
-                            if u >= 0 and (self.units[u].source if side == "source" else self.units[u].destination) == sh]
+                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui) if u >= 0 and holder(u) == sh]
                     if dels:
                         b.begin_write(c)
                         b.delete(c, t.name, pk, dels)

@@ -75,7 +75,7 @@ class PGConnection:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
+        return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
     def close(self) -> None:
         self.raw.close()

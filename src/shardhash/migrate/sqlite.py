@@ -224,7 +224,9 @@ class SQLiteShard:
         c.execute("DELETE FROM _shardhash_routers WHERE mig = ?", (mig,))
 
     def all_keys(self, c: Any, cid: int) -> list[tuple[str, str]]:
-        return c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall()
+        keys: list[tuple[str, str]] = c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?",
+                                                (cid,)).fetchall()
+        return keys
 
     def routers_of(self, c: sqlite3.Connection, mig: str) -> tuple[str, str] | None:
         r = c.execute("SELECT old, new FROM _shardhash_routers WHERE mig = ?", (mig,)).fetchone()
@@ -236,7 +238,8 @@ class SQLiteShard:
         return " AND ".join(f"{qi(k)} = ?" for k in pk)
 
     def scan(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
-             after: Sequence[Any] | None, limit: int, where: str = "", args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+             after: Sequence[Any] | None, limit: int, where: str = "",
+             args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         sel = ", ".join(qi(x) for x in cols)
         order = ", ".join(qi(k) for k in pk)
         conds = []
