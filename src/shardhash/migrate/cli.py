@@ -85,12 +85,7 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
         for t in g.tables:
             cols, pk = b.table_info(c, t.name)
             kx = cols.index(t.key)
-            cur = None
-            while True:
-                rows = b.scan(c, t.name, cols, pk, cur, 20000)
-                if not rows:
-                    break
-                cur = [rows[-1][cols.index(k)] for k in pk]
+            for rows in b.scan_chunks(c, t.name, cols, pk, 20000):
                 for u in mem.assign([r[kx] for r in rows]).tolist():
                     if u >= 0:
                         counts[u] += 1

@@ -331,9 +331,7 @@ class Cluster(ClusterExtras):
         """Set up one shard (system tables, triggers); with ``create_from``,
         first create the groups' tables like on that shard."""
         b = self.backend(shard)
-        c = b.conn()
-        b.begin_write(c)
-        try:
+        with b.writing() as c:
             b.ensure_system(c)
             for g in self.groups.values():
                 for t in g.tables:
@@ -347,10 +345,6 @@ class Cluster(ClusterExtras):
                         raise ValueError(f"table {t.name!r} on shard {shard!r} has no column {t.key!r} "
                                          f"(the shard key of group {g.name!r})")
                     b.install_triggers(c, g.name, t.name, pk)
-            b.commit(c)
-        except BaseException:
-            b.rollback(c)
-            raise
 
     # ------------------------------------------------------------ lookups
 

@@ -31,7 +31,8 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,20 @@ class SQLiteShard:
     def rollback(c: sqlite3.Connection) -> None:
         if c.in_transaction:
             c.execute("ROLLBACK")
+
+    @contextmanager
+    def writing(self, c: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction on ``c`` (default: this thread's connection),
+        committed when the block ends and rolled back when it raises (a
+        failed commit included)."""
+        c = self.conn() if c is None else c
+        self.begin_write(c)
+        try:
+            yield c
+            self.commit(c)
+        except BaseException:
+            self.rollback(c)
+            raise
 
     # ------------------------------------------------------------ schema
 
@@ -252,6 +267,19 @@ class SQLiteShard:
             params.extend(args)
         w = (" WHERE " + " AND ".join(conds)) if conds else ""
         return c.execute(f"SELECT {sel} FROM {qi(table)}{w} ORDER BY {order} LIMIT {int(limit)}", params).fetchall()
+
+    def scan_chunks(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
+                    chunk: int) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row of ``table``, ``chunk`` rows at a time in primary-key
+        order (:meth:`scan` after the last row of the previous chunk)."""
+        pkx = [list(cols).index(k) for k in pk]
+        after: list[Any] | None = None
+        while True:
+            rows = self.scan(c, table, cols, pk, after, chunk)
+            if not rows:
+                return
+            after = [rows[-1][j] for j in pkx]
+            yield rows
 
     def fetch(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
               keys: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
