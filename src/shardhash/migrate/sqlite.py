@@ -222,11 +222,12 @@ class SQLiteShard:
             raise
 
     def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
-        c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (mig, old, new))
+        # (ON CONFLICT DO NOTHING: the same statement on SQLite and PostgreSQL)
+        c.execute("INSERT INTO _shardhash_routers VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (mig, old, new))
 
     def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
                  unit: str) -> None:
-        c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
+        c.execute("INSERT INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                   (grp, mig, idx, role, state, version, unit))
 
     def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
@@ -325,7 +326,7 @@ class SQLiteShard:
     # ----------------------------------------------------- change capture
 
     def start_capture(self, c: sqlite3.Connection, name: str, group: str) -> None:
-        c.execute("INSERT OR IGNORE INTO _shardhash_captures(name, grp) VALUES (?, ?)", (name, group))
+        c.execute("INSERT INTO _shardhash_captures(name, grp) VALUES (?, ?) ON CONFLICT DO NOTHING", (name, group))
 
     def capture_id(self, c: sqlite3.Connection, name: str) -> int | None:
         r = c.execute("SELECT id FROM _shardhash_captures WHERE name = ?", (name,)).fetchone()
