@@ -539,11 +539,12 @@ def test_toml_cluster_file_and_metrics(tmp_path: Path) -> None:
     assert cl.router().shards == tuple(FOUR)
     m = Migration.create(cl, "users", plan.add_shards(cl.router(), "s4")[0])
     m.run()
+    from shardhash.metrics import available
     from shardhash.migrate import metrics
 
     st = m.status()
     st["client_metrics"] = cl.metrics.snapshot()
-    if metrics.available():
+    if available():
         import prometheus_client
 
         def pause_count() -> float:  # the histogram is process-wide: other tests may have observed pauses
