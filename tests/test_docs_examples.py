@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -30,6 +31,6 @@ def test_worked_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize("mod", [shardhash.hotkeys, shardhash.scatter, shardhash.lookups, shardhash.metrics])
-def test_docstring_examples(mod: object) -> None:
-    res = doctest.testmod(mod)  # type: ignore[arg-type]
+def test_docstring_examples(mod: ModuleType) -> None:
+    res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0

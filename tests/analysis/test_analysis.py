@@ -94,7 +94,7 @@ def test_hot_key_errors() -> None:
     with pytest.raises(ValueError, match="k must be >= 1"):
         analysis.top_k([1], 0)
     with pytest.raises(TypeError, match="k must be an int"):
-        analysis.HeavyHitters(2.5)  # type: ignore[arg-type]
+        analysis.HeavyHitters(ill_typed(2.5))
     with pytest.raises(TypeError, match="one comparable type"):
         analysis.top_k([1, "a"], 1)
 

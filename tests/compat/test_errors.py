@@ -52,9 +52,9 @@ def test_bad_types_and_seeds() -> None:
     with pytest.raises(ValueError, match="unsupported PostgreSQL type 'numeric'"):
         pg.hash32(1, "numeric")
     with pytest.raises(TypeError, match="type must be a str"):
-        pg.hash32(1, int)  # type: ignore[arg-type]
+        pg.hash32(1, ill_typed(int))
     with pytest.raises(TypeError, match="seed must be an int"):
-        pg.hash_extended(1, "int4", seed=1.0)  # type: ignore[arg-type]
+        pg.hash_extended(1, "int4", seed=ill_typed(1.0))
     with pytest.raises(ValueError, match="does not fit in 64 bits"):
         pg.hash_extended(1, "int4", seed=1 << 64)
     assert pg.hash_extended(1, "int4", seed=-1) == pg.hash_extended(1, "int4", seed=(1 << 64) - 1)
@@ -136,7 +136,7 @@ def test_rows_and_moduli() -> None:
     with pytest.raises(ValueError, match="modulus must be in"):
         pg.partition_of((1,), 0, ("int4",))
     with pytest.raises(TypeError, match="modulus must be an int"):
-        pg.partition_of((1,), 2.0, ("int4",))  # type: ignore[arg-type]
+        pg.partition_of((1,), ill_typed(2.0), ("int4",))
     with pytest.raises(TypeError, match="types must be a non-empty"):
         pg.partition_of((1,), 4, ())
     with pytest.raises(ValueError, match="row at position 1"):
@@ -185,7 +185,7 @@ def test_routers_reject_bad_input() -> None:
 ])
 def test_partition_bounds(bounds: object, exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
-        pg.HashPartitionRouter(["a", "b"], ("int8",), bounds=bounds)  # type: ignore[arg-type]
+        pg.HashPartitionRouter(["a", "b"], ("int8",), bounds=ill_typed(bounds))
 
 
 def test_rows_without_a_partition() -> None:
@@ -219,7 +219,7 @@ HALF = [(-(1 << 31), -1), (0, (1 << 31) - 1)]
 ])
 def test_citus_bad_ranges(ranges: object, exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
-        citus.CitusRouter(["s0", "s1"], "int8", ranges)  # type: ignore[arg-type]
+        citus.CitusRouter(["s0", "s1"], "int8", ill_typed(ranges))
 
 
 def test_citus_shard_counts() -> None:
@@ -227,7 +227,7 @@ def test_citus_shard_counts() -> None:
     for bad, exc in ((0, ValueError), (citus.MAX_SHARD_COUNT + 1, ValueError), (2.0, TypeError),
                      (True, TypeError)):
         with pytest.raises(exc):
-            citus.shard_ranges(bad)  # type: ignore[arg-type]
+            citus.shard_ranges(ill_typed(bad))
 
 
 @pytest.mark.parametrize("key, buckets, exc, match", [
@@ -242,7 +242,7 @@ def test_citus_shard_counts() -> None:
 ])
 def test_guava_bad_input(key: object, buckets: object, exc: type[Exception], match: str) -> None:
     with pytest.raises(exc, match=match):
-        guava.consistent_hash(key, buckets)  # type: ignore[arg-type]
+        guava.consistent_hash(ill_typed(key), ill_typed(buckets))
 
 
 def test_guava_bad_arrays() -> None:
@@ -324,7 +324,7 @@ def test_cassandra_ring_errors() -> None:
     with pytest.raises(ValueError, match="at least one node"):
         cassandra.TokenRouter({})
     with pytest.raises(TypeError, match="mapping"):
-        cassandra.TokenRouter([1, 2])  # type: ignore[arg-type]
+        cassandra.TokenRouter(ill_typed([1, 2]))
     with pytest.raises(ValueError, match="rf"):
         cassandra.TokenRouter({"a": [0]}).replicas(b"k", 0)
     doc = cassandra.TokenRouter({"a": [0], "b": [5]}).to_dict()
@@ -338,7 +338,7 @@ def test_cassandra_ring_errors() -> None:
 
 def test_redis_errors() -> None:
     with pytest.raises(TypeError, match="bytes or str, not int"):
-        redis.keyslot(5)  # type: ignore[arg-type]
+        redis.keyslot(ill_typed(5))
     with pytest.raises(TypeError, match="position 1"):
         redis.keyslot_array([b"a", 3])
     with pytest.raises(ValueError, match="slot 100 is assigned twice"):
@@ -354,7 +354,7 @@ def test_redis_errors() -> None:
     with pytest.raises(TypeError, match="bounds must be ints"):
         redis.ClusterRouter({"a": [ill_typed((0.0, 16383))]})
     with pytest.raises(TypeError, match="single pair"):
-        redis.ClusterRouter({"a": (0, 16383)})  # type: ignore[dict-item]
+        redis.ClusterRouter(ill_typed({"a": (0, 16383)}))
     with pytest.raises(ValueError, match="slots must be in"):
         redis.ClusterRouter({"a": [(0, 16383)]}).route_slots([16384])
     with pytest.raises(ValueError, match="distinct"):

@@ -244,8 +244,8 @@ def psql() -> Psql:
         why = "psql is not installed"
     elif not dsn:
         why = "no PostgreSQL server configured (set SHARDHASH_PG_DSN; .ci/pre.d/10-postgres.sh starts one)"
-    if why is None:
-        p = Psql(exe, dsn)  # type: ignore[arg-type]
+    if exe and why is None:
+        p = Psql(exe, dsn)
         try:
             if p.run("SELECT current_setting('server_version_num')::int >= 110000;") != [["t"]]:
                 why = "PostgreSQL 11 or later is needed"

@@ -11,14 +11,15 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from shardhash import DirectoryRouter, JumpRouter, RangeRouter, RingRouter, load_router, plan
+from shardhash import DirectoryRouter, JumpRouter, RangeRouter, RingRouter, Router, load_router, plan
 from shardhash.hotkeys import HotKeyRouter, hot_changes, propose_hot_set, subkey
+from tests._support import ill_typed
 
 SHARDS = [f"s{i}" for i in range(8)]
 
 
 @pytest.fixture(params=["jump", "ring", "directory"])
-def base(request: pytest.FixtureRequest) -> object:
+def base(request: pytest.FixtureRequest) -> Router:
     if request.param == "jump":
         return JumpRouter(SHARDS)
     if request.param == "ring":
@@ -26,27 +27,27 @@ def base(request: pytest.FixtureRequest) -> object:
     return DirectoryRouter(JumpRouter(SHARDS), {"vip": "s9"})
 
 
-def test_cold_keys_route_like_the_base(base: object) -> None:
-    r = HotKeyRouter(base, {"celebrity": 4, 42: 3})  # type: ignore[arg-type]
+def test_cold_keys_route_like_the_base(base: Router) -> None:
+    r = HotKeyRouter(base, {"celebrity": 4, 42: 3})
     keys = [f"user:{i}" for i in range(500)] + list(range(500))
-    assert [r.route(k) for k in keys] == [base.route(k) for k in keys]  # type: ignore[attr-defined]
-    assert r.route_many(keys).tolist() == base.route_many(keys).tolist()  # type: ignore[attr-defined]
+    assert [r.route(k) for k in keys] == [base.route(k) for k in keys]
+    assert r.route_many(keys).tolist() == base.route_many(keys).tolist()
     for k in keys[:100] + keys[-100:]:
         if k in (42,):
             continue
-        assert r.route_write(k) == (base.route(k), 0)  # type: ignore[attr-defined]
-        assert r.route_read(k) == [(base.route(k), 0)]  # type: ignore[attr-defined]
+        assert r.route_write(k) == (base.route(k), 0)
+        assert r.route_read(k) == [(base.route(k), 0)]
 
 
-def test_hot_key_sub_keys(base: object) -> None:
-    r = HotKeyRouter(base, {"celebrity": 5, 42: 3})  # type: ignore[arg-type]
+def test_hot_key_sub_keys(base: Router) -> None:
+    r = HotKeyRouter(base, {"celebrity": 5, 42: 3})
     reads = r.route_read("celebrity")
     assert [i for _, i in reads] == [0, 1, 2, 3, 4]
     # sub-key 0 is the key itself: existing rows never move when a key becomes hot
-    assert reads[0] == (base.route("celebrity"), 0)  # type: ignore[attr-defined]
+    assert reads[0] == (base.route("celebrity"), 0)
     # sub-key i is the routing key "celebrity#i" through the base
-    assert all(s == base.route(f"celebrity#{i}") for s, i in reads[1:])  # type: ignore[attr-defined]
-    assert r.route_read(42) == [(base.route(subkey(42, i)), i) for i in range(3)]  # type: ignore[attr-defined]
+    assert all(s == base.route(f"celebrity#{i}") for s, i in reads[1:])
+    assert r.route_read(42) == [(base.route(subkey(42, i)), i) for i in range(3)]
     seen = collections.Counter(r.route_write("celebrity") for _ in range(2000))
     assert set(seen) == set(reads)  # every write lands on a sub-key that reads see
     assert min(seen.values()) > 2000 / 5 * 0.6
@@ -98,7 +99,7 @@ def test_bad_input() -> None:
     with pytest.raises(TypeError, match=r"hot\[0\].*int or str"):
         HotKeyRouter(b, [(b"raw", 2)])
     with pytest.raises(TypeError, match=r"hot\[1\]"):
-        HotKeyRouter(b, [("a", 2), ("b",)])  # type: ignore[list-item]
+        HotKeyRouter(b, [("a", 2), ill_typed(("b",))])
     with pytest.raises(ValueError, match="twice"):
         HotKeyRouter(b, [("a", 2), ("a", 3)])
     with pytest.raises(ValueError, match="write"):

@@ -18,6 +18,8 @@ import pyarrow.feather as feather  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from tests._support import ill_typed  # noqa: E402
+
 IDS = np.arange(1000, 1000 + 2500, dtype=np.int64) * 7919
 W = (np.arange(2500) % 13).astype(np.float64)
 
@@ -214,7 +216,7 @@ def test_bad_chunk_size(files: dict[str, Path]) -> None:
     with pytest.raises(ValueError, match="chunk_size"):
         sio.open_ids(files["npy"], chunk_size=0)
     with pytest.raises(TypeError, match="chunk_size"):
-        sio.open_ids(files["npy"], chunk_size=1.5)  # type: ignore[arg-type]
+        sio.open_ids(files["npy"], chunk_size=ill_typed(1.5))
 
 
 # ------------------------------------------------------------------ writers

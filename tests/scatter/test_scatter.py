@@ -23,6 +23,7 @@ from shardhash.scatter import (
     scatter_gather,
     scatter_gather_async,
 )
+from tests._support import ill_typed
 
 NSHARDS = 4
 SCHEMA = "CREATE TABLE t (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, name TEXT NOT NULL, amount REAL)"
@@ -196,7 +197,7 @@ def test_deletes_and_inserts_between_pages(fleet: Fleet) -> None:
 
 def test_tie_breaker_required_and_checked(fleet: Fleet, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="tie-breaker is required"):
-        scatter_gather(QUERY, fleet.shards, order_by=["grp"], unique=None, limit=5)  # type: ignore[arg-type]
+        scatter_gather(QUERY, fleet.shards, order_by=["grp"], unique=ill_typed(None), limit=5)
     with pytest.raises(ValueError, match="must come last"):
         scatter_gather(QUERY, fleet.shards, order_by=["id", "grp"], unique="id", limit=5)
     with pytest.raises(ValueError, match="not a plain column"):
@@ -309,7 +310,7 @@ def test_cursor_checks(fleet: Fleet) -> None:
     with pytest.raises(ValueError, match="limit"):
         scatter_gather(QUERY, fleet.shards, order_by=["id"], unique="id", limit=0)
     with pytest.raises(TypeError, match="mapping"):
-        scatter_gather(QUERY, [sqlite3.connect], order_by=["id"], unique="id")  # type: ignore[arg-type]
+        scatter_gather(QUERY, ill_typed([sqlite3.connect]), order_by=["id"], unique="id")
 
 
 AGGS = {"n": "count(*)", "n_amount": "count(amount)", "total": "sum(amount)", "lo": "min(amount)",
