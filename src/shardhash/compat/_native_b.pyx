@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_des.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/hash/sh_xxhash.c]
 """Compiled kernels of the compatibility modes for Cassandra, ketama, Vitess,
 MongoDB and Redis Cluster.
 

@@ -23,8 +23,8 @@ import shardhash
 from conftest import oracle_required
 
 HERE = Path(__file__).resolve().parent
-SCRIPT = HERE / "c" / "run_c_tests.sh"
-VECTORS = HERE / "vectors"
+SCRIPT = HERE / "run_c_tests.sh"
+VECTORS = HERE.parent / "vectors"
 CORE = Path(shardhash.__file__).resolve().parent / "_core"
 STRICT_CFLAGS = "-std=c99 -O2 -Wall -Wextra -pedantic -Werror"
 
@@ -67,9 +67,10 @@ def _run(vectors: Path, *tests: str, cflags: str | None = None) -> subprocess.Co
 
 
 def test_core_sources_are_installed() -> None:
-    names = {p.name for p in CORE.glob("*")}
-    for needed in ("sh_common.h", "sh_hash.h", "sh_xxhash.c", "sh_murmur3.c", "sh_murmur3.h",
-                   "sh_fnv.c", "sh_fnv.h"):
+    names = {p.relative_to(CORE).as_posix() for p in CORE.rglob("*")}
+    for needed in ("common/sh_common.h", "hash/sh_hash.h", "hash/sh_xxhash.c",
+                   "hash/sh_murmur3.c", "hash/sh_murmur3.h", "hash/sh_fnv.c", "hash/sh_fnv.h",
+                   "place/sh_place.c", "compat/sh_cassandra.c"):
         assert needed in names, f"{needed} missing from the installed package's _core/"
 
 
