@@ -16,7 +16,11 @@
 
 #include "sh_cassandra.h"
 #include "sh_crc16.h"
+#include "sh_redis.h"
 #include "sh_md5.h"
+#include "sh_ketama.h"
+#include "sh_mongo.h"
+#include "sh_twemproxy.h"
 #include "sh_pg.h"
 
 static int failed = 0, passed = 0;

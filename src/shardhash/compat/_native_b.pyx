@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/hash/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/hash/sh_xxhash.c]
 """Compiled kernels of the compatibility modes for Cassandra, ketama, Vitess,
 MongoDB and Redis Cluster.
 
@@ -30,6 +30,8 @@ cdef extern from "sh_md5.h" nogil:
     void sh_md5(const void *data, size_t len, uint8_t *out)
     uint32_t sh_md5_u32le(const void *data, size_t len)
     void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+
+cdef extern from "sh_ketama.h" nogil:
     void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index)
     void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                           const int32_t *index, int bits, const uint32_t *hashes, size_t n,
@@ -38,9 +40,13 @@ cdef extern from "sh_md5.h" nogil:
                                  const uint32_t *points, const int32_t *owners, size_t m,
                                  int upper, const int32_t *index, int bits, int key_hash,
                                  int32_t *out)
+
+cdef extern from "sh_twemproxy.h" nogil:
     uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
     void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
                                        uint32_t *out)
+
+cdef extern from "sh_mongo.h" nogil:
     uint64_t sh_mongo_hash_int64(int64_t v)
     void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
     int64_t sh_mongo_double_to_long(double d)
@@ -57,6 +63,8 @@ cdef extern from "sh_des.h" nogil:
 
 cdef extern from "sh_crc16.h" nogil:
     uint16_t sh_crc16_xmodem(const void *data, size_t len)
+
+cdef extern from "sh_redis.h" nogil:
     uint16_t sh_redis_keyslot(const void *key, size_t len)
     void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
     void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)

@@ -4,20 +4,11 @@
  * behaviour (MurmurHash.hash3_x64_128, Murmur3Partitioner.getToken).
  */
 #include "sh_cassandra.h"
+#include "sh_murmur3.h"
 #include "sh_window.h"
 
-#define SH_CASS_C1 UINT64_C(0x87c37b91114253d5)
-#define SH_CASS_C2 UINT64_C(0x4cf5ad432745937f)
-
-SH_FORCE_INLINE uint64_t sh_cass_fmix64(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= UINT64_C(0xff51afd7ed558ccd);
-    k ^= k >> 33;
-    k *= UINT64_C(0xc4ceb9fe1a85ec53);
-    k ^= k >> 33;
-    return k;
-}
+/* The blocks and the finalisation are MurmurHash3_x64_128's (sh_murmur3.h,
+ * seed 0); only the tail, whose bytes Cassandra sign-extends, is its own. */
 
 /* A Java byte widened to long: sign-extended, as a uint64 bit pattern. */
 SH_FORCE_INLINE uint64_t sh_cass_sbyte(uint8_t b)
@@ -28,18 +19,11 @@ SH_FORCE_INLINE uint64_t sh_cass_sbyte(uint8_t b)
 uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
 {
     const uint8_t *p = (const uint8_t *)data;
-    size_t nblocks = len / 16, i;
+    size_t nblocks = len / 16;
     const uint8_t *tail;
     uint64_t h1 = 0, h2 = 0, k1, k2;
 
-    for (i = 0; i < nblocks; i++) {
-        k1 = sh_read64le(p + 16 * i);
-        k2 = sh_read64le(p + 16 * i + 8);
-        k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
-        h1 = sh_rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729u;
-        k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
-        h2 = sh_rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5u;
-    }
+    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
 
     tail = p + 16 * nblocks;
     k1 = 0;
@@ -53,7 +37,7 @@ uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
     case 10: k2 ^= sh_cass_sbyte(tail[9]) << 8;   /* fall through */
     case 9:
         k2 ^= sh_cass_sbyte(tail[8]);
-        k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
+        h2 ^= sh_murmur3_scramble_k2(k2);
         /* fall through */
     case 8: k1 ^= sh_cass_sbyte(tail[7]) << 56; /* fall through */
     case 7: k1 ^= sh_cass_sbyte(tail[6]) << 48; /* fall through */
@@ -64,19 +48,13 @@ uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
     case 2: k1 ^= sh_cass_sbyte(tail[1]) << 8;  /* fall through */
     case 1:
         k1 ^= sh_cass_sbyte(tail[0]);
-        k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
+        h1 ^= sh_murmur3_scramble_k1(k1);
         break;
     default:
         break;
     }
 
-    h1 ^= (uint64_t)len;
-    h2 ^= (uint64_t)len;
-    h1 += h2;
-    h2 += h1;
-    h1 = sh_cass_fmix64(h1);
-    h2 = sh_cass_fmix64(h2);
-    h1 += h2;
+    sh_murmur3_128_final(&h1, &h2, len);
     return h1;
 }
 
@@ -143,32 +121,19 @@ SH_FORCE_INLINE uint64_t sh_cass_sext_bytes(uint64_t w)
  * value) are lo (bytes 0..7) and hi (bytes 8..15). */
 SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint64_t lo, uint64_t hi)
 {
-    size_t nblocks = len / 16, i;
+    size_t nblocks = len / 16;
     uint64_t h1 = 0, h2 = 0, k1, k2;
 
-    for (i = 0; i < nblocks; i++) {
-        k1 = sh_read64le(p + 16 * i);
-        k2 = sh_read64le(p + 16 * i + 8);
-        k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
-        h1 = sh_rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729u;
-        k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
-        h2 = sh_rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5u;
-    }
+    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
 
     /* tail bytes 8..14 (k2) and 0..7 (k1), zero where the tail is shorter */
     sh_window_tail(lo, hi, (unsigned)(len & 15u), &k1, &k2);
     k1 = sh_cass_sext_bytes(k1);
     k2 = sh_cass_sext_bytes(k2);
-    k2 *= SH_CASS_C2; k2 = sh_rotl64(k2, 33); k2 *= SH_CASS_C1; h2 ^= k2;
-    k1 *= SH_CASS_C1; k1 = sh_rotl64(k1, 31); k1 *= SH_CASS_C2; h1 ^= k1;
+    h2 ^= sh_murmur3_scramble_k2(k2);
+    h1 ^= sh_murmur3_scramble_k1(k1);
 
-    h1 ^= (uint64_t)len;
-    h2 ^= (uint64_t)len;
-    h1 += h2;
-    h2 += h1;
-    h1 = sh_cass_fmix64(h1);
-    h2 = sh_cass_fmix64(h2);
-    h1 += h2;
+    sh_murmur3_128_final(&h1, &h2, len);
     return len == 0 ? INT64_MIN : sh_cass_token_of(h1);
 }
 

@@ -1,6 +1,6 @@
 /*
- * CRC16-XMODEM (CCITT polynomial 0x1021, MSB first, init 0, no final xor)
- * and the Redis Cluster key-slot rule, written from their descriptions.
+ * CRC16-XMODEM (CCITT polynomial 0x1021, MSB first, init 0, no final xor),
+ * written from its description.  (Redis Cluster key slots: sh_redis.c.)
  *
  * Tables: sh_crc16_table[0][b] is the register after feeding byte b (as the
  * high byte) through 8 shift/xor steps from 0; table[k][b] is the same
@@ -164,40 +164,4 @@ uint16_t sh_crc16_xmodem(const void *data, size_t len)
         crc = ((crc << 8) ^ sh_crc16_table[0][((crc >> 8) ^ *p++) & 0xffu]) & 0xffffu;
     }
     return (uint16_t)crc;
-}
-
-size_t sh_redis_hash_part(const uint8_t *key, size_t len, size_t *start)
-{
-    const uint8_t *open, *close;
-    size_t s;
-    *start = 0;
-    open = len ? (const uint8_t *)memchr(key, '{', len) : NULL;
-    if (open == NULL) return len;
-    s = (size_t)(open - key) + 1;
-    close = (const uint8_t *)memchr(key + s, '}', len - s);
-    if (close == NULL || close == key + s) return len; /* no '}' or empty tag */
-    *start = s;
-    return (size_t)(close - (key + s));
-}
-
-uint16_t sh_redis_keyslot(const void *key, size_t len)
-{
-    const uint8_t *k = (const uint8_t *)key;
-    size_t start, n = sh_redis_hash_part(k, len, &start);
-    return (uint16_t)(sh_crc16_xmodem(k + start, n) & (SH_REDIS_SLOTS - 1));
-}
-
-void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        int64_t a = offsets[i], b = offsets[i + 1];
-        out[i] = sh_redis_keyslot(data + a, (size_t)(b - a));
-    }
-}
-
-void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++) out[i] = sh_redis_keyslot(ptrs[i], (size_t)lens[i]);
 }

@@ -1,11 +1,9 @@
 /*
- * shardhash core: CRC16-XMODEM and Redis Cluster key slots.
+ * shardhash core: CRC16-XMODEM.
  *
- * CRC16-XMODEM: polynomial 0x1021, initial value 0, most significant bit
- * first, no reflection, no final xor (check value of "123456789": 0x31C3).
- * Redis Cluster maps a key to slot CRC16(k) & 16383, where k is the
- * {hash tag} when the key has a non-empty one (first '{', then the next '}'
- * after it), and the whole key otherwise.
+ * Polynomial 0x1021, initial value 0, most significant bit first, no
+ * reflection, no final xor (check value of "123456789": 0x31C3).  Redis
+ * Cluster's key slots (sh_redis.h) are built on it.
  */
 #ifndef SH_CRC16_H
 #define SH_CRC16_H
@@ -16,21 +14,7 @@
 extern "C" {
 #endif
 
-#define SH_REDIS_SLOTS 16384
-
 uint16_t sh_crc16_xmodem(const void *data, size_t len);
-
-/* The part of a key Redis hashes: sets *start and returns its length. */
-size_t sh_redis_hash_part(const uint8_t *key, size_t len, size_t *start);
-
-uint16_t sh_redis_keyslot(const void *key, size_t len);
-
-/* Batch over Arrow-style binary data: key i is data[offsets[i] .. offsets[i+1]). */
-void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out);
-
-/* Batch over separate keys: key i is ptrs[i][0 .. lens[i]) (lens[i] >= 0).
- * Only the keys' own bytes are read. */
-void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,7 @@ static const uint32_t sh_md5_T[64] = {
     do { (a) += f((b), (c), (d)) + (xk) + (t); (a) = sh_rotl32((a), (s)) + (b); } while (0)
 
 /* Process one 64-byte block into the state s[4]. */
-static void sh_md5_block(uint32_t s[4], const uint8_t *p)
+void sh_md5_block(uint32_t s[4], const uint8_t *p)
 {
     uint32_t X[16];
     uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
@@ -118,8 +118,6 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
  * SH_MD5_LANES independent messages advance in lock step; the per-lane
  * loops are plain C that compilers turn into SIMD (SSE2 / NEON) without any
  * target-specific code. */
-#define SH_MD5_LANES 16
-
 #define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                                   \
     do {                                                                       \
         int l_;                                                                \
@@ -158,7 +156,7 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
     } while (0)
 
 /* out: first digest word of each lane; out_b (may be NULL): the second. */
-static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
+void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
 {
     __m128i X0[16], X1[16], X2[16], X3[16];
     const __m128i ones = _mm_set1_epi32(-1);
@@ -214,7 +212,7 @@ static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES
 }
 #else
 /* out: first digest word of each lane; out_b (may be NULL): the second. */
-static void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
+void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
 {
     uint32_t a[SH_MD5_LANES], b[SH_MD5_LANES], c[SH_MD5_LANES], d[SH_MD5_LANES];
     int l, i;
@@ -290,174 +288,5 @@ void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
     for (l = 0; l < fill; l++) {
         int64_t a = offsets[idx[l]], b = offsets[idx[l] + 1];
         out[idx[l]] = sh_md5_u32le(data + a, (size_t)(b - a));
-    }
-}
-
-uint64_t sh_mongo_hash_int64(int64_t v)
-{
-    /* 16-byte message, always a single padded block. */
-    uint8_t block[64];
-    uint32_t s[4];
-    uint64_t u = (uint64_t)v;
-    int i;
-    memset(block, 0, sizeof block);
-    /* bytes 0..3: seed 0; bytes 4..7: canonical type 10 (number). */
-    block[4] = 10u;
-    for (i = 0; i < 8; i++) block[8 + i] = (uint8_t)(u >> (8 * i));
-    block[16] = 0x80u;
-    block[56] = 128u; /* 16 bytes = 128 bits */
-    s[0] = 0x67452301u; s[1] = 0xefcdab89u; s[2] = 0x98badcfeu; s[3] = 0x10325476u;
-    sh_md5_block(s, block);
-    return (uint64_t)s[0] | ((uint64_t)s[1] << 32);
-}
-
-void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
-{
-    /* Sixteen values at a time through the multi-lane MD5: each message is
-     * seed 0, type 10 and the value, one padded block of 16 bytes. */
-    uint32_t X[16][SH_MD5_LANES], a[SH_MD5_LANES], b[SH_MD5_LANES];
-    size_t i = 0;
-    int l, w;
-    for (w = 0; w < 16; w++)
-        for (l = 0; l < SH_MD5_LANES; l++) X[w][l] = 0;
-    for (l = 0; l < SH_MD5_LANES; l++) {
-        X[1][l] = 10u;
-        X[4][l] = 0x80u;
-        X[14][l] = 128u;
-    }
-    for (; i + SH_MD5_LANES <= n; i += SH_MD5_LANES) {
-        for (l = 0; l < SH_MD5_LANES; l++) {
-            uint64_t u = (uint64_t)values[i + (size_t)l];
-            X[2][l] = (uint32_t)u;
-            X[3][l] = (uint32_t)(u >> 32);
-        }
-        sh_md5_lanes(X, a, b);
-        for (l = 0; l < SH_MD5_LANES; l++) out[i + (size_t)l] = (uint64_t)a[l] | ((uint64_t)b[l] << 32);
-    }
-    for (; i < n; i++) out[i] = sh_mongo_hash_int64(values[i]);
-}
-
-int64_t sh_mongo_double_to_long(double d)
-{
-    /* 9223372036854775808.0 is 2^63, exactly representable. */
-    if (d != d) return 0;
-    if (d == 9223372036854775808.0) return INT64_MIN;
-    if (d > 9223372036854775808.0) return INT64_MAX;
-    if (d < -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)d; /* in range: C truncates toward zero */
-}
-
-void sh_mongo_hash_double_batch(const double *values, size_t n, uint64_t *out)
-{
-    int64_t buf[256];
-    size_t i, k, chunk;
-    for (i = 0; i < n; i += chunk) {
-        chunk = n - i < 256 ? n - i : 256;
-        for (k = 0; k < chunk; k++) buf[k] = sh_mongo_double_to_long(values[i + k]);
-        sh_mongo_hash_int64_batch(buf, chunk, out + i);
-    }
-}
-
-/* First continuum index whose point is >= h (upper == 0) or > h (upper != 0),
- * wrapping to 0 past the end. */
-SH_FORCE_INLINE size_t sh_ketama_find(const uint32_t *points, size_t m, int upper, uint32_t h)
-{
-    /* Branch-free binary search (conditional moves, no mispredictions). */
-    const uint32_t *base = points;
-    size_t n = m, i;
-    if (upper) {
-        while (n > 1) {
-            size_t half = n / 2;
-            base = (base[half - 1] <= h) ? base + half : base;
-            n -= half;
-        }
-        i = (size_t)(base - points) + (*base <= h);
-    } else {
-        while (n > 1) {
-            size_t half = n / 2;
-            base = (base[half - 1] < h) ? base + half : base;
-            n -= half;
-        }
-        i = (size_t)(base - points) + (*base < h);
-    }
-    return i == m ? 0 : i;
-}
-
-void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index)
-{
-    size_t b, nb = (size_t)1 << bits, k = 0;
-    int shift = 32 - bits;
-    for (b = 0; b < nb; b++) {
-        uint32_t lo = (uint32_t)b << shift;
-        while (k < m && points[k] < lo) k++;
-        index[b] = (int32_t)k;
-    }
-    index[nb] = (int32_t)m;
-}
-
-/* The answer for h lies in [index[b], index[b + 1]] with b = h's top bits:
- * scan that (short) stretch.  Reaching m means wrapping to point 0. */
-SH_FORCE_INLINE size_t sh_ketama_find_indexed(const uint32_t *points, size_t m, int upper,
-                                              const int32_t *index, int bits, uint32_t h)
-{
-    size_t b = (size_t)(h >> (32 - bits));
-    size_t i = (size_t)index[b], end = (size_t)index[b + 1];
-    if (upper) {
-        while (i < end && points[i] <= h) i++;
-    } else {
-        while (i < end && points[i] < h) i++;
-    }
-    return i == m ? 0 : i;
-}
-
-void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                      const int32_t *index, int bits, const uint32_t *hashes, size_t n, int32_t *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        out[i] = owners[index ? sh_ketama_find_indexed(points, m, upper, index, bits, hashes[i])
-                              : sh_ketama_find(points, m, upper, hashes[i])];
-}
-
-uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
-{
-    /* twemproxy's "fnv1a_64": a 32-bit state with the 64-bit constants
-     * truncated, and each byte a (signed) char widened to uint32. */
-    const uint8_t *p = (const uint8_t *)data;
-    uint32_t h = 0x84222325u;
-    size_t i;
-    for (i = 0; i < len; i++) {
-        uint32_t c = p[i] & 0x80u ? (0xffffff00u | p[i]) : (uint32_t)p[i];
-        h ^= c;
-        h *= 0x000001b3u;
-    }
-    return h;
-}
-
-void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        out[i] = sh_twemproxy_fnv1a_64(data + offsets[i], (size_t)(offsets[i + 1] - offsets[i]));
-}
-
-void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
-                             const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                             const int32_t *index, int bits, int key_hash, int32_t *out)
-{
-    uint32_t h[256];
-    size_t i, k, chunk;
-    for (i = 0; i < n; i += chunk) {
-        chunk = n - i < 256 ? n - i : 256;
-        if (key_hash == SH_KETAMA_KEY_FNV1A_64_TWEMPROXY)
-            sh_twemproxy_fnv1a_64_offsets(offsets + i, data, chunk, h);
-        else
-            sh_md5_u32le_offsets(offsets + i, data, chunk, h);
-        if (index) {
-            for (k = 0; k < chunk; k++)
-                out[i + k] = owners[sh_ketama_find_indexed(points, m, upper, index, bits, h[k])];
-        } else {
-            for (k = 0; k < chunk; k++) out[i + k] = owners[sh_ketama_find(points, m, upper, h[k])];
-        }
     }
 }

@@ -47,18 +47,7 @@ void sh_murmur3_128(const void *data, size_t len, uint32_t seed, uint64_t out[2]
     size_t rem;
     const uint8_t *tail;
 
-    for (i = 0; i < nblocks; i++) {
-        const uint8_t *b = p + 16 * i;
-        h1 ^= sh_murmur3_scramble_k1(sh_read64le(b));
-        h1 = sh_rotl64(h1, 27);
-        h1 += h2;
-        h1 = h1 * 5u + 0x52dce729u;
-
-        h2 ^= sh_murmur3_scramble_k2(sh_read64le(b + 8));
-        h2 = sh_rotl64(h2, 31);
-        h2 += h1;
-        h2 = h2 * 5u + 0x38495ab5u;
-    }
+    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
 
     /* 1..15 trailing bytes: the first 8 (little-endian) feed k1, the rest
      * feed k2.  Each lane is mixed only if it received at least one byte. */
@@ -79,14 +68,7 @@ void sh_murmur3_128(const void *data, size_t len, uint32_t seed, uint64_t out[2]
 
     /* The full length is mixed in (as the PyPI `mmh3` package does; the
      * original code took an `int` length and so never saw 4 GiB or more). */
-    h1 ^= (uint64_t)len;
-    h2 ^= (uint64_t)len;
-    h1 += h2;
-    h2 += h1;
-    h1 = sh_murmur3_fmix64(h1);
-    h2 = sh_murmur3_fmix64(h2);
-    h1 += h2;
-    h2 += h1;
+    sh_murmur3_128_final(&h1, &h2, len);
     out[0] = h1;
     out[1] = h2;
 }

@@ -9,8 +9,9 @@
  * little-endian bytes and are bit-identical to the general functions on that
  * input; they exist so that batch loops can inline them.
  *
- * Tail bytes are treated as unsigned, as in the reference algorithm (some
- * systems, e.g. Cassandra, sign-extend them; that variant is not this one).
+ * Tail bytes are treated as unsigned, as in the reference algorithm.
+ * Cassandra sign-extends them: sh_cassandra.c builds that variant from the
+ * body and finalisation helpers below.
  */
 #ifndef SH_MURMUR3_H
 #define SH_MURMUR3_H
@@ -81,6 +82,46 @@ SH_FORCE_INLINE uint64_t sh_murmur3_scramble_k2(uint64_t k2)
     k2 = sh_rotl64(k2, 33);
     k2 *= SH_MM3_128_C1;
     return k2;
+}
+
+/* The x64_128 body: mix the 16-byte blocks p[0 .. 16 * nblocks) into the
+ * lanes (*h1, *h2). */
+SH_FORCE_INLINE void sh_murmur3_128_blocks(const uint8_t *p, size_t nblocks, uint64_t *h1p,
+                                           uint64_t *h2p)
+{
+    uint64_t h1 = *h1p, h2 = *h2p;
+    size_t i;
+    for (i = 0; i < nblocks; i++) {
+        const uint8_t *b = p + 16 * i;
+        h1 ^= sh_murmur3_scramble_k1(sh_read64le(b));
+        h1 = sh_rotl64(h1, 27);
+        h1 += h2;
+        h1 = h1 * 5u + 0x52dce729u;
+
+        h2 ^= sh_murmur3_scramble_k2(sh_read64le(b + 8));
+        h2 = sh_rotl64(h2, 31);
+        h2 += h1;
+        h2 = h2 * 5u + 0x38495ab5u;
+    }
+    *h1p = h1;
+    *h2p = h2;
+}
+
+/* The x64_128 finalisation, after the tail: the length is mixed in and both
+ * lanes avalanched; *h1 and *h2 become the two words of the hash. */
+SH_FORCE_INLINE void sh_murmur3_128_final(uint64_t *h1p, uint64_t *h2p, size_t len)
+{
+    uint64_t h1 = *h1p, h2 = *h2p;
+    h1 ^= (uint64_t)len;
+    h2 ^= (uint64_t)len;
+    h1 += h2;
+    h2 += h1;
+    h1 = sh_murmur3_fmix64(h1);
+    h2 = sh_murmur3_fmix64(h2);
+    h1 += h2;
+    h2 += h1;
+    *h1p = h1;
+    *h2p = h2;
 }
 
 /* MurmurHash3_x86_32 of the 8 little-endian bytes of v: two full blocks,
