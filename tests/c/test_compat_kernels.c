@@ -119,10 +119,10 @@ static void check_md5(const keyset *ks, const char *what)
 {
     size_t i, s = ks->n / 3;
     int bad = 0;
-    sh_md5_u32le_offsets(ks->offsets, ks->data, ks->n, md5_out);
+    sh_md5_u32le_offsets(ks->data, ks->offsets, ks->n, md5_out);
     for (i = 0; i < ks->n; i++)
         bad += md5_out[i] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
-    sh_md5_u32le_offsets(ks->offsets + s, ks->data, ks->n - s, md5_out);
+    sh_md5_u32le_offsets(ks->data, ks->offsets + s, ks->n - s, md5_out);
     for (i = s; i < ks->n; i++)
         bad += md5_out[i - s] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
     CHECK(bad == 0, "%s: sh_md5_u32le_offsets != sh_md5_u32le on %d keys", what, bad);
@@ -155,9 +155,9 @@ static void check_keyset(const keyset *ks, const char *what)
 {
     size_t i, s;
     int bad_c = 0, bad_r = 0;
-    sh_cassandra_token_offsets(ks->offsets, ks->data, ks->n, tok_off);
+    sh_cassandra_token_offsets(ks->data, ks->offsets, ks->n, tok_off);
     sh_cassandra_token_ptrs(ks->ptrs, ks->lens, ks->n, tok_ptr);
-    sh_redis_keyslot_offsets(ks->offsets, ks->data, ks->n, slot_off);
+    sh_redis_keyslot_offsets(ks->data, ks->offsets, ks->n, slot_off);
     sh_redis_keyslot_ptrs(ks->ptrs, ks->lens, ks->n, slot_ptr);
     for (i = 0; i < ks->n; i++) {
         const uint8_t *k = ks->data + ks->offsets[i];
@@ -173,8 +173,8 @@ static void check_keyset(const keyset *ks, const char *what)
     }
     /* a batch that starts in the middle (as the threads' chunks do) */
     s = ks->n / 3;
-    sh_cassandra_token_offsets(ks->offsets + s, ks->data, ks->n - s, tok_off);
-    sh_redis_keyslot_offsets(ks->offsets + s, ks->data, ks->n - s, slot_off);
+    sh_cassandra_token_offsets(ks->data, ks->offsets + s, ks->n - s, tok_off);
+    sh_redis_keyslot_offsets(ks->data, ks->offsets + s, ks->n - s, slot_off);
     for (i = s; i < ks->n; i++) {
         bad_c += tok_off[i - s] != tok_ptr[i];
         bad_r += slot_off[i - s] != slot_ptr[i];

@@ -137,7 +137,7 @@ SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint6
     return len == 0 ? INT64_MIN : sh_cass_token_of(h1);
 }
 
-void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out)
+void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {

@@ -23,7 +23,7 @@ uint64_t sh_cassandra_murmur_h1(const void *data, size_t len);
 int64_t sh_cassandra_token(const void *data, size_t len);
 
 /* Batch over Arrow-style binary data: key i is data[offsets[i] .. offsets[i+1]). */
-void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out);
+void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out);
 
 /* Batch over separate keys: key i is ptrs[i][0 .. lens[i]) (lens[i] >= 0;
  * ptrs[i] may be anything readable when lens[i] == 0).  Only the keys' own

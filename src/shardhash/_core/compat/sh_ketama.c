@@ -68,7 +68,7 @@ void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, i
                               : sh_ketama_find(points, m, upper, hashes[i])];
 }
 
-void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
                              const uint32_t *points, const int32_t *owners, size_t m, int upper,
                              const int32_t *index, int bits, int key_hash, int32_t *out)
 {
@@ -77,9 +77,9 @@ void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t
     for (i = 0; i < n; i += chunk) {
         chunk = n - i < 256 ? n - i : 256;
         if (key_hash == SH_KETAMA_KEY_FNV1A_64_TWEMPROXY)
-            sh_twemproxy_fnv1a_64_offsets(offsets + i, data, chunk, h);
+            sh_twemproxy_fnv1a_64_offsets(data, offsets + i, chunk, h);
         else
-            sh_md5_u32le_offsets(offsets + i, data, chunk, h);
+            sh_md5_u32le_offsets(data, offsets + i, chunk, h);
         if (index) {
             for (k = 0; k < chunk; k++)
                 out[i + k] = owners[sh_ketama_find_indexed(points, m, upper, index, bits, h[k])];

@@ -30,7 +30,7 @@ void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, i
 
 /* Key hash (key_hash: SH_KETAMA_KEY_*) and lookup fused, over Arrow-style
  * binary data. */
-void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
                              const uint32_t *points, const int32_t *owners, size_t m, int upper,
                              const int32_t *index, int bits, int key_hash, int32_t *out);
 

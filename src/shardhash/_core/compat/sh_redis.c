@@ -26,7 +26,7 @@ uint16_t sh_redis_keyslot(const void *key, size_t len)
     return (uint16_t)(sh_crc16_xmodem(k + start, n) & (SH_REDIS_SLOTS - 1));
 }
 
-void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
+void sh_redis_keyslot_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint16_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {

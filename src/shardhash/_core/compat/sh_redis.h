@@ -22,7 +22,7 @@ size_t sh_redis_hash_part(const uint8_t *key, size_t len, size_t *start);
 uint16_t sh_redis_keyslot(const void *key, size_t len);
 
 /* Batch over Arrow-style binary data: key i is data[offsets[i] .. offsets[i+1]). */
-void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out);
+void sh_redis_keyslot_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint16_t *out);
 
 /* Batch over separate keys: key i is ptrs[i][0 .. lens[i]) (lens[i] >= 0).
  * Only the keys' own bytes are read. */

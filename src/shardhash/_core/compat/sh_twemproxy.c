@@ -19,7 +19,7 @@ uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
     return h;
 }
 
-void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+void sh_twemproxy_fnv1a_64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++)

@@ -14,7 +14,7 @@ extern "C" {
  * with truncated constants (offset 0x84222325, prime 0x1b3) and each byte
  * sign-extended as a C char. */
 uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len);
-void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out);
+void sh_twemproxy_fnv1a_64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out);
 
 #ifdef __cplusplus
 }

@@ -265,7 +265,7 @@ static void sh_md5_load_lane(uint32_t X[16][SH_MD5_LANES], int l, const uint8_t 
     X[15][l] = 0;
 }
 
-void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
 {
     uint32_t X[16][SH_MD5_LANES], h[SH_MD5_LANES];
     size_t idx[SH_MD5_LANES];

@@ -23,7 +23,7 @@ uint32_t sh_md5_u32le(const void *data, size_t len);
 /* Batch ketama key hash over Arrow-style binary data: key i is
  * data[offsets[i] .. offsets[i+1]).  Offsets are validated by the caller
  * (monotonic, within the buffer). */
-void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out);
+void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out);
 
 /* The MD5 compression function: one 64-byte block into the state s[4]
  * (start from 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476). */
