@@ -70,7 +70,7 @@ def test_core_sources_are_installed() -> None:
     names = {p.relative_to(CORE).as_posix() for p in CORE.rglob("*")}
     for needed in ("common/sh_common.h", "hash/sh_hash.h", "hash/sh_xxhash.c",
                    "hash/sh_murmur3.c", "hash/sh_murmur3.h", "hash/sh_fnv.c", "hash/sh_fnv.h",
-                   "place/sh_place.c", "compat/sh_cassandra.c"):
+                   "place/sh_jump.c", "compat/sh_cassandra.c"):
         assert needed in names, f"{needed} missing from the installed package's _core/"
 
 

@@ -42,7 +42,7 @@
  * the key's final write comes later.  When a stream runs short, the keys in
  * flight and the rest of the streams go through the scalar code.
  */
-#include "sh_place.h"
+#include "sh_jump.h"
 
 #ifdef SH_X86_AVX2
 #define SH_JUMP_AVX2 1

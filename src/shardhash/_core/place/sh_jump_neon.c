@@ -22,7 +22,7 @@
  *     (frintz, then + 1.0) is exact and equals the reference's (double)(j + 1).
  * A key that stops returns B - 1, exact.
  */
-#include "sh_place.h"
+#include "sh_jump.h"
 
 #ifdef SH_ARM_NEON
 
