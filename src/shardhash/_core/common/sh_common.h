@@ -16,13 +16,13 @@
 #if defined(_MSC_VER)
 #  include <stdlib.h>
 #  include <intrin.h>
-#  define SH_INLINE static __inline
+#  define SH_INLINE       static __inline
 #  define SH_FORCE_INLINE static __forceinline
-#  define SH_RESTRICT __restrict
+#  define SH_RESTRICT     __restrict
 #else
-#  define SH_INLINE static inline
+#  define SH_INLINE       static inline
 #  define SH_FORCE_INLINE static inline __attribute__((always_inline))
-#  define SH_RESTRICT __restrict__
+#  define SH_RESTRICT     __restrict__
 #endif
 
 #ifdef __cplusplus
@@ -43,8 +43,8 @@ SH_FORCE_INLINE uint64_t sh_rotl64(uint64_t x, unsigned r)
 
 SH_FORCE_INLINE uint32_t sh_swap32(uint32_t x)
 {
-    return ((x << 24) & 0xff000000u) | ((x << 8) & 0x00ff0000u) |
-           ((x >> 8) & 0x0000ff00u) | ((x >> 24) & 0x000000ffu);
+    return ((x << 24) & 0xff000000u) | ((x << 8) & 0x00ff0000u) | ((x >> 8) & 0x0000ff00u) |
+           ((x >> 24) & 0x000000ffu);
 }
 
 SH_FORCE_INLINE uint64_t sh_swap64(uint64_t x)

@@ -5,9 +5,9 @@
 
 #if defined(SH_X86_SSE41) || defined(SH_X86_AVX2)
 
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#include <immintrin.h>
+#  if defined(_MSC_VER) && !defined(__clang__)
+#    include <intrin.h>
+#    include <immintrin.h>
 
 static void sh_cpuid(unsigned leaf, unsigned sub, unsigned r[4])
 {
@@ -19,15 +19,15 @@ static void sh_cpuid(unsigned leaf, unsigned sub, unsigned r[4])
     r[3] = (unsigned)v[3];
 }
 
-#ifdef SH_X86_AVX2
+#    ifdef SH_X86_AVX2
 static uint64_t sh_xgetbv0(void)
 {
     return (uint64_t)_xgetbv(0);
 }
-#endif
+#    endif
 
-#else
-#include <cpuid.h>
+#  else
+#    include <cpuid.h>
 
 static void sh_cpuid(unsigned leaf, unsigned sub, unsigned r[4])
 {
@@ -39,7 +39,7 @@ static void sh_cpuid(unsigned leaf, unsigned sub, unsigned r[4])
     r[3] = d;
 }
 
-#ifdef SH_X86_AVX2
+#    ifdef SH_X86_AVX2
 /* XCR0 (xgetbv with ECX = 0); only called when cpuid reports OSXSAVE, so
  * the instruction exists and is enabled. */
 static uint64_t sh_xgetbv0(void)
@@ -48,8 +48,8 @@ static uint64_t sh_xgetbv0(void)
     __asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((uint64_t)hi << 32) | lo;
 }
-#endif
-#endif
+#    endif
+#  endif
 
 unsigned sh_cpu_detect(void)
 {
@@ -58,10 +58,10 @@ unsigned sh_cpu_detect(void)
     maxleaf = r[0];
     if (maxleaf < 1) return 0;
     sh_cpuid(1, 0, r);
-#ifdef SH_X86_SSE41
+#  ifdef SH_X86_SSE41
     if (r[2] & (1u << 19)) f |= SH_CPU_SSE41;
-#endif
-#ifdef SH_X86_AVX2
+#  endif
+#  ifdef SH_X86_AVX2
     /* AVX2 needs: the CPU's AVX (leaf 1 ECX bit 28) and AVX2 (leaf 7 EBX
      * bit 5), and the OS saving XMM and YMM state on context switches
      * (OSXSAVE, leaf 1 ECX bit 27, then XCR0 bits 1 and 2). */
@@ -69,7 +69,7 @@ unsigned sh_cpu_detect(void)
         sh_cpuid(7, 0, r);
         if (r[1] & (1u << 5)) f |= SH_CPU_AVX2;
     }
-#endif
+#  endif
     return f;
 }
 

@@ -58,8 +58,8 @@ extern "C" {
 #  define SH_TARGET(isa)
 #endif
 
-#define SH_CPU_SSE41 1u  /* SSE4.1 */
-#define SH_CPU_AVX2 2u   /* AVX2, with the OS saving the YMM registers (XCR0) */
+#define SH_CPU_SSE41 1u /* SSE4.1 */
+#define SH_CPU_AVX2  2u /* AVX2, with the OS saving the YMM registers (XCR0) */
 
 /* The SH_CPU_* features of this CPU that this build has kernels for (0 on
  * other architectures).  Runs cpuid every call: callers cache the answer. */

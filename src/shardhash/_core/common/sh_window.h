@@ -49,8 +49,7 @@ SH_FORCE_INLINE void sh_window_inside(const uint8_t *p, size_t len, uint64_t *lo
     } else if (len > 0) {
         *lo = 0;
         *hi = ((uint64_t)p[0] << (8u * (unsigned)(8 - len))) |
-              ((uint64_t)p[len / 2] << (8u * (unsigned)(8 - len + len / 2))) |
-              ((uint64_t)p[len - 1] << 56);
+              ((uint64_t)p[len / 2] << (8u * (unsigned)(8 - len + len / 2))) | ((uint64_t)p[len - 1] << 56);
     } else {
         *lo = 0;
         *hi = 0;

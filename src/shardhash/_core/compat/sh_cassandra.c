@@ -50,8 +50,7 @@ uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
         k1 ^= sh_cass_sbyte(tail[0]);
         h1 ^= sh_murmur3_scramble_k1(k1);
         break;
-    default:
-        break;
+    default: break;
     }
 
     sh_murmur3_128_final(&h1, &h2, len);
@@ -178,8 +177,10 @@ void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
     size_t i;
     for (i = 0; i < n; i++) {
         uint32_t u = (uint32_t)values[i];
-        buf[0] = (uint8_t)(u >> 24); buf[1] = (uint8_t)(u >> 16);
-        buf[2] = (uint8_t)(u >> 8);  buf[3] = (uint8_t)u;
+        buf[0] = (uint8_t)(u >> 24);
+        buf[1] = (uint8_t)(u >> 16);
+        buf[2] = (uint8_t)(u >> 8);
+        buf[3] = (uint8_t)u;
         out[i] = sh_cass_token_of(sh_cassandra_murmur_h1(buf, 4));
     }
 }
@@ -192,7 +193,10 @@ void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *token
         size_t lo = 0, hi = m; /* lower_bound: first ring[k] >= t */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (ring[mid] < t) lo = mid + 1; else hi = mid;
+            if (ring[mid] < t)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         out[i] = (int64_t)(lo == m ? 0 : lo);
     }

@@ -23,11 +23,11 @@ int32_t sh_guava_consistent_hash(int64_t input, int32_t buckets)
         int32_t top, next;
         double d;
         state = SH_GUAVA_LCG_MUL * state + 1u;
-        top = (int32_t)(state >> 33);          /* < 2^31: exact */
+        top = (int32_t)(state >> 33); /* < 2^31: exact */
         /* Java: ((double) ((int) (state >>> 33) + 1)) / 0x1.0p31, in int
          * arithmetic, so INT_MAX + 1 wraps to INT_MIN. */
         if (top == INT32_MAX)
-            d = -1.0;                          /* (double) INT_MIN / 2^31 */
+            d = -1.0; /* (double) INT_MIN / 2^31 */
         else
             d = (double)(top + 1) / 2147483648.0;
         next = sh_java_d2i((double)(candidate + 1) / d);

@@ -68,9 +68,9 @@ void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, i
                               : sh_ketama_find(points, m, upper, hashes[i])];
 }
 
-void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
-                             const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                             const int32_t *index, int bits, int key_hash, int32_t *out)
+void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n, const uint32_t *points,
+                             const int32_t *owners, size_t m, int upper, const int32_t *index, int bits,
+                             int key_hash, int32_t *out)
 {
     uint32_t h[256];
     size_t i, k, chunk;

@@ -25,14 +25,14 @@ void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t 
 void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                       const int32_t *index, int bits, const uint32_t *hashes, size_t n, int32_t *out);
 
-#define SH_KETAMA_KEY_MD5 0
+#define SH_KETAMA_KEY_MD5                0
 #define SH_KETAMA_KEY_FNV1A_64_TWEMPROXY 1
 
 /* Key hash (key_hash: SH_KETAMA_KEY_*) and lookup fused, over Arrow-style
  * binary data. */
-void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
-                             const uint32_t *points, const int32_t *owners, size_t m, int upper,
-                             const int32_t *index, int bits, int key_hash, int32_t *out);
+void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n, const uint32_t *points,
+                             const int32_t *owners, size_t m, int upper, const int32_t *index, int bits,
+                             int key_hash, int32_t *out);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,10 @@ uint64_t sh_mongo_hash_int64(int64_t v)
     for (i = 0; i < 8; i++) block[8 + i] = (uint8_t)(u >> (8 * i));
     block[16] = 0x80u;
     block[56] = 128u; /* 16 bytes = 128 bits */
-    s[0] = 0x67452301u; s[1] = 0xefcdab89u; s[2] = 0x98badcfeu; s[3] = 0x10325476u;
+    s[0] = 0x67452301u;
+    s[1] = 0xefcdab89u;
+    s[2] = 0x98badcfeu;
+    s[3] = 0x10325476u;
     sh_md5_block(s, block);
     return (uint64_t)s[0] | ((uint64_t)s[1] << 32);
 }

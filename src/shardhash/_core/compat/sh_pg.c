@@ -24,19 +24,21 @@ SH_FORCE_INLINE void sh_pg_lookup3_body(const uint8_t *k, size_t len, uint32_t *
     switch (len) {
     case 11: c += (uint32_t)k[10] << 24; /* fall through */
     case 10: c += (uint32_t)k[9] << 16;  /* fall through */
-    case 9:  c += (uint32_t)k[8] << 8;   /* fall through */
-    case 8:  b += (uint32_t)k[7] << 24;  /* fall through */
-    case 7:  b += (uint32_t)k[6] << 16;  /* fall through */
-    case 6:  b += (uint32_t)k[5] << 8;   /* fall through */
-    case 5:  b += (uint32_t)k[4];        /* fall through */
-    case 4:  a += (uint32_t)k[3] << 24;  /* fall through */
-    case 3:  a += (uint32_t)k[2] << 16;  /* fall through */
-    case 2:  a += (uint32_t)k[1] << 8;   /* fall through */
-    case 1:  a += (uint32_t)k[0];        /* fall through */
+    case 9: c += (uint32_t)k[8] << 8;    /* fall through */
+    case 8: b += (uint32_t)k[7] << 24;   /* fall through */
+    case 7: b += (uint32_t)k[6] << 16;   /* fall through */
+    case 6: b += (uint32_t)k[5] << 8;    /* fall through */
+    case 5: b += (uint32_t)k[4];         /* fall through */
+    case 4: a += (uint32_t)k[3] << 24;   /* fall through */
+    case 3: a += (uint32_t)k[2] << 16;   /* fall through */
+    case 2: a += (uint32_t)k[1] << 8;    /* fall through */
+    case 1: a += (uint32_t)k[0];         /* fall through */
     default: break;
     }
     SH_PG_FINAL(a, b, c);
-    *pa = a; *pb = b; *pc = c;
+    *pa = a;
+    *pb = b;
+    *pc = c;
 }
 
 uint64_t sh_pg_hash_bytes_extended(const void *data, size_t len, uint64_t seed)
@@ -152,7 +154,9 @@ SH_FORCE_INLINE void sh_pg_lookup3_window(const uint8_t *k, size_t len, uint64_t
     b += (uint32_t)(w0 >> 32);
     c += ((uint32_t)w1 & 0xffffffu) << 8;
     SH_PG_FINAL(a, b, c);
-    *pa = a; *pb = b; *pc = c;
+    *pa = a;
+    *pb = b;
+    *pc = c;
 }
 
 void sh_pg_varlen_extended(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,

@@ -30,9 +30,10 @@ extern "C" {
 #define SH_PG_HASH_PARTITION_SEED UINT64_C(0x7A5B22367996DCFD)
 
 /* lookup3's initial value: 0x9e3779b9 (golden ratio) + 3923095. */
-#define SH_PG_INIT UINT32_C(0x9e3779b9)
+#define SH_PG_INIT       UINT32_C(0x9e3779b9)
 #define SH_PG_INIT_EXTRA UINT32_C(3923095)
 
+/* clang-format off */
 #define SH_PG_MIX(a, b, c)                                  \
     do {                                                    \
         a -= c; a ^= sh_rotl32(c, 4);  c += b;              \
@@ -53,6 +54,7 @@ extern "C" {
         b ^= a; b -= sh_rotl32(a, 14);                      \
         c ^= b; c -= sh_rotl32(b, 24);                      \
     } while (0)
+/* clang-format on */
 
 /* State of hash_bytes_uint32_extended after the seed step, which does not
  * depend on the hashed value: computed once per seed for batch loops. */
@@ -70,7 +72,9 @@ SH_INLINE sh_pg_u32state sh_pg_u32state_init(uint64_t seed)
         b += (uint32_t)seed;
         SH_PG_MIX(a, b, c);
     }
-    s.a = a; s.b = b; s.c = c;
+    s.a = a;
+    s.b = b;
+    s.c = c;
     return s;
 }
 

@@ -30,6 +30,7 @@ uint64_t sh_hash64(int algo, const void *data, size_t len, uint64_t seed)
  * ns per key than one key per iteration).  The tail takes the rest one by
  * one.  Each key is loaded before its own slot is written, so hashing in
  * place (out aliasing the keys element for element) stays correct. */
+/* clang-format off */
 #define SH_WORD_ONE(J, EXPR)                                             \
     {                                                                    \
         const uint64_t v = LOAD(i + (J));                                \
@@ -44,17 +45,20 @@ uint64_t sh_hash64(int algo, const void *data, size_t len, uint64_t seed)
         SH_WORD_ONE(6, EXPR) SH_WORD_ONE(7, EXPR)                        \
     }                                                                    \
     for (; i < n; i++) SH_WORD_ONE(0, EXPR)
+/* clang-format on */
 
-#define SH_WORD_DISPATCH()                                                              \
-    switch (algo) {                                                                     \
-    case SH_ALGO_XXH3_64: SH_WORD_LOOP(sh_xxh3_64_word(v, seed)); break;                \
-    case SH_ALGO_XXH64: SH_WORD_LOOP(sh_xxh64_word(v, seed)); break;                    \
-    case SH_ALGO_XXH32: SH_WORD_LOOP(sh_xxh32_word(v, seed32)); break;                  \
-    case SH_ALGO_MURMUR3_32: SH_WORD_LOOP(sh_murmur3_32_word(v, seed32)); break;        \
-    case SH_ALGO_MURMUR3_128: SH_WORD_LOOP(sh_murmur3_128_word_h1(v, seed32)); break;   \
-    case SH_ALGO_FNV1A_32: SH_WORD_LOOP(sh_fnv1a_32_word(v)); break;                    \
-    case SH_ALGO_FNV1A_64: SH_WORD_LOOP(sh_fnv1a_64_word(v)); break;                    \
-    default: for (i = 0; i < n; i++) out[i] = 0; break;                                 \
+#define SH_WORD_DISPATCH()                                                            \
+    switch (algo) {                                                                   \
+    case SH_ALGO_XXH3_64: SH_WORD_LOOP(sh_xxh3_64_word(v, seed)); break;              \
+    case SH_ALGO_XXH64: SH_WORD_LOOP(sh_xxh64_word(v, seed)); break;                  \
+    case SH_ALGO_XXH32: SH_WORD_LOOP(sh_xxh32_word(v, seed32)); break;                \
+    case SH_ALGO_MURMUR3_32: SH_WORD_LOOP(sh_murmur3_32_word(v, seed32)); break;      \
+    case SH_ALGO_MURMUR3_128: SH_WORD_LOOP(sh_murmur3_128_word_h1(v, seed32)); break; \
+    case SH_ALGO_FNV1A_32: SH_WORD_LOOP(sh_fnv1a_32_word(v)); break;                  \
+    case SH_ALGO_FNV1A_64: SH_WORD_LOOP(sh_fnv1a_64_word(v)); break;                  \
+    default:                                                                          \
+        for (i = 0; i < n; i++) out[i] = 0;                                           \
+        break;                                                                        \
     }
 
 /* XXH3-64 over contiguous words, the hottest batch path.  On x86-64 half of
@@ -73,8 +77,7 @@ uint64_t sh_hash64(int algo, const void *data, size_t len, uint64_t seed)
 static __m128i sh_mul64_sse2(__m128i a, __m128i clo, __m128i chi)
 {
     const __m128i lo = _mm_mul_epu32(a, clo);
-    const __m128i mid = _mm_add_epi64(_mm_mul_epu32(_mm_srli_epi64(a, 32), clo),
-                                      _mm_mul_epu32(a, chi));
+    const __m128i mid = _mm_add_epi64(_mm_mul_epu32(_mm_srli_epi64(a, 32), clo), _mm_mul_epu32(a, chi));
     return _mm_add_epi64(lo, _mm_slli_epi64(mid, 32));
 }
 
@@ -134,8 +137,8 @@ void sh_hash_words(int algo, uint64_t seed, const uint64_t *words, size_t n, uin
 #undef LOAD
 }
 
-void sh_hash_words_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride,
-                           size_t n, uint64_t *out)
+void sh_hash_words_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride, size_t n,
+                           uint64_t *out)
 {
     size_t i;
     const uint32_t seed32 = (uint32_t)seed;
@@ -174,8 +177,8 @@ size_t sh_format_decimal(uint64_t v, int is_unsigned, char *buf)
     return len;
 }
 
-void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride,
-                             size_t n, int is_unsigned, uint64_t *out)
+void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride, size_t n,
+                             int is_unsigned, uint64_t *out)
 {
     size_t i;
     char buf[24];
@@ -186,8 +189,8 @@ void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_
     }
 }
 
-void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32_t *offsets,
-                       size_t n, uint64_t *out)
+void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32_t *offsets, size_t n,
+                       uint64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
@@ -196,8 +199,8 @@ void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32
     }
 }
 
-void sh_hash_offsets64(int algo, uint64_t seed, const uint8_t *data, const int64_t *offsets,
-                       size_t n, uint64_t *out)
+void sh_hash_offsets64(int algo, uint64_t seed, const uint8_t *data, const int64_t *offsets, size_t n,
+                       uint64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
@@ -268,8 +271,8 @@ size_t sh_ucs4_to_utf8(const uint32_t *src, size_t n, uint8_t *dst)
     return o;
 }
 
-ptrdiff_t sh_hash_ucs4(int algo, uint64_t seed, const char *base, size_t nchars, ptrdiff_t stride,
-                       size_t n, uint8_t *scratch, uint64_t *out)
+ptrdiff_t sh_hash_ucs4(int algo, uint64_t seed, const char *base, size_t nchars, ptrdiff_t stride, size_t n,
+                       uint8_t *scratch, uint64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {

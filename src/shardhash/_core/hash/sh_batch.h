@@ -22,21 +22,21 @@ extern "C" {
 /* Integer value -> its 8 little-endian bytes -> hash. `words` holds values
  * (host order); `stride` is in bytes. */
 void sh_hash_words(int algo, uint64_t seed, const uint64_t *words, size_t n, uint64_t *out);
-void sh_hash_words_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride,
-                           size_t n, uint64_t *out);
+void sh_hash_words_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride, size_t n,
+                           uint64_t *out);
 
 /* Integer value -> decimal ASCII text ("-12", "18446744073709551615") -> hash.
  * `is_unsigned` says whether the 64-bit values are uint64 or int64. */
-void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride,
-                             size_t n, int is_unsigned, uint64_t *out);
+void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_t stride, size_t n,
+                             int is_unsigned, uint64_t *out);
 /* Format one value as decimal text into buf (>= 21 bytes); returns length. */
 size_t sh_format_decimal(uint64_t v, int is_unsigned, char *buf);
 
 /* Arrow variable-length layouts: element i is data[offsets[i] .. offsets[i+1]). */
-void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32_t *offsets,
-                       size_t n, uint64_t *out);
-void sh_hash_offsets64(int algo, uint64_t seed, const uint8_t *data, const int64_t *offsets,
-                       size_t n, uint64_t *out);
+void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32_t *offsets, size_t n,
+                       uint64_t *out);
+void sh_hash_offsets64(int algo, uint64_t seed, const uint8_t *data, const int64_t *offsets, size_t n,
+                       uint64_t *out);
 
 /* Arrow binary/string views: 16-byte views; inline when length <= 12, else
  * (prefix, buffer index, offset) into buffers[]. Returns -1, or the index of
@@ -52,8 +52,8 @@ void sh_hash_fixed_bytes(int algo, uint64_t seed, const char *base, size_t items
  * trailing NUL code points stripped, encoded to UTF-8 in `scratch` (at least
  * 4 * nchars bytes). Returns -1, or the index of the first item holding a
  * code point that is not a Unicode scalar value (surrogate or > 0x10FFFF). */
-ptrdiff_t sh_hash_ucs4(int algo, uint64_t seed, const char *base, size_t nchars, ptrdiff_t stride,
-                       size_t n, uint8_t *scratch, uint64_t *out);
+ptrdiff_t sh_hash_ucs4(int algo, uint64_t seed, const char *base, size_t nchars, ptrdiff_t stride, size_t n,
+                       uint8_t *scratch, uint64_t *out);
 
 /* Encode UCS-4 to UTF-8; returns the byte length or (size_t)-1 on an invalid
  * code point. `dst` needs 4 * n bytes. */

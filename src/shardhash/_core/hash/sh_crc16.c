@@ -10,6 +10,7 @@
  */
 #include "sh_crc16.h"
 
+/* clang-format off */
 static const uint16_t sh_crc16_table[4][256] = {
     {
         0x0000u, 0x1021u, 0x2042u, 0x3063u, 0x4084u, 0x50a5u, 0x60c6u, 0x70e7u,
@@ -148,6 +149,7 @@ static const uint16_t sh_crc16_table[4][256] = {
         0x1a8eu, 0x6c3au, 0xf7e6u, 0x8152u, 0xd07fu, 0xa6cbu, 0x3d17u, 0x4ba3u,
     }
 };
+/* clang-format on */
 
 uint16_t sh_crc16_xmodem(const void *data, size_t len)
 {
@@ -155,8 +157,8 @@ uint16_t sh_crc16_xmodem(const void *data, size_t len)
     uint32_t crc = 0;
     while (len >= 4) {
         uint32_t x = crc ^ (((uint32_t)p[0] << 8) | p[1]);
-        crc = (uint32_t)sh_crc16_table[3][x >> 8] ^ sh_crc16_table[2][x & 0xffu] ^
-              sh_crc16_table[1][p[2]] ^ sh_crc16_table[0][p[3]];
+        crc = (uint32_t)sh_crc16_table[3][x >> 8] ^ sh_crc16_table[2][x & 0xffu] ^ sh_crc16_table[1][p[2]] ^
+              sh_crc16_table[0][p[3]];
         p += 4;
         len -= 4;
     }

@@ -11,42 +11,53 @@
  */
 #include "sh_des.h"
 
+/* clang-format off */
 static const uint8_t sh_des_IP[64] = {
     58, 50, 42, 34, 26, 18, 10, 2, 60, 52, 44, 36, 28, 20, 12, 4,
     62, 54, 46, 38, 30, 22, 14, 6, 64, 56, 48, 40, 32, 24, 16, 8,
     57, 49, 41, 33, 25, 17, 9, 1, 59, 51, 43, 35, 27, 19, 11, 3,
     61, 53, 45, 37, 29, 21, 13, 5, 63, 55, 47, 39, 31, 23, 15, 7,
 };
+/* clang-format on */
 
+/* clang-format off */
 static const uint8_t sh_des_FP[64] = {
     40, 8, 48, 16, 56, 24, 64, 32, 39, 7, 47, 15, 55, 23, 63, 31,
     38, 6, 46, 14, 54, 22, 62, 30, 37, 5, 45, 13, 53, 21, 61, 29,
     36, 4, 44, 12, 52, 20, 60, 28, 35, 3, 43, 11, 51, 19, 59, 27,
     34, 2, 42, 10, 50, 18, 58, 26, 33, 1, 41, 9, 49, 17, 57, 25,
 };
+/* clang-format on */
 
+/* clang-format off */
 static const uint8_t sh_des_P[32] = {
     16, 7, 20, 21, 29, 12, 28, 17, 1, 15, 23, 26, 5, 18, 31, 10,
     2, 8, 24, 14, 32, 27, 3, 9, 19, 13, 30, 6, 22, 11, 4, 25,
 };
+/* clang-format on */
 
+/* clang-format off */
 static const uint8_t sh_des_PC1[56] = {
     57, 49, 41, 33, 25, 17, 9, 1, 58, 50, 42, 34, 26, 18,
     10, 2, 59, 51, 43, 35, 27, 19, 11, 3, 60, 52, 44, 36,
     63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22,
     14, 6, 61, 53, 45, 37, 29, 21, 13, 5, 28, 20, 12, 4,
 };
+/* clang-format on */
 
+/* clang-format off */
 static const uint8_t sh_des_PC2[48] = {
     14, 17, 11, 24, 1, 5, 3, 28, 15, 6, 21, 10,
     23, 19, 12, 4, 26, 8, 16, 7, 27, 20, 13, 2,
     41, 52, 31, 37, 47, 55, 30, 40, 51, 45, 33, 48,
     44, 49, 39, 56, 34, 53, 46, 42, 50, 36, 29, 32,
 };
+/* clang-format on */
 
 static const uint8_t sh_des_shifts[16] = {1, 1, 2, 2, 2, 2, 2, 2, 1, 2, 2, 2, 2, 2, 2, 1};
 
 /* S[box][row][column]. */
+/* clang-format off */
 static const uint8_t sh_des_S[8][4][16] = {
     {{14, 4, 13, 1, 2, 15, 11, 8, 3, 10, 6, 12, 5, 9, 0, 7},
      {0, 15, 7, 4, 14, 2, 13, 1, 10, 6, 12, 11, 9, 5, 3, 8},
@@ -81,6 +92,7 @@ static const uint8_t sh_des_S[8][4][16] = {
      {7, 11, 4, 1, 9, 12, 14, 2, 0, 6, 10, 13, 15, 3, 5, 8},
      {2, 1, 14, 7, 4, 10, 8, 13, 15, 12, 9, 0, 3, 5, 6, 11}},
 };
+/* clang-format on */
 
 /* Generic permutation: output bit j (1 = MSB of an n-bit result) is input
  * bit tab[j-1] (1 = MSB of an in_bits-wide input). */
@@ -168,8 +180,14 @@ SH_FORCE_INLINE uint64_t sh_des_crypt(const sh_des_ctx *ctx, uint64_t block, int
     return sh_des_apply(ctx->fp, ((uint64_t)r << 32) | l);
 }
 
-uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block) { return sh_des_crypt(ctx, block, 0); }
-uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block) { return sh_des_crypt(ctx, block, 1); }
+uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block)
+{
+    return sh_des_crypt(ctx, block, 0);
+}
+uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block)
+{
+    return sh_des_crypt(ctx, block, 1);
+}
 
 void sh_des_encrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, uint64_t *out)
 {

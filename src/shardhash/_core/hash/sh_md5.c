@@ -7,6 +7,7 @@
  */
 #include "sh_md5.h"
 
+/* clang-format off */
 static const uint32_t sh_md5_T[64] = {
     0xd76aa478u, 0xe8c7b756u, 0x242070dbu, 0xc1bdceeeu,
     0xf57c0fafu, 0x4787c62au, 0xa8304613u, 0xfd469501u,
@@ -25,14 +26,18 @@ static const uint32_t sh_md5_T[64] = {
     0x6fa87e4fu, 0xfe2ce6e0u, 0xa3014314u, 0x4e0811a1u,
     0xf7537e82u, 0xbd3af235u, 0x2ad7d2bbu, 0xeb86d391u,
 };
+/* clang-format on */
 
 #define SH_MD5_RF(x, y, z) (((x) & (y)) | (~(x) & (z)))
 #define SH_MD5_RG(x, y, z) (((x) & (z)) | ((y) & ~(z)))
 #define SH_MD5_RH(x, y, z) ((x) ^ (y) ^ (z))
 #define SH_MD5_RI(x, y, z) ((y) ^ ((x) | ~(z)))
 
-#define SH_MD5_STEP(f, a, b, c, d, xk, s, t) \
-    do { (a) += f((b), (c), (d)) + (xk) + (t); (a) = sh_rotl32((a), (s)) + (b); } while (0)
+#define SH_MD5_STEP(f, a, b, c, d, xk, s, t)  \
+    do {                                      \
+        (a) += f((b), (c), (d)) + (xk) + (t); \
+        (a) = sh_rotl32((a), (s)) + (b);      \
+    } while (0)
 
 /* Process one 64-byte block into the state s[4]. */
 void sh_md5_block(uint32_t s[4], const uint8_t *p)
@@ -70,7 +75,10 @@ void sh_md5_block(uint32_t s[4], const uint8_t *p)
         SH_MD5_STEP(SH_MD5_RI, c, d, a, b, X[(7 * (i + 2)) & 15], 15, sh_md5_T[i + 2]);
         SH_MD5_STEP(SH_MD5_RI, b, c, d, a, X[(7 * (i + 3)) & 15], 21, sh_md5_T[i + 3]);
     }
-    s[0] += a; s[1] += b; s[2] += c; s[3] += d;
+    s[0] += a;
+    s[1] += b;
+    s[2] += c;
+    s[3] += d;
 }
 
 /* Digest state after the whole message (padding included). */
@@ -81,7 +89,10 @@ static void sh_md5_state(const void *data, size_t len, uint32_t s[4])
     size_t rem, padded, i;
     uint64_t bits = (uint64_t)len * 8u;
 
-    s[0] = 0x67452301u; s[1] = 0xefcdab89u; s[2] = 0x98badcfeu; s[3] = 0x10325476u;
+    s[0] = 0x67452301u;
+    s[1] = 0xefcdab89u;
+    s[2] = 0x98badcfeu;
+    s[3] = 0x10325476u;
     while (len >= 64) {
         sh_md5_block(s, p);
         p += 64;
@@ -118,42 +129,41 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
  * SH_MD5_LANES independent messages advance in lock step; the per-lane
  * loops are plain C that compilers turn into SIMD (SSE2 / NEON) without any
  * target-specific code. */
-#define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                                   \
-    do {                                                                       \
-        int l_;                                                                \
-        for (l_ = 0; l_ < SH_MD5_LANES; l_++) {                                \
-            uint32_t v_ = a[l_] + f(b[l_], c[l_], d[l_]) + X[k][l_] + (t);     \
-            a[l_] = ((v_ << (s)) | (v_ >> (32 - (s)))) + b[l_];                \
-        }                                                                      \
+#define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                               \
+    do {                                                                   \
+        int l_;                                                            \
+        for (l_ = 0; l_ < SH_MD5_LANES; l_++) {                            \
+            uint32_t v_ = a[l_] + f(b[l_], c[l_], d[l_]) + X[k][l_] + (t); \
+            a[l_] = ((v_ << (s)) | (v_ >> (32 - (s)))) + b[l_];            \
+        }                                                                  \
     } while (0)
 
 #if (defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)) && !defined(SH_NO_SIMD)
-#include <emmintrin.h>
-#define SH_MD5_SSE2 1
+#  include <emmintrin.h>
+#  define SH_MD5_SSE2 1
 #endif
 
 #if defined(SH_MD5_SSE2)
 /* The same lane loop written with SSE2 (baseline on every x86-64 target):
  * four groups of four lanes interleaved for instruction-level parallelism. */
-#define SH_V_ROTL(v, s) _mm_or_si128(_mm_slli_epi32((v), (s)), _mm_srli_epi32((v), 32 - (s)))
-#define SH_V_F(x, y, z) _mm_xor_si128((z), _mm_and_si128((x), _mm_xor_si128((y), (z))))
-#define SH_V_G(x, y, z) _mm_xor_si128((y), _mm_and_si128((z), _mm_xor_si128((x), (y))))
-#define SH_V_H(x, y, z) _mm_xor_si128(_mm_xor_si128((x), (y)), (z))
-#define SH_V_I(x, y, z) _mm_xor_si128((y), _mm_or_si128((x), _mm_xor_si128((z), ones)))
-#define SH_V_ONE(f, a, b, c, d, k, s, g)                                                   \
-    do {                                                                                   \
-        __m128i v_ = _mm_add_epi32(_mm_add_epi32(a##g, f(b##g, c##g, d##g)),               \
-                                   _mm_add_epi32(X##g[k], t_));                            \
-        a##g = _mm_add_epi32(SH_V_ROTL(v_, s), b##g);                                      \
-    } while (0)
-#define SH_V_STEP(f, a, b, c, d, k, s, t)                                                  \
-    do {                                                                                   \
-        __m128i t_ = _mm_set1_epi32((int)(t));                                             \
-        SH_V_ONE(f, a, b, c, d, k, s, 0);                                                  \
-        SH_V_ONE(f, a, b, c, d, k, s, 1);                                                  \
-        SH_V_ONE(f, a, b, c, d, k, s, 2);                                                  \
-        SH_V_ONE(f, a, b, c, d, k, s, 3);                                                  \
-    } while (0)
+#  define SH_V_ROTL(v, s) _mm_or_si128(_mm_slli_epi32((v), (s)), _mm_srli_epi32((v), 32 - (s)))
+#  define SH_V_F(x, y, z) _mm_xor_si128((z), _mm_and_si128((x), _mm_xor_si128((y), (z))))
+#  define SH_V_G(x, y, z) _mm_xor_si128((y), _mm_and_si128((z), _mm_xor_si128((x), (y))))
+#  define SH_V_H(x, y, z) _mm_xor_si128(_mm_xor_si128((x), (y)), (z))
+#  define SH_V_I(x, y, z) _mm_xor_si128((y), _mm_or_si128((x), _mm_xor_si128((z), ones)))
+#  define SH_V_ONE(f, a, b, c, d, k, s, g)                                                                  \
+      do {                                                                                                  \
+          __m128i v_ = _mm_add_epi32(_mm_add_epi32(a##g, f(b##g, c##g, d##g)), _mm_add_epi32(X##g[k], t_)); \
+          a##g = _mm_add_epi32(SH_V_ROTL(v_, s), b##g);                                                     \
+      } while (0)
+#  define SH_V_STEP(f, a, b, c, d, k, s, t)      \
+      do {                                       \
+          __m128i t_ = _mm_set1_epi32((int)(t)); \
+          SH_V_ONE(f, a, b, c, d, k, s, 0);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 1);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 2);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 3);      \
+      } while (0)
 
 /* out: first digest word of each lane; out_b (may be NULL): the second. */
 void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
@@ -217,7 +227,10 @@ void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint
     uint32_t a[SH_MD5_LANES], b[SH_MD5_LANES], c[SH_MD5_LANES], d[SH_MD5_LANES];
     int l, i;
     for (l = 0; l < SH_MD5_LANES; l++) {
-        a[l] = 0x67452301u; b[l] = 0xefcdab89u; c[l] = 0x98badcfeu; d[l] = 0x10325476u;
+        a[l] = 0x67452301u;
+        b[l] = 0xefcdab89u;
+        c[l] = 0x98badcfeu;
+        d[l] = 0x10325476u;
     }
     for (i = 0; i < 16; i += 4) {
         SH_MD5_LSTEP(SH_MD5_RF, a, b, c, d, i, 7, sh_md5_T[i]);

@@ -23,8 +23,8 @@
 extern "C" {
 #endif
 
-#define SH_MM3_32_C1 0xcc9e2d51u
-#define SH_MM3_32_C2 0x1b873593u
+#define SH_MM3_32_C1  0xcc9e2d51u
+#define SH_MM3_32_C2  0x1b873593u
 #define SH_MM3_128_C1 UINT64_C(0x87c37b91114253d5)
 #define SH_MM3_128_C2 UINT64_C(0x4cf5ad432745937f)
 
@@ -86,8 +86,7 @@ SH_FORCE_INLINE uint64_t sh_murmur3_scramble_k2(uint64_t k2)
 
 /* The x64_128 body: mix the 16-byte blocks p[0 .. 16 * nblocks) into the
  * lanes (*h1, *h2). */
-SH_FORCE_INLINE void sh_murmur3_128_blocks(const uint8_t *p, size_t nblocks, uint64_t *h1p,
-                                           uint64_t *h2p)
+SH_FORCE_INLINE void sh_murmur3_128_blocks(const uint8_t *p, size_t nblocks, uint64_t *h1p, uint64_t *h2p)
 {
     uint64_t h1 = *h1p, h2 = *h2p;
     size_t i;

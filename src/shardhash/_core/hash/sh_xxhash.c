@@ -250,9 +250,9 @@ static uint64_t xxh3_len_129to240(const uint8_t *p, size_t len, uint64_t seed)
 /* ---- long inputs (> 240 bytes) ---------------------------------------- */
 /* The secret is always 192 bytes here (default or seed-derived), so a block
  * is 16 stripes of 64 bytes. */
-#define XXH3_STRIPE 64
+#define XXH3_STRIPE            64
 #define XXH3_STRIPES_PER_BLOCK ((SH_XXH3_SECRET_SIZE - 64) / 8)
-#define XXH3_BLOCK (XXH3_STRIPE * XXH3_STRIPES_PER_BLOCK)
+#define XXH3_BLOCK             (XXH3_STRIPE * XXH3_STRIPES_PER_BLOCK)
 
 /* One stripe: 8 independent lanes, each adding the 32x32->64 product of the
  * keyed input word's halves plus the neighbouring raw input word (lane i ^ 1).
@@ -332,8 +332,7 @@ static uint64_t xxh3_long(const uint8_t *p, size_t len, const uint8_t *SH_RESTRI
     nstripes = (last - 1) / XXH3_STRIPE;
     {
         const uint8_t *blk = p + nblocks * XXH3_BLOCK;
-        for (n = 0; n < nstripes; n++)
-            xxh3_accumulate_stripe(acc, blk + n * XXH3_STRIPE, sec + 8 * n);
+        for (n = 0; n < nstripes; n++) xxh3_accumulate_stripe(acc, blk + n * XXH3_STRIPE, sec + 8 * n);
     }
     xxh3_accumulate_stripe(acc, p + len - XXH3_STRIPE, sec + SH_XXH3_SECRET_SIZE - 71);
 

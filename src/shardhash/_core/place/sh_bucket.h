@@ -18,8 +18,8 @@ extern "C" {
  * M = floor((2^128 - 1) / d) + 1 taken mod 2^128; a % d = ((M * a) mod 2^128) * d >> 128.
  */
 typedef struct {
-    uint64_t m_lo, m_hi;  /* the 128-bit constant M */
-    uint64_t d;           /* divisor, >= 1 */
+    uint64_t m_lo, m_hi; /* the 128-bit constant M */
+    uint64_t d;          /* divisor, >= 1 */
 } sh_fastmod;
 
 void sh_fastmod_init(sh_fastmod *f, uint64_t d);
@@ -38,8 +38,8 @@ SH_FORCE_INLINE uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
 }
 
 /* Bucket routing: out[i] = placement[hashes[i] % f->d]. */
-void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
-                     const int32_t *placement, int32_t *out);
+void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f, const int32_t *placement,
+                     int32_t *out);
 
 #ifdef __cplusplus
 }

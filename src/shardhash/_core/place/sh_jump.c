@@ -16,13 +16,13 @@
  * equals the reference's (double)(j + 1); j >= n <=> p >= n since n is an
  * integer and p >= 0; and (b + 1) * q is the same correctly rounded product. */
 #ifdef SH_X86_SSE41
-#include <smmintrin.h>
+#  include <smmintrin.h>
 
 SH_TARGET("sse4.1")
 static int32_t sh_jump_sse41(uint64_t key, int32_t num_buckets)
 {
     const double n = (double)num_buckets;
-    double bp1 = 1.0, p;  /* b + 1, after the first step's b = 0 */
+    double bp1 = 1.0, p; /* b + 1, after the first step's b = 0 */
     __m128d v;
     for (;;) {
         key = key * SH_JUMP_MULT + 1;
@@ -99,7 +99,7 @@ void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets,
     size_t at[SH_JUMP_LANES], next;
     const int64_t nb = num_buckets;
     int l, m;
-    if (num_buckets < 1) {  /* the reference's answer: no step runs, b stays -1 */
+    if (num_buckets < 1) { /* the reference's answer: no step runs, b stays -1 */
         for (next = 0; next < n; next++) out[next] = -1;
         return;
     }

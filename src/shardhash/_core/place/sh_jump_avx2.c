@@ -45,55 +45,57 @@
 #include "sh_jump.h"
 
 #ifdef SH_X86_AVX2
-#define SH_JUMP_AVX2 1
+#  define SH_JUMP_AVX2 1
 #endif
 
 #ifdef SH_JUMP_AVX2
 
-#include <immintrin.h>
+#  include <immintrin.h>
 
-#define SH_JUMP_MULT UINT64_C(2862933555777941757)
-#define SH_AVX2_FN SH_TARGET("avx2")
-#if defined(__GNUC__) || defined(__clang__)
-#define SH_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
-#else
-#define SH_AVX2_INLINE static __forceinline
-#endif
+#  define SH_JUMP_MULT UINT64_C(2862933555777941757)
+#  define SH_AVX2_FN   SH_TARGET("avx2")
+#  if defined(__GNUC__) || defined(__clang__)
+#    define SH_AVX2_INLINE static inline __attribute__((always_inline, target("avx2")))
+#  else
+#    define SH_AVX2_INLINE static __forceinline
+#  endif
 
 /* Two unaligned 128-bit loads into one register (lo: lanes 0-1, hi: lanes
  * 2-3), as gcc and clang define _mm256_loadu2_m128i (which older gcc and
  * MSVC lack). */
-#define SH_LOAD2(hi, lo) \
-    _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_loadu_si128(lo)), _mm_loadu_si128(hi), 1)
+#  define SH_LOAD2(hi, lo) \
+      _mm256_insertf128_si256(_mm256_castsi128_si256(_mm_loadu_si128(lo)), _mm_loadu_si128(hi), 1)
 
 /* Number of groups of four lanes stepped per round: one group's round is a
  * long dependency chain (LCG, division, compare, refill), so several run side
  * by side (3 was the fastest on Zen 3; more groups spill registers). */
-#ifndef SH_JUMP_AVX2_GROUPS
-#define SH_JUMP_AVX2_GROUPS 3
-#endif
-#define SH_JUMP_G SH_JUMP_AVX2_GROUPS
+#  ifndef SH_JUMP_AVX2_GROUPS
+#    define SH_JUMP_AVX2_GROUPS 3
+#  endif
+#  define SH_JUMP_G     SH_JUMP_AVX2_GROUPS
 /* (index << 32 | bucket) pairs wait in a small buffer before they are
  * written to out[]; it is replayed when fewer than a round's worth of slots
  * are left. */
-#define SH_JUMP_BUF 1024
+#  define SH_JUMP_BUF   1024
 /* Largest batch one kernel call handles (indices fit 32 bits). */
-#define SH_JUMP_CHUNK ((size_t)1 << 30)
+#  define SH_JUMP_CHUNK ((size_t)1 << 30)
 /* Smaller batches go to the portable kernel: the start and the finish (keys
  * in flight, uneven ends of the streams) cost about a microsecond, and below
  * ~100 keys (100 and 1000 buckets) the AVX2 kernel was slower. */
-#define SH_JUMP_MIN 128
+#  define SH_JUMP_MIN   128
 
 /* Each 128-bit half of a group (two lanes) has its own input stream, so
  * that refilling only moves 64-bit elements within a half (vpermilpd, cheap)
  * instead of across the register (vpermd: ~8 cycles of latency on Zen 3).
  * sh_jump_count[m]: for the stop mask m of a group (bit l = lane l),
  * the number of keys each half takes, << 32, in both lanes of the half. */
+/* clang-format off */
 #define SH_JC(lo, hi) {(int64_t)(lo) << 32, (int64_t)(lo) << 32, (int64_t)(hi) << 32, (int64_t)(hi) << 32}
 static const int64_t sh_jump_count[16][4] = {
     SH_JC(0, 0), SH_JC(1, 0), SH_JC(1, 0), SH_JC(2, 0), SH_JC(0, 1), SH_JC(1, 1), SH_JC(1, 1), SH_JC(2, 1),
     SH_JC(0, 1), SH_JC(1, 1), SH_JC(1, 1), SH_JC(2, 1), SH_JC(0, 2), SH_JC(1, 2), SH_JC(1, 2), SH_JC(2, 2)};
-#undef SH_JC
+/* clang-format on */
+#  undef SH_JC
 /* For a stop mask m: keys taken by the low and high half; 1 + the highest
  * lane set (0 for none). */
 static const uint8_t sh_jump_lo[16] = {0, 1, 1, 2, 0, 1, 1, 2, 0, 1, 1, 2, 0, 1, 1, 2};
@@ -108,17 +110,17 @@ typedef struct {
 } sh_jump_lanes;
 
 typedef struct {
-    __m256i mlo, mhi, one;  /* M's low and high halves, 1 */
-    __m256i magic;          /* bits of 2^52 */
-    __m256d magic_m1;       /* 2^52 - 1 */
+    __m256i mlo, mhi, one; /* M's low and high halves, 1 */
+    __m256i magic;         /* bits of 2^52 */
+    __m256d magic_m1;      /* 2^52 - 1 */
     __m256d two31, nb, oned;
 } sh_jump_consts;
 
 /* k * M + 1 (mod 2^64) from three 32x32->64 products */
 SH_AVX2_INLINE __m256i sh_jump_lcg(__m256i k, const sh_jump_consts *c)
 {
-    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(k, 32), c->mlo),
-                                     _mm256_mul_epu32(k, c->mhi));
+    __m256i cross =
+        _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(k, 32), c->mlo), _mm256_mul_epu32(k, c->mhi));
     return _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epu32(k, c->mlo), _mm256_slli_epi64(cross, 32)),
                             c->one);
 }
@@ -127,8 +129,8 @@ SH_AVX2_INLINE __m256i sh_jump_lcg(__m256i k, const sh_jump_consts *c)
  * division (the reference's) */
 SH_AVX2_INLINE __m256d sh_jump_q(__m256i k, const sh_jump_consts *c)
 {
-    __m256d d = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(k, 33), c->magic)),
-                              c->magic_m1);
+    __m256d d =
+        _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(k, 33), c->magic)), c->magic_m1);
     return _mm256_div_pd(c->two31, d);
 }
 
@@ -139,8 +141,8 @@ SH_AVX2_INLINE __m256d sh_jump_q(__m256i k, const sh_jump_consts *c)
  * emission cost as much as the arithmetic of a step, so they are done once
  * per two steps.  in[0] and in[1] are the positions of the low and high
  * half's streams (four keys readable from each). */
-SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c,
-                                       const uint64_t *hashes, size_t *in, uint64_t **w)
+SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c, const uint64_t *hashes,
+                                       size_t *in, uint64_t **w)
 {
     __m256i k1, k2, res, stopi, ctl, next;
     __m256d q1, q2, p1, p2, stop1, stop, b1;
@@ -154,8 +156,8 @@ SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c
     /* first step: b + 1 becomes trunc(p1) + 1, unless the key stops */
     p1 = _mm256_mul_pd(s->b, q1);
     stop1 = _mm256_cmp_pd(p1, c->nb, _CMP_GE_OQ);
-    b1 = _mm256_blendv_pd(
-        _mm256_add_pd(_mm256_round_pd(p1, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned), s->b, stop1);
+    b1 = _mm256_blendv_pd(_mm256_add_pd(_mm256_round_pd(p1, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned),
+                          s->b, stop1);
     /* second step */
     p2 = _mm256_mul_pd(b1, q2);
     stop = _mm256_or_pd(_mm256_cmp_pd(p2, c->nb, _CMP_GE_OQ), stop1);
@@ -177,8 +179,8 @@ SH_AVX2_INLINE void sh_jump_avx2_round(sh_jump_lanes *s, const sh_jump_consts *c
     next = SH_LOAD2((const __m128i *)(hashes + in[1]), (const __m128i *)(hashes + in[0]));
     s->b = _mm256_blendv_pd(
         _mm256_add_pd(_mm256_round_pd(p2, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), c->oned), c->oned, stop);
-    s->k = _mm256_castpd_si256(_mm256_blendv_pd(
-        _mm256_castsi256_pd(k2), _mm256_permutevar_pd(_mm256_castsi256_pd(next), ctl), stop));
+    s->k = _mm256_castpd_si256(_mm256_blendv_pd(_mm256_castsi256_pd(k2),
+                                                _mm256_permutevar_pd(_mm256_castsi256_pd(next), ctl), stop));
     s->i = _mm256_castpd_si256(_mm256_blendv_pd(
         _mm256_castsi256_pd(s->i), _mm256_permutevar_pd(_mm256_castsi256_pd(s->ibase), ctl), stop));
     s->ibase = _mm256_add_epi64(s->ibase, _mm256_loadu_si256((const __m256i *)sh_jump_count[m]));
@@ -273,8 +275,7 @@ static void sh_jump_flush(const uint64_t *buf, size_t w, int32_t *out)
  * are cut into 2 * SH_JUMP_G streams of consecutive keys; the rounds run
  * while every stream has four keys left, then the keys in flight and the
  * streams' remainders are finished by the scalar code. */
-static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int32_t num_buckets,
-                                          int32_t *out)
+static SH_AVX2_FN void sh_jump_avx2_chunk(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
 {
     uint64_t buf[SH_JUMP_BUF];
     uint64_t *w = buf;

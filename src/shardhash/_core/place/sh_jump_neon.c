@@ -26,10 +26,10 @@
 
 #ifdef SH_ARM_NEON
 
-#include <arm_neon.h>
+#  include <arm_neon.h>
 
-#define SH_JUMP_MULT UINT64_C(2862933555777941757)
-#define SH_NEON_LANES 4
+#  define SH_JUMP_MULT  UINT64_C(2862933555777941757)
+#  define SH_NEON_LANES 4
 
 int sh_jump_neon_available(void)
 {

@@ -7,8 +7,8 @@
 /* ------------------------------------------------------------------------ */
 /* Maglev                                                                    */
 
-int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
-                       uint64_t m, int32_t *table, uint64_t *pos, double *credit)
+int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards, uint64_t m,
+                       int32_t *table, uint64_t *pos, double *credit)
 {
     uint64_t filled = 0, c;
     size_t i;

@@ -23,8 +23,8 @@ extern "C" {
  */
 #define SH_MAGLEV_OFFSET_SALT UINT64_C(0x6f66667365743a31) /* "offset:1" */
 #define SH_MAGLEV_SKIP_SALT   UINT64_C(0x736b69703a312121) /* "skip:1!!" */
-int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
-                       uint64_t m, int32_t *table, uint64_t *pos, double *credit);
+int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards, uint64_t m,
+                       int32_t *table, uint64_t *pos, double *credit);
 
 #ifdef __cplusplus
 }

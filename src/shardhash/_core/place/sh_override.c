@@ -11,15 +11,17 @@ int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t
     size_t lo = 0, hi = m;
     while (lo < hi) {
         size_t mid = lo + ((hi - lo) >> 1);
-        if (ohashes[mid] < h) lo = mid + 1;
-        else hi = mid;
+        if (ohashes[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo < m && ohashes[lo] == h) return oshards[lo];
     return -1;
 }
 
-void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
-                       const uint64_t *hashes, size_t n, int32_t *out)
+void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m, const uint64_t *hashes,
+                       size_t n, int32_t *out)
 {
     size_t i;
     if (m == 0) return;

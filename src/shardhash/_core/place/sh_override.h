@@ -17,8 +17,8 @@ extern "C" {
  * a hash equal to ohashes[j] routes to oshards[j].
  */
 int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h);
-void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
-                       const uint64_t *hashes, size_t n, int32_t *out);
+void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m, const uint64_t *hashes,
+                       size_t n, int32_t *out);
 
 #ifdef __cplusplus
 }

@@ -6,11 +6,11 @@
 /* Consecutive keys often land in the same cell; four interleaved copies of
  * the matrix break the store-to-load dependency between them.  Only worth it
  * (and only done) for matrices that fit in cache. */
-#define SH_PLAN_LANES 4
+#define SH_PLAN_LANES          4
 #define SH_PLAN_LANE_MAX_CELLS 4096
 
-static int64_t sh_plan_count_1(const int32_t *old_idx, const int32_t *new_idx, size_t n,
-                               uint32_t uo, uint32_t un, int64_t *matrix)
+static int64_t sh_plan_count_1(const int32_t *old_idx, const int32_t *new_idx, size_t n, uint32_t uo,
+                               uint32_t un, int64_t *matrix)
 {
     size_t i;
     for (i = 0; i < n; i++) {
@@ -24,8 +24,8 @@ static int64_t sh_plan_count_1(const int32_t *old_idx, const int32_t *new_idx, s
     return -1;
 }
 
-int64_t sh_plan_count(const int32_t *old_idx, const int32_t *new_idx, size_t n,
-                      int32_t n_old, int32_t n_new, int64_t *matrix)
+int64_t sh_plan_count(const int32_t *old_idx, const int32_t *new_idx, size_t n, int32_t n_old, int32_t n_new,
+                      int64_t *matrix)
 {
     const uint32_t uo = (uint32_t)n_old, un = (uint32_t)n_new;
     const size_t cells = (size_t)uo * un;
@@ -50,8 +50,8 @@ int64_t sh_plan_count(const int32_t *old_idx, const int32_t *new_idx, size_t n,
         uint32_t o1 = (uint32_t)old_idx[j + 1], w1 = (uint32_t)new_idx[j + 1];
         uint32_t o2 = (uint32_t)old_idx[j + 2], w2 = (uint32_t)new_idx[j + 2];
         uint32_t o3 = (uint32_t)old_idx[j + 3], w3 = (uint32_t)new_idx[j + 3];
-        if ((o0 >= uo) | (w0 >= un) | (o1 >= uo) | (w1 >= un) |
-            (o2 >= uo) | (w2 >= un) | (o3 >= uo) | (w3 >= un)) {
+        if ((o0 >= uo) | (w0 >= un) | (o1 >= uo) | (w1 >= un) | (o2 >= uo) | (w2 >= un) | (o3 >= uo) |
+            (w3 >= un)) {
             /* Redo this block one by one to find the exact position. */
             bad = sh_plan_count_1(old_idx + j, new_idx + j, SH_PLAN_LANES, uo, un, matrix);
             bad += (int64_t)j;
@@ -74,10 +74,8 @@ int64_t sh_plan_count(const int32_t *old_idx, const int32_t *new_idx, size_t n,
     return bad < 0 ? -1 : bad + (int64_t)i;
 }
 
-int64_t sh_plan_count_weighted(const int32_t *old_idx, const int32_t *new_idx,
-                               const double *weights, size_t n,
-                               int32_t n_old, int32_t n_new,
-                               int64_t *matrix, double *wmatrix)
+int64_t sh_plan_count_weighted(const int32_t *old_idx, const int32_t *new_idx, const double *weights,
+                               size_t n, int32_t n_old, int32_t n_new, int64_t *matrix, double *wmatrix)
 {
     size_t i;
     const uint32_t uo = (uint32_t)n_old, un = (uint32_t)n_new;

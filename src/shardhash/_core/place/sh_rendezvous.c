@@ -9,8 +9,8 @@
 /* ------------------------------------------------------------------------ */
 /* Rendezvous                                                                */
 
-SH_FORCE_INLINE int32_t sh_rendezvous_inline(uint64_t h, const uint64_t *seeds,
-                                             const double *weights, size_t nshards)
+SH_FORCE_INLINE int32_t sh_rendezvous_inline(uint64_t h, const uint64_t *seeds, const double *weights,
+                                             size_t nshards)
 {
     size_t i, best = 0;
     if (weights == NULL) {
@@ -43,8 +43,8 @@ int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, 
     return sh_rendezvous_inline(h, seeds, weights, nshards);
 }
 
-void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
-                         const double *weights, size_t nshards, int32_t *out)
+void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds, const double *weights,
+                         size_t nshards, int32_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) out[i] = sh_rendezvous_inline(hashes[i], seeds, weights, nshards);

@@ -20,8 +20,8 @@ extern "C" {
  * largest score wins.  Ties go to the lowest index.
  */
 int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards);
-void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
-                         const double *weights, size_t nshards, int32_t *out);
+void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds, const double *weights,
+                         size_t nshards, int32_t *out);
 
 #ifdef __cplusplus
 }

@@ -17,8 +17,8 @@ unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
     return bits;
 }
 
-void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                         unsigned shift, unsigned bits, uint32_t *index)
+void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens, unsigned shift,
+                         unsigned bits, uint32_t *index)
 {
     uint64_t p, count = (uint64_t)1 << bits, last = count - 1;
     size_t i = 0;
@@ -30,7 +30,7 @@ void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t n
             if (pref >= p) break;
             i++;
         }
-        if (i == ntokens || pref > p)  /* no token in this prefix: store its owner */
+        if (i == ntokens || pref > p) /* no token in this prefix: store its owner */
             index[p] = SH_RING_EMPTY | (uint32_t)owners[i];
         else
             index[p] = (uint32_t)i;
@@ -57,16 +57,17 @@ SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens
     hi = ntokens;
     while (lo < hi) {
         size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h) lo = mid + 1;
-        else hi = mid;
+        if (tokens[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return owners[lo];
 }
 
 int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
 {
-    return sh_ring_lookup_inline(r->tokens, r->owners, r->ntokens, r->index, r->index_last,
-                                 r->shift, h);
+    return sh_ring_lookup_inline(r->tokens, r->owners, r->ntokens, r->index, r->index_last, r->shift, h);
 }
 
 void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)

@@ -24,7 +24,7 @@ extern "C" {
  * position of the first token with prefix p.  Owners and positions must be
  * < 2^31.
  */
-#define SH_RING_EMPTY UINT32_C(0x80000000)
+#define SH_RING_EMPTY    UINT32_C(0x80000000)
 #define SH_RING_MAX_BITS 22
 
 typedef struct {
@@ -32,15 +32,15 @@ typedef struct {
     const int32_t *owners;
     size_t ntokens;
     const uint32_t *index;
-    uint64_t index_last;   /* 2^bits - 1: largest prefix */
-    unsigned shift;        /* width - bits */
+    uint64_t index_last; /* 2^bits - 1: largest prefix */
+    unsigned shift;      /* width - bits */
 } sh_ring;
 
 /* Number of prefix bits used for ntokens tokens over a `width`-bit space. */
 unsigned sh_ring_index_bits(size_t ntokens, unsigned width);
 /* Fill index[0 .. 2^bits - 1] (tokens/owners with their sentinels). */
-void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                         unsigned shift, unsigned bits, uint32_t *index);
+void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens, unsigned shift,
+                         unsigned bits, uint32_t *index);
 int32_t sh_ring_lookup(const sh_ring *r, uint64_t h);
 void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out);
 
@@ -50,13 +50,13 @@ void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *
  * level-2 cache between calls instead of missing to memory.  Usable when
  * ntokens < 2^15 and every owner < 2^15 (sh_ring16_fits); the answers are
  * exactly sh_ring_lookup's.  tokens/ntokens are the ring's own arrays. */
-#define SH_RING16_EMPTY 0x8000u
+#define SH_RING16_EMPTY     0x8000u
 #define SH_RING16_PER_TOKEN 4
 
 typedef struct {
-    const uint64_t *tokens;   /* the ring's tokens, with the sentinel */
-    const uint16_t *owners;   /* owners[0 .. ntokens], with the sentinel */
-    const uint16_t *index;    /* SH_RING16_EMPTY | owner, or a token position */
+    const uint64_t *tokens; /* the ring's tokens, with the sentinel */
+    const uint16_t *owners; /* owners[0 .. ntokens], with the sentinel */
+    const uint16_t *index;  /* SH_RING16_EMPTY | owner, or a token position */
     size_t ntokens;
     uint64_t index_last;
     unsigned shift;
@@ -84,8 +84,10 @@ SH_FORCE_INLINE int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
     hi = r->ntokens;
     while (lo < hi) {
         size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h) lo = mid + 1;
-        else hi = mid;
+        if (tokens[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return r->owners[lo];
 }
