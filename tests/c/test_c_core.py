@@ -20,13 +20,17 @@ from pathlib import Path
 import pytest
 
 import shardhash
-from conftest import oracle_required
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "run_c_tests.sh"
 VECTORS = HERE.parent / "vectors"
 CORE = Path(shardhash.__file__).resolve().parent / "_core"
 STRICT_CFLAGS = "-std=c99 -O2 -Wall -Wextra -pedantic -Werror"
+
+
+def oracle_required() -> bool:
+    """In CI (SHARDHASH_CI set, as in tests/conftest.py) a missing toolchain fails."""
+    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
 
 
 def _toolchain() -> tuple[str, str]:
