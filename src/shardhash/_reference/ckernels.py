@@ -142,9 +142,9 @@ class Kernels:
 
     # -- MementoHash --------------------------------------------------------
     def memento_batch(self, replacer: I32, n: int, nremoved: int, hashes: U64,
-                      bucket_map: I32 | None = None) -> I32:
+                      bucket_map: I32 | None = None, out: I32 | None = None) -> I32:
         m = _Memento(_ptr(replacer), n, nremoved)
-        out = np.empty(len(hashes), np.int32)
+        out = np.empty(len(hashes), np.int32) if out is None else out
         self.lib.sh_memento_batch(ctypes.byref(m), _ptr(hashes), len(hashes), _ptr(bucket_map), _ptr(out))
         return out
 
@@ -168,8 +168,8 @@ class Kernels:
     def mprobe(self, tokens: Sequence[int] | U64, owners: Sequence[int] | I32, probes: int) -> MprobeTable:
         return MprobeTable(self, tokens, owners, probes)
 
-    def mprobe_batch(self, t: MprobeTable, hashes: U64) -> I32:
-        out = np.empty(len(hashes), np.int32)
+    def mprobe_batch(self, t: MprobeTable, hashes: U64, out: I32 | None = None) -> I32:
+        out = np.empty(len(hashes), np.int32) if out is None else out
         self.lib.sh_mprobe_batch(ctypes.byref(t.struct), _ptr(hashes), len(hashes), _ptr(out))
         return out
 

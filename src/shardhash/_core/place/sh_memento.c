@@ -4,9 +4,9 @@
  */
 #include "sh_memento.h"
 
-SH_FORCE_INLINE int32_t sh_memento_bucket_inline(const int32_t *replacer, int32_t n, uint64_t h)
+/* From jump's bucket b of key hash h to the working bucket. */
+SH_FORCE_INLINE int32_t sh_memento_resolve(const int32_t *replacer, int32_t b, uint64_t h)
 {
-    int32_t b = sh_jump(h, n);
     int32_t c = replacer[b];
     while (c >= 0) {
         int32_t r;
@@ -25,8 +25,9 @@ SH_FORCE_INLINE int32_t sh_memento_bucket_inline(const int32_t *replacer, int32_
 
 int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
 {
-    if (m->nremoved == 0) return sh_jump(h, m->n);
-    return sh_memento_bucket_inline(m->replacer, m->n, h);
+    int32_t b = sh_jump(h, m->n);
+    if (m->nremoved == 0) return b;
+    return sh_memento_resolve(m->replacer, b, h);
 }
 
 void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
@@ -34,16 +35,20 @@ void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, con
 {
     size_t i;
     const int32_t *replacer = m->replacer;
-    const int32_t nb = m->n;
-    /* Jump first, over the whole batch (its SIMD kernels), then fix up the
-     * keys that met a removed bucket: about nremoved / n of them. */
-    sh_jump_batch(hashes, n, nb, out);
-    if (m->nremoved != 0) {
+    /* Jump first, over the whole batch (its SIMD kernels), then one pass that
+     * resolves the keys that met a removed bucket (about nremoved / n of
+     * them, starting from jump's answer) and applies the map. */
+    sh_jump_batch(hashes, n, m->n, out);
+    if (m->nremoved != 0 && map != NULL) {
         for (i = 0; i < n; i++) {
-            if (replacer[out[i]] >= 0) out[i] = sh_memento_bucket_inline(replacer, nb, hashes[i]);
+            int32_t b = out[i];
+            if (replacer[b] >= 0) b = sh_memento_resolve(replacer, b, hashes[i]);
+            out[i] = map[b];
         }
-    }
-    if (map != NULL) {
+    } else if (m->nremoved != 0) {
+        for (i = 0; i < n; i++)
+            if (replacer[out[i]] >= 0) out[i] = sh_memento_resolve(replacer, out[i], hashes[i]);
+    } else if (map != NULL) {
         for (i = 0; i < n; i++) out[i] = map[out[i]];
     }
 }
