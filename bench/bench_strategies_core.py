@@ -36,7 +36,7 @@ import pytest
 
 from shardhash import JumpRouter, RingRouter, hash_array
 from shardhash._reference import multiprobe as rp
-from shardhash._reference.ckernels import CompilerMissing, Kernels, load
+from shardhash._reference.ckernels import CompilerMissing, Kernels, SourcesMissing, load
 from shardhash._reference.memento import mix64
 
 BIG = 10_000_000
@@ -46,7 +46,8 @@ _KERNELS: list[Kernels] = []
 
 def _kern() -> Kernels:
     if not _KERNELS:
-        _KERNELS.append(load(Path(tempfile.mkdtemp(prefix="shardhash-strategies-"))))
+        src = Path(__file__).resolve().parents[1] / "src" / "shardhash" / "_core"
+        _KERNELS.append(load(Path(tempfile.mkdtemp(prefix="shardhash-strategies-")), [src]))
     return _KERNELS[0]
 
 
@@ -202,7 +203,7 @@ def memento(nkeys: int) -> dict[str, float]:
 def kern() -> Kernels:
     try:
         return _kern()
-    except CompilerMissing as exc:
+    except (CompilerMissing, SourcesMissing) as exc:
         pytest.skip(str(exc))
 
 

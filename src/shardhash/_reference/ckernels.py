@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 import shardhash
 
-__all__ = ["CompilerMissing", "Kernels", "MprobeTable", "build", "core_dir", "load"]
+__all__ = ["CompilerMissing", "Kernels", "MprobeTable", "SourcesMissing", "build", "core_dir", "load"]
 
 SOURCES = ("sh_place.c", "sh_cpu.c", "sh_jump_avx2.c", "sh_jump_neon.c",
            "sh_memento.c", "sh_multiprobe.c", "sh_bounded.c", "sh_replicas.c")
@@ -36,26 +36,31 @@ _u64 = ctypes.c_uint64
 
 
 class CompilerMissing(RuntimeError):
-    """No usable C compiler, or the kernels' sources are not installed."""
+    """No usable C compiler."""
 
 
-def core_dir() -> Path:
-    """The C core shipped with the package, or the source tree's."""
-    for cand in (Path(shardhash.__file__).resolve().parent / "_core",
-                 Path(__file__).resolve().parents[1] / "_core"):
+class SourcesMissing(RuntimeError):
+    """The kernels' C sources are neither installed nor in a source tree."""
+
+
+def core_dir(extra: Sequence[Path] = ()) -> Path:
+    """The C core shipped with the package, else the first of ``extra`` (source
+    trees) that holds every kernel source."""
+    for cand in (Path(shardhash.__file__).resolve().parent / "_core", *extra):
         if cand.is_dir() and all(any(cand.rglob(name)) for name in SOURCES):
             return cand
-    raise CompilerMissing("the C sources of the strategy kernels are not installed")
+    raise SourcesMissing("the C sources of the strategy kernels (_core/place) are not installed "
+                         "(package data) and no source tree was found")
 
 
-def build(outdir: Path) -> Path:
+def build(outdir: Path, extra: Sequence[Path] = ()) -> Path:
     """Compile the kernels into a shared library in ``outdir``; its path."""
+    core = core_dir(extra)
     if sys.platform == "win32" and not os.environ.get("CC"):
         raise CompilerMissing("on Windows the kernels build only with CC set (a gcc or clang)")
     cc = os.environ.get("CC") or next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
     if cc is None:
         raise CompilerMissing("no C compiler (cc, gcc or clang) on PATH")
-    core = core_dir()
     srcs = [next(core.rglob(name)) for name in SOURCES]
     incs = sorted({str(h.parent) for h in core.rglob("*.h")})
     ext = {"win32": ".dll", "darwin": ".dylib"}.get(sys.platform, ".so")
@@ -102,13 +107,15 @@ class MprobeTable:
 
     def __init__(self, kern: Kernels, tokens: Sequence[int] | U64, owners: Sequence[int] | I32,
                  probes: int) -> None:
-        self.tokens = np.ascontiguousarray(tokens, dtype=np.uint64)
+        nt = len(tokens)
+        # the kernel reads two sentinel tokens (UINT64_MAX) past the last one
+        self.tokens = np.full(nt + 2, np.iinfo(np.uint64).max, np.uint64)
+        self.tokens[:nt] = np.asarray(tokens, dtype=np.uint64)
         self.owners = np.ascontiguousarray(owners, dtype=np.int32)
-        bits = int(kern.lib.sh_mprobe_index_bits(len(self.tokens)))
+        bits = int(kern.lib.sh_mprobe_index_bits(nt))
         self.index = np.zeros((1 << bits) + 1, np.uint32)
-        kern.lib.sh_mprobe_build_index(_ptr(self.tokens), len(self.tokens), bits, _ptr(self.index))
-        self.struct = _Mprobe(_ptr(self.tokens), _ptr(self.owners), len(self.tokens),
-                              _ptr(self.index), 64 - bits, probes)
+        kern.lib.sh_mprobe_build_index(_ptr(self.tokens), nt, bits, _ptr(self.index))
+        self.struct = _Mprobe(_ptr(self.tokens), _ptr(self.owners), nt, _ptr(self.index), 64 - bits, probes)
 
 
 class Kernels:
@@ -226,6 +233,7 @@ class Kernels:
         return out
 
 
-def load(outdir: Path) -> Kernels:
-    """Build the kernels in ``outdir`` and load them."""
-    return Kernels(build(outdir))
+def load(outdir: Path, extra: Sequence[Path] = ()) -> Kernels:
+    """Build the kernels in ``outdir`` and load them (``extra``: source trees
+    to look in when the installed package lacks the sources)."""
+    return Kernels(build(outdir, extra))

@@ -7,7 +7,7 @@
 unsigned sh_mprobe_index_bits(size_t ntokens)
 {
     unsigned bits = 1;
-    while (bits < SH_MPROBE_MAX_BITS && ((size_t)1 << bits) < 2 * ntokens) bits++;
+    while (bits < SH_MPROBE_MAX_BITS && ((size_t)1 << bits) < 4 * ntokens) bits++;
     return bits;
 }
 
@@ -27,17 +27,25 @@ SH_FORCE_INLINE int32_t sh_mprobe_lookup_inline(const sh_mprobe *m, uint64_t h)
 {
     const unsigned k = m->probes;
     unsigned i;
-    uint64_t best_d = UINT64_MAX;
-    int32_t best = -1;
-    for (i = 0; i < k; i++) {
+    uint64_t best_d;
+    int32_t best;
+    /* Keep the best (distance, owner); compare without a
+     * data-dependent branch (a probe improves on the best about H_k / k of
+     * the time, at random). */
+    {
+        uint64_t p = sh_mprobe_probe(h, 0);
+        size_t j = sh_mprobe_successor(m, p);
+        best_d = m->tokens[j] - p;
+        best = m->owners[j];
+    }
+    for (i = 1; i < k; i++) {
         uint64_t p = sh_mprobe_probe(h, i);
         size_t j = sh_mprobe_successor(m, p);
         uint64_t d = m->tokens[j] - p;
         int32_t o = m->owners[j];
-        if (best < 0 || d < best_d || (d == best_d && o < best)) {
-            best_d = d;
-            best = o;
-        }
+        int better = (d < best_d) | ((d == best_d) & (o < best));
+        best_d = better ? d : best_d;
+        best = better ? o : best;
     }
     return best;
 }

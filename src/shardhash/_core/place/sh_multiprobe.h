@@ -35,7 +35,10 @@ extern "C" {
 #define SH_MPROBE_MAX_BITS 20
 
 /* Tokens and their index.  Preconditions (the builder checks them):
- * ntokens >= 1 and < 2^32; tokens strictly increasing; owners[i] >= 0;
+ * ntokens >= 1 and < 2^32 - 2; tokens strictly increasing, followed by two
+ * sentinel entries tokens[ntokens] = tokens[ntokens + 1] = UINT64_MAX (so
+ * the tokens array holds ntokens + 2 entries); owners[i] >= 0 (ntokens
+ * entries);
  * 1 <= probes <= SH_MPROBE_MAX_PROBES; index from sh_mprobe_build_index with
  * the same tokens and bits (1 <= bits <= SH_MPROBE_MAX_BITS), shift = 64 - bits. */
 typedef struct {
@@ -53,7 +56,7 @@ SH_FORCE_INLINE uint64_t sh_mprobe_probe(uint64_t h, unsigned i)
 }
 
 /* Index bits for ntokens tokens: the smallest bits >= 1 with
- * 2^bits >= 2 * ntokens, at most SH_MPROBE_MAX_BITS. */
+ * 2^bits >= 4 * ntokens, at most SH_MPROBE_MAX_BITS. */
 unsigned sh_mprobe_index_bits(size_t ntokens);
 /* index[p] = the first position j with (tokens[j] >> (64 - bits)) >= p, for
  * p = 0 .. 2^bits (ntokens when there is none).  index: (1 << bits) + 1
@@ -64,8 +67,13 @@ void sh_mprobe_build_index(const uint64_t *tokens, size_t ntokens, unsigned bits
  * when x is above every token. */
 SH_FORCE_INLINE size_t sh_mprobe_successor(const sh_mprobe *m, uint64_t x)
 {
+    /* The index leaves at most a few tokens below x in x's prefix (about
+     * one prefix in 500 holds three or more): count two without branches,
+     * then a loop that almost never runs; the sentinels stop it. */
+    const uint64_t *t = m->tokens;
     size_t j = m->index[x >> m->shift];
-    while (j < m->ntokens && m->tokens[j] < x) j++;
+    j += (size_t)(t[j] < x) + (size_t)(t[j + 1] < x);
+    while (t[j] < x) j++;
     return j == m->ntokens ? 0 : j;
 }
 
