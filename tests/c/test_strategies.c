@@ -190,7 +190,7 @@ static void test_memento(void)
         }
     }
     /* the bucket -> shard map */
-    for (k = 0; k < 128; k++) map[k] = 1000 + k;
+    for (k = 0; k < 128; k++) map[k] = k < st.n && st.replacer[k] >= 0 ? -1 : 1000 + k;
     sh_memento_batch(&m, hs, 1000, map, c);
     bad = 0;
     for (i = 0; i < 1000; i++) bad += c[i] != 1000 + sh_memento_bucket(&m, hs[i]);
@@ -537,6 +537,43 @@ static void test_replicas(void)
         for (j = 0; j < 7; j++) bad += out[j] != rows[i * 7 + j];
     }
     CHECK(bad == 0, "replica batch == scalar (%ld)", bad);
+    /* rehash walk: memento with removals (through its bucket -> shard map) and a
+     * table; the first replica is the route, the list distinct and zone-clean */
+    {
+        int32_t rep[64], prev[64], map[64], table[97], nw = 0;
+        sh_memento_state st;
+        sh_memento mm;
+        sh_memento_init(&st, rep, prev, 64, 40);
+        sh_memento_remove(&st, 7);
+        sh_memento_remove(&st, 20);
+        sh_memento_remove(&st, 3);
+        mm = sh_memento_view(&st);
+        for (j = 0; j < 40; j++) map[j] = rep[j] < 0 ? nw++ : -1;
+        for (i = 0; i < 97; i++) table[i] = (int32_t)(rnd() % 37);
+        for (i = 0; i < 37; i++) table[i] = (int32_t)i;
+        w.zones = zones;
+        w.nzones = 5;
+        for (i = 0; i < 300; i++) {
+            uint64_t h = rnd();
+            int a, b, zz;
+            for (zz = 0; zz < 2; zz++) {
+                w.zones = zz ? zones : NULL;
+                got = sh_memento_replicas(&mm, map, (size_t)nw, h, 5, &w, out);
+                bad += got != 5 || (!zz && out[0] != map[sh_memento_bucket(&mm, h)]);
+                for (a = 0; a < 5; a++)
+                    for (b = 0; b < a; b++) bad += out[a] == out[b] || (zz && zones[out[a]] == zones[out[b]]);
+                got = sh_table_replicas(table, 97, 37, h, 5, &w, out);
+                bad += got != 5 || (!zz && out[0] != table[h % 97]);
+                for (a = 0; a < 5; a++)
+                    for (b = 0; b < a; b++) bad += out[a] == out[b] || (zz && zones[out[a]] == zones[out[b]]);
+            }
+        }
+        CHECK(bad == 0, "rehash-walk replicas (%ld)", bad);
+        got = sh_memento_replicas(&mm, map, (size_t)nw, 99, (size_t)nw, &w, rows);
+        CHECK(got == (size_t)nw, "memento full list");
+        got = sh_table_replicas(table, 97, 37, 99, 37, &w, rows);
+        CHECK(got == 37, "table full list");
+    }
     /* every replica: the whole preference order (r = nshards) is a permutation */
     got = sh_mprobe_replicas(&m, ns, 42, ns, &w, rows);
     CHECK(got == ns, "multiprobe full list");

@@ -140,6 +140,8 @@ class Kernels:
             "sh_ring_replicas_batch": (None, [_p, _p, _sz, _sz, _p, _sz, _sz, _p, _p]),
             "sh_rendezvous_replicas_batch": (None, [_p, _p, _sz, _p, _sz, _sz, _p, _p, _p]),
             "sh_mprobe_replicas_batch": (None, [_p, _sz, _p, _sz, _sz, _p, _p]),
+            "sh_memento_replicas_batch": (None, [_p, _p, _sz, _p, _sz, _sz, _p, _p]),
+            "sh_table_replicas_batch": (None, [_p, _u64, _sz, _p, _sz, _sz, _p, _p]),
         }
         for name, (res, args) in sig.items():
             fn = getattr(lib, name)
@@ -230,6 +232,23 @@ class Kernels:
         out = np.empty((len(hashes), r), np.int32)
         self.lib.sh_mprobe_replicas_batch(ctypes.byref(t.struct), nshards, _ptr(hashes), len(hashes), r,
                                           ctypes.byref(w), _ptr(out))
+        return out
+
+    def memento_replicas(self, replacer: I32, n: int, nremoved: int, bucket_map: I32 | None, nshards: int,
+                         hashes: U64, r: int, zones: I32 | None = None, nzones: int = 0) -> I32:
+        m = _Memento(_ptr(replacer), n, nremoved)
+        w, _keep = self._work(nshards, zones, nzones)
+        out = np.empty((len(hashes), r), np.int32)
+        self.lib.sh_memento_replicas_batch(ctypes.byref(m), _ptr(bucket_map), nshards, _ptr(hashes), len(hashes),
+                                           r, ctypes.byref(w), _ptr(out))
+        return out
+
+    def table_replicas(self, table: I32, nshards: int, hashes: U64, r: int,
+                       zones: I32 | None = None, nzones: int = 0) -> I32:
+        w, _keep = self._work(nshards, zones, nzones)
+        out = np.empty((len(hashes), r), np.int32)
+        self.lib.sh_table_replicas_batch(_ptr(table), len(table), nshards, _ptr(hashes), len(hashes), r,
+                                         ctypes.byref(w), _ptr(out))
         return out
 
 

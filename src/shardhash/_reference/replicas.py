@@ -8,12 +8,15 @@ distinct zones first, then the skipped shards in the order they were met.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from shardhash._reference.bounded import successor
-from shardhash._reference.memento import mix64
+from shardhash._reference.memento import GOLDEN, MASK, mix64
 
-__all__ = ["rendezvous_preference", "ring_preference", "select"]
+__all__ = ["rehash_preference", "rendezvous_preference", "ring_preference", "select"]
+
+REPLICA_SALT = 0x7265706C69636131  # "replica1"
+ATTEMPTS = 8
 
 
 def ring_preference(tokens: Sequence[int], owners: Sequence[int], h: int) -> list[int]:
@@ -39,6 +42,17 @@ def rendezvous_preference(seeds: Sequence[int], weights: Sequence[float] | None,
             u = float((x >> 11) | 1) / 9007199254740992.0
             scores.append(-weights[i] / math.log(u))
     return sorted(range(len(seeds)), key=lambda i: (-scores[i], i))
+
+
+def rehash_preference(route: Callable[[int], int], nshards: int, h: int) -> list[int]:
+    """Routes of h, then of mix64((h ^ REPLICA_SALT) + a * GOLDEN) for a = 1, 2, ...
+    (ATTEMPTS * nshards attempts in all), each shard once; then the rest in index order."""
+    seen: list[int] = []
+    for a in range(ATTEMPTS * nshards):
+        s = route(h if a == 0 else mix64(((h ^ REPLICA_SALT) + a * GOLDEN) & MASK))
+        if s not in seen:
+            seen.append(s)
+    return seen + [s for s in range(nshards) if s not in seen]
 
 
 def select(pref: Iterable[int], r: int, zones: Sequence[int] | None = None,

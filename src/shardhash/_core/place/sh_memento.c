@@ -30,26 +30,54 @@ int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
     return sh_memento_resolve(m->replacer, b, h);
 }
 
+#define SH_MEMENTO_JUMP_CHUNK 16384 /* keys per jump call: out stays in L2 */
+#define SH_MEMENTO_FIX_CHUNK 512    /* keys per fix-up list (on the stack) */
+
 void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
                       int32_t *out)
 {
-    size_t i;
+    size_t i, c, d;
     const int32_t *replacer = m->replacer;
-    /* Jump first, over the whole batch (its SIMD kernels), then one pass that
-     * resolves the keys that met a removed bucket (about nremoved / n of
-     * them, starting from jump's answer) and applies the map. */
-    sh_jump_batch(hashes, n, m->n, out);
-    if (m->nremoved != 0 && map != NULL) {
-        for (i = 0; i < n; i++) {
-            int32_t b = out[i];
-            if (replacer[b] >= 0) b = sh_memento_resolve(replacer, b, hashes[i]);
-            out[i] = map[b];
+    if (m->nremoved == 0) {
+        sh_jump_batch(hashes, n, m->n, out);
+        if (map != NULL)
+            for (i = 0; i < n; i++) out[i] = map[out[i]];
+        return;
+    }
+    /* Chunk by chunk, while the chunk is in cache: jump (its SIMD kernels);
+     * then, per sub-chunk, one pass that applies the map and notes, without
+     * a branch, the keys that met a removed bucket (about nremoved / n of
+     * them, at random: a branch there would mispredict), and a second pass
+     * that resolves those from jump's bucket. */
+    for (c = 0; c < n; c += SH_MEMENTO_JUMP_CHUNK) {
+        size_t cend = n - c < SH_MEMENTO_JUMP_CHUNK ? n : c + SH_MEMENTO_JUMP_CHUNK;
+        sh_jump_batch(hashes + c, cend - c, m->n, out + c);
+        for (d = c; d < cend; d += SH_MEMENTO_FIX_CHUNK) {
+            size_t fix_at[SH_MEMENTO_FIX_CHUNK];
+            int32_t fix_b[SH_MEMENTO_FIX_CHUNK];
+            size_t end = cend - d < SH_MEMENTO_FIX_CHUNK ? cend : d + SH_MEMENTO_FIX_CHUNK;
+            size_t nfix = 0, f;
+            if (map != NULL) { /* map[b] < 0 exactly for removed buckets: one load */
+                for (i = d; i < end; i++) {
+                    int32_t b = out[i], v = map[b];
+                    fix_at[nfix] = i;
+                    fix_b[nfix] = b;
+                    nfix += v < 0;
+                    out[i] = v;
+                }
+            } else {
+                for (i = d; i < end; i++) {
+                    int32_t b = out[i];
+                    fix_at[nfix] = i;
+                    fix_b[nfix] = b;
+                    nfix += replacer[b] >= 0;
+                }
+            }
+            for (f = 0; f < nfix; f++) {
+                int32_t b = sh_memento_resolve(replacer, fix_b[f], hashes[fix_at[f]]);
+                out[fix_at[f]] = map != NULL ? map[b] : b;
+            }
         }
-    } else if (m->nremoved != 0) {
-        for (i = 0; i < n; i++)
-            if (replacer[out[i]] >= 0) out[i] = sh_memento_resolve(replacer, out[i], hashes[i]);
-    } else if (map != NULL) {
-        for (i = 0; i < n; i++) out[i] = map[out[i]];
     }
 }
 

@@ -68,8 +68,9 @@ typedef struct {
 int32_t sh_memento_bucket(const sh_memento *m, uint64_t h);
 
 /* out[i] = map ? map[bucket(hashes[i])] : bucket(hashes[i]).  map (n
- * entries, NULL for the identity) turns buckets into shard indices.  With
- * nremoved == 0 and map == NULL this is sh_jump_batch. */
+ * entries, NULL for the identity) turns buckets into shard indices; its
+ * entries must be < 0 exactly for the removed buckets (they own no shard).
+ * With nremoved == 0 and map == NULL this is sh_jump_batch. */
 void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
                       int32_t *out);
 

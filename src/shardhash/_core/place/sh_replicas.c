@@ -197,3 +197,59 @@ void sh_mprobe_replicas_batch(const sh_mprobe *m, size_t nshards, const uint64_t
     size_t i;
     for (i = 0; i < n; i++) (void)sh_mprobe_replicas(m, nshards, hashes[i], r, w, out + i * r);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Rehash walk (jump, memento, tables)                                       */
+
+/* Every shard not met yet, in index order (the end of a rehash walk). */
+static void sh_sel_rest(sh_sel *s, size_t nshards)
+{
+    size_t i;
+    for (i = 0; i < nshards && s->seen < nshards; i++)
+        if (sh_sel_offer(s, (int32_t)i)) return;
+}
+
+size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshards, uint64_t h,
+                           size_t r, const sh_replica_work *w, int32_t *out)
+{
+    sh_sel s;
+    uint64_t a, attempts = (uint64_t)SH_REPLICA_ATTEMPTS * nshards;
+    sh_sel_start(&s, w, r, out);
+    for (a = 0; a < attempts && s.seen < nshards; a++) {
+        int32_t b = sh_memento_bucket(m, sh_replica_rehash(h, a));
+        if (sh_sel_offer(&s, map ? map[b] : b)) return sh_sel_finish(&s);
+    }
+    sh_sel_rest(&s, nshards);
+    return sh_sel_finish(&s);
+}
+
+void sh_memento_replicas_batch(const sh_memento *m, const int32_t *map, size_t nshards,
+                               const uint64_t *hashes, size_t n, size_t r,
+                               const sh_replica_work *w, int32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        (void)sh_memento_replicas(m, map, nshards, hashes[i], r, w, out + i * r);
+}
+
+size_t sh_table_replicas(const int32_t *table, uint64_t tsize, size_t nshards, uint64_t h, size_t r,
+                         const sh_replica_work *w, int32_t *out)
+{
+    sh_sel s;
+    uint64_t a, attempts = (uint64_t)SH_REPLICA_ATTEMPTS * nshards;
+    sh_sel_start(&s, w, r, out);
+    for (a = 0; a < attempts && s.seen < nshards; a++) {
+        if (sh_sel_offer(&s, table[sh_replica_rehash(h, a) % tsize])) return sh_sel_finish(&s);
+    }
+    sh_sel_rest(&s, nshards);
+    return sh_sel_finish(&s);
+}
+
+void sh_table_replicas_batch(const int32_t *table, uint64_t tsize, size_t nshards,
+                             const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                             int32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        (void)sh_table_replicas(table, tsize, nshards, hashes[i], r, w, out + i * r);
+}

@@ -13,7 +13,12 @@
  *                ties to the smaller index;  p1 is sh_rendezvous's answer;
  *   multi-probe: shards by ascending score_s = min over probes i and tokens t
  *                of s of (t - probe_i) mod 2^64, ties to the smaller index;
- *                p1 is sh_mprobe_lookup's answer.
+ *                p1 is sh_mprobe_lookup's answer;
+ *   rehash walk (jump, memento, Maglev, bucket tables): the routes of
+ *                x_0 = h, x_a = mix64((h ^ SH_REPLICA_SALT) + a * SH_GOLDEN64)
+ *                for a = 1 .. SH_REPLICA_ATTEMPTS * nshards - 1, each shard
+ *                the first time it appears, then every shard not met, in
+ *                index order;  p1 is the route.
  *
  * Without zones the list is the first r shards of P.  With a zone per shard
  * (zones[s] in [0, nzones)), the rule of Cassandra's
@@ -39,6 +44,7 @@
 #define SH_REPLICAS_H
 
 #include "sh_common.h"
+#include "sh_memento.h"
 #include "sh_multiprobe.h"
 
 #ifdef __cplusplus
@@ -75,6 +81,32 @@ size_t sh_mprobe_replicas(const sh_mprobe *m, size_t nshards, uint64_t h, size_t
                           const sh_replica_work *w, int32_t *out);
 void sh_mprobe_replicas_batch(const sh_mprobe *m, size_t nshards, const uint64_t *hashes,
                               size_t n, size_t r, const sh_replica_work *w, int32_t *out);
+
+/* Rehash walk.  The a-th probe of key hash h (a = 0 is h itself). */
+#define SH_REPLICA_SALT UINT64_C(0x7265706c69636131) /* "replica1" */
+#define SH_REPLICA_ATTEMPTS 8
+
+SH_FORCE_INLINE uint64_t sh_replica_rehash(uint64_t h, uint64_t a)
+{
+    return a == 0 ? h : sh_mix64((h ^ SH_REPLICA_SALT) + a * SH_GOLDEN64);
+}
+
+/* Jump / MementoHash: routes through sh_memento_bucket, then map (bucket ->
+ * shard index, n entries; NULL only when nothing is removed, the shards then
+ * being the buckets); nshards = the number of working buckets. */
+size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshards, uint64_t h,
+                           size_t r, const sh_replica_work *w, int32_t *out);
+void sh_memento_replicas_batch(const sh_memento *m, const int32_t *map, size_t nshards,
+                               const uint64_t *hashes, size_t n, size_t r,
+                               const sh_replica_work *w, int32_t *out);
+
+/* Maglev and bucket tables: route(x) = table[x mod tsize] (tsize >= 1,
+ * entries in [0, nshards)). */
+size_t sh_table_replicas(const int32_t *table, uint64_t tsize, size_t nshards, uint64_t h, size_t r,
+                         const sh_replica_work *w, int32_t *out);
+void sh_table_replicas_batch(const int32_t *table, uint64_t tsize, size_t nshards,
+                             const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                             int32_t *out);
 
 #ifdef __cplusplus
 }
