@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_des.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/hash/sh_xxhash.c]
 """Compiled kernels of the compatibility modes for Cassandra, ketama, Vitess,
 MongoDB and Redis Cluster.
 
@@ -29,18 +29,24 @@ cdef extern from "Python.h":
 cdef extern from "sh_md5.h" nogil:
     void sh_md5(const void *data, size_t len, uint8_t *out)
     uint32_t sh_md5_u32le(const void *data, size_t len)
-    void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+    void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
+
+cdef extern from "sh_ketama.h" nogil:
     void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index)
     void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                           const int32_t *index, int bits, const uint32_t *hashes, size_t n,
                           int32_t *out)
-    void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+    void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
                                  const uint32_t *points, const int32_t *owners, size_t m,
                                  int upper, const int32_t *index, int bits, int key_hash,
                                  int32_t *out)
+
+cdef extern from "sh_twemproxy.h" nogil:
     uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
-    void sh_twemproxy_fnv1a_64_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+    void sh_twemproxy_fnv1a_64_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
                                        uint32_t *out)
+
+cdef extern from "sh_mongo.h" nogil:
     uint64_t sh_mongo_hash_int64(int64_t v)
     void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
     int64_t sh_mongo_double_to_long(double d)
@@ -57,14 +63,16 @@ cdef extern from "sh_des.h" nogil:
 
 cdef extern from "sh_crc16.h" nogil:
     uint16_t sh_crc16_xmodem(const void *data, size_t len)
+
+cdef extern from "sh_redis.h" nogil:
     uint16_t sh_redis_keyslot(const void *key, size_t len)
-    void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
+    void sh_redis_keyslot_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint16_t *out)
     void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
 
 cdef extern from "sh_cassandra.h" nogil:
     uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
     int64_t sh_cassandra_token(const void *data, size_t len)
-    void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out)
+    void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
     void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
     void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
     void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
@@ -420,7 +428,7 @@ def cassandra_token_offsets(const int64_t[::1] offsets not None, const uint8_t[:
     def body(Py_ssize_t s, Py_ssize_t e):
         if e > s:
             with nogil:
-                sh_cassandra_token_offsets(&offsets[s], d, <size_t>(e - s), &o[s])
+                sh_cassandra_token_offsets(d, &offsets[s], <size_t>(e - s), &o[s])
     parallel_for(n, threads, body)
     return out
 
@@ -481,7 +489,7 @@ def redis_keyslot_offsets(const int64_t[::1] offsets not None, const uint8_t[::1
     def body(Py_ssize_t s, Py_ssize_t e):
         if e > s:
             with nogil:
-                sh_redis_keyslot_offsets(&offsets[s], d, <size_t>(e - s), &o[s])
+                sh_redis_keyslot_offsets(d, &offsets[s], <size_t>(e - s), &o[s])
     parallel_for(n, threads, body)
     return out
 
@@ -496,7 +504,7 @@ def ketama_hash_offsets(const int64_t[::1] offsets not None, const uint8_t[::1] 
     def body(Py_ssize_t s, Py_ssize_t e):
         if e > s:
             with nogil:
-                sh_md5_u32le_offsets(&offsets[s], d, <size_t>(e - s), &o[s])
+                sh_md5_u32le_offsets(d, &offsets[s], <size_t>(e - s), &o[s])
     parallel_for(n, threads, body)
     return out
 
@@ -573,7 +581,7 @@ def ketama_route_offsets(const uint32_t[::1] points not None, const int32_t[::1]
     def body(Py_ssize_t s, Py_ssize_t e):
         if e > s:
             with nogil:
-                sh_ketama_route_offsets(&offsets[s], d, <size_t>(e - s), &points[0], &owners[0],
+                sh_ketama_route_offsets(d, &offsets[s], <size_t>(e - s), &points[0], &owners[0],
                                         <size_t>m, upper, ix, bits, key_hash, &o[s])
     parallel_for(n, threads, body)
     return out

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_pg.c, src/shardhash/_core/sh_guava.c]
+# distutils: sources = [src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_guava.c]
 """Compiled kernels of shardhash.compat.postgres, .citus and .guava (private).
 
 PostgreSQL's lookup3 hashes and per-type rules, and Guava's consistentHash,

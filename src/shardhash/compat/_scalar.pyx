@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_pg.c, src/shardhash/_core/sh_des.c, src/shardhash/_core/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_xxhash.c]
 """One key at a time in C for the compat routers (private).
 
 The compat modules' public one-key functions (``redis.keyslot``,
@@ -36,7 +36,7 @@ from builtins import type as builtins_type
 
 import numpy as np
 
-cdef extern from "sh_crc16.h" nogil:
+cdef extern from "sh_redis.h" nogil:
     uint16_t sh_redis_keyslot(const void *key, size_t len)
 
 cdef extern from "sh_cassandra.h" nogil:
@@ -62,10 +62,16 @@ cdef extern from "sh_xxhash.h" nogil:
 
 cdef extern from "sh_md5.h" nogil:
     uint32_t sh_md5_u32le(const void *data, size_t len)
-    uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
     void sh_md5(const void *data, size_t len, uint8_t *out)
+
+cdef extern from "sh_twemproxy.h" nogil:
+    uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
+
+cdef extern from "sh_mongo.h" nogil:
     uint64_t sh_mongo_hash_int64(int64_t v)
     int64_t sh_mongo_double_to_long(double d)
+
+cdef extern from "sh_ketama.h" nogil:
     void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                           const int32_t *index, int bits, const uint32_t *hashes, size_t n, int32_t *out)
 
