@@ -441,15 +441,10 @@ def _make_router(args: argparse.Namespace) -> Any:
     elif s == "maglev":
         r = routing.MaglevRouter(shards, table_size=args.table_size, weights=weights, **kw)
     elif s == "buckets":
-        from .plan import _balanced_placement
-
         nb = args.buckets or 4096
         if nb < len(shards):
             raise UsageError(f"--buckets {nb} is fewer than the {len(shards)} shards")
-        placement = _balanced_placement([shards[0]] * nb, shards, weights)
-        # Contiguous blocks read better in a placement table than round-robin.
-        placement = [p for s_ in shards for p in [s_] * placement.count(s_)]
-        r = routing.BucketRouter(shards, placement, **kw)
+        r = routing.BucketRouter.balanced(shards, nb, weights=weights, **kw)
     elif s == "hashrange":
         n = len(shards)
         splits = [(1 << 64) * i // n for i in range(1, n)]
@@ -512,56 +507,18 @@ def _make_router(args: argparse.Namespace) -> Any:
 def _describe_hashing(r: Any) -> str:
     """How a router turns a key into a position: the shardhash hasher, or the
     system's own hashing for compat routers."""
-    own = {
-        "redis_cluster": "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)",
-        "vitess": f"Vitess {getattr(r, 'vindex', 'hash')} vindex keyspace id",
-        "citus": f"PostgreSQL hash of the {getattr(r, 'type', '?')} value (Citus)",
-        "postgres_hash_partition": "PostgreSQL hash partitioning (hash_*_extended, seed 0x7A5B22367996DCFD)",
-        "ketama": f"MD5 ketama ({getattr(r, 'flavor', '?')})",
-        "cassandra_token": "Murmur3Partitioner token (Cassandra)",
-        "mongo_hashed": "MongoDB hashed index (MD5 of the BSON value, int64)",
-    }
-    t = r.type_name
-    if t in own:
-        return own[t]
-    h = r.hasher
-    codec = "" if h.codec.to_dict() == type(h.codec)().to_dict() else f", codec {h.codec!r}"
-    return f"{h.algorithm}, seed {h.seed}{codec}"
+    return str(r.hashing_description())
 
 
 def _ownership(r: Any) -> list[tuple[str, ...]]:
     """Rows of `topology show`: shard, target share, share of the hash space
     it really owns, and what it owns (vnodes, buckets, slots, ranges)."""
-    from .plan import _ranges_of, _table_of, target_shares
+    from .plan import target_shares
 
     shares = target_shares(r)
-    space: dict[str, float] | None = None
-    what: dict[str, str] = {s: "" for s in r.shards}
-    t = _table_of(r)
-    if t is not None:
-        c = np.bincount(t, minlength=len(r.shards))
-        space = {s: float(v) / len(t) for s, v in zip(r.shards, c)}
-        unit = "slots" if r.type_name == "maglev" else "buckets"
-        what = {s: f"{int(v):,} {unit}" for s, v in zip(r.shards, c)}
-    elif r.type_name == "redis_cluster":
-        tab = np.asarray(r.slot_table)
-        c = np.bincount(tab, minlength=len(r.shards))
-        space = {s: float(v) / len(tab) for s, v in zip(r.shards, c)}
-        what = {s: f"{int(v):,} slots" for s, v in zip(r.shards, c)}
-    else:
-        rng = None
-        try:
-            rng = _ranges_of(r)
-        except (ValueError, TypeError, NotImplementedError):
-            rng = None
-        if rng:
-            space = {s: 0.0 for s in r.shards}
-            pieces = {s: 0 for s in r.shards}
-            total = sum(hi - lo + 1 for lo, hi, _ in rng)
-            for lo, hi, i in rng:
-                space[r.shards[i]] += (hi - lo + 1) / total
-                pieces[r.shards[i]] += 1
-            what = {s: f"{pieces[s]:,} ranges" for s in r.shards}
+    owned = r.ownership()
+    space = None if owned is None else dict(zip(r.shards, owned[0]))
+    what = {s: "" for s in r.shards} if owned is None else dict(zip(r.shards, owned[1]))
     rows: list[tuple[str, ...]] = []
     for s in r.shards:
         rows.append((s, f"{shares[s]:.4f}", "" if space is None else f"{space[s]:.4f}",
@@ -683,39 +640,8 @@ def _parse_key(text: str, kt: Any) -> Any:
 
 
 def _explain(router: Any, key: Any) -> list[str]:
-    from .plan import _ranges_of, _table_of
-
-    lines = [f"topology: {router.type_name} version {router.version}, fingerprint {router.fingerprint[:16]}",
-             f"hashing:  {_describe_hashing(router)}"]
-    if router.type_name == "redis_cluster":
-        from .compat.redis import keyslot
-
-        lines.append(f"slot:     {keyslot(key if isinstance(key, (str, bytes)) else str(key))} of 16,384")
-        return lines
-    if not router.routes_on_hash:
-        lines.append("placement: by the key itself (not by a shardhash hash)")
-        return lines
-    h = int(router.hasher(key))
-    lines.append(f"hash:     {h:#018x} ({h:,})")
-    t = _table_of(router)
-    if t is not None:
-        unit = "slot" if router.type_name == "maglev" else "bucket"
-        lines.append(f"{unit}:   {h % len(t):,} of {len(t):,}")
-        return lines
-    if router.type_name == "jump":
-        lines.append(f"bucket:   {router.route_index(key)} of {len(router.shards)} (jump consistent hash)")
-        return lines
-    rng = _ranges_of(router)
-    if rng:
-        for lo, hi, i in rng:
-            if lo <= h <= hi:
-                what = "token range" if router.type_name == "ring" else "hash range"
-                lines.append(f"{what}: [{lo:#018x}, {hi:#018x}]")
-                break
-        return lines
-    if router.type_name == "rendezvous":
-        lines.append(f"placement: highest (weighted) score of the key against each of {len(router.shards)} shards")
-    return lines
+    return [f"topology: {router.type_name} version {router.version}, fingerprint {router.fingerprint[:16]}",
+            f"hashing:  {_describe_hashing(router)}", *router.explain(key)]
 
 
 def _route_keys(router: Any, kt: Any, args: argparse.Namespace) -> int:
@@ -1130,13 +1056,13 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
 
 def _space_shares(router: Any) -> dict[str, float]:
     """Share of the hash space each shard owns (exact for tables and ranges)."""
-    from .plan import _ranges_of, _table_of, target_shares
+    from .plan import target_shares
 
-    t = _table_of(router)
+    t = router.bucket_table()
     if t is not None:
         c = np.bincount(t, minlength=len(router.shards)) / len(t)
         return {s: float(v) for s, v in zip(router.shards, c)}
-    rng = _ranges_of(router)
+    rng = router.hash_ranges()
     if rng is not None:
         out = {s: 0.0 for s in router.shards}
         for lo, hi, i in rng:
@@ -1391,7 +1317,7 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
         ("modulo", routing.ModuloRouter(four)),
         ("jump", routing.JumpRouter(four)),
         ("ring", routing.RingRouter(four)),
-        ("buckets", routing.BucketRouter(four, [four[b * 4 // 4096] for b in range(4096)])),
+        ("buckets", routing.BucketRouter(four, buckets=4096)),
         ("rendezvous", routing.RendezvousRouter(four)),
         # Maglev keeps its table size across changes (65537, the paper's size).
         ("maglev", routing.MaglevRouter(four, table_size=65537)),

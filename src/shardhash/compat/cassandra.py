@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
+from ..routing.base import RawKeyRouter, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = [
@@ -386,17 +386,8 @@ def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndar
     return nodes, ring, owners
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("cassandra_token")
-class TokenRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("cassandra_token")
+class TokenRouter(RawKeyRouter):
     """Primary ownership on a Cassandra token ring (``Murmur3Partitioner``).
 
     ``tokens`` maps each node to its ring tokens (one token per node, or
@@ -419,7 +410,13 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("tokens", "cql_type")
-    routes_on_hash = False
+
+    _hashes_refused = ("a Cassandra token router routes tokens, not shardhash hashes: "
+                        "use route_many(keys) or route_tokens(tokens)")
+    _hash_refused = "a Cassandra token router routes tokens, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "Murmur3Partitioner token (Cassandra)"
 
     def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:
@@ -441,7 +438,6 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_ring", ring)
         self._set("_owners", owners)
         self._set("_cql_type", ct)
-        self._use_python()
         keys = _scalar.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
@@ -521,13 +517,6 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
             if small is not None:
                 return small  # type: ignore[no-any-return]
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes: "
-                        "use route_many(keys) or route_tokens(tokens)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes")
 
     def replicas(self, key: Any, rf: int) -> list[str]:
         """The ``rf`` replicas of ``key`` under SimpleStrategy: walk the ring

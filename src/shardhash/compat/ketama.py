@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
+from ..routing.base import RawKeyRouter, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
@@ -191,17 +191,8 @@ def ketama_hash(key: Any, flavor: str = "libketama") -> int:
     return int(_native_b.ketama_hash(_key_bytes(key, _check_flavor(flavor))))
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("ketama")
-class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("ketama")
+class KetamaRouter(RawKeyRouter):
     """A ketama continuum over memcached-style servers.
 
     ``nodes``: server strings (``"10.0.0.1:11211"``) or ``(host, port)``
@@ -222,7 +213,13 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("weights", "flavor", "key_hash")
-    routes_on_hash = False
+
+    _hashes_refused = ("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
+                        "use route_many(keys) or route_key_hashes(hashes)")
+    _hash_refused = "a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return f"MD5 ketama ({self.flavor})"
 
     def __init__(self, nodes: Sequence[Any], weights: Sequence[int] | Mapping[Any, int] | None = None,
                  flavor: str = "libketama", *, key_hash: str | None = None, version: int = 1) -> None:
@@ -280,7 +277,6 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_flavor", flavor)
         self._set("_key_hash", khash)
         self._set("_counts", tuple(counts))
-        self._use_python()
         keys = _scalar.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
                                   fnv=khash == "fnv1a_64", empty_zero=flavor == "twemproxy",
                                   str_all=flavor == "uhashring")
@@ -380,13 +376,6 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             if empty.any():
                 res[empty] = self._powners[0]
         return fill_out(out, res)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
-                        "use route_many(keys) or route_key_hashes(hashes)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, server index)`` ranges covering ``[0, 2**64-1]``:
