@@ -194,7 +194,8 @@ def _load_router(path: str) -> Any:
         m = _msg(exc)
         if "fingerprint mismatch" in m:
             raise UsageError(
-                f"{path}: fingerprint mismatch: the document was edited after it was sealed (its \"fingerprint\" no longer matches "
+                f"{path}: fingerprint mismatch: the document was edited after it was sealed "
+                f"(its \"fingerprint\" no longer matches "
                 f"its content); if the edit is intended, re-seal it with `{PROG} topology validate --fix {path}` "
                 "or delete the \"fingerprint\" field") from None
         raise UsageError(f"{path}: invalid topology: {m}") from None
@@ -303,7 +304,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for k, r in enumerate(cells):
-        lines.append("  ".join(c.rjust(w) if k and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        row = (c.rjust(w) if k and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        lines.append("  ".join(row).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -385,7 +387,8 @@ _STRATEGY_OPTIONS: dict[str, set[str]] = {
     "cassandra_token": {"vnodes", "cql_type"},
     "mongo_hashed": set(),
 }
-_ALIASES = {"bucket": "buckets", "hash_range": "hashrange", "redis": "redis_cluster", "postgres": "postgres_hash_partition",
+_ALIASES = {"bucket": "buckets", "hash_range": "hashrange", "redis": "redis_cluster",
+            "postgres": "postgres_hash_partition",
             "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
 # Strategies that hash with shardhash's own hasher (--algorithm / --seed apply).
 _HASHER_STRATEGIES = {"modulo", "jump", "ring", "rendezvous", "maglev", "buckets", "hashrange"}
@@ -711,7 +714,6 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
 
     shards = list(router.shards)
     src_label = args.ids
-    total = reader.total_rows
 
     def routed() -> Iterator[tuple[Any, Any, np.ndarray]]:
         chunks = reader.iter_records(keep=True)
@@ -733,7 +735,10 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
         if fmt_out == "csv" and reader.format in ("csv", "text"):
             # Pass every record through as written (all columns, ids byte for
             # byte) and append the shard field.
-            delim = reader.delimiter if reader.format == "csv" else ("\t" if args.output.lower().removesuffix(".gz").endswith(".tsv") else ",")
+            if reader.format == "csv":
+                delim = reader.delimiter
+            else:
+                delim = "\t" if args.output.lower().removesuffix(".gz").endswith(".tsv") else ","
             labels = [_csv_cell(s, delim) for s in shards]
             to_stdout = args.output == "-"
             atomic = None if to_stdout else atomic_output(args.output)
@@ -745,7 +750,7 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
                             f.write(_append_cell(reader.header_text or "", _csv_cell(args.shard_column, delim), delim))
                     else:
                         f.write(f"id{delim}{_csv_cell(args.shard_column, delim)}\n")
-                    for chunk, raws, idx in routed():
+                    for _chunk, raws, idx in routed():
                         if reader.format == "csv":
                             f.writelines([_append_cell(r, labels[i], delim) for r, i in zip(raws, idx.tolist())])
                         else:
@@ -789,7 +794,8 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
 
 
 def _tolist(col: Any) -> list[Any]:
-    return col.to_pylist() if hasattr(col, "to_pylist") else col.tolist()
+    out: list[Any] = col.to_pylist() if hasattr(col, "to_pylist") else col.tolist()
+    return out
 
 
 def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict[str, Any]:
@@ -936,7 +942,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         steps = plan.plan_steps(old, new, max_step_share=args.max_step_share,
                                 total_keys=report.total if report else None,
-                                total_bytes=report.weighted_matrix.sum() if report is not None and report.weighted_matrix is not None else None)
+                                total_bytes=(report.weighted_matrix.sum() if report is not None
+                                             and report.weighted_matrix is not None else None))
     except plan.TooManySteps as exc:
         raise UsageError(f"--max-step-share: {_msg(exc).removeprefix('max_step_share ')}") from None
     except ValueError as exc:
@@ -1219,7 +1226,6 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analysis import HeavyHitters, imbalance
 
     router = _load_router(args.topology) if args.topology else None
     kt = _key_type(args, router)
@@ -1599,7 +1605,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    from .engines_cli import main as engines_main, wants_engine  # --engine dask|spark|ray
+    from .engines_cli import main as engines_main  # --engine dask|spark|ray
+    from .engines_cli import wants_engine
     if wants_engine(argv):
         return engines_main(argv)
     parser = build_parser()

@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from shardhash.routing import RangeRouter, Router, WatermarkRouter, WrappingRouter, register_router_type
-from shardhash.routing.base import _check_int, _describe, _from_doc
 from shardhash._hashing import Hasher
 from shardhash._hotkeys import HotPaths
+from shardhash.routing import RangeRouter, Router, WatermarkRouter, WrappingRouter, register_router_type
+from shardhash.routing.base import _check_int, _describe, _from_doc
 
 __all__ = ["HotKeyRouter", "HotChange", "hot_changes", "propose_hot_set", "subkey", "MAX_FAN_OUT"]
 

@@ -515,7 +515,7 @@ class TokenRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
 
     def replicas(self, key: Any, rf: int) -> list[str]:

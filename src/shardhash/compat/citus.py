@@ -197,7 +197,7 @@ class CitusRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(values)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_worker_hashes(hash32_array(values, self._type, threads=threads), out=out)
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:

@@ -141,7 +141,7 @@ def _point_name(node_id: str, flavor: str) -> bytes:
         host, port = _split_host_port(node_id)
         if port is None or port == _DEFAULT_PORT:
             return host.encode("utf-8")
-        return f"{host}:{port}".encode("utf-8")
+        return f"{host}:{port}".encode()
     return node_id.encode("utf-8")
 
 
@@ -363,7 +363,7 @@ class KetamaRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         if self._flavor == "uhashring":
             offsets, data = _native_b.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:

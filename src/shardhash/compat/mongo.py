@@ -419,7 +419,7 @@ class HashedChunkRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_hashed(hashed_array(keys, threads=threads), out=out)
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:

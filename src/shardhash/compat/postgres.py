@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, register_router_type
 from .. import _limits
+from ..routing.base import RawKeyRouter, register_router_type
 from . import _pg, _scalar
 
 __all__ = [
@@ -956,7 +956,7 @@ class HashPartitionRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(rows)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         rem = partition_of_array(rows, len(self._table), self._types, threads=threads)
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)

@@ -220,7 +220,8 @@ class ClusterRouter(RawKeyRouter):
         self._finish()
 
     def _doc_params(self) -> dict[str, Any]:
-        return {"slot_ranges": {n: [list(r) for r in rs] for n, rs in _ranges_of(self._table, list(self.shards)).items()}}
+        ranges = _ranges_of(self._table, list(self.shards))
+        return {"slot_ranges": {n: [list(r) for r in rs] for n, rs in ranges.items()}}
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
@@ -260,7 +261,7 @@ class ClusterRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:

@@ -147,7 +147,8 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
         parts = [_sql_bytes(v, f"value at position {i}") for i, v in enumerate(vals)]
         offsets, data = _native_b.pack_keys(parts)
         h = _native_b.xxh64_offsets(offsets, data, threads)
-    return h.byteswap()
+    swapped: np.ndarray = h.byteswap()
+    return swapped
 
 
 def _parse_bound(text: str, name: str) -> int | None:
@@ -298,7 +299,7 @@ class VitessRouter(RawKeyRouter):
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_keyspace_ids(keyspace_id_array(keys, self._vindex, threads=threads), out=out)
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:

@@ -56,6 +56,7 @@ __all__ = [
     "fill_out",
     "as_hashes",
     "unalias",
+    "_unmasked",
 ]
 
 ROUTER_FORMAT = "shardhash.router/1"
@@ -312,7 +313,8 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
     typ = doc["type"]
     cls = _registered(typ) if isinstance(typ, str) else None
     if cls is None:
-        raise ValueError(f"{where}: unknown router type {typ!r} (known: {', '.join(sorted(set(_REGISTRY) | set(_COMPAT_MODULES)))})")
+        known = ", ".join(sorted(set(_REGISTRY) | set(_COMPAT_MODULES)))
+        raise ValueError(f"{where}: unknown router type {typ!r} (known: {known})")
     params = doc["params"]
     if not isinstance(params, Mapping):
         raise ValueError(f"{where}: 'params' must be an object")

@@ -52,7 +52,7 @@ class DirectoryRouter(WrappingRouter):
         if not isinstance(base, Router):
             raise TypeError(f"base must be a Router, not {type(base).__name__}")
         if isinstance(base, RawKeyRouter) or not (
-                type(base).route_many is _CORE_ROUTE_MANY or getattr(type(base), "routes_on_hash") is True):
+                type(base).route_many is _CORE_ROUTE_MANY or getattr(type(base), "routes_on_hash", None) is True):
             # overrides apply to the base's hashes: a router that places keys
             # some other way (Redis slots, Cassandra tokens...) would fail on every key
             raise TypeError(f"DirectoryRouter needs a hash router as base (one that places keys by "
