@@ -36,6 +36,9 @@ class DirectoryRouter(WrappingRouter):
     An override applies to every key whose hash equals the hash of the
     override key (with 64-bit hashers that is the key itself).  Shards that
     only overrides name are appended after the base router's shards.
+    ``DirectoryRouter(base, overrides, *, version=1)``: the hasher and
+    ``key_prefix`` are the base's; the planners plan the base and keep the
+    overrides.
 
     >>> base = JumpRouter(["a", "b"])
     >>> r = DirectoryRouter(base, {"giant-tenant": "c"})

@@ -31,6 +31,11 @@ class HashRangeRouter(Router):
     starts at 0.  ``shards[i]`` owns range ``i``; a shard may own several
     ranges (``router.shards`` then lists it once, in first-appearance order).
 
+    ``HashRangeRouter(splits, shards, *, hasher=None, version=1,
+    key_prefix=None)``: ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).
+
     >>> r = HashRangeRouter([2**63], ["low", "high"])
     >>> [r.shards[i] for i in r.route_hashes([0, 2**63 - 1, 2**63, 2**64 - 1])]
     ['low', 'low', 'high', 'high']

@@ -14,6 +14,12 @@ __all__ = ["JumpRouter", "jump_hash", "jump_hash_array"]
 class JumpRouter(Router):
     """Jump consistent hash (Lamping & Veach 2014) of the key's 64-bit hash.
 
+    ``JumpRouter(shards, *, hasher=None, version=1, key_prefix=None)``:
+    ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).  Adding a shard at the end moves
+    1/(N+1) of the keys; removing one other than the last renumbers the rest.
+
     >>> r = JumpRouter([f"s{i}" for i in range(100)])
     >>> r.route_hashes([0, 1, 2]).tolist()
     [0, 55, 62]

@@ -88,6 +88,13 @@ class MaglevRouter(Router):
     size and moves about 1/(N+1) of the keys.  Documents store the size, so
     routers rebuilt from them never change.
 
+    ``MaglevRouter(shards, *, table_size=None, weights=None, hasher=None,
+    version=1, key_prefix=None)``: ``table_size`` a prime >= the number of
+    shards (default above); ``weights`` maps shard ids to positive weights
+    (missing shards weigh 1).  ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).
+
     >>> r = MaglevRouter(["a", "b", "c"])
     >>> r.table_size
     65537

@@ -15,6 +15,11 @@ __all__ = ["ModuloRouter"]
 class ModuloRouter(Router):
     """``hash % len(shards)``: the baseline (adding a shard moves most keys).
 
+    ``ModuloRouter(shards, *, hasher=None, version=1, key_prefix=None)``:
+    ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).
+
     >>> r = ModuloRouter(["a", "b", "c"])
     >>> r.route_hashes([0, 1, 2, 3, 4]).tolist()
     [0, 1, 2, 0, 1]

@@ -40,7 +40,10 @@ class RangeRouter(RawKeyRouter):
 
     ``len(shards) == len(splits) + 1``; ``shards[i]`` owns the keys ``k``
     with ``splits[i-1] <= k < splits[i]``.  Strings compare by code point.
-    The hasher is kept for the protocol but not used.
+    The hasher is kept for the protocol but not used.  ``RangeRouter(splits,
+    shards, *, hasher=None, version=1, key_prefix=None)``: ``version`` as for
+    every router; with ``key_prefix`` a tuple key is ranged on its first
+    ``key_prefix`` parts.
 
     >>> r = RangeRouter([1_000_000, 2_000_000], ["a", "b", "c"])
     >>> r.route(999_999), r.route(1_000_000), r.route(2_000_000)

@@ -28,6 +28,12 @@ class RendezvousRouter(Router):
     ``seed = mix64(hasher(shard id))``.  With ``weights``, the logarithmic
     method: ``score = -weight / ln(u)`` with ``u = ((draw >> 11) | 1) / 2**53``.
 
+    ``RendezvousRouter(shards, *, weights=None, hasher=None, version=1,
+    key_prefix=None)``: ``weights`` maps shard ids to positive weights
+    (missing shards weigh 1).  ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).
+
     >>> r = RendezvousRouter(["a", "b", "c"])
     >>> r.route("user:1") in ("a", "b", "c")
     True

@@ -62,6 +62,15 @@ class RingRouter(Router):
     (``collisions="error"``), or with ``collisions="first"`` the token whose
     ``(shard id, token number)`` sorts first keeps it.
 
+    ``RingRouter(shards, *, vnodes=None, weights=None, tokens=None,
+    collisions="error", hasher=None, version=1, key_prefix=None)``:
+    ``vnodes`` tokens per unit of weight (default 256, up to 2**20);
+    ``weights`` a mapping shard id -> positive weight (missing shards weigh
+    1); ``tokens`` explicit positions instead of ``vnodes``/``weights``.
+    ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).
+
     >>> r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
     >>> [r.shards[i] for i in r.route_hashes([35, 40, 20, 21, 45, 51, 81, 90, 0])]
     ['D', 'D', 'A', 'D', 'B', 'C', 'A', 'A', 'A']
