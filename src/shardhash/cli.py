@@ -367,141 +367,81 @@ def _write_text(path: str | None, text: str) -> None:
 
 # -------------------------------------------------------------- topology
 
-# Which `topology new` options apply to which strategies (others are errors).
-_STRATEGY_OPTIONS: dict[str, set[str]] = {
-    "modulo": set(),
-    "jump": set(),
-    "ring": {"vnodes", "shard_weights"},
-    "rendezvous": {"shard_weights"},
-    "maglev": {"table_size", "shard_weights"},
-    "buckets": {"buckets", "shard_weights"},
-    "hashrange": set(),
-    "range": {"splits"},
-    "directory": {"base"},
-    "watermark": {"old", "new", "watermark"},
-    "redis_cluster": set(),
-    "vitess": {"vindex"},
-    "citus": {"pg_type"},
-    "postgres_hash_partition": {"pg_type"},
-    "ketama": {"shard_weights", "flavor"},
-    "cassandra_token": {"vnodes", "cql_type"},
-    "mongo_hashed": set(),
-}
-_ALIASES = {"bucket": "buckets", "hash_range": "hashrange", "redis": "redis_cluster",
-            "postgres": "postgres_hash_partition",
-            "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
-# Strategies that hash with shardhash's own hasher (--algorithm / --seed apply).
-_HASHER_STRATEGIES = {"modulo", "jump", "ring", "rendezvous", "maglev", "buckets", "hashrange"}
+# Short names `topology new` also accepts (a strategy's type name is accepted too).
+_SHORT_NAMES = {"redis": "redis_cluster", "postgres": "postgres_hash_partition",
+                "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
 _OPTION_FLAGS = {"vnodes": "--vnodes", "shard_weights": "--shard-weights", "table_size": "--table-size",
                  "buckets": "--buckets", "splits": "--splits", "base": "--base", "old": "--old", "new": "--new",
                  "watermark": "--watermark", "vindex": "--vindex", "pg_type": "--pg-type", "flavor": "--flavor",
                  "cql_type": "--cql-type"}
 
 
-def _check_strategy_options(args: argparse.Namespace, s: str) -> None:
-    allowed = _STRATEGY_OPTIONS[s]
+def _new_strategies() -> tuple[dict[str, str], dict[str, str]]:
+    """`topology new`'s names -> document type names, and its aliases -> names.
+
+    Every router type offers itself through ``cli_options`` (and names itself
+    with ``cli_name`` when that is not its type name); the types of
+    ``shardhash.compat`` are offered under their type names without importing
+    them (that happens when one is chosen)."""
+    from . import routing
+
+    loaded = routing.router_types()
+    names: dict[str, str] = {}
+    aliases = dict(_SHORT_NAMES)
+    for t in routing.router_type_names():
+        cls = loaded.get(t)
+        if cls is None:
+            names[t] = t
+        elif cls.cli_options is not None:
+            names[cls.cli_name or t] = t
+            if cls.cli_name:
+                aliases[t] = cls.cli_name
+    return names, aliases
+
+
+def _strategy_class(name: str) -> Any:
+    from . import routing
+
+    names, _ = _new_strategies()
+    return routing.router_type(names[name])
+
+
+def _check_strategy_options(args: argparse.Namespace, s: str, cls: Any) -> None:
+    allowed = cls.cli_options or frozenset()
     for opt, flag in _OPTION_FLAGS.items():
         if getattr(args, opt, None) is not None and opt not in allowed:
-            users = sorted(k for k, v in _STRATEGY_OPTIONS.items() if opt in v)
+            users = sorted(k for k in _new_strategies()[0] if opt in (_strategy_class(k).cli_options or ()))
             raise UsageError(f"topology new {s}: {flag} does not apply to {s} (it applies to {', '.join(users)})")
-    if s not in _HASHER_STRATEGIES and (args.algorithm is not None or args.seed is not None):
+    if not cls.cli_hashes and (args.algorithm is not None or args.seed is not None):
         raise UsageError(f"topology new {s}: --algorithm/--seed do not apply: {s} hashes keys its own way")
-    for opt in ("splits",) if s == "range" else ():
-        if getattr(args, opt) is None:
-            raise UsageError(f"topology new {s}: give --splits")
-    if s == "directory" and args.base is None:
-        raise UsageError("topology new directory: give --base FILE (the topology keys fall back to)")
-    if s == "watermark" and (args.old is None or args.new is None or args.watermark is None):
-        raise UsageError("topology new watermark: give --old FILE --new FILE --watermark N")
+    if cls.cli_requires is not None:
+        needed, how = cls.cli_requires
+        if any(getattr(args, opt) is None for opt in needed):
+            raise UsageError(f"topology new {s}: give {how}")
 
 
 def _make_router(args: argparse.Namespace) -> Any:
     from . import routing
     from .hashing import Hasher
 
-    s = _ALIASES.get(args.strategy, args.strategy)
-    _check_strategy_options(args, s)
+    s = _new_strategies()[1].get(args.strategy, args.strategy)
+    cls = _strategy_class(s)
+    _check_strategy_options(args, s, cls)
     shards: list[str] = _split_ids(args.shards, "--shards") if args.shards else []
-    if not shards and s not in ("directory", "watermark"):
+    if not shards and cls.cli_needs_shards:
         raise UsageError(f"topology new {s}: give --shards a,b,c")
     weights = _parse_weights(args.shard_weights)
     if weights is not None and shards:
         unknown = sorted(set(weights) - set(shards))
         if unknown:
             raise UsageError(f"--shard-weights: {', '.join(map(repr, unknown))} not among --shards")
-    kw: dict[str, Any] = {}
-    if s in _HASHER_STRATEGIES:
-        kw["hasher"] = Hasher(args.algorithm or "xxh3_64", seed=0 if args.seed is None else args.seed)
-    r: Any
-    if s == "modulo":
-        r = routing.ModuloRouter(shards, **kw)
-    elif s == "jump":
-        r = routing.JumpRouter(shards, **kw)
-    elif s == "ring":
-        r = routing.RingRouter(shards, vnodes=args.vnodes or 256, weights=weights, **kw)
-    elif s == "rendezvous":
-        r = routing.RendezvousRouter(shards, weights=weights, **kw)
-    elif s == "maglev":
-        r = routing.MaglevRouter(shards, table_size=args.table_size, weights=weights, **kw)
-    elif s == "buckets":
-        nb = args.buckets or 4096
-        if nb < len(shards):
-            raise UsageError(f"--buckets {nb} is fewer than the {len(shards)} shards")
-        r = routing.BucketRouter.balanced(shards, nb, weights=weights, **kw)
-    elif s == "hashrange":
-        n = len(shards)
-        splits = [(1 << 64) * i // n for i in range(1, n)]
-        r = routing.HashRangeRouter(splits, shards, **kw)
-    elif s == "range":
-        from ._keytypes import parse_text
-
-        kind = args.key_type if isinstance(args.key_type, str) else None
-        if kind not in ("int", "str"):
-            raise UsageError("topology new range: give --key-type int or str (the splits are keys)")
-        try:
-            sp = [parse_text(x, kind) for x in args.splits.split(",")]
-        except ValueError as exc:
-            raise UsageError(f"--splits: {exc}") from None
-        r = routing.RangeRouter(sp, shards)
-    elif s == "directory":
-        r = routing.DirectoryRouter(_load_router(args.base), {})
-    elif s == "watermark":
-        r = routing.WatermarkRouter(_load_router(args.old), _load_router(args.new), args.watermark)
-    elif s == "redis_cluster":
-        from .compat import redis
-
-        r = redis.ClusterRouter(redis.even_slot_ranges(shards))
-    elif s == "vitess":
-        from .compat import vitess
-
-        r = vitess.VitessRouter(shards, vindex=args.vindex or "hash")
-    elif s == "citus":
-        from .compat import citus
-
-        r = citus.CitusRouter(shards, args.pg_type or "bigint")
-    elif s == "postgres_hash_partition":
-        from .compat import postgres
-
-        r = postgres.HashPartitionRouter(shards, [t.strip() for t in (args.pg_type or "bigint").split(",")])
-    elif s == "ketama":
-        from .compat import ketama
-
-        kw_w = None if weights is None else {k: int(round(v)) for k, v in weights.items()}
-        r = ketama.KetamaRouter(shards, kw_w, args.flavor or "libketama")
-    elif s == "cassandra_token":
-        from .compat import cassandra
-
-        per = args.vnodes or 1
-        toks = cassandra.evenly_spaced_tokens(len(shards) * per)
-        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
-        r = cassandra.TokenRouter({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
-                                  cql_type=ct[0] if len(ct) == 1 else ct)
-    elif s == "mongo_hashed":
-        from .compat import mongo
-
-        r = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(len(shards)), shards)
-    else:  # pragma: no cover - argparse restricts the choices
-        raise UsageError(f"unknown strategy {s!r}")
+    hasher = None
+    if cls.cli_hashes:
+        hasher = Hasher(args.algorithm or "xxh3_64", seed=0 if args.seed is None else args.seed)
+    try:
+        r = cls.from_cli(shards, args, weights=weights, hasher=hasher, load=_load_router)
+    except routing.TopologyOptionError as exc:
+        raise UsageError(str(exc)) from None
     if args.key_type is not None:
         r = r.with_key_type(args.key_type)
     return r
@@ -1472,14 +1412,15 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
                        description="Topology documents are versioned, fingerprinted JSON (docs/routers.md).")
     tsub = t.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     tsub.required = True
-    strategies = sorted(_STRATEGY_OPTIONS) + sorted(_ALIASES)
+    names, aliases = _new_strategies()
+    strategies = sorted(names) + sorted(aliases)
     tn = tsub.add_parser("new", help="write a new topology document",
                          description="Write a new topology for STRATEGY: shardhash's own routers (modulo, jump, "
                          "ring, rendezvous, maglev, buckets, hashrange, range, directory, watermark) or a "
                          "system's own placement (redis_cluster, vitess, citus, postgres_hash_partition, "
                          "ketama, cassandra_token, mongo_hashed). Options that do not apply to the strategy "
                          "are errors.")
-    tn.add_argument("strategy", choices=strategies, metavar="STRATEGY", help=", ".join(sorted(_STRATEGY_OPTIONS)))
+    tn.add_argument("strategy", choices=strategies, metavar="STRATEGY", help=", ".join(sorted(names)))
     tn.add_argument("--shards", help="comma-separated logical shard ids (every strategy but directory and "
                     "watermark)")
     tn.add_argument("--key-type", type=_id_type_arg, default=None, metavar="TYPE",

@@ -34,12 +34,12 @@ from __future__ import annotations
 import numbers
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = [
@@ -417,6 +417,16 @@ class TokenRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return "Murmur3Partitioner token (Cassandra)"
+
+    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        toks = evenly_spaced_tokens(len(shards) * (args.vnodes or 1))
+        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
+        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
+                   cql_type=ct[0] if len(ct) == 1 else ct)
 
     def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:

@@ -22,12 +22,12 @@ Shard placement on worker nodes is not modelled (it lives in
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, register_router_type
+from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _scalar
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
@@ -123,6 +123,13 @@ class CitusRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return f"PostgreSQL hash of the {self.type} value (Citus)"
+
+    cli_options = frozenset({"pg_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, args.pg_type or "bigint")
 
     def __init__(self, shards: Sequence[str], type: str, ranges: Sequence[tuple[int, int]] | None = None,
                  *, version: int = 1) -> None:

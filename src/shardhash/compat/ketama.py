@@ -49,12 +49,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
@@ -220,6 +220,14 @@ class KetamaRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return f"MD5 ketama ({self.flavor})"
+
+    cli_options = frozenset({"shard_weights", "flavor"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        kw_w = None if weights is None else {k: int(round(v)) for k, v in weights.items()}
+        return cls(shards, kw_w, args.flavor or "libketama")
 
     def __init__(self, nodes: Sequence[Any], weights: Sequence[int] | Mapping[Any, int] | None = None,
                  flavor: str = "libketama", *, key_hash: str | None = None, version: int = 1) -> None:

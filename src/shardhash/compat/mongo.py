@@ -30,12 +30,12 @@ import bisect
 import datetime as _dt
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = [
@@ -306,6 +306,13 @@ class HashedChunkRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return "MongoDB hashed index (MD5 of the BSON value, int64)"
+
+    cli_options = frozenset()  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls.from_split_points(initial_split_points(len(shards)), shards)
 
     def __init__(self, chunks: Iterable[tuple[Any, Any, str]], *, version: int = 1) -> None:
         ch = list(chunks)

@@ -53,13 +53,13 @@ import operator
 import re
 import struct
 import uuid as _uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import _limits
-from ..routing.base import RawKeyRouter, register_router_type
+from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _pg, _scalar
 
 __all__ = [
@@ -855,6 +855,13 @@ class HashPartitionRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return "PostgreSQL hash partitioning (hash_*_extended, seed 0x7A5B22367996DCFD)"
+
+    cli_options = frozenset({"pg_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, [t.strip() for t in (args.pg_type or "bigint").split(",")])
 
     def __init__(self, partitions: Sequence[str], types: Any, *,
                  bounds: Sequence[tuple[int, int]] | None = None, version: int = 1) -> None:

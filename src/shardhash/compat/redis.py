@@ -23,12 +23,12 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
@@ -199,6 +199,13 @@ class ClusterRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)"
+
+    cli_options = frozenset()  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(even_slot_ranges(shards))
 
     def explain(self, key: Any) -> list[str]:
         return [f"slot:     {keyslot(key if isinstance(key, (str, bytes)) else str(key))} of 16,384"]

@@ -28,12 +28,12 @@ collations, numeric, region-based) and keyspace ids longer than 8 bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from ..routing.base import RawKeyRouter, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native_b, _scalar
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
@@ -233,6 +233,13 @@ class VitessRouter(RawKeyRouter):
 
     def hashing_description(self) -> str:
         return f"Vitess {self.vindex} vindex keyspace id"
+
+    cli_options = frozenset({"vindex"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, vindex=args.vindex or "hash")
 
     def __init__(self, shard_names: Iterable[str], vindex: str = "hash", *, version: int = 1) -> None:
         if isinstance(shard_names, str):

@@ -84,6 +84,7 @@ from .base import (
     RawKeyRouter,
     Router,
     RouterCore,
+    TopologyOptionError,
     WrappingRouter,
     hash_bits,
     jump_hash,
@@ -94,6 +95,8 @@ from .base import (
     no_weights,
     prepare_out,
     register_router_type,
+    router_type,
+    router_type_names,
     router_types,
     unalias,
 )
@@ -126,6 +129,9 @@ __all__ = [
     "load_router",
     "register_router_type",
     "router_types",
+    "router_type",
+    "router_type_names",
+    "TopologyOptionError",
     "ring_owned_ranges",
     "jump_hash",
     "jump_hash_array",
@@ -142,7 +148,8 @@ _helpers = (U64_MAX, Hasher, RouterCore, maglev_populate, mix64, prepare_out, un
 # ``shardhash.routing.load_router(document)``, as it always has).
 for _obj in (Router, RawKeyRouter, WrappingRouter, ModuloRouter, JumpRouter, RingRouter,
              RendezvousRouter, MaglevRouter, BucketRouter, RangeRouter, HashRangeRouter,
-             DirectoryRouter, WatermarkRouter, load_router, register_router_type, router_types,
+             DirectoryRouter, WatermarkRouter, TopologyOptionError, load_router, register_router_type,
+             router_types, router_type, router_type_names,
              ring_owned_ranges, maglev_default_table_size, hash_bits, no_weights):
     _obj.__module__ = __name__
 del _obj

@@ -46,6 +46,9 @@ __all__ = [
     "load_router",
     "register_router_type",
     "router_types",
+    "router_type",
+    "router_type_names",
+    "TopologyOptionError",
     "hash_bits",
     "no_weights",
     "jump_hash",
@@ -260,6 +263,18 @@ def _registered(name: str) -> type[Router] | None:
 def router_types() -> dict[str, type[Router]]:
     """The registered router document types."""
     return dict(_REGISTRY)
+
+
+def router_type_names() -> list[str]:
+    """Every document type ``load_router`` knows: the registered ones and
+    those of ``shardhash.compat``, whose modules load on first use."""
+    return sorted(set(_REGISTRY) | set(_COMPAT_MODULES))
+
+
+def router_type(name: str) -> type[Router] | None:
+    """The class of document type ``name`` (importing its ``shardhash.compat``
+    module on first use), or None."""
+    return _registered(name)
 
 
 def _read_doc(src: Any) -> dict[str, Any]:
@@ -608,6 +623,32 @@ class Router(RouterCore):
         default) otherwise."""
         return None
 
+    # -- `shardhash topology new` ----------------------------------------------------
+
+    #: The ``topology new`` options this strategy takes, by their argparse
+    #: names ("vnodes", "shard_weights", ...); None: ``topology new`` does not
+    #: offer the strategy.
+    cli_options: ClassVar[frozenset[str] | None] = None
+    #: The name ``topology new`` gives the strategy when it is not the type name.
+    cli_name: ClassVar[str | None] = None
+    #: True when ``--algorithm``/``--seed`` apply (keys are hashed by the hasher).
+    cli_hashes: ClassVar[bool] = False
+    #: False when ``topology new`` builds the router without ``--shards``.
+    cli_needs_shards: ClassVar[bool] = True
+    #: Options ``topology new`` cannot do without, and how to ask for them.
+    cli_requires: ClassVar[tuple[tuple[str, ...], str] | None] = None
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        """A new router for ``shardhash topology new``: ``args`` holds the
+        parsed options (by their argparse names), ``weights`` the parsed
+        ``--shard-weights``, ``hasher`` the one ``--algorithm``/``--seed``
+        give (strategies with ``cli_hashes``), ``load`` reads a topology file
+        an option names.  Raise :class:`TopologyOptionError` for a message the
+        command line shows as it is."""
+        raise TopologyOptionError(f"topology new does not offer {cls.type_name or cls.__name__}")
+
     # -- describing itself (the command line) --------------------------------------
 
     def hashing_description(self) -> str:
@@ -663,6 +704,11 @@ class Router(RouterCore):
 
 
 _CORE_ROUTE_MANY = RouterCore.route_many
+
+
+class TopologyOptionError(ValueError):
+    """A ``topology new`` option that does not fit the strategy (the command
+    line shows the message as it is)."""
 
 
 class RawKeyRouter(Router):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,7 @@ from shardhash import _limits
 from .base import (
     Hasher,
     Router,
+    TopologyOptionError,
     _check_int,
     _check_shard_id,
     _check_shards,
@@ -236,3 +237,17 @@ class BucketRouter(Router):
                 raise ValueError(f"bucket params: placement[{b}] = {i!r} is not a shard index")
             ids.append(shards[i])
         return cls(shards, ids, hasher=hasher, version=version, key_prefix=key_prefix)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"buckets", "shard_weights"})
+    cli_name = "buckets"
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        nb = args.buckets or DEFAULT_BUCKETS
+        if nb < len(shards):
+            raise TopologyOptionError(f"--buckets {nb} is fewer than the {len(shards)} shards")
+        return cls.balanced(shards, nb, weights=weights, hasher=hasher)

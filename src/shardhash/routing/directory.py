@@ -127,3 +127,14 @@ class DirectoryRouter(WrappingRouter):
         if r.hasher != hasher or r.key_prefix != key_prefix:
             raise ValueError("directory document: 'hasher'/'key_prefix' differ from the base router's")
         return r
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"base"})
+    cli_needs_shards = False
+    cli_requires = (("base",), "--base FILE (the topology keys fall back to)")
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(load(args.base), {})

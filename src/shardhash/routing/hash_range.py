@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -142,3 +142,15 @@ class HashRangeRouter(Router):
                      version: int, key_prefix: int | None) -> Router:
         return cls(params["splits"], params["owners"], hasher=hasher, version=version,
                    key_prefix=key_prefix)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset()
+    cli_name = "hashrange"
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        n = len(shards)  # equal ranges
+        return cls([(1 << 64) * i // n for i in range(1, n)], shards, hasher=hasher)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -183,3 +183,13 @@ class MaglevRouter(Router):
                      version: int, key_prefix: int | None) -> Router:
         return cls(shards, table_size=params["table_size"], weights=params.get("weights"),
                    hasher=hasher, version=version, key_prefix=key_prefix)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"table_size", "shard_weights"})
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(shards, table_size=args.table_size, weights=weights, hasher=hasher)

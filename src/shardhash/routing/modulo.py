@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,3 +59,13 @@ class ModuloRouter(Router):
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset()
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(shards, hasher=hasher)

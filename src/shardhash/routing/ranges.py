@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,7 @@ from .base import (
     Hasher,
     RawKeyRouter,
     Router,
+    TopologyOptionError,
     _check_int,
     _describe,
     _owners_of,
@@ -189,3 +190,22 @@ class RangeRouter(RawKeyRouter):
                      version: int, key_prefix: int | None) -> Router:
         return cls(params["splits"], params["owners"], hasher=hasher, version=version,
                    key_prefix=key_prefix)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"splits"})
+    cli_requires = (("splits",), "--splits")
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        from shardhash._keytypes import parse_text
+
+        kind = args.key_type if isinstance(args.key_type, str) else None
+        if kind not in ("int", "str"):
+            raise TopologyOptionError("topology new range: give --key-type int or str (the splits are keys)")
+        try:
+            sp = [parse_text(x, kind) for x in args.splits.split(",")]
+        except ValueError as exc:
+            raise TopologyOptionError(f"--splits: {exc}") from None
+        return cls(sp, shards)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,3 +80,13 @@ class RendezvousRouter(Router):
                      version: int, key_prefix: int | None) -> Router:
         return cls(shards, weights=params.get("weights"), hasher=hasher, version=version,
                    key_prefix=key_prefix)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"shard_weights"})
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(shards, weights=weights, hasher=hasher)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -259,3 +259,13 @@ class RingRouter(Router):
                        version=version, key_prefix=key_prefix)
         return cls(shards, vnodes=params["vnodes"], weights=params.get("weights"),
                    collisions=collisions, hasher=hasher, version=version, key_prefix=key_prefix)
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"vnodes", "shard_weights"})
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(shards, vnodes=args.vnodes or 256, weights=weights, hasher=hasher)

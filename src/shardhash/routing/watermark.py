@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -153,3 +153,14 @@ class WatermarkRouter(RawKeyRouter):
         if r.hasher != hasher or key_prefix is not None:
             raise ValueError("watermark document: 'hasher' must be the new router's, no key_prefix")
         return r
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset({"old", "new", "watermark"})
+    cli_needs_shards = False
+    cli_requires = (("old", "new", "watermark"), "--old FILE --new FILE --watermark N")
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(load(args.old), load(args.new), args.watermark)
