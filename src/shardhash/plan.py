@@ -370,10 +370,9 @@ def diff(
         wmatrix,
     )
     rep.moved = int(matrix[rep._moved_mask()].sum())
-    from .hotkeys import HotKeyRouter, hot_changes
+    from .hotkeys import hot_changes
 
-    if isinstance(old, HotKeyRouter) or isinstance(new, HotKeyRouter):
-        rep.hot_changes = hot_changes(old, new)
+    rep.hot_changes = hot_changes(old, new)  # [] unless a router has hot keys
     if per_key:
         rep.sources = np.concatenate(src_parts) if src_parts else np.zeros(0, np.int32)
         rep.destinations = np.concatenate(dst_parts) if dst_parts else np.zeros(0, np.int32)
