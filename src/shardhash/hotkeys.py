@@ -54,7 +54,7 @@ import numpy as np
 from shardhash._hashing import Hasher
 from shardhash._hotkeys import HotPaths
 from shardhash.routing import RangeRouter, Router, WatermarkRouter, WrappingRouter, register_router_type
-from shardhash.routing.base import _check_int, _describe, _from_doc
+from shardhash.routing.base import _check_int, _describe
 
 __all__ = ["HotKeyRouter", "HotChange", "hot_changes", "propose_hot_set", "subkey", "MAX_FAN_OUT"]
 
@@ -231,14 +231,10 @@ class HotKeyRouter(WrappingRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        base = _from_doc(params["base"], "hot base")
-        hot = params["hot"]
-        if not isinstance(hot, list) or not all(isinstance(p, list) and len(p) == 2 for p in hot):
-            raise ValueError("hot params: 'hot' must be a list of [key, fan_out] pairs")
-        r = cls(base, [tuple(p) for p in hot], write=params.get("write", "random"),
+        base, hot = cls._base_and_pairs(params, "hot", "hot", "key, fan_out")
+        r = cls(base, hot, write=params.get("write", "random"),
                 bucket_seconds=params.get("bucket_seconds"), version=version)
-        if r.hasher != hasher or r.key_prefix != key_prefix:
-            raise ValueError("hot document: 'hasher'/'key_prefix' differ from the base router's")
+        r._check_base_hashing(hasher, key_prefix, "hot")
         return r
 
 

@@ -778,3 +778,19 @@ class WrappingRouter(Router):
     def base(self) -> Router:
         """The router keys fall back to."""
         return self._base
+
+    @staticmethod
+    def _base_and_pairs(params: Mapping[str, Any], name: str, field: str,
+                        pair: str) -> tuple[Router, list[tuple[Any, ...]]]:
+        """A wrapper document's base router and its list of ``[a, b]`` pairs
+        (``params[field]``; ``pair`` names the two items in the error)."""
+        base = _from_doc(params["base"], f"{name} base")
+        items = params[field]
+        if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
+            raise ValueError(f"{name} params: {field!r} must be a list of [{pair}] pairs")
+        return base, [tuple(p) for p in items]
+
+    def _check_base_hashing(self, hasher: Hasher, key_prefix: int | None, name: str) -> None:
+        """A wrapper document's hasher and key_prefix are its base's."""
+        if self.hasher != hasher or self.key_prefix != key_prefix:
+            raise ValueError(f"{name} document: 'hasher'/'key_prefix' differ from the base router's")

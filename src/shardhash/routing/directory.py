@@ -15,7 +15,6 @@ from .base import (
     WrappingRouter,
     _check_shard_id,
     _describe,
-    _from_doc,
     register_router_type,
 )
 
@@ -119,13 +118,9 @@ class DirectoryRouter(WrappingRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        base = _from_doc(params["base"], "directory base")
-        ov = params["overrides"]
-        if not isinstance(ov, list) or not all(isinstance(p, list) and len(p) == 2 for p in ov):
-            raise ValueError("directory params: 'overrides' must be a list of [key, shard id] pairs")
-        r = cls(base, [tuple(p) for p in ov], version=version)
-        if r.hasher != hasher or r.key_prefix != key_prefix:
-            raise ValueError("directory document: 'hasher'/'key_prefix' differ from the base router's")
+        base, pairs = cls._base_and_pairs(params, "directory", "overrides", "key, shard id")
+        r = cls(base, pairs, version=version)
+        r._check_base_hashing(hasher, key_prefix, "directory")
         return r
 
     # -- `shardhash topology new` --------------------------------------------------
