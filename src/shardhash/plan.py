@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .analysis import imbalance
-from .io import DEFAULT_CHUNK_SIZE, iter_chunks
+from .io import DEFAULT_CHUNK_SIZE, AtomicWriter, iter_chunks
 from .routing import Router, hash_bits
 
 __all__ = [
@@ -191,7 +191,7 @@ def _check_router(router: Any, what: str) -> None:
         raise TypeError(f"{what} must be a shardhash router, not {type(router).__name__}")
 
 
-class MovesWriter:
+class MovesWriter(AtomicWriter):
     """Write moved keys ``(id, source, destination[, weight])`` to Parquet or CSV, chunk by chunk.
 
     Pass it as ``on_chunk`` to :func:`diff` (or give ``diff`` a ``moves=``
@@ -261,14 +261,6 @@ class MovesWriter:
         """Drop the moves written so far (no partial file is left)."""
         self._writer.abort()
 
-    def __enter__(self) -> MovesWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def diff(
