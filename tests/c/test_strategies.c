@@ -11,51 +11,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The kernels live in _core/place/.  A runner that compiles only the top of
- * _core/ with -I _core (tests/c/run_c_tests.sh before the core is split into
- * subfolders) cannot find sh_memento.h directly: then this program compiles
- * the kernels itself, as one unit.  A runner that builds _core/place/ and puts
- * it on the include path gets the ordinary includes. */
-#if defined(__has_include)
-#if !__has_include("sh_memento.h") && __has_include("place/sh_memento.c")
-#define SH_STRATEGIES_SELF_CONTAINED 1
-#elif !__has_include("sh_memento.h")
-/* an installed core without _core/place/ (package data not yet extended) */
-#define SH_STRATEGIES_MISSING 1
-#endif
-#endif
-
-#ifdef SH_STRATEGIES_MISSING
-int main(void)
-{
-    printf("test_strategies: SKIPPED, _core/place/ is not in this core (0 passed, 0 failed)\n");
-    return 0;
-}
-#else
-#ifdef SH_STRATEGIES_SELF_CONTAINED
-#include "place/sh_bounded.c"
-#include "place/sh_memento.c"
-#include "place/sh_multiprobe.c"
-#include "place/sh_replicas.c"
-#else
 #include "sh_bounded.h"
 #include "sh_memento.h"
 #include "sh_multiprobe.h"
 #include "sh_replicas.h"
-#endif
 
 static int failed = 0, passed = 0;
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-        }                                                                                          \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (cond) {                                              \
+            passed++;                                            \
+        } else {                                                 \
+            failed++;                                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+        }                                                        \
     } while (0)
 
 static uint64_t rng_state = UINT64_C(0x243f6a8885a308d3);
@@ -124,8 +96,7 @@ static void test_memento(void)
 
     /* known values */
     sh_memento_init(&st, rep, prev, 128, 10);
-    CHECK(sh_memento_remove(&st, 3) == 0 && sh_memento_remove(&st, 7) == 0 &&
-              sh_memento_remove(&st, 0) == 0,
+    CHECK(sh_memento_remove(&st, 3) == 0 && sh_memento_remove(&st, 7) == 0 && sh_memento_remove(&st, 0) == 0,
           "remove 3, 7, 0");
     m = sh_memento_view(&st);
     for (k = 0; k < 12; k++)
@@ -212,8 +183,7 @@ static void test_memento(void)
 /* ------------------------------------------------------------------------ */
 /* Multi-probe                                                               */
 
-static int32_t mprobe_brute(const uint64_t *tokens, const int32_t *owners, size_t nt, unsigned k,
-                            uint64_t h)
+static int32_t mprobe_brute(const uint64_t *tokens, const int32_t *owners, size_t nt, unsigned k, uint64_t h)
 {
     uint64_t bd = 0;
     int32_t bo = -1;
@@ -233,8 +203,8 @@ static int32_t mprobe_brute(const uint64_t *tokens, const int32_t *owners, size_
 }
 
 /* tokens: room for nt + 2 entries; the two sentinels are written here */
-static void build_mprobe(sh_mprobe *m, uint64_t *tokens, const int32_t *owners, size_t nt,
-                         unsigned k, uint32_t *index)
+static void build_mprobe(sh_mprobe *m, uint64_t *tokens, const int32_t *owners, size_t nt, unsigned k,
+                         uint32_t *index)
 {
     unsigned bits = sh_mprobe_index_bits(nt);
     tokens[nt] = tokens[nt + 1] = UINT64_MAX;
@@ -267,8 +237,7 @@ static void test_multiprobe(void)
         return;
     }
     build_mprobe(&m, ktok, kown, 4, 21, index);
-    for (k = 0; k < 8; k++)
-        CHECK(sh_mprobe_lookup(&m, (uint64_t)k) == known[k], "multiprobe known h=%d", k);
+    for (k = 0; k < 8; k++) CHECK(sh_mprobe_lookup(&m, (uint64_t)k) == known[k], "multiprobe known h=%d", k);
     for (i = 0; i < 2000000; i++) hs[i] = rnd();
     for (z = 0; z < 3; z++) {
         size_t ns = sizes[z], nkeys = ns == 1000 ? 2000000 : 1000000;
@@ -297,7 +266,8 @@ static void test_multiprobe(void)
     for (k = 1; k <= SH_MPROBE_MAX_PROBES; k += 9) {
         long bad = 0;
         build_mprobe(&m, tokens, owners, 37, (unsigned)k, index);
-        for (i = 0; i < 2000; i++) bad += sh_mprobe_lookup(&m, hs[i]) != mprobe_brute(tokens, owners, 37, (unsigned)k, hs[i]);
+        for (i = 0; i < 2000; i++)
+            bad += sh_mprobe_lookup(&m, hs[i]) != mprobe_brute(tokens, owners, 37, (unsigned)k, hs[i]);
         CHECK(bad == 0, "multiprobe %d probes (%ld)", k, bad);
     }
     tokens[0] = sh_mprobe_probe(12345, 0);
@@ -349,12 +319,11 @@ static void test_bounded(void)
             caps[i] = cap;
             load[i] = 0;
         }
-        ov = sh_bounded_assign(tokens, owners, NS * VN, hs, NULL, NULL, NULL, NK, caps, NS, load,
-                               out);
+        ov = sh_bounded_assign(tokens, owners, NS * VN, hs, NULL, NULL, NULL, NK, caps, NS, load, out);
         for (i = 0; i < NS; i++)
             if (load[i] > mx) mx = load[i];
-        CHECK(ov == 0 && mx <= cap, "bounded f=%u: max %llu > cap %llu (overflows %zu)",
-              (unsigned)factors[f], (unsigned long long)mx, (unsigned long long)cap, ov);
+        CHECK(ov == 0 && mx <= cap, "bounded f=%u: max %llu > cap %llu (overflows %zu)", (unsigned)factors[f],
+              (unsigned long long)mx, (unsigned long long)cap, ov);
         printf("  bounded f=%u, 11 shards, 1M keys: cap %llu, max/mean %.4f\n", (unsigned)factors[f],
                (unsigned long long)cap, (double)mx / ((double)NK / NS));
     }
@@ -402,8 +371,7 @@ static void test_bounded(void)
             caps[i] = i < 10 ? cap10 : 0; /* shard 10 does not exist yet */
             load[i] = 0;
         }
-        ov = sh_bounded_assign(tokens, owners, NS * VN, hs, sizes, order, NULL, 2000, caps, NS, load,
-                               out);
+        ov = sh_bounded_assign(tokens, owners, NS * VN, hs, sizes, order, NULL, 2000, caps, NS, load, out);
         for (i = 0; i < NS; i++)
             if (load[i] > mx) mx = load[i];
         CHECK(ov == 0 && mx <= cap10 && load[10] == 0, "weighted: max %llu cap %llu ov %zu",
@@ -412,8 +380,7 @@ static void test_bounded(void)
             caps[i] = cap11;
             load[i] = 0;
         }
-        ov = sh_bounded_assign(tokens, owners, NS * VN, hs, sizes, order, out, 2000, caps, NS, load,
-                               out2);
+        ov = sh_bounded_assign(tokens, owners, NS * VN, hs, sizes, order, out, 2000, caps, NS, load, out2);
         mx = 0;
         for (i = 0; i < NS; i++)
             if (load[i] > mx) mx = load[i];
@@ -426,8 +393,8 @@ static void test_bounded(void)
         printf("  weighted 2000 items, 10 -> 11 shards: moved %.4f of the weight (ideal 1/11 = "
                "%.4f), max/mean %.4f\n",
                (double)movedw / (double)total, 1.0 / 11, (double)mx / ((double)total / 11));
-        CHECK(ov == 0 && mx <= cap11, "weighted after add: max %llu cap %llu",
-              (unsigned long long)mx, (unsigned long long)cap11);
+        CHECK(ov == 0 && mx <= cap11, "weighted after add: max %llu cap %llu", (unsigned long long)mx,
+              (unsigned long long)cap11);
         CHECK((double)movedw / (double)total < 2.0 / 11, "weighted moved share %.4f",
               (double)movedw / (double)total);
         (void)moved;
@@ -595,4 +562,3 @@ int main(int argc, char **argv)
     printf("test_strategies: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
-#endif /* SH_STRATEGIES_MISSING */

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import Hasher, plan, routing
+from shardhash.routing.bucket import _balanced_placement
 from tests._support import ill_typed, present
 
 U64 = (1 << 64) - 1
@@ -314,7 +315,7 @@ def test_balanced_placement_minimal_property() -> None:
     @given(st.lists(st.sampled_from("abcd"), min_size=1, max_size=200), st.sampled_from(["ab", "abc", "abcde", "e"]))
     def check(placement: list[str], shards_text: str) -> None:
         shards = list(shards_text)
-        new = plan._balanced_placement(placement, shards, None)
+        new = _balanced_placement(placement, shards, None)
         c = Counter(new)
         assert set(c) <= set(shards)
         assert max(c.get(s, 0) for s in shards) - min(c.get(s, 0) for s in shards) <= 1

@@ -23,7 +23,9 @@ import shardhash
 
 __all__ = ["CompilerMissing", "Kernels", "MprobeTable", "SourcesMissing", "build", "core_dir", "load"]
 
-SOURCES = ("sh_place.c", "sh_cpu.c", "sh_jump_avx2.c", "sh_jump_neon.c",
+# The strategy kernels and what they call (jump, the CPU dispatch); build() links
+# every .c of the core's common/, hash/ and place/ folders.
+SOURCES = ("sh_cpu.c", "sh_jump.c", "sh_jump_avx2.c", "sh_jump_neon.c",
            "sh_memento.c", "sh_multiprobe.c", "sh_bounded.c", "sh_replicas.c")
 
 U64 = npt.NDArray[np.uint64]
@@ -61,7 +63,7 @@ def build(outdir: Path, extra: Sequence[Path] = ()) -> Path:
     cc = os.environ.get("CC") or next((c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
     if cc is None:
         raise CompilerMissing("no C compiler (cc, gcc or clang) on PATH")
-    srcs = [next(core.rglob(name)) for name in SOURCES]
+    srcs = sorted(p for sub in ("common", "hash", "place") for p in (core / sub).glob("*.c"))
     incs = sorted({str(h.parent) for h in core.rglob("*.h")})
     ext = {"win32": ".dll", "darwin": ".dylib"}.get(sys.platform, ".so")
     lib = outdir / f"sh_strategies{ext}"

@@ -19,8 +19,10 @@ uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_p
         r = (r << 1) | next;
         if (top || r >= d) {
             r -= d;
-            if (bit >= 64) q_hi |= (uint64_t)1 << (bit - 64);
-            else q_lo |= (uint64_t)1 << bit;
+            if (bit >= 64)
+                q_hi |= (uint64_t)1 << (bit - 64);
+            else
+                q_lo |= (uint64_t)1 << bit;
         }
     }
     if (q_hi != 0) return UINT64_MAX;
@@ -36,17 +38,19 @@ size_t sh_bounded_successor(const uint64_t *tokens, size_t ntokens, uint64_t h)
     size_t lo = 0, hi = ntokens;
     while (lo < hi) {
         size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h) lo = mid + 1;
-        else hi = mid;
+        if (tokens[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo == ntokens ? 0 : lo;
 }
 
 /* Walk from the hash's successor; the first shard with room, or the least
  * loaded shard (an overflow). */
-static int32_t sh_bounded_place(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                                uint64_t h, uint64_t size, const uint64_t *caps, size_t nshards,
-                                uint64_t *load, size_t *overflows)
+static int32_t sh_bounded_place(const uint64_t *tokens, const int32_t *owners, size_t ntokens, uint64_t h,
+                                uint64_t size, const uint64_t *caps, size_t nshards, uint64_t *load,
+                                size_t *overflows)
 {
     size_t j = sh_bounded_successor(tokens, ntokens, h), step, s, best = 0;
     for (step = 0; step < ntokens; step++) {
@@ -66,8 +70,8 @@ static int32_t sh_bounded_place(const uint64_t *tokens, const int32_t *owners, s
 
 size_t sh_bounded_assign(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
                          const uint64_t *hashes, const uint64_t *sizes, const size_t *order,
-                         const int32_t *prev, size_t n, const uint64_t *caps, size_t nshards,
-                         uint64_t *load, int32_t *out)
+                         const int32_t *prev, size_t n, const uint64_t *caps, size_t nshards, uint64_t *load,
+                         int32_t *out)
 {
     size_t t, overflows = 0;
     if (prev != NULL) {
@@ -87,8 +91,8 @@ size_t sh_bounded_assign(const uint64_t *tokens, const int32_t *owners, size_t n
     for (t = 0; t < n; t++) {
         size_t i = order ? order[t] : t;
         if (prev != NULL && out[i] >= 0) continue;
-        out[i] = sh_bounded_place(tokens, owners, ntokens, hashes[i], sizes ? sizes[i] : 1u, caps,
-                                  nshards, load, &overflows);
+        out[i] = sh_bounded_place(tokens, owners, ntokens, hashes[i], sizes ? sizes[i] : 1u, caps, nshards,
+                                  load, &overflows);
     }
     return overflows;
 }

@@ -58,8 +58,8 @@ size_t sh_bounded_successor(const uint64_t *tokens, size_t ntokens, uint64_t h);
  * Returns the number of overflows (items placed above a cap). */
 size_t sh_bounded_assign(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
                          const uint64_t *hashes, const uint64_t *sizes, const size_t *order,
-                         const int32_t *prev, size_t n, const uint64_t *caps, size_t nshards,
-                         uint64_t *load, int32_t *out);
+                         const int32_t *prev, size_t n, const uint64_t *caps, size_t nshards, uint64_t *load,
+                         int32_t *out);
 
 #ifdef __cplusplus
 }

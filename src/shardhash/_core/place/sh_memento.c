@@ -31,10 +31,9 @@ int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
 }
 
 #define SH_MEMENTO_JUMP_CHUNK 16384 /* keys per jump call: out stays in L2 */
-#define SH_MEMENTO_FIX_CHUNK 512    /* keys per fix-up list (on the stack) */
+#define SH_MEMENTO_FIX_CHUNK  512   /* keys per fix-up list (on the stack) */
 
-void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
-                      int32_t *out)
+void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map, int32_t *out)
 {
     size_t i, c, d;
     const int32_t *replacer = m->replacer;
@@ -81,8 +80,7 @@ void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, con
     }
 }
 
-int sh_memento_init(sh_memento_state *s, int32_t *replacer, int32_t *prev, int32_t capacity,
-                    int32_t n)
+int sh_memento_init(sh_memento_state *s, int32_t *replacer, int32_t *prev, int32_t capacity, int32_t n)
 {
     int32_t i;
     if (n < 1 || n > capacity) return -1;

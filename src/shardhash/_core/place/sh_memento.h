@@ -44,7 +44,7 @@ extern "C" {
 #endif
 
 #define SH_MEMENTO_SALT UINT64_C(0x6d656d656e746f31) /* "memento1" */
-#define SH_GOLDEN64 UINT64_C(0x9e3779b97f4a7c15)     /* 2^64 / golden ratio, odd */
+#define SH_GOLDEN64     UINT64_C(0x9e3779b97f4a7c15) /* 2^64 / golden ratio, odd */
 
 /* The re-hash of key hash h after it met removed bucket b. */
 SH_FORCE_INLINE uint64_t sh_memento_rehash(uint64_t h, int32_t b)
@@ -91,8 +91,7 @@ typedef struct {
 
 /* n working buckets, nothing removed.  Returns 0, or -1 when n < 1 or
  * n > capacity. */
-int sh_memento_init(sh_memento_state *s, int32_t *replacer, int32_t *prev, int32_t capacity,
-                    int32_t n);
+int sh_memento_init(sh_memento_state *s, int32_t *replacer, int32_t *prev, int32_t capacity, int32_t n);
 /* Remove working bucket b.  Returns 0, or -1 (state unchanged) when b is not
  * a working bucket or it is the only one. */
 int sh_memento_remove(sh_memento_state *s, int32_t b);

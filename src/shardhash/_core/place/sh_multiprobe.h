@@ -30,9 +30,9 @@
 extern "C" {
 #endif
 
-#define SH_MPROBE_GAMMA UINT64_C(0x9e3779b97f4a7c15)
+#define SH_MPROBE_GAMMA      UINT64_C(0x9e3779b97f4a7c15)
 #define SH_MPROBE_MAX_PROBES 64
-#define SH_MPROBE_MAX_BITS 20
+#define SH_MPROBE_MAX_BITS   20
 
 /* Tokens and their index.  Preconditions (the builder checks them):
  * ntokens >= 1 and < 2^32 - 2; tokens strictly increasing, followed by two

@@ -41,8 +41,7 @@ static int sh_sel_offer(sh_sel *s, int32_t o)
             s->zones_used++;
             s->out[s->nout++] = o;
             if (s->zones_used == w->nzones) {
-                while (s->skip_at < s->nskip && s->nout < s->want)
-                    s->out[s->nout++] = w->skip[s->skip_at++];
+                while (s->skip_at < s->nskip && s->nout < s->want) s->out[s->nout++] = w->skip[s->skip_at++];
             }
         }
     }
@@ -74,15 +73,16 @@ static size_t sh_ring_successor(const uint64_t *tokens, size_t ntokens, uint64_t
     size_t lo = 0, hi = ntokens;
     while (lo < hi) {
         size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h) lo = mid + 1;
-        else hi = mid;
+        if (tokens[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo == ntokens ? 0 : lo;
 }
 
-size_t sh_ring_replicas(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                        size_t nshards, uint64_t h, size_t r, const sh_replica_work *w,
-                        int32_t *out)
+size_t sh_ring_replicas(const uint64_t *tokens, const int32_t *owners, size_t ntokens, size_t nshards,
+                        uint64_t h, size_t r, const sh_replica_work *w, int32_t *out)
 {
     sh_sel s;
     size_t j = sh_ring_successor(tokens, ntokens, h), step;
@@ -94,9 +94,9 @@ size_t sh_ring_replicas(const uint64_t *tokens, const int32_t *owners, size_t nt
     return sh_sel_finish(&s);
 }
 
-void sh_ring_replicas_batch(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                            size_t nshards, const uint64_t *hashes, size_t n, size_t r,
-                            const sh_replica_work *w, int32_t *out)
+void sh_ring_replicas_batch(const uint64_t *tokens, const int32_t *owners, size_t ntokens, size_t nshards,
+                            const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                            int32_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++)
@@ -106,9 +106,8 @@ void sh_ring_replicas_batch(const uint64_t *tokens, const int32_t *owners, size_
 /* ------------------------------------------------------------------------ */
 /* Rendezvous                                                                */
 
-size_t sh_rendezvous_replicas(const uint64_t *seeds, const double *weights, size_t nshards,
-                              uint64_t h, size_t r, const sh_replica_work *w, uint64_t *scratch,
-                              int32_t *out)
+size_t sh_rendezvous_replicas(const uint64_t *seeds, const double *weights, size_t nshards, uint64_t h,
+                              size_t r, const sh_replica_work *w, uint64_t *scratch, int32_t *out)
 {
     sh_sel s;
     size_t i;
@@ -137,20 +136,19 @@ size_t sh_rendezvous_replicas(const uint64_t *seeds, const double *weights, size
 }
 
 void sh_rendezvous_replicas_batch(const uint64_t *seeds, const double *weights, size_t nshards,
-                                  const uint64_t *hashes, size_t n, size_t r,
-                                  const sh_replica_work *w, uint64_t *scratch, int32_t *out)
+                                  const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                                  uint64_t *scratch, int32_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++)
-        (void)sh_rendezvous_replicas(seeds, weights, nshards, hashes[i], r, w, scratch,
-                                     out + i * r);
+        (void)sh_rendezvous_replicas(seeds, weights, nshards, hashes[i], r, w, scratch, out + i * r);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Multi-probe                                                               */
 
-size_t sh_mprobe_replicas(const sh_mprobe *m, size_t nshards, uint64_t h, size_t r,
-                          const sh_replica_work *w, int32_t *out)
+size_t sh_mprobe_replicas(const sh_mprobe *m, size_t nshards, uint64_t h, size_t r, const sh_replica_work *w,
+                          int32_t *out)
 {
     /* A k-way merge of the probes' clockwise walks by distance: each probe
      * points at its next token; the pair with the smallest distance (ties:
@@ -191,8 +189,8 @@ size_t sh_mprobe_replicas(const sh_mprobe *m, size_t nshards, uint64_t h, size_t
     return sh_sel_finish(&s);
 }
 
-void sh_mprobe_replicas_batch(const sh_mprobe *m, size_t nshards, const uint64_t *hashes,
-                              size_t n, size_t r, const sh_replica_work *w, int32_t *out)
+void sh_mprobe_replicas_batch(const sh_mprobe *m, size_t nshards, const uint64_t *hashes, size_t n, size_t r,
+                              const sh_replica_work *w, int32_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) (void)sh_mprobe_replicas(m, nshards, hashes[i], r, w, out + i * r);
@@ -209,8 +207,8 @@ static void sh_sel_rest(sh_sel *s, size_t nshards)
         if (sh_sel_offer(s, (int32_t)i)) return;
 }
 
-size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshards, uint64_t h,
-                           size_t r, const sh_replica_work *w, int32_t *out)
+size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshards, uint64_t h, size_t r,
+                           const sh_replica_work *w, int32_t *out)
 {
     sh_sel s;
     uint64_t a, attempts = (uint64_t)SH_REPLICA_ATTEMPTS * nshards;
@@ -224,12 +222,11 @@ size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshar
 }
 
 void sh_memento_replicas_batch(const sh_memento *m, const int32_t *map, size_t nshards,
-                               const uint64_t *hashes, size_t n, size_t r,
-                               const sh_replica_work *w, int32_t *out)
+                               const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                               int32_t *out)
 {
     size_t i;
-    for (i = 0; i < n; i++)
-        (void)sh_memento_replicas(m, map, nshards, hashes[i], r, w, out + i * r);
+    for (i = 0; i < n; i++) (void)sh_memento_replicas(m, map, nshards, hashes[i], r, w, out + i * r);
 }
 
 size_t sh_table_replicas(const int32_t *table, uint64_t tsize, size_t nshards, uint64_t h, size_t r,
@@ -245,11 +242,9 @@ size_t sh_table_replicas(const int32_t *table, uint64_t tsize, size_t nshards, u
     return sh_sel_finish(&s);
 }
 
-void sh_table_replicas_batch(const int32_t *table, uint64_t tsize, size_t nshards,
-                             const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
-                             int32_t *out)
+void sh_table_replicas_batch(const int32_t *table, uint64_t tsize, size_t nshards, const uint64_t *hashes,
+                             size_t n, size_t r, const sh_replica_work *w, int32_t *out)
 {
     size_t i;
-    for (i = 0; i < n; i++)
-        (void)sh_table_replicas(table, tsize, nshards, hashes[i], r, w, out + i * r);
+    for (i = 0; i < n; i++) (void)sh_table_replicas(table, tsize, nshards, hashes[i], r, w, out + i * r);
 }

@@ -60,30 +60,28 @@ typedef struct {
 } sh_replica_work;
 
 /* Ring: tokens strictly increasing, ntokens >= 1, owners in [0, nshards). */
-size_t sh_ring_replicas(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                        size_t nshards, uint64_t h, size_t r, const sh_replica_work *w,
-                        int32_t *out);
-void sh_ring_replicas_batch(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
-                            size_t nshards, const uint64_t *hashes, size_t n, size_t r,
-                            const sh_replica_work *w, int32_t *out);
+size_t sh_ring_replicas(const uint64_t *tokens, const int32_t *owners, size_t ntokens, size_t nshards,
+                        uint64_t h, size_t r, const sh_replica_work *w, int32_t *out);
+void sh_ring_replicas_batch(const uint64_t *tokens, const int32_t *owners, size_t ntokens, size_t nshards,
+                            const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                            int32_t *out);
 
 /* Rendezvous: seeds and weights as sh_rendezvous (weights NULL or every
  * weight > 0 and finite).  scratch: nshards uint64 of workspace. */
-size_t sh_rendezvous_replicas(const uint64_t *seeds, const double *weights, size_t nshards,
-                              uint64_t h, size_t r, const sh_replica_work *w, uint64_t *scratch,
-                              int32_t *out);
+size_t sh_rendezvous_replicas(const uint64_t *seeds, const double *weights, size_t nshards, uint64_t h,
+                              size_t r, const sh_replica_work *w, uint64_t *scratch, int32_t *out);
 void sh_rendezvous_replicas_batch(const uint64_t *seeds, const double *weights, size_t nshards,
-                                  const uint64_t *hashes, size_t n, size_t r,
-                                  const sh_replica_work *w, uint64_t *scratch, int32_t *out);
+                                  const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                                  uint64_t *scratch, int32_t *out);
 
 /* Multi-probe: m as sh_mprobe_lookup, owners in [0, nshards). */
-size_t sh_mprobe_replicas(const sh_mprobe *m, size_t nshards, uint64_t h, size_t r,
-                          const sh_replica_work *w, int32_t *out);
-void sh_mprobe_replicas_batch(const sh_mprobe *m, size_t nshards, const uint64_t *hashes,
-                              size_t n, size_t r, const sh_replica_work *w, int32_t *out);
+size_t sh_mprobe_replicas(const sh_mprobe *m, size_t nshards, uint64_t h, size_t r, const sh_replica_work *w,
+                          int32_t *out);
+void sh_mprobe_replicas_batch(const sh_mprobe *m, size_t nshards, const uint64_t *hashes, size_t n, size_t r,
+                              const sh_replica_work *w, int32_t *out);
 
 /* Rehash walk.  The a-th probe of key hash h (a = 0 is h itself). */
-#define SH_REPLICA_SALT UINT64_C(0x7265706c69636131) /* "replica1" */
+#define SH_REPLICA_SALT     UINT64_C(0x7265706c69636131) /* "replica1" */
 #define SH_REPLICA_ATTEMPTS 8
 
 SH_FORCE_INLINE uint64_t sh_replica_rehash(uint64_t h, uint64_t a)
@@ -94,19 +92,18 @@ SH_FORCE_INLINE uint64_t sh_replica_rehash(uint64_t h, uint64_t a)
 /* Jump / MementoHash: routes through sh_memento_bucket, then map (bucket ->
  * shard index, n entries; NULL only when nothing is removed, the shards then
  * being the buckets); nshards = the number of working buckets. */
-size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshards, uint64_t h,
-                           size_t r, const sh_replica_work *w, int32_t *out);
+size_t sh_memento_replicas(const sh_memento *m, const int32_t *map, size_t nshards, uint64_t h, size_t r,
+                           const sh_replica_work *w, int32_t *out);
 void sh_memento_replicas_batch(const sh_memento *m, const int32_t *map, size_t nshards,
-                               const uint64_t *hashes, size_t n, size_t r,
-                               const sh_replica_work *w, int32_t *out);
+                               const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
+                               int32_t *out);
 
 /* Maglev and bucket tables: route(x) = table[x mod tsize] (tsize >= 1,
  * entries in [0, nshards)). */
 size_t sh_table_replicas(const int32_t *table, uint64_t tsize, size_t nshards, uint64_t h, size_t r,
                          const sh_replica_work *w, int32_t *out);
-void sh_table_replicas_batch(const int32_t *table, uint64_t tsize, size_t nshards,
-                             const uint64_t *hashes, size_t n, size_t r, const sh_replica_work *w,
-                             int32_t *out);
+void sh_table_replicas_batch(const int32_t *table, uint64_t tsize, size_t nshards, const uint64_t *hashes,
+                             size_t n, size_t r, const sh_replica_work *w, int32_t *out);
 
 #ifdef __cplusplus
 }
