@@ -160,7 +160,7 @@ def test_rendezvous_matches_reference(shards: list[str], hs: list[int], hasher: 
 @given(shards=shard_lists, hs=hashes, hasher=hashers, w=st.lists(st.floats(0.1, 10), max_size=12),
        extra=st.integers(0, 300))
 def test_maglev_matches_reference(shards: list[str], hs: list[int], hasher: Hasher, w: list[float], extra: int) -> None:
-    from shardhash.routing import _next_prime
+    from shardhash.routing.maglev import _next_prime
 
     m = _next_prime(len(shards) + extra)
     r = MaglevRouter(shards, table_size=m, weights=dict(zip(shards, w)), hasher=hasher)

@@ -98,7 +98,8 @@ def test_maglev_table_and_defaults() -> None:
 
 
 def test_maglev_default_table_size_ladder() -> None:
-    from shardhash.routing import _is_prime, maglev_default_table_size
+    from shardhash.routing import maglev_default_table_size
+    from shardhash.routing.maglev import _is_prime
 
     ladder = [65537, 262147, 1048583, 4194319, 16777259, 67108879]
     for k, m in enumerate(ladder):
