@@ -131,6 +131,9 @@ cdef extern from *:
     const char *sh_stream_error(ArrowArrayStream *st)
 
 
+__all__ = ["ALGORITHMS", "HASHER_FORMAT", "Hasher", "check_algorithm", "check_seed", "check_code_points",
+           "hash_bytes", "hash_key", "hash_array"]
+
 ALGORITHMS = ("xxh3_64", "xxh64", "xxh32", "murmur3_32", "murmur3_128", "fnv1a_32", "fnv1a_64")
 # Width of each algorithm's natural output and of the seed it takes (0 = unseeded).
 _OUT_BITS = {"xxh3_64": 64, "xxh64": 64, "xxh32": 32, "murmur3_32": 32, "murmur3_128": 128,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _scalar
+from . import _native
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
 __all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
@@ -143,7 +143,7 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_mins", mins)
         self._set("_owner", owner)
         self._use_python()
-        keys = _scalar.CitusKeys(t, mins, owner)  # route/route_index of common types in C
+        keys = _native.CitusKeys(t, mins, owner)  # route/route_index of common types in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
