@@ -267,7 +267,7 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     if cql_type == "blob" and threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
         small = _native.token_small(keys)
         if small is not None:
-            return small  # type: ignore[no-any-return]
+            return small
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":

@@ -631,7 +631,7 @@ def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED,
     if out is None and threads is None:  # up to 64 values of the common types: one pass in C
         small = _native.hash_extended_small(values, type, seed)
         if small is not None:
-            return small  # type: ignore[no-any-return]
+            return small
     t = canonical_type(type)
     s = _check_seed(seed)
     keys = _to_keys(values, t)

@@ -90,7 +90,7 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
         small = _native.keyslot_small(keys)
         if small is not None:
-            return small  # type: ignore[no-any-return]
+            return small
     slots = _native.redis_keyslot_seq(keys)
     if slots is not None:  # a Python sequence: read in place, no copy
         return slots
