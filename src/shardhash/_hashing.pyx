@@ -707,54 +707,45 @@ cdef inline void _job_of(Hasher h, sh_job *job, object out, Py_ssize_t pos=0):
     job.out = <uint64_t *>address(out) + pos
 
 
-cdef _hash_int64_strided(Hasher h, object a, object out, object threads, bint is_unsigned):
-    cdef Py_ssize_t n = a.shape[0]
-    cdef sh_job job
-    if n == 0:
-        return
-    _job_of(h, &job, out)
+cdef inline bint _job_over(Hasher h, sh_job *job, object a, object out):
+    """The job over the keys of the 1-D numpy array ``a`` (any stride; may be
+    negative: the kernels take signed strides); False when there are none."""
+    if a.shape[0] == 0:
+        return False
+    _job_of(h, job, out)
     job.data = <const void *>_addr(a)
-    job.stride = a.strides[0]   # may be negative: the kernels take signed strides
-    job.variant = is_unsigned
-    run(_k_words, &job, n, threads)
+    job.stride = a.strides[0]
+    job.width = a.dtype.itemsize
+    return True
+
+
+cdef _hash_int64_strided(Hasher h, object a, object out, object threads, bint is_unsigned):
+    cdef sh_job job
+    if _job_over(h, &job, a, out):
+        job.variant = is_unsigned
+        run(_k_words, &job, a.shape[0], threads)
 
 
 cdef _hash_narrow_ints(Hasher h, object a, object out, object threads):
-    cdef Py_ssize_t n = a.shape[0]
     cdef sh_job job
-    if n == 0:
-        return
-    _job_of(h, &job, out)
-    job.data = <const void *>_addr(a)
-    job.stride = a.strides[0]
-    job.width = a.dtype.itemsize
-    job.variant = a.dtype.kind == "u"
-    run(_k_narrow, &job, n, threads)
+    if _job_over(h, &job, a, out):
+        job.variant = a.dtype.kind == "u"
+        run(_k_narrow, &job, a.shape[0], threads)
 
 
 cdef _hash_fixed_bytes(Hasher h, object a, object out, object threads):
-    cdef Py_ssize_t n = a.shape[0]
     cdef sh_job job
-    if n == 0:
-        return
-    _job_of(h, &job, out)
-    job.data = <const void *>_addr(a)
-    job.stride = a.strides[0]
-    job.width = a.dtype.itemsize
-    run(_k_fixed_bytes, &job, n, threads)
+    if _job_over(h, &job, a, out):
+        run(_k_fixed_bytes, &job, a.shape[0], threads)
 
 
 cdef _hash_ucs4(Hasher h, object a, object out, object threads):
-    cdef Py_ssize_t n = a.shape[0]
     cdef sh_job job
     cdef ptrdiff_t bad
-    if n == 0:
+    if not _job_over(h, &job, a, out):
         return
-    _job_of(h, &job, out)
-    job.data = <const void *>_addr(a)
-    job.stride = a.strides[0]
-    job.width = a.dtype.itemsize // 4
-    bad = run(_k_ucs4, &job, n, threads)
+    job.width = a.dtype.itemsize // 4   # characters
+    bad = run(_k_ucs4, &job, a.shape[0], threads)
     if bad >= 0:
         raw = np.frombuffer(a[bad:bad + 1].tobytes(), dtype=np.uint32)
         cps = [int(c) for c in raw if c > 0x10FFFF or 0xD800 <= c <= 0xDFFF]

@@ -384,18 +384,6 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
     return out
 
 
-def cassandra_token_seq(keys):
-    """Tokens of a list, tuple or numpy array of bytes/str keys (read in
-    place, see :func:`_seq_kernel`); None for other inputs."""
-    return _seq_kernel(keys, 0, None, True)
-
-
-def redis_keyslot_seq(keys):
-    """Slots of a list, tuple or numpy array of bytes/str keys (read in
-    place, see :func:`_seq_kernel`); None for other inputs."""
-    return _seq_kernel(keys, 1, None, True)
-
-
 def list_walk_floor(list keys):
     """The floor of any kernel over a Python list of bytes/str keys: one walk
     that reads each key's pointer and length and nothing else (for the
@@ -583,6 +571,28 @@ cdef object _array_of(const void *src, Py_ssize_t n, object dtype, size_t itemsi
     return res
 
 
+cdef object _small_raw(object keys, bint slots):
+    """Redis slots (uint16; slots) or Cassandra blob tokens (int64) of a list
+    or tuple of at most SMALL exact bytes or ASCII str keys; None otherwise."""
+    cdef uint16_t o16[SMALL]
+    cdef int64_t o64[SMALL]
+    cdef Py_ssize_t i, m, n = _small_len(keys)
+    cdef const char *p
+    if n < 0:
+        return None
+    for i in range(n):
+        p = sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &m, True, True)
+        if p == NULL:
+            return None
+        if slots:
+            o16[i] = sh_redis_keyslot(p, <size_t>m)
+        else:
+            o64[i] = sh_cassandra_token(p, <size_t>m)
+    if slots:
+        return _array_of(o16, n, _DT_U16, sizeof(uint16_t))
+    return _array_of(o64, n, _DT_I64, sizeof(int64_t))
+
+
 # Python fallbacks of the public one-key functions (set by their modules).
 cdef object _keyslot_py = None
 cdef object _token_py = None
@@ -633,17 +643,7 @@ def keyslot(key):
 def keyslot_small(keys):
     """keyslot_array(keys) for a list or tuple of at most 64 exact bytes or
     ASCII str keys (uint16 array), in one pass; None for anything else."""
-    cdef uint16_t out[SMALL]
-    cdef Py_ssize_t i, m, n = _small_len(keys)
-    cdef const char *p
-    if n < 0:
-        return None
-    for i in range(n):
-        p = sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &m, True, True)
-        if p == NULL:
-            return None
-        out[i] = sh_redis_keyslot(p, <size_t>m)
-    return _array_of(out, n, _DT_U16, sizeof(uint16_t))
+    return _small_raw(keys, True)
 
 
 def redis_keyslot_seq(keys):
@@ -710,17 +710,7 @@ def token(key):
 def token_small(keys):
     """token_array(keys) (blob) for a list or tuple of at most 64 exact
     bytes or ASCII str keys (int64 array), in one pass; None otherwise."""
-    cdef int64_t out[SMALL]
-    cdef Py_ssize_t i, m, n = _small_len(keys)
-    cdef const char *p
-    if n < 0:
-        return None
-    for i in range(n):
-        p = sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &m, True, True)
-        if p == NULL:
-            return None
-        out[i] = sh_cassandra_token(p, <size_t>m)
-    return _array_of(out, n, _DT_I64, sizeof(int64_t))
+    return _small_raw(keys, False)
 
 
 def cassandra_token_seq(keys):
