@@ -8,9 +8,15 @@ way.  Nothing here is public; the module has no Python-level API.
 """
 
 cimport cython
+from cpython.buffer cimport PyBuffer_Release, PyBUF_RECORDS_RO
+from cpython.exc cimport PyErr_Clear
 from libc.stdint cimport int64_t
 
 import numpy as np
+
+cdef extern from "Python.h":
+    # PyObject_GetBuffer without Cython's exception check (address() falls back)
+    int _get_buffer "PyObject_GetBuffer"(object obj, Py_buffer *view, int flags)
 
 from shardhash import _parallel
 
@@ -136,6 +142,15 @@ cdef object check_out(object out, Py_ssize_t n, object dtype, bint required=Fals
 
 
 cdef void *address(object a) except? NULL:
+    # The buffer protocol gives the first item's address cheaply (no
+    # __array_interface__ dict); numpy exports no buffer of object arrays.
+    cdef Py_buffer view
+    cdef void *p
     if a.shape[0] == 0:
         return NULL
+    if _get_buffer(a, &view, PyBUF_RECORDS_RO) == 0:
+        p = view.buf
+        PyBuffer_Release(&view)
+        return p
+    PyErr_Clear()
     return <void *><size_t>a.__array_interface__["data"][0]

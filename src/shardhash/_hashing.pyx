@@ -615,7 +615,7 @@ cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
 
 cdef inline size_t _addr(object a):
     """Address of a numpy array's first element (the caller keeps ``a`` alive)."""
-    return <size_t>a.__array_interface__["data"][0]
+    return <size_t>address(a)
 
 
 # -- kernels run by shardhash._common.run (keys [s, e) of the job) -----------
