@@ -3,7 +3,10 @@
 Every ``src/shardhash/**/_*.pyx`` becomes a private extension module.  Each
 ``.pyx`` names the plain-C core files it needs (``src/shardhash/_core``, no
 Python.h there) in its ``# distutils: sources = [...]`` header, so a module
-links only the kernels it uses.
+links only the kernels it uses.  The core is organised by concern
+(``common/``, ``hash/``, ``place/``, ``compat/``); every one of those
+directories is on the include path, so C files and ``cdef extern from``
+blocks name a header by its file name alone.
 
 Environment switches:
 
@@ -35,6 +38,8 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 SRC = Path("src")
 CORE = SRC / "shardhash" / "_core"
+CORE_DIRS = [str(CORE / d) for d in ("common", "hash", "place", "compat")]
+
 
 def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
@@ -88,7 +93,7 @@ def make_extensions() -> list[Extension]:
             Extension(
                 modname,
                 sources=[str(pyx)],
-                include_dirs=[str(CORE)],
+                include_dirs=CORE_DIRS,
                 extra_compile_args=cflags,
                 extra_link_args=ldflags,
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],

@@ -55,7 +55,7 @@ mkdir -p "$work/src"
 tar --exclude=./.git --exclude=./.venv --exclude=./.venv-sdist --exclude=./build \
     --exclude=./dist --exclude='*.so' --exclude=__pycache__ --exclude=.hypothesis \
     -cf - . | tar -C "$work/src" -xf -
-if [ ! -f "$work/src/src/shardhash/_core/sh_place.c" ]; then
+if [ ! -f "$work/src/src/shardhash/_core/place/sh_jump.c" ]; then
   echo "FAIL: the copy of the sources lacks the C core" >&2
   exit 1
 fi

@@ -85,7 +85,9 @@ if [ ! -f "$RUN_C_TESTS" ]; then
   exit 1
 fi
 shopt -s nullglob
-core_srcs=("$CORE"/*.c)
+core_srcs=("$CORE"/*/*.c)
+core_incs=()
+for d in "$CORE"/*/; do core_incs+=("-I${d%/}"); done
 c_tests=("$ROOT"/tests/c/test_*.c)
 echo "core files: ${#core_srcs[@]}, C test programs: ${#c_tests[@]}"
 if [ ${#core_srcs[@]} -eq 0 ] || [ ${#c_tests[@]} -eq 0 ]; then
@@ -125,7 +127,7 @@ if need $MINGW gcc-mingw-w64-x86-64; then
   for src in "${core_srcs[@]}"; do
     obj="$work/mingw_$(basename "${src%.c}").o"
     # shellcheck disable=SC2086
-    if ! $MINGW $STRICT -I"$CORE" -c "$src" -o "$obj" 2>"$work/mingw.err"; then
+    if ! $MINGW $STRICT "${core_incs[@]}" -c "$src" -o "$obj" 2>"$work/mingw.err"; then
       sed 's/^/    /' "$work/mingw.err"; mingw_ok=0
     fi
     objs+=("$obj")
@@ -133,7 +135,7 @@ if need $MINGW gcc-mingw-w64-x86-64; then
   if [ $mingw_ok = 1 ]; then
     for t in "${c_tests[@]}"; do
       # shellcheck disable=SC2086
-      if ! $MINGW $STRICT -I"$CORE" "$t" "${objs[@]}" -o "$work/$(basename "${t%.c}").exe" -lm 2>"$work/mingw.err"; then
+      if ! $MINGW $STRICT "${core_incs[@]}" "$t" "${objs[@]}" -o "$work/$(basename "${t%.c}").exe" -lm 2>"$work/mingw.err"; then
         sed 's/^/    /' "$work/mingw.err"; mingw_ok=0
       fi
     done
@@ -169,7 +171,7 @@ if command -v clang >/dev/null 2>&1; then
   clang_ok=1
   for src in "${core_srcs[@]}" "${c_tests[@]}"; do
     # shellcheck disable=SC2086
-    if ! clang $STRICT -I"$CORE" -c "$src" -o "$work/clang.o" 2>"$work/clang.err"; then
+    if ! clang $STRICT "${core_incs[@]}" -c "$src" -o "$work/clang.o" 2>"$work/clang.err"; then
       sed 's/^/    /' "$work/clang.err"; clang_ok=0
     fi
   done

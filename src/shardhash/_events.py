@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["emit", "subscribe", "unsubscribe"]
 

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_batch.c, src/shardhash/_core/sh_xxhash.c, src/shardhash/_core/sh_murmur3.c, src/shardhash/_core/sh_fnv.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_batch.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/hash/sh_murmur3.c, src/shardhash/_core/hash/sh_fnv.c]
 """Compiled hashing core: scalar and batch hashing, the Hasher spec object.
 
 Private module; the public API is :mod:`shardhash.hashing`.

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_plan.c]
+# distutils: sources = [src/shardhash/_core/place/sh_plan.c]
 """Compiled counting kernels for shardhash.plan (private)."""
 
 from libc.stdint cimport int32_t, int64_t

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_place.c, src/shardhash/_core/sh_jump_avx2.c, src/shardhash/_core/sh_jump_neon.c, src/shardhash/_core/sh_cpu.c, src/shardhash/_core/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/place/sh_jump.c, src/shardhash/_core/place/sh_bucket.c, src/shardhash/_core/place/sh_ring.c, src/shardhash/_core/place/sh_maglev.c, src/shardhash/_core/place/sh_rendezvous.c, src/shardhash/_core/place/sh_override.c, src/shardhash/_core/place/sh_jump_avx2.c, src/shardhash/_core/place/sh_jump_neon.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/hash/sh_xxhash.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the

@@ -42,13 +42,17 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
 from .io import require_pyarrow
+
+if TYPE_CHECKING:
+    from .plan import PlanReport
 
 __all__ = [
     "ShippedRouter",
@@ -203,10 +207,11 @@ def id_kind(typ: Any) -> str:
         typ = typ.value_type
     if pa.types.is_integer(typ):
         return "int"
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or getattr(pa.types, "is_string_view", lambda t: False)(typ):
-        return "str"
-    if pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or getattr(pa.types, "is_binary_view", lambda t: False)(typ):
-        return "bytes"
+    for kind, test in (("str", "string"), ("bytes", "binary")):
+        # (the *_view types are newer than the oldest pyarrow supported)
+        names = (f"is_{test}", f"is_large_{test}", f"is_{test}_view")
+        if any(getattr(pa.types, n, lambda t: False)(typ) for n in names):
+            return kind
     raise TypeError(f"ids must be integers, strings or binary, not {typ}")
 
 
@@ -318,11 +323,19 @@ def shard_indices(values: Any, router: Any, *, column: str = "id", source: Any =
     """
     router = resolve(router)
     values = _check_ids(values, column, source=source, offset=offset, kind=kind)
+    with _naming_rows(source, offset, len(values)):
+        idx: np.ndarray = router.route_many(_for_router(values, router))
+    return idx
+
+
+@contextmanager
+def _naming_rows(source: Any, offset: int, n: int) -> Iterator[None]:
+    """A routing error inside the block names the source and the rows of the batch."""
     try:
-        return router.route_many(_for_router(values, router))
+        yield
     except (ValueError, TypeError, OverflowError) as exc:
         where = f"{source}: " if source is not None else ""
-        raise type(exc)(f"{where}rows {offset}..{offset + len(values) - 1}: {exc}") from None
+        raise type(exc)(f"{where}rows {offset}..{offset + n - 1}: {exc}") from None
 
 
 # ------------------------------------------------------------------ route
@@ -428,7 +441,7 @@ class DiffPartial:
                            self.batches + other.batches, _max_merge(self.builds, other.builds),
                            _max_merge(self.peak_rss, other.peak_rss))
 
-    def report(self) -> Any:
+    def report(self) -> PlanReport:
         """The :class:`shardhash.plan.PlanReport` (as ``plan.diff`` makes it)."""
         from .plan import PlanReport, ideal_fraction
 
@@ -520,24 +533,20 @@ def diff_batch(batch: Any, column: str, old: Any, new: Any, weights: str | None 
     True
     """
     from ._plan import count_moves
-    from .plan import _hash_routed
 
     so, sn = ship(old), ship(new)
     o, n = so.get(), sn.get()
     part = DiffPartial.empty(so, sn, weighted=weights is not None)
     values = _check_ids(_column(batch, column, source), column, source=source, offset=offset, kind=kind)
     w = _weights_of(batch, weights, source, offset)
-    try:
-        if _hash_routed(o) and _hash_routed(n) and o.hasher == n.hasher:
+    with _naming_rows(source, offset, len(values)):
+        if o.routes_on_hash and n.routes_on_hash and o.hasher == n.hasher:
             h = o.hasher.hash_array(values, threads=1)
             oi = o.route_hashes(h, threads=1)
             ni = n.route_hashes(h, threads=1)
         else:
             oi = o.route_many(_for_router(values, o), threads=1)
             ni = n.route_many(_for_router(values, n), threads=1)
-    except (ValueError, TypeError, OverflowError) as exc:
-        where = f"{source}: " if source is not None else ""
-        raise type(exc)(f"{where}rows {offset}..{offset + len(values) - 1}: {exc}") from None
     count_moves(oi, ni, part.matrix, w, part.weighted_matrix, threads=1)
     part.batches = 1
     part.builds = _builds_of(so, sn)
@@ -590,13 +599,11 @@ class AnalyzePartial:
             raise ValueError("cannot merge partials of different routers")
         if self.hot.capacity != other.hot.capacity:
             raise ValueError("cannot merge heavy-hitter summaries of different capacities")
-        counts = None if self.counts is None else self.counts + other.counts  # type: ignore[operator]
+        counts = None if self.counts is None else self.counts + other.counts
         weighted = _add_opt(self.weighted, other.weighted)
-        builds = dict(self.builds)
-        for k, v in other.builds.items():
-            builds[k] = max(builds.get(k, 0), v)
         return AnalyzePartial(self.router, self.total + other.total, counts, weighted,
-                              self.weight_total + other.weight_total, self.hot.merged(other.hot), builds)
+                              self.weight_total + other.weight_total, self.hot.merged(other.hot),
+                              _max_merge(self.builds, other.builds))
 
     def load_report(self) -> Any:
         """A :class:`shardhash.analysis.LoadReport` (needs a router)."""
@@ -618,7 +625,8 @@ def _max_merge(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
 def _add_opt(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     if a is None:
         return None if b is None else b.copy()
-    return a.copy() if b is None else a + b
+    total: np.ndarray = a.copy() if b is None else a + b
+    return total
 
 
 def analyze_batch(batch: Any, column: str, router: Any = None, weights: str | None = None, *,
@@ -641,11 +649,8 @@ def analyze_batch(batch: Any, column: str, router: Any = None, weights: str | No
     counts = weighted = None
     if sr is not None:
         r = sr.get()
-        try:
+        with _naming_rows(source, offset, len(values)):
             idx = r.route_many(_for_router(values, r), threads=1)
-        except (ValueError, TypeError, OverflowError) as exc:
-            where = f"{source}: " if source is not None else ""
-            raise type(exc)(f"{where}rows {offset}..{offset + len(values) - 1}: {exc}") from None
         counts = np.bincount(idx, minlength=len(r.shards)).astype(np.int64)
         if w is not None:
             weighted = np.bincount(idx, weights=w, minlength=len(r.shards))
@@ -655,15 +660,31 @@ def analyze_batch(batch: Any, column: str, router: Any = None, weights: str | No
     return AnalyzePartial(sr, len(values), counts, weighted, float(w.sum()) if w is not None else 0.0, hh, builds)
 
 
-def tree_reduce(parts: Sequence[Any]) -> Any:
-    """Merge partials pairwise, level by level (the shape engines reduce in)."""
-    parts = list(parts)
-    if not parts:
+class _Mergeable(Protocol):
+    def merge(self: _P, other: _P, /) -> _P: ...
+
+
+_P = TypeVar("_P", bound=_Mergeable)
+
+
+def _merge(a: _P, b: _P) -> _P:
+    return a.merge(b)
+
+
+def tree_reduce(parts: Sequence[_P], merge: Callable[[_P, _P], _P] = _merge) -> _P:
+    """Merge partials pairwise, level by level (the shape engines reduce in).
+
+    ``merge(a, b)`` defaults to ``a.merge(b)``; an engine may pass one that
+    builds a task instead (Dask: ``dask.delayed``), so that the tree runs on
+    the cluster.
+    """
+    level = list(parts)
+    if not level:
         raise ValueError("nothing to reduce")
-    while len(parts) > 1:
-        parts = [parts[i].merge(parts[i + 1]) if i + 1 < len(parts) else parts[i]
-                 for i in range(0, len(parts), 2)]
-    return parts[0]
+    while len(level) > 1:
+        level = [merge(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+    return level[0]
 
 
 # ----------------------------------------------------------------- Parquet input

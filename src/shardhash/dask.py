@@ -32,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from . import _engines
 from . import arrow as _arrow
 
 try:
-    import dask
     import dask.dataframe as dd
     import pandas as pd
+    from dask.delayed import delayed
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("shardhash.dask needs Dask: pip install 'shardhash[dask]'") from exc
 
@@ -45,12 +46,7 @@ __all__ = ["route", "diff", "analyze", "read_parquet"]
 
 
 def _kind(ddf: Any, column: str) -> str:
-    if column not in ddf.columns:
-        raise ValueError(f"no column {column!r} (columns: {', '.join(map(str, ddf.columns))})")
-    try:
-        return _arrow.id_kind(ddf._meta[column].dtype)
-    except TypeError as exc:
-        raise TypeError(f"column {column!r}: {exc}") from None
+    return _engines.id_column_kind(ddf.columns, column, lambda: ddf._meta[column].dtype)
 
 
 def _where(partition_info: Any) -> str:
@@ -79,9 +75,7 @@ def route(ddf: Any, column: str, router: Any, name: str = "shard", *, indices: b
     """
     cols = _arrow.shard_columns(router, name)
     kind = _kind(ddf, column)
-    for n in cols:
-        if n in ddf.columns:
-            raise ValueError(f"the DataFrame already has a column named {n!r}: choose another name")
+    _engines.refuse_taken(ddf.columns, cols)
     meta = _route_part(ddf._meta, column, cols, indices, None)
     return ddf.map_partitions(_route_part, column, cols, indices, kind, meta=meta)
 
@@ -100,12 +94,9 @@ def _merge(a: Any, b: Any) -> Any:
     return a.merge(b)
 
 
-def _tree(parts: list[Any]) -> Any:
-    merge = dask.delayed(_merge, pure=True)
-    while len(parts) > 1:
-        parts = [merge(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
-                 for i in range(0, len(parts), 2)]
-    return parts[0]
+def _tree(parts: Sequence[Any]) -> Any:
+    """Merge delayed partials in a tree of tasks, computed with the active scheduler."""
+    return _arrow.tree_reduce(parts, delayed(_merge, pure=True)).compute()
 
 
 def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
@@ -120,18 +111,12 @@ def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = Non
     """
     so, sn = _arrow.ship(old), _arrow.ship(new)
     kind = _kind(ddf, column)
-    if weights is not None and weights not in ddf.columns:
-        raise ValueError(f"no weight column {weights!r}")
-    cols = [column] + ([weights] if weights else [])
-    parts = ddf[cols].to_delayed()
-    task = dask.delayed(_diff_part, pure=True)
+    _engines.check_weights(ddf.columns, weights)
+    parts = ddf[_engines.input_columns(column, weights)].to_delayed()
+    task = delayed(_diff_part, pure=True)
     partials = [task(p, column, so, sn, weights, kind, i) for i, p in enumerate(parts)]
-    if not partials:
-        return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
-    total = _tree(partials).compute()
-    if stats is not None:
-        stats.update(partitions=len(partials), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
-    return total.report()
+    return _engines.diff_report(partials, so, sn, weighted=weights is not None, stats=stats,
+                                count_key="partitions", reduce=_tree)
 
 
 def analyze(ddf: Any, column: str, router: Any = None, *, weights: str | None = None,
@@ -143,13 +128,10 @@ def analyze(ddf: Any, column: str, router: Any = None, *, weights: str | None = 
     """
     sr = None if router is None else _arrow.ship(router)
     kind = _kind(ddf, column)
-    cols = [column] + ([weights] if weights else [])
-    parts = ddf[cols].to_delayed()
-    task = dask.delayed(_analyze_part, pure=True)
+    parts = ddf[_engines.input_columns(column, weights)].to_delayed()
+    task = delayed(_analyze_part, pure=True)
     partials = [task(p, column, sr, weights, capacity, kind, i) for i, p in enumerate(parts)]
-    if not partials:
-        raise ValueError("the DataFrame has no partitions")
-    return _tree(partials).compute()  # type: ignore[no-any-return]
+    return _engines.analyze_result(partials, "the DataFrame has no partitions", reduce=_tree)
 
 
 # ------------------------------------------------------------------ Parquet input
@@ -180,5 +162,6 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
     if columns is not None:
         columns = list(dict.fromkeys([column, *columns, *([weights] if weights else [])]))
     meta = _read_file(files[0], column, columns, kind).iloc[:0]
-    return dd.from_map(_read_file, files, column=column, columns=columns, kind=kind, meta=meta,
-                       label="shardhash-read-parquet", enforce_metadata=False)
+    return dd.from_map(  # type: ignore[no-untyped-call]  # dask.dataframe.from_map is unannotated
+        _read_file, files, column=column, columns=columns, kind=kind, meta=meta,
+        label="shardhash-read-parquet", enforce_metadata=False)

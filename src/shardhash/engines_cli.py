@@ -28,32 +28,21 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import numpy as np
-
+from . import _engines
 from . import arrow as _arrow
+from .cli import PROG, UsageError, _json_default, _load_router, _positive_int
 
-PROG = "shardhash"
+if TYPE_CHECKING:
+    from .plan import PlanReport
+
 ENGINES = ("dask", "spark", "ray")
 
 
-class UsageError(Exception):
-    pass
-
-
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # exit status 2, like the main command line
+    def error(self, message: str) -> NoReturn:  # exit status 2, like the main command line
         raise UsageError(message)
-
-
-def _load_router(path: str) -> Any:
-    from .routing import load_router
-
-    try:
-        return load_router(path)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"{path}: {exc}") from None
 
 
 # --------------------------------------------------------------------- engines
@@ -63,6 +52,11 @@ class _Engine:
     """One engine session for one command."""
 
     name = ""
+    mod: Any  # the adapter: shardhash.dask, shardhash.spark or shardhash.ray
+    #: keyword arguments every adapter call gets (Ray: the actor pool)
+    options: dict[str, Any] = {}
+    #: the column naming each row's file, where the frame has one (Ray: ``path``)
+    source_column: str | None = None
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -76,16 +70,31 @@ class _Engine:
     def close(self) -> None:
         pass
 
+    def frame(self, files: list[str], column: str, weights: str | None = None, all_columns: bool = True) -> Any:
+        """The engine's frame over ``files`` (only the id and weight columns unless ``all_columns``)."""
+        raise NotImplementedError
+
     def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:
         """Write the rows of ``files`` plus one shard column per router under ``out``,
         partitioned by those columns (only rows whose two shards differ when ``moved``)."""
         raise NotImplementedError
 
-    def diff(self, files: list[str], column: str, old: Any, new: Any, weights: str | None) -> Any:
-        raise NotImplementedError
+    def diff(self, files: list[str], column: str, old: Any, new: Any, weights: str | None) -> PlanReport:
+        src = {} if self.source_column is None else {"source_column": self.source_column}
+        report: PlanReport = self.mod.diff(self.frame(files, column, weights, all_columns=False), column, old, new,
+                                           weights=weights, **src, **self.options)
+        return report
 
-    def analyze(self, files: list[str], column: str, router: Any, weights: str | None, capacity: int) -> Any:
-        raise NotImplementedError
+    def analyze(self, files: list[str], column: str, router: Any, weights: str | None,
+                capacity: int) -> _arrow.AnalyzePartial:
+        part: _arrow.AnalyzePartial = self.mod.analyze(self.frame(files, column, weights, all_columns=False),
+                                                       column, router, weights=weights, capacity=capacity,
+                                                       **self.options)
+        return part
+
+
+def _missing(engine: str, what: str, exc: ImportError) -> UsageError:
+    return UsageError(f"--engine {engine} needs {what}: pip install 'shardhash[{engine}]' ({exc})")
 
 
 class _Dask(_Engine):
@@ -98,23 +107,24 @@ class _Dask(_Engine):
 
             from . import dask as shd
         except ImportError as exc:
-            raise UsageError(f"--engine dask needs Dask: pip install 'shardhash[dask]' ({exc})") from None
+            raise _missing("dask", "Dask", exc) from None
         self.mod = shd
         self.cluster = None
         if args.scheduler:
-            self.client = Client(args.scheduler)
+            self.client = Client(args.scheduler)  # type: ignore[no-untyped-call]  # distributed: unannotated
         else:
-            self.cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address="127.0.0.1:0", host="127.0.0.1")
-            self.client = Client(self.cluster)
+            self.cluster = LocalCluster(  # type: ignore[no-untyped-call]  # distributed: unannotated
+                n_workers=args.workers, threads_per_worker=1, processes=True,
+                dashboard_address="127.0.0.1:0", host="127.0.0.1")
+            self.client = Client(self.cluster)  # type: ignore[no-untyped-call]  # distributed: unannotated
 
     def close(self) -> None:
-        self.client.close()
+        self.client.close()  # type: ignore[no-untyped-call]  # distributed: unannotated
         if self.cluster is not None:
             self.cluster.close()
 
     def frame(self, files: list[str], column: str, weights: str | None = None, all_columns: bool = True) -> Any:
-        cols = None if all_columns else [column] + ([weights] if weights else [])
+        cols = None if all_columns else _engines.input_columns(column, weights)
         return self.mod.read_parquet(files, column, columns=cols, weights=weights)
 
     def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:
@@ -124,14 +134,6 @@ class _Dask(_Engine):
             ddf = ddf[ddf[names[0]].astype(str) != ddf[names[1]].astype(str)]
         ddf.to_parquet(out, partition_on=names, write_index=False)
         return _count_rows(out)
-
-    def diff(self, files: list[str], column: str, old: Any, new: Any, weights: str | None) -> Any:
-        return self.mod.diff(self.frame(files, column, weights, all_columns=False), column, old, new,
-                             weights=weights)
-
-    def analyze(self, files: list[str], column: str, router: Any, weights: str | None, capacity: int) -> Any:
-        return self.mod.analyze(self.frame(files, column, weights, all_columns=False), column, router,
-                                weights=weights, capacity=capacity)
 
 
 class _Spark(_Engine):
@@ -146,7 +148,7 @@ class _Spark(_Engine):
 
             from . import spark as shs
         except ImportError as exc:
-            raise UsageError(f"--engine spark needs PySpark: pip install 'shardhash[spark]' ({exc})") from None
+            raise _missing("spark", "PySpark", exc) from None
         self.mod = shs
         self.owned = SparkSession.getActiveSession() is None  # an active session is reused, and left running
         master = args.master or f"local[{args.workers}]"
@@ -165,7 +167,7 @@ class _Spark(_Engine):
 
     def frame(self, files: list[str], column: str, weights: str | None = None, all_columns: bool = True) -> Any:
         df = self.session.read.parquet(*files)
-        return df if all_columns else df.select(column, *([weights] if weights else []))
+        return df if all_columns else df.select(*_engines.input_columns(column, weights))
 
     def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:
         from pyspark.sql import functions as F
@@ -177,16 +179,10 @@ class _Spark(_Engine):
         df.write.partitionBy(*names).parquet(out)
         return _count_rows(out)
 
-    def diff(self, files: list[str], column: str, old: Any, new: Any, weights: str | None) -> Any:
-        return self.mod.diff(self.frame(files, column, weights, False), column, old, new, weights=weights)
-
-    def analyze(self, files: list[str], column: str, router: Any, weights: str | None, capacity: int) -> Any:
-        return self.mod.analyze(self.frame(files, column, weights, False), column, router, weights=weights,
-                                capacity=capacity)
-
 
 class _Ray(_Engine):
     name = "ray"
+    source_column = "path"  # read_parquet(include_paths=True) names each row's file
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args)
@@ -198,35 +194,36 @@ class _Ray(_Engine):
 
             from . import ray as shr
         except ImportError as exc:
-            raise UsageError(f"--engine ray needs Ray Data: pip install 'shardhash[ray]' ({exc})") from None
+            raise _missing("ray", "Ray Data", exc) from None
         self.ray, self.mod = ray, shr
-        self.pool: dict[str, Any] = {}
+        self.options = {}
         self.owned = not ray.is_initialized()  # a running Ray in this process is reused, and left running
         if not self.owned:
-            self.pool = {"concurrency": args.workers, "num_cpus": 0.5} if not args.address else {}
+            self.options = {"concurrency": args.workers, "num_cpus": 0.5} if not args.address else {}
         elif args.address:
             ray.init(address=args.address, log_to_driver=False)
         else:
             ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
             # Actors leave room for Ray Data's own small tasks on a local cluster.
-            self.pool = {"concurrency": args.workers, "num_cpus": 0.5}
+            self.options = {"concurrency": args.workers, "num_cpus": 0.5}
         ray.data.DataContext.get_current().enable_progress_bars = False
 
     def close(self) -> None:
         if self.owned:
             self.ray.shutdown()
 
-    def frame(self, files: list[str]) -> Any:
+    def frame(self, files: list[str], column: str, weights: str | None = None, all_columns: bool = True) -> Any:
         return self.ray.data.read_parquet(files, include_paths=True)
 
     def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:
-        ds = self.mod.route(self.frame(files), column, routers, source_column="path", **self.pool)
+        ds = self.mod.route(self.frame(files, column), column, routers, source_column=self.source_column,
+                            **self.options)
         names = list(routers)
 
         def finish(t: Any) -> Any:
             import pyarrow.compute as pc
 
-            t = t.drop_columns(["path"])
+            t = t.drop_columns([self.source_column])
             for n in names:  # plain strings: folder names come from the values
                 t = t.set_column(t.schema.get_field_index(n), n, pc.cast(t.column(n), "string"))
             if moved:
@@ -235,14 +232,6 @@ class _Ray(_Engine):
 
         ds.map_batches(finish, batch_format="pyarrow", batch_size=None).write_parquet(out, partition_cols=names)
         return _count_rows(out)
-
-    def diff(self, files: list[str], column: str, old: Any, new: Any, weights: str | None) -> Any:
-        return self.mod.diff(self.frame(files), column, old, new, weights=weights, source_column="path",
-                             **self.pool)
-
-    def analyze(self, files: list[str], column: str, router: Any, weights: str | None, capacity: int) -> Any:
-        return self.mod.analyze(self.frame(files), column, router, weights=weights, capacity=capacity,
-                                **self.pool)
 
 
 def _engine(args: argparse.Namespace) -> _Engine:
@@ -359,6 +348,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     out["hot_keys"] = [{"key": k, "count_at_least": lo, "count_at_most": hi} for k, lo, hi in top]
     out["hot_key_error_bound"] = part.hot.error
     if router is not None:
+        assert part.counts is not None  # an AnalyzePartial made with a router has per-shard counts
         out["shards"] = {s: {"keys": int(part.counts[i]),
                              **({args.weights: float(part.weighted[i])} if part.weighted is not None else {})}
                          for i, s in enumerate(router.shards)}
@@ -379,27 +369,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, bytes):
-        return o.decode("utf-8", "replace")
-    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
-
-
 # ----------------------------------------------------------------------- parser
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:

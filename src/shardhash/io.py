@@ -38,7 +38,7 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -557,9 +557,8 @@ class IdReader:
                     try:
                         float(x)
                     except ValueError:
-                        raise ValueError(
-                            f"{self.path}: line {lines[i]}: weight {x!r} in column {self.weights_column!r} is not a number"
-                        ) from None
+                        raise ValueError(f"{self.path}: line {lines[i]}: weight {x!r} in column "
+                                         f"{self.weights_column!r} is not a number") from None
                 raise  # pragma: no cover
             _check_weights(w, self.weights_column, self.path, lines, "line")
         return IdChunk(arr, w)
@@ -763,7 +762,33 @@ class atomic_output:
             self.abort()
 
 
-class ChunkWriter:
+_W = TypeVar("_W", bound="AtomicWriter")
+
+
+class AtomicWriter:
+    """A writer whose output appears whole or not at all.
+
+    Use as a context manager: leaving the ``with`` block calls :meth:`close`
+    (the output appears) or, on an error, :meth:`abort` (nothing is left).
+    """
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _W) -> _W:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class ChunkWriter(AtomicWriter):
     """Write columns to Parquet or CSV one chunk at a time.
 
     Use as a context manager; each :meth:`write` call appends rows.  Rows go
@@ -802,15 +827,6 @@ class ChunkWriter:
         self._names: list[str] | None = None
         self._empty: Any = None
 
-    def __enter__(self) -> ChunkWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
     def abort(self) -> None:
         """Drop everything written: the target file is left as it was."""
         try:
@@ -842,7 +858,8 @@ class ChunkWriter:
         for name, col in columns.items():
             if isinstance(col, tuple):
                 codes, labels = col
-                arr = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(labels), pa.string()))
+                arr = pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes, dtype=np.int32)),
+                                                     pa.array(list(labels), pa.string()))
             elif isinstance(col, (pa.Array, pa.ChunkedArray)):
                 arr = col
             else:

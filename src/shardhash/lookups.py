@@ -183,15 +183,8 @@ class ClusterStore:
 
     @contextlib.contextmanager
     def write_shard(self, shard: str) -> Iterator[Any]:
-        b = self.cluster.backend(shard)
-        c = b.conn()
-        b.begin_write(c)
-        try:
+        with self.cluster.backend(shard).writing() as c:
             yield _Tx(c)
-        except BaseException:
-            b.rollback(c)
-            raise
-        b.commit(c)
 
 
 class LookupIndex:

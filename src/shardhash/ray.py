@@ -25,6 +25,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from . import _engines
 from . import arrow as _arrow
 
 try:
@@ -39,13 +40,7 @@ __all__ = ["route", "diff", "analyze"]
 def _kind(ds: Any, column: str) -> str:
     schema = ds.schema()
     names = list(schema.names)
-    if column not in names:
-        raise ValueError(f"no column {column!r} (columns: {', '.join(names)})")
-    typ = schema.types[names.index(column)]
-    try:
-        return _arrow.id_kind(typ)
-    except TypeError as exc:
-        raise TypeError(f"column {column!r}: {exc}") from None
+    return _engines.id_column_kind(names, column, lambda: schema.types[names.index(column)])
 
 
 def _map(ds: Any, cls: type, args: tuple[Any, ...], concurrency: int | None, num_cpus: float | None) -> Any:
@@ -65,7 +60,8 @@ def _concurrency(concurrency: int | None) -> int:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
         return concurrency
-    return max(1, int(ray.available_resources().get("CPU", 1)))
+    cpus = ray.available_resources().get("CPU", 1)  # type: ignore[no-untyped-call]  # ray: unannotated
+    return max(1, int(cpus))
 
 
 class _Route:
@@ -141,12 +137,7 @@ def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     so, sn = _arrow.ship(old), _arrow.ship(new)
     out = _map(ds, _Diff, (so, sn, column, weights, kind, source_column), concurrency, num_cpus)
     parts = [_arrow.DiffPartial.from_row(r, so, sn) for r in out.take_all()]
-    if not parts:
-        return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
-    total = _arrow.tree_reduce(parts)
-    if stats is not None:
-        stats.update(partials=len(parts), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
-    return total.report()
+    return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
 
 
 def analyze(ds: Any, column: str, router: Any = None, *, weights: str | None = None,
@@ -158,6 +149,4 @@ def analyze(ds: Any, column: str, router: Any = None, *, weights: str | None = N
     sr = None if router is None else _arrow.ship(router)
     out = _map(ds, _Analyze, (sr, column, weights, capacity, kind), concurrency, num_cpus)
     parts = [pickle.loads(r["partial"]) for r in out.take_all()]
-    if not parts:
-        raise ValueError("the Dataset has no rows")
-    return _arrow.tree_reduce(parts)  # type: ignore[no-any-return]
+    return _engines.analyze_result(parts, "the Dataset has no rows")

@@ -46,9 +46,9 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from shardhash import _events
 
@@ -80,8 +80,26 @@ class ScatterError(RuntimeError):
         super().__init__(f"scatter-gather failed on {len(self.failed)} shard(s): {names}")
 
 
+class _Outcomes:
+    """What a result says about its shards: ``failed`` {shard: reason} and
+    ``latencies`` {shard: seconds} of the shards that answered."""
+
+    failed: dict[str, str]
+    latencies: dict[str, float]
+
+    @property
+    def partial(self) -> bool:
+        """True when some shard's rows are missing (see ``failed``)."""
+        return bool(self.failed)
+
+    @property
+    def latency(self) -> float:
+        """The query's latency: the slowest shard's (seconds)."""
+        return max(self.latencies.values(), default=0.0)
+
+
 @dataclass
-class ScatterResult:
+class ScatterResult(_Outcomes):
     """A page of merged rows.
 
     ``rows`` in the global order; ``columns`` the result's column names;
@@ -98,35 +116,17 @@ class ScatterResult:
     latencies: dict[str, float] = field(default_factory=dict)
 
     @property
-    def partial(self) -> bool:
-        """True when some shard's rows are missing (see ``failed``)."""
-        return bool(self.failed)
-
-    @property
-    def latency(self) -> float:
-        """The query's latency: the slowest shard's (seconds)."""
-        return max(self.latencies.values(), default=0.0)
-
-    @property
     def slowest_shard(self) -> str | None:
         return max(self.latencies, key=self.latencies.__getitem__) if self.latencies else None
 
 
 @dataclass
-class AggregateResult:
+class AggregateResult(_Outcomes):
     """Combined aggregates: one dict per group (group columns, then aggregates)."""
 
     rows: list[dict[str, Any]]
     failed: dict[str, str] = field(default_factory=dict)
     latencies: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def partial(self) -> bool:
-        return bool(self.failed)
-
-    @property
-    def latency(self) -> float:
-        return max(self.latencies.values(), default=0.0)
 
 
 # ---------------------------------------------------------------------------
@@ -358,7 +358,12 @@ def _run_one(conns: _Conns, name: str, factory: Factory, sql: str,
     return cols, rows, time.perf_counter() - t0
 
 
-def _check_common(timeout: Any, concurrency: Any, on_partial: Any) -> None:
+def _check_common(query: Any, shards: Any, timeout: Any, concurrency: Any,
+                  on_partial: Any) -> list[tuple[str, Factory]]:
+    """Check what every fan-out takes; returns the shards as (name, factory) pairs."""
+    if not isinstance(query, str) or not query.strip():
+        raise TypeError("query must be a non-empty SQL string")
+    sh = _check_shards(shards)
     if on_partial not in _ON_PARTIAL:
         raise ValueError(f"on_partial must be one of {_ON_PARTIAL}, got {on_partial!r}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -367,6 +372,7 @@ def _check_common(timeout: Any, concurrency: Any, on_partial: Any) -> None:
     if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
                                     or concurrency < 1):
         raise ValueError(f"concurrency must be a positive int or None, got {concurrency!r}")
+    return sh
 
 
 Job = tuple[str, Factory, str, list[Any]]
@@ -376,28 +382,14 @@ Outcome = dict[str, tuple[list[str], list[tuple[Any, ...]], float]]
 def _run_threads(jobs: list[Job], timeout: float | None,
                  concurrency: int | None) -> tuple[Outcome, dict[str, str]]:
     conns = _Conns()
-    ok: Outcome = {}
-    failed: dict[str, str] = {}
     ex = cf.ThreadPoolExecutor(max_workers=min(concurrency or len(jobs), len(jobs)),
                                thread_name_prefix="shardhash-scatter")
     try:
         futs = {ex.submit(_run_one, conns, n, f, s, p): n for n, f, s, p in jobs}
         done, pending = cf.wait(futs, timeout=timeout)
-        for fut in pending:
-            name = futs[fut]
-            fut.cancel()
-            conns.abandon(name)
-            failed[name] = f"timed out after {timeout}s"
-        for fut in done:
-            name = futs[fut]
-            exc = fut.exception()
-            if exc is not None:
-                failed[name] = f"{type(exc).__name__}: {exc}"
-            else:
-                ok[name] = fut.result()
+        return _sort_out(futs, done, pending, conns, timeout)
     finally:
         ex.shutdown(wait=False, cancel_futures=True)
-    return ok, failed
 
 
 async def _run_async(jobs: list[Job], timeout: float | None,
@@ -411,21 +403,48 @@ async def _run_async(jobs: list[Job], timeout: float | None,
 
     tasks = {asyncio.ensure_future(one(*j)): j[0] for j in jobs}
     done, pending = await asyncio.wait(tasks, timeout=timeout)
+    return _sort_out(tasks, done, pending, conns, timeout)
+
+
+class _Run(Protocol):
+    """A shard's run: a thread pool's future or an asyncio task."""
+
+    def cancel(self) -> bool: ...
+    def exception(self) -> BaseException | None: ...
+    def result(self) -> tuple[list[str], list[tuple[Any, ...]], float]: ...
+
+
+def _sort_out(names: Mapping[Any, str], done: Iterable[_Run], pending: Iterable[_Run], conns: _Conns,
+              timeout: float | None) -> tuple[Outcome, dict[str, str]]:
+    """The results of the runs that finished; the failures, and the runs still
+    pending at the timeout (cancelled, their queries interrupted)."""
     ok: Outcome = {}
     failed: dict[str, str] = {}
-    for t in pending:
-        name = tasks[t]
+    for run in pending:
+        name = names[run]
+        run.cancel()
         conns.abandon(name)
-        t.cancel()
         failed[name] = f"timed out after {timeout}s"
-    for t in done:
-        name = tasks[t]
-        exc = t.exception()
+    for run in done:
+        name = names[run]
+        exc = run.exception()
         if exc is not None:
             failed[name] = f"{type(exc).__name__}: {exc}"
         else:
-            ok[name] = t.result()
+            ok[name] = run.result()
     return ok, failed
+
+
+def _report(kind: str, jobs: list[Job], ok: Outcome, failed: dict[str, str], on_partial: str) -> dict[str, float]:
+    """Emit the fan-out's events; raise on a failure unless partial results are wanted.
+    Returns the latencies of the shards that answered."""
+    lat = {n: v[2] for n, v in ok.items()}
+    _events.emit("scatter", kind=kind, fan_out=len(jobs), failed=sorted(failed), latencies=lat)
+    for n, reason in failed.items():
+        _events.emit("error", shard=n, op=kind, reason=reason)
+    if failed and on_partial == "fail":
+        raise ScatterError(failed)
+    return lat
 
 
 # ---------------------------------------------------------------------------
@@ -444,10 +463,7 @@ class _Plan:
 
 def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: Any, limit: Any,
                  cursor: Any, timeout: Any, concurrency: Any, on_partial: Any, placeholder: str) -> _Plan:
-    if not isinstance(query, str) or not query.strip():
-        raise TypeError("query must be a non-empty SQL string")
-    sh = _check_shards(shards)
-    _check_common(timeout, concurrency, on_partial)
+    sh = _check_common(query, shards, timeout, concurrency, on_partial)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     params = list(params or ())
@@ -477,12 +493,7 @@ def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: An
 
 def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, kind: str,
            keep: RowFilter | None = None) -> ScatterResult:
-    lat = {n: v[2] for n, v in ok.items()}
-    _events.emit("scatter", kind=kind, fan_out=len(plan.jobs), failed=sorted(failed), latencies=lat)
-    for n, reason in failed.items():
-        _events.emit("error", shard=n, op=kind, reason=reason)
-    if failed and on_partial == "fail":
-        raise ScatterError(failed)
+    lat = _report(kind, plan.jobs, ok, failed, on_partial)
     columns: list[str] | None = None
     for n, _ in plan.shards:
         if n in ok:
@@ -647,10 +658,7 @@ class _AggPlan:
 
 def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, params: Any, timeout: Any,
                     concurrency: Any, on_partial: Any) -> _AggPlan:
-    if not isinstance(query, str) or not query.strip():
-        raise TypeError("query must be a non-empty SQL string")
-    sh = _check_shards(shards)
-    _check_common(timeout, concurrency, on_partial)
+    sh = _check_common(query, shards, timeout, concurrency, on_partial)
     aggs = _parse_aggs(aggregates)
     group = [group_by] if isinstance(group_by, str) else list(group_by or ())
     for g in group:
@@ -670,12 +678,7 @@ def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, par
 
 
 def _combine(plan: _AggPlan, ok: Outcome, failed: dict[str, str], on_partial: str) -> AggregateResult:
-    lat = {n: v[2] for n, v in ok.items()}
-    _events.emit("scatter", kind="aggregate", fan_out=len(plan.jobs), failed=sorted(failed), latencies=lat)
-    for n, reason in failed.items():
-        _events.emit("error", shard=n, op="aggregate", reason=reason)
-    if failed and on_partial == "fail":
-        raise ScatterError(failed)
+    lat = _report("aggregate", plan.jobs, ok, failed, on_partial)
     ng = len(plan.group)
     acc: dict[tuple[Any, ...], list[Any]] = {}
     for n, _f, _s, _p in plan.jobs:  # in shard order: float sums do not depend on arrival order

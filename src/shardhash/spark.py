@@ -28,6 +28,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from . import _engines
 from . import arrow as _arrow
 
 try:
@@ -42,16 +43,17 @@ _SOURCE = "__shardhash_source"
 
 
 def _kind(df: Any, column: str) -> str:
-    if column not in df.columns:
-        raise ValueError(f"no column {column!r} (columns: {', '.join(df.columns)})")
-    t = df.schema[column].dataType
+    return _engines.id_column_kind(df.columns, column, lambda: df.schema[column].dataType, _spark_kind)
+
+
+def _spark_kind(t: Any) -> str:
     if isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
         return "int"
     if isinstance(t, T.StringType):
         return "str"
     if isinstance(t, T.BinaryType):
         return "bytes"
-    raise TypeError(f"column {column!r}: ids must be integers, strings or binary, not {t.simpleString()}")
+    raise TypeError(f"ids must be integers, strings or binary, not {t.simpleString()}")
 
 
 def _share(df: Any, value: Any) -> Any:
@@ -77,9 +79,7 @@ def route(df: Any, column: str, router: Any, name: str = "shard", *, indices: bo
     """
     kind = _kind(df, column)
     cols = _arrow.shard_columns(router, name)
-    for n in cols:
-        if n in df.columns:
-            raise ValueError(f"the DataFrame already has a column named {n!r}: choose another name")
+    _engines.refuse_taken(df.columns, cols)
     get = _share(df, cols)
     schema = T.StructType(list(df.schema.fields) +
                           [T.StructField(n, T.IntegerType() if indices else T.StringType(), False) for n in cols])
@@ -109,8 +109,7 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     Python worker process) and ``peak_rss`` (peak resident bytes of each).
     """
     kind = _kind(df, column)
-    if weights is not None and weights not in df.columns:
-        raise ValueError(f"no weight column {weights!r}")
+    _engines.check_weights(df.columns, weights)
     so, sn = _arrow.ship(old), _arrow.ship(new)
     get = _share(df, (so, sn))
 
@@ -119,15 +118,9 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
         part = _arrow.diff_batches(batches, column, o, n, weights, source_column=_SOURCE, kind=kind)
         yield _arrow.partial_batch(part)
 
-    cols = [column] + ([weights] if weights else [])
-    rows = _with_source(df, cols).mapInArrow(run, _PARTIAL).collect()
+    rows = _with_source(df, _engines.input_columns(column, weights)).mapInArrow(run, _PARTIAL).collect()
     parts = [_arrow.DiffPartial.from_row(r.asDict(), so, sn) for r in rows]
-    if not parts:
-        return _arrow.DiffPartial.empty(so, sn, weighted=weights is not None).report()
-    total = _arrow.tree_reduce(parts)
-    if stats is not None:
-        stats.update(partials=len(parts), builds=dict(total.builds), peak_rss=dict(total.peak_rss))
-    return total.report()
+    return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
 
 
 def analyze(df: Any, column: str, router: Any = None, *, weights: str | None = None,
@@ -150,9 +143,7 @@ def analyze(df: Any, column: str, router: Any = None, *, weights: str | None = N
             yield pa.RecordBatch.from_pylist([{"partial": pickle.dumps(part)}],
                                              schema=pa.schema([("partial", pa.binary())]))
 
-    cols = [column] + ([weights] if weights else [])
+    cols = _engines.input_columns(column, weights)
     rows = df.select(*cols).mapInArrow(run, T.StructType([T.StructField("partial", T.BinaryType())])).collect()
     parts = [pickle.loads(bytes(r["partial"])) for r in rows]
-    if not parts:
-        raise ValueError("the DataFrame has no rows")
-    return _arrow.tree_reduce(parts)  # type: ignore[no-any-return]
+    return _engines.analyze_result(parts, "the DataFrame has no rows")

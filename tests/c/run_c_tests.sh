@@ -2,7 +2,7 @@
 # Build and run the plain-C core tests (no Python needed).
 #
 # Every tests/c/test_*.c is built as its own program, linked with every
-# C file of the core (src/shardhash/_core/*.c), and run with the vectors
+# C file of the core (src/shardhash/_core/*/*.c), and run with the vectors
 # directory as its only argument.  A program reports by exit status (and
 # prints a "N passed, M failed" line).
 #
@@ -41,7 +41,10 @@ core=$(cd "$core" && pwd)
 vectors=$(cd "$vectors" && pwd)
 
 shopt -s nullglob
-core_srcs=("$core"/*.c)
+core_srcs=("$core"/*/*.c)
+# every directory of the core is on the include path (as in setup.py)
+core_incs=()
+for d in "$core"/*/; do core_incs+=("-I${d%/}"); done
 if [ $# -gt 0 ]; then
   tests=()
   for name in "$@"; do
@@ -71,7 +74,7 @@ pids=()
 for src in "${core_srcs[@]}"; do
   obj="$build/core_$(basename "${src%.c}").o"
   # shellcheck disable=SC2086
-  $cc $cppflags $cflags -I"$core" -c "$src" -o "$obj" &
+  $cc $cppflags $cflags "${core_incs[@]}" -c "$src" -o "$obj" &
   pids+=($!)
   objs+=("$obj")
   if [ ${#pids[@]} -ge "$jobs_max" ]; then
@@ -90,7 +93,7 @@ for t in "${tests[@]}"; do
   echo
   echo "== $name"
   # shellcheck disable=SC2086
-  if ! $cc $cppflags $cflags -I"$core" "$t" "${objs[@]}" $ldflags -o "$exe" $ldlibs; then
+  if ! $cc $cppflags $cflags "${core_incs[@]}" "$t" "${objs[@]}" $ldflags -o "$exe" $ldlibs; then
     echo "$name: BUILD FAILED" >&2
     failed+=("$name (build)")
     continue

@@ -16,21 +16,25 @@
 
 #include "sh_cassandra.h"
 #include "sh_crc16.h"
+#include "sh_redis.h"
 #include "sh_md5.h"
+#include "sh_ketama.h"
+#include "sh_mongo.h"
+#include "sh_twemproxy.h"
 #include "sh_pg.h"
 
 static int failed = 0, passed = 0;
 
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (cond) {                              \
-            passed++;                            \
-        } else {                                 \
-            failed++;                            \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (cond) {                                              \
+            passed++;                                            \
+        } else {                                                 \
+            failed++;                                            \
             fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);        \
-            fprintf(stderr, "\n");               \
-        }                                        \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+        }                                                        \
     } while (0)
 
 static uint64_t rng_state = UINT64_C(0x243F6A8885A308D3);
@@ -44,7 +48,8 @@ static uint32_t rnd(void)
  * characters and their neighbours. */
 static uint8_t rbyte(int alphabet)
 {
-    static const uint8_t tagchars[] = {'{', '}', 'z', '|', 'a', 0x7a, 0x7c, 0x7d, 0x7b, 0x00, 0xff, 0x01, 0xfb};
+    static const uint8_t tagchars[] = {'{',  '}',  'z',  '|',  'a',  0x7a, 0x7c,
+                                       0x7d, 0x7b, 0x00, 0xff, 0x01, 0xfb};
     uint32_t r = rnd();
     if (alphabet == 1) return (uint8_t)((r & 3u) ? (0x80u | (r >> 8)) : (r >> 8));
     if (alphabet == 2) return (r & 1u) ? tagchars[(r >> 1) % sizeof tagchars] : (uint8_t)(r >> 8);
@@ -59,13 +64,14 @@ static uint16_t crc16_bits(const uint8_t *p, size_t len)
     int b;
     for (i = 0; i < len; i++) {
         crc ^= (uint32_t)p[i] << 8;
-        for (b = 0; b < 8; b++) crc = (crc & 0x8000u) ? ((crc << 1) ^ 0x1021u) & 0xffffu : (crc << 1) & 0xffffu;
+        for (b = 0; b < 8; b++)
+            crc = (crc & 0x8000u) ? ((crc << 1) ^ 0x1021u) & 0xffffu : (crc << 1) & 0xffffu;
     }
     return (uint16_t)crc;
 }
 
 #define MAXLEN 100
-#define NKEYS 4000
+#define NKEYS  4000
 
 /* Keys laid out Arrow-style in `data`, plus each key copied alone into its
  * own exactly-sized allocation (for the pointer kernels). */
@@ -115,10 +121,10 @@ static void check_md5(const keyset *ks, const char *what)
 {
     size_t i, s = ks->n / 3;
     int bad = 0;
-    sh_md5_u32le_offsets(ks->offsets, ks->data, ks->n, md5_out);
+    sh_md5_u32le_offsets(ks->data, ks->offsets, ks->n, md5_out);
     for (i = 0; i < ks->n; i++)
         bad += md5_out[i] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
-    sh_md5_u32le_offsets(ks->offsets + s, ks->data, ks->n - s, md5_out);
+    sh_md5_u32le_offsets(ks->data, ks->offsets + s, ks->n - s, md5_out);
     for (i = s; i < ks->n; i++)
         bad += md5_out[i - s] != sh_md5_u32le(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
     CHECK(bad == 0, "%s: sh_md5_u32le_offsets != sh_md5_u32le on %d keys", what, bad);
@@ -132,10 +138,12 @@ static void check_pg(const keyset *ks, const char *what)
     for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
         sh_pg_varlen_extended(ks->data, ks->offsets, ks->n, seeds[si], pg_ext);
         for (i = 0; i < ks->n; i++)
-            bad += pg_ext[i] != sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+            bad += pg_ext[i] !=
+                   sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
         sh_pg_varlen_extended(ks->data, ks->offsets + s, ks->n - s, seeds[si], pg_ext);
         for (i = s; i < ks->n; i++)
-            bad += pg_ext[i - s] != sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+            bad += pg_ext[i - s] !=
+                   sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
     }
     CHECK(bad == 0, "%s: sh_pg_varlen_extended != sh_pg_hash_bytes_extended on %d keys", what, bad);
     bad = 0;
@@ -151,9 +159,9 @@ static void check_keyset(const keyset *ks, const char *what)
 {
     size_t i, s;
     int bad_c = 0, bad_r = 0;
-    sh_cassandra_token_offsets(ks->offsets, ks->data, ks->n, tok_off);
+    sh_cassandra_token_offsets(ks->data, ks->offsets, ks->n, tok_off);
     sh_cassandra_token_ptrs(ks->ptrs, ks->lens, ks->n, tok_ptr);
-    sh_redis_keyslot_offsets(ks->offsets, ks->data, ks->n, slot_off);
+    sh_redis_keyslot_offsets(ks->data, ks->offsets, ks->n, slot_off);
     sh_redis_keyslot_ptrs(ks->ptrs, ks->lens, ks->n, slot_ptr);
     for (i = 0; i < ks->n; i++) {
         const uint8_t *k = ks->data + ks->offsets[i];
@@ -169,8 +177,8 @@ static void check_keyset(const keyset *ks, const char *what)
     }
     /* a batch that starts in the middle (as the threads' chunks do) */
     s = ks->n / 3;
-    sh_cassandra_token_offsets(ks->offsets + s, ks->data, ks->n - s, tok_off);
-    sh_redis_keyslot_offsets(ks->offsets + s, ks->data, ks->n - s, slot_off);
+    sh_cassandra_token_offsets(ks->data, ks->offsets + s, ks->n - s, tok_off);
+    sh_redis_keyslot_offsets(ks->data, ks->offsets + s, ks->n - s, slot_off);
     for (i = s; i < ks->n; i++) {
         bad_c += tok_off[i - s] != tok_ptr[i];
         bad_r += slot_off[i - s] != slot_ptr[i];
@@ -194,10 +202,14 @@ static void test_every_length(void)
             size_t n = 0;
             for (len = 0; len <= MAXLEN; len++) lengths[n++] = len;
             for (len = 0; len <= 20; len++)
-                for (i = 0; i <= 20; i++) { lengths[n++] = i; lengths[n++] = len; }
+                for (i = 0; i <= 20; i++) {
+                    lengths[n++] = i;
+                    lengths[n++] = len;
+                }
             keys_make(ks, lengths, n, alphabet);
-            check_keyset(ks, alphabet == 0 ? "every length, any bytes" :
-                             alphabet == 1 ? "every length, high bytes" : "every length, tag bytes");
+            check_keyset(ks, alphabet == 0   ? "every length, any bytes"
+                             : alphabet == 1 ? "every length, high bytes"
+                                             : "every length, tag bytes");
             keys_free(ks);
             free(ks);
         }
@@ -214,7 +226,9 @@ static void test_random_mixed(void)
             keyset *ks = (keyset *)calloc(1, sizeof *ks);
             for (i = 0; i < NKEYS; i++) {
                 uint32_t r = rnd();
-                lengths[i] = (r & 7u) == 0 ? (r >> 3) % 300 : (r & 7u) == 1 ? (r >> 3) % 4 : 4 + (r >> 3) % 37;
+                lengths[i] = (r & 7u) == 0   ? (r >> 3) % 300
+                             : (r & 7u) == 1 ? (r >> 3) % 4
+                                             : 4 + (r >> 3) % 37;
             }
             keys_make(ks, lengths, NKEYS, alphabet);
             check_keyset(ks, "random mixed lengths");
@@ -232,7 +246,7 @@ static void test_crc16(void)
     CHECK(sh_crc16_xmodem("123456789", 9) == 0x31C3u, "check value");
     for (len = 0; len <= sizeof buf; len++) {
         for (i = 0; i < len; i++) buf[i] = rbyte((int)(len % 3));
-        for (i = 0; i <= len && i < 16; i++) {  /* also at unaligned addresses */
+        for (i = 0; i <= len && i < 16; i++) { /* also at unaligned addresses */
             uint16_t want = crc16_bits(buf + i, len - i);
             bad += sh_crc16_xmodem(buf + i, len - i) != want;
         }
@@ -251,8 +265,11 @@ static void test_redis_tags(void)
 {
     /* Documented examples of the hash-tag rule. */
     static const char *same[][2] = {
-        {"{user1000}.following", "user1000"}, {"{user1000}.followers", "user1000"},
-        {"foo{bar}{zap}", "bar"}, {"foo{{bar}}zap", "{bar"}, {"x{y}", "y"},
+        {"{user1000}.following", "user1000"},
+        {"{user1000}.followers", "user1000"},
+        {"foo{bar}{zap}", "bar"},
+        {"foo{{bar}}zap", "{bar"},
+        {"x{y}", "y"},
     };
     static const char *whole[] = {"foo{}{bar}", "{", "}", "{}", "ab{", "ab}cd{", ""};
     const uint8_t *p[1];
@@ -263,15 +280,15 @@ static void test_redis_tags(void)
         p[0] = (const uint8_t *)same[i][0];
         l[0] = (int64_t)strlen(same[i][0]);
         sh_redis_keyslot_ptrs(p, l, 1, out);
-        CHECK(out[0] == (crc16_bits((const uint8_t *)same[i][1], strlen(same[i][1])) & 16383u),
-              "slot of %s", same[i][0]);
+        CHECK(out[0] == (crc16_bits((const uint8_t *)same[i][1], strlen(same[i][1])) & 16383u), "slot of %s",
+              same[i][0]);
     }
     for (i = 0; i < sizeof whole / sizeof whole[0]; i++) {
         p[0] = (const uint8_t *)whole[i];
         l[0] = (int64_t)strlen(whole[i]);
         sh_redis_keyslot_ptrs(p, l, 1, out);
-        CHECK(out[0] == (crc16_bits((const uint8_t *)whole[i], strlen(whole[i])) & 16383u),
-              "slot of %s", whole[i]);
+        CHECK(out[0] == (crc16_bits((const uint8_t *)whole[i], strlen(whole[i])) & 16383u), "slot of %s",
+              whole[i]);
     }
 }
 

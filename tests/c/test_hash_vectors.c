@@ -23,16 +23,16 @@
 #include "sh_murmur3.h"
 #include "sh_xxhash.h"
 
-#define BUF_LEN 2048
-#define MAX_LINE 512
+#define BUF_LEN      2048
+#define MAX_LINE     512
 #define MAX_REPORTED 25
 
 static uint8_t g_buf[BUF_LEN];
 static uint8_t g_odd[BUF_LEN + 1];
 static unsigned long g_passed, g_failed;
 
-static const char *const k_names[SH_ALGO_COUNT] = {
-    "xxh3_64", "xxh64", "xxh32", "murmur3_32", "murmur3_128", "fnv1a_32", "fnv1a_64"};
+static const char *const k_names[SH_ALGO_COUNT] = {"xxh3_64",     "xxh64",    "xxh32",   "murmur3_32",
+                                                   "murmur3_128", "fnv1a_32", "fnv1a_64"};
 
 /* byte[i] = ((i * 2654435761 + 1013904223) mod 2^32) >> 24 */
 static void make_buffer(void)
@@ -55,8 +55,8 @@ static void hex64(uint64_t v, char out[17])
     out[16] = '\0';
 }
 
-static void check(int ok, unsigned long lineno, const char *what, const char *algo,
-                  uint64_t seed, size_t len, uint64_t got_hi, uint64_t got_lo)
+static void check(int ok, unsigned long lineno, const char *what, const char *algo, uint64_t seed, size_t len,
+                  uint64_t got_hi, uint64_t got_lo)
 {
     if (ok) {
         g_passed++;
@@ -68,15 +68,14 @@ static void check(int ok, unsigned long lineno, const char *what, const char *al
         hex64(seed, s);
         hex64(got_hi, h);
         hex64(got_lo, l);
-        fprintf(stderr, "FAIL line %lu: %s %s seed=0x%s len=%lu got=%s%s\n", lineno, what,
-                algo, s, (unsigned long)len, h, l);
+        fprintf(stderr, "FAIL line %lu: %s %s seed=0x%s len=%lu got=%s%s\n", lineno, what, algo, s,
+                (unsigned long)len, h, l);
     }
 }
 
 /* The general one-shot function: result as (hi, lo); hi is 0 except for
  * murmur3_128 (hi = h2, lo = h1). */
-static void hash_general(int algo, const uint8_t *p, size_t len, uint64_t seed,
-                         uint64_t *hi, uint64_t *lo)
+static void hash_general(int algo, const uint8_t *p, size_t len, uint64_t seed, uint64_t *hi, uint64_t *lo)
 {
     uint64_t o[2];
     *hi = 0;
@@ -128,10 +127,14 @@ static int parse_hex128(const char *s, uint64_t *hi, uint64_t *lo)
     for (i = 0; i < n; i++) {
         int d;
         char c = s[i];
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-        else return 0;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return 0;
         *hi = (*hi << 4) | (*lo >> 60);
         *lo = (*lo << 4) | (uint64_t)d;
     }
@@ -167,8 +170,8 @@ static int split4(char *line, char *f[4])
     return strchr(f[3], '\t') == NULL;
 }
 
-static void check_row(unsigned long lineno, int algo, uint64_t seed, size_t len,
-                      uint64_t exp_hi, uint64_t exp_lo)
+static void check_row(unsigned long lineno, int algo, uint64_t seed, size_t len, uint64_t exp_hi,
+                      uint64_t exp_lo)
 {
     const char *name = k_names[algo];
     uint64_t hi, lo;
@@ -246,8 +249,7 @@ static void check_published(void)
         {SH_ALGO_MURMUR3_32, "", 1, 0x514e28b7u},
         {SH_ALGO_MURMUR3_32, "", 0xffffffffu, 0x81f16f39u},
         {SH_ALGO_MURMUR3_32, "Hello, world!", 0x9747b28cu, 0x24884cbau},
-        {SH_ALGO_MURMUR3_32, "The quick brown fox jumps over the lazy dog", 0x9747b28cu,
-         0x2fa826cdu},
+        {SH_ALGO_MURMUR3_32, "The quick brown fox jumps over the lazy dog", 0x9747b28cu, 0x2fa826cdu},
         {SH_ALGO_XXH32, "", 0, 0x02cc5d05u},
         {SH_ALGO_XXH64, "", 0, UINT64_C(0xef46db3751d8e999)},
         {SH_ALGO_XXH3_64, "", 0, UINT64_C(0x2d06800538d394c2)},
@@ -257,8 +259,8 @@ static void check_published(void)
         uint64_t hi, lo;
         size_t len = strlen(pub[i].text);
         hash_general(pub[i].algo, (const uint8_t *)pub[i].text, len, pub[i].seed, &hi, &lo);
-        check(hi == 0 && lo == pub[i].expected, 0, "published", k_names[pub[i].algo],
-              pub[i].seed, len, hi, lo);
+        check(hi == 0 && lo == pub[i].expected, 0, "published", k_names[pub[i].algo], pub[i].seed, len, hi,
+              lo);
     }
 }
 

@@ -11,16 +11,16 @@
 
 static int failed = 0, passed = 0;
 
-#define CHECK(cond, ...)                         \
-    do {                                         \
-        if (cond) {                              \
-            passed++;                            \
-        } else {                                 \
-            failed++;                            \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (cond) {                                              \
+            passed++;                                            \
+        } else {                                                 \
+            failed++;                                            \
             fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);        \
-            fprintf(stderr, "\n");               \
-        }                                        \
+            fprintf(stderr, __VA_ARGS__);                        \
+            fprintf(stderr, "\n");                               \
+        }                                                        \
     } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -33,7 +33,7 @@ static uint64_t rnd(void)
 static void test_jump(void)
 {
     /* Guava Hashing.consistentHash(i, 100), i = 0..19. */
-    static const int32_t guava[20] = {0, 55, 62, 8, 45, 59, 86, 97, 82, 59,
+    static const int32_t guava[20] = {0,  55, 62, 8,  45, 59, 86, 97, 82, 59,
                                       73, 37, 17, 56, 86, 21, 90, 37, 38, 83};
     uint64_t keys[1000];
     int32_t out[1000];
@@ -43,7 +43,7 @@ static void test_jump(void)
     for (n = 1; n < 3000000; n = n * 7 + 1) {
         int bad = 0;
         size_t m;
-        for (m = 0; m < 40; m++) {  /* every tail length of the lane loop */
+        for (m = 0; m < 40; m++) { /* every tail length of the lane loop */
             sh_jump_batch(keys, m, n, out);
             for (i = 0; i < (int)m; i++) bad += out[i] != sh_jump(keys[i], n);
         }
@@ -125,7 +125,7 @@ static void test_jump_kernels(void)
         long sbad = 0;
         for (i = 0; i < nkeys; i++) {
             ref[i] = sh_jump_reference(keys[i], nb);
-            sbad += sh_jump(keys[i], nb) != ref[i];  /* the scalar fast path, if any */
+            sbad += sh_jump(keys[i], nb) != ref[i]; /* the scalar fast path, if any */
         }
         CHECK(sbad == 0, "sh_jump != sh_jump_reference for %ld buckets (%ld mismatches)", (long)nb, sbad);
         for (kern = 0; kern < 4; kern++) {
@@ -148,7 +148,8 @@ static void test_jump_kernels(void)
                 kernels[kern](keys + nkeys - n, n, nb, out);
                 for (i = 0; i < n; i++) bad += out[i] != ref[nkeys - n + i];
             }
-            CHECK(bad == 0, "%s != sh_jump_reference for %ld buckets (%ld mismatches)", names[kern], (long)nb, bad);
+            CHECK(bad == 0, "%s != sh_jump_reference for %ld buckets (%ld mismatches)", names[kern], (long)nb,
+                  bad);
         }
     }
     free(keys);
@@ -158,9 +159,21 @@ static void test_jump_kernels(void)
 
 static void test_fastmod(void)
 {
-    static const uint64_t ds[] = {1, 2, 3, 7, 10, 97, 1000, 4096, 65537, 1000003,
-                                  UINT64_C(4294967295), UINT64_C(4294967296), UINT64_C(123456789012345),
-                                  UINT64_C(0x8000000000000001), UINT64_C(0xFFFFFFFFFFFFFFFE),
+    static const uint64_t ds[] = {1,
+                                  2,
+                                  3,
+                                  7,
+                                  10,
+                                  97,
+                                  1000,
+                                  4096,
+                                  65537,
+                                  1000003,
+                                  UINT64_C(4294967295),
+                                  UINT64_C(4294967296),
+                                  UINT64_C(123456789012345),
+                                  UINT64_C(0x8000000000000001),
+                                  UINT64_C(0xFFFFFFFFFFFFFFFE),
                                   UINT64_C(0xFFFFFFFFFFFFFFFF)};
     size_t k;
     for (k = 0; k < sizeof ds / sizeof ds[0]; k++) {
@@ -221,15 +234,15 @@ static void test_ring(unsigned width, size_t n, int clustered)
         case 0: probe = rnd() & mask; break;
         case 1: probe = t[rnd() % n]; break;
         case 2: probe = t[rnd() % n] + 1; break;
-        default: probe = rnd(); break;  /* beyond the ring's width */
+        default: probe = rnd(); break; /* beyond the ring's width */
         }
         bad += sh_ring_lookup(&r, probe) != ring_linear(t, o, n, probe);
     }
     for (i = 0; i < 64; i++) hs[i] = i % 2 ? rnd() & mask : t[i % n];
     sh_ring_batch(&r, hs, 64, out);
     for (i = 0; i < 64; i++) bad += out[i] != ring_linear(t, o, n, hs[i]);
-    CHECK(bad == 0, "ring width %u, %zu tokens%s: %ld mismatches", width, n,
-          clustered ? " (clustered)" : "", bad);
+    CHECK(bad == 0, "ring width %u, %zu tokens%s: %ld mismatches", width, n, clustered ? " (clustered)" : "",
+          bad);
     free(t);
     free(o);
     free(idx);
@@ -247,8 +260,10 @@ static void test_maglev_rendezvous_overrides(void)
     }
     CHECK(sh_maglev_populate(ids, NULL, 5, 1009, table, pos, credit) == 0, "maglev populate");
     for (i = 0; i < 1009; i++) {
-        if (table[i] < 0 || table[i] > 4) empty++;
-        else counts[table[i]]++;
+        if (table[i] < 0 || table[i] > 4)
+            empty++;
+        else
+            counts[table[i]]++;
     }
     CHECK(empty == 0, "maglev left %d slots empty", empty);
     for (i = 0; i < 5; i++) CHECK(counts[i] == 201 || counts[i] == 202, "maglev count %d", counts[i]);

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/sh_md5.c, src/shardhash/_core/sh_des.c, src/shardhash/_core/sh_crc16.c, src/shardhash/_core/sh_cassandra.c, src/shardhash/_core/sh_xxhash.c, src/shardhash/_core/sh_pg.c, src/shardhash/_core/sh_guava.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_guava.c]
 """Compiled bindings of the compatibility modes (private).
 
 One section per system -- Redis Cluster, Cassandra, ketama/twemproxy,
@@ -72,13 +72,15 @@ cdef extern from "Python.h":
 
 cdef extern from "sh_crc16.h" nogil:
     uint16_t sh_crc16_xmodem(const void *data, size_t len)
+
+cdef extern from "sh_redis.h" nogil:
     uint16_t sh_redis_keyslot(const void *key, size_t len)
-    void sh_redis_keyslot_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint16_t *out)
+    void sh_redis_keyslot_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint16_t *out)
     void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
 
 cdef extern from "sh_cassandra.h" nogil:
     int64_t sh_cassandra_token(const void *data, size_t len)
-    void sh_cassandra_token_offsets(const int64_t *offsets, const uint8_t *data, size_t n, int64_t *out)
+    void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
     void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
     void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
     void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
@@ -88,16 +90,22 @@ cdef extern from "sh_cassandra.h" nogil:
 cdef extern from "sh_md5.h" nogil:
     void sh_md5(const void *data, size_t len, uint8_t *out)
     uint32_t sh_md5_u32le(const void *data, size_t len)
-    void sh_md5_u32le_offsets(const int64_t *offsets, const uint8_t *data, size_t n, uint32_t *out)
+    void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
+
+cdef extern from "sh_ketama.h" nogil:
     void sh_ketama_bucket_index(const uint32_t *points, size_t m, int bits, int32_t *index)
     void sh_ketama_lookup(const uint32_t *points, const int32_t *owners, size_t m, int upper,
                           const int32_t *index, int bits, const uint32_t *hashes, size_t n,
                           int32_t *out)
-    void sh_ketama_route_offsets(const int64_t *offsets, const uint8_t *data, size_t n,
+    void sh_ketama_route_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
                                  const uint32_t *points, const int32_t *owners, size_t m,
                                  int upper, const int32_t *index, int bits, int key_hash,
                                  int32_t *out)
+
+cdef extern from "sh_twemproxy.h" nogil:
     uint32_t sh_twemproxy_fnv1a_64(const void *data, size_t len)
+
+cdef extern from "sh_mongo.h" nogil:
     uint64_t sh_mongo_hash_int64(int64_t v)
     void sh_mongo_hash_int64_batch(const int64_t *values, size_t n, uint64_t *out)
     int64_t sh_mongo_double_to_long(double d)
@@ -653,7 +661,7 @@ def redis_keyslot_seq(keys):
 
 
 cdef ptrdiff_t _k_keyslot(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_redis_keyslot_offsets(_offs(j, s), <const uint8_t *>j.data, <size_t>(e - s), <uint16_t *>j.out + s)
+    sh_redis_keyslot_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), <uint16_t *>j.out + s)
     return SH_OK
 
 
@@ -720,7 +728,7 @@ def cassandra_token_seq(keys):
 
 
 cdef ptrdiff_t _k_token(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_cassandra_token_offsets(_offs(j, s), <const uint8_t *>j.data, <size_t>(e - s), <int64_t *>j.out + s)
+    sh_cassandra_token_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), <int64_t *>j.out + s)
     return SH_OK
 
 
@@ -932,13 +940,13 @@ def ketama_bucket_index(const uint32_t[::1] points not None, int bits):
 
 
 cdef ptrdiff_t _k_ketama_hash(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_md5_u32le_offsets(_offs(j, s), <const uint8_t *>j.data, <size_t>(e - s), <uint32_t *>j.out + s)
+    sh_md5_u32le_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), <uint32_t *>j.out + s)
     return SH_OK
 
 
 cdef ptrdiff_t _k_ketama_route(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     cdef const _continuum *k = <const _continuum *>j.ctx
-    sh_ketama_route_offsets(_offs(j, s), <const uint8_t *>j.data, <size_t>(e - s), k.points, k.owners, k.m,
+    sh_ketama_route_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), k.points, k.owners, k.m,
                             k.upper, k.index, k.bits, k.key_hash, <int32_t *>j.out + s)
     return SH_OK
 

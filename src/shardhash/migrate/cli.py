@@ -18,8 +18,8 @@ ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback",
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
     """Add the ``migrate`` subcommand to a ``shardhash`` subparsers object."""
-    p = subparsers.add_parser("migrate", parents=parents or [],
-                              help="execute a migration on the cluster's databases")
+    p: argparse.ArgumentParser = subparsers.add_parser("migrate", parents=parents or [],
+                                                       help="execute a migration on the cluster's databases")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
@@ -85,12 +85,7 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
         for t in g.tables:
             cols, pk = b.table_info(c, t.name)
             kx = cols.index(t.key)
-            cur = None
-            while True:
-                rows = b.scan(c, t.name, cols, pk, cur, 20000)
-                if not rows:
-                    break
-                cur = [rows[-1][cols.index(k)] for k in pk]
+            for rows in b.scan_chunks(c, t.name, cols, pk, 20000):
                 for u in mem.assign([r[kx] for r in rows]).tolist():
                     if u >= 0:
                         counts[u] += 1

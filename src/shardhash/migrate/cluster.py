@@ -55,8 +55,10 @@ ownership records of any migrating unit the key belongs to:
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -142,7 +144,7 @@ class Metrics:
         with self._lock:
             v = sorted(self.write_pauses)
         if not v:
-            return {"p50": None, "p99": None, "max": None, "count": 0}  # type: ignore[dict-item]
+            return {"p50": None, "p99": None, "max": None, "count": 0}
         def q(p: float) -> float:
             return v[min(len(v) - 1, int(p * len(v)))]
         return {"p50": q(0.5), "p99": q(0.99), "max": v[-1], "count": len(v)}
@@ -167,7 +169,7 @@ def open_backend(url: str, base_dir: str | os.PathLike[str] | None = None, *, sy
     if url.startswith(("postgresql:", "postgres:")):
         from .postgres import PostgresShard
 
-        return PostgresShard(url)  # type: ignore[return-value]
+        return PostgresShard(url)
     raise ValueError(f"unsupported connection URL {url!r}: use sqlite:PATH or postgresql://...")
 
 
@@ -175,15 +177,12 @@ def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     text = p.read_bytes()
     if p.suffix.lower() == ".toml":
-        try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            try:
-                import tomli as tomllib  # type: ignore[no-redef]
-            except ImportError:
-                raise ImportError("reading a TOML cluster file needs Python 3.11+ (or the tomli package); "
-                                  "a JSON cluster file works everywhere") from None
-        return dict(tomllib.loads(text.decode("utf-8")))
+        try:  # tomllib is new in Python 3.11; tomli is the same parser for 3.10
+            toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+        except ImportError:
+            raise ImportError("reading a TOML cluster file needs Python 3.11+ (or the tomli package); "
+                              "a JSON cluster file works everywhere") from None
+        return dict(toml.loads(text.decode("utf-8")))
     return dict(json.loads(text))
 
 
@@ -296,7 +295,8 @@ class Cluster(ClusterExtras):
                 raise ValueError(f"cluster document: {where}.tables must list at least one table")
             specs = []
             for i, t in enumerate(tabs):
-                if not isinstance(t, Mapping) or not isinstance(t.get("name"), str) or not isinstance(t.get("key"), str):
+                if not (isinstance(t, Mapping) and isinstance(t.get("name"), str)
+                        and isinstance(t.get("key"), str)):
                     raise ValueError(f"cluster document: {where}.tables[{i}] needs 'name' and 'key' strings")
                 specs.append(TableSpec(t["name"], t["key"]))
             kt = g.get("key_type", "auto")
@@ -331,9 +331,7 @@ class Cluster(ClusterExtras):
         """Set up one shard (system tables, triggers); with ``create_from``,
         first create the groups' tables like on that shard."""
         b = self.backend(shard)
-        c = b.conn()
-        b.begin_write(c)
-        try:
+        with b.writing() as c:
             b.ensure_system(c)
             for g in self.groups.values():
                 for t in g.tables:
@@ -347,10 +345,6 @@ class Cluster(ClusterExtras):
                         raise ValueError(f"table {t.name!r} on shard {shard!r} has no column {t.key!r} "
                                          f"(the shard key of group {g.name!r})")
                     b.install_triggers(c, g.name, t.name, pk)
-            b.commit(c)
-        except BaseException:
-            b.rollback(c)
-            raise
 
     # ------------------------------------------------------------ lookups
 
@@ -527,8 +521,9 @@ class Cluster(ClusterExtras):
             if verdict == "stale":
                 b.rollback(c)
                 err = StaleRouteError(key, shard, router.version, cur, owner)
-                _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key, topology_version=router.version,
-                             current_version=cur, retry_reason=str(err), retried=attempt < self.retries)
+                _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key,
+                             topology_version=router.version, current_version=cur, retry_reason=str(err),
+                             retried=attempt < self.retries)
                 if attempt >= self.retries:
                     self.metrics.stale(False)
                     raise err
@@ -548,7 +543,8 @@ class Cluster(ClusterExtras):
                          seconds=time.perf_counter() - t0, ok=False)
             raise
         b.commit(c)
-        _events.emit("shard_op", shard=shard, op="write" if write else "read", seconds=time.perf_counter() - t0, ok=True)
+        _events.emit("shard_op", shard=shard, op="write" if write else "read",
+                     seconds=time.perf_counter() - t0, ok=True)
 
     def transaction(self, key: Any, *, group: str | None = None) -> Any:
         """A write transaction on the shard that owns ``key`` (context manager

@@ -162,8 +162,10 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(res, indent=2, default=str))
     else:
+        def ms(v: float | None) -> str:
+            return "n/a" if v is None else f"{v * 1000:.1f} ms"
+
         p = res["write_pause"]
-        ms = (lambda v: "n/a" if v is None else f"{v * 1000:.1f} ms")
         v = res["verify"] or {}
         lag = res["lag_at_freeze"] or {}
         _say("")

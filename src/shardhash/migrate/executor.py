@@ -259,12 +259,11 @@ class Migration:
         old_doc, new_doc = self.old.to_json(), self.new.to_json()
         for shard in self._involved():
             b = cl.backend(shard)
-            c = b.conn()
-            b.begin_write(c)
-            try:
+            with b.writing() as c:
                 b.put_routers(c, self.id, old_doc, new_doc)
                 for u in self.units:
-                    for role, who, state in (("source", u.source, "copying"), ("destination", u.destination, "importing")):
+                    for role, who, state in (("source", u.source, "copying"),
+                                             ("destination", u.destination, "importing")):
                         if who == shard:
                             b.put_unit(c, self.group.name, self.id, u.index, role, state, self.new.version,
                                        json.dumps(dict(u.to_dict(), from_version=self.old.version)))
@@ -273,10 +272,6 @@ class Migration:
                     # units visible, before any snapshot is taken.
                     b.start_capture(c, self.capture, self.group.name)
                 b.bump_epoch(c)
-                b.commit(c)
-            except BaseException:
-                b.rollback(c)
-                raise
             crash_point("prepare-shard")
         for s in srcs:
             b = cl.backend(s)
@@ -334,9 +329,7 @@ class Migration:
                                     by_dst[self.units[u].destination].append(r)
                             for n, (d, drows) in enumerate(sorted(by_dst.items())):
                                 db = cl.backend(d)
-                                dc = db.conn()
-                                db.begin_write(dc)
-                                try:
+                                with db.writing() as dc:
                                     # Fast path: none of the rows is there yet (a
                                     # resumed chunk, or a collision, takes the slow one).
                                     if db.insert_new(dc, t.name, cols, drows) < len(drows):
@@ -344,10 +337,6 @@ class Migration:
                                         db.upsert(dc, t.name, cols, drows)
                                     if n == 0:
                                         crash_point("copy-chunk")
-                                    db.commit(dc)
-                                except BaseException:
-                                    db.rollback(dc)
-                                    raise
                                 copied += len(drows)
                             cur = [rows[-1][j] for j in pkx]
                             with self.meta.tx() as mc:
@@ -392,13 +381,8 @@ class Migration:
                 batch = [r for r in batch if r[0] <= upto[s]]
             if batch:
                 self._sync(s, batch)
-                sb.begin_write(sc)
-                try:
+                with sb.writing(sc):
                     sb.mark_applied(sc, [r[0] for r in batch])
-                    sb.commit(sc)
-                except BaseException:
-                    sb.rollback(sc)
-                    raise
                 applied += len(batch)
             pending += sb.pending_count(sc, cid)
         return applied, pending
@@ -435,9 +419,7 @@ class Migration:
                     writes[d].append((tbl, "x", ups, dels))
         for d, items in writes.items():
             db = cl.backend(d)
-            dc = db.conn()
-            db.begin_write(dc)
-            try:
+            with db.writing() as dc:
                 for tbl, _, ups, dels in items:
                     cols, pk, _kx = self._table(s, tbl)
                     if dels:
@@ -445,10 +427,6 @@ class Migration:
                     if ups:
                         self._check_collisions(s, d, db, dc, tbl, ups)
                         db.upsert(dc, tbl, cols, ups)
-                db.commit(dc)
-            except BaseException:
-                db.rollback(dc)
-                raise
         crash_point("catch-up-batch")
 
     def _check_collisions(self, s: str, d: str, db: Any, dc: Any, table: str,
@@ -507,12 +485,7 @@ class Migration:
             for t in self.group.tables:
                 cols, pk, kx = self._table(shard, t.name)
                 pkx = [cols.index(k) for k in pk]
-                cur = None
-                while True:
-                    rows = b.scan(c, t.name, cols, pk, cur, 20000)
-                    if not rows:
-                        break
-                    cur = [rows[-1][j] for j in pkx]
+                for rows in b.scan_chunks(c, t.name, cols, pk, 20000):
                     ui = self.mem.assign([r[kx] for r in rows])
                     sel = np.flatnonzero(ui >= 0)
                     if sel.size == 0:
@@ -547,10 +520,8 @@ class Migration:
             # changes applied from now on are the ones checked under the fence.
             for s in self.mem.sources:
                 b = self.cluster.backend(s)
-                c = b.conn()
-                b.begin_write(c)
-                b.forget_applied(c, self._cid(s))
-                b.commit(c)
+                with b.writing() as c:
+                    b.forget_applied(c, self._cid(s))
         todo = {u.index for u in self.units} - set(state["verified"])
         t0 = time.perf_counter()
         src: dict[tuple[str, int], list[int]] = {}
@@ -662,9 +633,8 @@ class Migration:
                             self.meta.put(self.id, "verify", {"verified": []})
                             self._set("verify-failed")
                             raise VerifyMismatch(self.id, real)
-                    b.begin_write(c)
-                    b.forget(c, [r[0] for r in rows])
-                    b.commit(c)
+                    with b.writing(c):
+                        b.forget(c, [r[0] for r in rows])
                     if len(rows) < 5000:
                         break
             self.catch_up(limit=5000)
@@ -688,15 +658,9 @@ class Migration:
 
     def _set_units(self, shard: str, role: str, frm: Sequence[str], to: str) -> None:
         b = self.cluster.backend(shard)
-        c = b.conn()
-        b.begin_write(c)
-        try:
+        with b.writing() as c:
             b.set_unit_state(c, self.id, role, frm, to)
             b.bump_epoch(c)
-            b.commit(c)
-        except BaseException:
-            b.rollback(c)
-            raise
 
     def _freeze_and_commit(self) -> None:
         cl = self.cluster
@@ -727,10 +691,8 @@ class Migration:
             raise VerifyMismatch(self.id, diffs)
         for d in self.mem.destinations:
             b = cl.backend(d)
-            c = b.conn()
-            b.begin_write(c)
-            b.start_capture(c, self.id + ":reverse", self.group.name)
-            b.commit(c)
+            with b.writing() as c:
+                b.start_capture(c, self.id + ":reverse", self.group.name)
         crash_point("before-commit")
         meta = self.meta
         with meta.tx() as c:
@@ -758,10 +720,8 @@ class Migration:
         self.meta.put(self.id, "unit_pause_seconds", now - frozen_at)
         for s in self.mem.sources:
             b = self.cluster.backend(s)
-            c = b.conn()
-            b.begin_write(c)
-            b.drop_capture(c, self.capture)
-            b.commit(c)
+            with b.writing() as c:
+                b.drop_capture(c, self.capture)
         if self.info.get("reverse_of"):
             # A completed rollback: the forward migration's copy is the retained one now.
             fwd = self.info["reverse_of"]
@@ -810,14 +770,12 @@ class Migration:
         self._set("rolling-back")
         for shard in self._involved():
             b = self.cluster.backend(shard)
-            c = b.conn()
-            b.begin_write(c)
-            b.ensure_system(c)
-            b.drop_capture(c, self.capture)
-            b.drop_capture(c, self.id + ":reverse")
-            b.delete_units(c, self.id)
-            b.bump_epoch(c)
-            b.commit(c)
+            with b.writing() as c:
+                b.ensure_system(c)
+                b.drop_capture(c, self.capture)
+                b.drop_capture(c, self.id + ":reverse")
+                b.delete_units(c, self.id)
+                b.bump_epoch(c)
         self._delete_members("destination")
         self._set("rolled-back")
         return "rolled-back"
@@ -836,6 +794,10 @@ class Migration:
     def _delete_members(self, side: str, chunk: int = 5000) -> int:
         cl = self.cluster
         shards = self.mem.sources if side == "source" else self.mem.destinations
+
+        def holder(u: int) -> str:  # the shard on this side of unit u
+            return self.units[u].source if side == "source" else self.units[u].destination
+
         total = 0
         for sh in shards:
             b = cl.backend(sh)
@@ -845,19 +807,12 @@ class Migration:
                     continue
                 cols, pk, kx = self._table(sh, t.name)
                 pkx = [cols.index(k) for k in pk]
-                cur = None
-                while True:
-                    rows = b.scan(c, t.name, cols, pk, cur, chunk)
-                    if not rows:
-                        break
-                    cur = [rows[-1][j] for j in pkx]
+                for rows in b.scan_chunks(c, t.name, cols, pk, chunk):
                     ui = self.mem.assign([r[kx] for r in rows]).tolist()
-                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui)
-                            if u >= 0 and (self.units[u].source if side == "source" else self.units[u].destination) == sh]
+                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui) if u >= 0 and holder(u) == sh]
                     if dels:
-                        b.begin_write(c)
-                        b.delete(c, t.name, pk, dels)
-                        b.commit(c)
+                        with b.writing(c):
+                            b.delete(c, t.name, pk, dels)
                         total += len(dels)
         return total
 
@@ -873,10 +828,8 @@ class Migration:
         n = self._delete_members("source")
         for d in self.mem.destinations:
             b = self.cluster.backend(d)
-            c = b.conn()
-            b.begin_write(c)
-            b.drop_capture(c, self.id + ":reverse")
-            b.commit(c)
+            with b.writing() as c:
+                b.drop_capture(c, self.id + ":reverse")
         self._set("cleaned")
         self.log(f"cleanup: {n} retained rows deleted")
         return n

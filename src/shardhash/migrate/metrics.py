@@ -15,15 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics import available
+
 _REG: dict[str, Any] = {}
-
-
-def available() -> bool:
-    try:
-        import prometheus_client  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _metric(kind: str, name: str, doc: str, labels: tuple[str, ...] = ("migration",), **kw: Any) -> Any:

@@ -75,7 +75,7 @@ class PGConnection:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
+        return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
     def close(self) -> None:
         self.raw.close()
@@ -210,14 +210,6 @@ class PostgresShard(SQLiteShard):
 
     # ------------------------------------------------------------- units
 
-    def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
-        c.execute("INSERT INTO _shardhash_routers VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (mig, old, new))
-
-    def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
-                 unit: str) -> None:
-        c.execute("INSERT INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                  (grp, mig, idx, role, state, version, unit))
-
     def _has_system(self, c: Any) -> bool:
         if not self._system:
             self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
@@ -286,9 +278,6 @@ class PostgresShard(SQLiteShard):
         return len(rows)
 
     # ----------------------------------------------------- change capture
-
-    def start_capture(self, c: Any, name: str, group: str) -> None:
-        c.execute("INSERT INTO _shardhash_captures(name, grp) VALUES (?, ?) ON CONFLICT DO NOTHING", (name, group))
 
     def position(self, c: Any) -> int:
         r = c.execute("SELECT coalesce(max(id), 0) FROM _shardhash_changes").fetchone()

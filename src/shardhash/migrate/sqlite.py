@@ -31,7 +31,8 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,20 @@ class SQLiteShard:
         if c.in_transaction:
             c.execute("ROLLBACK")
 
+    @contextmanager
+    def writing(self, c: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """A write transaction on ``c`` (default: this thread's connection),
+        committed when the block ends and rolled back when it raises (a
+        failed commit included)."""
+        c = self.conn() if c is None else c
+        self.begin_write(c)
+        try:
+            yield c
+            self.commit(c)
+        except BaseException:
+            self.rollback(c)
+            raise
+
     # ------------------------------------------------------------ schema
 
     def ensure_system(self, c: sqlite3.Connection) -> None:
@@ -207,11 +222,12 @@ class SQLiteShard:
             raise
 
     def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
-        c.execute("INSERT OR IGNORE INTO _shardhash_routers VALUES (?, ?, ?)", (mig, old, new))
+        # (ON CONFLICT DO NOTHING: the same statement on SQLite and PostgreSQL)
+        c.execute("INSERT INTO _shardhash_routers VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (mig, old, new))
 
     def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
                  unit: str) -> None:
-        c.execute("INSERT OR IGNORE INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?)",
+        c.execute("INSERT INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                   (grp, mig, idx, role, state, version, unit))
 
     def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
@@ -224,7 +240,9 @@ class SQLiteShard:
         c.execute("DELETE FROM _shardhash_routers WHERE mig = ?", (mig,))
 
     def all_keys(self, c: Any, cid: int) -> list[tuple[str, str]]:
-        return c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?", (cid,)).fetchall()
+        keys: list[tuple[str, str]] = c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?",
+                                                (cid,)).fetchall()
+        return keys
 
     def routers_of(self, c: sqlite3.Connection, mig: str) -> tuple[str, str] | None:
         r = c.execute("SELECT old, new FROM _shardhash_routers WHERE mig = ?", (mig,)).fetchone()
@@ -236,7 +254,8 @@ class SQLiteShard:
         return " AND ".join(f"{qi(k)} = ?" for k in pk)
 
     def scan(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
-             after: Sequence[Any] | None, limit: int, where: str = "", args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+             after: Sequence[Any] | None, limit: int, where: str = "",
+             args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         sel = ", ".join(qi(x) for x in cols)
         order = ", ".join(qi(k) for k in pk)
         conds = []
@@ -249,6 +268,19 @@ class SQLiteShard:
             params.extend(args)
         w = (" WHERE " + " AND ".join(conds)) if conds else ""
         return c.execute(f"SELECT {sel} FROM {qi(table)}{w} ORDER BY {order} LIMIT {int(limit)}", params).fetchall()
+
+    def scan_chunks(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
+                    chunk: int) -> Iterator[list[tuple[Any, ...]]]:
+        """Every row of ``table``, ``chunk`` rows at a time in primary-key
+        order (:meth:`scan` after the last row of the previous chunk)."""
+        pkx = [list(cols).index(k) for k in pk]
+        after: list[Any] | None = None
+        while True:
+            rows = self.scan(c, table, cols, pk, after, chunk)
+            if not rows:
+                return
+            after = [rows[-1][j] for j in pkx]
+            yield rows
 
     def fetch(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
               keys: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
@@ -294,7 +326,7 @@ class SQLiteShard:
     # ----------------------------------------------------- change capture
 
     def start_capture(self, c: sqlite3.Connection, name: str, group: str) -> None:
-        c.execute("INSERT OR IGNORE INTO _shardhash_captures(name, grp) VALUES (?, ?)", (name, group))
+        c.execute("INSERT INTO _shardhash_captures(name, grp) VALUES (?, ?) ON CONFLICT DO NOTHING", (name, group))
 
     def capture_id(self, c: sqlite3.Connection, name: str) -> int | None:
         r = c.execute("SELECT id FROM _shardhash_captures WHERE name = ?", (name,)).fetchone()

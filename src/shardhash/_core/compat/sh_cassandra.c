@@ -1,0 +1,203 @@
+/*
+ * Cassandra's MurmurHash3_x64_128 variant and Murmur3Partitioner tokens,
+ * written from the algorithm's description and Cassandra's documented
+ * behaviour (MurmurHash.hash3_x64_128, Murmur3Partitioner.getToken).
+ */
+#include "sh_cassandra.h"
+#include "sh_murmur3.h"
+#include "sh_window.h"
+
+/* The blocks and the finalisation are MurmurHash3_x64_128's (sh_murmur3.h,
+ * seed 0); only the tail, whose bytes Cassandra sign-extends, is its own. */
+
+/* A Java byte widened to long: sign-extended, as a uint64 bit pattern. */
+SH_FORCE_INLINE uint64_t sh_cass_sbyte(uint8_t b)
+{
+    return (b & 0x80u) ? (UINT64_C(0xffffffffffffff00) | b) : (uint64_t)b;
+}
+
+uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    size_t nblocks = len / 16;
+    const uint8_t *tail;
+    uint64_t h1 = 0, h2 = 0, k1, k2;
+
+    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
+
+    tail = p + 16 * nblocks;
+    k1 = 0;
+    k2 = 0;
+    switch (len & 15u) {
+    case 15: k2 ^= sh_cass_sbyte(tail[14]) << 48; /* fall through */
+    case 14: k2 ^= sh_cass_sbyte(tail[13]) << 40; /* fall through */
+    case 13: k2 ^= sh_cass_sbyte(tail[12]) << 32; /* fall through */
+    case 12: k2 ^= sh_cass_sbyte(tail[11]) << 24; /* fall through */
+    case 11: k2 ^= sh_cass_sbyte(tail[10]) << 16; /* fall through */
+    case 10: k2 ^= sh_cass_sbyte(tail[9]) << 8;   /* fall through */
+    case 9:
+        k2 ^= sh_cass_sbyte(tail[8]);
+        h2 ^= sh_murmur3_scramble_k2(k2);
+        /* fall through */
+    case 8: k1 ^= sh_cass_sbyte(tail[7]) << 56; /* fall through */
+    case 7: k1 ^= sh_cass_sbyte(tail[6]) << 48; /* fall through */
+    case 6: k1 ^= sh_cass_sbyte(tail[5]) << 40; /* fall through */
+    case 5: k1 ^= sh_cass_sbyte(tail[4]) << 32; /* fall through */
+    case 4: k1 ^= sh_cass_sbyte(tail[3]) << 24; /* fall through */
+    case 3: k1 ^= sh_cass_sbyte(tail[2]) << 16; /* fall through */
+    case 2: k1 ^= sh_cass_sbyte(tail[1]) << 8;  /* fall through */
+    case 1:
+        k1 ^= sh_cass_sbyte(tail[0]);
+        h1 ^= sh_murmur3_scramble_k1(k1);
+        break;
+    default: break;
+    }
+
+    sh_murmur3_128_final(&h1, &h2, len);
+    return h1;
+}
+
+/* Bit pattern -> int64 without implementation-defined conversion. */
+SH_FORCE_INLINE int64_t sh_cass_as_signed(uint64_t u)
+{
+    int64_t s;
+    memcpy(&s, &u, sizeof s);
+    return s;
+}
+
+SH_FORCE_INLINE int64_t sh_cass_token_of(uint64_t h1)
+{
+    int64_t t = sh_cass_as_signed(h1);
+    return t == INT64_MIN ? INT64_MAX : t;
+}
+
+int64_t sh_cassandra_token(const void *data, size_t len)
+{
+    if (len == 0) return INT64_MIN;
+    return sh_cass_token_of(sh_cassandra_murmur_h1(data, len));
+}
+
+/*
+ * Batch kernels.
+ *
+ * On keys of mixed lengths the reference function above pays for its
+ * `switch (len & 15)`: an indirect jump whose target changes with every key
+ * is mispredicted almost every time, and each misprediction also throws away
+ * the overlap between consecutive keys.  The batch kernels below compute the
+ * same h1 without a per-length branch in the tail:
+ *
+ *  - the tail is cut out of the 16 bytes that end where the key ends ("the
+ *    window", lo = bytes 0..7, hi = bytes 8..15, little-endian) with shifts;
+ *  - Cassandra's sign extension of the tail bytes is applied to a whole
+ *    64-bit word at once: xoring sign-extended byte i, shifted by 8*i, is the
+ *    same as xoring the plain byte and then setting byte j (j > i) to 0xff
+ *    for every negative byte i, i.e. byte j of the correction is the parity
+ *    of the negative bytes below j (a prefix xor of the sign bits);
+ *  - an empty half-tail gives k = 0, whose mix is 0, so both halves are
+ *    mixed unconditionally.
+ *
+ * The window may start before the key: in Arrow data those bytes belong to
+ * the previous keys and are shifted out, so a key whose end is at least 16
+ * bytes into the buffer is read with two loads.  Other keys (and keys given
+ * as separate pointers, which must not be read outside their own bytes) are
+ * assembled from loads inside the key.  Only the loop over 16-byte blocks
+ * still branches on the length.
+ */
+
+/* The xor of the word's bytes sign-extended to 64 bits and shifted to their
+ * places: w with byte j set to 0xff when an odd number of bytes below j are
+ * negative. */
+SH_FORCE_INLINE uint64_t sh_cass_sext_bytes(uint64_t w)
+{
+    uint64_t p = ((w >> 7) & UINT64_C(0x0101010101010101)) << 8;
+    p ^= p << 8;
+    p ^= p << 16;
+    p ^= p << 32;
+    return w ^ (p * 0xffu);
+}
+
+/* Token of the key p[0..len) whose last 16 bytes (those before p: any
+ * value) are lo (bytes 0..7) and hi (bytes 8..15). */
+SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint64_t lo, uint64_t hi)
+{
+    size_t nblocks = len / 16;
+    uint64_t h1 = 0, h2 = 0, k1, k2;
+
+    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
+
+    /* tail bytes 8..14 (k2) and 0..7 (k1), zero where the tail is shorter */
+    sh_window_tail(lo, hi, (unsigned)(len & 15u), &k1, &k2);
+    k1 = sh_cass_sext_bytes(k1);
+    k2 = sh_cass_sext_bytes(k2);
+    h2 ^= sh_murmur3_scramble_k2(k2);
+    h1 ^= sh_murmur3_scramble_k1(k1);
+
+    sh_murmur3_128_final(&h1, &h2, len);
+    return len == 0 ? INT64_MIN : sh_cass_token_of(h1);
+}
+
+void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        int64_t a = offsets[i], b = offsets[i + 1];
+        size_t len = (size_t)(b - a);
+        uint64_t lo, hi;
+        sh_window_arrow(data, a, b, &lo, &hi);
+        out[i] = sh_cass_token_window(data + a, len, lo, hi);
+    }
+}
+
+void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        size_t len = (size_t)lens[i];
+        uint64_t lo, hi;
+        sh_window_inside(ptrs[i], len, &lo, &hi);
+        out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
+    }
+}
+
+void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
+{
+    uint8_t buf[8];
+    size_t i;
+    int j;
+    for (i = 0; i < n; i++) {
+        uint64_t u = (uint64_t)values[i];
+        for (j = 0; j < 8; j++) buf[j] = (uint8_t)(u >> (56 - 8 * j));
+        out[i] = sh_cass_token_of(sh_cassandra_murmur_h1(buf, 8));
+    }
+}
+
+void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
+{
+    uint8_t buf[4];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)values[i];
+        buf[0] = (uint8_t)(u >> 24);
+        buf[1] = (uint8_t)(u >> 16);
+        buf[2] = (uint8_t)(u >> 8);
+        buf[3] = (uint8_t)u;
+        out[i] = sh_cass_token_of(sh_cassandra_murmur_h1(buf, 4));
+    }
+}
+
+void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n, int64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        int64_t t = tokens[i];
+        size_t lo = 0, hi = m; /* lower_bound: first ring[k] >= t */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ring[mid] < t)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        out[i] = (int64_t)(lo == m ? 0 : lo);
+    }
+}

@@ -1,0 +1,46 @@
+/*
+ * shardhash core: Cassandra Murmur3Partitioner tokens.
+ *
+ * Cassandra's MurmurHash3_x64_128 (seed 0) differs from the reference
+ * algorithm in one place: the tail bytes (the last len % 16) are Java
+ * signed bytes, so each one is sign-extended before it is shifted and
+ * xored into k1/k2.  The token is h1 as a signed 64-bit integer, with
+ * INT64_MIN replaced by INT64_MAX, and the empty key's token is INT64_MIN.
+ */
+#ifndef SH_CASSANDRA_H
+#define SH_CASSANDRA_H
+
+#include "sh_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* h1 of Cassandra's MurmurHash3_x64_128 variant (seed 0), as raw bits. */
+uint64_t sh_cassandra_murmur_h1(const void *data, size_t len);
+
+/* Murmur3Partitioner token of a serialized partition key. */
+int64_t sh_cassandra_token(const void *data, size_t len);
+
+/* Batch over Arrow-style binary data: key i is data[offsets[i] .. offsets[i+1]). */
+void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out);
+
+/* Batch over separate keys: key i is ptrs[i][0 .. lens[i]) (lens[i] >= 0;
+ * ptrs[i] may be anything readable when lens[i] == 0).  Only the keys' own
+ * bytes are read. */
+void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
+
+/* Tokens of CQL bigint keys (8-byte big-endian) and int keys (4-byte
+ * big-endian). */
+void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out);
+void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out);
+
+/* Ring lookup: the index of the first ring token >= t, wrapping to 0.
+ * `ring` is sorted ascending, m >= 1. */
+void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n, int64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SH_CASSANDRA_H */

@@ -1,0 +1,305 @@
+/*
+ * MD5 as specified by RFC 1321, written from the specification.
+ *
+ * The sine-derived constants T[i] = floor(|sin(i + 1)| * 2^32) and the
+ * per-round shift amounts are those of RFC 1321 section 3.4.  Words are
+ * read little-endian explicitly, so the result does not depend on the host.
+ */
+#include "sh_md5.h"
+
+/* clang-format off */
+static const uint32_t sh_md5_T[64] = {
+    0xd76aa478u, 0xe8c7b756u, 0x242070dbu, 0xc1bdceeeu,
+    0xf57c0fafu, 0x4787c62au, 0xa8304613u, 0xfd469501u,
+    0x698098d8u, 0x8b44f7afu, 0xffff5bb1u, 0x895cd7beu,
+    0x6b901122u, 0xfd987193u, 0xa679438eu, 0x49b40821u,
+    0xf61e2562u, 0xc040b340u, 0x265e5a51u, 0xe9b6c7aau,
+    0xd62f105du, 0x02441453u, 0xd8a1e681u, 0xe7d3fbc8u,
+    0x21e1cde6u, 0xc33707d6u, 0xf4d50d87u, 0x455a14edu,
+    0xa9e3e905u, 0xfcefa3f8u, 0x676f02d9u, 0x8d2a4c8au,
+    0xfffa3942u, 0x8771f681u, 0x6d9d6122u, 0xfde5380cu,
+    0xa4beea44u, 0x4bdecfa9u, 0xf6bb4b60u, 0xbebfbc70u,
+    0x289b7ec6u, 0xeaa127fau, 0xd4ef3085u, 0x04881d05u,
+    0xd9d4d039u, 0xe6db99e5u, 0x1fa27cf8u, 0xc4ac5665u,
+    0xf4292244u, 0x432aff97u, 0xab9423a7u, 0xfc93a039u,
+    0x655b59c3u, 0x8f0ccc92u, 0xffeff47du, 0x85845dd1u,
+    0x6fa87e4fu, 0xfe2ce6e0u, 0xa3014314u, 0x4e0811a1u,
+    0xf7537e82u, 0xbd3af235u, 0x2ad7d2bbu, 0xeb86d391u,
+};
+/* clang-format on */
+
+#define SH_MD5_RF(x, y, z) (((x) & (y)) | (~(x) & (z)))
+#define SH_MD5_RG(x, y, z) (((x) & (z)) | ((y) & ~(z)))
+#define SH_MD5_RH(x, y, z) ((x) ^ (y) ^ (z))
+#define SH_MD5_RI(x, y, z) ((y) ^ ((x) | ~(z)))
+
+#define SH_MD5_STEP(f, a, b, c, d, xk, s, t)  \
+    do {                                      \
+        (a) += f((b), (c), (d)) + (xk) + (t); \
+        (a) = sh_rotl32((a), (s)) + (b);      \
+    } while (0)
+
+/* Process one 64-byte block into the state s[4]. */
+void sh_md5_block(uint32_t s[4], const uint8_t *p)
+{
+    uint32_t X[16];
+    uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
+    int i;
+    for (i = 0; i < 16; i++) X[i] = sh_read32le(p + 4 * i);
+
+    /* Round 1: X[k] with k = i. */
+    for (i = 0; i < 16; i += 4) {
+        SH_MD5_STEP(SH_MD5_RF, a, b, c, d, X[i], 7, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RF, d, a, b, c, X[i + 1], 12, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RF, c, d, a, b, X[i + 2], 17, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RF, b, c, d, a, X[i + 3], 22, sh_md5_T[i + 3]);
+    }
+    /* Round 2: k = (1 + 5i) mod 16. */
+    for (i = 16; i < 32; i += 4) {
+        SH_MD5_STEP(SH_MD5_RG, a, b, c, d, X[(5 * i + 1) & 15], 5, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RG, d, a, b, c, X[(5 * (i + 1) + 1) & 15], 9, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RG, c, d, a, b, X[(5 * (i + 2) + 1) & 15], 14, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RG, b, c, d, a, X[(5 * (i + 3) + 1) & 15], 20, sh_md5_T[i + 3]);
+    }
+    /* Round 3: k = (5 + 3i) mod 16. */
+    for (i = 32; i < 48; i += 4) {
+        SH_MD5_STEP(SH_MD5_RH, a, b, c, d, X[(3 * i + 5) & 15], 4, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RH, d, a, b, c, X[(3 * (i + 1) + 5) & 15], 11, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RH, c, d, a, b, X[(3 * (i + 2) + 5) & 15], 16, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RH, b, c, d, a, X[(3 * (i + 3) + 5) & 15], 23, sh_md5_T[i + 3]);
+    }
+    /* Round 4: k = 7i mod 16. */
+    for (i = 48; i < 64; i += 4) {
+        SH_MD5_STEP(SH_MD5_RI, a, b, c, d, X[(7 * i) & 15], 6, sh_md5_T[i]);
+        SH_MD5_STEP(SH_MD5_RI, d, a, b, c, X[(7 * (i + 1)) & 15], 10, sh_md5_T[i + 1]);
+        SH_MD5_STEP(SH_MD5_RI, c, d, a, b, X[(7 * (i + 2)) & 15], 15, sh_md5_T[i + 2]);
+        SH_MD5_STEP(SH_MD5_RI, b, c, d, a, X[(7 * (i + 3)) & 15], 21, sh_md5_T[i + 3]);
+    }
+    s[0] += a;
+    s[1] += b;
+    s[2] += c;
+    s[3] += d;
+}
+
+/* Digest state after the whole message (padding included). */
+static void sh_md5_state(const void *data, size_t len, uint32_t s[4])
+{
+    const uint8_t *p = (const uint8_t *)data;
+    uint8_t tail[128];
+    size_t rem, padded, i;
+    uint64_t bits = (uint64_t)len * 8u;
+
+    s[0] = 0x67452301u;
+    s[1] = 0xefcdab89u;
+    s[2] = 0x98badcfeu;
+    s[3] = 0x10325476u;
+    while (len >= 64) {
+        sh_md5_block(s, p);
+        p += 64;
+        len -= 64;
+    }
+    /* Padding: 0x80, zeros up to 56 mod 64, then the bit length (LE64). */
+    rem = len;
+    if (rem) memcpy(tail, p, rem);
+    tail[rem] = 0x80u;
+    padded = (rem < 56) ? 64 : 128;
+    memset(tail + rem + 1, 0, padded - rem - 1);
+    for (i = 0; i < 8; i++) tail[padded - 8 + i] = (uint8_t)(bits >> (8 * i));
+    sh_md5_block(s, tail);
+    if (padded == 128) sh_md5_block(s, tail + 64);
+}
+
+void sh_md5(const void *data, size_t len, uint8_t out[16])
+{
+    uint32_t s[4];
+    int i, j;
+    sh_md5_state(data, len, s);
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < 4; j++) out[4 * i + j] = (uint8_t)(s[i] >> (8 * j));
+}
+
+uint32_t sh_md5_u32le(const void *data, size_t len)
+{
+    uint32_t s[4];
+    sh_md5_state(data, len, s);
+    return s[0]; /* digest bytes 0..3 are s[0] in little-endian order */
+}
+
+/* Multi-lane MD5 for short messages (at most 55 bytes: one padded block).
+ * SH_MD5_LANES independent messages advance in lock step; the per-lane
+ * loops are plain C that compilers turn into SIMD (SSE2 / NEON) without any
+ * target-specific code. */
+#define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                               \
+    do {                                                                   \
+        int l_;                                                            \
+        for (l_ = 0; l_ < SH_MD5_LANES; l_++) {                            \
+            uint32_t v_ = a[l_] + f(b[l_], c[l_], d[l_]) + X[k][l_] + (t); \
+            a[l_] = ((v_ << (s)) | (v_ >> (32 - (s)))) + b[l_];            \
+        }                                                                  \
+    } while (0)
+
+#if (defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)) && !defined(SH_NO_SIMD)
+#  include <emmintrin.h>
+#  define SH_MD5_SSE2 1
+#endif
+
+#if defined(SH_MD5_SSE2)
+/* The same lane loop written with SSE2 (baseline on every x86-64 target):
+ * four groups of four lanes interleaved for instruction-level parallelism. */
+#  define SH_V_ROTL(v, s) _mm_or_si128(_mm_slli_epi32((v), (s)), _mm_srli_epi32((v), 32 - (s)))
+#  define SH_V_F(x, y, z) _mm_xor_si128((z), _mm_and_si128((x), _mm_xor_si128((y), (z))))
+#  define SH_V_G(x, y, z) _mm_xor_si128((y), _mm_and_si128((z), _mm_xor_si128((x), (y))))
+#  define SH_V_H(x, y, z) _mm_xor_si128(_mm_xor_si128((x), (y)), (z))
+#  define SH_V_I(x, y, z) _mm_xor_si128((y), _mm_or_si128((x), _mm_xor_si128((z), ones)))
+#  define SH_V_ONE(f, a, b, c, d, k, s, g)                                                                  \
+      do {                                                                                                  \
+          __m128i v_ = _mm_add_epi32(_mm_add_epi32(a##g, f(b##g, c##g, d##g)), _mm_add_epi32(X##g[k], t_)); \
+          a##g = _mm_add_epi32(SH_V_ROTL(v_, s), b##g);                                                     \
+      } while (0)
+#  define SH_V_STEP(f, a, b, c, d, k, s, t)      \
+      do {                                       \
+          __m128i t_ = _mm_set1_epi32((int)(t)); \
+          SH_V_ONE(f, a, b, c, d, k, s, 0);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 1);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 2);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 3);      \
+      } while (0)
+
+/* out: first digest word of each lane; out_b (may be NULL): the second. */
+void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
+{
+    __m128i X0[16], X1[16], X2[16], X3[16];
+    const __m128i ones = _mm_set1_epi32(-1);
+    __m128i a0 = _mm_set1_epi32((int)0x67452301u), b0 = _mm_set1_epi32((int)0xefcdab89u);
+    __m128i c0 = _mm_set1_epi32((int)0x98badcfeu), d0 = _mm_set1_epi32((int)0x10325476u);
+    __m128i a1 = a0, b1 = b0, c1 = c0, d1 = d0, a2 = a0, b2 = b0, c2 = c0, d2 = d0;
+    __m128i a3 = a0, b3 = b0, c3 = c0, d3 = d0;
+    int i;
+    for (i = 0; i < 16; i++) {
+        X0[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][0]);
+        X1[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][4]);
+        X2[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][8]);
+        X3[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][12]);
+    }
+    for (i = 0; i < 16; i += 4) {
+        SH_V_STEP(SH_V_F, a, b, c, d, i, 7, sh_md5_T[i]);
+        SH_V_STEP(SH_V_F, d, a, b, c, i + 1, 12, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_F, c, d, a, b, i + 2, 17, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_F, b, c, d, a, i + 3, 22, sh_md5_T[i + 3]);
+    }
+    for (i = 16; i < 32; i += 4) {
+        SH_V_STEP(SH_V_G, a, b, c, d, (5 * i + 1) & 15, 5, sh_md5_T[i]);
+        SH_V_STEP(SH_V_G, d, a, b, c, (5 * (i + 1) + 1) & 15, 9, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_G, c, d, a, b, (5 * (i + 2) + 1) & 15, 14, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_G, b, c, d, a, (5 * (i + 3) + 1) & 15, 20, sh_md5_T[i + 3]);
+    }
+    for (i = 32; i < 48; i += 4) {
+        SH_V_STEP(SH_V_H, a, b, c, d, (3 * i + 5) & 15, 4, sh_md5_T[i]);
+        SH_V_STEP(SH_V_H, d, a, b, c, (3 * (i + 1) + 5) & 15, 11, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_H, c, d, a, b, (3 * (i + 2) + 5) & 15, 16, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_H, b, c, d, a, (3 * (i + 3) + 5) & 15, 23, sh_md5_T[i + 3]);
+    }
+    for (i = 48; i < 64; i += 4) {
+        SH_V_STEP(SH_V_I, a, b, c, d, (7 * i) & 15, 6, sh_md5_T[i]);
+        SH_V_STEP(SH_V_I, d, a, b, c, (7 * (i + 1)) & 15, 10, sh_md5_T[i + 1]);
+        SH_V_STEP(SH_V_I, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
+        SH_V_STEP(SH_V_I, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
+    }
+    {
+        const __m128i init = _mm_set1_epi32((int)0x67452301u);
+        _mm_storeu_si128((__m128i *)(void *)&out[0], _mm_add_epi32(a0, init));
+        _mm_storeu_si128((__m128i *)(void *)&out[4], _mm_add_epi32(a1, init));
+        _mm_storeu_si128((__m128i *)(void *)&out[8], _mm_add_epi32(a2, init));
+        _mm_storeu_si128((__m128i *)(void *)&out[12], _mm_add_epi32(a3, init));
+        if (out_b) {
+            const __m128i init_b = _mm_set1_epi32((int)0xefcdab89u);
+            _mm_storeu_si128((__m128i *)(void *)&out_b[0], _mm_add_epi32(b0, init_b));
+            _mm_storeu_si128((__m128i *)(void *)&out_b[4], _mm_add_epi32(b1, init_b));
+            _mm_storeu_si128((__m128i *)(void *)&out_b[8], _mm_add_epi32(b2, init_b));
+            _mm_storeu_si128((__m128i *)(void *)&out_b[12], _mm_add_epi32(b3, init_b));
+        }
+    }
+}
+#else
+/* out: first digest word of each lane; out_b (may be NULL): the second. */
+void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
+{
+    uint32_t a[SH_MD5_LANES], b[SH_MD5_LANES], c[SH_MD5_LANES], d[SH_MD5_LANES];
+    int l, i;
+    for (l = 0; l < SH_MD5_LANES; l++) {
+        a[l] = 0x67452301u;
+        b[l] = 0xefcdab89u;
+        c[l] = 0x98badcfeu;
+        d[l] = 0x10325476u;
+    }
+    for (i = 0; i < 16; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RF, a, b, c, d, i, 7, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RF, d, a, b, c, i + 1, 12, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RF, c, d, a, b, i + 2, 17, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RF, b, c, d, a, i + 3, 22, sh_md5_T[i + 3]);
+    }
+    for (i = 16; i < 32; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RG, a, b, c, d, (5 * i + 1) & 15, 5, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RG, d, a, b, c, (5 * (i + 1) + 1) & 15, 9, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RG, c, d, a, b, (5 * (i + 2) + 1) & 15, 14, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RG, b, c, d, a, (5 * (i + 3) + 1) & 15, 20, sh_md5_T[i + 3]);
+    }
+    for (i = 32; i < 48; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RH, a, b, c, d, (3 * i + 5) & 15, 4, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RH, d, a, b, c, (3 * (i + 1) + 5) & 15, 11, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RH, c, d, a, b, (3 * (i + 2) + 5) & 15, 16, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RH, b, c, d, a, (3 * (i + 3) + 5) & 15, 23, sh_md5_T[i + 3]);
+    }
+    for (i = 48; i < 64; i += 4) {
+        SH_MD5_LSTEP(SH_MD5_RI, a, b, c, d, (7 * i) & 15, 6, sh_md5_T[i]);
+        SH_MD5_LSTEP(SH_MD5_RI, d, a, b, c, (7 * (i + 1)) & 15, 10, sh_md5_T[i + 1]);
+        SH_MD5_LSTEP(SH_MD5_RI, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
+        SH_MD5_LSTEP(SH_MD5_RI, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
+    }
+    for (l = 0; l < SH_MD5_LANES; l++) out[l] = a[l] + 0x67452301u;
+    if (out_b)
+        for (l = 0; l < SH_MD5_LANES; l++) out_b[l] = b[l] + 0xefcdab89u;
+}
+#endif
+
+/* Load a message of at most 55 bytes as lane `l` of a padded block. */
+static void sh_md5_load_lane(uint32_t X[16][SH_MD5_LANES], int l, const uint8_t *p, size_t len)
+{
+    size_t full = len >> 2, w, r = len & 3u;
+    uint32_t last = 0x80u << (8 * r);
+    for (w = 0; w < full; w++) X[w][l] = sh_read32le(p + 4 * w);
+    /* the partial word: the remaining bytes, then the 0x80 terminator */
+    if (r >= 1) last |= (uint32_t)p[4 * full];
+    if (r >= 2) last |= (uint32_t)p[4 * full + 1] << 8;
+    if (r >= 3) last |= (uint32_t)p[4 * full + 2] << 16;
+    X[full][l] = last;
+    for (w = full + 1; w < 14; w++) X[w][l] = 0;
+    X[14][l] = (uint32_t)(len << 3);
+    X[15][l] = 0;
+}
+
+void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
+{
+    uint32_t X[16][SH_MD5_LANES], h[SH_MD5_LANES];
+    size_t idx[SH_MD5_LANES];
+    size_t i;
+    int fill = 0, l;
+    for (i = 0; i < n; i++) {
+        size_t len = (size_t)(offsets[i + 1] - offsets[i]);
+        if (len > 55) {
+            out[i] = sh_md5_u32le(data + offsets[i], len);
+            continue;
+        }
+        sh_md5_load_lane(X, fill, data + offsets[i], len);
+        idx[fill++] = i;
+        if (fill == SH_MD5_LANES) {
+            sh_md5_lanes(X, h, NULL);
+            for (l = 0; l < SH_MD5_LANES; l++) out[idx[l]] = h[l];
+            fill = 0;
+        }
+    }
+    for (l = 0; l < fill; l++) {
+        int64_t a = offsets[idx[l]], b = offsets[idx[l] + 1];
+        out[idx[l]] = sh_md5_u32le(data + a, (size_t)(b - a));
+    }
+}

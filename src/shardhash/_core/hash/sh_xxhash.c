@@ -1,0 +1,367 @@
+/*
+ * shardhash core: XXH32, XXH64 and XXH3-64 (seeded) over a byte buffer.
+ *
+ * Written from the xxHash specification (doc/xxhash_spec.md, v0.2.0, in the
+ * xxHash project by Yann Collet); bit-exact with the reference library.
+ * Scalar C99 only: the XXH3 long-input loop is written as plain loops over
+ * 8 independent 64-bit lanes so that optimising compilers vectorise it.
+ * All loads are explicitly little-endian.
+ */
+#include "sh_xxhash.h"
+
+/* The default secret, from the specification. */
+const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE] = {
+    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c,
+    0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f,
+    0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21,
+    0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c,
+    0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3,
+    0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8,
+    0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d,
+    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
+    0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81, 0xa0, 0xff, 0xfa, 0x13, 0x63, 0xeb,
+    0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, 0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e,
+    0x2b, 0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, 0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce,
+    0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
+};
+
+/* ======================================================================== */
+/* XXH32                                                                    */
+/* ======================================================================== */
+
+SH_FORCE_INLINE uint32_t xxh32_round(uint32_t acc, uint32_t lane)
+{
+    acc += lane * SH_XXH_PRIME32_2;
+    return sh_rotl32(acc, 13) * SH_XXH_PRIME32_1;
+}
+
+uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    size_t rem = len;
+    uint32_t acc;
+
+    if (len >= 16) {
+        uint32_t a1 = seed + SH_XXH_PRIME32_1 + SH_XXH_PRIME32_2;
+        uint32_t a2 = seed + SH_XXH_PRIME32_2;
+        uint32_t a3 = seed;
+        uint32_t a4 = seed - SH_XXH_PRIME32_1;
+        do {
+            a1 = xxh32_round(a1, sh_read32le(p));
+            a2 = xxh32_round(a2, sh_read32le(p + 4));
+            a3 = xxh32_round(a3, sh_read32le(p + 8));
+            a4 = xxh32_round(a4, sh_read32le(p + 12));
+            p += 16;
+            rem -= 16;
+        } while (rem >= 16);
+        acc = sh_rotl32(a1, 1) + sh_rotl32(a2, 7) + sh_rotl32(a3, 12) + sh_rotl32(a4, 18);
+    } else {
+        acc = seed + SH_XXH_PRIME32_5;
+    }
+    acc += (uint32_t)len;
+    while (rem >= 4) {
+        acc += sh_read32le(p) * SH_XXH_PRIME32_3;
+        acc = sh_rotl32(acc, 17) * SH_XXH_PRIME32_4;
+        p += 4;
+        rem -= 4;
+    }
+    while (rem > 0) {
+        acc += (uint32_t)(*p) * SH_XXH_PRIME32_5;
+        acc = sh_rotl32(acc, 11) * SH_XXH_PRIME32_1;
+        p++;
+        rem--;
+    }
+    acc ^= acc >> 15;
+    acc *= SH_XXH_PRIME32_2;
+    acc ^= acc >> 13;
+    acc *= SH_XXH_PRIME32_3;
+    acc ^= acc >> 16;
+    return acc;
+}
+
+/* ======================================================================== */
+/* XXH64                                                                    */
+/* ======================================================================== */
+
+SH_FORCE_INLINE uint64_t xxh64_round(uint64_t acc, uint64_t lane)
+{
+    acc += lane * SH_XXH_PRIME64_2;
+    return sh_rotl64(acc, 31) * SH_XXH_PRIME64_1;
+}
+
+SH_FORCE_INLINE uint64_t xxh64_merge(uint64_t acc, uint64_t a)
+{
+    acc ^= xxh64_round(0, a);
+    return acc * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
+}
+
+SH_FORCE_INLINE uint64_t xxh64_avalanche(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= SH_XXH_PRIME64_2;
+    h ^= h >> 29;
+    h *= SH_XXH_PRIME64_3;
+    h ^= h >> 32;
+    return h;
+}
+
+uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    size_t rem = len;
+    uint64_t acc;
+
+    if (len >= 32) {
+        uint64_t a1 = seed + SH_XXH_PRIME64_1 + SH_XXH_PRIME64_2;
+        uint64_t a2 = seed + SH_XXH_PRIME64_2;
+        uint64_t a3 = seed;
+        uint64_t a4 = seed - SH_XXH_PRIME64_1;
+        do {
+            a1 = xxh64_round(a1, sh_read64le(p));
+            a2 = xxh64_round(a2, sh_read64le(p + 8));
+            a3 = xxh64_round(a3, sh_read64le(p + 16));
+            a4 = xxh64_round(a4, sh_read64le(p + 24));
+            p += 32;
+            rem -= 32;
+        } while (rem >= 32);
+        acc = sh_rotl64(a1, 1) + sh_rotl64(a2, 7) + sh_rotl64(a3, 12) + sh_rotl64(a4, 18);
+        acc = xxh64_merge(acc, a1);
+        acc = xxh64_merge(acc, a2);
+        acc = xxh64_merge(acc, a3);
+        acc = xxh64_merge(acc, a4);
+    } else {
+        acc = seed + SH_XXH_PRIME64_5;
+    }
+    acc += (uint64_t)len;
+    while (rem >= 8) {
+        acc ^= xxh64_round(0, sh_read64le(p));
+        acc = sh_rotl64(acc, 27) * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
+        p += 8;
+        rem -= 8;
+    }
+    if (rem >= 4) {
+        acc ^= (uint64_t)sh_read32le(p) * SH_XXH_PRIME64_1;
+        acc = sh_rotl64(acc, 23) * SH_XXH_PRIME64_2 + SH_XXH_PRIME64_3;
+        p += 4;
+        rem -= 4;
+    }
+    while (rem > 0) {
+        acc ^= (uint64_t)(*p) * SH_XXH_PRIME64_5;
+        acc = sh_rotl64(acc, 11) * SH_XXH_PRIME64_1;
+        p++;
+        rem--;
+    }
+    return xxh64_avalanche(acc);
+}
+
+/* ======================================================================== */
+/* XXH3-64                                                                  */
+/* ======================================================================== */
+
+SH_FORCE_INLINE uint64_t xxh3_avalanche(uint64_t x)
+{
+    x ^= x >> 37;
+    x *= SH_XXH_PRIME_MX1;
+    x ^= x >> 32;
+    return x;
+}
+
+/* lo ^ hi of the full 128-bit product */
+SH_FORCE_INLINE uint64_t xxh3_fold64(uint64_t a, uint64_t b)
+{
+    uint64_t hi;
+    uint64_t lo = sh_mul128(a, b, &hi);
+    return lo ^ hi;
+}
+
+/* 16 bytes of input against 16 bytes of secret, the seed folded in. */
+SH_FORCE_INLINE uint64_t xxh3_mix16(const uint8_t *in, const uint8_t *sec, uint64_t seed)
+{
+    return xxh3_fold64(sh_read64le(in) ^ (sh_read64le(sec) + seed),
+                       sh_read64le(in + 8) ^ (sh_read64le(sec + 8) - seed));
+}
+
+static uint64_t xxh3_len_0to16(const uint8_t *p, size_t len, uint64_t seed)
+{
+    const uint8_t *s = sh_xxh3_default_secret;
+    if (len > 8) {
+        uint64_t lo = ((sh_read64le(s + 24) ^ sh_read64le(s + 32)) + seed) ^ sh_read64le(p);
+        uint64_t hi = ((sh_read64le(s + 40) ^ sh_read64le(s + 48)) - seed) ^ sh_read64le(p + len - 8);
+        uint64_t v = (uint64_t)len + sh_swap64(lo) + hi + xxh3_fold64(lo, hi);
+        return xxh3_avalanche(v);
+    }
+    if (len >= 4) {
+        uint64_t first = sh_read32le(p);
+        uint64_t last = sh_read32le(p + len - 4);
+        uint64_t mod = seed ^ ((uint64_t)sh_swap32((uint32_t)seed) << 32);
+        uint64_t x = ((sh_read64le(s + 8) ^ sh_read64le(s + 16)) - mod) ^ (last | (first << 32));
+        x ^= sh_rotl64(x, 49) ^ sh_rotl64(x, 24);
+        x *= SH_XXH_PRIME_MX2;
+        x ^= (x >> 35) + (uint64_t)len;
+        x *= SH_XXH_PRIME_MX2;
+        x ^= x >> 28;
+        return x;
+    }
+    if (len > 0) {
+        uint32_t combined = (uint32_t)p[len - 1] | ((uint32_t)len << 8) | ((uint32_t)p[0] << 16) |
+                            ((uint32_t)p[len >> 1] << 24);
+        uint64_t k = (uint64_t)(sh_read32le(s) ^ sh_read32le(s + 4)) + seed;
+        return xxh64_avalanche(k ^ (uint64_t)combined);
+    }
+    return xxh64_avalanche(seed ^ sh_read64le(s + 56) ^ sh_read64le(s + 64));
+}
+
+static uint64_t xxh3_len_17to128(const uint8_t *p, size_t len, uint64_t seed)
+{
+    const uint8_t *s = sh_xxh3_default_secret;
+    uint64_t acc = (uint64_t)len * SH_XXH_PRIME64_1;
+    /* rounds i = 0 .. ((len - 1) >> 5): chunk i from the front and from the
+     * back; the additions commute, so the order is free */
+    if (len > 32) {
+        if (len > 64) {
+            if (len > 96) {
+                acc += xxh3_mix16(p + 48, s + 96, seed);
+                acc += xxh3_mix16(p + len - 64, s + 112, seed);
+            }
+            acc += xxh3_mix16(p + 32, s + 64, seed);
+            acc += xxh3_mix16(p + len - 48, s + 80, seed);
+        }
+        acc += xxh3_mix16(p + 16, s + 32, seed);
+        acc += xxh3_mix16(p + len - 32, s + 48, seed);
+    }
+    acc += xxh3_mix16(p, s, seed);
+    acc += xxh3_mix16(p + len - 16, s + 16, seed);
+    return xxh3_avalanche(acc);
+}
+
+static uint64_t xxh3_len_129to240(const uint8_t *p, size_t len, uint64_t seed)
+{
+    const uint8_t *s = sh_xxh3_default_secret;
+    uint64_t acc = (uint64_t)len * SH_XXH_PRIME64_1;
+    size_t nchunks = len >> 4;
+    size_t i;
+    for (i = 0; i < 8; i++) acc += xxh3_mix16(p + 16 * i, s + 16 * i, seed);
+    acc = xxh3_avalanche(acc);
+    for (i = 8; i < nchunks; i++) acc += xxh3_mix16(p + 16 * i, s + 16 * (i - 8) + 3, seed);
+    acc += xxh3_mix16(p + len - 16, s + 119, seed);
+    return xxh3_avalanche(acc);
+}
+
+/* ---- long inputs (> 240 bytes) ---------------------------------------- */
+/* The secret is always 192 bytes here (default or seed-derived), so a block
+ * is 16 stripes of 64 bytes. */
+#define XXH3_STRIPE            64
+#define XXH3_STRIPES_PER_BLOCK ((SH_XXH3_SECRET_SIZE - 64) / 8)
+#define XXH3_BLOCK             (XXH3_STRIPE * XXH3_STRIPES_PER_BLOCK)
+
+/* One stripe: 8 independent lanes, each adding the 32x32->64 product of the
+ * keyed input word's halves plus the neighbouring raw input word (lane i ^ 1).
+ * The loads are spelled out one per word and the arithmetic is two simple
+ * lane loops: the shape that both gcc and clang -O3 compile best (measured;
+ * a rolled load loop keeps clang from vectorising and slows gcc). */
+SH_FORCE_INLINE void xxh3_accumulate_stripe(uint64_t *SH_RESTRICT acc, const uint8_t *SH_RESTRICT in,
+                                            const uint8_t *SH_RESTRICT sec)
+{
+    uint64_t d[8];
+    uint64_t k[8];
+    int i;
+    d[0] = sh_read64le(in);
+    d[1] = sh_read64le(in + 8);
+    d[2] = sh_read64le(in + 16);
+    d[3] = sh_read64le(in + 24);
+    d[4] = sh_read64le(in + 32);
+    d[5] = sh_read64le(in + 40);
+    d[6] = sh_read64le(in + 48);
+    d[7] = sh_read64le(in + 56);
+    k[0] = sh_read64le(sec);
+    k[1] = sh_read64le(sec + 8);
+    k[2] = sh_read64le(sec + 16);
+    k[3] = sh_read64le(sec + 24);
+    k[4] = sh_read64le(sec + 32);
+    k[5] = sh_read64le(sec + 40);
+    k[6] = sh_read64le(sec + 48);
+    k[7] = sh_read64le(sec + 56);
+    for (i = 0; i < 8; i++) {
+        uint64_t x = d[i] ^ k[i];
+        acc[i] += (x & 0xFFFFFFFFu) * (x >> 32);
+    }
+    for (i = 0; i < 8; i += 2) {
+        acc[i] += d[i + 1];
+        acc[i + 1] += d[i];
+    }
+}
+
+SH_FORCE_INLINE void xxh3_scramble(uint64_t *SH_RESTRICT acc, const uint8_t *SH_RESTRICT sec)
+{
+    int i;
+    for (i = 0; i < 8; i++) {
+        uint64_t a = acc[i];
+        a ^= a >> 47;
+        a ^= sh_read64le(sec + 8 * i);
+        acc[i] = a * SH_XXH_PRIME32_1;
+    }
+}
+
+static uint64_t xxh3_long(const uint8_t *p, size_t len, const uint8_t *SH_RESTRICT sec)
+{
+    uint64_t acc[8];
+    size_t nblocks = (len - 1) / XXH3_BLOCK; /* full blocks before the last (partial or full) one */
+    size_t b, n, last, nstripes;
+    uint64_t result;
+    int i;
+
+    acc[0] = SH_XXH_PRIME32_3;
+    acc[1] = SH_XXH_PRIME64_1;
+    acc[2] = SH_XXH_PRIME64_2;
+    acc[3] = SH_XXH_PRIME64_3;
+    acc[4] = SH_XXH_PRIME64_4;
+    acc[5] = SH_XXH_PRIME32_2;
+    acc[6] = SH_XXH_PRIME64_5;
+    acc[7] = SH_XXH_PRIME32_1;
+
+    for (b = 0; b < nblocks; b++) {
+        const uint8_t *blk = p + b * XXH3_BLOCK;
+        for (n = 0; n < XXH3_STRIPES_PER_BLOCK; n++)
+            xxh3_accumulate_stripe(acc, blk + n * XXH3_STRIPE, sec + 8 * n);
+        xxh3_scramble(acc, sec + SH_XXH3_SECRET_SIZE - 64);
+    }
+
+    /* the last block: its full stripes except the very last stripe, then the
+     * final 64 bytes of the input as a stripe (possibly overlapping) */
+    last = len - nblocks * XXH3_BLOCK;
+    nstripes = (last - 1) / XXH3_STRIPE;
+    {
+        const uint8_t *blk = p + nblocks * XXH3_BLOCK;
+        for (n = 0; n < nstripes; n++) xxh3_accumulate_stripe(acc, blk + n * XXH3_STRIPE, sec + 8 * n);
+    }
+    xxh3_accumulate_stripe(acc, p + len - XXH3_STRIPE, sec + SH_XXH3_SECRET_SIZE - 71);
+
+    /* final merge with secret bytes 11..75 */
+    result = (uint64_t)len * SH_XXH_PRIME64_1;
+    for (i = 0; i < 4; i++) {
+        result += xxh3_fold64(acc[2 * i] ^ sh_read64le(sec + 11 + 16 * i),
+                              acc[2 * i + 1] ^ sh_read64le(sec + 11 + 16 * i + 8));
+    }
+    return xxh3_avalanche(result);
+}
+
+uint64_t sh_xxh3_64(const void *data, size_t len, uint64_t seed)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    if (len <= 16) return xxh3_len_0to16(p, len, seed);
+    if (len <= 128) return xxh3_len_17to128(p, len, seed);
+    if (len <= 240) return xxh3_len_129to240(p, len, seed);
+    if (seed == 0) return xxh3_long(p, len, sh_xxh3_default_secret);
+    {
+        /* secret derived from the seed: the default secret read as 24 words,
+         * seed added to the even ones and subtracted from the odd ones */
+        uint8_t secret[SH_XXH3_SECRET_SIZE];
+        int i;
+        for (i = 0; i < SH_XXH3_SECRET_SIZE / 16; i++) {
+            const uint8_t *d = sh_xxh3_default_secret + 16 * i;
+            sh_write64le(secret + 16 * i, sh_read64le(d) + seed);
+            sh_write64le(secret + 16 * i + 8, sh_read64le(d + 8) - seed);
+        }
+        return xxh3_long(p, len, secret);
+    }
+}

@@ -1,0 +1,35 @@
+/*
+ * shardhash core: per-key overrides (directory routing) (see sh_override.h and docs/routers.md).
+ */
+#include "sh_override.h"
+
+/* ------------------------------------------------------------------------ */
+/* Overrides                                                                 */
+
+int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
+{
+    size_t lo = 0, hi = m;
+    while (lo < hi) {
+        size_t mid = lo + ((hi - lo) >> 1);
+        if (ohashes[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m && ohashes[lo] == h) return oshards[lo];
+    return -1;
+}
+
+void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m, const uint64_t *hashes,
+                       size_t n, int32_t *out)
+{
+    size_t i;
+    if (m == 0) return;
+    for (i = 0; i < n; i++) {
+        uint64_t h = hashes[i];
+        int32_t s;
+        if (h < ohashes[0] || h > ohashes[m - 1]) continue;
+        s = sh_override_find(ohashes, oshards, m, h);
+        if (s >= 0) out[i] = s;
+    }
+}
