@@ -1,10 +1,9 @@
 from collections.abc import Iterable
 from typing import Any
 
-from typing_extensions import Buffer, Self, disjoint_base
-
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer, Self, disjoint_base
 
 from shardhash._codec import KeyCodec
 
