@@ -34,12 +34,12 @@ from __future__ import annotations
 import numbers
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
 __all__ = [
@@ -386,17 +386,8 @@ def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndar
     return nodes, ring, owners
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("cassandra_token")
-class TokenRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("cassandra_token")
+class TokenRouter(RawKeyRouter):
     """Primary ownership on a Cassandra token ring (``Murmur3Partitioner``).
 
     ``tokens`` maps each node to its ring tokens (one token per node, or
@@ -419,7 +410,23 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("tokens", "cql_type")
-    routes_on_hash = False
+
+    _hashes_refused = ("a Cassandra token router routes tokens, not shardhash hashes: "
+                        "use route_many(keys) or route_tokens(tokens)")
+    _hash_refused = "a Cassandra token router routes tokens, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "Murmur3Partitioner token (Cassandra)"
+
+    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        toks = evenly_spaced_tokens(len(shards) * (args.vnodes or 1))
+        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
+        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
+                   cql_type=ct[0] if len(ct) == 1 else ct)
 
     def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:
@@ -441,7 +448,6 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_ring", ring)
         self._set("_owners", owners)
         self._set("_cql_type", ct)
-        self._use_python()
         keys = _native.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
@@ -519,15 +525,8 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes: "
-                        "use route_many(keys) or route_tokens(tokens)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes")
 
     def replicas(self, key: Any, rf: int) -> list[str]:
         """The ``rf`` replicas of ``key`` under SimpleStrategy: walk the ring

@@ -30,12 +30,12 @@ import bisect
 import datetime as _dt
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._routing import fill_out
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
 __all__ = [
@@ -279,17 +279,8 @@ def _bound(v: Any, what: str) -> int | None:
     return iv
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("mongo_hashed")
-class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("mongo_hashed")
+class HashedChunkRouter(RawKeyRouter):
     """Route documents to shards by the ``[min, max)`` chunk holding their
     hashed shard-key value.
 
@@ -308,7 +299,20 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("bounds", "owners")
-    routes_on_hash = False
+
+    _hashes_refused = ("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes: "
+                        "use route_many(values) or route_hashed(hashed_values)")
+    _hash_refused = "a MongoDB chunk router routes hashed shard-key values, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "MongoDB hashed index (MD5 of the BSON value, int64)"
+
+    cli_options = frozenset()  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls.from_split_points(initial_split_points(len(shards)), shards)
 
     def __init__(self, chunks: Iterable[tuple[Any, Any, str]], *, version: int = 1) -> None:
         ch = list(chunks)
@@ -361,7 +365,6 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         owners.setflags(write=False)
         self._set("_mins", mins)
         self._set("_owners", owners)
-        self._use_python()
         keys = _native.MongoKeys(mins, owners)  # route/route_index of int, float, ASCII str in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
@@ -423,15 +426,8 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_hashed(hashed_array(keys, threads=threads), out=out)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes: "
-                        "use route_many(values) or route_hashed(hashed_values)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges covering ``[0, 2**64-1]``

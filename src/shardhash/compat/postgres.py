@@ -53,12 +53,13 @@ import operator
 import re
 import struct
 import uuid as _uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import _limits
+from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
 
 __all__ = [
@@ -789,15 +790,6 @@ def partition_of_array(rows: Any = None, modulus: int = 1, types: Any = (), *,
 
 # ------------------------------------------------------------------- router
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
 _MAX_TABLE = 1 << 26      # largest modulus a router builds its remainder table for
 
 
@@ -829,8 +821,8 @@ def _check_bounds(bounds: Any, n: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-@_register("postgres_hash_partition")
-class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("postgres_hash_partition")
+class HashPartitionRouter(RawKeyRouter):
     """Route rows to the partitions of a ``PARTITION BY HASH`` table.
 
     ``partitions[i]`` is the partition ``FOR VALUES WITH (MODULUS
@@ -856,7 +848,20 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("types", "bounds")
-    routes_on_hash = False
+
+    _hashes_refused = ("a PostgreSQL hash-partition router hashes rows with PostgreSQL's own "
+                        "functions, not a shardhash hasher: use route_many(rows)")
+    _hash_refused = "a PostgreSQL hash-partition router does not route shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "PostgreSQL hash partitioning (hash_*_extended, seed 0x7A5B22367996DCFD)"
+
+    cli_options = frozenset({"pg_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, [t.strip() for t in (args.pg_type or "bigint").split(",")])
 
     def __init__(self, partitions: Sequence[str], types: Any, *,
                  bounds: Sequence[tuple[int, int]] | None = None, version: int = 1) -> None:
@@ -884,7 +889,6 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_types", ts)
         self._set("_bounds", bs)
         self._set("_table", table)
-        self._use_python()
         keys = _native.PgPartitionKeys(ts, table)  # route/route_index of rows of common types in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
@@ -959,7 +963,7 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(rows)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         rem = partition_of_array(rows, len(self._table), self._types, threads=threads)
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)
@@ -973,10 +977,3 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)
         return res
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a PostgreSQL hash-partition router hashes rows with PostgreSQL's own "
-                        "functions, not a shardhash hasher: use route_many(rows)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a PostgreSQL hash-partition router does not route shardhash hashes")

@@ -28,12 +28,12 @@ collations, numeric, region-based) and keyspace ids longer than 8 bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
@@ -147,7 +147,8 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
         parts = [_sql_bytes(v, f"value at position {i}") for i, v in enumerate(vals)]
         data, offsets = _native.pack_keys(parts)
         h = _native.xxh64_offsets(data, offsets, threads)
-    return h.byteswap()
+    swapped: np.ndarray = h.byteswap()
+    return swapped
 
 
 def _parse_bound(text: str, name: str) -> int | None:
@@ -207,17 +208,8 @@ def even_shard_names(n: int) -> list[str]:
     return [("" if i == 0 else bounds[i - 1]) + "-" + (bounds[i] if i < n - 1 else "") for i in range(n)]
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("vitess")
-class VitessRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("vitess")
+class VitessRouter(RawKeyRouter):
     """Route sharding-column values to Vitess shards.
 
     ``shard_names`` are key-range names that must tile the whole keyspace
@@ -234,7 +226,20 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("vindex",)
-    routes_on_hash = False
+
+    _hashes_refused = ("a Vitess router routes keyspace ids, not shardhash hashes: "
+                        "use route_many(values) or route_keyspace_ids(ksids)")
+    _hash_refused = "a Vitess router routes keyspace ids, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return f"Vitess {self.vindex} vindex keyspace id"
+
+    cli_options = frozenset({"vindex"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, vindex=args.vindex or "hash")
 
     def __init__(self, shard_names: Iterable[str], vindex: str = "hash", *, version: int = 1) -> None:
         if isinstance(shard_names, str):
@@ -267,7 +272,6 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_starts", starts)
         self._set("_owners", owners)
         self._set("_vindex", vindex)
-        self._use_python()
         keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
@@ -302,15 +306,8 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_keyspace_ids(keyspace_id_array(keys, self._vindex, threads=threads), out=out)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Vitess router routes keyspace ids, not shardhash hashes: "
-                        "use route_many(values) or route_keyspace_ids(ksids)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Vitess router routes keyspace ids, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges of keyspace ids (as
