@@ -34,7 +34,7 @@ import pytest
 
 from bench._peers import crc_keyslots, murmur_tokens
 from bench._timing import alternating_best, best, enabled
-from shardhash.compat import _native_b, cassandra, ketama, redis, vitess
+from shardhash.compat import _native, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
 
 MIN_LEN, MAX_LEN, FIXED_LEN = 4, 40, 22  # uniform 4..40 has mean 22
@@ -109,7 +109,7 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
     if enabled(benchmark):
         fns: dict[str, Callable[[], Any]] = {"mixed": lambda: call(mixed), "fixed": lambda: call(fixed)}
         if floor_keys is not None:
-            fns["floor"] = lambda: _native_b.list_walk_floor(floor_keys[0])
+            fns["floor"] = lambda: _native.list_walk_floor(floor_keys[0])
         times = alternating_best(fns, 5, time.perf_counter)
         if peer is not None:
             pname, loop, pkeys = peer

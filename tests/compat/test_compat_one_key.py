@@ -1,4 +1,4 @@
-"""The compat routers' one-key paths in C (compat/_scalar) against their
+"""The compat routers' one-key paths in C (compat/_native) against their
 pure-Python paths and their batch paths.
 
 Every router and one-key function that routes exact bytes / ASCII str / int
@@ -69,7 +69,7 @@ def _outcome(f: Callable[[Any], Any], key: Any) -> tuple[Any, ...]:
 def _check_router(r: Router, keys: list[Any], *, batch: bool = True) -> None:
     """route_index (C where it applies) == _route_index_slow (Python) and
     route == shards[route_index]; route_many([k]) agrees when it routes."""
-    assert r._keymode_native()  # route/route_index run compat/_scalar's C function
+    assert r._keymode_native()  # route/route_index run compat/_native's C function
     handled = 0
     for k in keys:
         got = _outcome(r.route_index, k)

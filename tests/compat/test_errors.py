@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import pytest
 
-from shardhash.compat import _native_b, cassandra, citus, guava, ketama, mongo, redis, vitess
+from shardhash.compat import _native, cassandra, citus, guava, ketama, mongo, redis, vitess
 from shardhash.compat import postgres as pg
 from shardhash.routing import load_router
 from tests._support import ill_typed
@@ -259,18 +259,18 @@ def test_guava_bad_arrays() -> None:
 
 
 def test_kernels_validate_before_releasing_the_gil() -> None:
-    from shardhash.compat import _pg
+    from shardhash.compat import _native
     out = np.empty(2, dtype=np.uint64)
     with pytest.raises(ValueError, match="offsets has 2 elements, expected 3"):
-        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([0, 4], np.int64), 0, out)
+        _native.varlen_extended(np.zeros(4, np.uint8), np.array([0, 4], np.int64), 0, out)
     with pytest.raises(ValueError, match="fall outside"):
-        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([0, 2, 9], np.int64), 0, out)
+        _native.varlen_extended(np.zeros(4, np.uint8), np.array([0, 2, 9], np.int64), 0, out)
     with pytest.raises(ValueError, match="decrease at position 0"):
-        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([1, 0, 2], np.int64), 0, out)
+        _native.varlen_extended(np.zeros(4, np.uint8), np.array([1, 0, 2], np.int64), 0, out)
     with pytest.raises(ValueError, match="expected 2 keys of 16 bytes"):
-        _pg.fixed_extended(np.zeros(31, np.uint8), 16, 0, out)
+        _native.fixed_extended(np.zeros(31, np.uint8), 16, 0, out)
     with pytest.raises(ValueError, match="modulus must be positive"):
-        _pg.remainder(out, 0, np.empty(2, np.int64))
+        _native.remainder(out, 0, np.empty(2, np.int64))
     assert math.isfinite(float(pg.hash32(uuid.UUID(int=0), "uuid")))
 
 
@@ -477,15 +477,15 @@ def test_mongo_chunk_errors() -> None:
 def test_kernels_validate_offsets() -> None:
     data = np.frombuffer(b"abcdef", dtype=np.uint8)
     with pytest.raises(ValueError, match="decrease"):
-        _native_b.redis_keyslot_offsets(np.array([0, 4, 2], dtype=np.int64), data)
+        _native.redis_keyslot_offsets(data, np.array([0, 4, 2], dtype=np.int64))
     with pytest.raises(ValueError, match="beyond the data"):
-        _native_b.cassandra_token_offsets(np.array([0, 7], dtype=np.int64), data)
+        _native.cassandra_token_offsets(data, np.array([0, 7], dtype=np.int64))
     with pytest.raises(ValueError, match="negative"):
-        _native_b.ketama_hash_offsets(np.array([-1, 2], dtype=np.int64), data)
+        _native.ketama_hash_offsets(data, np.array([-1, 2], dtype=np.int64))
     with pytest.raises(ValueError, match="sorted"):
-        _native_b.cassandra_ring_index(np.array([5, 1], dtype=np.int64), np.array([0], dtype=np.int64))
+        _native.cassandra_ring_index(np.array([5, 1], dtype=np.int64), np.array([0], dtype=np.int64))
     with pytest.raises(ValueError, match="no points"):
-        _native_b.ketama_lookup(np.zeros(0, np.uint32), np.zeros(0, np.int32), False, np.zeros(1, np.uint32))
+        _native.ketama_lookup(np.zeros(0, np.uint32), np.zeros(0, np.int32), False, np.zeros(1, np.uint32))
     with pytest.raises(ValueError, match="null"):
         pa = pytest.importorskip("pyarrow")
         redis.keyslot_array(pa.array(["a", None]))

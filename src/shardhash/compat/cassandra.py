@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
-from . import _native_b, _scalar
+from . import _native
 
 __all__ = [
     "MIN_TOKEN",
@@ -118,13 +118,13 @@ def _blob_keys(keys: Any) -> Any:
 
 def _token_py(key: bytes) -> int:
     # the reference for token(): every key but exact bytes
-    return int(_native_b.cassandra_token(_bytes_like(key)))
+    return int(_native.cassandra_token(_bytes_like(key)))
 
 
-_scalar._set_fallbacks(token=_token_py)
+_native._set_fallbacks(token=_token_py)
 # token(key): the ``Murmur3Partitioner`` token of one serialized partition
 # key; exact bytes in C, everything else via _token_py.
-token = _scalar.token
+token = _native.token
 
 
 def _type_name(cql_type: Any) -> str:
@@ -265,17 +265,17 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     True
     """
     if cql_type == "blob" and threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
-        small = _scalar.token_small(keys)
+        small = _native.token_small(keys)
         if small is not None:
-            return small  # type: ignore[no-any-return]
+            return small
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":
             return _blob_tokens(keys, threads)
         if t in ("bigint", "timestamp"):
-            return _native_b.cassandra_token_bigint(_int_array(keys, t), threads)
+            return _native.cassandra_token_bigint(_int_array(keys, t), threads)
         if t == "int":
-            return _native_b.cassandra_token_int(_int_array(keys, t).astype(np.int32), threads)
+            return _native.cassandra_token_int(_int_array(keys, t).astype(np.int32), threads)
         if t in ("text", "ascii"):
             if t == "text":
                 for i, k in enumerate(keys if isinstance(keys, (list, tuple)) else ()):
@@ -294,11 +294,11 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
 def _blob_tokens(keys: Any, threads: int | None) -> np.ndarray:
     """Tokens of serialized keys: a Python sequence is read in place (the
     kernel gets pointers to each key's bytes), Arrow data without copying."""
-    tokens = _native_b.cassandra_token_seq(keys)
+    tokens = _native.cassandra_token_seq(keys)
     if tokens is not None:
         return tokens
-    offsets, data = _native_b.pack_keys(keys)
-    return _native_b.cassandra_token_offsets(offsets, data, threads)
+    data, offsets = _native.pack_keys(keys)
+    return _native.cassandra_token_offsets(data, offsets, threads)
 
 
 def evenly_spaced_tokens(n: int, offset: int = 0) -> list[int]:
@@ -448,7 +448,7 @@ class TokenRouter(RawKeyRouter):
         self._set("_ring", ring)
         self._set("_owners", owners)
         self._set("_cql_type", ct)
-        keys = _scalar.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
+        keys = _native.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
@@ -514,7 +514,7 @@ class TokenRouter(RawKeyRouter):
     def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32) for precomputed tokens (int64)."""
         t = np.ascontiguousarray(tokens, dtype=np.int64)
-        idx = _native_b.cassandra_ring_index(self._ring, t, threads)
+        idx = _native.cassandra_ring_index(self._ring, t, threads)
         res: np.ndarray = self._owners[idx]
         return fill_out(out, res)
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, register_router_type
-from . import _scalar
+from . import _native
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
 __all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
@@ -147,7 +147,7 @@ class CitusRouter(RawKeyRouter):
         self._set("_ranges", tuple(rs))
         self._set("_mins", mins)
         self._set("_owner", owner)
-        keys = _scalar.CitusKeys(t, mins, owner)  # route/route_index of common types in C
+        keys = _native.CitusKeys(t, mins, owner)  # route/route_index of common types in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
-from . import _native_b, _scalar
+from . import _native
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
@@ -188,7 +188,7 @@ def ketama_hash(key: Any, flavor: str = "libketama") -> int:
     >>> ketama_hash("foo")
     3675831724
     """
-    return int(_native_b.ketama_hash(_key_bytes(key, _check_flavor(flavor))))
+    return int(_native.ketama_hash(_key_bytes(key, _check_flavor(flavor))))
 
 
 @register_router_type("ketama")
@@ -275,7 +275,7 @@ class KetamaRouter(RawKeyRouter):
             points, owners = points[order], owners[order]
         # lookup accelerator: about one point per bucket of the key hash's top bits
         bits = max(1, min(16, int(len(points)).bit_length()))
-        index = _native_b.ketama_bucket_index(points, bits)
+        index = _native.ketama_bucket_index(points, bits)
         for a in (points, owners, index):
             a.setflags(write=False)
         self._set("_index", index)
@@ -285,7 +285,7 @@ class KetamaRouter(RawKeyRouter):
         self._set("_flavor", flavor)
         self._set("_key_hash", khash)
         self._set("_counts", tuple(counts))
-        keys = _scalar.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
+        keys = _native.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
                                   fnv=khash == "fnv1a_64", empty_zero=flavor == "twemproxy",
                                   str_all=flavor == "uhashring")
         self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes, ASCII str, int in C
@@ -339,8 +339,8 @@ class KetamaRouter(RawKeyRouter):
         if self._flavor == "twemproxy" and not kb:
             return 0
         if self._key_hash == "fnv1a_64":
-            return int(_native_b.twemproxy_fnv1a_64(kb))
-        return int(_native_b.ketama_hash(kb))
+            return int(_native.twemproxy_fnv1a_64(kb))
+        return int(_native.ketama_hash(kb))
 
     # -- routing -----------------------------------------------------------------
 
@@ -361,7 +361,7 @@ class KetamaRouter(RawKeyRouter):
             raise TypeError(f"key hashes must be integers, not {h.dtype}")
         if h.size and (int(h.min()) < 0 or int(h.max()) > 0xFFFFFFFF):
             raise ValueError("key hashes must be in 0..2**32-1")
-        res = _native_b.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
+        res = _native.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
                                       np.ascontiguousarray(h, dtype=np.uint32), threads, self._index)
         return fill_out(out, res)
 
@@ -373,11 +373,11 @@ class KetamaRouter(RawKeyRouter):
             if small is not None:
                 return small
         if self._flavor == "uhashring":
-            offsets, data = _native_b.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
+            data, offsets = _native.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:
-            offsets, data = _native_b.pack_keys(keys, convert=_decimal)
-        res = _native_b.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
-                                             offsets, data, threads, self._index,
+            data, offsets = _native.pack_keys(keys, convert=_decimal)
+        res = _native.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
+                                             data, offsets, threads, self._index,
                                              _KEY_HASH_CODE[self._key_hash])
         if self._flavor == "twemproxy" and len(res):
             empty = offsets[1:] == offsets[:-1]

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
-from . import _native_b, _scalar
+from . import _native
 
 __all__ = [
     "MIN_KEY",
@@ -104,7 +104,7 @@ def _i32(v: int) -> bytes:
 def _number_to_long(x: Any) -> int:
     """safeNumberLongForHash."""
     if isinstance(x, float):
-        return int(_native_b.mongo_double_to_long(x))
+        return int(_native.mongo_double_to_long(x))
     v = int(x)
     if not INT64_MIN <= v <= INT64_MAX:
         raise OverflowError(f"{v} does not fit a BSON int64")
@@ -192,12 +192,12 @@ def hashed(value: Any) -> int:
     4771603801758380216
     """
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return int(_native_b.mongo_hash_int64(_number_to_long(int(value))))
+        return int(_native.mongo_hash_int64(_number_to_long(int(value))))
     if isinstance(value, (float, np.floating)):
-        return int(_native_b.mongo_hash_int64(_number_to_long(float(value))))
+        return int(_native.mongo_hash_int64(_number_to_long(float(value))))
     parts: list[bytes] = [_i32(0)]  # the seed
     _element(value, parts, "value")
-    digest = _native_b.md5(b"".join(parts))
+    digest = _native.md5(b"".join(parts))
     return int(struct.unpack("<q", digest[:8])[0])
 
 
@@ -221,14 +221,14 @@ def hashed_array(values: Any, threads: int | None = None) -> np.ndarray:
         if arr.ndim != 1:
             raise ValueError(f"values must be one-dimensional, got shape {arr.shape}")
         if arr.dtype.kind == "i":
-            return _native_b.mongo_hash_int64_array(np.ascontiguousarray(arr, dtype=np.int64), threads)
+            return _native.mongo_hash_int64_array(np.ascontiguousarray(arr, dtype=np.int64), threads)
         if arr.dtype.kind == "u":
             if arr.size and int(arr.max()) > INT64_MAX:
                 bad = int(np.flatnonzero(arr > INT64_MAX)[0])
                 raise OverflowError(f"value at position {bad} ({int(arr[bad])}) does not fit a BSON int64")
-            return _native_b.mongo_hash_int64_array(arr.astype(np.int64), threads)
+            return _native.mongo_hash_int64_array(arr.astype(np.int64), threads)
         if arr.dtype.kind == "f":
-            return _native_b.mongo_hash_double_array(np.ascontiguousarray(arr, dtype=np.float64), threads)
+            return _native.mongo_hash_double_array(np.ascontiguousarray(arr, dtype=np.float64), threads)
         values = arr.tolist()
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
@@ -365,7 +365,7 @@ class HashedChunkRouter(RawKeyRouter):
         owners.setflags(write=False)
         self._set("_mins", mins)
         self._set("_owners", owners)
-        keys = _scalar.MongoKeys(mins, owners)  # route/route_index of int, float, ASCII str in C
+        keys = _native.MongoKeys(mins, owners)  # route/route_index of int, float, ASCII str in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 

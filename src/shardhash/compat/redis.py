@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
-from . import _native_b, _scalar
+from . import _native
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
 
@@ -66,13 +66,13 @@ def hash_tag(key: bytes | str) -> bytes:
 def _keyslot_py(key: bytes | str) -> int:
     # the reference for keyslot(): every key the compiled path does not take
     # (str with non-ASCII characters, subclasses, bytearray, wrong types)
-    return int(_native_b.redis_keyslot(_key_bytes(key)))
+    return int(_native.redis_keyslot(_key_bytes(key)))
 
 
-_scalar._set_fallbacks(keyslot=_keyslot_py)
+_native._set_fallbacks(keyslot=_keyslot_py)
 # keyslot(key): the Redis Cluster slot (0..16383) of one key, as ``CLUSTER
 # KEYSLOT``; exact bytes and ASCII str in C, everything else via _keyslot_py.
-keyslot = _scalar.keyslot
+keyslot = _native.keyslot
 
 
 def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
@@ -88,14 +88,14 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     [12182, 5061, 12182]
     """
     if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
-        small = _scalar.keyslot_small(keys)
+        small = _native.keyslot_small(keys)
         if small is not None:
-            return small  # type: ignore[no-any-return]
-    slots = _native_b.redis_keyslot_seq(keys)
+            return small
+    slots = _native.redis_keyslot_seq(keys)
     if slots is not None:  # a Python sequence: read in place, no copy
         return slots
-    offsets, data = _native_b.pack_keys(keys)
-    return _native_b.redis_keyslot_offsets(offsets, data, threads)
+    data, offsets = _native.pack_keys(keys)
+    return _native.redis_keyslot_offsets(data, offsets, threads)
 
 
 def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Any, list[tuple[int, int]]]:
@@ -222,7 +222,7 @@ class ClusterRouter(RawKeyRouter):
         super().__init__(names, version=version)
         table.setflags(write=False)
         self._set("_table", table)
-        keys = _scalar.RedisKeys(table)
+        keys = _native.RedisKeys(table)
         self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes and ASCII str in C
         self._finish()
 

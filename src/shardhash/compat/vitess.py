@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
-from . import _native_b, _scalar
+from . import _native
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
            "even_shard_names", "VitessRouter"]
@@ -82,8 +82,8 @@ def _ksid_u64(value: Any, vindex: str) -> int:
     if vindex == "hash":
         if value is None:
             raise ValueError("NULL maps to no keyspace id under the hash vindex")
-        return int(_native_b.des_encrypt_zero_key(_int_value(value) & _M64))
-    h = int(_native_b.xxh64(_sql_bytes(value)))
+        return int(_native.des_encrypt_zero_key(_int_value(value) & _M64))
+    h = int(_native.xxh64(_sql_bytes(value)))
     return int.from_bytes(h.to_bytes(8, "little"), "big")
 
 
@@ -104,7 +104,7 @@ def reverse_hash(ksid: bytes) -> int:
     """
     if not isinstance(ksid, (bytes, bytearray)) or len(ksid) != 8:
         raise ValueError(f"a hash-vindex keyspace id is 8 bytes, got {ksid!r:.60}")
-    return int(_native_b.des_decrypt_zero_key(int.from_bytes(ksid, "big")))
+    return int(_native.des_decrypt_zero_key(int.from_bytes(ksid, "big")))
 
 
 def _ints_u64(values: Any) -> np.ndarray | None:
@@ -139,14 +139,14 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
                 if v is None:
                     raise ValueError(f"value at position {i} is NULL: it maps to no keyspace id")
                 u[i] = _int_value(v, f"value at position {i}") & _M64
-        return _native_b.des_encrypt_zero_key_array(np.ascontiguousarray(u), threads)
+        return _native.des_encrypt_zero_key_array(np.ascontiguousarray(u), threads)
     if u is not None and isinstance(values, np.ndarray) and values.dtype.kind == "i":
-        h = _native_b.xxh64_decimal_int64(np.ascontiguousarray(values, dtype=np.int64), threads)
+        h = _native.xxh64_decimal_int64(np.ascontiguousarray(values, dtype=np.int64), threads)
     else:
         vals = values.tolist() if isinstance(values, np.ndarray) else list(values)
         parts = [_sql_bytes(v, f"value at position {i}") for i, v in enumerate(vals)]
-        offsets, data = _native_b.pack_keys(parts)
-        h = _native_b.xxh64_offsets(offsets, data, threads)
+        data, offsets = _native.pack_keys(parts)
+        h = _native.xxh64_offsets(data, offsets, threads)
     swapped: np.ndarray = h.byteswap()
     return swapped
 
@@ -272,7 +272,7 @@ class VitessRouter(RawKeyRouter):
         self._set("_starts", starts)
         self._set("_owners", owners)
         self._set("_vindex", vindex)
-        keys = _scalar.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
+        keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
