@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 import shardhash as sh
-from shardhash import _routing, plan
+from shardhash import plan
 from shardhash.compat import cassandra, ketama, redis
+from shardhash.routing import _kernels
 from tests._support import child_env
 
 pd = pytest.importorskip("pandas")
@@ -170,7 +171,7 @@ def test_document_budget_over_nested_routers(monkeypatch: pytest.MonkeyPatch) ->
     built: list[Any] = []
     from shardhash.routing import maglev
 
-    real = _routing.maglev_populate  # what shardhash.routing.maglev calls
+    real = _kernels.maglev_populate  # what shardhash.routing.maglev calls
 
     def spy(*a: Any, **k: Any) -> Any:
         built.append(a[-1])
@@ -234,7 +235,7 @@ def test_route_hashes_out_aliasing_the_input(make: Callable[[], sh.Router], thre
 
 
 def test_jump_hash_array_out_aliasing_the_input() -> None:
-    from shardhash._routing import jump_hash_array
+    from shardhash.routing._kernels import jump_hash_array
 
     want = jump_hash_array(_hashes(), 1000)
     h = _hashes()

@@ -9,7 +9,8 @@ plain-C test (tests/c/test_place.c) checks both batch kernels directly.
 import numpy as np
 import pytest
 
-from shardhash import JumpRouter, _routing, jump_hash, jump_hash_array
+from shardhash import JumpRouter, jump_hash, jump_hash_array
+from shardhash.routing import _kernels
 
 MULT = 2862933555777941757
 MASK = (1 << 64) - 1
@@ -50,20 +51,20 @@ def test_kernel_name() -> None:
     import sys
     from pathlib import Path
 
-    assert _routing._JUMP_KERNEL in ("avx2", "neon", "portable")
-    assert _routing._JUMP_SCALAR in ("sse4.1", "portable")
+    assert _kernels._JUMP_KERNEL in ("avx2", "neon", "portable")
+    assert _kernels._JUMP_SCALAR in ("sse4.1", "portable")
     machine = platform.machine().lower()
     simd = "SH_NO_SIMD" not in os.environ.get("CFLAGS", "")
     if machine in ("aarch64", "arm64"):
-        assert _routing._JUMP_KERNEL == ("neon" if simd else "portable")
+        assert _kernels._JUMP_KERNEL == ("neon" if simd else "portable")
     elif machine not in ("x86_64", "amd64"):
-        assert _routing._JUMP_KERNEL == "portable"
+        assert _kernels._JUMP_KERNEL == "portable"
     elif (sys.platform.startswith("linux") and Path("/proc/cpuinfo").exists()
           and "SH_NO_SIMD" not in os.environ.get("CFLAGS", "")):
         flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("flags")), [])
-        assert _routing._JUMP_KERNEL == ("avx2" if "avx2" in flags else "portable")
-        assert _routing._JUMP_SCALAR == ("sse4.1" if "sse4_1" in flags else "portable")
+        assert _kernels._JUMP_KERNEL == ("avx2" if "avx2" in flags else "portable")
+        assert _kernels._JUMP_SCALAR == ("sse4.1" if "sse4_1" in flags else "portable")
 
 
 @pytest.mark.parametrize("num_buckets", [1, 2, 3, 7, 10, 100, 1000, 1024, 4099, 65536,

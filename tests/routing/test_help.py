@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from shardhash._routing import RouterCore
 from shardhash.routing import JumpRouter
+from shardhash.routing._kernels import RouterCore
 
 METHODS = ("route", "route_index", "route_hash", "route_many", "route_hashes")
 INTERNALS = ("__reduce_cython__", "__setstate_cython__", "__pyx_vtable__", "__test__")

@@ -3,7 +3,7 @@
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
 hasher, the shard tuple and one placement kernel (a C function from
-``_core/sh_place.c``) with its tables.  ``route(key)`` hashes the key through
+``_core/place/``) with its tables.  ``route(key)`` hashes the key through
 the hasher's C entry point and places the hash without leaving C;
 ``route_hashes`` validates its input, then runs the kernel without the GIL
 over contiguous chunks with ``shardhash._common.run``.

@@ -1,4 +1,4 @@
-"""Type stubs for the compiled routing cores (shardhash._routing)."""
+"""Type stubs for the compiled routing cores (shardhash.routing._kernels)."""
 
 from collections.abc import Iterable
 from typing import Any
@@ -11,6 +11,10 @@ from shardhash._hashing import Hasher
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
            "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+
+# The jump kernels chosen at import: "avx2", "neon" or "portable"; "sse4.1" or "portable".
+_JUMP_KERNEL: str
+_JUMP_SCALAR: str
 
 def _unmasked(a: Any, name: str) -> npt.NDArray[Any]: ...
 def as_hashes(hashes: Any, name: str = ...) -> npt.NDArray[np.uint64]: ...
