@@ -223,7 +223,7 @@ class Cluster(ClusterExtras):
         self.base_dir = str(base_dir) if base_dir is not None else None
         self.synchronous = synchronous
         meta_backend = open_backend(metadata_url, self.base_dir)
-        self.metadata = Metadata(meta_backend.path)
+        self.metadata = Metadata(meta_backend)
         self._seed_shards = {k: (v[0], list(v[1])) for k, v in shards.items()}
         self.groups = dict(groups)
         if not self.groups:
@@ -332,6 +332,7 @@ class Cluster(ClusterExtras):
         first create the groups' tables like on that shard."""
         b = self.backend(shard)
         with b.writing() as c:
+            b.lock_schema(c)
             b.ensure_system(c)
             for g in self.groups.values():
                 for t in g.tables:

@@ -130,6 +130,11 @@ class PostgresShard(SQLiteShard):
 
     # ------------------------------------------------------------ schema
 
+    def lock_schema(self, c: Any) -> None:
+        # Two executors preparing one shard at once (two migrations of one
+        # group side by side) would race on CREATE TABLE IF NOT EXISTS.
+        c.execute("SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.schema'))")
+
     def ensure_system(self, c: Any) -> None:
         for stmt in SYSTEM_DDL:
             c.execute(stmt)

@@ -148,6 +148,10 @@ class SQLiteShard:
 
     # ------------------------------------------------------------ schema
 
+    def lock_schema(self, c: Any) -> None:
+        """Inside a write transaction: exclude other schema changes on this
+        shard until it ends (SQLite: the write lock already does)."""
+
     def ensure_system(self, c: sqlite3.Connection) -> None:
         # (statement by statement: executescript would commit the caller's transaction)
         for stmt in SYSTEM_DDL.split(";"):
