@@ -16,7 +16,8 @@ import signal
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,28 @@ def crash_point(name: str) -> None:
         os.environ["SHARDHASH_MIGRATE_CRASH_SKIP"] = str(skip - 1)
         return
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def describe_fault(e: BaseException) -> str:
+    """What a database error means for an operator (full disk, lost
+    connection, read-only file), or its own text."""
+    text = f"{type(e).__name__}: {e}".strip()
+    low = text.lower()
+    if "disk is full" in low or "no space left" in low or "diskfull" in low or "could not extend" in low:
+        return f"the disk is full ({text}); free space, then resume"
+    if "readonly" in low or "read-only" in low or "attempt to write a readonly" in low:
+        return f"the database cannot be written ({text}); make it writable, then resume"
+    if isinstance(e, ConnectionError) or any(w in low for w in (
+            "terminat", "connection", "server closed", "unable to open", "cannot open", "does not exist",
+            "disk i/o error")):
+        return f"the shard is unreachable or its connection was lost ({text}); bring it back, then resume"
+    return text
+
+
+def _is_db_error(e: BaseException) -> bool:
+    if isinstance(e, (ConnectionError, OSError)) or type(e).__module__.startswith(("sqlite3", "psycopg")):
+        return True
+    return any(c.__module__.startswith(("sqlite3", "psycopg")) for c in type(e).__mro__)
 
 
 def _row_hashes(rows: Sequence[Sequence[Any]]) -> np.ndarray:
@@ -209,6 +232,19 @@ class Migration:
             self._last_tick = now
             self.progress_fn(fig)
 
+    @contextmanager
+    def _on(self, shard: str, role: str, what: str) -> Iterator[None]:
+        """Name the shard, its role and the step in a database error."""
+        try:
+            yield
+        except MigrationError:
+            raise
+        except Exception as e:
+            if not _is_db_error(e):
+                raise
+            raise MigrationError(f"migration {self.id}: {role} shard {shard!r} failed while {what}: "
+                                 f"{describe_fault(e)}") from e
+
     def _involved(self) -> list[str]:
         return sorted(set(self.mem.sources) | set(self.mem.destinations))
 
@@ -273,9 +309,11 @@ class Migration:
         cl = self.cluster
         srcs, dsts = self.mem.sources, self.mem.destinations
         for s in srcs:
-            cl.prepare_shard(s)
+            with self._on(s, "source", "preparing"):
+                cl.prepare_shard(s)
         for d in dsts:
-            cl.prepare_shard(d, create_from=srcs[0] if srcs else None)
+            with self._on(d, "destination", "preparing (creating its tables)"):
+                cl.prepare_shard(d, create_from=srcs[0] if srcs else None)
         for s in srcs:
             b = cl.backend(s)
             for t in self.group.tables:
@@ -356,7 +394,8 @@ class Migration:
                                     by_dst[self.units[u].destination].append(r)
                             for n, (d, drows) in enumerate(sorted(by_dst.items())):
                                 db = cl.backend(d)
-                                with db.writing() as dc:
+                                with self._on(d, "destination", f"copying {t.name!r} from {s!r}"), \
+                                        db.writing() as dc:
                                     # Fast path: none of the rows is there yet (a
                                     # resumed chunk, or a collision, takes the slow one).
                                     if db.insert_new(dc, t.name, cols, drows) < len(drows):
@@ -434,7 +473,8 @@ class Migration:
                     want[tuple(r[j] for j in pkx)] = (self.units[u].destination, r)
             for d in self.mem.destinations:
                 db = cl.backend(d)
-                have = db.fetch(db.conn(), tbl, cols, pk, plist)
+                with self._on(d, "destination", "reading rows to catch up"):
+                    have = db.fetch(db.conn(), tbl, cols, pk, plist)
                 hu = self.mem.assign([r[kx] for r in have]).tolist()
                 dels = []
                 for r, u in zip(have, hu):
@@ -446,7 +486,7 @@ class Migration:
                     writes[d].append((tbl, "x", ups, dels))
         for d, items in writes.items():
             db = cl.backend(d)
-            with db.writing() as dc:
+            with self._on(d, "destination", "applying captured changes"), db.writing() as dc:
                 for tbl, _, ups, dels in items:
                     cols, pk, _kx = self._table(s, tbl)
                     if dels:

@@ -103,6 +103,21 @@ class PostgresShard(SQLiteShard):
     def __repr__(self) -> str:
         return f"PostgresShard({self.dsn!r})"
 
+    def conn(self) -> Any:
+        """This thread's connection; a new one when the last one was lost
+        (the server restarted, the backend was terminated)."""
+        c = getattr(self._local, "c", None)
+        if c is not None and (c.raw.closed or c.raw.broken):
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self._local.c = c = None
+        if c is None:
+            c = self.connect()
+            self._local.c = c
+        return c
+
     def connect(self) -> PGConnection:  # type: ignore[override]
         import psycopg
 
