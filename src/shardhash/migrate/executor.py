@@ -156,8 +156,14 @@ class Migration:
                                      f"{g.name!r} {what} {base.version}: plan again from the current "
                                      f"topology (shardhash.migrate.executor.pending_router)")
             if new_router.version <= base.version:
+                if pending is None:
+                    raise MigrationError(f"the new router's version ({new_router.version}) must be greater "
+                                         f"than the current version ({base.version})")
                 raise MigrationError(f"the new router's version ({new_router.version}) must be greater than "
-                                     f"the {'current' if pending is None else 'pending'} version ({base.version})")
+                                     f"the pending version ({base.version}): group {g.name!r} is held by "
+                                     f"migration {pending}, which cuts over to version {base.version} first; "
+                                     f"plan on top of its target (shardhash.migrate.executor.pending_router) "
+                                     f"or finish it first")
             us = list(units) if units is not None else units_for(old, new_router, max_step_share=max_step_share)
             for h in holders:
                 hu = [Unit.from_dict(u) for u in h["units"]]
