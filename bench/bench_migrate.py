@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, plan
+from shardhash import JumpRouter
 from shardhash.migrate import Cluster, Migration
 from shardhash.migrate.cluster import open_backend
 
@@ -70,10 +70,10 @@ def _cluster(root: Path, unit_rows: int, backend: str) -> tuple[Path, Any, Any]:
         else:
             import psycopg
 
-            with psycopg.connect(backend, autocommit=True) as c:
-                c.execute(f"CREATE SCHEMA bench{tag}_{s}")
+            with psycopg.connect(backend, autocommit=True) as pg:
+                pg.execute(f"CREATE SCHEMA bench{tag}_{s}")
             urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
-        c = open_backend(urls[s], root).connect()
+        c: Any = open_backend(urls[s], root).connect()
         c.execute("CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
         if s == "a":
             c.execute("BEGIN")
@@ -119,7 +119,7 @@ def _resolve(name: str) -> str:
 
 
 @pytest.mark.parametrize("backend_name", _backends())
-def test_copy_and_catchup_rate(benchmark, backend_name):
+def test_copy_and_catchup_rate(benchmark: Any, backend_name: str) -> None:
     """Snapshot copy (rows written per second) and catch-up (changes per second)."""
     backend = _resolve(backend_name)
     out = []
@@ -222,7 +222,7 @@ def _pause_run(n: int, backend: str, mode: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("backend_name", _backends())
-def test_write_pause_vs_stop_the_world(benchmark, backend_name):
+def test_write_pause_vs_stop_the_world(benchmark: Any, backend_name: str) -> None:
     """p99 of the time writers to the moving unit waited, live migration vs
     stop the world, per unit size (target: <= 100 ms and flat in the size)."""
     backend = _resolve(backend_name)
@@ -232,7 +232,10 @@ def test_write_pause_vs_stop_the_world(benchmark, backend_name):
             assert live["count"] > 0  # (as a test, PostgreSQL runs the live migration only)
             continue
         stw = _pause_run(n, backend, "stw")
-        ms = (lambda v: float("nan") if v is None else v * 1000)
+
+        def ms(v: float | None) -> float:
+            return float("nan") if v is None else v * 1000
+
         benchmark.extra_info[f"pause_p99_ms_live_{n}"] = ms(live["p99"])
         benchmark.extra_info[f"pause_p99_ms_stw_{n}"] = ms(stw["p99"])
         print(f"\n{backend_name}: unit of {n:,} rows, 8 writers: write pause p50/p99/max live "
@@ -241,4 +244,56 @@ def test_write_pause_vs_stop_the_world(benchmark, backend_name):
               f"({stw['count']} waits); stop-the-world p99 / live p99 = {ms(stw['p99']) / ms(live['p99']):.1f}x; "
               f"live fence phases (s since the freeze): {live['fence']}")
         assert live["count"] > 0 and stw["count"] > 0
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def _overhead_run(n_writes: int, backend: str) -> dict[str, Any]:
+    """Single-key write transactions (one writer, keys spread over the whole
+    table, ~half of them in the moving unit) with no migration, then with a
+    migration prepared (its change capture active): time per write and the
+    changes logged."""
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+        path, old, new = _cluster(Path(d), 20_000, backend)
+        try:
+            cl = Cluster.load(path)
+            keys = [1 + (i * 7919) % 40_000 for i in range(n_writes)]
+            moving = sum(1 for k in keys if new.route(k) == "b")
+
+            def writes(tag: int) -> float:
+                t0 = time.perf_counter()
+                for i, k in enumerate(keys):
+                    with cl.transaction(k) as tx:
+                        tx.execute(UPSERT, (k, "w", tag + i))
+                return (time.perf_counter() - t0) / len(keys)
+
+            writes(0)  # warm up
+            base = writes(1)
+            m = Migration.create(cl, "users", new)
+            m._prepare()  # the capture is active from here on
+            b = cl.backend("a")
+            cid = b.capture_id(b.conn(), m.capture)
+            assert cid is not None
+            before = b.pending_count(b.conn(), cid)
+            cap = writes(2)
+            logged = b.pending_count(b.conn(), cid) - before
+            m.rollback()
+            cl.close()
+            return {"base_us": base * 1e6, "capture_us": cap * 1e6, "writes": len(keys), "moving": moving,
+                    "logged": logged}
+        finally:
+            _drop(backend, path)
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_capture_write_overhead(benchmark: Any, backend_name: str) -> None:
+    """What an active change capture costs a write, and how many changes it
+    logs: only writes to keys of the moving units are logged."""
+    backend = _resolve(backend_name)
+    r = _overhead_run(2000 if _enabled(benchmark) else 200, backend)
+    for k, v in r.items():
+        benchmark.extra_info[k] = v
+    print(f"\n{backend_name}: write transaction {r['base_us']:.0f} us without capture, {r['capture_us']:.0f} us "
+          f"with it (+{r['capture_us'] - r['base_us']:.0f} us); {r['logged']} changes logged for "
+          f"{r['writes']} writes, {r['moving']} of them to moving keys")
+    assert r["moving"] <= r["logged"] <= r["writes"] * 2
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

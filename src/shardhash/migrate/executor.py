@@ -782,6 +782,7 @@ class Migration:
             b = cl.backend(d)
             with b.writing() as c:
                 b.start_capture(c, self.id + ":reverse", self.group.name)
+                b.bump_epoch(c)  # (clients learn that the group has a capture here)
         crash_point("before-commit")
         meta = self.meta
         with meta.tx() as c:
