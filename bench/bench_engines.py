@@ -72,22 +72,24 @@ def _single(files: list[str], old: Any, new: Any) -> Any:
     return total
 
 
-def _dask(files: list[str], old: Any, new: Any) -> tuple[Any, dict]:
+def _dask(files: list[str], old: Any, new: Any) -> tuple[Any, dict[str, Any]]:
     from distributed import Client, LocalCluster
 
     import shardhash.dask as shd
 
-    with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
-                      host="127.0.0.1") as cluster, Client(cluster):
+    # distributed is unannotated
+    with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,  # type: ignore[no-untyped-call]
+                      dashboard_address="127.0.0.1:0", host="127.0.0.1") as cluster, \
+            Client(cluster):  # type: ignore[no-untyped-call]
         ddf = shd.read_parquet(files, "id")
         t0 = time.perf_counter()
-        stats: dict = {}
+        stats: dict[str, Any] = {}
         rep = shd.diff(ddf, "id", old, new, stats=stats)
         stats["seconds"] = time.perf_counter() - t0
     return rep, stats
 
 
-def _spark(files: list[str], old: Any, new: Any) -> tuple[Any, dict]:
+def _spark(files: list[str], old: Any, new: Any) -> tuple[Any, dict[str, Any]]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -100,7 +102,7 @@ def _spark(files: list[str], old: Any, new: Any) -> tuple[Any, dict]:
     try:
         df = spark.read.parquet(*files)
         t0 = time.perf_counter()
-        stats: dict = {}
+        stats: dict[str, Any] = {}
         rep = shs.diff(df, "id", old, new, stats=stats)
         stats["seconds"] = time.perf_counter() - t0
     finally:
@@ -108,7 +110,7 @@ def _spark(files: list[str], old: Any, new: Any) -> tuple[Any, dict]:
     return rep, stats
 
 
-def _ray(files: list[str], old: Any, new: Any) -> tuple[Any, dict]:
+def _ray(files: list[str], old: Any, new: Any) -> tuple[Any, dict[str, Any]]:
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     import ray
     import ray.data
@@ -120,7 +122,7 @@ def _ray(files: list[str], old: Any, new: Any) -> tuple[Any, dict]:
         ray.data.DataContext.get_current().enable_progress_bars = False
         ds = ray.data.read_parquet(files, override_num_blocks=N_FILES)
         t0 = time.perf_counter()
-        stats: dict = {}
+        stats: dict[str, Any] = {}
         rep = shr.diff(ds, "id", old, new, stats=stats, concurrency=WORKERS, num_cpus=0.5)
         stats["seconds"] = time.perf_counter() - t0
     finally:
