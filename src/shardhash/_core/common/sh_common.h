@@ -128,6 +128,30 @@ SH_FORCE_INLINE uint64_t sh_mulhi64(uint64_t a, uint64_t b)
     return hi;
 }
 
+/* The 128-bit a_hi:a_lo divided by d >= 1, by binary long division (run at
+ * set-up, never per key): the low word of the quotient; *q_hi its high word,
+ * *rem the remainder. */
+SH_INLINE uint64_t sh_div128(uint64_t a_hi, uint64_t a_lo, uint64_t d, uint64_t *q_hi, uint64_t *rem)
+{
+    uint64_t qh = 0, ql = 0, r = 0;
+    int bit;
+    for (bit = 127; bit >= 0; bit--) {
+        uint64_t top = r >> 63; /* remainder about to overflow 64 bits */
+        uint64_t next = bit >= 64 ? (a_hi >> (bit - 64)) & 1u : (a_lo >> bit) & 1u;
+        r = (r << 1) | next;
+        if (top || r >= d) {
+            r -= d;
+            if (bit >= 64)
+                qh |= (uint64_t)1 << (bit - 64);
+            else
+                ql |= (uint64_t)1 << bit;
+        }
+    }
+    *q_hi = qh;
+    *rem = r;
+    return ql;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,24 +8,11 @@
 uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_percent)
 {
     /* ceil(a / d) with a = total * f (128 bits) and d = 100 * nshards. */
-    uint64_t a_hi, a_lo, d, q_hi = 0, q_lo = 0, r = 0;
-    int bit;
+    uint64_t a_hi, a_lo, d, q_hi, q_lo, r;
     if (nshards == 0 || nshards > UINT64_MAX / 100u) return UINT64_MAX;
     d = 100u * nshards;
     a_lo = sh_mul128(total, (uint64_t)factor_percent, &a_hi);
-    /* binary long division of the 128-bit a by d */
-    for (bit = 127; bit >= 0; bit--) {
-        uint64_t top = r >> 63;
-        uint64_t next = bit >= 64 ? (a_hi >> (bit - 64)) & 1u : (a_lo >> bit) & 1u;
-        r = (r << 1) | next;
-        if (top || r >= d) {
-            r -= d;
-            if (bit >= 64)
-                q_hi |= (uint64_t)1 << (bit - 64);
-            else
-                q_lo |= (uint64_t)1 << bit;
-        }
-    }
+    q_lo = sh_div128(a_hi, a_lo, d, &q_hi, &r);
     if (q_hi != 0) return UINT64_MAX;
     if (r != 0) {
         if (q_lo == UINT64_MAX) return UINT64_MAX;

@@ -8,21 +8,10 @@
 
 void sh_fastmod_init(sh_fastmod *f, uint64_t d)
 {
-    /* M = floor((2^128 - 1) / d) + 1 (mod 2^128), by binary long division. */
-    uint64_t q_hi = 0, q_lo = 0, r = 0;
-    int bit;
+    /* M = floor((2^128 - 1) / d) + 1 (mod 2^128). */
+    uint64_t q_hi, q_lo, r;
     if (d == 0) d = 1;
-    for (bit = 127; bit >= 0; bit--) {
-        uint64_t top = r >> 63; /* remainder about to overflow 64 bits */
-        r = (r << 1) | 1u;      /* every bit of 2^128 - 1 is one */
-        if (top || r >= d) {
-            r -= d;
-            if (bit >= 64)
-                q_hi |= (uint64_t)1 << (bit - 64);
-            else
-                q_lo |= (uint64_t)1 << bit;
-        }
-    }
+    q_lo = sh_div128(UINT64_MAX, UINT64_MAX, d, &q_hi, &r);
     q_lo += 1;
     if (q_lo == 0) q_hi += 1;
     f->m_lo = q_lo;
