@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,8 +42,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 __all__ = ["route", "diff", "analyze", "read_parquet"]
 
 
+# The schemas :func:`read_parquet` read from the footers, by Dataset: asking a
+# Dataset of ours for its schema would run a read task (a whole file) first.
+_SCHEMAS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
 def _kind(ds: Any, column: str) -> str:
-    schema = ds.schema()
+    schema = _SCHEMAS.get(ds)
+    if schema is None:
+        schema = ds.schema()
     names = list(schema.names)
     return _engines.id_column_kind(names, column, lambda: schema.types[names.index(column)])
 
@@ -238,4 +246,17 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
     paths = ray.data.from_items([{"path": f} for f in files], override_num_blocks=len(files))
     read = functools.partial(_read_files, column=column, columns=cols, kind=kind,
                              path_column="path" if include_paths else None)
-    return paths.map_batches(read, batch_format="pyarrow", batch_size=None, **extra)
+    ds = paths.map_batches(read, batch_format="pyarrow", batch_size=None, **extra)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(files[0])
+        if cols is not None:
+            schema = pa.schema([schema.field(c) for c in cols])
+        if include_paths:
+            schema = schema.append(pa.field("path", pa.string()))
+        _SCHEMAS[ds] = schema
+    except (TypeError, KeyError):  # a Dataset that is not weakly referenceable: ask it when needed
+        pass
+    return ds
