@@ -56,6 +56,14 @@ DIRECTIVES = {
     "initializedcheck": SANITIZE,
     "cdivision": True,
     "embedsignature": True,
+    # Signatures in the form inspect.signature() reads (__text_signature__),
+    # also for the METH_O methods that keep binding=False for speed.
+    "embedsignature.format": "clinic",
+    # No doctest dict (__test__) and no generated pickling
+    # (__reduce_cython__/__setstate_cython__): the classes that pickle define
+    # __reduce__ themselves, and the stubs then list what really exists.
+    "autotestdict": False,
+    "auto_pickle": False,
     "freethreading_compatible": False,
 }
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shardhash.compat import _native_b, cassandra, ketama, redis, vitess
+from shardhash.compat import _native, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
 
 MIN_LEN, MAX_LEN, FIXED_LEN = 4, 40, 22  # uniform 4..40 has mean 22
@@ -129,7 +129,7 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
     if _enabled(benchmark):
         fns: dict[str, Callable[[], Any]] = {"mixed": lambda: call(mixed), "fixed": lambda: call(fixed)}
         if floor_keys is not None:
-            fns["floor"] = lambda: _native_b.list_walk_floor(floor_keys[0])
+            fns["floor"] = lambda: _native.list_walk_floor(floor_keys[0])
         times = _alternate(fns)
         if peer is not None:
             pname, loop, pkeys = peer

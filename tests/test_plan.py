@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import Hasher, plan, routing
+from shardhash.routing.bucket import _balanced_placement
 
 U64 = (1 << 64) - 1
 FOUR = ["s0", "s1", "s2", "s3"]
@@ -309,7 +310,7 @@ def test_balanced_placement_minimal_property():
     @given(st.lists(st.sampled_from("abcd"), min_size=1, max_size=200), st.sampled_from(["ab", "abc", "abcde", "e"]))
     def check(placement, shards):
         shards = list(shards)
-        new = plan._balanced_placement(placement, shards, None)
+        new = _balanced_placement(placement, shards, None)
         c = Counter(new)
         assert set(c) <= set(shards)
         assert max(c.get(s, 0) for s in shards) - min(c.get(s, 0) for s in shards) <= 1

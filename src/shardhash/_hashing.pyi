@@ -1,12 +1,14 @@
 from collections.abc import Iterable
 from typing import Any
 
-from typing_extensions import Buffer
-
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer, Self, disjoint_base
 
 from shardhash._codec import KeyCodec
+
+__all__ = ["ALGORITHMS", "HASHER_FORMAT", "Hasher", "check_algorithm", "check_seed", "check_code_points",
+           "hash_bytes", "hash_key", "hash_array"]
 
 ALGORITHMS: tuple[str, ...]
 HASHER_FORMAT: str
@@ -25,11 +27,12 @@ def hash_array(
     threads: int | None = ...,
 ) -> npt.NDArray[np.uint64]: ...
 
+@disjoint_base
 class Hasher:
     algorithm: str
     seed: int
     codec: KeyCodec
-    def __init__(self, algorithm: str = ..., seed: int = ..., codec: KeyCodec | None = ...) -> None: ...
+    def __new__(cls, algorithm: str = ..., seed: int = ..., codec: KeyCodec | None = ...) -> Self: ...
     def __call__(self, key: Any) -> int: ...
     def encode(self, key: Any) -> bytes: ...
     def hash_array(
@@ -42,5 +45,5 @@ class Hasher:
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Hasher: ...
     def to_json(self) -> str: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...

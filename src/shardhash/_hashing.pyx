@@ -20,7 +20,8 @@ import json
 import numpy as np
 
 from shardhash._codec import KeyCodec, INT_MIN, INT_MAX
-from shardhash._parallel import parallel_for, resolve_threads
+from shardhash._common cimport (sh_job, sh_word_buffer, run, check_out, address, SH_OK, SH_NOMEM)
+from shardhash._parallel import resolve_threads
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t *) except NULL
@@ -129,6 +130,9 @@ cdef extern from *:
     int sh_stream_get_next(ArrowArrayStream *st, ArrowArray *out)
     const char *sh_stream_error(ArrowArrayStream *st)
 
+
+__all__ = ["ALGORITHMS", "HASHER_FORMAT", "Hasher", "check_algorithm", "check_seed", "check_code_points",
+           "hash_bytes", "hash_key", "hash_array"]
 
 ALGORITHMS = ("xxh3_64", "xxh64", "xxh32", "murmur3_32", "murmur3_128", "fnv1a_32", "fnv1a_64")
 # Width of each algorithm's natural output and of the seed it takes (0 = unseeded).
@@ -409,48 +413,9 @@ cdef object _np_empty = np.empty
 cdef object _DT_UINT64 = np.dtype(np.uint64)
 
 
-cdef object _prepare_out(object out, Py_ssize_t n):
-    if out is None:
-        return _np_empty(n, _DT_UINT64)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray of uint64, not {type(out).__name__}")
-    if out.dtype != np.dtype(np.uint64) or not out.dtype.isnative:
-        raise TypeError(f"out must have dtype uint64 (native byte order), not {out.dtype}")
-    if out.ndim != 1:
-        raise ValueError(f"out must be 1-dimensional, got {out.ndim} dimensions")
-    if out.shape[0] != n:
-        raise ValueError(f"out has length {out.shape[0]} but there are {n} keys")
-    if not out.flags.c_contiguous:
-        raise ValueError("out must be C-contiguous")
-    if not out.flags.writeable:
-        raise ValueError("out must be writeable")
-    return out
+cdef inline object _prepare_out(object out, Py_ssize_t n):
+    return check_out(out, n, _DT_UINT64)
 
-
-cdef extern from *:
-    """
-    /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
-     * array, any stride): 1 with *view filled (release it), else 0 with no
-     * exception left set.  *is_unsigned: uint64. */
-    static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
-    {
-        const char *f;
-        if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
-            PyErr_Clear();
-            return 0;
-        }
-        f = view->format;
-        if (f != NULL && (*f == '@' || *f == '=')) f++;
-        if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
-            !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
-            PyBuffer_Release(view);
-            return 0;
-        }
-        *is_unsigned = f[0] == 'Q' || f[0] == 'L';
-        return 1;
-    }
-    """
-    bint sh_word_buffer(object a, Py_buffer *view, int *is_unsigned)
 
 cdef enum:
     SMALL_ARRAY = 4096   # int64/uint64 arrays up to this size: one kernel call, no thread pool
@@ -650,113 +615,143 @@ cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
 
 cdef inline size_t _addr(object a):
     """Address of a numpy array's first element (the caller keeps ``a`` alive)."""
-    return <size_t>a.__array_interface__["data"][0]
+    return <size_t>address(a)
+
+
+# -- kernels run by shardhash._common.run (keys [s, e) of the job) -----------
+# job.algo/seed: the hasher; job.data + i * job.stride: key i.
+
+cdef ptrdiff_t _k_words(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """8-byte integer keys; flag: hash their decimal text; variant: unsigned."""
+    cdef const char *p = <const char *>j.data + s * j.stride
+    if j.flag:
+        sh_hash_decimal_strided(j.algo, j.seed, p, j.stride, <size_t>(e - s), j.variant,
+                                <uint64_t *>j.out + s)
+    else:
+        sh_hash_words_strided(j.algo, j.seed, p, j.stride, <size_t>(e - s), <uint64_t *>j.out + s)
+    return SH_OK
+
+
+cdef enum:
+    WIDEN_BLOCK = 512   # narrow integers widened per block (stack buffer)
+
+
+cdef ptrdiff_t _k_narrow(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """1-, 2- or 4-byte integer keys (job.width) widened to 64 bits by value
+    (-1 stays -1); flag: decimal text; variant: unsigned."""
+    cdef uint64_t buf[WIDEN_BLOCK]
+    cdef Py_ssize_t i = s, k, m
+    cdef const char *p
+    cdef int8_t v8
+    cdef int16_t v16
+    cdef int32_t v32
+    while i < e:
+        m = e - i
+        if m > WIDEN_BLOCK:
+            m = WIDEN_BLOCK
+        p = <const char *>j.data + i * j.stride
+        for k in range(m):
+            if j.width == 1:
+                memcpy(&v8, p + k * j.stride, 1)
+                buf[k] = <uint64_t><uint8_t>v8 if j.variant else <uint64_t><int64_t>v8
+            elif j.width == 2:
+                memcpy(&v16, p + k * j.stride, 2)
+                buf[k] = <uint64_t><uint16_t>v16 if j.variant else <uint64_t><int64_t>v16
+            else:
+                memcpy(&v32, p + k * j.stride, 4)
+                buf[k] = <uint64_t><uint32_t>v32 if j.variant else <uint64_t><int64_t>v32
+        if j.flag:
+            sh_hash_decimal_strided(j.algo, j.seed, <const char *>buf, 8, <size_t>m, j.variant,
+                                    <uint64_t *>j.out + i)
+        else:
+            sh_hash_words(j.algo, j.seed, buf, <size_t>m, <uint64_t *>j.out + i)
+        i += m
+    return SH_OK
+
+
+cdef ptrdiff_t _k_fixed_bytes(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """numpy bytes_ keys of job.width bytes (trailing NULs are padding)."""
+    sh_hash_fixed_bytes(j.algo, j.seed, <const char *>j.data + s * j.stride, j.width, j.stride,
+                        <size_t>(e - s), <uint64_t *>j.out + s)
+    return SH_OK
+
+
+cdef ptrdiff_t _k_ucs4(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """numpy str_ keys of job.width UCS-4 characters, UTF-8 encoded per key."""
+    cdef ptrdiff_t bad
+    cdef uint8_t *scratch = <uint8_t *>malloc(4 * j.width + 1)
+    if scratch == NULL:
+        return SH_NOMEM
+    bad = sh_hash_ucs4(j.algo, j.seed, <const char *>j.data + s * j.stride, j.width, j.stride,
+                       <size_t>(e - s), scratch, <uint64_t *>j.out + s)
+    free(scratch)
+    return s + bad if bad >= 0 else SH_OK
+
+
+cdef ptrdiff_t _k_offsets(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """Arrow (data, offsets) keys; variant: 64-bit offsets, else 32-bit."""
+    if j.variant:
+        sh_hash_offsets64(j.algo, j.seed, <const uint8_t *>j.data, <const int64_t *>j.offsets + s,
+                          <size_t>(e - s), <uint64_t *>j.out + s)
+    else:
+        sh_hash_offsets32(j.algo, j.seed, <const uint8_t *>j.data, <const int32_t *>j.offsets + s,
+                          <size_t>(e - s), <uint64_t *>j.out + s)
+    return SH_OK
+
+
+cdef inline void _job_of(Hasher h, sh_job *job, object out, Py_ssize_t pos=0):
+    memset(job, 0, sizeof(sh_job))
+    job.algo = h._algo
+    job.seed = h._seed
+    job.flag = not h._fast_int
+    job.out = <uint64_t *>address(out) + pos
+
+
+cdef inline bint _job_over(Hasher h, sh_job *job, object a, object out):
+    """The job over the keys of the 1-D numpy array ``a`` (any stride; may be
+    negative: the kernels take signed strides); False when there are none."""
+    if a.shape[0] == 0:
+        return False
+    _job_of(h, job, out)
+    job.data = <const void *>_addr(a)
+    job.stride = a.strides[0]
+    job.width = a.dtype.itemsize
+    return True
 
 
 cdef _hash_int64_strided(Hasher h, object a, object out, object threads, bint is_unsigned):
-    cdef Py_ssize_t n = a.shape[0]
-    if n == 0:
-        return
-    cdef size_t base = _addr(a)
-    cdef Py_ssize_t stride = a.strides[0]   # may be negative: the kernels take signed strides
-    cdef uint64_t[::1] o = out
-    cdef uint64_t *op = &o[0]
-    cdef int algo = h._algo
-    cdef uint64_t seed = h._seed
-    cdef bint decimal = not h._fast_int
-
-    def body(Py_ssize_t start, Py_ssize_t stop):
-        cdef const char *p = <const char *>base + start * stride
-        with nogil:
-            if decimal:
-                sh_hash_decimal_strided(algo, seed, p, stride, stop - start, is_unsigned, op + start)
-            else:
-                sh_hash_words_strided(algo, seed, p, stride, stop - start, op + start)
-
-    parallel_for(n, threads, body)
+    cdef sh_job job
+    if _job_over(h, &job, a, out):
+        job.variant = is_unsigned
+        run(_k_words, &job, a.shape[0], threads)
 
 
 cdef _hash_narrow_ints(Hasher h, object a, object out, object threads):
-    # Widen 8/16/32-bit integers chunk by chunk (value semantics: -1 stays -1).
-    cdef Py_ssize_t n = a.shape[0]
-    if n == 0:
-        return
-    wide = np.uint64 if a.dtype.kind == "u" else np.int64
-    cdef bint is_unsigned = a.dtype.kind == "u"
-    cdef uint64_t[::1] o = out
-    cdef uint64_t *op = &o[0]
-    cdef int algo = h._algo
-    cdef uint64_t seed = h._seed
-    cdef bint decimal = not h._fast_int
-    cdef Py_ssize_t CHUNK = 1 << 14
-
-    def body(Py_ssize_t start, Py_ssize_t stop):
-        cdef Py_ssize_t s, e
-        cdef const char *p
-        for s in range(start, stop, CHUNK):
-            e = min(stop, s + CHUNK)
-            w = np.ascontiguousarray(a[s:e], dtype=wide)
-            p = <const char *>_addr(w)
-            with nogil:
-                if decimal:
-                    sh_hash_decimal_strided(algo, seed, p, 8, e - s, is_unsigned, op + s)
-                else:
-                    sh_hash_words(algo, seed, <const uint64_t *>p, e - s, op + s)
-
-    parallel_for(n, threads, body)
+    cdef sh_job job
+    if _job_over(h, &job, a, out):
+        job.variant = a.dtype.kind == "u"
+        run(_k_narrow, &job, a.shape[0], threads)
 
 
 cdef _hash_fixed_bytes(Hasher h, object a, object out, object threads):
-    cdef Py_ssize_t n = a.shape[0]
-    if n == 0:
-        return
-    cdef size_t base = _addr(a)
-    cdef Py_ssize_t stride = a.strides[0]
-    cdef size_t itemsize = a.dtype.itemsize
-    cdef uint64_t[::1] o = out
-    cdef uint64_t *op = &o[0]
-    cdef int algo = h._algo
-    cdef uint64_t seed = h._seed
-
-    def body(Py_ssize_t start, Py_ssize_t stop):
-        cdef const char *p = <const char *>base + start * stride
-        with nogil:
-            sh_hash_fixed_bytes(algo, seed, p, itemsize, stride, stop - start, op + start)
-
-    parallel_for(n, threads, body)
+    cdef sh_job job
+    if _job_over(h, &job, a, out):
+        run(_k_fixed_bytes, &job, a.shape[0], threads)
 
 
 cdef _hash_ucs4(Hasher h, object a, object out, object threads):
-    cdef Py_ssize_t n = a.shape[0]
-    if n == 0:
+    cdef sh_job job
+    cdef ptrdiff_t bad
+    if not _job_over(h, &job, a, out):
         return
-    cdef size_t base = _addr(a)
-    cdef Py_ssize_t stride = a.strides[0]
-    cdef size_t nchars = a.dtype.itemsize // 4
-    cdef uint64_t[::1] o = out
-    cdef uint64_t *op = &o[0]
-    cdef int algo = h._algo
-    cdef uint64_t seed = h._seed
-
-    def body(Py_ssize_t start, Py_ssize_t stop):
-        cdef const char *p = <const char *>base + start * stride
-        cdef ptrdiff_t bad
-        cdef uint8_t *scratch = <uint8_t *>malloc(4 * nchars + 1)
-        if scratch == NULL:
-            raise MemoryError()
-        try:
-            with nogil:
-                bad = sh_hash_ucs4(algo, seed, p, nchars, stride, stop - start, scratch, op + start)
-        finally:
-            free(scratch)
-        if bad >= 0:
-            raw = np.frombuffer(a[start + bad:start + bad + 1].tobytes(), dtype=np.uint32)
-            cps = [int(c) for c in raw if c > 0x10FFFF or 0xD800 <= c <= 0xDFFF]
-            raise ValueError(f"key at position {start + bad}: the string holds code point "
-                             f"{cps[0]:#x}, which is not a Unicode scalar value (a surrogate or beyond "
-                             "U+10FFFF), so it cannot be UTF-8 encoded")
-
-    parallel_for(n, threads, body)
+    job.width = a.dtype.itemsize // 4   # characters
+    bad = run(_k_ucs4, &job, a.shape[0], threads)
+    if bad >= 0:
+        raw = np.frombuffer(a[bad:bad + 1].tobytes(), dtype=np.uint32)
+        cps = [int(c) for c in raw if c > 0x10FFFF or 0xD800 <= c <= 0xDFFF]
+        raise ValueError(f"key at position {bad}: the string holds code point "
+                         f"{cps[0]:#x}, which is not a Unicode scalar value (a surrogate or beyond "
+                         "U+10FFFF), so it cannot be UTF-8 encoded")
 
 
 # ---------------------------------------------------------------------------
@@ -1003,54 +998,32 @@ cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t
     cdef Py_ssize_t n = arr.length
     if n == 0:
         return
-    cdef uint64_t[::1] o = out
-    cdef uint64_t *op = &o[0] + pos
+    cdef uint64_t *op = <uint64_t *>address(out) + pos
     cdef int algo = h._algo
     cdef uint64_t seed = h._seed
-    cdef bint decimal = not h._fast_int
     cdef int64_t off = arr.offset
-    cdef size_t data_addr, offs_addr
     cdef int width
     cdef bint is_signed
+    cdef sh_job job
     if fmt in _ARROW_INT_FORMATS:
         width, is_signed = _ARROW_INT_FORMATS[fmt]
         if width == 8:
-            data_addr = <size_t>arr.buffers[1] + <size_t>(off * 8)
-
-            def body64(Py_ssize_t start, Py_ssize_t stop):
-                cdef const char *p = <const char *>data_addr + start * 8
-                with nogil:
-                    if decimal:
-                        sh_hash_decimal_strided(algo, seed, p, 8, stop - start, not is_signed, op + start)
-                    else:
-                        sh_hash_words_strided(algo, seed, p, 8, stop - start, op + start)
-
-            parallel_for(n, threads, body64)
+            _job_of(h, &job, out, pos)
+            job.data = <const char *>arr.buffers[1] + off * 8
+            job.stride = 8
+            job.variant = not is_signed
+            run(_k_words, &job, n, threads)
         else:
             np_dtype = np.dtype(("i" if is_signed else "u") + str(width))
             view = np.frombuffer(_ArrowBuffer(chunk, <size_t>arr.buffers[1], (off + n) * width), dtype=np_dtype)[off:]
             _hash_narrow_ints(h, view, out[pos:pos + n], threads)
         return
     if fmt in _ARROW_VAR_FORMATS:
-        data_addr = <size_t>arr.buffers[2]
-        if _ARROW_VAR_FORMATS[fmt] == 32:
-            offs_addr = <size_t>arr.buffers[1] + <size_t>(off * 4)
-
-            def body32(Py_ssize_t start, Py_ssize_t stop):
-                with nogil:
-                    sh_hash_offsets32(algo, seed, <const uint8_t *>data_addr,
-                                      <const int32_t *>offs_addr + start, stop - start, op + start)
-
-            parallel_for(n, threads, body32)
-        else:
-            offs_addr = <size_t>arr.buffers[1] + <size_t>(off * 8)
-
-            def bodyL(Py_ssize_t start, Py_ssize_t stop):
-                with nogil:
-                    sh_hash_offsets64(algo, seed, <const uint8_t *>data_addr,
-                                      <const int64_t *>offs_addr + start, stop - start, op + start)
-
-            parallel_for(n, threads, bodyL)
+        _job_of(h, &job, out, pos)
+        job.data = arr.buffers[2]
+        job.variant = _ARROW_VAR_FORMATS[fmt] == 64
+        job.offsets = <const char *>arr.buffers[1] + off * (8 if job.variant else 4)
+        run(_k_offsets, &job, n, threads)
         return
     # string_view / binary_view: buffers = [validity, views, data..., variadic sizes]
     cdef int64_t nbuf = arr.n_buffers - 3

@@ -10,6 +10,8 @@ after construction, so reading it needs no lock.
 
 cimport cython
 
+__all__ = ["HotPaths"]
+
 
 cdef class HotPaths:
     cdef object route       # the router's bound route()
@@ -33,8 +35,12 @@ cdef class HotPaths:
 
     @cython.binding(False)
     @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
     def route_read(self, key):
-        """Every ``(shard, sub_key)`` holding rows of ``key`` (see HotKeyRouter.route_read)."""
+        """route_read($self, key, /)
+--
+
+        Every ``(shard, sub_key)`` holding rows of ``key`` (see HotKeyRouter.route_read)."""
         t = type(key)
         if (t is str or t is int) and key not in self.fan:
             return [(self.route(key), 0)]

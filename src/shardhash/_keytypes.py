@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +30,7 @@ __all__ = ["KEY_TYPE_FORMAT", "SCALAR_TYPES", "KeyType", "parse_key_type", "key_
 KEY_TYPE_FORMAT = "shardhash.keytype/1"
 SCALAR_TYPES = ("int", "str", "bytes", "uuid")
 
-KeyType = Union[str, tuple[str, ...]]
+KeyType = str | tuple[str, ...]
 
 _INT_RE = re.compile(r"[+-]?[0-9]+\Z")
 _HEX_RE = re.compile(r"(?:0[xX])?(?:[0-9a-fA-F]{2})*\Z")

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["resolve_threads", "parallel_for", "MIN_PARALLEL"]
+__all__ = ["resolve_threads", "chunk_bounds", "run_chunks", "parallel_for", "MIN_PARALLEL"]
 
 # Below this many items a second thread costs more than it saves.
 MIN_PARALLEL = 1 << 16
@@ -69,18 +69,28 @@ def _get_pool(size: int) -> ThreadPoolExecutor:
     return _pool
 
 
-def parallel_for(n: int, threads: int | None, body: Callable[[int, int], None]) -> None:
-    """Call ``body(start, stop)`` over contiguous chunks covering ``range(n)``.
+def chunk_bounds(n: int, threads: int | None) -> list[tuple[int, int]]:
+    """The contiguous ``(start, stop)`` chunks covering ``range(n)`` for ``threads``.
+
+    One chunk per thread, all of the same size but the last.
+    """
+    t = resolve_threads(threads, n)
+    if t <= 1 or n == 0:
+        return [(0, n)]
+    step = -(-n // t)
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def run_chunks(bounds: list[tuple[int, int]], body: Callable[[int, int], object]) -> None:
+    """Call ``body(start, stop)`` for every chunk, the first on the calling thread.
 
     ``body`` must release the GIL for the threads to run in parallel and must
     only write its own part of any shared output.  Exceptions propagate.
     """
-    t = resolve_threads(threads, n)
-    if t <= 1 or n == 0:
-        body(0, n)
+    if len(bounds) <= 1:
+        for s, e in bounds:
+            body(s, e)
         return
-    step = -(-n // t)
-    bounds = [(s, min(n, s + step)) for s in range(0, n, step)]
     # The lock covers growing the pool and submitting to it, so no thread can
     # submit to a pool another thread has just retired.  Retired pools still
     # finish the work already submitted to them.
@@ -99,3 +109,13 @@ def parallel_for(n: int, threads: int | None, body: Callable[[int, int], None]) 
                 errors.append(exc)
     if errors:
         raise errors[0]
+
+
+def parallel_for(n: int, threads: int | None, body: Callable[[int, int], object]) -> None:
+    """Call ``body(start, stop)`` over contiguous chunks covering ``range(n)``.
+
+    The compiled modules run their kernels through ``shardhash._common.run``,
+    which uses :func:`chunk_bounds` and :func:`run_chunks`; this is the same
+    for Python callables.
+    """
+    run_chunks(chunk_bounds(n, threads), body)

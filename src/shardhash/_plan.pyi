@@ -3,6 +3,8 @@
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["count_moves"]
+
 def count_moves(
     old_idx: npt.NDArray[np.int32],
     new_idx: npt.NDArray[np.int32],

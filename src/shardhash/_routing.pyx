@@ -6,7 +6,7 @@ hasher, the shard tuple and one placement kernel (a C function from
 ``_core/sh_place.c``) with its tables.  ``route(key)`` hashes the key through
 the hasher's C entry point and places the hash without leaving C;
 ``route_hashes`` validates its input, then runs the kernel without the GIL
-over contiguous chunks on ``shardhash._parallel.parallel_for``.
+over contiguous chunks with ``shardhash._common.run``.
 
 A router configures exactly one kernel with one of the ``_use_*`` methods,
 then seals itself with ``_seal()``; after that the tables can no longer
@@ -29,10 +29,12 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
+from shardhash._common cimport (sh_job, key_index_fn, sh_word_buffer, sh_py_ascii, run, check_out,
+                                address, SH_OK)
 
 import numpy as np
 
-from shardhash._parallel import parallel_for, resolve_threads
+from shardhash._parallel import resolve_threads
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
            "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
@@ -42,48 +44,6 @@ cdef extern from "sh_xxhash.h" nogil:
     uint64_t sh_xxh3_word_key(uint64_t seed)
     uint64_t sh_xxh3_64_word_keyed(uint64_t v, uint64_t key)
     uint64_t sh_xxh3_64(const void *data, size_t len, uint64_t seed)
-
-cdef extern from *:
-    """
-    /* A Python int of one internal digit (|value| < 2**30): its value without
-     * a call into the runtime.  Anything else returns 0 and takes the
-     * general path (Hasher.hash_one), which gives the same answer. */
-    static inline int sh_py_small_int(PyObject *o, long long *v)
-    {
-    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
-        (void)o; (void)v;
-        return 0;
-    #elif PY_VERSION_HEX >= 0x030C0000
-        if (!PyUnstable_Long_IsCompact((PyLongObject *)o)) return 0;
-        *v = (long long)PyUnstable_Long_CompactValue((PyLongObject *)o);
-        return 1;
-    #else
-        Py_ssize_t s = Py_SIZE(o);
-        if (s == 0) { *v = 0; return 1; }
-        if (s == 1) { *v = (long long)((PyLongObject *)o)->ob_digit[0]; return 1; }
-        if (s == -1) { *v = -(long long)((PyLongObject *)o)->ob_digit[0]; return 1; }
-        return 0;
-    #endif
-    }
-    """
-    bint sh_py_small_int(object o, long long *v)
-
-cdef extern from *:
-    """
-    /* A str stored as compact ASCII: its characters are its UTF-8 bytes. */
-    static inline const char *sh_py_ascii(PyObject *o, Py_ssize_t *n)
-    {
-    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
-        (void)o; (void)n;
-        return NULL;
-    #else
-        if (!PyUnicode_IS_COMPACT_ASCII(o)) return NULL;
-        *n = PyUnicode_GET_LENGTH(o);
-        return (const char *)PyUnicode_DATA(o);
-    #endif
-    }
-    """
-    const char *sh_py_ascii(object o, Py_ssize_t *n)
 
 cdef extern from *:
     """
@@ -130,31 +90,6 @@ cdef extern from *:
     """
     bint sh_route_fast_hash(object key, bint int_ok, uint64_t int_key, bint str_ok, uint64_t seed,
                             uint64_t *h)
-
-cdef extern from *:
-    """
-    /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
-     * array, any stride): 1 with *view filled (release it), else 0 with no
-     * exception left set.  *is_unsigned: uint64. */
-    static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
-    {
-        const char *f;
-        if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
-            PyErr_Clear();
-            return 0;
-        }
-        f = view->format;
-        if (f != NULL && (*f == '@' || *f == '=')) f++;
-        if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
-            !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
-            PyBuffer_Release(view);
-            return 0;
-        }
-        *is_unsigned = f[0] == 'Q' || f[0] == 'L';
-        return 1;
-    }
-    """
-    bint sh_word_buffer(object a, Py_buffer *view, int *is_unsigned)
 
 cdef extern from "sh_place.h" nogil:
     ctypedef struct sh_fastmod:
@@ -219,10 +154,6 @@ cdef enum:
     KEYMODE_RANGES = 1
     KEYMODE_WATERMARK = 2
     KEYMODE_NATIVE = 3
-
-# A compat module's C key router (see _use_native_keys): the shard index, -1
-# with a Python exception set, or -2 for a key it leaves to _route_index_slow.
-ctypedef int32_t (*sh_key_index_fn)(void *ctx, PyObject *key) except -1
 
 cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
@@ -310,19 +241,7 @@ def as_hashes(hashes, name="hashes"):
 
 def prepare_out(out, Py_ssize_t n):
     """Allocate, or check, an int32 output array of length ``n``."""
-    if out is None:
-        return np.empty(n, dtype=np.int32)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy int32 array, not {type(out).__name__}")
-    if out.dtype != np.int32:
-        raise TypeError(f"out must have dtype int32, got {out.dtype}")
-    if out.ndim != 1 or out.shape[0] != n:
-        raise ValueError(f"out must have shape ({n},), got {out.shape}")
-    if not out.flags.c_contiguous:
-        raise ValueError("out must be C-contiguous")
-    if not out.flags.writeable:
-        raise ValueError("out is read-only")
-    return out
+    return check_out(out, n, _DT_INT32)
 
 
 def unalias(a, out):
@@ -383,15 +302,26 @@ def jump_hash_array(keys, num_buckets, *, out=None):
     """Jump consistent hash of every uint64 in ``keys``; returns int32 array."""
     cdef int32_t nb = _check_count(num_buckets)
     a = as_hashes(keys, "keys")
-    out = prepare_out(out, a.shape[0])
+    out = check_out(out, a.shape[0], _DT_INT32)
     a = unalias(a, out)
-    cdef const uint64_t[::1] hv = a
-    cdef int32_t[::1] ov = out
-    cdef size_t n = hv.shape[0]
-    if n:
-        with nogil:
-            sh_jump_batch(&hv[0], n, nb, &ov[0])
+    cdef sh_job job
+    job.data = address(a)
+    job.out = address(out)
+    job.seed = <uint64_t>nb
+    run(_k_jump, &job, a.shape[0], None)
     return out
+
+
+cdef ptrdiff_t _k_jump(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """Jump hash of hashes [s, e) into job.seed buckets."""
+    sh_jump_batch(<const uint64_t *>j.data + s, <size_t>(e - s), <int32_t>j.seed, <int32_t *>j.out + s)
+    return SH_OK
+
+
+cdef ptrdiff_t _k_route(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """A router's placement kernel (job.ctx, a sealed RouterCore) over hashes [s, e)."""
+    (<RouterCore>j.ctx)._kernel(<const uint64_t *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
+    return SH_OK
 
 
 def mix64(x):
@@ -515,7 +445,7 @@ cdef class RouterCore:
     cdef int64_t _wm_i64             # the watermark, when it is <= 2**63 - 1
     cdef bint _wm_above_i64          # the watermark is >= 2**63: every int64 id is below
     cdef const int32_t *_wm_newmap
-    cdef sh_key_index_fn _kfn        # KEYMODE_NATIVE
+    cdef key_index_fn _kfn           # KEYMODE_NATIVE
     cdef void *_kctx
 
     def __cinit__(self, *args, **kwargs):
@@ -729,7 +659,7 @@ cdef class RouterCore:
             raise ValueError("not a key_index capsule of this owner")
         self._keep.append(owner)
         self._keep.append(capsule)
-        self._kfn = <sh_key_index_fn>f
+        self._kfn = <key_index_fn>f
         self._keymode = KEYMODE_NATIVE
 
     def _route_small_keys(self, keys):
@@ -992,10 +922,18 @@ cdef class RouterCore:
     def _route_hashes_kernel(self, hashes, out):
         raise NotImplementedError(f"{type(self).__name__} must implement _route_hashes_kernel")
 
+    # route, route_index and route_hash take one positional argument (METH_O,
+    # the cheapest call there is); their docstrings carry that signature in
+    # the form inspect.signature() reads (the "--" line must start the line).
+
     @cython.binding(False)
     @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
     def route(self, key):
-        """The shard id that owns ``key``."""
+        """route($self, key, /)
+--
+
+        The shard id that owns ``key``."""
         cdef uint64_t h
         if self._keymode:
             return <object>PyTuple_GET_ITEM(self._shards, self._key_index(key))
@@ -1009,14 +947,22 @@ cdef class RouterCore:
 
     @cython.binding(False)
     @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
     def route_index(self, key):
-        """The index in ``shards`` of the shard that owns ``key``."""
+        """route_index($self, key, /)
+--
+
+        The index in ``shards`` of the shard that owns ``key``."""
         return self._index_of(key)
 
     @cython.binding(False)
     @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
     def route_hash(self, h):
-        """The shard index for one precomputed 64-bit hash."""
+        """route_hash($self, h, /)
+--
+
+        The shard index for one precomputed 64-bit hash."""
         if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
             raise TypeError(f"hash must be an int, not {type(h).__name__}")
         h = int(h)
@@ -1054,16 +1000,12 @@ cdef class RouterCore:
         elif self._kind == KIND_DELEGATE:
             self._delegate._kernel(h, n, out)
 
-    def _run_chunk(self, const uint64_t[::1] hv, int32_t[::1] ov, Py_ssize_t start, Py_ssize_t stop):
-        if stop > start:
-            with nogil:
-                self._kernel(&hv[start], <size_t>(stop - start), &ov[start])
-
     def route_hashes(self, hashes, *, out=None, threads=None):
         """Shard indices (int32 array) for precomputed uint64 hashes."""
         a = as_hashes(hashes)
         cdef Py_ssize_t n = a.shape[0]
-        out = prepare_out(out, n)
+        cdef sh_job job
+        out = check_out(out, n, _DT_INT32)
         a = unalias(a, out)
         if self._kind == KIND_PY:
             resolve_threads(threads, n)  # validates; Python kernels run on the calling thread
@@ -1073,10 +1015,10 @@ cdef class RouterCore:
             return out
         if self._kind == KIND_UNSET:
             raise TypeError(f"{type(self).__name__} has no placement kernel")
-        if n == 0:
-            return out
-        run = self._run_chunk
-        parallel_for(n, threads, lambda s, e: run(a, out, s, e))
+        job.data = address(a)
+        job.out = address(out)
+        job.ctx = <void *>self   # sealed: its tables no longer change
+        run(_k_route, &job, n, threads)
         return out
 
     def _apply_overrides_py(self, a, out):
@@ -1168,3 +1110,23 @@ def _prefix_many(keys, Py_ssize_t p):
         raise TypeError("a key_prefix router needs tuple keys, not an array of dtype "
                         f"{keys.dtype}")
     return [_prefix_of(k, p) for k in keys]
+
+
+cdef extern from *:
+    """
+    /* Remove a type's "__pyx_vtable__" entry: Cython publishes the C method
+     * table there only for other modules that cimport the type, and help()
+     * would list it.  Instances keep their table (set in tp_new from C). */
+    static int sh_hide_vtable(PyTypeObject *t)
+    {
+        if (t->tp_dict == NULL || PyDict_GetItemString(t->tp_dict, "__pyx_vtable__") == NULL) return 0;
+        if (PyDict_DelItemString(t->tp_dict, "__pyx_vtable__") != 0) return -1;
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    int sh_hide_vtable(type t) except -1
+
+# No other compiled module cimports RouterCore, so nothing needs its table
+# through the type's dict; help(JumpRouter) then shows only the API.
+sh_hide_vtable(RouterCore)

@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,7 +198,8 @@ def _top(uniq: np.ndarray, counts: np.ndarray, k: int) -> list[int]:
     return [int(i) for i in order[:k]]
 
 
-def top_k(keys: Any, k: int = 10, *, weights: Any = None, chunk_size: int = DEFAULT_CHUNK_SIZE) -> list[tuple[Any, float]]:
+def top_k(keys: Any, k: int = 10, *, weights: Any = None,
+          chunk_size: int = DEFAULT_CHUNK_SIZE) -> list[tuple[Any, float]]:
     """Exact top-``k`` keys by frequency (or summed ``weights``), largest first.
 
     Memory grows with the number of distinct keys; for inputs that do not fit,
@@ -366,7 +367,8 @@ def hot_keys(
     """
     _check_k(k)
     if capacity is None:
-        return [{"key": key, "count": c, "upper": c} for key, c in top_k(keys, k, weights=weights, chunk_size=chunk_size)]
+        top = top_k(keys, k, weights=weights, chunk_size=chunk_size)
+        return [{"key": key, "count": c, "upper": c} for key, c in top]
     hh = HeavyHitters(capacity)
     hh.update(keys, weights, chunk_size=chunk_size)
     return [{"key": key, "count": lo, "upper": hi} for key, lo, hi in hh.top(k)]

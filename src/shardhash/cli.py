@@ -194,7 +194,8 @@ def _load_router(path: str) -> Any:
         m = _msg(exc)
         if "fingerprint mismatch" in m:
             raise UsageError(
-                f"{path}: fingerprint mismatch: the document was edited after it was sealed (its \"fingerprint\" no longer matches "
+                f"{path}: fingerprint mismatch: the document was edited after it was sealed "
+                f"(its \"fingerprint\" no longer matches "
                 f"its content); if the edit is intended, re-seal it with `{PROG} topology validate --fix {path}` "
                 "or delete the \"fingerprint\" field") from None
         raise UsageError(f"{path}: invalid topology: {m}") from None
@@ -303,7 +304,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for k, r in enumerate(cells):
-        lines.append("  ".join(c.rjust(w) if k and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        row = (c.rjust(w) if k and i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        lines.append("  ".join(row).rstrip())
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -365,145 +367,81 @@ def _write_text(path: str | None, text: str) -> None:
 
 # -------------------------------------------------------------- topology
 
-# Which `topology new` options apply to which strategies (others are errors).
-_STRATEGY_OPTIONS: dict[str, set[str]] = {
-    "modulo": set(),
-    "jump": set(),
-    "ring": {"vnodes", "shard_weights"},
-    "rendezvous": {"shard_weights"},
-    "maglev": {"table_size", "shard_weights"},
-    "buckets": {"buckets", "shard_weights"},
-    "hashrange": set(),
-    "range": {"splits"},
-    "directory": {"base"},
-    "watermark": {"old", "new", "watermark"},
-    "redis_cluster": set(),
-    "vitess": {"vindex"},
-    "citus": {"pg_type"},
-    "postgres_hash_partition": {"pg_type"},
-    "ketama": {"shard_weights", "flavor"},
-    "cassandra_token": {"vnodes", "cql_type"},
-    "mongo_hashed": set(),
-}
-_ALIASES = {"bucket": "buckets", "hash_range": "hashrange", "redis": "redis_cluster", "postgres": "postgres_hash_partition",
-            "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
-# Strategies that hash with shardhash's own hasher (--algorithm / --seed apply).
-_HASHER_STRATEGIES = {"modulo", "jump", "ring", "rendezvous", "maglev", "buckets", "hashrange"}
+# Short names `topology new` also accepts (a strategy's type name is accepted too).
+_SHORT_NAMES = {"redis": "redis_cluster", "postgres": "postgres_hash_partition",
+                "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
 _OPTION_FLAGS = {"vnodes": "--vnodes", "shard_weights": "--shard-weights", "table_size": "--table-size",
                  "buckets": "--buckets", "splits": "--splits", "base": "--base", "old": "--old", "new": "--new",
                  "watermark": "--watermark", "vindex": "--vindex", "pg_type": "--pg-type", "flavor": "--flavor",
                  "cql_type": "--cql-type"}
 
 
-def _check_strategy_options(args: argparse.Namespace, s: str) -> None:
-    allowed = _STRATEGY_OPTIONS[s]
+def _new_strategies() -> tuple[dict[str, str], dict[str, str]]:
+    """`topology new`'s names -> document type names, and its aliases -> names.
+
+    Every router type offers itself through ``cli_options`` (and names itself
+    with ``cli_name`` when that is not its type name); the types of
+    ``shardhash.compat`` are offered under their type names without importing
+    them (that happens when one is chosen)."""
+    from . import routing
+
+    loaded = routing.router_types()
+    names: dict[str, str] = {}
+    aliases = dict(_SHORT_NAMES)
+    for t in routing.router_type_names():
+        cls = loaded.get(t)
+        if cls is None:
+            names[t] = t
+        elif cls.cli_options is not None:
+            names[cls.cli_name or t] = t
+            if cls.cli_name:
+                aliases[t] = cls.cli_name
+    return names, aliases
+
+
+def _strategy_class(name: str) -> Any:
+    from . import routing
+
+    names, _ = _new_strategies()
+    return routing.router_type(names[name])
+
+
+def _check_strategy_options(args: argparse.Namespace, s: str, cls: Any) -> None:
+    allowed = cls.cli_options or frozenset()
     for opt, flag in _OPTION_FLAGS.items():
         if getattr(args, opt, None) is not None and opt not in allowed:
-            users = sorted(k for k, v in _STRATEGY_OPTIONS.items() if opt in v)
+            users = sorted(k for k in _new_strategies()[0] if opt in (_strategy_class(k).cli_options or ()))
             raise UsageError(f"topology new {s}: {flag} does not apply to {s} (it applies to {', '.join(users)})")
-    if s not in _HASHER_STRATEGIES and (args.algorithm is not None or args.seed is not None):
+    if not cls.cli_hashes and (args.algorithm is not None or args.seed is not None):
         raise UsageError(f"topology new {s}: --algorithm/--seed do not apply: {s} hashes keys its own way")
-    for opt in ("splits",) if s == "range" else ():
-        if getattr(args, opt) is None:
-            raise UsageError(f"topology new {s}: give --splits")
-    if s == "directory" and args.base is None:
-        raise UsageError("topology new directory: give --base FILE (the topology keys fall back to)")
-    if s == "watermark" and (args.old is None or args.new is None or args.watermark is None):
-        raise UsageError("topology new watermark: give --old FILE --new FILE --watermark N")
+    if cls.cli_requires is not None:
+        needed, how = cls.cli_requires
+        if any(getattr(args, opt) is None for opt in needed):
+            raise UsageError(f"topology new {s}: give {how}")
 
 
 def _make_router(args: argparse.Namespace) -> Any:
     from . import routing
     from .hashing import Hasher
 
-    s = _ALIASES.get(args.strategy, args.strategy)
-    _check_strategy_options(args, s)
+    s = _new_strategies()[1].get(args.strategy, args.strategy)
+    cls = _strategy_class(s)
+    _check_strategy_options(args, s, cls)
     shards: list[str] = _split_ids(args.shards, "--shards") if args.shards else []
-    if not shards and s not in ("directory", "watermark"):
+    if not shards and cls.cli_needs_shards:
         raise UsageError(f"topology new {s}: give --shards a,b,c")
     weights = _parse_weights(args.shard_weights)
     if weights is not None and shards:
         unknown = sorted(set(weights) - set(shards))
         if unknown:
             raise UsageError(f"--shard-weights: {', '.join(map(repr, unknown))} not among --shards")
-    kw: dict[str, Any] = {}
-    if s in _HASHER_STRATEGIES:
-        kw["hasher"] = Hasher(args.algorithm or "xxh3_64", seed=0 if args.seed is None else args.seed)
-    r: Any
-    if s == "modulo":
-        r = routing.ModuloRouter(shards, **kw)
-    elif s == "jump":
-        r = routing.JumpRouter(shards, **kw)
-    elif s == "ring":
-        r = routing.RingRouter(shards, vnodes=args.vnodes or 256, weights=weights, **kw)
-    elif s == "rendezvous":
-        r = routing.RendezvousRouter(shards, weights=weights, **kw)
-    elif s == "maglev":
-        r = routing.MaglevRouter(shards, table_size=args.table_size, weights=weights, **kw)
-    elif s == "buckets":
-        from .plan import _balanced_placement
-
-        nb = args.buckets or 4096
-        if nb < len(shards):
-            raise UsageError(f"--buckets {nb} is fewer than the {len(shards)} shards")
-        placement = _balanced_placement([shards[0]] * nb, shards, weights)
-        # Contiguous blocks read better in a placement table than round-robin.
-        placement = [p for s_ in shards for p in [s_] * placement.count(s_)]
-        r = routing.BucketRouter(shards, placement, **kw)
-    elif s == "hashrange":
-        n = len(shards)
-        splits = [(1 << 64) * i // n for i in range(1, n)]
-        r = routing.HashRangeRouter(splits, shards, **kw)
-    elif s == "range":
-        from ._keytypes import parse_text
-
-        kind = args.key_type if isinstance(args.key_type, str) else None
-        if kind not in ("int", "str"):
-            raise UsageError("topology new range: give --key-type int or str (the splits are keys)")
-        try:
-            sp = [parse_text(x, kind) for x in args.splits.split(",")]
-        except ValueError as exc:
-            raise UsageError(f"--splits: {exc}") from None
-        r = routing.RangeRouter(sp, shards)
-    elif s == "directory":
-        r = routing.DirectoryRouter(_load_router(args.base), {})
-    elif s == "watermark":
-        r = routing.WatermarkRouter(_load_router(args.old), _load_router(args.new), args.watermark)
-    elif s == "redis_cluster":
-        from .compat import redis
-
-        r = redis.ClusterRouter(redis.even_slot_ranges(shards))
-    elif s == "vitess":
-        from .compat import vitess
-
-        r = vitess.VitessRouter(shards, vindex=args.vindex or "hash")
-    elif s == "citus":
-        from .compat import citus
-
-        r = citus.CitusRouter(shards, args.pg_type or "bigint")
-    elif s == "postgres_hash_partition":
-        from .compat import postgres
-
-        r = postgres.HashPartitionRouter(shards, [t.strip() for t in (args.pg_type or "bigint").split(",")])
-    elif s == "ketama":
-        from .compat import ketama
-
-        kw_w = None if weights is None else {k: int(round(v)) for k, v in weights.items()}
-        r = ketama.KetamaRouter(shards, kw_w, args.flavor or "libketama")
-    elif s == "cassandra_token":
-        from .compat import cassandra
-
-        per = args.vnodes or 1
-        toks = cassandra.evenly_spaced_tokens(len(shards) * per)
-        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
-        r = cassandra.TokenRouter({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
-                                  cql_type=ct[0] if len(ct) == 1 else ct)
-    elif s == "mongo_hashed":
-        from .compat import mongo
-
-        r = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(len(shards)), shards)
-    else:  # pragma: no cover - argparse restricts the choices
-        raise UsageError(f"unknown strategy {s!r}")
+    hasher = None
+    if cls.cli_hashes:
+        hasher = Hasher(args.algorithm or "xxh3_64", seed=0 if args.seed is None else args.seed)
+    try:
+        r = cls.from_cli(shards, args, weights=weights, hasher=hasher, load=_load_router)
+    except routing.TopologyOptionError as exc:
+        raise UsageError(str(exc)) from None
     if args.key_type is not None:
         r = r.with_key_type(args.key_type)
     return r
@@ -512,56 +450,18 @@ def _make_router(args: argparse.Namespace) -> Any:
 def _describe_hashing(r: Any) -> str:
     """How a router turns a key into a position: the shardhash hasher, or the
     system's own hashing for compat routers."""
-    own = {
-        "redis_cluster": "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)",
-        "vitess": f"Vitess {getattr(r, 'vindex', 'hash')} vindex keyspace id",
-        "citus": f"PostgreSQL hash of the {getattr(r, 'type', '?')} value (Citus)",
-        "postgres_hash_partition": "PostgreSQL hash partitioning (hash_*_extended, seed 0x7A5B22367996DCFD)",
-        "ketama": f"MD5 ketama ({getattr(r, 'flavor', '?')})",
-        "cassandra_token": "Murmur3Partitioner token (Cassandra)",
-        "mongo_hashed": "MongoDB hashed index (MD5 of the BSON value, int64)",
-    }
-    t = r.type_name
-    if t in own:
-        return own[t]
-    h = r.hasher
-    codec = "" if h.codec.to_dict() == type(h.codec)().to_dict() else f", codec {h.codec!r}"
-    return f"{h.algorithm}, seed {h.seed}{codec}"
+    return str(r.hashing_description())
 
 
 def _ownership(r: Any) -> list[tuple[str, ...]]:
     """Rows of `topology show`: shard, target share, share of the hash space
     it really owns, and what it owns (vnodes, buckets, slots, ranges)."""
-    from .plan import _ranges_of, _table_of, target_shares
+    from .plan import target_shares
 
     shares = target_shares(r)
-    space: dict[str, float] | None = None
-    what: dict[str, str] = {s: "" for s in r.shards}
-    t = _table_of(r)
-    if t is not None:
-        c = np.bincount(t, minlength=len(r.shards))
-        space = {s: float(v) / len(t) for s, v in zip(r.shards, c)}
-        unit = "slots" if r.type_name == "maglev" else "buckets"
-        what = {s: f"{int(v):,} {unit}" for s, v in zip(r.shards, c)}
-    elif r.type_name == "redis_cluster":
-        tab = np.asarray(r.slot_table)
-        c = np.bincount(tab, minlength=len(r.shards))
-        space = {s: float(v) / len(tab) for s, v in zip(r.shards, c)}
-        what = {s: f"{int(v):,} slots" for s, v in zip(r.shards, c)}
-    else:
-        rng = None
-        try:
-            rng = _ranges_of(r)
-        except (ValueError, TypeError, NotImplementedError):
-            rng = None
-        if rng:
-            space = {s: 0.0 for s in r.shards}
-            pieces = {s: 0 for s in r.shards}
-            total = sum(hi - lo + 1 for lo, hi, _ in rng)
-            for lo, hi, i in rng:
-                space[r.shards[i]] += (hi - lo + 1) / total
-                pieces[r.shards[i]] += 1
-            what = {s: f"{pieces[s]:,} ranges" for s in r.shards}
+    owned = r.ownership()
+    space = None if owned is None else dict(zip(r.shards, owned[0]))
+    what = {s: "" for s in r.shards} if owned is None else dict(zip(r.shards, owned[1]))
     rows: list[tuple[str, ...]] = []
     for s in r.shards:
         rows.append((s, f"{shares[s]:.4f}", "" if space is None else f"{space[s]:.4f}",
@@ -683,39 +583,8 @@ def _parse_key(text: str, kt: Any) -> Any:
 
 
 def _explain(router: Any, key: Any) -> list[str]:
-    from .plan import _ranges_of, _table_of
-
-    lines = [f"topology: {router.type_name} version {router.version}, fingerprint {router.fingerprint[:16]}",
-             f"hashing:  {_describe_hashing(router)}"]
-    if router.type_name == "redis_cluster":
-        from .compat.redis import keyslot
-
-        lines.append(f"slot:     {keyslot(key if isinstance(key, (str, bytes)) else str(key))} of 16,384")
-        return lines
-    if not router.routes_on_hash:
-        lines.append("placement: by the key itself (not by a shardhash hash)")
-        return lines
-    h = int(router.hasher(key))
-    lines.append(f"hash:     {h:#018x} ({h:,})")
-    t = _table_of(router)
-    if t is not None:
-        unit = "slot" if router.type_name == "maglev" else "bucket"
-        lines.append(f"{unit}:   {h % len(t):,} of {len(t):,}")
-        return lines
-    if router.type_name == "jump":
-        lines.append(f"bucket:   {router.route_index(key)} of {len(router.shards)} (jump consistent hash)")
-        return lines
-    rng = _ranges_of(router)
-    if rng:
-        for lo, hi, i in rng:
-            if lo <= h <= hi:
-                what = "token range" if router.type_name == "ring" else "hash range"
-                lines.append(f"{what}: [{lo:#018x}, {hi:#018x}]")
-                break
-        return lines
-    if router.type_name == "rendezvous":
-        lines.append(f"placement: highest (weighted) score of the key against each of {len(router.shards)} shards")
-    return lines
+    return [f"topology: {router.type_name} version {router.version}, fingerprint {router.fingerprint[:16]}",
+            f"hashing:  {_describe_hashing(router)}", *router.explain(key)]
 
 
 def _route_keys(router: Any, kt: Any, args: argparse.Namespace) -> int:
@@ -785,7 +654,6 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
 
     shards = list(router.shards)
     src_label = args.ids
-    total = reader.total_rows
 
     def routed() -> Iterator[tuple[Any, Any, np.ndarray]]:
         chunks = reader.iter_records(keep=True)
@@ -807,7 +675,10 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
         if fmt_out == "csv" and reader.format in ("csv", "text"):
             # Pass every record through as written (all columns, ids byte for
             # byte) and append the shard field.
-            delim = reader.delimiter if reader.format == "csv" else ("\t" if args.output.lower().removesuffix(".gz").endswith(".tsv") else ",")
+            if reader.format == "csv":
+                delim = reader.delimiter
+            else:
+                delim = "\t" if args.output.lower().removesuffix(".gz").endswith(".tsv") else ","
             labels = [_csv_cell(s, delim) for s in shards]
             to_stdout = args.output == "-"
             atomic = None if to_stdout else atomic_output(args.output)
@@ -819,7 +690,7 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
                             f.write(_append_cell(reader.header_text or "", _csv_cell(args.shard_column, delim), delim))
                     else:
                         f.write(f"id{delim}{_csv_cell(args.shard_column, delim)}\n")
-                    for chunk, raws, idx in routed():
+                    for _chunk, raws, idx in routed():
                         if reader.format == "csv":
                             f.writelines([_append_cell(r, labels[i], delim) for r, i in zip(raws, idx.tolist())])
                         else:
@@ -863,7 +734,8 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
 
 
 def _tolist(col: Any) -> list[Any]:
-    return col.to_pylist() if hasattr(col, "to_pylist") else col.tolist()
+    out: list[Any] = col.to_pylist() if hasattr(col, "to_pylist") else col.tolist()
+    return out
 
 
 def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict[str, Any]:
@@ -1010,7 +882,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         steps = plan.plan_steps(old, new, max_step_share=args.max_step_share,
                                 total_keys=report.total if report else None,
-                                total_bytes=report.weighted_matrix.sum() if report is not None and report.weighted_matrix is not None else None)
+                                total_bytes=(report.weighted_matrix.sum() if report is not None
+                                             and report.weighted_matrix is not None else None))
     except plan.TooManySteps as exc:
         raise UsageError(f"--max-step-share: {_msg(exc).removeprefix('max_step_share ')}") from None
     except ValueError as exc:
@@ -1130,13 +1003,13 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
 
 def _space_shares(router: Any) -> dict[str, float]:
     """Share of the hash space each shard owns (exact for tables and ranges)."""
-    from .plan import _ranges_of, _table_of, target_shares
+    from .plan import target_shares
 
-    t = _table_of(router)
+    t = router.bucket_table()
     if t is not None:
         c = np.bincount(t, minlength=len(router.shards)) / len(t)
         return {s: float(v) for s, v in zip(router.shards, c)}
-    rng = _ranges_of(router)
+    rng = router.hash_ranges()
     if rng is not None:
         out = {s: 0.0 for s in router.shards}
         for lo, hi, i in rng:
@@ -1293,7 +1166,6 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analysis import HeavyHitters, imbalance
 
     router = _load_router(args.topology) if args.topology else None
     kt = _key_type(args, router)
@@ -1391,7 +1263,7 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
         ("modulo", routing.ModuloRouter(four)),
         ("jump", routing.JumpRouter(four)),
         ("ring", routing.RingRouter(four)),
-        ("buckets", routing.BucketRouter(four, [four[b * 4 // 4096] for b in range(4096)])),
+        ("buckets", routing.BucketRouter(four, buckets=4096)),
         ("rendezvous", routing.RendezvousRouter(four)),
         # Maglev keeps its table size across changes (65537, the paper's size).
         ("maglev", routing.MaglevRouter(four, table_size=65537)),
@@ -1540,14 +1412,15 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
                        description="Topology documents are versioned, fingerprinted JSON (docs/routers.md).")
     tsub = t.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     tsub.required = True
-    strategies = sorted(_STRATEGY_OPTIONS) + sorted(_ALIASES)
+    names, aliases = _new_strategies()
+    strategies = sorted(names) + sorted(aliases)
     tn = tsub.add_parser("new", help="write a new topology document",
                          description="Write a new topology for STRATEGY: shardhash's own routers (modulo, jump, "
                          "ring, rendezvous, maglev, buckets, hashrange, range, directory, watermark) or a "
                          "system's own placement (redis_cluster, vitess, citus, postgres_hash_partition, "
                          "ketama, cassandra_token, mongo_hashed). Options that do not apply to the strategy "
                          "are errors.")
-    tn.add_argument("strategy", choices=strategies, metavar="STRATEGY", help=", ".join(sorted(_STRATEGY_OPTIONS)))
+    tn.add_argument("strategy", choices=strategies, metavar="STRATEGY", help=", ".join(sorted(names)))
     tn.add_argument("--shards", help="comma-separated logical shard ids (every strategy but directory and "
                     "watermark)")
     tn.add_argument("--key-type", type=_id_type_arg, default=None, metavar="TYPE",
@@ -1673,7 +1546,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    from .engines_cli import main as engines_main, wants_engine  # --engine dask|spark|ray
+    from .engines_cli import main as engines_main  # --engine dask|spark|ray
+    from .engines_cli import wants_engine
     if wants_engine(argv):
         return engines_main(argv)
     parser = build_parser()

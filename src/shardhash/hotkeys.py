@@ -51,17 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from shardhash.routing import (
-    RangeRouter,
-    Router,
-    WatermarkRouter,
-    _check_int,
-    _describe,
-    _from_doc,
-    register_router_type,
-)
 from shardhash._hashing import Hasher
 from shardhash._hotkeys import HotPaths
+from shardhash.routing import RangeRouter, Router, WatermarkRouter, WrappingRouter, register_router_type
+from shardhash.routing.base import _check_int, _describe
 
 __all__ = ["HotKeyRouter", "HotChange", "hot_changes", "propose_hot_set", "subkey", "MAX_FAN_OUT"]
 
@@ -93,7 +86,7 @@ def _sort_key(k: Any) -> tuple[int, Any]:
 
 
 @register_router_type("hot")
-class HotKeyRouter(Router):
+class HotKeyRouter(WrappingRouter):
     """Any hash router plus a hot set ``{key: fan_out}`` (see the module docstring).
 
     ``write``: how ``route_write`` picks a hot key's sub-key: ``"random"``
@@ -107,7 +100,6 @@ class HotKeyRouter(Router):
     ([0, 1, 2], True)
     """
 
-    _base: Router
     _hot: tuple[tuple[Any, int], ...]
     _fan: dict[Any, tuple[str, ...]]
     _write: str
@@ -145,7 +137,6 @@ class HotKeyRouter(Router):
                 raise ValueError(f"hot key {k!r} given twice")
             pairs[k] = n
         super().__init__(base.shards, hasher=base.hasher, version=version, key_prefix=base.key_prefix)
-        self._set("_base", base)
         self._set("_hot", tuple(sorted(pairs.items(), key=lambda p: _sort_key(p[0]))))
         # Immutable router: each hot key's sub-key placement is computed once.
         self._set("_fan", {k: tuple(base.route(subkey(k, i)) for i in range(n)) for k, n in self._hot})
@@ -153,10 +144,7 @@ class HotKeyRouter(Router):
         self._set("_bucket", bucket_seconds)
         self._set("_rr", itertools.count())
         self._set("_rng", random.Random())
-        if base._has_c_kernel():
-            self._use_delegate(base)
-        else:
-            self._use_python()
+        self._wrap(base)
         # Compiled fast paths for cold int/str keys (the methods below are the
         # reference they fall back to): instance attributes shadow the methods.
         paths = HotPaths(self.route, self._fan, HotKeyRouter.route_write.__get__(self),
@@ -165,14 +153,7 @@ class HotKeyRouter(Router):
         self._set("route_read", paths.route_read)
         self._finish()
 
-    def _route_hashes_kernel(self, hashes: np.ndarray, out: np.ndarray) -> None:
-        self._base.route_hashes(hashes, out=out)
-
     # -- the hot set ---------------------------------------------------------------
-
-    @property
-    def base(self) -> Router:
-        return self._base
 
     @property
     def hot(self) -> dict[Any, int]:
@@ -250,14 +231,10 @@ class HotKeyRouter(Router):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        base = _from_doc(params["base"], "hot base")
-        hot = params["hot"]
-        if not isinstance(hot, list) or not all(isinstance(p, list) and len(p) == 2 for p in hot):
-            raise ValueError("hot params: 'hot' must be a list of [key, fan_out] pairs")
-        r = cls(base, [tuple(p) for p in hot], write=params.get("write", "random"),
+        base, hot = cls._base_and_pairs(params, "hot", "hot", "key, fan_out")
+        r = cls(base, hot, write=params.get("write", "random"),
                 bucket_seconds=params.get("bucket_seconds"), version=version)
-        if r.hasher != hasher or r.key_prefix != key_prefix:
-            raise ValueError("hot document: 'hasher'/'key_prefix' differ from the base router's")
+        r._check_base_hashing(hasher, key_prefix, "hot")
         return r
 
 

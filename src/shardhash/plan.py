@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from .analysis import imbalance
-from .io import DEFAULT_CHUNK_SIZE, iter_chunks
+from .io import DEFAULT_CHUNK_SIZE, AtomicWriter, iter_chunks
+from .routing import Router, hash_bits
 
 __all__ = [
     "PlanReport",
@@ -61,11 +62,6 @@ MAX_STEPS = 100_000
 class TooManySteps(ValueError):
     """``max_step_share`` would cut the plan into more than :data:`MAX_STEPS` steps."""
 
-
-def _routing() -> Any:
-    from . import routing
-
-    return routing
 
 
 # ----------------------------------------------------------------- the report
@@ -195,7 +191,7 @@ def _check_router(router: Any, what: str) -> None:
         raise TypeError(f"{what} must be a shardhash router, not {type(router).__name__}")
 
 
-class MovesWriter:
+class MovesWriter(AtomicWriter):
     """Write moved keys ``(id, source, destination[, weight])`` to Parquet or CSV, chunk by chunk.
 
     Pass it as ``on_chunk`` to :func:`diff` (or give ``diff`` a ``moves=``
@@ -265,14 +261,6 @@ class MovesWriter:
         """Drop the moves written so far (no partial file is left)."""
         self._writer.abort()
 
-    def __enter__(self) -> MovesWriter:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def diff(
@@ -374,10 +362,9 @@ def diff(
         wmatrix,
     )
     rep.moved = int(matrix[rep._moved_mask()].sum())
-    from .hotkeys import HotKeyRouter, hot_changes
+    from .hotkeys import hot_changes
 
-    if isinstance(old, HotKeyRouter) or isinstance(new, HotKeyRouter):
-        rep.hot_changes = hot_changes(old, new)
+    rep.hot_changes = hot_changes(old, new)  # [] unless a router has hot keys
     if per_key:
         rep.sources = np.concatenate(src_parts) if src_parts else np.zeros(0, np.int32)
         rep.destinations = np.concatenate(dst_parts) if dst_parts else np.zeros(0, np.int32)
@@ -404,22 +391,8 @@ def target_shares(router: Any) -> dict[str, float]:
         vals = np.array([float(w.get(s, 1.0)) for s in shards])
     elif w is not None and not callable(w) and len(w) == len(shards):
         vals = np.asarray(w, dtype=np.float64)
-    else:
-        t = _table_of(router)
-        space = _space(router)
-        if t is not None and _kind(router) == "bucket":
-            if space < HASH_SPACE and len(t) > 1:
-                # bucket b holds the hashes below ``space`` with h % len(t) == b
-                cnt = (space - 1 - np.arange(len(t), dtype=np.int64)) // len(t) + 1
-                vals = np.bincount(t, weights=cnt.astype(np.float64), minlength=len(shards))
-            else:
-                vals = np.bincount(t, minlength=len(shards)).astype(np.float64)
-        else:
-            rng = _ranges_of(router)
-            if rng is not None and _kind(router) == "hashrange":
-                vals = np.zeros(len(shards))
-                for lo, hi, s in rng:
-                    vals[s] += max(0, min(hi, space - 1) - lo + 1)
+    elif isinstance(router, Router):
+        vals = router.target_weights(_space(router))  # a placement table or hash ranges may say
     if vals is None or not np.isfinite(vals).all() or vals.sum() <= 0:
         vals = np.ones(len(shards))
     vals = vals / vals.sum()
@@ -443,47 +416,14 @@ def ideal_fraction(old: Any, new: Any) -> float:
 # ------------------------------------------------------- hash-space structure
 
 
-def _kind(router: Any) -> str | None:
-    r = _routing()
-    for name, kind in (
-        ("ModuloRouter", "modulo"),
-        ("JumpRouter", "jump"),
-        ("RingRouter", "ring"),
-        ("MaglevRouter", "maglev"),
-        ("BucketRouter", "bucket"),
-        ("HashRangeRouter", "hashrange"),
-        ("RendezvousRouter", "rendezvous"),
-        ("DirectoryRouter", "directory"),
-    ):
-        cls = getattr(r, name, None)
-        if cls is not None and type(router) is cls:
-            return kind
-    return None
-
-
 def _table_of(router: Any) -> np.ndarray | None:
-    """Shard index per slot, for routers that route ``placement[hash % bucket_count]``."""
-    if _kind(router) not in ("modulo", "bucket", "maglev"):
-        return None
-    pl = getattr(router, "placement", None)
-    if pl is None:
-        return None
-    pl = np.asarray(pl)
-    if pl.dtype.kind not in "iu":
-        pos = {s: i for i, s in enumerate(router.shards)}
-        pl = np.array([pos[s] for s in pl.tolist()])
-    return pl.astype(np.int64)
+    """Shard index per bucket, for routers that route ``table[hash % len(table)]``."""
+    return router.bucket_table() if isinstance(router, Router) else None
 
 
 def _ranges_of(router: Any) -> list[tuple[int, int, int]] | None:
-    fn = getattr(router, "owned_ranges", None)
-    if fn is None:
-        return None
-    out = []
-    for lo, hi, s in fn():
-        out.append((int(lo), int(hi), int(s)))
-    out.sort()
-    return out
+    """Sorted ``(lo, hi, shard index)`` intervals; a duck-typed router's from its ``owned_ranges()``."""
+    return router.hash_ranges() if isinstance(router, Router) else Router.hash_ranges(router)
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,7 +477,7 @@ def _space(*routers: Any) -> int:
     for r in routers:
         h = getattr(r, "hasher", None)
         if h is not None:
-            return 1 << int(_routing()._width(h))
+            return 1 << hash_bits(h)
     return HASH_SPACE
 
 
@@ -564,15 +504,16 @@ def moved_ranges(old: Any, new: Any) -> list[MovedRange]:
             f"({getattr(old, 'hasher', None)!r} vs {getattr(new, 'hasher', None)!r}); "
             "their hash spaces cannot be compared: use plan.diff with keys"
         )
-    ko, kn = _kind(old), _kind(new)
     so, sn = tuple(old.shards), tuple(new.shards)
     space = _space(old, new)
-    if ko == "jump" and kn == "jump":
-        return _jump_moves(so, sn, space)
+    expected = old.expected_moves(new) if isinstance(old, Router) and isinstance(new, Router) else None
+    if expected is not None:
+        return _scattered_moves(expected, so, sn, space)
     to, tn = _table_of(old), _table_of(new)
     if to is not None and tn is not None:
-        return _table_moves(to, tn, so, sn, bucket_kind=(len(to) == len(tn) and ko == kn and ko != "modulo"),
-                            space=space)
+        # equal tables of one strategy number their buckets alike: moved entries are buckets
+        same = len(to) == len(tn) and type(old) is type(new) and old.table_buckets
+        return _table_moves(to, tn, so, sn, bucket_kind=same, space=space)
     ro, rn = _ranges_of(old), _ranges_of(new)
     if ro is not None and rn is not None:
         return _interval_moves(ro, rn, so, sn, space)
@@ -643,23 +584,13 @@ def _table_moves(
     return out
 
 
-def _jump_moves(so: tuple[str, ...], sn: tuple[str, ...], space: int = HASH_SPACE) -> list[MovedRange]:
-    # Jump hash: going from n to m buckets, a key keeps its bucket when both
-    # are below min(n, m); the keys of the buckets beyond it are spread
-    # uniformly (Lamping & Veach 2014).  Shares are expectations.
-    n, m = len(so), len(sn)
-    shares: dict[tuple[int, int], float] = {}
-    for i in range(n):
-        for j in range(m):
-            if m >= n:
-                p = (1.0 / m if i == j else 0.0) if j < n else 1.0 / (m * n)
-            else:
-                p = (1.0 / n if i == j else 0.0) if i < m else 1.0 / (n * m)
-            if p and so[i] != sn[j]:
-                shares[(i, j)] = shares.get((i, j), 0.0) + p
+def _scattered_moves(expected: Mapping[tuple[int, int], float], so: tuple[str, ...], sn: tuple[str, ...],
+                     space: int = HASH_SPACE) -> list[MovedRange]:
+    """Expected shares per (old index, new index) pair, as ``"scattered"`` moves."""
     return [
         MovedRange(0, space - 1, so[i], sn[j], p, kind="scattered", exact=False)
-        for (i, j), p in sorted(shares.items())
+        for (i, j), p in sorted(expected.items())
+        if p and so[i] != sn[j]
     ]
 
 
@@ -763,13 +694,10 @@ def plan_steps(
     / ``total_bytes`` they are that total times the step's share.
     """
     cap = _check_cap(max_step_share)
-    both_dir = _kind(old) == "directory" and _kind(new) == "directory"
+    bases = old.base_pair(new) if isinstance(old, Router) and isinstance(new, Router) else None
     try:
-        if both_dir and old.overrides == new.overrides:
-            # The overridden keys stay where they are: the moves are the bases'.
-            moves = moved_ranges(old.base, new.base)
-        else:
-            moves = moved_ranges(old, new)
+        # a wrapper whose change moves exactly what its base's change moves
+        moves = moved_ranges(*bases) if bases is not None else moved_ranges(old, new)
     except ValueError:
         if not (_hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher):
             raise
@@ -912,135 +840,29 @@ def _check_weights(weights: Mapping[str, float] | None, what: str = "weights") -
     return out
 
 
-def _balanced_placement(
-    placement: list[str], shards: Sequence[str], weights: Mapping[str, float] | None
-) -> list[str]:
-    """Move as few buckets as possible so each shard holds its weighted share.
+def _planned(router: Any, planner: Callable[..., tuple[Any, list[Step]]], arg: Any,
+             kw: dict[str, Any], extra: dict[str, Any]) -> tuple[Any, list[Step]] | None:
+    """A router that places keys through another one (a DirectoryRouter) is
+    planned by planning its base; None for every other router."""
+    if not isinstance(router, Router):
+        return None
+    removing = ([arg] if isinstance(arg, str) else list(arg)) if planner is remove_shards else ()
 
-    Targets use the largest-remainder method (equal shards differ by at most
-    one bucket); ties for the extra buckets go to shards that already hold
-    more, so fewer buckets move.  Only shards above target give, only shards
-    below target receive, and each gives its highest-numbered buckets.
-    """
-    b = len(placement)
-    w = np.array([float((weights or {}).get(s, 1.0)) for s in shards])
-    quota = b * w / w.sum()
-    base = np.floor(quota).astype(np.int64)
-    rem = int(b - base.sum())
-    current = {s: 0 for s in shards}
-    for s in placement:
-        if s in current:
-            current[s] += 1
-    frac = quota - base
-    order = sorted(range(len(shards)), key=lambda i: (-round(frac[i], 12), -current[shards[i]], i))
-    for i in order[:rem]:
-        base[i] += 1
-    target = {s: int(t) for s, t in zip(shards, base)}
-    held: dict[str, list[int]] = {}
-    for bkt, s in enumerate(placement):
-        held.setdefault(s, []).append(bkt)
-    free: list[int] = []
-    for s, bs in held.items():
-        keep = target.get(s, 0)
-        if len(bs) > keep:
-            free.extend(bs[keep:])
-    free.sort()
-    new = list(placement)
-    receivers = [s for s in shards if current[s] < target[s]]
-    need = {s: target[s] - current[s] for s in receivers}
-    ri = 0
-    for bkt in free:
-        # Round-robin over the receivers that still need buckets.
-        for _ in range(len(receivers)):
-            s = receivers[ri % len(receivers)]
-            ri += 1
-            if need[s] > 0:
-                need[s] -= 1
-                new[bkt] = s
-                break
-    return new
+    def plan_base(base: Router) -> Router:
+        new_base: Router = planner(base, arg, max_step_share=kw["max_step_share"], **extra)[0]
+        return new_base
+
+    new = router.replanned(plan_base, removing=removing)
+    return None if new is None else (new, plan_steps(router, new, **kw))
 
 
-def _rebuild(router: Any, shards: Sequence[str], *, weights: dict[str, float] | None,
-             tokens: Mapping[str, Sequence[int]] | None = None,
-             placement: list[str] | None = None, splits: list[int] | None = None,
-             range_shards: list[str] | None = None) -> Any:
-    """A router of the same strategy and settings over new shards, version + 1."""
-    r = _routing()
-    kind = _kind(router)
-    version = int(getattr(router, "version", 0)) + 1
-    # Weight 1 is the default: leave it out so documents stay canonical.
-    if weights is not None:
-        weights = {s: w for s, w in weights.items() if w != 1.0} or None
-    common: dict[str, Any] = {"hasher": router.hasher, "version": version}
-    if kind == "modulo":
-        return r.ModuloRouter(list(shards), **common)
-    if kind == "jump":
-        return r.JumpRouter(list(shards), **common)
-    if kind == "rendezvous":
-        return r.RendezvousRouter(list(shards), weights=weights, **common)
-    if kind == "maglev":
-        # Maglev disrupts least with a fixed table size: keep it whenever it
-        # still holds every shard (choose it for the largest cluster up front).
-        size = getattr(router, "table_size", None)
-        if size is not None and size < len(shards):
-            size = None
-        return r.MaglevRouter(list(shards), table_size=size, weights=weights, **common)
-    if kind == "ring":
-        old_tokens = router.explicit_tokens
-        kw: dict[str, Any] = {"collisions": router.collisions}
-        if old_tokens:
-            t = {s: list(v) for s, v in old_tokens.items() if s in shards}
-            for s in shards:
-                if s not in t:
-                    if tokens is None or s not in tokens:
-                        raise ValueError(f"this ring places tokens explicitly: give tokens={{{s!r}: [...]}} for the new shard")
-                    t[s] = list(tokens[s])
-            kw["tokens"] = t
-            return r.RingRouter(list(shards), **kw, **common)
-        if tokens:
-            raise ValueError("tokens= only applies to rings built with explicit tokens")
-        return r.RingRouter(list(shards), vnodes=router.vnodes, weights=weights, **kw, **common)
-    if kind == "bucket":
-        return r.BucketRouter(list(shards), placement, **common)
-    if kind == "hashrange":
-        return r.HashRangeRouter(splits, range_shards, **common)
-    raise ValueError(
-        f"no planner for {type(router).__name__}: planners support modulo, jump, ring, rendezvous, "
-        "Maglev, bucket and hash-range routers"
-    )
-
-
-def _placement_ids(router: Any) -> list[str]:
-    t = _table_of(router)
-    assert t is not None
-    return [router.shards[i] for i in t.tolist()]
-
-
-def _hashrange_parts(router: Any) -> tuple[list[int], list[str]]:
-    rng = _ranges_of(router)
-    assert rng is not None
-    return [lo for lo, _, _ in rng[1:]], [router.shards[s] for _, _, s in rng]
-
-
-def _finish(router: Any, new: Any, kw: dict[str, Any]) -> tuple[Any, list[Step]]:
-    return new, plan_steps(router, new, **kw)
-
-
-def _directory(router: Any, planner: Callable[..., tuple[Any, list[Step]]], arg: Any,
-               kw: dict[str, Any], extra: dict[str, Any]) -> tuple[Any, list[Step]]:
-    """Plan a DirectoryRouter by planning its base; the overrides stay."""
-    base = router.base
-    if planner is remove_shards:
-        for s in [arg] if isinstance(arg, str) else list(arg):
-            if s in router.shards and s not in base.shards:
-                raise ValueError(f"shard {s!r} is only named by overrides; change the overrides to remove it")
-    new_base, _ = planner(base, arg, max_step_share=kw["max_step_share"], **extra)
-    for key, shard in router.overrides.items():
-        if shard not in new_base.shards and shard in base.shards:
-            raise ValueError(f"override {key!r} -> {shard!r} names a shard being removed; change the overrides first")
-    new = _routing().DirectoryRouter(new_base, router.overrides, version=router.version + 1)
-    return _finish(router, new, kw)
+def _successor(router: Any) -> Router:
+    """The router whose hooks make the successor (a duck-typed router has none:
+    ``Router.with_shards`` then says there is no planner for it)."""
+    if isinstance(router, Router):
+        return router
+    Router.with_shards(router, [])  # raises ValueError: no planner for it
+    raise AssertionError("unreachable")
 
 
 def add_shards(
@@ -1075,8 +897,9 @@ def add_shards(
     _check_router(router, "router")
     kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
               total_keys=total_keys, total_bytes=total_bytes)
-    if _kind(router) == "directory":
-        return _directory(router, add_shards, new_ids, kw, {"weights": weights, "tokens": tokens})
+    through_base = _planned(router, add_shards, new_ids, kw, {"weights": weights, "tokens": tokens})
+    if through_base is not None:
+        return through_base
     ids = _check_ids(new_ids, "new_ids")
     for s in ids:
         if s in router.shards:
@@ -1092,24 +915,8 @@ def add_shards(
     if old_w is not None or w_new is not None:
         w = {s: (old_w or {}).get(s, 1.0) for s in router.shards}
         w.update({s: (w_new or {}).get(s, 1.0) for s in ids})
-    kind = _kind(router)
-    extra: dict[str, Any] = {}
-    if kind == "bucket":
-        extra["placement"] = _balanced_placement(_placement_ids(router), shards, w)
-    elif kind == "hashrange":
-        splits, owners = _hashrange_parts(router)
-        for s in ids:
-            space = _space(router)  # split the widest range of the hashes the hasher gives
-            bounds = [min(b, space) for b in [0] + splits + [HASH_SPACE]]
-            widths = [bounds[i + 1] - bounds[i] for i in range(len(owners))]
-            i = int(np.argmax(widths))
-            mid = bounds[i] + widths[i] // 2
-            splits.insert(i, mid)
-            owners.insert(i + 1, s)
-        extra["splits"], extra["range_shards"] = splits, owners
-    new = _rebuild(router, shards, weights=w, tokens=tokens, **extra)
-    return _finish(router, new, dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
-                                     total_keys=total_keys, total_bytes=total_bytes))
+    new = _successor(router).with_shards(shards, weights=w, tokens=tokens)
+    return new, plan_steps(router, new, **kw)
 
 
 def remove_shards(
@@ -1140,8 +947,9 @@ def remove_shards(
     _check_router(router, "router")
     kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
               total_keys=total_keys, total_bytes=total_bytes)
-    if _kind(router) == "directory":
-        return _directory(router, remove_shards, ids, kw, {})
+    through_base = _planned(router, remove_shards, ids, kw, {})
+    if through_base is not None:
+        return through_base
     gone = _check_ids(ids, "ids")
     for s in gone:
         if s not in router.shards:
@@ -1151,37 +959,8 @@ def remove_shards(
         raise ValueError("cannot remove every shard")
     old_w = _weights_dict(router)
     w = None if old_w is None else {s: old_w.get(s, 1.0) for s in shards}
-    kind = _kind(router)
-    extra: dict[str, Any] = {}
-    if kind == "bucket":
-        extra["placement"] = _balanced_placement(_placement_ids(router), shards, w)
-    elif kind == "hashrange":
-        splits, owners = _hashrange_parts(router)
-        i = 0
-        while i < len(owners):
-            if owners[i] in gone:
-                if len(owners) == 1:
-                    raise ValueError("cannot remove every shard")
-                # Merge into the left neighbour (the right one for the first range).
-                if i > 0:
-                    del splits[i - 1]
-                else:
-                    del splits[0]
-                del owners[i]
-            else:
-                i += 1
-        # Merge adjacent ranges now owned by the same shard.
-        j = 1
-        while j < len(owners):
-            if owners[j] == owners[j - 1]:
-                del owners[j]
-                del splits[j - 1]
-            else:
-                j += 1
-        extra["splits"], extra["range_shards"] = splits, owners
-    new = _rebuild(router, shards, weights=w, **extra)
-    return _finish(router, new, dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
-                                     total_keys=total_keys, total_bytes=total_bytes))
+    new = _successor(router).with_shards(shards, weights=w)
+    return new, plan_steps(router, new, **kw)
 
 
 def reweight(
@@ -1210,8 +989,9 @@ def reweight(
     _check_router(router, "router")
     kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
               total_keys=total_keys, total_bytes=total_bytes)
-    if _kind(router) == "directory":
-        return _directory(router, reweight, weights, kw, {})
+    through_base = _planned(router, reweight, weights, kw, {})
+    if through_base is not None:
+        return through_base
     w_in = _check_weights(weights)
     assert w_in is not None
     for s in w_in:
@@ -1220,12 +1000,5 @@ def reweight(
     old_w = _weights_dict(router) or {}
     w = {s: old_w.get(s, 1.0) for s in router.shards}
     w.update(w_in)
-    kind = _kind(router)
-    extra: dict[str, Any] = {}
-    if kind == "bucket":
-        extra["placement"] = _balanced_placement(_placement_ids(router), list(router.shards), w)
-    elif kind in ("modulo", "jump", "hashrange"):
-        raise ValueError(f"{type(router).__name__} has no weights; use buckets, a ring, rendezvous or Maglev")
-    new = _rebuild(router, list(router.shards), weights=w, **extra)
-    return _finish(router, new, dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
-                                     total_keys=total_keys, total_bytes=total_bytes))
+    new = _successor(router).with_weights(w)
+    return new, plan_steps(router, new, **kw)

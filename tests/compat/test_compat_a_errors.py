@@ -256,16 +256,16 @@ def test_guava_bad_arrays() -> None:
 
 
 def test_kernels_validate_before_releasing_the_gil() -> None:
-    from shardhash.compat import _pg
+    from shardhash.compat import _native
     out = np.empty(2, dtype=np.uint64)
     with pytest.raises(ValueError, match="offsets has 2 elements, expected 3"):
-        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([0, 4], np.int64), 0, out)
+        _native.varlen_extended(np.zeros(4, np.uint8), np.array([0, 4], np.int64), 0, out)
     with pytest.raises(ValueError, match="fall outside"):
-        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([0, 2, 9], np.int64), 0, out)
+        _native.varlen_extended(np.zeros(4, np.uint8), np.array([0, 2, 9], np.int64), 0, out)
     with pytest.raises(ValueError, match="decrease at position 0"):
-        _pg.varlen_extended(np.zeros(4, np.uint8), np.array([1, 0, 2], np.int64), 0, out)
+        _native.varlen_extended(np.zeros(4, np.uint8), np.array([1, 0, 2], np.int64), 0, out)
     with pytest.raises(ValueError, match="expected 2 keys of 16 bytes"):
-        _pg.fixed_extended(np.zeros(31, np.uint8), 16, 0, out)
+        _native.fixed_extended(np.zeros(31, np.uint8), 16, 0, out)
     with pytest.raises(ValueError, match="modulus must be positive"):
-        _pg.remainder(out, 0, np.empty(2, np.int64))
+        _native.remainder(out, 0, np.empty(2, np.int64))
     assert math.isfinite(float(pg.hash32(uuid.UUID(int=0), "uuid")))

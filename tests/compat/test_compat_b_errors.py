@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shardhash.compat import _native_b, cassandra, ketama, mongo, redis, vitess
+from shardhash.compat import _native, cassandra, ketama, mongo, redis, vitess
 from shardhash.routing import load_router
 
 
@@ -214,15 +214,15 @@ def test_mongo_chunk_errors() -> None:
 def test_kernels_validate_offsets() -> None:
     data = np.frombuffer(b"abcdef", dtype=np.uint8)
     with pytest.raises(ValueError, match="decrease"):
-        _native_b.redis_keyslot_offsets(np.array([0, 4, 2], dtype=np.int64), data)
+        _native.redis_keyslot_offsets(data, np.array([0, 4, 2], dtype=np.int64))
     with pytest.raises(ValueError, match="beyond the data"):
-        _native_b.cassandra_token_offsets(np.array([0, 7], dtype=np.int64), data)
+        _native.cassandra_token_offsets(data, np.array([0, 7], dtype=np.int64))
     with pytest.raises(ValueError, match="negative"):
-        _native_b.ketama_hash_offsets(np.array([-1, 2], dtype=np.int64), data)
+        _native.ketama_hash_offsets(data, np.array([-1, 2], dtype=np.int64))
     with pytest.raises(ValueError, match="sorted"):
-        _native_b.cassandra_ring_index(np.array([5, 1], dtype=np.int64), np.array([0], dtype=np.int64))
+        _native.cassandra_ring_index(np.array([5, 1], dtype=np.int64), np.array([0], dtype=np.int64))
     with pytest.raises(ValueError, match="no points"):
-        _native_b.ketama_lookup(np.zeros(0, np.uint32), np.zeros(0, np.int32), False, np.zeros(1, np.uint32))
+        _native.ketama_lookup(np.zeros(0, np.uint32), np.zeros(0, np.int32), False, np.zeros(1, np.uint32))
     with pytest.raises(ValueError, match="null"):
         pa = pytest.importorskip("pyarrow")
         redis.keyslot_array(pa.array(["a", None]))

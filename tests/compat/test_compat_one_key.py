@@ -1,4 +1,4 @@
-"""The compat routers' one-key paths in C (compat/_scalar) against their
+"""The compat routers' one-key paths in C (compat/_native) against their
 pure-Python paths and their batch paths.
 
 Every router and one-key function that routes exact bytes / ASCII str / int
@@ -66,7 +66,7 @@ def _outcome(f, key):
 def _check_router(r, keys, *, batch=True):
     """route_index (C where it applies) == _route_index_slow (Python) and
     route == shards[route_index]; route_many([k]) agrees when it routes."""
-    assert r._keymode_native()  # route/route_index run compat/_scalar's C function
+    assert r._keymode_native()  # route/route_index run compat/_native's C function
     handled = 0
     for k in keys:
         got = _outcome(r.route_index, k)

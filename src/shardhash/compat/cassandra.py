@@ -34,13 +34,13 @@ from __future__ import annotations
 import numbers
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
-from . import _native_b, _scalar
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from . import _native
 
 __all__ = [
     "MIN_TOKEN",
@@ -118,13 +118,13 @@ def _blob_keys(keys: Any) -> Any:
 
 def _token_py(key: bytes) -> int:
     # the reference for token(): every key but exact bytes
-    return int(_native_b.cassandra_token(_bytes_like(key)))
+    return int(_native.cassandra_token(_bytes_like(key)))
 
 
-_scalar._set_fallbacks(token=_token_py)
+_native._set_fallbacks(token=_token_py)
 # token(key): the ``Murmur3Partitioner`` token of one serialized partition
 # key; exact bytes in C, everything else via _token_py.
-token = _scalar.token
+token = _native.token
 
 
 def _type_name(cql_type: Any) -> str:
@@ -265,17 +265,17 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     True
     """
     if cql_type == "blob" and threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
-        small = _scalar.token_small(keys)
+        small = _native.token_small(keys)
         if small is not None:
-            return small  # type: ignore[no-any-return]
+            return small
     if isinstance(cql_type, str):
         t = _type_name(cql_type)
         if t == "blob":
             return _blob_tokens(keys, threads)
         if t in ("bigint", "timestamp"):
-            return _native_b.cassandra_token_bigint(_int_array(keys, t), threads)
+            return _native.cassandra_token_bigint(_int_array(keys, t), threads)
         if t == "int":
-            return _native_b.cassandra_token_int(_int_array(keys, t).astype(np.int32), threads)
+            return _native.cassandra_token_int(_int_array(keys, t).astype(np.int32), threads)
         if t in ("text", "ascii"):
             if t == "text":
                 for i, k in enumerate(keys if isinstance(keys, (list, tuple)) else ()):
@@ -294,11 +294,11 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
 def _blob_tokens(keys: Any, threads: int | None) -> np.ndarray:
     """Tokens of serialized keys: a Python sequence is read in place (the
     kernel gets pointers to each key's bytes), Arrow data without copying."""
-    tokens = _native_b.cassandra_token_seq(keys)
+    tokens = _native.cassandra_token_seq(keys)
     if tokens is not None:
         return tokens
-    offsets, data = _native_b.pack_keys(keys)
-    return _native_b.cassandra_token_offsets(offsets, data, threads)
+    data, offsets = _native.pack_keys(keys)
+    return _native.cassandra_token_offsets(data, offsets, threads)
 
 
 def evenly_spaced_tokens(n: int, offset: int = 0) -> list[int]:
@@ -386,17 +386,8 @@ def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndar
     return nodes, ring, owners
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("cassandra_token")
-class TokenRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("cassandra_token")
+class TokenRouter(RawKeyRouter):
     """Primary ownership on a Cassandra token ring (``Murmur3Partitioner``).
 
     ``tokens`` maps each node to its ring tokens (one token per node, or
@@ -419,7 +410,23 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("tokens", "cql_type")
-    routes_on_hash = False
+
+    _hashes_refused = ("a Cassandra token router routes tokens, not shardhash hashes: "
+                        "use route_many(keys) or route_tokens(tokens)")
+    _hash_refused = "a Cassandra token router routes tokens, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "Murmur3Partitioner token (Cassandra)"
+
+    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        toks = evenly_spaced_tokens(len(shards) * (args.vnodes or 1))
+        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
+        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
+                   cql_type=ct[0] if len(ct) == 1 else ct)
 
     def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:
@@ -441,8 +448,7 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_ring", ring)
         self._set("_owners", owners)
         self._set("_cql_type", ct)
-        self._use_python()
-        keys = _scalar.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
+        keys = _native.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
@@ -508,7 +514,7 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
     def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32) for precomputed tokens (int64)."""
         t = np.ascontiguousarray(tokens, dtype=np.int64)
-        idx = _native_b.cassandra_ring_index(self._ring, t, threads)
+        idx = _native.cassandra_ring_index(self._ring, t, threads)
         res: np.ndarray = self._owners[idx]
         return fill_out(out, res)
 
@@ -519,15 +525,8 @@ class TokenRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes: "
-                        "use route_many(keys) or route_tokens(tokens)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Cassandra token router routes tokens, not shardhash hashes")
 
     def replicas(self, key: Any, rf: int) -> list[str]:
         """The ``rf`` replicas of ``key`` under SimpleStrategy: walk the ring

@@ -22,12 +22,13 @@ Shard placement on worker nodes is not modelled (it lives in
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _scalar
+from ..routing.base import RawKeyRouter, Router, register_router_type
+from . import _native
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
 __all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
@@ -95,17 +96,8 @@ def _check_ranges(ranges: Any, n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("citus")
-class CitusRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("citus")
+class CitusRouter(RawKeyRouter):
     """Route distribution-column values to the shards of a Citus table.
 
     ``shards[i]`` owns the inclusive hash range ``ranges[i]``; by default the
@@ -124,7 +116,20 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("type", "ranges")
-    routes_on_hash = False
+
+    _hashes_refused = ("a Citus router hashes values with PostgreSQL's 32-bit hash, not a shardhash "
+                        "hasher: use route_many(values) or route_worker_hashes(hashes)")
+    _hash_refused = "a Citus router does not route shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return f"PostgreSQL hash of the {self.type} value (Citus)"
+
+    cli_options = frozenset({"pg_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, args.pg_type or "bigint")
 
     def __init__(self, shards: Sequence[str], type: str, ranges: Sequence[tuple[int, int]] | None = None,
                  *, version: int = 1) -> None:
@@ -142,8 +147,7 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_ranges", tuple(rs))
         self._set("_mins", mins)
         self._set("_owner", owner)
-        self._use_python()
-        keys = _scalar.CitusKeys(t, mins, owner)  # route/route_index of common types in C
+        keys = _native.CitusKeys(t, mins, owner)  # route/route_index of common types in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
@@ -200,15 +204,8 @@ class CitusRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(values)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_worker_hashes(hash32_array(values, self._type, threads=threads), out=out)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Citus router hashes values with PostgreSQL's 32-bit hash, not a shardhash "
-                        "hasher: use route_many(values) or route_worker_hashes(hashes)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Citus router does not route shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges covering ``[0, 2**64-1]``:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _pg
+from . import _native
 
 __all__ = ["consistent_hash", "consistent_hash_array"]
 
@@ -63,7 +63,7 @@ def consistent_hash(key: int, buckets: int) -> int:
     >>> consistent_hash(1, 100), consistent_hash(2, 100001)
     (55, 80343)
     """
-    return int(_pg.guava_consistent_hash(_java_long(key), _check_buckets(buckets)))
+    return int(_native.guava_consistent_hash(_java_long(key), _check_buckets(buckets)))
 
 
 def consistent_hash_array(keys: Any, buckets: int, *, out: np.ndarray | None = None,
@@ -108,5 +108,5 @@ def consistent_hash_array(keys: Any, buckets: int, *, out: np.ndarray | None = N
         if np.may_share_memory(out, arr):
             raise ValueError("out must not share memory with the keys")
         res = out
-    _pg.guava_consistent_hash_array(arr, b, res, threads)
+    _native.guava_consistent_hash_array(arr, b, res, threads)
     return res

@@ -49,13 +49,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
-from . import _native_b, _scalar
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from . import _native
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
@@ -141,7 +141,7 @@ def _point_name(node_id: str, flavor: str) -> bytes:
         host, port = _split_host_port(node_id)
         if port is None or port == _DEFAULT_PORT:
             return host.encode("utf-8")
-        return f"{host}:{port}".encode("utf-8")
+        return f"{host}:{port}".encode()
     return node_id.encode("utf-8")
 
 
@@ -188,20 +188,11 @@ def ketama_hash(key: Any, flavor: str = "libketama") -> int:
     >>> ketama_hash("foo")
     3675831724
     """
-    return int(_native_b.ketama_hash(_key_bytes(key, _check_flavor(flavor))))
+    return int(_native.ketama_hash(_key_bytes(key, _check_flavor(flavor))))
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("ketama")
-class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("ketama")
+class KetamaRouter(RawKeyRouter):
     """A ketama continuum over memcached-style servers.
 
     ``nodes``: server strings (``"10.0.0.1:11211"``) or ``(host, port)``
@@ -222,7 +213,21 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("weights", "flavor", "key_hash")
-    routes_on_hash = False
+
+    _hashes_refused = ("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
+                        "use route_many(keys) or route_key_hashes(hashes)")
+    _hash_refused = "a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return f"MD5 ketama ({self.flavor})"
+
+    cli_options = frozenset({"shard_weights", "flavor"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        kw_w = None if weights is None else {k: int(round(v)) for k, v in weights.items()}
+        return cls(shards, kw_w, args.flavor or "libketama")
 
     def __init__(self, nodes: Sequence[Any], weights: Sequence[int] | Mapping[Any, int] | None = None,
                  flavor: str = "libketama", *, key_hash: str | None = None, version: int = 1) -> None:
@@ -270,7 +275,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             points, owners = points[order], owners[order]
         # lookup accelerator: about one point per bucket of the key hash's top bits
         bits = max(1, min(16, int(len(points)).bit_length()))
-        index = _native_b.ketama_bucket_index(points, bits)
+        index = _native.ketama_bucket_index(points, bits)
         for a in (points, owners, index):
             a.setflags(write=False)
         self._set("_index", index)
@@ -280,8 +285,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_flavor", flavor)
         self._set("_key_hash", khash)
         self._set("_counts", tuple(counts))
-        self._use_python()
-        keys = _scalar.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
+        keys = _native.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
                                   fnv=khash == "fnv1a_64", empty_zero=flavor == "twemproxy",
                                   str_all=flavor == "uhashring")
         self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes, ASCII str, int in C
@@ -335,8 +339,8 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         if self._flavor == "twemproxy" and not kb:
             return 0
         if self._key_hash == "fnv1a_64":
-            return int(_native_b.twemproxy_fnv1a_64(kb))
-        return int(_native_b.ketama_hash(kb))
+            return int(_native.twemproxy_fnv1a_64(kb))
+        return int(_native.ketama_hash(kb))
 
     # -- routing -----------------------------------------------------------------
 
@@ -357,7 +361,7 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
             raise TypeError(f"key hashes must be integers, not {h.dtype}")
         if h.size and (int(h.min()) < 0 or int(h.max()) > 0xFFFFFFFF):
             raise ValueError("key hashes must be in 0..2**32-1")
-        res = _native_b.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
+        res = _native.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
                                       np.ascontiguousarray(h, dtype=np.uint32), threads, self._index)
         return fill_out(out, res)
 
@@ -367,26 +371,19 @@ class KetamaRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         if self._flavor == "uhashring":
-            offsets, data = _native_b.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
+            data, offsets = _native.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:
-            offsets, data = _native_b.pack_keys(keys, convert=_decimal)
-        res = _native_b.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
-                                             offsets, data, threads, self._index,
+            data, offsets = _native.pack_keys(keys, convert=_decimal)
+        res = _native.ketama_route_offsets(self._points, self._powners, self._flavor == "uhashring",
+                                             data, offsets, threads, self._index,
                                              _KEY_HASH_CODE[self._key_hash])
         if self._flavor == "twemproxy" and len(res):
             empty = offsets[1:] == offsets[:-1]
             if empty.any():
                 res[empty] = self._powners[0]
         return fill_out(out, res)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
-                        "use route_many(keys) or route_key_hashes(hashes)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, server index)`` ranges covering ``[0, 2**64-1]``:

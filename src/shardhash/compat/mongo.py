@@ -30,13 +30,13 @@ import bisect
 import datetime as _dt
 import struct
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._routing import fill_out
-from . import _native_b, _scalar
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from . import _native
 
 __all__ = [
     "MIN_KEY",
@@ -104,7 +104,7 @@ def _i32(v: int) -> bytes:
 def _number_to_long(x: Any) -> int:
     """safeNumberLongForHash."""
     if isinstance(x, float):
-        return int(_native_b.mongo_double_to_long(x))
+        return int(_native.mongo_double_to_long(x))
     v = int(x)
     if not INT64_MIN <= v <= INT64_MAX:
         raise OverflowError(f"{v} does not fit a BSON int64")
@@ -192,12 +192,12 @@ def hashed(value: Any) -> int:
     4771603801758380216
     """
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return int(_native_b.mongo_hash_int64(_number_to_long(int(value))))
+        return int(_native.mongo_hash_int64(_number_to_long(int(value))))
     if isinstance(value, (float, np.floating)):
-        return int(_native_b.mongo_hash_int64(_number_to_long(float(value))))
+        return int(_native.mongo_hash_int64(_number_to_long(float(value))))
     parts: list[bytes] = [_i32(0)]  # the seed
     _element(value, parts, "value")
-    digest = _native_b.md5(b"".join(parts))
+    digest = _native.md5(b"".join(parts))
     return int(struct.unpack("<q", digest[:8])[0])
 
 
@@ -221,14 +221,14 @@ def hashed_array(values: Any, threads: int | None = None) -> np.ndarray:
         if arr.ndim != 1:
             raise ValueError(f"values must be one-dimensional, got shape {arr.shape}")
         if arr.dtype.kind == "i":
-            return _native_b.mongo_hash_int64_array(np.ascontiguousarray(arr, dtype=np.int64), threads)
+            return _native.mongo_hash_int64_array(np.ascontiguousarray(arr, dtype=np.int64), threads)
         if arr.dtype.kind == "u":
             if arr.size and int(arr.max()) > INT64_MAX:
                 bad = int(np.flatnonzero(arr > INT64_MAX)[0])
                 raise OverflowError(f"value at position {bad} ({int(arr[bad])}) does not fit a BSON int64")
-            return _native_b.mongo_hash_int64_array(arr.astype(np.int64), threads)
+            return _native.mongo_hash_int64_array(arr.astype(np.int64), threads)
         if arr.dtype.kind == "f":
-            return _native_b.mongo_hash_double_array(np.ascontiguousarray(arr, dtype=np.float64), threads)
+            return _native.mongo_hash_double_array(np.ascontiguousarray(arr, dtype=np.float64), threads)
         values = arr.tolist()
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
@@ -279,17 +279,8 @@ def _bound(v: Any, what: str) -> int | None:
     return iv
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("mongo_hashed")
-class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("mongo_hashed")
+class HashedChunkRouter(RawKeyRouter):
     """Route documents to shards by the ``[min, max)`` chunk holding their
     hashed shard-key value.
 
@@ -308,7 +299,20 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("bounds", "owners")
-    routes_on_hash = False
+
+    _hashes_refused = ("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes: "
+                        "use route_many(values) or route_hashed(hashed_values)")
+    _hash_refused = "a MongoDB chunk router routes hashed shard-key values, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "MongoDB hashed index (MD5 of the BSON value, int64)"
+
+    cli_options = frozenset()  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls.from_split_points(initial_split_points(len(shards)), shards)
 
     def __init__(self, chunks: Iterable[tuple[Any, Any, str]], *, version: int = 1) -> None:
         ch = list(chunks)
@@ -361,8 +365,7 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         owners.setflags(write=False)
         self._set("_mins", mins)
         self._set("_owners", owners)
-        self._use_python()
-        keys = _scalar.MongoKeys(mins, owners)  # route/route_index of int, float, ASCII str in C
+        keys = _native.MongoKeys(mins, owners)  # route/route_index of int, float, ASCII str in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
@@ -423,15 +426,8 @@ class HashedChunkRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_hashed(hashed_array(keys, threads=threads), out=out)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes: "
-                        "use route_many(values) or route_hashed(hashed_values)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges covering ``[0, 2**64-1]``

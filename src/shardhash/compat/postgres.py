@@ -53,13 +53,14 @@ import operator
 import re
 import struct
 import uuid as _uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import _limits
-from . import _pg, _scalar
+from ..routing.base import RawKeyRouter, Router, register_router_type
+from . import _native
 
 __all__ = [
     "HASH_PARTITION_SEED",
@@ -235,14 +236,14 @@ def _scalar_key(value: Any, t: str) -> tuple[int, Any]:
     if t in ("int2", "int4"):
         return _U32, _int_value(value, t) & 0xFFFFFFFF
     if t == "int8":
-        return _U32, _pg.fold_int8(_int_value(value, t))
+        return _U32, _native.fold_int8(_int_value(value, t))
     if t == "date":
         return _U32, _date_days(value) & 0xFFFFFFFF
     if t in ("timestamp", "timestamptz"):
         us = _timestamp_us(value, t)
         if not _TS_MIN <= us <= _TS_MAX:
             raise ValueError(f"{t} value out of PostgreSQL's range: {value!r}")
-        return _U32, _pg.fold_int8(us)
+        return _U32, _native.fold_int8(us)
     if t in _TEXT_TYPES:
         return _BYTES, _text_bytes(value, t)
     if t == "bytea":
@@ -267,18 +268,18 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
     s = _check_seed(seed)
     kind, key = _scalar_key(value, t)
     if kind == _U32:
-        return int(_pg.hash_uint32_extended(key, s))
+        return int(_native.hash_uint32_extended(key, s))
     if kind == _FLOAT:
-        return int(_pg.float8_extended(key, s))
-    return int(_pg.hash_bytes_extended(key, s))
+        return int(_native.float8_extended(key, s))
+    return int(_native.hash_bytes_extended(key, s))
 
 
-_scalar._set_fallbacks(hash_extended=_hash_extended_py,
+_native._set_fallbacks(hash_extended=_hash_extended_py,
                        pg_type_codes={**{t: t for t in TYPES}, **_ALIASES})
 # hash_extended(value, type, seed=HASH_PARTITION_SEED): the type's seeded
 # 64-bit hash; int2/4/8, text/varchar/bpchar, bytea, uuid, date and timestamp
 # values of the exact Python types in C, everything else via _hash_extended_py.
-hash_extended = _scalar.hash_extended
+hash_extended = _native.hash_extended
 
 
 def hash32(value: Any, type: str) -> int:
@@ -292,10 +293,10 @@ def hash32(value: Any, type: str) -> int:
     t = canonical_type(type)
     kind, key = _scalar_key(value, t)
     if kind == _U32:
-        return int(_pg.hash_uint32(key))
+        return int(_native.hash_uint32(key))
     if kind == _FLOAT:
-        return int(_pg.float8_32(key))
-    return int(_pg.hash_bytes(key))
+        return int(_native.float8_32(key))
+    return int(_native.hash_bytes(key))
 
 
 # ------------------------------------------------------------------- arrays
@@ -597,24 +598,24 @@ def _check_overlap(out: np.ndarray | None, keys: _Keys) -> None:
 
 def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None) -> None:
     if keys.kind == "int":
-        _pg.int_extended(keys.a, seed, out, threads)
+        _native.int_extended(keys.a, seed, out, threads)
     elif keys.kind == "float":
-        _pg.float8_extended_array(keys.a, seed, out, threads)
+        _native.float8_extended_array(keys.a, seed, out, threads)
     elif keys.kind == "fixed":
-        _pg.fixed_extended(keys.a, keys.b, seed, out)
+        _native.fixed_extended(keys.a, keys.b, seed, out, threads)
     else:
-        _pg.varlen_extended(keys.a, keys.b, seed, out, threads)
+        _native.varlen_extended(keys.a, keys.b, seed, out, threads)
 
 
 def _hash32_keys(keys: _Keys, out: np.ndarray, threads: int | None) -> None:
     if keys.kind == "int":
-        _pg.int_32(keys.a, out, threads)
+        _native.int_32(keys.a, out, threads)
     elif keys.kind == "float":
-        _pg.float8_32_array(keys.a, out, threads)
+        _native.float8_32_array(keys.a, out, threads)
     elif keys.kind == "fixed":
-        _pg.fixed_32(keys.a, keys.b, out)
+        _native.fixed_32(keys.a, keys.b, out, threads)
     else:
-        _pg.varlen_32(keys.a, keys.b, out, threads)
+        _native.varlen_32(keys.a, keys.b, out, threads)
 
 
 def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED, *,
@@ -629,9 +630,9 @@ def hash_extended_array(values: Any, type: str, seed: int = HASH_PARTITION_SEED,
     True
     """
     if out is None and threads is None:  # up to 64 values of the common types: one pass in C
-        small = _scalar.hash_extended_small(values, type, seed)
+        small = _native.hash_extended_small(values, type, seed)
         if small is not None:
-            return small  # type: ignore[no-any-return]
+            return small
     t = canonical_type(type)
     s = _check_seed(seed)
     keys = _to_keys(values, t)
@@ -702,7 +703,7 @@ def row_hash(row: Any, types: Any) -> int:
     for v, t in zip(vals, ts):
         if v is None:
             continue
-        h = _pg.hash_combine64(h, hash_extended(v, t))
+        h = _native.hash_combine64(h, hash_extended(v, t))
     return int(h)
 
 
@@ -732,7 +733,7 @@ def _row_hash_array(columns: Sequence[Any], types: tuple[str, ...], threads: int
             raise ValueError(f"columns have different lengths ({n} and {keys.n})")
         assert tmp is not None
         _extended_keys(keys, HASH_PARTITION_SEED, tmp, threads)
-        _pg.combine64(acc, tmp, keys.isnull)
+        _native.combine64(acc, tmp, keys.isnull, threads)
     assert acc is not None
     return acc
 
@@ -783,20 +784,11 @@ def partition_of_array(rows: Any = None, modulus: int = 1, types: Any = (), *,
         raise ValueError(f"{len(cols)} columns given but the partition key has {len(ts)}")
     acc = _row_hash_array(cols, ts, threads)
     res = np.empty(len(acc), dtype=np.int64)
-    _pg.remainder(acc, m, res)
+    _native.remainder(acc, m, res, threads)
     return res
 
 
 # ------------------------------------------------------------------- router
-
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
 
 _MAX_TABLE = 1 << 26      # largest modulus a router builds its remainder table for
 
@@ -829,8 +821,8 @@ def _check_bounds(bounds: Any, n: int) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-@_register("postgres_hash_partition")
-class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("postgres_hash_partition")
+class HashPartitionRouter(RawKeyRouter):
     """Route rows to the partitions of a ``PARTITION BY HASH`` table.
 
     ``partitions[i]`` is the partition ``FOR VALUES WITH (MODULUS
@@ -856,7 +848,20 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("types", "bounds")
-    routes_on_hash = False
+
+    _hashes_refused = ("a PostgreSQL hash-partition router hashes rows with PostgreSQL's own "
+                        "functions, not a shardhash hasher: use route_many(rows)")
+    _hash_refused = "a PostgreSQL hash-partition router does not route shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "PostgreSQL hash partitioning (hash_*_extended, seed 0x7A5B22367996DCFD)"
+
+    cli_options = frozenset({"pg_type"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, [t.strip() for t in (args.pg_type or "bigint").split(",")])
 
     def __init__(self, partitions: Sequence[str], types: Any, *,
                  bounds: Sequence[tuple[int, int]] | None = None, version: int = 1) -> None:
@@ -884,8 +889,7 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_types", ts)
         self._set("_bounds", bs)
         self._set("_table", table)
-        self._use_python()
-        keys = _scalar.PgPartitionKeys(ts, table)  # route/route_index of rows of common types in C
+        keys = _native.PgPartitionKeys(ts, table)  # route/route_index of rows of common types in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
@@ -959,7 +963,7 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(rows)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         rem = partition_of_array(rows, len(self._table), self._types, threads=threads)
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)
@@ -973,10 +977,3 @@ class HashPartitionRouter(_Router):  # type: ignore[misc, valid-type]
         res = _out_array(out, len(rem), np.int32)
         res[...] = self._owner(rem)
         return res
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a PostgreSQL hash-partition router hashes rows with PostgreSQL's own "
-                        "functions, not a shardhash hasher: use route_many(rows)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a PostgreSQL hash-partition router does not route shardhash hashes")

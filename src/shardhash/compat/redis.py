@@ -23,13 +23,13 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
-from . import _native_b, _scalar
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from . import _native
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
 
@@ -66,13 +66,13 @@ def hash_tag(key: bytes | str) -> bytes:
 def _keyslot_py(key: bytes | str) -> int:
     # the reference for keyslot(): every key the compiled path does not take
     # (str with non-ASCII characters, subclasses, bytearray, wrong types)
-    return int(_native_b.redis_keyslot(_key_bytes(key)))
+    return int(_native.redis_keyslot(_key_bytes(key)))
 
 
-_scalar._set_fallbacks(keyslot=_keyslot_py)
+_native._set_fallbacks(keyslot=_keyslot_py)
 # keyslot(key): the Redis Cluster slot (0..16383) of one key, as ``CLUSTER
 # KEYSLOT``; exact bytes and ASCII str in C, everything else via _keyslot_py.
-keyslot = _scalar.keyslot
+keyslot = _native.keyslot
 
 
 def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
@@ -88,14 +88,14 @@ def keyslot_array(keys: Any, threads: int | None = None) -> np.ndarray:
     [12182, 5061, 12182]
     """
     if threads is None:  # up to 64 bytes/ASCII str keys: one pass in C
-        small = _scalar.keyslot_small(keys)
+        small = _native.keyslot_small(keys)
         if small is not None:
-            return small  # type: ignore[no-any-return]
-    slots = _native_b.redis_keyslot_seq(keys)
+            return small
+    slots = _native.redis_keyslot_seq(keys)
     if slots is not None:  # a Python sequence: read in place, no copy
         return slots
-    offsets, data = _native_b.pack_keys(keys)
-    return _native_b.redis_keyslot_offsets(offsets, data, threads)
+    data, offsets = _native.pack_keys(keys)
+    return _native.redis_keyslot_offsets(data, offsets, threads)
 
 
 def even_slot_ranges(nodes: Sequence[Hashable]) -> dict[Any, list[tuple[int, int]]]:
@@ -175,17 +175,8 @@ def _ranges_of(table: np.ndarray, nodes: list[Hashable]) -> dict[Any, list[tuple
     return out
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("redis_cluster")
-class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("redis_cluster")
+class ClusterRouter(RawKeyRouter):
     """Route keys to Redis Cluster masters by slot.
 
     ``slot_ranges`` maps each node to its inclusive ``(start, end)`` slot
@@ -201,7 +192,27 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("slot_ranges",)
-    routes_on_hash = False
+
+    _hashes_refused = ("a Redis Cluster router routes slots, not shardhash hashes: "
+                        "use route_many(keys) or route_slots(slots)")
+    _hash_refused = "a Redis Cluster router routes slots, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)"
+
+    cli_options = frozenset()  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(even_slot_ranges(shards))
+
+    def explain(self, key: Any) -> list[str]:
+        return [f"slot:     {keyslot(key if isinstance(key, (str, bytes)) else str(key))} of 16,384"]
+
+    def ownership(self) -> tuple[list[float], list[str]]:
+        c = np.bincount(self._table, minlength=len(self.shards))
+        return [float(v) / len(self._table) for v in c], [f"{int(v):,} slots" for v in c]
 
     def __init__(self, slot_ranges: Mapping[Any, Iterable[tuple[int, int]]], *, version: int = 1) -> None:
         nodes, table = _slot_table(slot_ranges)
@@ -211,13 +222,13 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
         super().__init__(names, version=version)
         table.setflags(write=False)
         self._set("_table", table)
-        self._use_python()
-        keys = _scalar.RedisKeys(table)
+        keys = _native.RedisKeys(table)
         self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes and ASCII str in C
         self._finish()
 
     def _doc_params(self) -> dict[str, Any]:
-        return {"slot_ranges": {n: [list(r) for r in rs] for n, rs in _ranges_of(self._table, list(self.shards)).items()}}
+        ranges = _ranges_of(self._table, list(self.shards))
+        return {"slot_ranges": {n: [list(r) for r in rs] for n, rs in ranges.items()}}
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
@@ -257,15 +268,8 @@ class ClusterRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Redis Cluster router routes slots, not shardhash hashes: "
-                        "use route_many(keys) or route_slots(slots)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Redis Cluster router routes slots, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, node index)`` ranges covering ``[0, 2**64-1]``:

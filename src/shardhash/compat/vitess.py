@@ -28,13 +28,13 @@ collations, numeric, region-based) and keyspace ids longer than 8 bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from .._routing import fill_out
-from . import _native_b, _scalar
+from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from . import _native
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
            "even_shard_names", "VitessRouter"]
@@ -82,8 +82,8 @@ def _ksid_u64(value: Any, vindex: str) -> int:
     if vindex == "hash":
         if value is None:
             raise ValueError("NULL maps to no keyspace id under the hash vindex")
-        return int(_native_b.des_encrypt_zero_key(_int_value(value) & _M64))
-    h = int(_native_b.xxh64(_sql_bytes(value)))
+        return int(_native.des_encrypt_zero_key(_int_value(value) & _M64))
+    h = int(_native.xxh64(_sql_bytes(value)))
     return int.from_bytes(h.to_bytes(8, "little"), "big")
 
 
@@ -104,7 +104,7 @@ def reverse_hash(ksid: bytes) -> int:
     """
     if not isinstance(ksid, (bytes, bytearray)) or len(ksid) != 8:
         raise ValueError(f"a hash-vindex keyspace id is 8 bytes, got {ksid!r:.60}")
-    return int(_native_b.des_decrypt_zero_key(int.from_bytes(ksid, "big")))
+    return int(_native.des_decrypt_zero_key(int.from_bytes(ksid, "big")))
 
 
 def _ints_u64(values: Any) -> np.ndarray | None:
@@ -139,15 +139,16 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
                 if v is None:
                     raise ValueError(f"value at position {i} is NULL: it maps to no keyspace id")
                 u[i] = _int_value(v, f"value at position {i}") & _M64
-        return _native_b.des_encrypt_zero_key_array(np.ascontiguousarray(u), threads)
+        return _native.des_encrypt_zero_key_array(np.ascontiguousarray(u), threads)
     if u is not None and isinstance(values, np.ndarray) and values.dtype.kind == "i":
-        h = _native_b.xxh64_decimal_int64(np.ascontiguousarray(values, dtype=np.int64), threads)
+        h = _native.xxh64_decimal_int64(np.ascontiguousarray(values, dtype=np.int64), threads)
     else:
         vals = values.tolist() if isinstance(values, np.ndarray) else list(values)
         parts = [_sql_bytes(v, f"value at position {i}") for i, v in enumerate(vals)]
-        offsets, data = _native_b.pack_keys(parts)
-        h = _native_b.xxh64_offsets(offsets, data, threads)
-    return h.byteswap()
+        data, offsets = _native.pack_keys(parts)
+        h = _native.xxh64_offsets(data, offsets, threads)
+    swapped: np.ndarray = h.byteswap()
+    return swapped
 
 
 def _parse_bound(text: str, name: str) -> int | None:
@@ -207,17 +208,8 @@ def even_shard_names(n: int) -> list[str]:
     return [("" if i == 0 else bounds[i - 1]) + "-" + (bounds[i] if i < n - 1 else "") for i in range(n)]
 
 
-def _router_base() -> Any:
-    from shardhash.routing import Router, register_router_type
-
-    return Router, register_router_type
-
-
-_Router, _register = _router_base()
-
-
-@_register("vitess")
-class VitessRouter(_Router):  # type: ignore[misc, valid-type]
+@register_router_type("vitess")
+class VitessRouter(RawKeyRouter):
     """Route sharding-column values to Vitess shards.
 
     ``shard_names`` are key-range names that must tile the whole keyspace
@@ -234,7 +226,20 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
     """
 
     _doc_fields = ("vindex",)
-    routes_on_hash = False
+
+    _hashes_refused = ("a Vitess router routes keyspace ids, not shardhash hashes: "
+                        "use route_many(values) or route_keyspace_ids(ksids)")
+    _hash_refused = "a Vitess router routes keyspace ids, not shardhash hashes"
+
+    def hashing_description(self) -> str:
+        return f"Vitess {self.vindex} vindex keyspace id"
+
+    cli_options = frozenset({"vindex"})  # shardhash topology new
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        return cls(shards, vindex=args.vindex or "hash")
 
     def __init__(self, shard_names: Iterable[str], vindex: str = "hash", *, version: int = 1) -> None:
         if isinstance(shard_names, str):
@@ -267,8 +272,7 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         self._set("_starts", starts)
         self._set("_owners", owners)
         self._set("_vindex", vindex)
-        self._use_python()
-        keys = _scalar.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
+        keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
@@ -302,15 +306,8 @@ class VitessRouter(_Router):  # type: ignore[misc, valid-type]
         if out is None and threads is None:  # up to 64 common keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
-                return small  # type: ignore[no-any-return]
+                return small
         return self.route_keyspace_ids(keyspace_id_array(keys, self._vindex, threads=threads), out=out)
-
-    def route_hashes(self, hashes: Any, *, out: Any = None, threads: Any = None) -> np.ndarray:
-        raise TypeError("a Vitess router routes keyspace ids, not shardhash hashes: "
-                        "use route_many(values) or route_keyspace_ids(ksids)")
-
-    def _route_hashes_kernel(self, hashes: Any, out: Any) -> None:
-        raise TypeError("a Vitess router routes keyspace ids, not shardhash hashes")
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges of keyspace ids (as

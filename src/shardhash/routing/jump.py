@@ -1,0 +1,74 @@
+"""Jump consistent hash (Lamping & Veach 2014) over the key's 64-bit hash."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from .base import Hasher, Router, jump_hash, jump_hash_array, no_weights, register_router_type
+
+__all__ = ["JumpRouter", "jump_hash", "jump_hash_array"]
+
+
+@register_router_type("jump")
+class JumpRouter(Router):
+    """Jump consistent hash (Lamping & Veach 2014) of the key's 64-bit hash.
+
+    ``JumpRouter(shards, *, hasher=None, version=1, key_prefix=None)``:
+    ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
+    1) and ``key_prefix`` (default None: the whole key) are as for every
+    router (see :class:`Router`).  Adding a shard at the end moves
+    1/(N+1) of the keys; removing one other than the last renumbers the rest.
+
+    >>> r = JumpRouter([f"s{i}" for i in range(100)])
+    >>> r.route_hashes([0, 1, 2]).tolist()
+    [0, 55, 62]
+    """
+
+    def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
+                 key_prefix: int | None = None) -> None:
+        super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)
+        self._use_jump()
+        self._finish()
+
+    # -- planning hooks ----------------------------------------------------------
+
+    def expected_moves(self, new: Router) -> dict[tuple[int, int], float] | None:
+        # Going from n to m buckets, a key keeps its bucket when both are
+        # below min(n, m); the keys of the buckets beyond it spread uniformly
+        # (Lamping & Veach 2014).  The shares are expectations.
+        if not isinstance(new, JumpRouter):
+            return None
+        n, m = len(self.shards), len(new.shards)
+        out: dict[tuple[int, int], float] = {}
+        for i in range(n):
+            for j in range(m):
+                if m >= n:
+                    p = (1.0 / m if i == j else 0.0) if j < n else 1.0 / (m * n)
+                else:
+                    p = (1.0 / n if i == j else 0.0) if i < m else 1.0 / (n * m)
+                if p:
+                    out[(i, j)] = p
+        return out
+
+    def with_shards(self, shards: Sequence[str], *, weights: Mapping[str, float] | None = None,
+                    tokens: Mapping[str, Sequence[int]] | None = None,
+                    version: int | None = None) -> JumpRouter:
+        return JumpRouter(list(shards), hasher=self.hasher,
+                          version=self.version + 1 if version is None else version)
+
+    def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
+        raise no_weights(self)
+
+    def explain_hash(self, h: int, key: Any) -> list[str]:
+        return [f"bucket:   {self.route_index(key)} of {len(self.shards)} (jump consistent hash)"]
+
+    # -- `shardhash topology new` --------------------------------------------------
+
+    cli_options = frozenset()
+    cli_hashes = True
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
+        return cls(shards, hasher=hasher)
