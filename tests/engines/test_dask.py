@@ -197,3 +197,10 @@ def test_the_core_does_not_register_the_accessor() -> None:
     code = ("import shardhash, shardhash.arrow, sys; "
             "assert not any(m == 'dask' or m.startswith('dask.') for m in sys.modules), 'dask imported'")
     subprocess.run([sys.executable, "-c", code], check=True, env=child_env())
+
+
+def test_module_docstring_examples_run(shd: Any) -> None:
+    import doctest
+
+    res = doctest.testmod(shd)
+    assert res.failed == 0 and res.attempted > 0
