@@ -53,7 +53,7 @@ class _Engine:
 
     name = ""
     mod: Any  # the adapter: shardhash.dask, shardhash.spark or shardhash.ray
-    #: keyword arguments every adapter call gets (Ray: the actor pool)
+    #: keyword arguments every adapter call gets (Ray: tasks at once, CPUs each)
     options: dict[str, Any] = {}
     #: the column naming each row's file, where the frame has one (Ray: ``path``)
     source_column: str | None = None
@@ -203,7 +203,7 @@ class _Ray(_Engine):
             ray.init(address=args.address, log_to_driver=False)
         else:
             ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
-            # Actors leave room for Ray Data's own small tasks on a local cluster.
+            # Half a CPU each: room for Ray Data's own small tasks on a local cluster.
             self.options = {"concurrency": args.workers, "num_cpus": 0.5}
         ray.data.DataContext.get_current().enable_progress_bars = False
 
