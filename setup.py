@@ -19,7 +19,7 @@ Environment switches:
   that way).
 * ``SHARDHASH_DEBUG=1`` -- the same build at -O0 (for stepping through in a
   debugger); implies ``SHARDHASH_SANITIZE``.
-* ``SHARDHASH_ONLY=_hashing,_routing`` -- build only these extensions
+* ``SHARDHASH_ONLY=_hashing,_kernels`` -- build only these extensions
   (development convenience; a normal build builds them all).
 
 Optimisation is portable on purpose: never ``-march=native`` nor

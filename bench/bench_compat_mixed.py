@@ -23,7 +23,6 @@ against the one-key functions.
 
 from __future__ import annotations
 
-import binascii
 import random
 import string
 import time
@@ -33,36 +32,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench._peers import crc_keyslots, murmur_tokens
+from bench._timing import alternating_best, best, enabled
 from shardhash.compat import _native, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
 
 MIN_LEN, MAX_LEN, FIXED_LEN = 4, 40, 22  # uniform 4..40 has mean 22
 
 
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
-
-
 def _size(benchmark: Any) -> int:
-    return 1_000_000 if _enabled(benchmark) else 5_000
+    return 1_000_000 if enabled(benchmark) else 5_000
 
-
-def _best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _alternate(fns: dict[str, Callable[[], Any]], rounds: int = 5) -> dict[str, float]:
-    """Best time of each function, the functions taking turns."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            best[name] = min(best[name], _best(fn, 1))
-    return best
 
 
 def _lengths(n: int, mixed: bool, seed: int) -> list[int]:
@@ -101,7 +81,7 @@ def _layout(keys: list[Any], layout: str, binary: bool) -> Any:
 
 def _report(benchmark: Any, name: str, n: int, times: dict[str, float], peer: str | None,
             target: float | None) -> None:
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     ns = {k: v / n * 1e9 for k, v in times.items()}
     ratio = ns["mixed"] / ns["fixed"]
@@ -126,43 +106,20 @@ def _run(benchmark: Any, name: str, call: Callable[[Any], Any], mixed: Any, fixe
          peer: tuple[str, Callable[[list[Any]], Any], list[Any]] | None = None,
          floor_keys: tuple[list[Any], list[Any]] | None = None, target: float | None = None) -> Any:
     out = benchmark(call, mixed)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         fns: dict[str, Callable[[], Any]] = {"mixed": lambda: call(mixed), "fixed": lambda: call(fixed)}
         if floor_keys is not None:
             fns["floor"] = lambda: _native.list_walk_floor(floor_keys[0])
-        times = _alternate(fns)
+        times = alternating_best(fns, 5, time.perf_counter)
         if peer is not None:
             pname, loop, pkeys = peer
             sample = pkeys[: max(1000, n // 10)]
-            times["peer"] = min(_best(lambda: loop(sample), 1) for _ in range(3)) * n / len(sample)
+            times["peer"] = min(best(lambda: loop(sample), 1) for _ in range(3)) * n / len(sample)
         _report(benchmark, name, n, times, peer[0] if peer else None, target)
     return out
 
 
 # ------------------------------------------------------------------ the peers
-
-
-def _murmur_loop(keys: list[bytes]) -> list[int]:
-    murmur3 = pytest.importorskip("cassandra.cmurmur3").murmur3
-    lo, hi = -(1 << 63), (1 << 63) - 1
-    out = []
-    for k in keys:
-        h = murmur3(k)
-        out.append(hi if h == lo else h)
-    return out
-
-
-def _crc_loop(keys: list[str]) -> list[int]:
-    out = []
-    for k in keys:
-        b = k.encode()
-        s = b.find(b"{")
-        if s != -1:
-            e = b.find(b"}", s + 1)
-            if e != -1 and e != s + 1:
-                b = b[s + 1:e]
-        out.append(binascii.crc_hqx(b, 0) & 16383)
-    return out
 
 
 # ------------------------------------------------------------- the benchmarks
@@ -175,7 +132,7 @@ def test_bench_mixed_cassandra_token_array(benchmark: Any, layout: str) -> None:
     mk, fk = _binary_keys(n, True), _binary_keys(n, False)
     out = _run(benchmark, f"cassandra.token_array ({layout})", cassandra.token_array,
                _layout(mk, layout, True), _layout(fk, layout, True), n,
-               peer=("cmurmur3_loop", _murmur_loop, mk), floor_keys=(mk, fk) if layout == "list" else None,
+               peer=("cmurmur3_loop", murmur_tokens, mk), floor_keys=(mk, fk) if layout == "list" else None,
                target=20 if layout == "arrow" else 10)
     assert out.tolist()[:300] == [cassandra.token(k) for k in mk[:300]]
 
@@ -186,10 +143,10 @@ def test_bench_mixed_redis_keyslot_array(benchmark: Any, layout: str) -> None:
     mk, fk = _text_keys(n, True), _text_keys(n, False)
     out = _run(benchmark, f"redis.keyslot_array ({layout})", redis.keyslot_array,
                _layout(mk, layout, False), _layout(fk, layout, False), n,
-               peer=("crc_hqx_loop", _crc_loop, mk), floor_keys=(mk, fk) if layout == "list" else None,
+               peer=("crc_hqx_loop", crc_keyslots, mk), floor_keys=(mk, fk) if layout == "list" else None,
                target=20 if layout == "arrow" else 10)
     assert out.tolist()[:300] == [redis.keyslot(k) for k in mk[:300]]
-    assert out.tolist()[:300] == _crc_loop(mk[:300])
+    assert out.tolist()[:300] == crc_keyslots(mk[:300])
 
 
 @pytest.mark.parametrize("layout", ["arrow", "list"])

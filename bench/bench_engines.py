@@ -78,9 +78,10 @@ def _dask(files: list[str], old: Any, new: Any) -> tuple[Any, dict[str, Any]]:
 
     import shardhash.dask as shd
 
-    cluster = LocalCluster(  # type: ignore[no-untyped-call]  # distributed: unannotated
-        n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0", host="127.0.0.1")
-    with cluster, Client(cluster):  # type: ignore[no-untyped-call]  # distributed: unannotated
+    # distributed is unannotated
+    with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True,  # type: ignore[no-untyped-call]
+                      dashboard_address="127.0.0.1:0", host="127.0.0.1") as cluster, \
+            Client(cluster):  # type: ignore[no-untyped-call]
         ddf = shd.read_parquet(files, "id")
         t0 = time.perf_counter()
         stats: dict[str, Any] = {}

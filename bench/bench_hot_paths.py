@@ -21,7 +21,6 @@ short and each benchmark runs once as a plain test.
 
 from __future__ import annotations
 
-import binascii
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,22 +28,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench._peers import crc_keyslot
+from bench._timing import alternating_best, enabled
 from shardhash import Hasher, JumpRouter, hash_key
 from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
-
-
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
-
-
-def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def _loop(f: Callable[[Any], Any], keys: list[Any]) -> Callable[[], None]:
@@ -97,13 +84,13 @@ COMPAT = ["ketama-libketama", "ketama-libmemcached", "ketama-twemproxy", "ketama
 @pytest.mark.parametrize("name", COMPAT)
 def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
     r, distinct = _compat_router(name)
-    n = 100_000 if _enabled(benchmark) else 500
+    n = 100_000 if enabled(benchmark) else 500
     keys = (distinct * (n // len(distinct) + 1))[:n]
     route = r.route
     ours = _loop(route, keys)
     benchmark(ours)
     assert [route(k) for k in keys[:50]] == [r.shards[i] for i in r.route_many(keys[:50])]
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
     d = {k: i for i, k in enumerate(distinct)}
     slow = r._route_index_slow  # the Python path (the router's previous one-key path)
@@ -113,7 +100,7 @@ def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
         uh = pytest.importorskip("uhashring")
         ring = uh.HashRing(nodes=NODES, hash_fn="ketama")
         fns["uhashring"] = _loop(ring.get_node, keys[: n // 10])
-    t = _alternating_best(fns, 5)
+    t = alternating_best(fns, 5, time.perf_counter)
     per = {k: v / (n if k in ("ours", "dict") else n // 10) * 1e9 for k, v in t.items()}
     ratio = per["ours"] / per["dict"]
     line = (f"{type(r).__name__}.route [{name}]: {per['ours']:.0f} ns/key; dict.get {per['dict']:.0f} ns "
@@ -128,22 +115,15 @@ def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
            x_python_path=per["python_path"] / per["ours"], **peers)
 
 
-def _crc_keyslot(key: str) -> int:
-    b = key.encode()
-    s = b.find(b"{")
-    if s != -1:
-        e = b.find(b"}", s + 1)
-        if e != -1 and e != s + 1:
-            b = b[s + 1:e]
-    return binascii.crc_hqx(b, 0) & 16383
-
-
 @pytest.mark.parametrize("fn", ["keyslot", "token"])
 def test_one_key_functions(benchmark: Any, fn: str) -> None:
-    n = 200_000 if _enabled(benchmark) else 500
+    n = 200_000 if enabled(benchmark) else 500
+    keys: list[Any]
+    ours: Callable[[Any], int]
+    peer: Callable[[Any], int]
     if fn == "keyslot":
-        keys: list[Any] = [f"user:{i}" if i % 4 else f"{{user{i}}}.following" for i in range(n)]
-        ours, peer, peer_name, target = redis.keyslot, _crc_keyslot, "crc_hqx loop", 5.0
+        keys = [f"user:{i}" if i % 4 else f"{{user{i}}}.following" for i in range(n)]
+        ours, peer, peer_name, target = redis.keyslot, crc_keyslot, "crc_hqx loop", 5.0
         assert [ours(k) for k in keys[:100]] == [peer(k) for k in keys[:100]]
     else:
         keys = [f"user:{i}".encode() for i in range(n)]
@@ -151,9 +131,9 @@ def test_one_key_functions(benchmark: Any, fn: str) -> None:
         assert [ours(k) for k in keys[:100]] == [peer(k) for k in keys[:100]]
     run = _loop(ours, keys)
     benchmark(run)
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": run, "peer": _loop(peer, keys)}, 5)
+    t = alternating_best({"ours": run, "peer": _loop(peer, keys)}, 5, time.perf_counter)
     x = t["peer"] / t["ours"]
     _print(benchmark, f"{fn}: {t['ours'] / n * 1e9:.0f} ns/key; {peer_name} {t['peer'] / n * 1e9:.0f} ns/key; "
            f"{x:.1f}x (target >= {target:.0f}x{'' if x >= target else ': NOT met'})",
@@ -172,7 +152,7 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
     ints = list(range(size))
     keys: Any = np.arange(size, dtype=np.int64) if layout == "numpy" else [f"user:{i}" for i in range(size)]
     loop_keys = ints if layout == "numpy" else keys
-    calls = 5_000 if _enabled(benchmark) else 5
+    calls = 5_000 if enabled(benchmark) else 5
 
     def ours() -> None:
         for _ in range(calls):
@@ -187,9 +167,9 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
 
     benchmark(ours)
     assert r.route_many(keys).tolist() == [r.route_index(k) for k in loop_keys]
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": ours, "loop": loop}, 7)
+    t = alternating_best({"ours": ours, "loop": loop}, 7, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     verdict = "faster" if us < loop_us else "SLOWER"
     _print(benchmark, f"route_many({size} keys, {layout}): {us:.2f} us/call; loop of route() {loop_us:.2f} us "
@@ -203,7 +183,7 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
     h = Hasher()
     keys: Any = np.arange(size, dtype=np.int64) if layout == "numpy" else [f"user:{i}" for i in range(size)]
     loop_keys = list(range(size)) if layout == "numpy" else keys
-    calls = 5_000 if _enabled(benchmark) else 5
+    calls = 5_000 if enabled(benchmark) else 5
 
     def ours() -> None:
         for _ in range(calls):
@@ -218,9 +198,9 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
 
     benchmark(ours)
     assert h.hash_array(keys).tolist() == [hash_key(k) for k in loop_keys]
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": ours, "loop": loop}, 7)
+    t = alternating_best({"ours": ours, "loop": loop}, 7, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     _print(benchmark, f"hash_array({size} keys, {layout}): {us:.2f} us/call; loop of Hasher() calls {loop_us:.2f} us"
            f"{'; target <= 1.5 us ' + ('met' if us <= 1.5 else 'NOT met') if size == 16 else ''}",
@@ -250,7 +230,7 @@ def _compat_small(name: str, size: int) -> tuple[Callable[[], Any], Callable[[],
                                   "mongo"])
 def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
     ours_one, loop_one = _compat_small(name, size)
-    calls = 3_000 if _enabled(benchmark) else 3
+    calls = 3_000 if enabled(benchmark) else 3
 
     def ours() -> None:
         for _ in range(calls):
@@ -261,9 +241,9 @@ def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
             loop_one()
 
     benchmark(ours)
-    if not _enabled(benchmark):
+    if not enabled(benchmark):
         return
-    t = _alternating_best({"ours": ours, "loop": loop}, 5)
+    t = alternating_best({"ours": ours, "loop": loop}, 5, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     _print(benchmark, f"{name} batch of {size}: {us:.2f} us/call; one-key loop {loop_us:.2f} us",
            us_per_call=us, loop_us=loop_us)

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, plan
+from shardhash import JumpRouter
 from shardhash.migrate import Cluster, Migration
 from shardhash.migrate.cluster import open_backend
 
@@ -70,8 +70,8 @@ def _cluster(root: Path, unit_rows: int, backend: str) -> tuple[Path, Any, Any]:
         else:
             import psycopg
 
-            with psycopg.connect(backend, autocommit=True) as c:
-                c.execute(f"CREATE SCHEMA bench{tag}_{s}")
+            with psycopg.connect(backend, autocommit=True) as pg:
+                pg.execute(f"CREATE SCHEMA bench{tag}_{s}")
             urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
         c = open_backend(urls[s], root).connect()
         c.execute("CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
@@ -119,7 +119,7 @@ def _resolve(name: str) -> str:
 
 
 @pytest.mark.parametrize("backend_name", _backends())
-def test_copy_and_catchup_rate(benchmark, backend_name):
+def test_copy_and_catchup_rate(benchmark: Any, backend_name: str) -> None:
     """Snapshot copy (rows written per second) and catch-up (changes per second)."""
     backend = _resolve(backend_name)
     out = []
@@ -222,7 +222,7 @@ def _pause_run(n: int, backend: str, mode: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("backend_name", _backends())
-def test_write_pause_vs_stop_the_world(benchmark, backend_name):
+def test_write_pause_vs_stop_the_world(benchmark: Any, backend_name: str) -> None:
     """p99 of the time writers to the moving unit waited, live migration vs
     stop the world, per unit size (target: <= 100 ms and flat in the size)."""
     backend = _resolve(backend_name)
@@ -232,7 +232,10 @@ def test_write_pause_vs_stop_the_world(benchmark, backend_name):
             assert live["count"] > 0  # (as a test, PostgreSQL runs the live migration only)
             continue
         stw = _pause_run(n, backend, "stw")
-        ms = (lambda v: float("nan") if v is None else v * 1000)
+
+        def ms(v: float | None) -> float:
+            return float("nan") if v is None else v * 1000
+
         benchmark.extra_info[f"pause_p99_ms_live_{n}"] = ms(live["p99"])
         benchmark.extra_info[f"pause_p99_ms_stw_{n}"] = ms(stw["p99"])
         print(f"\n{backend_name}: unit of {n:,} rows, 8 writers: write pause p50/p99/max live "

@@ -22,33 +22,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from bench._timing import best, enabled
 from shardhash import plan, routing
 
 BIG = 10_000_000
 FOUR = [f"s{i}" for i in range(4)]
 
 
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
-
-
-def _best(fn: Callable[[], Any], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _pair(kind: str) -> tuple[Any, Any]:
+def _pair(kind: str) -> tuple[routing.Router, routing.Router]:
+    old: routing.Router
     if kind == "jump":
         old = routing.JumpRouter(FOUR)
     elif kind == "ring":
@@ -64,17 +52,17 @@ def _pair(kind: str) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("kind", ["modulo", "jump", "ring", "buckets", "maglev"])
-def test_diff_vs_route_many(benchmark, kind):
-    n = BIG if _enabled(benchmark) else 50_000
+def test_diff_vs_route_many(benchmark: Any, kind: str) -> None:
+    n = BIG if enabled(benchmark) else 50_000
     keys = np.random.default_rng(1).integers(0, 1 << 62, size=n, dtype=np.int64)
     old, new = _pair(kind)
     rep = benchmark(plan.diff, old, new, keys)
     assert rep.total == n
     assert rep.moved == int(np.count_nonzero(
         np.asarray(old.shards)[old.route_many(keys)] != np.asarray(new.shards)[new.route_many(keys)]))
-    if _enabled(benchmark):
+    if enabled(benchmark):
         ours = float(benchmark.stats.stats.min)
-        route = _best(lambda: new.route_many(keys))
+        route = best(lambda: new.route_many(keys))
         benchmark.extra_info["diff_over_route_many"] = round(ours / route, 3)
         benchmark.extra_info["ns_per_key"] = round(ours / n * 1e9, 2)
         print(f"\nplan.diff {kind} 4->5 over {n:,} keys: {ours:.3f} s ({ours / n * 1e9:.1f} ns/key); "
@@ -115,7 +103,7 @@ def _run_plan_child(old: Path, new: Path, ids: Path) -> tuple[dict[str, Any], fl
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="peak RSS via resource.getrusage (POSIX)")
-def test_plan_streamed_from_parquet(benchmark):
+def test_plan_streamed_from_parquet(benchmark: Any) -> None:
     pytest.importorskip("pyarrow")
     big = os.environ.get("SHARDHASH_BENCH_BIG", "") not in ("", "0")
     n = 100_000_000 if big else 300_000

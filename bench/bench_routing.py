@@ -12,8 +12,9 @@ our time, so > 1 means faster than the peer):
 
 Single-threaded ratios use CPU time (``time.process_time``) for both sides,
 so that a busy machine distorts them less; the jump and scalar comparisons
-also run ours and the peer in alternation (best of 5 rounds each).  10M keys with ``--benchmark-enable``; with ``--benchmark-disable`` (the
-default) the sizes are small and each benchmark runs once as a plain test.
+also run ours and the peer in alternation (best of 5 rounds each).  10M keys
+with ``--benchmark-enable``; with ``--benchmark-disable`` (the default) the sizes
+are small and each benchmark runs once as a plain test.
 """
 
 from __future__ import annotations
@@ -25,42 +26,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shardhash import BucketRouter, JumpRouter, MaglevRouter, RangeRouter, RingRouter
+from bench._timing import alternating_best, best, enabled
+from shardhash import BucketRouter, JumpRouter, MaglevRouter, RangeRouter, RingRouter, Router
 
 BIG = 10_000_000
 
 
-def _enabled(benchmark: Any) -> bool:
-    return not getattr(benchmark, "disabled", True)
-
-
 def _size(benchmark: Any, big: int = BIG, small: int = 20_000) -> int:
-    return big if _enabled(benchmark) else small
+    return big if enabled(benchmark) else small
 
 
 def _best(fn: Callable[[], Any], repeat: int = 3, timer: Callable[[], float] = time.process_time) -> float:
     """Best of ``repeat`` runs.  Single-threaded comparisons use CPU time, so
     that other processes on a busy machine do not distort the ratios."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = timer()
-        fn()
-        best = min(best, timer() - t0)
-    return best
+    return best(fn, repeat, timer)
 
-
-def _alternating_best(fns: dict[str, Callable[[], Any]], repeat: int = 5,
-                      timer: Callable[[], float] = time.process_time) -> dict[str, float]:
-    """Best time of each function over ``repeat`` rounds that run them in turn,
-    so that all of them meet the same machine load (a busy shared machine
-    otherwise distorts ratios of runs made minutes apart)."""
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = timer()
-            fn()
-            best[name] = min(best[name], timer() - t0)
-    return best
 
 
 def _report(benchmark: Any, name: str, n: int, peers: dict[str, float],
@@ -85,7 +65,7 @@ def _hashes(n: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
 
 
-def test_bucket_vs_numpy_modulo(benchmark):
+def test_bucket_vs_numpy_modulo(benchmark: Any) -> None:
     n = _size(benchmark)
     b = 4096
     shards = [f"s{i}" for i in range(64)]
@@ -96,7 +76,7 @@ def test_bucket_vs_numpy_modulo(benchmark):
     benchmark(r.route_hashes, h, out=out, threads=1)
     want = table[h % np.uint64(b)]
     assert np.array_equal(out, want)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         _report(benchmark, "BucketRouter 4096", n, {"numpy_table_mod": _best(lambda: table[h % np.uint64(b)])},
                 lambda: r.route_hashes(h, out=out, threads=1))
 
@@ -107,7 +87,7 @@ def _ring_peer(tokens: np.ndarray, owners: np.ndarray, h: np.ndarray) -> np.ndar
     return owners[i]
 
 
-def test_ring_vs_searchsorted(benchmark):
+def test_ring_vs_searchsorted(benchmark: Any) -> None:
     n = _size(benchmark)
     r = RingRouter([f"shard-{i}" for i in range(100)], vnodes=256)
     tokens, owners = r.tokens.copy(), r.token_owners.copy()
@@ -115,13 +95,13 @@ def test_ring_vs_searchsorted(benchmark):
     out = np.empty(n, dtype=np.int32)
     benchmark(r.route_hashes, h, out=out, threads=1)
     assert np.array_equal(out, _ring_peer(tokens, owners, h))
-    if _enabled(benchmark):
+    if enabled(benchmark):
         _report(benchmark, "RingRouter 100x256", n,
                 {"np_searchsorted": _best(lambda: _ring_peer(tokens, owners, h), 2)},
                 lambda: r.route_hashes(h, out=out, threads=1))
 
 
-def test_jump_vs_jump_package(benchmark):
+def test_jump_vs_jump_package(benchmark: Any) -> None:
     jump = pytest.importorskip("jump")
     n = _size(benchmark)
     r = JumpRouter([f"s{i}" for i in range(1000)])
@@ -132,17 +112,18 @@ def test_jump_vs_jump_package(benchmark):
     sample = h[:m].tolist()
     jh = jump.hash
     assert out[:1000].tolist() == [jh(k, 1000) for k in sample[:1000]]
-    if _enabled(benchmark):
+    if enabled(benchmark):
         hs = h[:m]
         o = out[:m]
-        t = _alternating_best({"ours": lambda: r.route_hashes(hs, out=o, threads=1),
+        t = alternating_best({"ours": lambda: r.route_hashes(hs, out=o, threads=1),
                                "loop": lambda: [jh(k, 1000) for k in sample]}, 5)
         _report(benchmark, "JumpRouter 1000", m, {"jump_hash_loop": t["loop"]}, t["ours"])
 
 
 @pytest.mark.parametrize("strategy", ["ring", "jump"])
-def test_threads_2_vs_1(benchmark, strategy):
+def test_threads_2_vs_1(benchmark: Any, strategy: str) -> None:
     n = _size(benchmark)
+    r: Router
     if strategy == "ring":
         r = RingRouter([f"shard-{i}" for i in range(100)], vnodes=256)
     else:
@@ -152,18 +133,20 @@ def test_threads_2_vs_1(benchmark, strategy):
     benchmark(r.route_hashes, h, out=out, threads=2)
     one = r.route_hashes(h, threads=1)
     assert np.array_equal(out, one)
-    if _enabled(benchmark):
+    if enabled(benchmark):
         # wall-clock time, both settings in alternation (best of 5 each), so
         # that a moment of load on the other core hits both alike
-        t = _alternating_best({"two": lambda: r.route_hashes(h, out=out, threads=2),
+        t = alternating_best({"two": lambda: r.route_hashes(h, out=out, threads=2),
                                "one": lambda: r.route_hashes(h, out=out, threads=1)}, 5, time.perf_counter)
         _report(benchmark, f"{strategy} threads=2", n, {"threads_1": t["one"]}, t["two"])
 
 
 def _scalar_router(strategy: str, shards: list[str], kind: str = "int") -> Any:
     if strategy == "range":  # 100 ranges over the benchmark's keys (0..9999 or "user:0".."user:9999")
-        keys = sorted(f"user:{i}" for i in range(10_000)) if kind == "str" else list(range(10_000))
-        return RangeRouter([keys[100 * i] for i in range(1, 100)], shards)
+        if kind == "str":
+            names = sorted(f"user:{i}" for i in range(10_000))
+            return RangeRouter([names[100 * i] for i in range(1, 100)], shards)
+        return RangeRouter([100 * i for i in range(1, 100)], shards)
     if strategy == "bucket":
         return BucketRouter(shards, [shards[i % len(shards)] for i in range(4096)])
     if strategy == "ring":
@@ -175,7 +158,7 @@ def _scalar_router(strategy: str, shards: list[str], kind: str = "int") -> Any:
 
 @pytest.mark.parametrize("kind", ["str", "int"])
 @pytest.mark.parametrize("strategy", ["bucket", "maglev", "ring", "jump", "range"])
-def test_scalar_route_vs_dict_and_uhashring(benchmark, strategy, kind):
+def test_scalar_route_vs_dict_and_uhashring(benchmark: Any, strategy: str, kind: str) -> None:
     """A Python loop of ``route(key)`` beside a ``dict.get`` loop over the same
     keys (10K distinct keys, so the dict stays in cache: the hardest peer)
     and beside ``uhashring.HashRing.get_node`` (100 nodes)."""
@@ -193,14 +176,14 @@ def test_scalar_route_vs_dict_and_uhashring(benchmark, strategy, kind):
 
     benchmark(ours)
     assert [route(k) for k in keys[:100]] == [shards[i] for i in r.route_many(keys[:100])]
-    if _enabled(benchmark):
+    if enabled(benchmark):
         get = d.get
 
         def dict_loop() -> None:
             for k in keys:
                 get(k)
 
-        t = _alternating_best({"ours": ours, "dict": dict_loop}, 5)
+        t = alternating_best({"ours": ours, "dict": dict_loop}, 5)
         peers = {"dict_get": t["dict"]}
         uh = pytest.importorskip("uhashring")
         ring = uh.HashRing(nodes=shards)

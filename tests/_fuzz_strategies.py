@@ -24,14 +24,17 @@ hashers = st.sampled_from(sh.ALGORITHMS).flatmap(
     lambda a: st.builds(sh.Hasher, st.just(a),
                         seed=st.just(0) if a.startswith("fnv") else st.one_of(st.just(0), st.integers(0, 2**32 - 1))))
 u64 = st.integers(0, 2**64 - 1)
-weights_for = lambda shards: st.one_of(  # noqa: E731
-    st.none(),
-    st.dictionaries(st.sampled_from(shards), st.floats(0.05, 8.0), max_size=len(shards)),
-)
+
+
+def weights_for(shards: list[str]) -> st.SearchStrategy[dict[str, float] | None]:
+    return st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from(shards), st.floats(0.05, 8.0), max_size=len(shards)),
+    )
 
 
 @st.composite
-def hash_routers(draw: Any) -> sh.Router:
+def hash_routers(draw: st.DrawFn) -> sh.Router:
     """A router over hashes, of any strategy, with random parameters."""
     shards = draw(shard_lists)
     hz = draw(hashers)

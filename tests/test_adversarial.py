@@ -12,6 +12,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,8 +22,8 @@ import pytest
 import shardhash as sh
 from shardhash import plan
 from shardhash.compat import cassandra, ketama, redis
-
-from conftest import child_env
+from shardhash.routing import _kernels
+from tests._support import child_env
 
 pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
@@ -30,7 +33,7 @@ pa = pytest.importorskip("pyarrow")
 
 
 class _NoInit(sh.Router):
-    def __init__(self, shards):  # never calls Router.__init__
+    def __init__(self, shards: list[str]) -> None:  # never calls Router.__init__
         pass
 
 
@@ -49,7 +52,8 @@ class _NoInit(sh.Router):
     lambda: sh.RingRouter.__new__(sh.RingRouter),
     lambda: sh.RangeRouter.__new__(sh.RangeRouter),
 ], ids=["subclass", "jump-new", "ring-new", "range-new"])
-def test_uninitialised_router_raises_typeerror(make, call):
+def test_uninitialised_router_raises_typeerror(make: Callable[[], sh.Router],
+                                               call: Callable[[sh.Router], object]) -> None:
     # before the fix: a segfault (route/route_index read a None hasher) or an
     # AttributeError about NoneType (route_many)
     with pytest.raises(TypeError):
@@ -60,11 +64,11 @@ def test_uninitialised_router_raises_typeerror(make, call):
 
 
 class _Shrinker:
-    def __init__(self, victim, mode):
+    def __init__(self, victim: list[Any], mode: str) -> None:
         self.victim = victim
         self.mode = mode
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.mode == "clear":
             self.victim.clear()
         else:
@@ -74,12 +78,12 @@ class _Shrinker:
 
 @pytest.mark.parametrize("mode", ["clear", "del"])
 @pytest.mark.parametrize("flavor", ["uhashring", "libketama"])
-def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode, flavor):
+def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode: str, flavor: str) -> None:
     # before the fix: a heap-buffer-overflow (pack_keys walked the caller's
     # list, which the key's __str__ emptied, with bounds checks off)
     r = ketama.KetamaRouter(["a:1", "b:2"], flavor=flavor)
     for n in (2, 50, 1000):
-        keys: list = []
+        keys: list[Any] = []
         keys.append(_Shrinker(keys, mode))
         keys += [f"k{i}" for i in range(n - 1)]
         snapshot = list(keys)
@@ -91,18 +95,18 @@ def test_ketama_pack_keys_survives_a_key_that_shrinks_the_list(mode, flavor):
         assert got.tolist() == [r.route_index(str(k)) for k in snapshot]
 
 
-def test_pack_keys_private_copy_with_a_growing_list():
+def test_pack_keys_private_copy_with_a_growing_list() -> None:
     from shardhash.compat import _native
 
     class Grower:
-        def __init__(self, victim):
+        def __init__(self, victim: list[Any]) -> None:
             self.victim = victim
 
-        def __bytes__(self):
+        def __bytes__(self) -> bytes:
             self.victim.extend([b"x" * 100] * 100)
             return b"g"
 
-    keys: list = [b"a"]
+    keys: list[Any] = [b"a"]
     keys.append(Grower(keys))
     keys.append(b"c")
     data, offsets = _native.pack_keys(keys, convert=bytes, raw_bytes=True)
@@ -113,7 +117,7 @@ def test_pack_keys_private_copy_with_a_growing_list():
 # ---------------------------------------------------------------- 3. sizes a small document implies
 
 
-def _limited(code: str, seconds: int = 60) -> subprocess.CompletedProcess:
+def _limited(code: str, seconds: int = 60) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a child limited to 2 GiB of address space."""
     if os.environ.get("SHARDHASH_SANITIZED"):
         # AddressSanitizer reserves terabytes of address space for its shadow
@@ -124,7 +128,7 @@ def _limited(code: str, seconds: int = 60) -> subprocess.CompletedProcess:
                           timeout=seconds, env=child_env())
 
 
-def test_ring_weight_huge_is_a_quick_valueerror():
+def test_ring_weight_huge_is_a_quick_valueerror() -> None:
     t = time.perf_counter()
     with pytest.raises(ValueError, match="ring tokens"):
         sh.RingRouter(["a", "b"], weights={"a": 1e12})
@@ -135,7 +139,7 @@ def test_ring_weight_huge_is_a_quick_valueerror():
     assert time.perf_counter() - t < 5
 
 
-def test_ring_document_with_huge_weight_under_a_memory_limit():
+def test_ring_document_with_huge_weight_under_a_memory_limit() -> None:
     # before the fix: 18 s and a MemoryError under a 4 GiB limit (every token
     # name was built before the token-count check)
     d = sh.RingRouter(["a", "b"], vnodes=4).to_dict()
@@ -157,19 +161,19 @@ print(round(time.perf_counter() - t, 3))
     assert float(p.stdout.split()[-1]) < 5
 
 
-def test_document_budget_over_nested_routers(monkeypatch):
+def test_document_budget_over_nested_routers(monkeypatch: pytest.MonkeyPatch) -> None:
     from shardhash import _limits
 
     # each Maglev table is within its own limit; together they are not
     monkeypatch.setattr(_limits, "MAX_DOC_ENTRIES", 1500)
     inner = sh.MaglevRouter(["a", "b"], table_size=1009).to_dict()
     doc = sh.WatermarkRouter(sh.load_router(inner), sh.load_router(inner), 5).to_dict()
-    built = []
+    built: list[Any] = []
     from shardhash.routing import maglev
 
-    real = maglev.maglev_populate
+    real = _kernels.maglev_populate  # what shardhash.routing.maglev calls
 
-    def spy(*a, **k):
+    def spy(*a: Any, **k: Any) -> Any:
         built.append(a[-1])
         return real(*a, **k)
 
@@ -182,7 +186,7 @@ def test_document_budget_over_nested_routers(monkeypatch):
                        sh.MaglevRouter(["a", "b"], table_size=1009), 5)
 
 
-def test_limits_are_checked_before_allocating():
+def test_limits_are_checked_before_allocating() -> None:
     from shardhash import _limits
 
     with pytest.raises(ValueError, match="bucket_count"):
@@ -202,8 +206,9 @@ def test_limits_are_checked_before_allocating():
 # ---------------------------------------------------------------- 4. out= sharing memory with the input
 
 
-def _hashes(n=100_000):
-    return (np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(12345)
+def _hashes(n: int = 100_000) -> np.ndarray:
+    h: np.ndarray = (np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(12345)
+    return h
 
 
 @pytest.mark.parametrize("make", [
@@ -216,26 +221,28 @@ def _hashes(n=100_000):
     lambda: sh.DirectoryRouter(sh.JumpRouter(["a", "b"]), {"x": "c"}),
 ], ids=["jump", "ring", "maglev", "rendezvous", "modulo", "hashrange", "directory"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_route_hashes_out_aliasing_the_input(make, threads):
+def test_route_hashes_out_aliasing_the_input(make: Callable[[], sh.Router], threads: int) -> None:
     # before the fix: 22,002 of 100,000 wrong with jump, threads=1
     r = make()
     h = _hashes()
     want = r.route_hashes(h.copy(), threads=threads)
-    for view in (lambda a: a.view(np.int32)[:len(a)], lambda a: a.view(np.int32)[len(a):]):
+    views: list[Callable[[np.ndarray], np.ndarray]] = [lambda a: a.view(np.int32)[:len(a)],
+                                                       lambda a: a.view(np.int32)[len(a):]]
+    for view in views:
         h = _hashes()
         got = r.route_hashes(h, out=view(h), threads=threads)
         assert np.array_equal(got, want)
 
 
-def test_jump_hash_array_out_aliasing_the_input():
-    from shardhash._routing import jump_hash_array
+def test_jump_hash_array_out_aliasing_the_input() -> None:
+    from shardhash.routing._kernels import jump_hash_array
 
     want = jump_hash_array(_hashes(), 1000)
     h = _hashes()
     assert np.array_equal(jump_hash_array(h, 1000, out=h.view(np.int32)[:len(h)]), want)
 
 
-def test_watermark_out_aliasing_the_ids():
+def test_watermark_out_aliasing_the_ids() -> None:
     r = sh.WatermarkRouter(sh.JumpRouter(["a", "b"]), sh.JumpRouter(["a", "b", "c"]), 50_000)
     ids = np.arange(100_000, dtype=np.int64)
     want = r.route_many(ids.copy())
@@ -251,11 +258,11 @@ def test_watermark_out_aliasing_the_ids():
     lambda n: np.zeros((n, 1), np.int32),
     lambda n: [0] * n,
 ])
-def test_compat_out_is_checked(bad):
+def test_compat_out_is_checked(bad: Callable[[int], Any]) -> None:
     tr = cassandra.TokenRouter({"a": [0], "b": [2**62]})
     cr = redis.ClusterRouter({"a": [(0, 8000)], "b": [(8001, 16383)]})
     kr = ketama.KetamaRouter(["a:1", "b:2"])
-    calls = [
+    calls: list[Callable[[Any], Any]] = [
         lambda out: tr.route_tokens(np.array([1, 2, 3]), out=out),
         lambda out: tr.route_many([b"x", b"y", b"z"], out=out),
         lambda out: cr.route_many(["x", "y", "z"], out=out),
@@ -272,7 +279,7 @@ def test_compat_out_is_checked(bad):
 # ---------------------------------------------------------------- 5. a string split ending in NUL
 
 
-def test_range_router_nul_ended_split_scalar_equals_batch():
+def test_range_router_nul_ended_split_scalar_equals_batch() -> None:
     r = sh.RangeRouter(["b\x00"], ["lo", "hi"])
     assert r.route("b") == "lo"
     assert r.route_many(["b"]).tolist() == [0]
@@ -286,7 +293,7 @@ def test_range_router_nul_ended_split_scalar_equals_batch():
 
 
 @pytest.mark.parametrize("algo", ["xxh32", "murmur3_32", "fnv1a_32"])
-def test_planners_measure_the_32_bit_hash_space(algo):
+def test_planners_measure_the_32_bit_hash_space(algo: str) -> None:
     hz = sh.Hasher(algo)
     keys = np.arange(200_000)
     pairs = [
@@ -319,7 +326,7 @@ def test_planners_measure_the_32_bit_hash_space(algo):
         abs(sum(plan.target_shares(bigger).values()) - 1) < 1e-12
 
 
-def test_planners_unchanged_for_64_bit_hashers():
+def test_planners_unchanged_for_64_bit_hashers() -> None:
     old = sh.HashRangeRouter([2**63], ["a", "b"])
     new = sh.HashRangeRouter([2**62, 2**63], ["a", "c", "b"])
     assert [(m.lo, m.hi, m.share) for m in plan.moved_ranges(old, new)] == [(2**62, 2**63 - 1, 0.25)]
@@ -333,7 +340,7 @@ def test_planners_unchanged_for_64_bit_hashers():
     lambda: pd.Series(pd.period_range("2020-01", periods=4, freq="M")),
     lambda: pd.Series(pd.interval_range(0, 4)),
 ], ids=["period", "interval"])
-def test_extension_arrays_are_refused_like_their_scalars(series):
+def test_extension_arrays_are_refused_like_their_scalars(series: Callable[[], Any]) -> None:
     s = series()
     with pytest.raises(TypeError):
         sh.hash_key(s[0])
@@ -345,7 +352,7 @@ def test_extension_arrays_are_refused_like_their_scalars(series):
         sh.JumpRouter(["a", "b"]).route_many(s)
 
 
-def test_plain_arrow_types_still_hash():
+def test_plain_arrow_types_still_hash() -> None:
     s = pd.Series([1, 2, 3], dtype="Int64")
     assert sh.hash_array(s).tolist() == [sh.hash_key(i) for i in (1, 2, 3)]
     a = pa.array(["x", "y"])
@@ -355,7 +362,7 @@ def test_plain_arrow_types_still_hash():
 # ---------------------------------------------------------------- 8. scalar and batch refuse alike
 
 
-def test_cassandra_blob_refuses_str_in_batch_as_in_scalar():
+def test_cassandra_blob_refuses_str_in_batch_as_in_scalar() -> None:
     r = cassandra.TokenRouter({"a": [0], "b": [2**62]})
     with pytest.raises(TypeError):
         r.route("abc")
@@ -372,7 +379,7 @@ def test_cassandra_blob_refuses_str_in_batch_as_in_scalar():
     assert cassandra.token_array(["abc"]).tolist() == [cassandra.token(b"abc")]
 
 
-def test_directory_and_watermark_refuse_a_base_that_cannot_route():
+def test_directory_and_watermark_refuse_a_base_that_cannot_route() -> None:
     c = redis.ClusterRouter({"a": [(0, 8000)], "b": [(8001, 16383)]})
     with pytest.raises(TypeError, match="hash router"):
         sh.DirectoryRouter(c, {"k": "z"})
@@ -389,7 +396,7 @@ def test_directory_and_watermark_refuse_a_base_that_cannot_route():
 # ---------------------------------------------------------------- 9. exception types
 
 
-def test_deep_json_document_is_a_valueerror(tmp_path):
+def test_deep_json_document_is_a_valueerror(tmp_path: Path) -> None:
     p = tmp_path / "deep.json"
     p.write_text("[" * 5000 + "]" * 5000)
     with pytest.raises(ValueError, match="deep"):
@@ -401,8 +408,8 @@ def test_deep_json_document_is_a_valueerror(tmp_path):
 
 
 @pytest.mark.parametrize("field", ["shards", "version", "type", "params", "hasher"])
-def test_deep_list_in_a_field_is_a_valueerror(field):
-    deep: list = []
+def test_deep_list_in_a_field_is_a_valueerror(field: str) -> None:
+    deep: list[Any] = []
     for _ in range(3000):
         deep = [deep]
     doc = sh.JumpRouter(["a"]).to_dict()
@@ -413,7 +420,7 @@ def test_deep_list_in_a_field_is_a_valueerror(field):
         sh.JumpRouter(deep)  # the error message must not recurse either
 
 
-def test_cli_deep_document(tmp_path):
+def test_cli_deep_document(tmp_path: Path) -> None:
     p = tmp_path / "deep.json"
     p.write_text("[" * 100_000 + "]" * 100_000)
     ids = tmp_path / "ids.txt"
@@ -429,7 +436,7 @@ def test_cli_deep_document(tmp_path):
     ([0], "uhashring"), ([0], "libketama"), ([0], "libmemcached"), ([3, -1], "libketama"),
     ([], "libketama"), ([1 << 32], "twemproxy"), ([1.5], "libketama"), ([True], "uhashring"),
 ])
-def test_md5_counts_validates_like_the_router(weights, flavor):
+def test_md5_counts_validates_like_the_router(weights: list[Any], flavor: str) -> None:
     with pytest.raises((TypeError, ValueError), match="weight") as e:
         ketama.md5_counts(weights, flavor)
     assert e.type in (TypeError, ValueError)

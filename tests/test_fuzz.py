@@ -5,7 +5,7 @@
   over the input's own memory; scalar and batch accept and reject the same
   keys, with the same exception type;
 * routers of every strategy with random parameters: compiled vs the
-  pure-Python reference (shardhash._routing_py) vs ``route_hash`` one by one,
+  pure-Python reference (shardhash._reference) vs ``route_hash`` one by one,
   threads 1 vs 2, ``out=`` aliasing the hashes;
 * router documents: round trips, and randomly mutated documents, which load
   (and then route like the reference) or fail with TypeError/ValueError only;
@@ -26,6 +26,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,12 +35,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import shardhash as sh
-from shardhash._routing_py import ReferenceRouter
-from shardhash.compat import _native_b_py as nref
-from shardhash.compat import _pg_py as pgref
+from shardhash._reference import cassandra as cassandra_ref
+from shardhash._reference import postgres as pgref
+from shardhash._reference import redis as redis_ref
+from shardhash._reference.routing import ReferenceRouter
 from shardhash.compat import cassandra, ketama, mongo, postgres, redis, vitess
-
-from _fuzz_strategies import (
+from tests._fuzz_strategies import (
     Hostile,
     any_keys,
     hash_routers,
@@ -62,7 +64,7 @@ def fuzz(n: int) -> settings:
 _ERRORS = (TypeError, ValueError, OverflowError)
 
 
-def _outcome(fn, *args, **kw):
+def _outcome(fn: Callable[..., Any], *args: Any, **kw: Any) -> tuple[str, Any]:
     """('ok', value) or ('error', exception type)."""
     try:
         return ("ok", fn(*args, **kw))
@@ -82,7 +84,7 @@ def _base(exc_type: type) -> type:
 
 @fuzz(150)
 @given(st.lists(any_keys, max_size=12), hashers)
-def test_hash_scalar_and_batch_accept_and_reject_alike(keys, hz):
+def test_hash_scalar_and_batch_accept_and_reject_alike(keys: list[Any], hz: sh.Hasher) -> None:
     scalar = [_outcome(hz, k) for k in keys]
     bad = [i for i, (kind, _) in enumerate(scalar) if kind == "error"]
     for container in (list, tuple, lambda ks: np.array(ks + [None], dtype=object)[:len(ks)]):
@@ -99,7 +101,8 @@ def test_hash_scalar_and_batch_accept_and_reject_alike(keys, hz):
 @fuzz(60)
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=300), hashers,
        st.sampled_from([np.int64, np.int32, np.int16, np.int8, np.uint64, np.uint32, np.uint8]))
-def test_hash_int_arrays_every_layout_threads_and_aliasing(values, hz, dtype):
+def test_hash_int_arrays_every_layout_threads_and_aliasing(values: list[int], hz: sh.Hasher,
+                                                           dtype: type[np.integer[Any]]) -> None:
     info = np.iinfo(dtype)
     values = [v for v in values if info.min <= v <= info.max]
     a = np.array(values, dtype=dtype)
@@ -118,7 +121,7 @@ def test_hash_int_arrays_every_layout_threads_and_aliasing(values, hz, dtype):
 
 @fuzz(60)
 @given(st.lists(st.text(max_size=12), max_size=100), hashers)
-def test_hash_string_arrays_every_layout(values, hz):
+def test_hash_string_arrays_every_layout(values: list[str], hz: sh.Hasher) -> None:
     a = np.array(values, dtype=str) if values else np.array([], dtype=str)
     py = a.tolist()  # numpy drops trailing NULs: the values are what numpy holds
     want = [_outcome(hz, s) for s in py]
@@ -135,7 +138,7 @@ def test_hash_string_arrays_every_layout(values, hz):
 
 @fuzz(120)
 @given(hash_routers(), st.lists(u64, min_size=1, max_size=200))
-def test_router_compiled_reference_scalar_threads_aliasing(r, hs):
+def test_router_compiled_reference_scalar_threads_aliasing(r: sh.Router, hs: list[int]) -> None:
     ref = ReferenceRouter(json.loads(r.to_json()))
     h = np.array(hs, dtype=np.uint64)
     want = [ref.route_hash(x) for x in hs]
@@ -153,7 +156,7 @@ def test_router_compiled_reference_scalar_threads_aliasing(r, hs):
 
 @fuzz(80)
 @given(hash_routers(), st.lists(plain_keys, max_size=30))
-def test_router_keys_scalar_batch_and_hashes_agree(r, keys):
+def test_router_keys_scalar_batch_and_hashes_agree(r: sh.Router, keys: list[Any]) -> None:
     scalar = [_outcome(r.route_index, k) for k in keys]
     assume(all(kind == "ok" for kind, _ in scalar))
     want = [v for _, v in scalar]
@@ -174,7 +177,7 @@ _MUTANTS = st.one_of(
 )
 
 
-def _paths(doc, prefix=()):
+def _paths(doc: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
     """Every (container, key) path in a document."""
     if isinstance(doc, dict):
         for k, v in doc.items():
@@ -188,14 +191,14 @@ def _paths(doc, prefix=()):
 
 @fuzz(150)
 @given(hash_routers(), st.data())
-def test_mutated_documents_load_or_fail_cleanly(r, data):
+def test_mutated_documents_load_or_fail_cleanly(r: sh.Router, data: st.DataObject) -> None:
     doc = r.to_dict()
     again = sh.load_router(copy.deepcopy(doc))
     assert again.fingerprint == r.fingerprint
     paths = list(_paths(doc))
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(paths))
-        node = doc
+        node: Any = doc
         for p in path[:-1]:
             node = node[p]
         if data.draw(st.booleans()) and isinstance(node, dict):
@@ -220,7 +223,7 @@ def test_mutated_documents_load_or_fail_cleanly(r, data):
 @given(st.recursive(st.integers(0, 3), lambda c: st.lists(c, max_size=2) | st.dictionaries(
     st.sampled_from(["type", "shards", "params", "hasher"]), c, max_size=2), max_leaves=30),
     st.integers(1, 200))
-def test_hostile_document_shapes(inner, depth):
+def test_hostile_document_shapes(inner: Any, depth: int) -> None:
     doc = sh.JumpRouter(["a"]).to_dict()
     deep = inner
     for _ in range(depth * 20):
@@ -238,7 +241,7 @@ def test_hostile_document_shapes(inner, depth):
 # ============================================================ hostile user code
 
 
-def _binding_calls():
+def _binding_calls() -> dict[str, Callable[[list[Any]], Any]]:
     jr = sh.JumpRouter(["a", "b", "c"])
     rr = sh.RangeRouter(["g", "p"], ["a", "b", "c"])
     wm = sh.WatermarkRouter(sh.JumpRouter(["a", "b"]), sh.JumpRouter(["a", "b", "c"]), 10)
@@ -270,9 +273,9 @@ _CALLS = _binding_calls()
 @fuzz(150)
 @given(st.sampled_from(sorted(_CALLS)), hostile_actions, st.integers(0, 40), st.integers(0, 40),
        st.sampled_from(["str", "int", "bytes"]))
-def test_user_code_mutating_the_callers_list(name, action, before, after, filler):
-    fill = {"str": lambda i: f"k{i}", "int": lambda i: i, "bytes": lambda i: b"k%d" % i}[filler]
-    keys: list = [fill(i) for i in range(before)]
+def test_user_code_mutating_the_callers_list(name: str, action: str, before: int, after: int, filler: str) -> None:
+    fill: Callable[[int], Any] = {"str": lambda i: f"k{i}", "int": lambda i: i, "bytes": lambda i: b"k%d" % i}[filler]
+    keys: list[Any] = [fill(i) for i in range(before)]
     keys.append(Hostile(keys, action, value=fill(999)))
     keys += [fill(i) for i in range(after)]
     n = len(keys)
@@ -286,9 +289,9 @@ def test_user_code_mutating_the_callers_list(name, action, before, after, filler
 
 @fuzz(40)
 @given(hostile_actions)
-def test_user_code_in_router_and_hasher_arguments(action):
-    victim: list = ["a", "b", "c"]
-    h = Hostile(victim, action)
+def test_user_code_in_router_and_hasher_arguments(action: str) -> None:
+    victim: list[Any] = ["a", "b", "c"]
+    h: Any = Hostile(victim, action)  # deliberately where an int or a str belongs
     for call in (lambda: sh.JumpRouter(victim + [h]), lambda: sh.RingRouter(["a", "b"], vnodes=h),
                  lambda: sh.Hasher("xxh3_64", seed=h), lambda: sh.MaglevRouter(["a"], table_size=h),
                  lambda: sh.RangeRouter([h], ["a", "b"]), lambda: sh.jump_hash_array([1, 2], h),
@@ -304,11 +307,11 @@ def test_user_code_in_router_and_hasher_arguments(action):
 
 @fuzz(80)
 @given(st.lists(st.binary(max_size=40), max_size=40))
-def test_compat_kernels_vs_references(keys):
+def test_compat_kernels_vs_references(keys: list[bytes]) -> None:
     tok = cassandra.token_array(keys, threads=2).tolist()
-    assert tok == [nref.cassandra_token(k) for k in keys] == [cassandra.token(k) for k in keys]
+    assert tok == [cassandra_ref.cassandra_token(k) for k in keys] == [cassandra.token(k) for k in keys]
     slots = redis.keyslot_array(keys, threads=2).tolist()
-    assert slots == [nref.redis_keyslot(k) for k in keys] == [redis.keyslot(k) for k in keys]
+    assert slots == [redis_ref.redis_keyslot(k) for k in keys] == [redis.keyslot(k) for k in keys]
     assert postgres.hash_extended_array(keys, "bytea").tolist() == \
         [pgref.hash_extended(k, "bytea") for k in keys]
 
@@ -316,7 +319,7 @@ def test_compat_kernels_vs_references(keys):
 @fuzz(40)
 @given(st.lists(st.text(st.characters(codec="utf-8"), max_size=20), max_size=40),
        st.sampled_from(ketama.FLAVORS), st.lists(st.integers(1, 50), min_size=1, max_size=5))
-def test_ketama_scalar_batch_reference(keys, flavor, weights):
+def test_ketama_scalar_batch_reference(keys: list[str], flavor: str, weights: list[int]) -> None:
     nodes = [f"10.0.0.{i}:11211" for i in range(len(weights))]
     r = ketama.KetamaRouter(nodes, weights, flavor)
     want = [r.route_index(k) for k in keys]  # (tests/compat checks these against the reference)
@@ -331,7 +334,7 @@ pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")
 
 
-def _series_cases():
+def _series_cases() -> dict[str, Callable[[], Any]]:
     return {
         "Int64": lambda: pd.Series([1, -2, 3], dtype="Int64"),
         "UInt8": lambda: pd.Series([1, 2, 255], dtype="UInt8"),
@@ -352,7 +355,7 @@ def _series_cases():
 
 
 @pytest.mark.parametrize("name", sorted(_series_cases()))
-def test_pandas_extension_types_batch_equals_scalar(name):
+def test_pandas_extension_types_batch_equals_scalar(name: str) -> None:
     s = _series_cases()[name]()
     scalar = [_outcome(sh.hash_key, s.iloc[i]) for i in range(len(s))]
     batch = _outcome(sh.hash_array, s)
@@ -381,7 +384,7 @@ def test_pandas_extension_types_batch_equals_scalar(name):
     lambda: pa.array([1.5]), lambda: pa.array([None, 1]), lambda: pa.array([[1]]),
     lambda: pa.array([1, 2], pa.timestamp("s")), lambda: pa.array([b"0" * 16], pa.binary(16)),
 ], ids=lambda f: "arrow")
-def test_arrow_arrays_batch_equals_scalar(arr):
+def test_arrow_arrays_batch_equals_scalar(arr: Callable[[], Any]) -> None:
     a = arr()
     values = a.to_pylist()
     scalar = [_outcome(sh.hash_key, v) for v in values]

@@ -7,13 +7,13 @@ routers:
 
 * jump_hash.json: the ``jump-consistent-hash`` package (``jump.hash(key, n)``)
   and Guava's published ``consistentHash(i, 100)`` values for i = 0..19;
-* every other file: the pure-Python references in ``shardhash._routing_py``,
+* every other file: the pure-Python references in ``shardhash._reference``,
   which work from the document alone.
 
 Run once when a router type is added; existing files are frozen (the tool
 refuses to overwrite a file whose content would change unless --force).
 
-    python tools/make_router_vectors.py [--force]
+    python tools/make_router_vectors.py [--force] [--out DIR]
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the router cases shared with the tests
 
-from _router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
-
-from shardhash._routing_py import ReferenceRouter  # noqa: E402
+from shardhash._reference.routing import ReferenceRouter  # noqa: E402
+from shardhash.routing import Router  # noqa: E402
+from tests._router_cases import HASH_ROUTERS, KEY_ROUTERS  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "routers"
 
@@ -50,7 +52,7 @@ SAMPLE_KEYS = [0, 1, -1, 7, 999, 1000, 1_000_000, 2**40, 2**63 - 1, "", "a", "us
                "tenant-7", "日本", 42]
 
 
-def jump_vectors() -> dict:
+def jump_vectors() -> dict[str, Any]:
     import jump  # the jump-consistent-hash package
 
     keys = sample_hashes(100)
@@ -62,11 +64,11 @@ def jump_vectors() -> dict:
     return {"algorithm": "jump", "source": "jump-consistent-hash (PyPI) jump.hash, and Guava", "cases": cases}
 
 
-def router_vectors(name: str, factory, keyed: bool) -> dict:
+def router_vectors(name: str, factory: Callable[[], Router], keyed: bool) -> dict[str, Any]:
     router = factory()
     doc = router.to_dict()
     ref = ReferenceRouter(doc)
-    vec: dict = {"name": name, "document": doc}
+    vec: dict[str, Any] = {"name": name, "document": doc}
     if not keyed:
         hashes = sample_hashes()
         if doc["type"] == "ring":
@@ -77,7 +79,7 @@ def router_vectors(name: str, factory, keyed: bool) -> dict:
                 hashes += [s - 1, s]
         vec["hashes"] = hashes
         vec["routes"] = [ref.route_hash(h) for h in hashes]
-        keys = [k for k in SAMPLE_KEYS if not isinstance(k, int) or k >= -(2**63)]
+        keys: list[Any] = [k for k in SAMPLE_KEYS if not isinstance(k, int) or k >= -(2**63)]
         if doc.get("key_prefix"):
             keys = [(k, 1) for k in keys]
     elif doc["type"] == "range" and isinstance(doc["params"]["splits"][0], str):
@@ -93,21 +95,23 @@ def router_vectors(name: str, factory, keyed: bool) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
     args = ap.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
+    out_dir: Path = args.out
+    out_dir.mkdir(parents=True, exist_ok=True)
     files = {"jump_hash.json": jump_vectors()}
     for name, f in HASH_ROUTERS.items():
         files[f"{name}.json"] = router_vectors(name, f, False)
     for name, f in KEY_ROUTERS.items():
         files[f"{name}.json"] = router_vectors(name, f, True)
     for fname, data in files.items():
-        path = OUT / fname
+        path = out_dir / fname
         text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
         if path.exists() and path.read_text(encoding="utf-8") != text and not args.force:
             print(f"{fname}: differs from the frozen file; not overwritten (use --force)")
             continue
         path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

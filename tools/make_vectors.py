@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import mmh3
 import xxhash

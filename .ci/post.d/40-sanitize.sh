@@ -69,7 +69,7 @@ echo "   built in $((SECONDS - t0)) s"
 
 # The extension modules must really be instrumented: they need the ASan
 # runtime, so importing them without it fails.
-if "$VENV/bin/python" -c "import shardhash._routing" >/dev/null 2>&1; then
+if "$VENV/bin/python" -c "import shardhash.routing._kernels" >/dev/null 2>&1; then
   echo "FAIL: the SHARDHASH_SANITIZE=1 build is not instrumented (it imports without libasan)" >&2
   exit 1
 fi

@@ -2,7 +2,7 @@
 
 One runner releases the GIL and splits a kernel over threads, one validator
 checks Arrow-style offsets and one checks ``out=`` arrays, so every batch
-binding in ``_hashing``, ``_routing``, ``_plan`` and ``compat._native``
+binding in ``_hashing``, ``routing._kernels``, ``_plan`` and ``compat._native``
 validates the same way, reports positions the same way and runs the same
 way.  Nothing here is public; the module has no Python-level API.
 """

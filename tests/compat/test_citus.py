@@ -16,7 +16,6 @@ import random
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,8 +27,9 @@ from shardhash import plan
 from shardhash.compat import citus
 from shardhash.compat import postgres as pg
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -105,7 +105,7 @@ def test_explicit_ranges_after_a_split() -> None:
     words = [f"tenant-{i}" for i in range(20_000)]
     h = pg.hash32_array(words, "text")
     got = r.route_many(words)
-    for w, hv, g in zip(words[:500], h[:500], got[:500]):
+    for _w, hv, g in zip(words[:500], h[:500], got[:500]):
         assert ranges[g][0] <= hv <= ranges[g][1]
     rep = plan.diff(old, r, words)
     # Only keys of the split shard s1 change shard name.

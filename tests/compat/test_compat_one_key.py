@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
 from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
+from shardhash.routing import Router
 
 
 class StrSub(str):
@@ -56,14 +59,14 @@ def _keys() -> list[object]:
     return TEXTS + [t.encode("utf-8") for t in TEXTS] + INTS + ODD
 
 
-def _outcome(f, key):
+def _outcome(f: Callable[[Any], Any], key: Any) -> tuple[Any, ...]:
     try:
         return ("ok", f(key))
     except Exception as e:  # noqa: BLE001 -- the exception itself is compared
         return ("raise", type(e), str(e))
 
 
-def _check_router(r, keys, *, batch=True):
+def _check_router(r: Router, keys: list[Any], *, batch: bool = True) -> None:
     """route_index (C where it applies) == _route_index_slow (Python) and
     route == shards[route_index]; route_many([k]) agrees when it routes."""
     assert r._keymode_native()  # route/route_index run compat/_native's C function
@@ -86,7 +89,7 @@ NODES = [f"10.0.0.{i}:11211" for i in range(10)] + ["cache:22122", ("host-b", 11
 
 
 @pytest.mark.parametrize(("flavor", "key_hash"), [(f, None) for f in ketama.FLAVORS] + [("twemproxy", "md5")])
-def test_ketama_scalar_paths(flavor, key_hash):
+def test_ketama_scalar_paths(flavor: str, key_hash: str | None) -> None:
     r = ketama.KetamaRouter(NODES, weights=[1, 2, 3, 1, 1, 5, 1, 1, 1, 2, 1, 1], flavor=flavor, key_hash=key_hash)
     _check_router(r, _keys())
     # the C path agrees with the continuum lookup of key_hash for the keys it takes
@@ -96,7 +99,7 @@ def test_ketama_scalar_paths(flavor, key_hash):
         assert r.route_index(k) == r._hash_to_index(r.key_hash(k))
 
 
-def test_redis_scalar_paths():
+def test_redis_scalar_paths() -> None:
     for k in _keys():
         assert _outcome(redis.keyslot, k) == _outcome(redis._keyslot_py, k), k
     r = redis.ClusterRouter(redis.even_slot_ranges(["a", "b", "c", "d", "e"]))
@@ -105,7 +108,7 @@ def test_redis_scalar_paths():
     assert redis.keyslot_array(ks).tolist() == [redis.keyslot(k) for k in ks]
 
 
-def test_cassandra_scalar_paths():
+def test_cassandra_scalar_paths() -> None:
     for k in _keys():
         assert _outcome(cassandra.token, k) == _outcome(cassandra._token_py, k), k
     ring = {"n1": cassandra.evenly_spaced_tokens(3)[:1], "n2": [-2, 5], "n3": [2**62, -(2**62)]}
@@ -122,10 +125,11 @@ def test_cassandra_scalar_paths():
 @pytest.mark.parametrize("types", [("int2",), ("int4",), ("int8",), ("bigint",), ("text",), ("varchar",),
                                    ("bpchar",), ("bytea",), ("uuid",), ("date",), ("timestamp",),
                                    ("timestamptz",), ("float8",), ("int4", "text"), ("text", "int8", "date")])
-def test_postgres_scalar_paths(types):
+def test_postgres_scalar_paths(types: tuple[str, ...]) -> None:
     r = postgres.HashPartitionRouter([f"p{i}" for i in range(7)], types)
     assert r._keymode_native()
-    keys = _keys() + [(1, "a"), (None, "a"), (None, None), (5, "x", dt.date(2001, 1, 1)), ("x", 5, dt.date(2001, 1, 1)), ("y", None, dt.date(1, 1, 1)), (1, 2, None),
+    keys = _keys() + [(1, "a"), (None, "a"), (None, None), (5, "x", dt.date(2001, 1, 1)),
+                      ("x", 5, dt.date(2001, 1, 1)), ("y", None, dt.date(1, 1, 1)), (1, 2, None),
                       (dt.datetime(2262, 4, 11), dt.datetime(1, 1, 1)), (uuid.UUID(int=0),)]
     handled = 0
     for k in keys:
@@ -136,29 +140,30 @@ def test_postgres_scalar_paths(types):
     for t in set(types):
         for k in _keys():
             for seed in (postgres.HASH_PARTITION_SEED, 0, 7, -1, 2**64 - 1, 2**64, True):
-                assert _outcome(lambda v: postgres.hash_extended(v, t, seed), k) == \
-                    _outcome(lambda v: postgres._hash_extended_py(v, t, seed), k), (t, k, seed)
+                got = _outcome(lambda v: postgres.hash_extended(v, t, seed), k)  # noqa: B023 (called at once)
+                want = _outcome(lambda v: postgres._hash_extended_py(v, t, seed), k)  # noqa: B023 (called at once)
+                assert got == want, (t, k, seed)
 
 
-def test_postgres_incomplete_bounds_raise_like_python():
+def test_postgres_incomplete_bounds_raise_like_python() -> None:
     r = postgres.HashPartitionRouter(["p0", "p1"], ("int8",), bounds=[(4, 0), (4, 1)])
     for k in range(40):
         assert _outcome(r.route_index, k) == _outcome(r._route_index_slow, k)
 
 
 @pytest.mark.parametrize("type_name", ["int4", "int8", "int2", "text", "bytea", "uuid", "date"])
-def test_citus_scalar_paths(type_name):
+def test_citus_scalar_paths(type_name: str) -> None:
     r = citus.CitusRouter([f"s{i}" for i in range(5)], type_name)
     _check_router(r, _keys())
 
 
 @pytest.mark.parametrize("vindex", ["hash", "xxhash"])
-def test_vitess_scalar_paths(vindex):
+def test_vitess_scalar_paths(vindex: str) -> None:
     r = vitess.VitessRouter(vitess.even_shard_names(4), vindex)
     _check_router(r, _keys())
 
 
-def test_mongo_scalar_paths():
+def test_mongo_scalar_paths() -> None:
     r = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(6), ["a", "b", "c"])
     _check_router(r, _keys() + [float("inf"), -float("inf"), 2.0**63, -(2.0**63), 1e300, 3.0])
     big = mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(200), ["a", "b"])
@@ -168,7 +173,7 @@ def test_mongo_scalar_paths():
 # -- small batches ---------------------------------------------------------------
 
 
-def _routers():
+def _routers() -> Iterator[Router]:
     yield ketama.KetamaRouter(NODES, flavor="libketama")
     yield ketama.KetamaRouter(NODES, flavor="uhashring")
     yield ketama.KetamaRouter(NODES, flavor="twemproxy")
@@ -184,7 +189,7 @@ def _routers():
     yield mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(6), ["a", "b", "c"])
 
 
-def _batches(n):
+def _batches(n: int) -> list[Any]:
     ints = list(range(-n // 2, n - n // 2))
     return [ints, [f"user:{i}" for i in range(n)], [f"user:{i}".encode() for i in range(n)],
             [(i, f"t{i}") for i in range(n)], [f"ключ{i}" for i in range(n)],
@@ -193,13 +198,13 @@ def _batches(n):
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 16, 63, 64, 65, 100])
-def test_compat_route_many_small_equals_general(n):
+def test_compat_route_many_small_equals_general(n: int) -> None:
     """route_many on small inputs (one pass in C) == the general path
     (threads=1 skips the small path) == route_index key by key."""
     for r in _routers():
         for keys in _batches(n):
-            small = _outcome(lambda k: r.route_many(k).tolist(), keys)
-            general = _outcome(lambda k: r.route_many(k, threads=1).tolist(), keys)
+            small = _outcome(lambda k: r.route_many(k).tolist(), keys)  # noqa: B023 (called at once)
+            general = _outcome(lambda k: r.route_many(k, threads=1).tolist(), keys)  # noqa: B023 (called at once)
             assert small == general, (type(r).__name__, n, keys[:3])
             one = [_outcome(r.route_index, k) for k in list(keys)]
             if small[0] == "ok" and all(o[0] == "ok" for o in one):  # (blob routers take str only in batches)
@@ -207,7 +212,7 @@ def test_compat_route_many_small_equals_general(n):
 
 
 @pytest.mark.parametrize("n", [0, 1, 16, 64, 65])
-def test_compat_array_functions_small_equal_general(n):
+def test_compat_array_functions_small_equal_general(n: int) -> None:
     for keys in _batches(n):
         assert _outcome(lambda k: redis.keyslot_array(k).tolist(), keys) == \
             _outcome(lambda k: redis.keyslot_array(k, threads=1).tolist(), keys)
@@ -218,12 +223,13 @@ def test_compat_array_functions_small_equal_general(n):
             _outcome(lambda k: cassandra.token_array(k, threads=1).tolist(), keys)
         for t in ("int8", "int4", "int2", "text", "bpchar", "bytea", "float8"):
             for seed in (postgres.HASH_PARTITION_SEED, 0, -3, 2**64 - 1):
-                a = _outcome(lambda k: postgres.hash_extended_array(k, t, seed).tolist(), keys)
-                b = _outcome(lambda k: postgres.hash_extended_array(k, t, seed, threads=1).tolist(), keys)
+                a = _outcome(lambda k: postgres.hash_extended_array(k, t, seed).tolist(), keys)  # noqa: B023 (called at once)
+                b = _outcome(lambda k: postgres.hash_extended_array(k, t, seed, threads=1).tolist(),  # noqa: B023
+                             keys)
                 assert a == b, (t, seed, n)
 
 
-def test_one_key_paths_from_many_threads():
+def test_one_key_paths_from_many_threads() -> None:
     """Routers are immutable: their C one-key paths may run on many threads
     at once and give the one-shot answers."""
     import threading

@@ -11,7 +11,6 @@ import os
 import random
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +18,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardhash.compat import _guava_py as ref
+from shardhash._reference import guava as ref
 from shardhash.compat import guava
+from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 GUAVA_JARS = ("/usr/share/java/guava.jar",)
 
 JAVA_ORACLE = """\
@@ -43,10 +44,6 @@ public class GuavaOracle {
     }
 }
 """
-
-
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
 
 
 def load_vectors() -> list[tuple[int, int, int]]:
@@ -115,9 +112,7 @@ def guava_oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     elif not javac or not java:
         why = "javac/java not found (Debian: default-jdk-headless)"
     if why is not None or jar is None or javac is None:
-        if oracle_required():
-            pytest.fail(f"Guava oracle missing in CI: {why}")
-        pytest.skip(f"Guava oracle not available: {why}")
+        oracle_missing("Guava oracle", why or "javac/java not found")
     d = tmp_path_factory.mktemp("guava")
     (d / "GuavaOracle.java").write_text(JAVA_ORACLE)
     subprocess.run([javac, "-cp", jar, "GuavaOracle.java"], cwd=d, check=True, timeout=120)

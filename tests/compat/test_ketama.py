@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
 import random
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import pytest
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import ketama as ref
 from shardhash.compat import ketama
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
+from tests.compat._live import twemproxy_placement
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 
-CONFIGS = {  # as in tools/make_compat_vectors_b.py
+CONFIGS = {  # as in tools/make_compat_vectors.py
     "three": (["10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"], [1, 1, 1]),
     "weighted5": ([f"10.0.0.{i}:11211" for i in range(1, 6)], [439, 81, 945, 259, 301]),
     "named": (["cache-a", "cache-b", "cache-c", "cache-d"], [5, 1, 1, 3]),
@@ -33,17 +36,11 @@ CONFIGS = {  # as in tools/make_compat_vectors_b.py
 }
 
 
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
-
-
-def _uhashring():  # type: ignore[no-untyped-def]
+def _uhashring() -> Any:
     try:
         import uhashring
     except ImportError as e:
-        if oracle_required():
-            pytest.fail(f"uhashring missing in CI: {e}")
-        pytest.skip(f"uhashring not installed: {e}")
+        oracle_missing("uhashring", str(e))
     return uhashring
 
 
@@ -212,7 +209,7 @@ def test_bucket_index_matches_binary_search() -> None:
         for bits in (1, 4, 12, 16):
             idx = _native.ketama_bucket_index(r.points, bits)
             assert (_native.ketama_lookup(r.points, r.point_owners, upper, h, None, idx) == plain).all()
-        side = "right" if upper else "left"
+        side: Literal["left", "right"] = "right" if upper else "left"
         pos = np.searchsorted(r.points, h, side=side) % len(r.points)
         assert (plain == r.point_owners[pos]).all()
 
@@ -273,146 +270,33 @@ def test_twemproxy_golden_vectors() -> None:
     assert ketama.KetamaRouter(["a:1"], flavor="twemproxy").key_hash_name == "fnv1a_64"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _resp(sock: object, cmds: list[list[bytes]]) -> list[bytes]:
-    buf = bytearray()
-    for c in cmds:
-        buf += b"*%d\r\n" % len(c)
-        for a in c:
-            buf += b"$%d\r\n" % len(a) + a + b"\r\n"
-    sock.sendall(bytes(buf))  # type: ignore[attr-defined]
-    data = b""
-    while data.count(b"\r\n") < len(cmds):
-        chunk = sock.recv(1 << 16)  # type: ignore[attr-defined]
-        if not chunk:
-            raise RuntimeError("connection closed")
-        data += chunk
-    return data.split(b"\r\n")[: len(cmds)]
-
-
 @pytest.mark.oracle
 @pytest.mark.parametrize("key_hash", ["md5", "fnv1a_64"])
 def test_live_twemproxy(key_hash: str, tmp_path: Path) -> None:
     import shutil
-    import socket
-    import subprocess
-    import time
 
     missing = [b for b in ("nutcracker", "redis-server") if shutil.which(b) is None]
     if missing:
-        if oracle_required():
-            pytest.fail(f"twemproxy oracle missing in CI: {', '.join(missing)} not found")
-        pytest.skip(f"twemproxy oracle not available: {', '.join(missing)} not found")
-    ports = [_free_port() for _ in range(4)]
-    pids: list[int] = []
-    try:
-        for p in ports:
-            subprocess.run(["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no", "--daemonize", "yes", "--dir", str(tmp_path),
-                            "--pidfile", f"{tmp_path}/r{p}.pid", "--logfile", f"{tmp_path}/r{p}.log"], check=True)
-        for p in ports:
-            for _ in range(100):
-                if (tmp_path / f"r{p}.pid").exists():
-                    break
-                time.sleep(0.05)
-            pids.append(int((tmp_path / f"r{p}.pid").read_text().strip()))
-        weights = [1, 2, 3, 1]
-        listen = _free_port()
-        conf = (f"pool:\n  listen: 127.0.0.1:{listen}\n  hash: {key_hash}\n  distribution: ketama\n"
-                "  redis: true\n  auto_eject_hosts: false\n  servers:\n"
-                + "".join(f"   - 127.0.0.1:{p}:{w}\n" for p, w in zip(ports, weights)))
-        (tmp_path / "nutcracker.yml").write_text(conf)
-        proxy = subprocess.Popen(["nutcracker", "-c", str(tmp_path / "nutcracker.yml"),
-                                  "-o", str(tmp_path / "nutcracker.log")])
-        rng = random.Random(7)
-        keys = list(dict.fromkeys(
-            [f"user:{i}".encode() for i in range(1500)] +
-            [bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 16))) for _ in range(1500)]))
-        try:
-            for _ in range(200):
-                try:
-                    s = socket.create_connection(("127.0.0.1", listen), timeout=30)
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            else:
-                pytest.fail("nutcracker did not start: " + (tmp_path / "nutcracker.log").read_text()[-500:])
-            with s:
-                assert all(r == b"+OK" for r in _resp(s, [[b"SET", k, b"1"] for k in keys]))
-        finally:
-            proxy.terminate()
-            proxy.wait()
-        owner = [-1] * len(keys)
-        for i, p in enumerate(ports):
-            with socket.create_connection(("127.0.0.1", p), timeout=30) as c:
-                for j, r in enumerate(_resp(c, [[b"EXISTS", k] for k in keys])):
-                    if r == b":1":
-                        owner[j] = i
-    finally:
-        for pid in pids:
-            os.kill(pid, 15)
-    r = ketama.KetamaRouter([f"127.0.0.1:{p}" for p in ports], weights, "twemproxy", key_hash=key_hash)
+        oracle_missing("twemproxy oracle", f"{', '.join(missing)} not found")
+    weights = [1, 2, 3, 1]
+    rng = random.Random(7)
+    keys = list(dict.fromkeys(
+        [f"user:{i}".encode() for i in range(1500)] +
+        [bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 16))) for _ in range(1500)]))
+    servers, owner = twemproxy_placement(keys, key_hash, weights, tmp_path)
+    r = ketama.KetamaRouter(servers, weights, "twemproxy", key_hash=key_hash)
     assert -1 not in owner
     assert r.route_many(keys).tolist() == owner
 
 
 # ------------------------------------------------------------- libmemcached
 
-LIBMEMCACHED_PROGRAM = r"""
-/* argv: host port weight triples; stdin: one hex key per line;
- * stdout: memcached_generate_hash (the server index) per key. */
-#include <libmemcached/memcached.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv) {
-    memcached_st *m = memcached_create(NULL);
-    char line[4096], key[2048];
-    int i;
-    for (i = 1; i + 2 < argc; i += 3)
-        memcached_server_add_with_weight(m, argv[i], (in_port_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
-    memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
-    while (fgets(line, sizeof line, stdin)) {
-        size_t n = strcspn(line, "\r\n"), k;
-        for (k = 0; k + 1 < n; k += 2) {
-            unsigned v;
-            sscanf(line + k, "%2x", &v);
-            key[k / 2] = (char)v;
-        }
-        printf("%u\n", memcached_generate_hash(m, key, n / 2));
-    }
-    memcached_free(m);
-    return 0;
-}
-"""
-
-
 @pytest.mark.oracle
 def test_live_libmemcached(tmp_path: Path) -> None:
-    import shutil
-    import subprocess
-
-    def missing(why: str) -> None:
-        if oracle_required():
-            pytest.fail(f"libmemcached oracle missing in CI: {why}")
-        pytest.skip(f"libmemcached oracle not available: {why}")
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or shutil.which("pkg-config") is None:
-        missing("no C compiler or pkg-config")
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmemcached"], capture_output=True, text=True)
-    if flags.returncode != 0:
-        missing("libmemcached (libmemcached-dev) not installed")
-    (tmp_path / "mc.c").write_text(LIBMEMCACHED_PROGRAM)
-    exe = tmp_path / "mc"
-    subprocess.run([cc, str(tmp_path / "mc.c"), "-o", str(exe), *flags.stdout.split()], check=True)
+    try:
+        exe = ref.build_libmemcached_oracle(tmp_path)
+    except LookupError as e:
+        oracle_missing("libmemcached oracle", str(e))
     rng = random.Random(11)
     configs = [
         [("10.0.0.1", 11211, 1), ("10.0.0.2", 11211, 1), ("10.0.0.3", 11211, 1)],
@@ -424,11 +308,8 @@ def test_live_libmemcached(tmp_path: Path) -> None:
     for conf in configs:
         keys = [f"key{i}".encode() for i in range(1500)] + \
             [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 20))) for _ in range(1500)]
-        args = [str(x) for c in conf for x in c]
-        out = subprocess.run([str(exe), *args], input="\n".join(k.hex() for k in keys) + "\n",
-                             capture_output=True, text=True, check=True).stdout.split()
         r = ketama.KetamaRouter([(h, p) for h, p, _ in conf], [w for _, _, w in conf], "libmemcached")
-        assert r.route_many(keys).tolist() == [int(x) for x in out]
+        assert r.route_many(keys).tolist() == ref.libmemcached_servers(exe, conf, keys)
         total += len(keys)
     assert total >= 10_000
 

@@ -20,7 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardhash.compat import _native_b_py, _pg_py, cassandra, redis
+from shardhash._reference import cassandra as cassandra_ref
+from shardhash._reference import postgres as pg_ref
+from shardhash._reference import redis as redis_ref
+from shardhash.compat import cassandra, redis
 from shardhash.compat import postgres as pg
 
 pa = pytest.importorskip("pyarrow")
@@ -46,7 +49,7 @@ def _layouts(ks: list[bytes], pad: list[bytes]) -> list[object]:
 @SETTINGS
 @given(keys, st.lists(key, max_size=4))
 def test_cassandra_token_array_matches_the_reference(ks: list[bytes], pad: list[bytes]) -> None:
-    want = [_native_b_py.cassandra_token(k) for k in ks]
+    want = [cassandra_ref.cassandra_token(k) for k in ks]
     for data in _layouts(ks, pad):
         assert cassandra.token_array(data).tolist() == want
     assert cassandra.token_array(ks, threads=2).tolist() == want
@@ -55,7 +58,7 @@ def test_cassandra_token_array_matches_the_reference(ks: list[bytes], pad: list[
 @SETTINGS
 @given(keys, st.lists(key, max_size=4))
 def test_redis_keyslot_array_matches_the_reference(ks: list[bytes], pad: list[bytes]) -> None:
-    want = [_native_b_py.redis_keyslot(k) for k in ks]
+    want = [redis_ref.redis_keyslot(k) for k in ks]
     for data in _layouts(ks, pad):
         assert redis.keyslot_array(data).tolist() == want
     assert redis.keyslot_array(ks, threads=2).tolist() == want
@@ -64,7 +67,7 @@ def test_redis_keyslot_array_matches_the_reference(ks: list[bytes], pad: list[by
 @SETTINGS
 @given(st.lists(st.text(st.sampled_from("{}az|é€\U0001f600:"), max_size=30), max_size=40))
 def test_redis_keyslot_array_of_text_matches_the_reference(ks: list[str]) -> None:
-    want = [_native_b_py.redis_keyslot(k.encode()) for k in ks]
+    want = [redis_ref.redis_keyslot(k.encode()) for k in ks]
     assert redis.keyslot_array(ks).tolist() == want
     assert redis.keyslot_array(pa.array(ks, pa.string())).tolist() == want
 
@@ -72,8 +75,8 @@ def test_redis_keyslot_array_of_text_matches_the_reference(ks: list[str]) -> Non
 @settings(SETTINGS, max_examples=50)
 @given(keys, st.lists(key, max_size=4), st.sampled_from([0, pg.HASH_PARTITION_SEED, 1, 2**64 - 1]))
 def test_postgres_varlen_kernels_match_the_reference(ks: list[bytes], pad: list[bytes], seed: int) -> None:
-    want_ext = [_pg_py.hash_bytes_extended(k, seed) for k in ks]
-    want_32 = [_pg_py._signed32(_pg_py.hash_bytes(k)) for k in ks]
+    want_ext = [pg_ref.hash_bytes_extended(k, seed) for k in ks]
+    want_32 = [pg_ref._signed32(pg_ref.hash_bytes(k)) for k in ks]
     for data in (ks, pa.array(pad + ks + pad, pa.binary()).slice(len(pad), len(ks))):
         assert pg.hash_extended_array(data, "bytea", seed).tolist() == want_ext
         assert pg.hash32_array(data, "bytea").tolist() == want_32
@@ -84,8 +87,8 @@ def test_every_length_at_every_offset() -> None:
     # every length 0..17 in the same Arrow buffer.
     rng = np.random.default_rng(5)
     ks = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in range(71)]
-    want_t = [_native_b_py.cassandra_token(k) for k in ks]
-    want_s = [_native_b_py.redis_keyslot(k) for k in ks]
+    want_t = [cassandra_ref.cassandra_token(k) for k in ks]
+    want_s = [redis_ref.redis_keyslot(k) for k in ks]
     for lead in range(18):
         arr = pa.array([b"{" * lead] + ks, pa.binary()).slice(1)
         assert cassandra.token_array(arr).tolist() == want_t
@@ -100,11 +103,12 @@ def test_sequence_keys_stay_alive_and_unchanged() -> None:
     ks += ["tëxt-{é}" * (i % 5) for i in range(300)]
     ks += [bytearray(b"{ba}x"), memoryview(b"mv-key-0123456789")]
     before = list(ks)
-    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks if isinstance(k, (str, bytes, bytearray, memoryview))]
+    raw = [k.encode() if isinstance(k, str) else bytes(k)
+           for k in ks if isinstance(k, (str, bytes, bytearray, memoryview))]
     assert len(raw) == len(ks)
     gc.collect()
-    assert cassandra.token_array(ks).tolist() == [_native_b_py.cassandra_token(k) for k in raw]
-    assert redis.keyslot_array(ks).tolist() == [_native_b_py.redis_keyslot(k) for k in raw]
+    assert cassandra.token_array(ks).tolist() == [cassandra_ref.cassandra_token(k) for k in raw]
+    assert redis.keyslot_array(ks).tolist() == [redis_ref.redis_keyslot(k) for k in raw]
     assert ks == before
 
 

@@ -12,18 +12,18 @@ import json
 import math
 import random
 import struct
-from pathlib import Path
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import mongo as ref
 from shardhash.compat import mongo
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 
 
 def _value(kind: str, text: str) -> object:

@@ -2,8 +2,8 @@
 
 Three layers of evidence:
 * frozen golden vectors (tests/vectors/compat/postgres_*.tsv, produced by
-  tools/make_compat_vectors_a.py from a real PostgreSQL 15 server);
-* the pure-Python reference (compat/_pg_py.py) against the compiled kernels,
+  tools/make_compat_vectors.py from a real PostgreSQL 15 server);
+* the pure-Python reference (shardhash._reference.postgres) against the compiled kernels,
   with Hypothesis;
 * a live PostgreSQL server when one is configured (SHARDHASH_PG_DSN, started
   by .ci/pre.d/10-postgres.sh): >= 10,000 values per type through the
@@ -23,7 +23,6 @@ import shutil
 import struct
 import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,20 +30,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardhash.compat import _pg_py as ref
+from shardhash._reference import postgres as ref
 from shardhash.compat import postgres as pg
+from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 M64 = (1 << 64) - 1
 SEEDS = (pg.HASH_PARTITION_SEED, 0, -1234567890123456789 & M64)
 
 
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
-
-
 # ---------------------------------------------------------------- encoding
-# Golden-vector value encoding (shared with tools/make_compat_vectors_a.py):
+# Golden-vector value encoding (shared with tools/make_compat_vectors.py):
 # JSON for text, hex for bytea, ISO 8601 for dates and times, float.hex()
 # for floats ("nan" for NaN), decimal for integers.
 
@@ -247,17 +244,15 @@ def psql() -> Psql:
         why = "psql is not installed"
     elif not dsn:
         why = "no PostgreSQL server configured (set SHARDHASH_PG_DSN; .ci/pre.d/10-postgres.sh starts one)"
-    if why is None:
-        p = Psql(exe, dsn)  # type: ignore[arg-type]
+    if exe and why is None:
+        p = Psql(exe, dsn)
         try:
             if p.run("SELECT current_setting('server_version_num')::int >= 110000;") != [["t"]]:
                 why = "PostgreSQL 11 or later is needed"
         except (AssertionError, OSError, subprocess.TimeoutExpired) as exc:
             why = f"cannot reach PostgreSQL at {dsn!r}: {exc}"
     if why is not None:
-        if oracle_required():
-            pytest.fail(f"PostgreSQL oracle missing in CI: {why}")
-        pytest.skip(f"PostgreSQL oracle not available: {why}")
+        oracle_missing("PostgreSQL oracle", why)
     return p
 
 
@@ -413,7 +408,7 @@ def routed_rows(psql: Psql, types: tuple[str, ...], bounds: list[tuple[int, int]
               f"WITH ins AS (INSERT INTO p SELECT * FROM src RETURNING i, tableoid::regclass::text AS part)\n"
               f"SELECT i, part FROM ins ORDER BY i;\n")
     out = []
-    for i, part in psql.run(script):
+    for _i, part in psql.run(script):
         _, m, r = part.rsplit(".", 1)[-1].split("_")
         out.append((int(m), int(r)))
     assert len(out) == len(rows)

@@ -10,15 +10,13 @@ started here when redis-server is installed.
 from __future__ import annotations
 
 import binascii
+import contextlib
 import os
 import random
 import shutil
 import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -26,21 +24,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import redis as ref
 from shardhash.compat import redis
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
+from tests.compat._live import cluster_redis, keyslots
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 
 
-def oracle_required() -> bool:
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
-
-
-def _missing(why: str) -> None:
-    if oracle_required():
-        pytest.fail(f"Redis oracle missing in CI: {why}")
-    pytest.skip(f"Redis oracle not available: {why}")
+def _missing(why: str) -> NoReturn:
+    oracle_missing("Redis oracle", why)
 
 
 def _rows() -> list[tuple[bytes, int]]:
@@ -109,69 +104,27 @@ def test_arrow_and_numpy_inputs() -> None:
 # ------------------------------------------------------------------ the oracle
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _resp_keyslots(sock: socket.socket, keys: list[bytes]) -> list[int]:
-    buf = bytearray()
-    for k in keys:
-        buf += b"*3\r\n$7\r\nCLUSTER\r\n$7\r\nKEYSLOT\r\n$%d\r\n" % len(k) + k + b"\r\n"
-    sock.sendall(bytes(buf))
-    out: list[int] = []
-    data = b""
-    while len(out) < len(keys):
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise RuntimeError("redis closed the connection")
-        data += chunk
-        *lines, data = data.split(b"\r\n")
-        for line in lines:
-            assert line.startswith(b":"), line
-            out.append(int(line[1:]))
-    return out
-
-
 @pytest.fixture(scope="module")
 def redis_conn() -> Iterator[socket.socket]:
     path = os.environ.get("SHARDHASH_REDIS_SOCKET")
     port = os.environ.get("SHARDHASH_REDIS_PORT")
-    tmp = None
-    proc_pid = None
-    if not path and not port:
-        server = shutil.which("redis-server")
-        if server is None:
-            _missing("no SHARDHASH_REDIS_SOCKET / SHARDHASH_REDIS_PORT and no redis-server on PATH")
-        tmp = tempfile.mkdtemp(prefix="shardhash-redis-")
-        path = f"{tmp}/redis.sock"
-        subprocess.run([server, "--port", "0", "--bind", "127.0.0.1", "--cluster-port", str(_free_port()), "--unixsocket", path, "--cluster-enabled", "yes",
-                        "--cluster-config-file", f"{tmp}/nodes.conf", "--dir", tmp, "--save", "",
-                        "--appendonly", "no", "--daemonize", "yes", "--pidfile", f"{tmp}/redis.pid",
-                        "--logfile", f"{tmp}/redis.log"], check=True)
-        for _ in range(100):
-            if os.path.exists(path) and os.path.exists(f"{tmp}/redis.pid"):
-                break
-            time.sleep(0.05)
-        proc_pid = int(Path(f"{tmp}/redis.pid").read_text().strip())
-    try:
-        if path:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(path)
-        else:
-            s = socket.create_connection((os.environ.get("SHARDHASH_REDIS_HOST", "127.0.0.1"), int(port or 0)))
-    except OSError as e:
-        _missing(f"cannot connect to redis-server: {e}")
-    s.settimeout(30)
-    try:
-        yield s
-    finally:
-        s.close()
-        if proc_pid is not None:
-            os.kill(proc_pid, 15)
-            time.sleep(0.1)
-            shutil.rmtree(tmp or "", ignore_errors=True)
+    with contextlib.ExitStack() as stack:
+        if not path and not port:
+            server = shutil.which("redis-server")
+            if server is None:
+                _missing("no SHARDHASH_REDIS_SOCKET / SHARDHASH_REDIS_PORT and no redis-server on PATH")
+            path = stack.enter_context(cluster_redis(server))
+        try:
+            if path:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(path)
+            else:
+                s = socket.create_connection((os.environ.get("SHARDHASH_REDIS_HOST", "127.0.0.1"), int(port or 0)))
+        except OSError as e:
+            _missing(f"cannot connect to redis-server: {e}")
+        s.settimeout(30)
+        with s:
+            yield s
 
 
 @pytest.mark.oracle
@@ -182,7 +135,7 @@ def test_live_cluster_keyslot(redis_conn: socket.socket) -> None:
     keys += [bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 10))) for _ in range(5000)]
     keys += [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 64))) for _ in range(5000)]
     keys += [f"{{user{rng.randrange(1000)}}}:{i}".encode() for i in range(1000)]
-    expect = _resp_keyslots(redis_conn, keys)
+    expect = keyslots(redis_conn, keys)
     assert len(expect) >= 10_000
     got = redis.keyslot_array(keys)
     bad = [(k, int(g), e) for k, g, e in zip(keys, got, expect) if g != e]

@@ -8,7 +8,7 @@ from pycryptodome and xxh64 values from the xxhash package.
 from __future__ import annotations
 
 import random
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -16,11 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardhash import plan
-from shardhash.compat import _native_b_py as ref
+from shardhash._reference import vitess as ref
 from shardhash.compat import vitess
 from shardhash.routing import load_router
+from tests._support import VECTORS as VECTOR_ROOT
 
-VECTORS = Path(__file__).parent.parent / "vectors" / "compat"
+VECTORS = VECTOR_ROOT / "compat"
 
 
 def _rows() -> list[tuple[str, str, str, str, str]]:
@@ -28,15 +29,17 @@ def _rows() -> list[tuple[str, str, str, str, str]]:
     for line in (VECTORS / "vitess.tsv").read_text(encoding="utf-8").splitlines():
         if not line or line.startswith("#") or line.startswith("vindex"):
             continue
-        out.append(tuple(line.split("\t")))  # type: ignore[arg-type]
-    return out  # type: ignore[return-value]
+        vindex, kind, value, ksid, source = line.split("\t")
+        out.append((vindex, kind, value, ksid, source))
+    return out
 
 
 ROWS = _rows()
 
 
 def _value(kind: str, text: str) -> object:
-    return {"int": lambda t: int(t), "str": lambda t: t, "null": lambda t: None}[kind](text)
+    parse: dict[str, Callable[[str], object]] = {"int": int, "str": str, "null": lambda t: None}
+    return parse[kind](text)
 
 
 def test_golden_vectors() -> None:

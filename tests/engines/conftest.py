@@ -9,27 +9,17 @@ import importlib
 import os
 import shutil
 import sys
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
 
+from shardhash.routing import Router
+from tests._support import child_env, oracle_required
 
-def oracle_required() -> bool:
-    """In CI a missing engine is a failure; on a developer machine a skip (as tests/conftest.py)."""
-    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
+__all__ = ["child_env"]  # re-exported for the engine tests
 
-
-def child_env(**extra: str) -> dict[str, str]:
-    """os.environ for a child Python that imports the same shardhash as this run (as tests/conftest.py)."""
-    from pathlib import Path
-
-    import shardhash
-
-    src = str(Path(shardhash.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env.update(extra)
-    return env
 
 # Keep every engine on the loopback interface, and let Ray's memory monitor
 # leave the workers of a shared machine alone (set before Ray is imported).
@@ -43,7 +33,7 @@ N_FILES = 8
 SWEEP_IDS = 80_000
 
 
-def need(module: str, what: str) -> object:
+def need(module: str, what: str) -> ModuleType:
     """Import ``module`` or fail (CI) / skip (elsewhere) naming what is missing."""
     try:
         return importlib.import_module(module)
@@ -54,7 +44,7 @@ def need(module: str, what: str) -> object:
         pytest.skip(msg)
 
 
-def compat_routers() -> dict:
+def compat_routers() -> dict[str, Router]:
     from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
 
     return {
@@ -69,12 +59,12 @@ def compat_routers() -> dict:
     }
 
 
-def sweep_routers() -> tuple[dict, dict]:
+def sweep_routers() -> tuple[dict[str, Router], dict[str, Router]]:
     """Every router type (native and compat): ``(for integer ids, for string ids)``.
 
     A key-prefix router reads tuple keys, not an id column, so it is left out.
     """
-    from _router_cases import ALL_ROUTERS
+    from tests._router_cases import ALL_ROUTERS
 
     routers = {k: f() for k, f in ALL_ROUTERS.items() if k != "jump_prefix"}
     routers.update(compat_routers())
@@ -92,7 +82,7 @@ def _write(path: str, table: object) -> None:
 
 
 @pytest.fixture(scope="session")
-def data(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """1M int64 ids with a weight column over 8 Parquet files, and smaller
     int (int32 range) and string sets for the all-types sweep."""
     pa = need("pyarrow", "pyarrow")
@@ -100,7 +90,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict:
     rng = np.random.default_rng(20261201)
     ids = rng.integers(-(1 << 62), 1 << 62, N_IDS, dtype=np.int64)
     w = rng.integers(0, 5000, N_IDS).astype(np.int64)
-    out: dict = {"ids": ids, "w": w}
+    out: dict[str, Any] = {"ids": ids, "w": w}
     main = root / "main"
     main.mkdir()
     for i, (a, b) in enumerate(zip(np.array_split(ids, N_FILES), np.array_split(w, N_FILES))):
@@ -120,7 +110,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict:
     nulls = root / "nulls"
     nulls.mkdir()
     for i in range(4):
-        vals: list = list(range(i * 10_000, (i + 1) * 10_000))
+        vals: list[Any] = list(range(i * 10_000, (i + 1) * 10_000))
         if i == 3:
             vals[1234] = None
         _write(str(nulls / f"part-{i}.parquet"), pa.table({"id": pa.array(vals, pa.int64())}))
@@ -135,7 +125,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def worker_env() -> object:
+def worker_env() -> Any:
     """Engines' worker processes import the same shardhash as this run."""
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     env = child_env()
@@ -151,12 +141,12 @@ def worker_env() -> object:
 
 
 @pytest.fixture(scope="session")
-def dask_client(worker_env: object) -> object:
+def dask_client(worker_env: Any) -> Any:
     need("dask.dataframe", "dask[dataframe]")
     distributed = need("distributed", "distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,  # type: ignore[attr-defined]
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address="127.0.0.1:0", host="127.0.0.1")
-    client = distributed.Client(cluster)  # type: ignore[attr-defined]
+    client = distributed.Client(cluster)
     try:
         yield client
     finally:
@@ -165,7 +155,7 @@ def dask_client(worker_env: object) -> object:
 
 
 @pytest.fixture(scope="session")
-def spark(worker_env: object) -> object:
+def spark(worker_env: Any) -> Any:
     need("pyspark", "pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         msg = "Spark needs Java 17 (Debian: openjdk-17-jdk-headless)"
@@ -193,10 +183,10 @@ def spark(worker_env: object) -> object:
 
 
 @pytest.fixture(scope="session")
-def ray_ctx(worker_env: object) -> object:
+def ray_ctx(worker_env: Any) -> Any:
     ray = need("ray", "ray[data]")
     need("ray.data", "ray[data]")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 << 20,  # type: ignore[attr-defined]
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 << 20,
              log_to_driver=False, configure_logging=False)
     import ray.data
 
@@ -207,4 +197,4 @@ def ray_ctx(worker_env: object) -> object:
     try:
         yield ray
     finally:
-        ray.shutdown()  # type: ignore[attr-defined]
+        ray.shutdown()

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from shardhash import plan
 from shardhash.cli import main
-from shardhash.routing import JumpRouter, MaglevRouter
+from shardhash.routing import JumpRouter, MaglevRouter, Router
 
 
 @pytest.fixture(scope="module")
-def topologies(tmp_path_factory):
+def topologies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Router, Router, str, str]:
     d = tmp_path_factory.mktemp("topologies")
     old = MaglevRouter([f"db{i}" for i in range(4)])
     new = JumpRouter([f"db{i}" for i in range(5)])
@@ -23,13 +25,13 @@ def topologies(tmp_path_factory):
     return old, new, str(d / "old.json"), str(d / "new.json")
 
 
-def _read_dataset(folder):
+def _read_dataset(folder: str | Path) -> Any:
     import pyarrow.dataset as ds
 
     return ds.dataset(folder, format="parquet", partitioning="hive").to_table()
 
 
-def _check_routed(folder, ids, router, column="shard"):
+def _check_routed(folder: str | Path, ids: Any, router: Router, column: str = "shard") -> None:
     t = _read_dataset(folder)
     got = dict(zip(t.column("id").to_pylist(), [str(x) for x in t.column(column).to_pylist()]))
     assert len(got) == len(ids) == t.num_rows
@@ -39,7 +41,9 @@ def _check_routed(folder, ids, router, column="shard"):
     assert sorted(folders) == sorted(f"{column}={s}" for s in set(want.values()))
 
 
-def test_dask_route_plan_moves_analyze(dask_client, data, topologies, tmp_path, capsys):
+def test_dask_route_plan_moves_analyze(dask_client: Any, data: dict[str, Any],
+                                       topologies: tuple[Router, Router, str, str], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     old, new, old_path, new_path = topologies
     ids, w = data["ids"], data["w"]
     scheduler = dask_client.scheduler.address
@@ -69,7 +73,9 @@ def test_dask_route_plan_moves_analyze(dask_client, data, topologies, tmp_path, 
     assert {s: v["keys"] for s, v in got["shards"].items()} == dict(zip(old.shards, counts.tolist()))
 
 
-def test_cli_refuses_bad_input_before_starting_an_engine(data, topologies, tmp_path, capsys):
+def test_cli_refuses_bad_input_before_starting_an_engine(data: dict[str, Any],
+                                                         topologies: tuple[Router, Router, str, str], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     _, new, _, new_path = topologies
     out = tmp_path / "o"
     assert main(["route", new_path, data["mixed"], "-o", str(out), "--engine", "dask"]) == 2
@@ -85,7 +91,9 @@ def test_cli_refuses_bad_input_before_starting_an_engine(data, topologies, tmp_p
     assert not out.exists()
 
 
-def test_dask_null_id_leaves_no_output(dask_client, data, topologies, tmp_path, capsys):
+def test_dask_null_id_leaves_no_output(dask_client: Any, data: dict[str, Any],
+                                       topologies: tuple[Router, Router, str, str], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     _, _, _, new_path = topologies
     out = tmp_path / "routed"
     rc = main(["route", new_path, data["nulls"], "-o", str(out), "--engine", "dask",
@@ -95,7 +103,8 @@ def test_dask_null_id_leaves_no_output(dask_client, data, topologies, tmp_path, 
     assert not out.exists() and os.listdir(tmp_path) == []
 
 
-def test_spark_route(spark, data, topologies, tmp_path):
+def test_spark_route(spark: Any, data: dict[str, Any], topologies: tuple[Router, Router, str, str],
+                     tmp_path: Path) -> None:
     # (plan --engine spark is shardhash.spark.diff, tested in test_spark.py; the writer is the CLI's own)
     _, new, _, new_path = topologies
     out = tmp_path / "routed"
@@ -103,7 +112,8 @@ def test_spark_route(spark, data, topologies, tmp_path):
     _check_routed(str(out), data["sweep_int_ids"], new)
 
 
-def test_ray_route(ray_ctx, data, topologies, tmp_path):
+def test_ray_route(ray_ctx: Any, data: dict[str, Any], topologies: tuple[Router, Router, str, str],
+                   tmp_path: Path) -> None:
     # (plan --engine ray is shardhash.ray.diff, tested in test_ray.py; the writer is the CLI's own)
     _, new, _, new_path = topologies
     out = tmp_path / "routed"

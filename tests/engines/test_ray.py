@@ -6,13 +6,15 @@ routers are routed side by side in one pass.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import N_FILES, compat_routers, sweep_routers
 
 from shardhash import JumpRouter, MaglevRouter, RingRouter, plan
+
+from .conftest import N_FILES, compat_routers, sweep_routers
 
 # Two actors on two CPUs, each reserving half a CPU so Ray Data's own small
 # tasks (listing files) can run beside them.
@@ -20,26 +22,26 @@ POOL = {"concurrency": 2, "num_cpus": 0.5}
 
 
 @pytest.fixture(scope="module")
-def shr(ray_ctx):
+def shr(ray_ctx: Any) -> ModuleType:
     import shardhash.ray as mod
 
     return mod
 
 
-def _read(ray_ctx, path, **kw):
+def _read(ray_ctx: Any, path: str, **kw: Any) -> Any:
     import ray.data
 
     return ray.data.read_parquet(path, override_num_blocks=N_FILES, **kw)
 
 
-def _table(ds):
+def _table(ds: Any) -> Any:
     import pyarrow as pa
     import ray
 
     return pa.concat_tables(ray.get(ds.to_arrow_refs()))
 
 
-def test_route_and_diff_1m_ids_over_8_files(shr, ray_ctx, data):
+def test_route_and_diff_1m_ids_over_8_files(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     ids, w = data["ids"], data["w"]
     ds = _read(ray_ctx, data["main"])
     old = MaglevRouter([f"db{i}" for i in range(6)])
@@ -53,7 +55,7 @@ def test_route_and_diff_1m_ids_over_8_files(shr, ray_ctx, data):
         assert out.schema.field(col).type.value_type == "string"
         got = out.column(col).combine_chunks().indices.to_numpy()
         assert got[order].tolist() == r.route_many(ids)[ref_order].tolist(), col
-    stats: dict = {}
+    stats: dict[str, Any] = {}
     rep = shr.diff(ds, "id", old, new, weights="w", stats=stats, **POOL)
     assert rep.to_dict() == plan.diff(old, new, ids, weights=w.astype(np.float64)).to_dict()
     # Two actors: the routers were built once in each, whatever the number of batches.
@@ -61,7 +63,7 @@ def test_route_and_diff_1m_ids_over_8_files(shr, ray_ctx, data):
     assert stats["partials"] >= len(stats["builds"])
 
 
-def test_every_router_type(shr, ray_ctx, data):
+def test_every_router_type(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     ints, strs = sweep_routers()
     for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
         out = _table(shr.route(_read(ray_ctx, data[key]), "id", routers, indices=True, **POOL))
@@ -71,7 +73,7 @@ def test_every_router_type(shr, ray_ctx, data):
             assert out.column(name).to_pylist() == r.route_many(values).tolist(), name
 
 
-def test_bad_input(shr, ray_ctx, data):
+def test_bad_input(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     ds = _read(ray_ctx, data["main"])
     with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
         shr.route(ds, "user", JumpRouter(["a"]))

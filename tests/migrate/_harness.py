@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ UPSERT = ("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET nam
 def shard_url(backend: str, root: Path, shard: str) -> str:
     if backend == "sqlite":
         return f"sqlite:{shard}.db"
-    tag = root.name.replace("-", "_")[-20:]
     return f"postgresql:{backend} options='-csearch_path=t{_tag(root)}_{shard}'"
 
 
@@ -41,7 +41,7 @@ def connect(root: Path, shard: str) -> Any:
 
 
 def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: int = 0,
-                 events: bool = False, extra_shards: list[str] = (), backend: str = "sqlite",
+                 events: bool = False, extra_shards: Sequence[str] = (), backend: str = "sqlite",
                  **opts: Any) -> Path:
     """Create the shards, seed ``users`` rows routed by ``router`` and write
     cluster.json; returns its path (the cluster is initialised)."""
@@ -52,9 +52,9 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
     if backend != "sqlite":
         import psycopg
 
-        with psycopg.connect(backend, autocommit=True) as c:
+        with psycopg.connect(backend, autocommit=True) as pg:
             for s in every:
-                c.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+                pg.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
     conns = {s: open_backend(urls[s], root).connect() for s in every}
     ids = list(range(1, users + 1))
     owners = router.route_many(ids).tolist() if users else []

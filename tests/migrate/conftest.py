@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import oracle_required
+from tests._support import oracle_required
 
 
 def pg_dsn() -> str | None:
@@ -48,7 +48,7 @@ def _need_pg() -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def backend(request):
+def backend(request: pytest.FixtureRequest) -> str:
     """'sqlite', or the DSN of a reachable PostgreSQL server."""
     if request.param == "sqlite":
         return "sqlite"

@@ -26,11 +26,13 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, load_router, plan
+from shardhash import JumpRouter, Router, load_router, plan
 from shardhash.migrate import Cluster, Migration, StaleRouteError
 
 from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
@@ -43,7 +45,7 @@ KEYS = 400
 WRITERS = 3
 
 
-def _fork(fn, env: dict[str, str] | None = None) -> int:
+def _fork(fn: Callable[[], object], env: dict[str, str] | None = None) -> int:
     pid = os.fork()
     if pid == 0:  # child
         code = 0
@@ -83,7 +85,7 @@ def _writer(path: str, log: str, wid: int, stop: str, seed: int) -> None:
             time.sleep(rnd.random() * 0.004)
 
 
-def _attempt(path: str, action: str, mig: str, rnd: random.Random, stats: dict) -> bool:
+def _attempt(path: str, action: str, mig: str, rnd: random.Random, stats: dict[str, Any]) -> bool:
     """One executor attempt in a child; True when it finished (exit 0)."""
     point = rnd.choice(POINTS)
     env = {}
@@ -121,7 +123,7 @@ def _attempt(path: str, action: str, mig: str, rnd: random.Random, stats: dict) 
     return True
 
 
-def _drive(path: str, action: str, mig: str, rnd: random.Random, stats: dict) -> None:
+def _drive(path: str, action: str, mig: str, rnd: random.Random, stats: dict[str, Any]) -> None:
     for _ in range(40):
         if _attempt(path, action, mig, rnd, stats):
             return
@@ -129,8 +131,8 @@ def _drive(path: str, action: str, mig: str, rnd: random.Random, stats: dict) ->
     raise AssertionError(f"{action} {mig} did not finish in 40 attempts")
 
 
-def _history(cl: Cluster, initial) -> list[tuple[float, object]]:
-    hist = [(0.0, initial)]
+def _history(cl: Cluster, initial: Router) -> list[tuple[float, Router]]:
+    hist: list[tuple[float, Router]] = [(0.0, initial)]
     for m in cl.metadata.migrations():
         t = cl.metadata.get(m["id"], "committed_at")
         if t is not None:
@@ -139,7 +141,7 @@ def _history(cl: Cluster, initial) -> list[tuple[float, object]]:
     return hist
 
 
-def _owner_at(hist, t: float):
+def _owner_at(hist: list[tuple[float, Router]], t: float) -> Router:
     r = hist[0][1]
     for ts, router in hist:
         if ts <= t:
@@ -147,13 +149,17 @@ def _owner_at(hist, t: float):
     return r
 
 
-def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, stats: dict, backend: str) -> None:
+def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, stats: dict[str, Any], backend: str) -> None:
     initial = JumpRouter(["s0", "s1", "s2"])
     spare = ["s3", "s4", "s5"]
     path = str(make_cluster(root, ["s0", "s1", "s2"], initial, users=KEYS, extra_shards=spare, backend=backend))
     stop = str(root / "stop")
     logs = [str(root / f"w{i}.log") for i in range(WRITERS)]
-    writers = [_fork(lambda i=i: _writer(path, logs[i], i, stop, rnd.randrange(1 << 30))) for i in range(WRITERS)]
+
+    def writer(i: int) -> Callable[[], None]:  # the seed is drawn in the child, as before
+        return lambda: _writer(path, logs[i], i, stop, rnd.randrange(1 << 30))
+
+    writers = [_fork(writer(i)) for i in range(WRITERS)]
     try:
         for j in range(n_migrations):
             cl = Cluster.load(path)
@@ -188,12 +194,12 @@ def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, stats: dict,
         drop_cluster(root, backend)
 
 
-def _check(root: Path, path: str, logs: list[str], initial, stats: dict) -> None:
+def _check(root: Path, path: str, logs: list[str], initial: Router, stats: dict[str, Any]) -> None:
     cl = Cluster.load(path)
     final = cl.refresh()
     hist = _history(cl, initial)
     shards = ["s0", "s1", "s2", "s3", "s4", "s5"]
-    where: dict[int, list[tuple[str, tuple]]] = {}
+    where: dict[int, list[tuple[str, tuple[Any, ...]]]] = {}
     for s in shards:
         for k, row in shard_rows(root, s).items():
             where.setdefault(k, []).append((s, row))
@@ -201,7 +207,7 @@ def _check(root: Path, path: str, logs: list[str], initial, stats: dict) -> None
     for k, places in where.items():
         assert len(places) == 1, f"key {k} on {[p[0] for p in places]}"
         assert places[0][0] == final.route(k), f"key {k} on {places[0][0]}, owner {final.route(k)}"
-    last: dict[int, dict] = {}
+    last: dict[int, dict[str, Any]] = {}
     for log in logs:
         for line in Path(log).read_text().splitlines():
             rec = json.loads(line)
@@ -233,15 +239,15 @@ def _check(root: Path, path: str, logs: list[str], initial, stats: dict) -> None
     cl.close()
 
 
-def test_crash_injection(tmp_path, backend):
+def test_crash_injection(tmp_path: Path, backend: str) -> None:
     if backend == "sqlite":
         total = int(os.environ.get("SHARDHASH_CHAOS_MIGRATIONS", "100"))
     else:
         total = int(os.environ.get("SHARDHASH_CHAOS_PG_MIGRATIONS", "20"))
     seed = int(os.environ.get("SHARDHASH_CHAOS_SEED", str(int(time.time()))))
     rnd = random.Random(seed)
-    stats = {"migrations": 0, "kills": 0, "rollbacks": 0, "acks": 0, "ok_deletes": 0, "stale_refused": 0,
-             "errors": {}, "killed_at": {}}
+    stats: dict[str, Any] = {"migrations": 0, "kills": 0, "rollbacks": 0, "acks": 0, "ok_deletes": 0,
+                             "stale_refused": 0, "errors": {}, "killed_at": {}}
     per = 10
     i = 0
     while stats["migrations"] < total:

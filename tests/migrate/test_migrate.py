@@ -7,12 +7,15 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from shardhash import JumpRouter, RingRouter, plan
+from shardhash import JumpRouter, RingRouter, Router, plan
 from shardhash.migrate import Cluster, Migration, MigrationError, StaleRouteError, VerifyMismatch
+from tests._support import present
 
 from ._harness import UPSERT, connect, drop_cluster, make_cluster, shard_rows
 
@@ -20,14 +23,14 @@ FOUR = ["s0", "s1", "s2", "s3"]
 
 
 @pytest.fixture
-def root(tmp_path, backend):
+def root(tmp_path: Path, backend: str) -> Iterator[Path]:
     yield tmp_path
     drop_cluster(tmp_path, backend)
 
 
-def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
+def owners_ok(root: Path, router: Router, shards: Iterable[str], *, exact: bool) -> dict[int, tuple[Any, ...]]:
     """Every row is on the shard the router names; with exact, nowhere else."""
-    seen: dict = {}
+    seen: dict[int, list[tuple[str, tuple[Any, ...]]]] = {}
     for s in shards:
         for k, row in shard_rows(root, s).items():
             seen.setdefault(k, []).append((s, row))
@@ -39,7 +42,7 @@ def owners_ok(root: Path, router, shards, *, exact: bool) -> dict:
     return {k: dict(p)[router.route(k)] for k, p in seen.items()}
 
 
-def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend):
+def test_jump_four_to_five_moves_exactly_the_planned_keys(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=3000, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -59,7 +62,7 @@ def test_jump_four_to_five_moves_exactly_the_planned_keys(root, backend):
     cl.close()
 
 
-def test_ring_with_two_tables_and_live_writes(root, backend):
+def test_ring_with_two_tables_and_live_writes(root: Path, backend: str) -> None:
     ring = RingRouter(FOUR, vnodes=16)
     path = make_cluster(root, FOUR, ring, users=2000, events=True, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path, retries=5)
@@ -115,7 +118,7 @@ def test_ring_with_two_tables_and_live_writes(root, backend):
     cl.close()
 
 
-def test_stale_router_gets_stale_route_error_then_retries(root, backend):
+def test_stale_router_gets_stale_route_error_then_retries(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
     stale = Cluster.load(path, retries=0)
     old = stale.router()  # cached: never refreshed by this client
@@ -144,7 +147,7 @@ def test_stale_router_gets_stale_route_error_then_retries(root, backend):
         c.close()
 
 
-def test_rollback_after_cutover_replays_destination_writes(root, backend):
+def test_rollback_after_cutover_replays_destination_writes(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=800, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -179,7 +182,7 @@ def test_rollback_after_cutover_replays_destination_writes(root, backend):
     cl.close()
 
 
-def test_rollback_before_cutover_leaves_the_source_untouched(root, backend):
+def test_rollback_before_cutover_leaves_the_source_untouched(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     before = {s: shard_rows(root, s) for s in FOUR}
@@ -196,7 +199,7 @@ def test_rollback_before_cutover_leaves_the_source_untouched(root, backend):
     cl.close()
 
 
-def test_verify_lists_the_first_differing_keys(root, backend):
+def test_verify_lists_the_first_differing_keys(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=600, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     old = cl.router()
@@ -216,7 +219,7 @@ def test_verify_lists_the_first_differing_keys(root, backend):
     cl.close()
 
 
-def test_failover_changes_only_the_shard_map(tmp_path):
+def test_failover_changes_only_the_shard_map(tmp_path: Path) -> None:
     import shutil
 
     path = make_cluster(tmp_path, FOUR, users=400)
@@ -236,7 +239,7 @@ def test_failover_changes_only_the_shard_map(tmp_path):
     def n_of(name: str) -> int:
         c = sqlite3.connect(tmp_path / f"{name}.db")
         try:
-            return c.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0]
+            return int(c.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0])
         finally:
             c.close()
 
@@ -245,7 +248,7 @@ def test_failover_changes_only_the_shard_map(tmp_path):
     cl.close()
 
 
-def test_bad_input_is_refused_with_a_clear_error(root, backend):
+def test_bad_input_is_refused_with_a_clear_error(root: Path, backend: str) -> None:
     path = make_cluster(root, FOUR, users=50, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)
     new, _ = plan.add_shards(cl.router(), "s4")
@@ -269,17 +272,17 @@ def test_bad_input_is_refused_with_a_clear_error(root, backend):
     with pytest.raises(MigrationError, match=r"shard-key value \d+ has type int; group 'users' needs str"):
         m2.run()
     rec = cl.metadata.migration(m2.id)
-    assert rec["state"] == "preparing" and "needs str" in rec["error"]
+    assert present(rec)["state"] == "preparing" and "needs str" in present(rec)["error"]
     doc["groups"]["users"]["key_type"] = "int"
     path.write_text(json.dumps(doc))
     cl3 = Cluster.load(path)
     assert Migration(cl3, m2.id).run() == "retained"  # resume continues once the cause is gone
-    assert cl3.metadata.migration(m2.id)["error"] is None
+    assert present(cl3.metadata.migration(m2.id))["error"] is None
     for c in (cl, cl2, cl3):
         c.close()
 
 
-def test_table_without_primary_key_is_refused(tmp_path):
+def test_table_without_primary_key_is_refused(tmp_path: Path) -> None:
     for s in ("a", "b"):
         c = sqlite3.connect(tmp_path / f"{s}.db")
         c.execute("CREATE TABLE users (id INTEGER, name TEXT)")
@@ -294,7 +297,7 @@ def test_table_without_primary_key_is_refused(tmp_path):
     cl.close()
 
 
-def test_unreachable_shard_is_a_clear_error(tmp_path):
+def test_unreachable_shard_is_a_clear_error(tmp_path: Path) -> None:
     doc = {"metadata": "sqlite:meta.db", "shards": {"a": "sqlite:missing/a.db"},
            "groups": {"users": {"router": JumpRouter(["a"]).to_dict(), "tables": [{"name": "users", "key": "id"}]}}}
     (tmp_path / "c.json").write_text(json.dumps(doc))
@@ -304,7 +307,7 @@ def test_unreachable_shard_is_a_clear_error(tmp_path):
     cl.close()
 
 
-def test_out_of_order_commits_are_never_skipped(tmp_path):
+def test_out_of_order_commits_are_never_skipped(tmp_path: Path) -> None:
     """PostgreSQL: a transaction that took change id 10 commits after the one
     that took 11; catch-up applies 11 first and still applies 10 later."""
     from .conftest import _need_pg
@@ -346,7 +349,7 @@ def test_out_of_order_commits_are_never_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("case", range(6))
-def test_membership_matches_the_unit_definitions(case):
+def test_membership_matches_the_unit_definitions(case: int) -> None:
     """The vectorised unit lookup agrees with the units' definitions, key by key."""
     import numpy as np
 
@@ -380,7 +383,7 @@ def test_membership_matches_the_unit_definitions(case):
     assert np.all((got >= 0) == np.array([old.route(k) != new.route(k) for k in keys]))
 
 
-def test_watermark_walk_under_writes(root, backend):
+def test_watermark_walk_under_writes(root: Path, backend: str) -> None:
     """New ids follow the new layout at once; the walk copies [K - j, K) batch
     by batch, lowers K durably, and ends on the new router; nothing is lost."""
     from shardhash import WatermarkRouter
@@ -438,7 +441,7 @@ def test_watermark_walk_under_writes(root, backend):
     cl.close()
 
 
-def test_two_groups_migrate_side_by_side(tmp_path):
+def test_two_groups_migrate_side_by_side(tmp_path: Path) -> None:
     """Migrations of different table groups run concurrently; each group's
     capture only logs its own tables."""
     shards = FOUR + ["s4"]
@@ -463,7 +466,7 @@ def test_two_groups_migrate_side_by_side(tmp_path):
     new_u = plan.add_shards(users_r, "s4")[0]
     new_l = plan.add_shards(logs_r, "s4")[0]
     ms = [Migration.create(cl, "users", new_u), Migration.create(cl, "logs", new_l)]
-    out: list = []
+    out: list[Any] = []
 
     def go(mid: str) -> None:
         c2 = Cluster.load(tmp_path / "c.json")
@@ -487,7 +490,7 @@ def test_two_groups_migrate_side_by_side(tmp_path):
     cl.close()
 
 
-def test_cli_dry_run_start_status_cleanup(root, backend, capsys):
+def test_cli_dry_run_start_status_cleanup(root: Path, backend: str, capsys: pytest.CaptureFixture[str]) -> None:
     from shardhash.cli import main
 
     path = make_cluster(root, FOUR, users=500, extra_shards=["s4"], backend=backend)
@@ -513,7 +516,7 @@ def test_cli_dry_run_start_status_cleanup(root, backend, capsys):
     assert "rollback is impossible" in capsys.readouterr().err
 
 
-def test_docstring_examples_run():
+def test_docstring_examples_run() -> None:
     import doctest
 
     from shardhash.migrate import cluster as cluster_mod
@@ -522,7 +525,7 @@ def test_docstring_examples_run():
     assert res.attempted > 0 and res.failed == 0
 
 
-def test_toml_cluster_file_and_metrics(tmp_path):
+def test_toml_cluster_file_and_metrics(tmp_path: Path) -> None:
     pytest.importorskip("tomllib")
     path = make_cluster(tmp_path, FOUR, users=100, extra_shards=["s4"])
     doc = json.loads(path.read_text())
@@ -536,11 +539,12 @@ def test_toml_cluster_file_and_metrics(tmp_path):
     assert cl.router().shards == tuple(FOUR)
     m = Migration.create(cl, "users", plan.add_shards(cl.router(), "s4")[0])
     m.run()
+    from shardhash.metrics import available
     from shardhash.migrate import metrics
 
     st = m.status()
     st["client_metrics"] = cl.metrics.snapshot()
-    if metrics.available():
+    if available():
         import prometheus_client
 
         def pause_count() -> float:  # the histogram is process-wide: other tests may have observed pauses
@@ -557,11 +561,11 @@ def test_toml_cluster_file_and_metrics(tmp_path):
     cl.close()
 
 
-def test_core_does_not_import_prometheus():
+def test_core_does_not_import_prometheus() -> None:
     import subprocess
     import sys
 
-    from conftest import child_env
+    from tests._support import child_env
 
     code = ("import sys, shardhash, shardhash.migrate, shardhash.migrate.cli; "
             "print('prometheus_client' in sys.modules, 'psycopg' in sys.modules)")
@@ -570,7 +574,7 @@ def test_core_does_not_import_prometheus():
     assert out == ["False", "False"]
 
 
-def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
+def test_frozen_units_make_writers_wait_and_let_readers_read(root: Path, backend: str) -> None:
     from shardhash.migrate import FenceTimeout
 
     path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
@@ -594,7 +598,7 @@ def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
     with cl.transaction(still) as tx:  # keys outside the units are not held up
         tx.execute("UPDATE users SET n = 6 WHERE id = ?", (still,))
     # a writer that waits through a short freeze succeeds once it ends
-    done: list = []
+    done: list[Any] = []
 
     def late_writer() -> None:
         c2 = Cluster.load(path, wait_timeout=10)
@@ -615,7 +619,7 @@ def test_frozen_units_make_writers_wait_and_let_readers_read(root, backend):
     cl.close()
 
 
-def test_demo_counts_acknowledged_lost_and_duplicated(tmp_path):
+def test_demo_counts_acknowledged_lost_and_duplicated(tmp_path: Path) -> None:
     from shardhash.migrate.demo import run_demo
 
     res = run_demo(5000, writers=4, folder=str(tmp_path), quiet=True)

@@ -3,7 +3,7 @@
 routers that place raw keys, and ``WrappingRouter`` for routers that place
 keys through another router.
 
-This is the only module that imports the compiled core (``shardhash._routing``);
+This is the only module that imports the compiled core (``shardhash.routing._kernels``);
 the strategy modules and ``shardhash.compat`` take what they need from here.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from shardhash import _limits
 from shardhash._hashing import Hasher
-from shardhash._routing import (
+from shardhash.routing._kernels import (
     RouterCore,
     _unmasked,
     as_hashes,

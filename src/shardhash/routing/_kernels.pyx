@@ -1,0 +1,1132 @@
+# distutils: sources = [src/shardhash/_core/place/sh_jump.c, src/shardhash/_core/place/sh_bucket.c, src/shardhash/_core/place/sh_ring.c, src/shardhash/_core/place/sh_maglev.c, src/shardhash/_core/place/sh_rendezvous.c, src/shardhash/_core/place/sh_override.c, src/shardhash/_core/place/sh_jump_avx2.c, src/shardhash/_core/place/sh_jump_neon.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/hash/sh_xxhash.c]
+"""Compiled routing cores (private; the public API is ``shardhash.routing``).
+
+``RouterCore`` is the base ``cdef class`` of every router.  It holds the
+hasher, the shard tuple and one placement kernel (a C function from
+``_core/place/``) with its tables.  ``route(key)`` hashes the key through
+the hasher's C entry point and places the hash without leaving C;
+``route_hashes`` validates its input, then runs the kernel without the GIL
+over contiguous chunks with ``shardhash._common.run``.
+
+A router configures exactly one kernel with one of the ``_use_*`` methods,
+then seals itself with ``_seal()``; after that the tables can no longer
+change (routers are immutable, which is what makes the GIL-free batch loops
+safe).  Routers without a C kernel set ``_use_python()`` and implement
+``_route_hashes_kernel(hashes, out)`` in Python.
+"""
+
+cimport cython
+from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t, uint16_t, uint8_t
+from libc.string cimport memcpy
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.ref cimport Py_INCREF, PyObject
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.unicode cimport PyUnicode_Compare
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from libc.string cimport memcmp
+
+from shardhash._hashing cimport Hasher
+from shardhash._common cimport (sh_job, key_index_fn, sh_word_buffer, sh_py_ascii, run, check_out,
+                                address, SH_OK)
+
+import numpy as np
+
+from shardhash._parallel import resolve_threads
+
+__all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
+           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+
+
+cdef extern from "sh_xxhash.h" nogil:
+    uint64_t sh_xxh3_word_key(uint64_t seed)
+    uint64_t sh_xxh3_64_word_keyed(uint64_t v, uint64_t key)
+    uint64_t sh_xxh3_64(const void *data, size_t len, uint64_t seed)
+
+cdef extern from *:
+    """
+    /* The first 8 bytes of p[0 .. n-1] as a big-endian number, zero-padded:
+     * comparing two of these orders byte strings like memcmp over 8 bytes. */
+    static inline uint64_t sh_be_prefix(const char *p, Py_ssize_t n)
+    {
+        uint64_t v = 0;
+        Py_ssize_t i;
+        for (i = 0; i < 8; i++) v = (v << 8) | (i < n ? (uint64_t)(unsigned char)p[i] : 0u);
+        return v;
+    }
+    """
+    uint64_t sh_be_prefix(const char *p, Py_ssize_t n)
+
+cdef extern from *:
+    """
+    /* route()'s inline hashing.  int_ok / str_ok: the router's Hasher is
+     * xxh3_64 over the default int / str encodings (int_key is the word key
+     * of its seed).  Returns 1 with *h set for an exact int of one digit or
+     * a compact-ASCII exact str -- the bytes Hasher.hash_one would hash, so
+     * the same value -- else 0: the caller then asks the Hasher, which also
+     * raises every error. */
+    SH_FORCE_INLINE int sh_route_fast_hash(PyObject *key, int int_ok, uint64_t int_key,
+                                           int str_ok, uint64_t seed, uint64_t *h)
+    {
+        long long v;
+        Py_ssize_t n;
+        const char *p;
+        if (PyLong_CheckExact(key)) {
+            if (int_ok && sh_py_small_int(key, &v)) {
+                *h = sh_xxh3_64_word_keyed((uint64_t)v, int_key);
+                return 1;
+            }
+        } else if (str_ok && PyUnicode_CheckExact(key)) {
+            p = sh_py_ascii(key, &n);
+            if (p != NULL) {
+                *h = sh_xxh3_64(p, (size_t)n, seed);
+                return 1;
+            }
+        }
+        return 0;
+    }
+    """
+    bint sh_route_fast_hash(object key, bint int_ok, uint64_t int_key, bint str_ok, uint64_t seed,
+                            uint64_t *h)
+
+cdef extern from "sh_place.h" nogil:
+    ctypedef struct sh_fastmod:
+        uint64_t m_lo
+        uint64_t m_hi
+        uint64_t d
+    ctypedef struct sh_ring:
+        const uint64_t *tokens
+        const int32_t *owners
+        size_t ntokens
+        const uint32_t *index
+        uint64_t index_last
+        unsigned shift
+    uint64_t sh_mix64(uint64_t z)
+    int32_t sh_jump(uint64_t key, int32_t num_buckets)
+    void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
+    int sh_jump_avx2_available()
+    int sh_jump_neon_available()
+    void sh_place_init()
+    unsigned sh_place_features()
+    void sh_fastmod_init(sh_fastmod *f, uint64_t d)
+    uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
+    void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
+                         const int32_t *placement, int32_t *out)
+    unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
+    void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                             unsigned shift, unsigned bits, uint32_t *index)
+    int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
+    ctypedef struct sh_ring16:
+        const uint64_t *tokens
+        const uint16_t *owners
+        const uint16_t *index
+        size_t ntokens
+        uint64_t index_last
+        unsigned shift
+    uint32_t SH_RING_EMPTY
+    uint32_t SH_RING16_EMPTY
+    int sh_ring16_fits(size_t ntokens, const int32_t *owners)
+    unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
+    int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
+    void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
+    int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
+                           uint64_t m, int32_t *table, uint64_t *pos, double *credit)
+    int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards)
+    void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
+                             const double *weights, size_t nshards, int32_t *out)
+    int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
+    void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
+                           const uint64_t *hashes, size_t n, int32_t *out)
+
+
+cdef enum:
+    KIND_UNSET = 0
+    KIND_PY = 1
+    KIND_BUCKET = 2
+    KIND_JUMP = 3
+    KIND_RING = 4
+    KIND_RENDEZVOUS = 5
+    KIND_DELEGATE = 6
+
+cdef enum:
+    KEYMODE_RANGES = 1
+    KEYMODE_WATERMARK = 2
+    KEYMODE_NATIVE = 3
+
+cdef enum:
+    PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
+    SMALL_BATCH = 64  # route_many on at most this many keys: one pass with the GIL (see _route_small)
+
+cdef object _np_empty = np.empty
+cdef object _DT_INT32 = np.dtype(np.int32)
+
+_U64_MAX = (1 << 64) - 1
+
+
+# ---------------------------------------------------------------------------
+# Input validation shared by every router
+
+
+def _unmasked(a, name):
+    """The data of a numpy masked array with no masked entries, else ValueError
+    (a masked entry has no value to route, and its data slot is arbitrary)."""
+    m = np.ma.getmaskarray(a)
+    if m.any():
+        raise ValueError(f"{name} has masked (missing) entries, the first at position "
+                         f"{int(np.flatnonzero(m.ravel())[0])}; fill or drop them first")
+    return np.asarray(a.data)
+
+
+def as_hashes(hashes, name="hashes"):
+    """Return ``hashes`` as a C-contiguous 1-D uint64 array, or raise.
+
+    Accepts uint64 arrays as they are (no copy when contiguous), other
+    integer arrays and sequences of ints when every value is in
+    [0, 2**64 - 1].  Floats, bools, strings and negative values are errors
+    naming the offending position.
+    """
+    cdef Py_ssize_t i
+    if isinstance(hashes, np.ma.MaskedArray):
+        hashes = _unmasked(hashes, name)
+    if isinstance(hashes, np.ndarray):
+        a = hashes
+    else:
+        if isinstance(hashes, (str, bytes, bytearray)) or not hasattr(hashes, "__len__"):
+            if hasattr(hashes, "__array__"):
+                a = np.asarray(hashes)
+            else:
+                raise TypeError(f"{name} must be an array or sequence of unsigned 64-bit ints, "
+                                f"not {type(hashes).__name__}")
+        else:
+            if len(hashes) == 0:
+                return np.empty(0, dtype=np.uint64)
+            try:
+                a = np.asarray(hashes)
+            except (OverflowError, ValueError, TypeError):
+                a = None
+            if a is None or a.dtype.kind not in "iu":
+                # Mixed or huge Python ints (numpy may pick float64): check one by one.
+                a = np.empty(len(hashes), dtype=object)
+                for i, v in enumerate(hashes):
+                    a[i] = v
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    dt = a.dtype
+    if dt == np.uint64:
+        return np.ascontiguousarray(a)
+    kind = dt.kind
+    if kind == "u":
+        return a.astype(np.uint64)
+    if kind == "i":
+        neg = np.flatnonzero(a < 0)
+        if neg.size:
+            j = int(neg[0])
+            raise ValueError(f"{name}[{j}] = {int(a[j])} is negative; hashes are unsigned 64-bit values")
+        return a.astype(np.uint64)
+    if kind == "O":
+        out = np.empty(a.shape[0], dtype=np.uint64)
+        for i in range(a.shape[0]):
+            v = a[i]
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name}[{i}] = {v!r} is not an integer (type {type(v).__name__})")
+            v = int(v)
+            if v < 0 or v > _U64_MAX:
+                raise ValueError(f"{name}[{i}] = {v} is outside [0, 2**64 - 1]")
+            out[i] = v
+        return out
+    raise TypeError(f"{name} must hold unsigned 64-bit integers, got dtype {dt}")
+
+
+def prepare_out(out, Py_ssize_t n):
+    """Allocate, or check, an int32 output array of length ``n``."""
+    return check_out(out, n, _DT_INT32)
+
+
+def unalias(a, out):
+    """``a``, or a copy of it when it shares memory with ``out``: a kernel
+    writing ``out`` must not overwrite inputs it has yet to read."""
+    if np.may_share_memory(a, out):
+        return a.copy()
+    return a
+
+
+def fill_out(out, res):
+    """``res`` (shard indices) itself, or copied into ``out`` once ``out`` is
+    checked like every ``out=`` (int32, native byte order, 1-D, C-contiguous,
+    writable, of ``len(res)``).  ``res`` is complete before ``out`` is written,
+    so ``out`` may share memory with the caller's input."""
+    if out is None:
+        return res
+    out = prepare_out(out, res.shape[0])
+    out[...] = res
+    return out
+
+
+def _check_count(n, name="num_buckets"):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(n).__name__}")
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"{name} must be >= 1, got {n}")
+    if n > 0x7FFFFFFF:
+        raise OverflowError(f"{name} must be < 2**31, got {n}")
+    return n
+
+
+def jump_hash(key, num_buckets):
+    """Jump consistent hash (Lamping & Veach 2014) of a 64-bit ``key``.
+
+    >>> jump_hash(1, 100)
+    55
+    """
+    if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+        raise TypeError(f"key must be an int, not {type(key).__name__}")
+    key = int(key)
+    if key < 0 or key > _U64_MAX:
+        raise OverflowError(f"key {key} is outside [0, 2**64 - 1]")
+    nb = _check_count(num_buckets)
+    return sh_jump(<uint64_t>key, <int32_t>nb)
+
+
+# Choose the jump kernels (AVX2 batch and SSE4.1 scalar by cpuid/xgetbv on
+# x86-64; NEON batch on aarch64) once, at import, under the GIL and before any
+# thread can run a kernel: the kernels only ever read the answer.
+sh_place_init()
+_JUMP_KERNEL = "avx2" if sh_jump_avx2_available() else ("neon" if sh_jump_neon_available() else "portable")
+_JUMP_SCALAR = "sse4.1" if sh_place_features() & 1 else "portable"
+
+
+def jump_hash_array(keys, num_buckets, *, out=None):
+    """Jump consistent hash of every uint64 in ``keys``; returns int32 array."""
+    cdef int32_t nb = _check_count(num_buckets)
+    a = as_hashes(keys, "keys")
+    out = check_out(out, a.shape[0], _DT_INT32)
+    a = unalias(a, out)
+    cdef sh_job job
+    job.data = address(a)
+    job.out = address(out)
+    job.seed = <uint64_t>nb
+    run(_k_jump, &job, a.shape[0], None)
+    return out
+
+
+cdef ptrdiff_t _k_jump(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """Jump hash of hashes [s, e) into job.seed buckets."""
+    sh_jump_batch(<const uint64_t *>j.data + s, <size_t>(e - s), <int32_t>j.seed, <int32_t *>j.out + s)
+    return SH_OK
+
+
+cdef ptrdiff_t _k_route(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """A router's placement kernel (job.ctx, a sealed RouterCore) over hashes [s, e)."""
+    (<RouterCore>j.ctx)._kernel(<const uint64_t *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
+    return SH_OK
+
+
+def mix64(x):
+    """The SplitMix64 finaliser used by rendezvous and Maglev (a bijection)."""
+    return sh_mix64(<uint64_t>int(x))
+
+
+def fastmod_constant(d):
+    """Lemire's 128-bit constant M for divisor ``d`` (as a Python int)."""
+    cdef sh_fastmod f
+    sh_fastmod_init(&f, <uint64_t>int(d))
+    return (int(f.m_hi) << 64) | int(f.m_lo)
+
+
+def ring_index_bits(size_t ntokens, unsigned width):
+    return sh_ring_index_bits(ntokens, width)
+
+
+def maglev_populate(shard_hashes, weights, uint64_t m):
+    """Populate a Maglev lookup table of prime size ``m`` (int32 array)."""
+    sh = np.ascontiguousarray(shard_hashes, dtype=np.uint64)
+    cdef const uint64_t[::1] shv = sh
+    cdef size_t ns = shv.shape[0]
+    cdef const double[::1] wv
+    cdef const double *wp = NULL
+    if weights is not None:
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        if w.shape[0] != ns:
+            raise ValueError("weights and shard_hashes differ in length")
+        wv = w
+        wp = &wv[0]
+    if ns == 0 or m < 2 or m < ns:
+        raise ValueError(f"bad Maglev table size {m} for {ns} shards")
+    table = np.empty(m, dtype=np.int32)
+    pos = np.empty(ns, dtype=np.uint64)
+    credit = np.empty(ns, dtype=np.float64)
+    cdef int32_t[::1] tv = table
+    cdef uint64_t[::1] pv = pos
+    cdef double[::1] cv = credit
+    cdef int rc
+    with nogil:
+        rc = sh_maglev_populate(&shv[0], wp, ns, m, &tv[0], &pv[0], &cv[0])
+    if rc != 0:
+        raise ValueError("Maglev population failed")
+    return table
+
+
+cdef inline object _prefix_of(object key, Py_ssize_t p):
+    if type(key) is not tuple:
+        if not isinstance(key, tuple):
+            if p == 1:
+                return key      # a bare key is its own one-part prefix
+            raise TypeError(f"this router routes on the first {p} part(s) of a tuple key; "
+                            f"got {key!r} (type {type(key).__name__})")
+    if PyTuple_GET_SIZE(key) < p:
+        raise ValueError(f"key {key!r} has fewer than {p} parts")
+    if p == 1:
+        return <object>PyTuple_GET_ITEM(key, 0)
+    return key[:p]
+
+
+cdef class RouterCore:
+    """Hasher + shards + one placement kernel.  Not used directly."""
+
+    cdef Hasher _hasher
+    cdef bint _int_xxh3          # the hasher takes ints as 8 LE bytes into xxh3_64
+    cdef bint _str_xxh3          # ... and str as plain UTF-8 into xxh3_64
+    cdef uint64_t _int_key       # sh_xxh3_word_key(seed) for that path
+    cdef tuple _shards
+    cdef int _kind
+    cdef bint _sealed
+    cdef Py_ssize_t _prefix
+    cdef Py_ssize_t _nshards
+    # bucket / modulo / maglev
+    cdef sh_fastmod _fm
+    cdef const int32_t *_placement
+    cdef uint64_t _bmask         # bucket count - 1 when it is a power of two, else 0
+    cdef bint _bpow2
+    # compact copies of the placement table for scalar lookups: 1 or 2 bytes
+    # per bucket when the shard count allows (smaller tables stay in cache
+    # between calls); _pwidth is 1, 2 or 4 (4: use _placement)
+    cdef int _pwidth
+    cdef const uint8_t *_placement8
+    cdef const uint16_t *_placement16
+    # jump
+    cdef int32_t _nb
+    # ring / hash ranges
+    cdef sh_ring _ring
+    cdef sh_ring16 _ring16       # compact copy for scalar lookups
+    cdef bint _has_ring16
+    # rendezvous
+    cdef const uint64_t *_seeds
+    cdef const double *_weights
+    cdef size_t _nseeds
+    # overrides (directory)
+    cdef const uint64_t *_ohash
+    cdef const int32_t *_oshard
+    cdef size_t _nover
+    # pre-transform: placement sees (h + add) ^ xor
+    cdef uint64_t _pre_add
+    cdef uint64_t _pre_xor
+    cdef bint _has_pre
+    cdef list _keep
+    cdef RouterCore _delegate
+    # routing on the raw key (no hash): 0 = hash routing, KEYMODE_RANGES =
+    # key ranges, KEYMODE_WATERMARK = integer-id watermark.  route() and
+    # route_index() take the fast path for exact ints (and str for string
+    # ranges); anything else calls the Python method _route_index_slow.
+    cdef int _keymode
+    cdef const int64_t *_rs_i64      # the int64-representable int splits
+    cdef Py_ssize_t _rs_n
+    cdef Py_ssize_t _rs_below        # int splits below -2**63
+    cdef tuple _rs_str               # string splits (code-point order)
+    cdef tuple _rs_utf8              # their UTF-8 bytes (None if one has a surrogate)
+    cdef const uint64_t *_rs_pre     # sh_be_prefix of each split's UTF-8 bytes
+    cdef const int32_t *_rs_owners   # range -> shard index
+    cdef RouterCore _wm_old
+    cdef RouterCore _wm_new
+    cdef bint _wm_old_c              # old/new answer route_index in C (not overridden)
+    cdef bint _wm_new_c
+    cdef int64_t _wm_i64             # the watermark, when it is <= 2**63 - 1
+    cdef bint _wm_above_i64          # the watermark is >= 2**63: every int64 id is below
+    cdef const int32_t *_wm_newmap
+    cdef key_index_fn _kfn           # KEYMODE_NATIVE
+    cdef void *_kctx
+
+    def __cinit__(self, *args, **kwargs):
+        self._kind = KIND_UNSET
+        self._sealed = False
+        self._prefix = 0
+        self._keep = []
+        self._nover = 0
+        self._has_pre = False
+        self._shards = ()
+        self._nshards = 0
+
+    # -- configuration (only before _seal) ----------------------------------
+
+    cdef _check_open(self):
+        if self._sealed:
+            raise AttributeError("routers are immutable")
+
+    def _core_init(self, tuple shards, Hasher hasher, Py_ssize_t key_prefix=0):
+        self._check_open()
+        if hasher is None:
+            raise TypeError("hasher must be a shardhash.Hasher")
+        self._shards = shards
+        self._nshards = len(shards)
+        self._hasher = hasher
+        self._prefix = key_prefix
+        # route(int) hashes small ints inline; the Hasher defines the answer.
+        self._int_xxh3 = hasher._fast_int and hasher._algo == 0  # sh_algo SH_XXH3_64
+        self._int_key = sh_xxh3_word_key(hasher._seed)
+        self._str_xxh3 = hasher._fast_str and hasher._algo == 0
+
+    cdef _own(self, arr, dtype):
+        a = np.array(arr, dtype=dtype, copy=True, order="C")
+        a.setflags(write=False)
+        self._keep.append(a)
+        return a
+
+    def _use_python(self):
+        """Placement is done by the Python method ``_route_hashes_kernel``."""
+        self._check_open()
+        self._kind = KIND_PY
+
+    def _use_bucket(self, placement):
+        """bucket = placement-hash % len(placement); shard = placement[bucket]."""
+        self._check_open()
+        p = self._own(placement, np.int32)
+        if p.ndim != 1 or p.shape[0] == 0:
+            raise ValueError("placement must be a non-empty 1-D table")
+        if p.min() < 0 or p.max() >= self._nshards:
+            raise ValueError("placement refers to a shard index out of range")
+        cdef const int32_t[::1] pv = p
+        self._placement = &pv[0]
+        sh_fastmod_init(&self._fm, <uint64_t>p.shape[0])
+        self._bpow2 = (p.shape[0] & (p.shape[0] - 1)) == 0
+        self._bmask = <uint64_t>p.shape[0] - 1
+        cdef const uint8_t[::1] p8
+        cdef const uint16_t[::1] p16
+        self._pwidth = 4
+        if self._nshards <= 0x100:
+            p8 = self._own(p, np.uint8)
+            self._placement8 = &p8[0]
+            self._pwidth = 1
+        elif self._nshards <= 0x10000:
+            p16 = self._own(p, np.uint16)
+            self._placement16 = &p16[0]
+            self._pwidth = 2
+        self._kind = KIND_BUCKET
+        return p
+
+    def _use_jump(self):
+        self._check_open()
+        self._nb = <int32_t>self._nshards
+        self._kind = KIND_JUMP
+
+    def _use_ring(self, tokens, owners, unsigned width=64):
+        """tokens: strictly increasing uint64; owners: int32 shard indices.
+
+        Returns read-only (tokens, owners) arrays without the sentinels."""
+        self._check_open()
+        t0 = np.asarray(tokens, dtype=np.uint64)
+        o0 = np.asarray(owners, dtype=np.int32)
+        cdef Py_ssize_t n = t0.shape[0] if t0.ndim == 1 else 0
+        if n == 0 or o0.ndim != 1 or o0.shape[0] != n:
+            raise ValueError("a ring needs as many owners as tokens, and at least one token")
+        if n >= 0x7FFFFFFF:
+            raise ValueError("too many tokens")
+        if n > 1 and not bool(np.all(t0[1:] > t0[:n - 1])):
+            raise ValueError("ring tokens must be strictly increasing")
+        if o0.min() < 0 or o0.max() >= self._nshards:
+            raise ValueError("ring owner index out of range")
+        if width < 1 or width > 64:
+            raise ValueError("width must be in 1..64")
+        # Sentinels: tokens[n] = 2**64 - 1 stops every scan; owners[n] wraps.
+        t = self._own(np.append(t0, np.uint64(_U64_MAX)), np.uint64)
+        o = self._own(np.append(o0, o0[0]), np.int32)
+        cdef unsigned bits = sh_ring_index_bits(<size_t>n, width)
+        idx = np.empty(1 << bits, dtype=np.uint32)
+        cdef const uint64_t[::1] tv = t
+        cdef const int32_t[::1] ov = o
+        cdef uint32_t[::1] iv = idx
+        sh_ring_build_index(&tv[0], &ov[0], <size_t>n, width - bits, bits, &iv[0])
+        idx.setflags(write=False)
+        self._keep.append(idx)
+        self._ring.tokens = &tv[0]
+        self._ring.owners = &ov[0]
+        self._ring.ntokens = <size_t>n
+        self._ring.index = &iv[0]
+        self._ring.index_last = (<uint64_t>1 << bits) - 1
+        self._ring.shift = width - bits
+        cdef unsigned bits16
+        cdef const uint16_t[::1] o16v
+        cdef const uint16_t[::1] i16v
+        cdef uint32_t[::1] i32v
+        self._has_ring16 = sh_ring16_fits(<size_t>n, &ov[0]) != 0
+        if self._has_ring16:
+            bits16 = sh_ring16_index_bits(<size_t>n, width)
+            i32 = np.empty(1 << bits16, dtype=np.uint32)
+            i32v = i32
+            sh_ring_build_index(&tv[0], &ov[0], <size_t>n, width - bits16, bits16, &i32v[0])
+            empty = (i32 & np.uint32(SH_RING_EMPTY)) != 0
+            i16 = np.where(empty, (i32 & np.uint32(0x7FFF)) | np.uint32(SH_RING16_EMPTY), i32)
+            o16v = self._own(o, np.uint16)
+            i16v = self._own(i16, np.uint16)
+            self._ring16.tokens = &tv[0]
+            self._ring16.owners = &o16v[0]
+            self._ring16.index = &i16v[0]
+            self._ring16.ntokens = <size_t>n
+            self._ring16.index_last = (<uint64_t>1 << bits16) - 1
+            self._ring16.shift = width - bits16
+        self._kind = KIND_RING
+        return t[:n], o[:n]
+
+    def _use_rendezvous(self, seeds, weights=None):
+        self._check_open()
+        s = self._own(seeds, np.uint64)
+        if s.shape[0] != self._nshards:
+            raise ValueError("one seed per shard")
+        cdef const uint64_t[::1] sv = s
+        cdef const double[::1] wv
+        self._seeds = &sv[0]
+        self._nseeds = <size_t>s.shape[0]
+        self._weights = NULL
+        if weights is not None:
+            w = self._own(weights, np.float64)
+            if w.shape[0] != self._nshards:
+                raise ValueError("one weight per shard")
+            wv = w
+            self._weights = &wv[0]
+        self._kind = KIND_RENDEZVOUS
+
+    def _use_key_ranges(self, splits, owners):
+        """route/route_index: owners[bisect_right(splits, key)] for exact int
+        keys (int splits) or exact str keys (str splits), in C; other keys go
+        to ``self._route_index_slow(key)``.  Placement stays KIND_PY."""
+        self._check_open()
+        sp = tuple(splits)
+        ow = self._own(owners, np.int32)
+        if ow.shape[0] != len(sp) + 1:
+            raise ValueError("one owner per range")
+        cdef const int32_t[::1] owv = ow
+        cdef const int64_t[::1] spv
+        cdef const uint64_t[::1] prev
+        self._rs_owners = &owv[0]
+        if sp and isinstance(sp[0], str):
+            self._rs_str = sp
+            self._rs_n = len(sp)
+            try:  # UTF-8 byte order is code-point order: ASCII keys compare as bytes
+                self._rs_utf8 = tuple(v.encode("utf-8") for v in sp)
+            except UnicodeEncodeError:
+                self._rs_utf8 = None
+            if self._rs_utf8 is not None:
+                pre = self._own([int.from_bytes(b[:8].ljust(8, b"\0"), "big") for b in self._rs_utf8] or [0],
+                                np.uint64)
+                prev = pre
+                self._rs_pre = &prev[0]
+        else:
+            inside = [v for v in sp if -(1 << 63) <= v < (1 << 63)]
+            self._rs_below = sum(1 for v in sp if v < -(1 << 63))
+            self._rs_n = len(inside)
+            arr = self._own(inside if inside else [0], np.int64)
+            spv = arr
+            self._rs_i64 = &spv[0]
+        self._keymode = KEYMODE_RANGES
+
+    def _use_watermark(self, RouterCore old, RouterCore new, watermark, newmap):
+        """route/route_index of exact int ids: new (through newmap) at or above
+        the watermark, old below, in C; other keys go to _route_index_slow."""
+        self._check_open()
+        m = self._own(newmap, np.int32)
+        cdef const int32_t[::1] mv = m
+        self._wm_newmap = &mv[0]
+        self._wm_old = old
+        self._wm_new = new
+        base = RouterCore.route_index
+        self._wm_old_c = type(old).route_index is base
+        self._wm_new_c = type(new).route_index is base
+        self._wm_above_i64 = watermark >= (1 << 63)
+        self._wm_i64 = 0 if self._wm_above_i64 else <int64_t>watermark
+        self._keymode = KEYMODE_WATERMARK
+
+    def _use_native_keys(self, capsule, owner):
+        """route/route_index through a compat module's C function: ``capsule``
+        is a PyCapsule named "shardhash.key_index" holding a C function
+        ``int32_t f(void *ctx, PyObject *key)`` with ``ctx`` as its context;
+        ``owner`` (the object ``ctx`` points into) is kept alive.  Keys the
+        function leaves (-2) go to ``self._route_index_slow(key)``."""
+        self._check_open()
+        cdef void *f = PyCapsule_GetPointer(capsule, b"shardhash.key_index")
+        self._kctx = PyCapsule_GetContext(capsule)
+        if f == NULL or self._kctx == NULL or self._kctx != <void *>owner:
+            raise ValueError("not a key_index capsule of this owner")
+        self._keep.append(owner)
+        self._keep.append(capsule)
+        self._kfn = <key_index_fn>f
+        self._keymode = KEYMODE_NATIVE
+
+    def _route_small_keys(self, keys):
+        """route_many for at most 64 keys (a list, a tuple or an integer numpy
+        array) through the native key function, in one pass with the GIL;
+        None when the router has none, for other inputs, or as soon as a key
+        is not one the function handles (the caller's general path then
+        decides, and raises).  No key's own code runs while the caller's
+        list is read."""
+        cdef Py_ssize_t n, i
+        cdef int32_t r
+        cdef int32_t res_i[SMALL_BATCH]
+        cdef Py_buffer view
+        cdef type t = type(keys)
+        if self._keymode != KEYMODE_NATIVE:
+            return None
+        if t is np.ndarray:
+            if keys.ndim != 1 or not 0 < keys.shape[0] <= SMALL_BATCH or keys.dtype.kind not in "iu":
+                return None  # (an empty array: the general path checks its dtype)
+            keys = keys.tolist()  # Python ints: the values route() takes
+            t = list
+        if t is list:
+            n = PyList_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                r = self._kfn(self._kctx, PyList_GET_ITEM(keys, i))
+                if r == -2:
+                    return None
+                res_i[i] = r
+        elif t is tuple:
+            n = PyTuple_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                r = self._kfn(self._kctx, PyTuple_GET_ITEM(keys, i))
+                if r == -2:
+                    return None
+                res_i[i] = r
+        else:
+            return None
+        res = _np_empty(n, _DT_INT32)
+        if n:
+            PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+            memcpy(view.buf, res_i, <size_t>n * sizeof(int32_t))
+            PyBuffer_Release(&view)
+        return res
+
+    def _keymode_native(self):
+        """True when route/route_index run a compat module's C function."""
+        return self._keymode == KEYMODE_NATIVE
+
+    cdef int32_t _key_index(self, object key) except -1:
+        """route_index for the raw-key modes."""
+        cdef int overflow = 0
+        cdef long long v
+        cdef Py_ssize_t lo, hi, mid, n, sn
+        cdef const char *p
+        cdef object sb
+        cdef int c
+        cdef bint le
+        cdef uint64_t kp
+        cdef int32_t i
+        cdef type t = type(key)
+        if self._keymode == KEYMODE_NATIVE:
+            i = self._kfn(self._kctx, <PyObject *>key)  # -1: an exception, which propagates
+            if i != -2:
+                return i
+            return self._route_index_slow(key)
+        if self._keymode == KEYMODE_RANGES and not self._prefix:
+            if t is int and self._rs_str is None:
+                v = PyLong_AsLongLongAndOverflow(key, &overflow)
+                if overflow == 0:
+                    lo = 0
+                    hi = self._rs_n
+                    while lo < hi:  # first split > v
+                        mid = (lo + hi) >> 1
+                        if self._rs_i64[mid] <= v:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    return self._rs_owners[self._rs_below + lo]
+            elif t is str and self._rs_str is not None:
+                lo = 0
+                hi = self._rs_n
+                p = sh_py_ascii(key, &n) if self._rs_utf8 is not None else NULL
+                if p != NULL:
+                    kp = sh_be_prefix(p, n)
+                    while lo < hi:  # first split > key
+                        mid = (lo + hi) >> 1
+                        if self._rs_pre[mid] != kp:
+                            le = self._rs_pre[mid] < kp
+                        else:  # same first 8 bytes (or padding): the whole strings
+                            sb = <object>PyTuple_GET_ITEM(self._rs_utf8, mid)
+                            sn = PyBytes_GET_SIZE(sb)
+                            c = memcmp(PyBytes_AS_STRING(sb), p, <size_t>(sn if sn < n else n))
+                            le = c < 0 or (c == 0 and sn <= n)
+                        if le:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    return self._rs_owners[lo]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if PyUnicode_Compare(<object>PyTuple_GET_ITEM(self._rs_str, mid), key) <= 0:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                return self._rs_owners[lo]
+        elif self._keymode == KEYMODE_WATERMARK and t is int:
+            v = PyLong_AsLongLongAndOverflow(key, &overflow)
+            if overflow == 0:
+                if not self._wm_above_i64 and v >= self._wm_i64:
+                    i = self._wm_new._index_of(key) if self._wm_new_c else self._wm_new.route_index(key)
+                    return self._wm_newmap[i]
+                return self._wm_old._index_of(key) if self._wm_old_c else self._wm_old.route_index(key)
+        return self._route_index_slow(key)
+
+    cdef inline int32_t _index_of(self, object key) except -1:
+        """route_index(key), callable from C (route() repeats it inline)."""
+        cdef uint64_t h
+        if self._keymode:
+            return self._key_index(key)
+        if self._hasher is None:
+            self._not_initialised()
+        if self._prefix:
+            key = _prefix_of(key, self._prefix)
+        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
+            h = self._hasher.hash_one(key)
+        return self._place(h)
+
+    cdef int _not_initialised(self) except -1:
+        # A subclass whose __init__ never called Router.__init__ (or an object
+        # made with __new__) has no hasher: refuse it instead of reading None.
+        raise TypeError(f"{type(self).__name__} was never initialised "
+                        "(its __init__ must call Router.__init__)")
+
+    def _route_index_slow(self, key):
+        raise NotImplementedError(f"{type(self).__name__} must implement _route_index_slow")
+
+    def _use_delegate(self, RouterCore other):
+        """Place hashes exactly as the sealed router ``other`` (whose shards
+        must be the first ``len(other.shards)`` of ours), e.g. under overrides."""
+        self._check_open()
+        if other is None or not other._sealed or other._kind == KIND_UNSET:
+            raise ValueError("the delegate must be a finished router")
+        if other._kind == KIND_PY:
+            raise ValueError("the delegate has no C kernel")
+        if tuple(self._shards[:other._nshards]) != other._shards:
+            raise ValueError("the delegate's shards must come first, in order")
+        self._delegate = other
+        self._kind = KIND_DELEGATE
+
+    def _use_overrides(self, ohashes, oshards):
+        """Exact hash -> shard index overrides applied after the kernel."""
+        self._check_open()
+        h = self._own(ohashes, np.uint64)
+        s = self._own(oshards, np.int32)
+        if h.shape[0] != s.shape[0]:
+            raise ValueError("one shard per override")
+        if h.shape[0] > 1 and not bool(np.all(h[1:] > h[:h.shape[0] - 1])):
+            raise ValueError("override hashes must be strictly increasing")
+        if h.shape[0] and (s.min() < 0 or s.max() >= self._nshards):
+            raise ValueError("override shard index out of range")
+        cdef const uint64_t[::1] hv
+        cdef const int32_t[::1] sv
+        self._nover = <size_t>h.shape[0]
+        if self._nover:
+            hv = h
+            sv = s
+            self._ohash = &hv[0]
+            self._oshard = &sv[0]
+
+    def _use_pre_transform(self, add=0, xor=0):
+        """Kernels see ``((h + add) mod 2**64) ^ xor`` instead of ``h``."""
+        self._check_open()
+        self._pre_add = <uint64_t>int(add)
+        self._pre_xor = <uint64_t>int(xor)
+        self._has_pre = self._pre_add != 0 or self._pre_xor != 0
+
+    def _has_c_kernel(self):
+        """True when placement runs in C (not in a Python ``_route_hashes_kernel``)."""
+        return self._kind not in (KIND_UNSET, KIND_PY)
+
+    def _seal(self):
+        if self._kind == KIND_UNSET:
+            raise TypeError(f"{type(self).__name__} configured no placement kernel")
+        self._sealed = True
+
+    # -- read-only views -------------------------------------------------------
+
+    @property
+    def shards(self):
+        """Logical shard ids, in index order."""
+        return self._shards
+
+    @property
+    def hasher(self):
+        """The ``Hasher`` that turns keys into 64-bit values."""
+        return self._hasher
+
+    @property
+    def key_prefix(self):
+        """Route tuple keys on their first ``key_prefix`` parts (None: whole key)."""
+        return self._prefix or None
+
+    # -- the hot paths ---------------------------------------------------------
+
+    cdef inline int32_t _place(self, uint64_t h) except -1:
+        cdef int32_t i
+        cdef uint64_t g = h
+        if self._has_pre:
+            g = (g + self._pre_add) ^ self._pre_xor
+        cdef uint64_t b
+        if self._kind == KIND_BUCKET:
+            if self._bpow2:  # a power-of-two bucket count: the remainder is a mask
+                b = g & self._bmask
+            else:
+                b = sh_fastmod_u64(g, &self._fm)
+            if self._pwidth == 1:
+                i = self._placement8[b]
+            elif self._pwidth == 2:
+                i = self._placement16[b]
+            else:
+                i = self._placement[b]
+        elif self._kind == KIND_JUMP:
+            i = sh_jump(g, self._nb)
+        elif self._kind == KIND_RING:
+            if self._has_ring16:
+                i = sh_ring16_lookup(&self._ring16, g)
+            else:
+                i = sh_ring_lookup(&self._ring, g)
+        elif self._kind == KIND_RENDEZVOUS:
+            i = sh_rendezvous(g, self._seeds, self._weights, self._nseeds)
+        elif self._kind == KIND_DELEGATE:
+            i = self._delegate._place(g)
+        elif self._kind == KIND_PY:
+            i = self._place_py(h)
+        else:
+            raise TypeError(f"{type(self).__name__} has no placement kernel")
+        if self._nover:
+            j = sh_override_find(self._ohash, self._oshard, self._nover, h)
+            if j >= 0:
+                i = j
+        return i
+
+    cdef int32_t _place_py(self, uint64_t h) except -1:
+        r = self._route_hash(h)
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < self._nshards:
+            raise ValueError(f"{type(self).__name__}._route_hash returned {r!r}, "
+                             f"not a shard index in [0, {self._nshards})")
+        return <int32_t>r
+
+    def _route_hash(self, h):
+        """One hash -> shard index, for Python-kernel routers (default: via the batch kernel)."""
+        out = np.empty(1, dtype=np.int32)
+        self._route_hashes_kernel(np.array([h], dtype=np.uint64), out)
+        return int(out[0])
+
+    def _route_hashes_kernel(self, hashes, out):
+        raise NotImplementedError(f"{type(self).__name__} must implement _route_hashes_kernel")
+
+    # route, route_index and route_hash take one positional argument (METH_O,
+    # the cheapest call there is); their docstrings carry that signature in
+    # the form inspect.signature() reads (the "--" line must start the line).
+
+    @cython.binding(False)
+    @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
+    def route(self, key):
+        """route($self, key, /)
+--
+
+        The shard id that owns ``key``."""
+        cdef uint64_t h
+        if self._keymode:
+            return <object>PyTuple_GET_ITEM(self._shards, self._key_index(key))
+        if self._hasher is None:
+            self._not_initialised()
+        if self._prefix:
+            key = _prefix_of(key, self._prefix)
+        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
+            h = self._hasher.hash_one(key)
+        return <object>PyTuple_GET_ITEM(self._shards, self._place(h))
+
+    @cython.binding(False)
+    @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
+    def route_index(self, key):
+        """route_index($self, key, /)
+--
+
+        The index in ``shards`` of the shard that owns ``key``."""
+        return self._index_of(key)
+
+    @cython.binding(False)
+    @cython.always_allow_keywords(False)
+    @cython.embedsignature(False)
+    def route_hash(self, h):
+        """route_hash($self, h, /)
+--
+
+        The shard index for one precomputed 64-bit hash."""
+        if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
+            raise TypeError(f"hash must be an int, not {type(h).__name__}")
+        h = int(h)
+        if h < 0 or h > _U64_MAX:
+            raise ValueError(f"hash {h} is outside [0, 2**64 - 1]")
+        return self._place(<uint64_t>h)
+
+    cdef void _kernel(self, const uint64_t *h, size_t n, int32_t *out) noexcept nogil:
+        cdef uint64_t buf[PRE_BLOCK]
+        cdef size_t s, m, k
+        if self._has_pre:
+            s = 0
+            while s < n:
+                m = n - s
+                if m > PRE_BLOCK:
+                    m = PRE_BLOCK
+                for k in range(m):
+                    buf[k] = (h[s + k] + self._pre_add) ^ self._pre_xor
+                self._kernel_plain(buf, m, out + s)
+                s += m
+        else:
+            self._kernel_plain(h, n, out)
+        if self._nover:
+            sh_override_batch(self._ohash, self._oshard, self._nover, h, n, out)
+
+    cdef void _kernel_plain(self, const uint64_t *h, size_t n, int32_t *out) noexcept nogil:
+        if self._kind == KIND_BUCKET:
+            sh_bucket_batch(h, n, &self._fm, self._placement, out)
+        elif self._kind == KIND_JUMP:
+            sh_jump_batch(h, n, self._nb, out)
+        elif self._kind == KIND_RING:
+            sh_ring_batch(&self._ring, h, n, out)
+        elif self._kind == KIND_RENDEZVOUS:
+            sh_rendezvous_batch(h, n, self._seeds, self._weights, self._nseeds, out)
+        elif self._kind == KIND_DELEGATE:
+            self._delegate._kernel(h, n, out)
+
+    def route_hashes(self, hashes, *, out=None, threads=None):
+        """Shard indices (int32 array) for precomputed uint64 hashes."""
+        a = as_hashes(hashes)
+        cdef Py_ssize_t n = a.shape[0]
+        cdef sh_job job
+        out = check_out(out, n, _DT_INT32)
+        a = unalias(a, out)
+        if self._kind == KIND_PY:
+            resolve_threads(threads, n)  # validates; Python kernels run on the calling thread
+            if n:
+                self._route_hashes_kernel(a, out)
+                self._apply_overrides_py(a, out)
+            return out
+        if self._kind == KIND_UNSET:
+            raise TypeError(f"{type(self).__name__} has no placement kernel")
+        job.data = address(a)
+        job.out = address(out)
+        job.ctx = <void *>self   # sealed: its tables no longer change
+        run(_k_route, &job, n, threads)
+        return out
+
+    def _apply_overrides_py(self, a, out):
+        cdef const uint64_t[::1] hv
+        cdef int32_t[::1] ov
+        if self._nover and a.shape[0]:
+            hv = a
+            ov = out
+            with nogil:
+                sh_override_batch(self._ohash, self._oshard, self._nover, &hv[0],
+                                  <size_t>hv.shape[0], &ov[0])
+
+    cdef object _route_small(self, object keys):
+        """route_many for a list/tuple of at most SMALL_BATCH exact ints (one
+        digit) and compact-ASCII str, or a numpy int64/uint64 array of at most
+        SMALL_BATCH keys, when the hasher is xxh3_64 over the default
+        encodings: each key hashed inline (the bytes Hasher.hash_one and
+        hash_array hash) and placed with the scalar kernel (bit-exact with
+        the batch kernels), without the thread pool or a hash temporary.
+        None: not such an input (the general path decides, and raises).
+        No key's own code runs here, so iterating the caller's list is safe."""
+        cdef uint64_t hs[SMALL_BATCH]
+        cdef Py_ssize_t n, i
+        cdef Py_buffer view
+        cdef int is_unsigned = 0
+        cdef const char *p
+        cdef type t = type(keys)
+        if t is list:
+            n = PyList_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                if not sh_route_fast_hash(<object>PyList_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
+                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                    return None
+        elif t is tuple:
+            n = PyTuple_GET_SIZE(keys)
+            if n > SMALL_BATCH:
+                return None
+            for i in range(n):
+                if not sh_route_fast_hash(<object>PyTuple_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
+                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                    return None
+        elif t is np.ndarray and self._int_xxh3:
+            if not sh_word_buffer(keys, &view, &is_unsigned):
+                return None
+            n = view.shape[0]
+            if n <= SMALL_BATCH:
+                p = <const char *>view.buf
+                for i in range(n):
+                    hs[i] = sh_xxh3_64_word_keyed((<const uint64_t *>(p + i * view.strides[0]))[0], self._int_key)
+            PyBuffer_Release(&view)
+            if n > SMALL_BATCH:
+                return None
+        else:
+            return None
+        res = _np_empty(n, _DT_INT32)
+        if n == 0:
+            return res
+        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
+        try:
+            for i in range(n):
+                (<int32_t *>view.buf)[i] = self._place(hs[i])
+        finally:
+            PyBuffer_Release(&view)
+        return res
+
+    def route_many(self, keys, *, out=None, threads=None):
+        """Shard indices (int32 array) for many keys: hashes them, then routes the hashes.
+
+        Uses one uint64 temporary per key (the hashes); small batches (up to
+        64 keys of the common types) are hashed and placed in one pass.
+        """
+        cdef object res
+        if self._hasher is None:
+            self._not_initialised()
+        if out is None and threads is None and self._kind > KIND_PY and not self._prefix and not self._keymode:
+            res = self._route_small(keys)
+            if res is not None:
+                return res
+        if self._prefix:
+            keys = _prefix_many(keys, self._prefix)
+        hashes = self._hasher.hash_array(keys, threads=threads)
+        return self.route_hashes(hashes, out=out, threads=threads)
+
+
+def _prefix_many(keys, Py_ssize_t p):
+    if isinstance(keys, np.ndarray) and keys.dtype != object:
+        raise TypeError("a key_prefix router needs tuple keys, not an array of dtype "
+                        f"{keys.dtype}")
+    return [_prefix_of(k, p) for k in keys]
+
+
+cdef extern from *:
+    """
+    /* Remove a type's "__pyx_vtable__" entry: Cython publishes the C method
+     * table there only for other modules that cimport the type, and help()
+     * would list it.  Instances keep their table (set in tp_new from C). */
+    static int sh_hide_vtable(PyTypeObject *t)
+    {
+        if (t->tp_dict == NULL || PyDict_GetItemString(t->tp_dict, "__pyx_vtable__") == NULL) return 0;
+        if (PyDict_DelItemString(t->tp_dict, "__pyx_vtable__") != 0) return -1;
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    int sh_hide_vtable(type t) except -1
+
+# No other compiled module cimports RouterCore, so nothing needs its table
+# through the type's dict; help(JumpRouter) then shows only the API.
+sh_hide_vtable(RouterCore)

@@ -1,0 +1,51 @@
+"""Helpers shared by the test modules (import them from here, not from a conftest)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+# The frozen golden vectors (tests/vectors/README.md).
+VECTORS = Path(__file__).resolve().parent / "vectors"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """os.environ for a child Python that imports the same shardhash as this
+    run (its parent directory first on PYTHONPATH), plus ``extra``."""
+    import shardhash
+
+    src = str(Path(shardhash.__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.update(extra)
+    return env
+
+
+def oracle_required() -> bool:
+    """In CI a missing oracle is a failure; on a developer machine a skip."""
+    return os.environ.get("SHARDHASH_CI", "") not in ("", "0")
+
+
+def oracle_missing(what: str, why: str) -> NoReturn:
+    """A live oracle (server, JVM, driver) is not available: fail in CI, skip elsewhere."""
+    if oracle_required():
+        pytest.fail(f"{what} missing in CI: {why}")
+    pytest.skip(f"{what} not available: {why}")
+
+
+def ill_typed(value: object) -> Any:
+    """``value``, hidden from the type checker: for tests that pass a wrong type
+    on purpose, to check the runtime's TypeError (or its acceptance)."""
+    return value
+
+
+def present(value: T | None) -> T:
+    """``value``, which the case at hand guarantees is not None (an optional
+    field that this kind of object always sets)."""
+    assert value is not None
+    return value

@@ -1,0 +1,237 @@
+"""Cluster integration: per-group hot policies, cluster scatter-gather, lookup indexes, metrics hooks."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shardhash import JumpRouter, RingRouter, _events
+from shardhash.hotkeys import HotKeyRouter
+from shardhash.lookups import DuplicateValue
+from shardhash.migrate import Cluster
+
+SHARDS = ["s0", "s1", "s2"]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Any:
+    for s in SHARDS:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL, name TEXT)")
+        # route_key (the shard key) holds subkey(user_key, sub): "celebrity", "celebrity#1", ...
+        c.execute("CREATE TABLE events (route_key TEXT NOT NULL, user_key TEXT NOT NULL, sub INTEGER NOT NULL, "
+                  "seq INTEGER NOT NULL, body TEXT, PRIMARY KEY (route_key, seq))")
+        c.commit()
+        c.close()
+    doc = {
+        "metadata": "sqlite:meta.db",
+        "shards": {s: {"primary": f"sqlite:{s}.db"} for s in SHARDS},
+        "groups": {
+            "users": {"router": JumpRouter(SHARDS).to_dict(), "tables": [{"name": "users", "key": "id"}]},
+            "email_lookup": {"router": RingRouter(SHARDS, vnodes=16).to_dict(),
+                             "tables": [{"name": "email_lookup", "key": "value"}]},
+            # only this group has a hot-key policy
+            "events": {"router": HotKeyRouter(JumpRouter(SHARDS), {"celebrity": 3}, write="round_robin").to_dict(),
+                       "tables": [{"name": "events", "key": "route_key"}]},
+        },
+    }
+    cl = Cluster.from_dict(doc, base_dir=tmp_path)
+    cl.add_lookup("email", group="email_lookup", owner_group="users", owner_table="users")
+    cl.init()
+    yield cl
+    cl.close()
+
+
+def test_lookup_through_the_cluster(cluster: Any) -> None:
+    idx = cluster.lookup_index("email")
+    for i in range(20):
+        idx.register(i, f"u{i}@example.com", {"name": f"n{i}"})
+    assert cluster.lookup("email", "u7@example.com") == 7
+    assert cluster.lookup_row("email", "u7@example.com") == {"id": 7, "email": "u7@example.com", "name": "n7"}
+    assert cluster.lookup("email", "none@example.com") is None
+    with pytest.raises(DuplicateValue):
+        idx.register(99, "u3@example.com")
+    idx.change(3, "u3@example.com", "three@example.com")
+    assert cluster.lookup("email", "three@example.com") == 3 and cluster.lookup("email", "u3@example.com") is None
+    with pytest.raises(KeyError, match="add_lookup"):
+        cluster.lookup("phone", "123")
+
+
+def test_concurrent_registrations_through_the_cluster(cluster: Any) -> None:
+    idx = cluster.lookup_index("email")
+    won: list[int] = []
+    lost: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def writer(w: int) -> None:
+        barrier.wait()
+        try:
+            idx.register(100 + w, "race@example.com")
+            won.append(w)
+        except DuplicateValue:
+            lost.append(w)
+        finally:
+            cluster.close()  # this thread's connections
+
+    ts = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert len(won) == 1 and len(lost) == 7
+    assert cluster.lookup("email", "race@example.com") == 100 + won[0]
+    res = cluster.scatter_gather("SELECT id, email FROM users", group="users", order_by=["id"], unique="id")
+    assert [r[1] for r in res.rows].count("race@example.com") == 1
+
+
+def test_hot_policy_per_group(cluster: Any) -> None:
+    r = cluster.router("events")
+    assert isinstance(r, HotKeyRouter) and not isinstance(cluster.router("users"), HotKeyRouter)
+    for seq in range(30):
+        for key in ("celebrity", "nobody"):
+            with cluster.hot_transaction(key, group="events") as tx:
+                tx.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?)",
+                           (tx.routing_key, key, tx.sub_key, seq, f"e{seq}"))
+    # the celebrity's writes went to three sub-keys, each on its own sub-key's shard
+    q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"
+    assert sorted(x[0] for x in cluster.hot_read("celebrity", q, ("celebrity",), group="events")) == list(range(30))
+    assert sorted(x[0] for x in cluster.hot_read("nobody", q, ("nobody",), group="events")) == list(range(30))
+    where: dict[int, set[str]] = {}
+    for s in SHARDS:
+        c = sqlite3.connect(cluster.backend(s).path)
+        for sub, in c.execute("SELECT sub FROM events WHERE user_key = 'celebrity'"):
+            where.setdefault(sub, set()).add(s)
+        assert c.execute("SELECT COUNT(*) FROM events WHERE user_key = 'nobody' AND sub > 0").fetchone()[0] == 0
+        c.close()
+    assert sorted(where) == [0, 1, 2]
+    assert all(where[i] == {r.route_read("celebrity")[i][0]} for i in range(3))
+    # every row sits on the shard of its routing key: a cluster scatter-gather keeps them all
+    res = cluster.scatter_gather("SELECT route_key, seq, user_key FROM events", group="events",
+                                 order_by=["route_key", "seq"], unique=["route_key", "seq"], limit=7)
+    n = len(res.rows)
+    while res.cursor is not None:
+        res = cluster.scatter_gather("SELECT route_key, seq, user_key FROM events", group="events",
+                                     order_by=["route_key", "seq"], unique=["route_key", "seq"], limit=7,
+                                     cursor=res.cursor)
+        n += len(res.rows)
+    assert n == 60
+    with pytest.raises(ValueError, match="no hot-key policy"):
+        with cluster.hot_transaction(5, group="users", sub_key=1):
+            pass
+
+
+def test_cluster_scatter_gather_drops_copies_a_shard_does_not_own(cluster: Any) -> None:
+    idx = cluster.lookup_index("email")
+    for i in range(30):
+        idx.register(i, f"u{i}@example.com")
+    router = cluster.router("users")
+    # a stray copy of user 4 on a shard that does not own it (as a migration leaves behind)
+    wrong = next(s for s in SHARDS if s != router.route(4))
+    c = sqlite3.connect(cluster.backend(wrong).path)
+    c.execute("INSERT INTO users VALUES (4, 'u4@example.com', 'stale copy')")
+    c.commit()
+    c.close()
+    rows = []
+    cursor = None
+    while True:
+        page = cluster.scatter_gather("SELECT id, name FROM users", group="users", order_by=["id"], unique="id",
+                                      limit=4, cursor=cursor)
+        rows += page.rows
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert [r[0] for r in rows] == list(range(30)) and all(r[1] is None for r in rows)
+    with pytest.raises(ValueError, match="not unique"):
+        cluster.scatter_gather("SELECT id FROM users", group="users", order_by=["id"], unique="id",
+                               owned_only=False)
+    agg = cluster.scatter_aggregate("SELECT id FROM users WHERE name IS NULL", {"n": "count(*)", "s": "sum(id)"},
+                                    group="users")
+    assert agg.rows == [{"n": 30, "s": sum(range(30))}]
+    with pytest.raises(ValueError, match="no column 'user_id'"):
+        cluster.scatter_gather("SELECT id FROM users", group="users", order_by=["id"], unique="id",
+                               key_column="user_id")
+
+
+def test_metrics_hooks(cluster: Any) -> None:
+    metrics = pytest.importorskip("shardhash.metrics")
+    if not metrics.available():
+        pytest.skip("prometheus_client not installed")
+    m = metrics.ShardMetrics()
+    m.attach()
+    try:
+        for i in range(10):
+            with cluster.transaction(i, group="users") as tx:
+                tx.execute("INSERT INTO users VALUES (?, ?, ?)", (i, f"x{i}", None))
+        for _ in range(6):
+            with cluster.hot_transaction("celebrity", group="events") as tx:
+                pass
+        cluster.lookup_index("email")
+        cluster.lookup("email", "nobody@example.com")
+    finally:
+        m.detach()
+    router = cluster.router("users")
+    for s in SHARDS:
+        n = sum(1 for i in range(10) if router.route(i) == s)
+        assert (m.value("shardhash_routed_keys_total", shard=s) or 0) >= n
+        if n:
+            assert (m.value("shardhash_shard_op_seconds_count", shard=s, op="write") or 0) >= n
+    assert m.value("shardhash_hot_writes_total", hot="true") == 6
+    assert m.value("shardhash_lookups_total", index="email", result="miss") == 1
+
+
+def test_a_migration_moves_hot_sub_keys_like_any_keys(tmp_path: Path) -> None:
+    from shardhash.migrate import Migration
+
+    every = SHARDS + ["s3"]
+    for s in every:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE events (route_key TEXT NOT NULL, user_key TEXT NOT NULL, sub INTEGER NOT NULL, "
+                  "seq INTEGER NOT NULL, PRIMARY KEY (route_key, seq))")
+        c.commit()
+        c.close()
+    old = HotKeyRouter(JumpRouter(SHARDS), {"celebrity": 4, "star": 3})
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in every},
+           "groups": {"events": {"router": old.to_dict(), "tables": [{"name": "events", "key": "route_key"}]}}}
+    cl = Cluster.from_dict(doc, base_dir=tmp_path)
+    cl.init()
+    try:
+        keys = ["celebrity", "star"] + [f"user{i}" for i in range(60)]
+        for seq in range(8):
+            for k in keys:
+                with cl.hot_transaction(k, group="events") as tx:
+                    tx.execute("INSERT INTO events VALUES (?, ?, ?, ?)", (tx.routing_key, k, tx.sub_key, seq))
+        new = HotKeyRouter(JumpRouter(every), {"celebrity": 4, "star": 3}, version=old.version + 1)
+        m = Migration.create(cl, "events", new)
+        seen: list[dict[str, Any]] = []
+
+        def listen(event: str, fields: dict[str, Any]) -> None:
+            if event == "migration_progress":
+                seen.append(fields)
+
+        _events.subscribe(listen)
+        try:
+            assert m.run(chunk=50) == "retained"
+        finally:
+            _events.unsubscribe(listen)
+        # the executor reported its progress (what ShardMetrics turns into copy_rows_* gauges)
+        assert seen and seen[-1]["migration_id"] == m.id and seen[-1]["copied"] > 0
+        # (the total is counted only for a progress_fn)
+        assert seen[-1]["scanned"] >= seen[-1]["copied"] and seen[-1]["total"] is None
+        m.cleanup()
+        assert cl.refresh("events") == new
+        q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"
+        for k in keys:
+            got = sorted(x[0] for x in cl.hot_read(k, q, (k,), group="events"))
+            assert got == list(range(8)), k
+        # every row is on the shard its routing key names under the new router, exactly once
+        for s in every:
+            c = sqlite3.connect(tmp_path / f"{s}.db")
+            for (rk,) in c.execute("SELECT route_key FROM events"):
+                assert new.route(rk) == s
+            c.close()
+    finally:
+        cl.close()

@@ -1,0 +1,132 @@
+"""Small batches: route_many and hash_array on a few keys take a one-pass
+path (no thread pool, no hash temporary); their answers must be the large
+path's, on both sides of every threshold (route_many: 64 keys; hash_array
+on int64/uint64 arrays: 4096 keys), for lists, tuples and numpy arrays of
+every layout, and for every router and hasher."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from shardhash import Hasher
+from shardhash.routing import JumpRouter, RingRouter, Router
+from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS
+
+SIZES = [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100]
+
+
+def _int_keys(n: int, seed: int) -> list[int]:
+    rng = np.random.default_rng(seed)
+    small = rng.integers(-(2**30) + 1, 2**30, size=n).tolist()   # one-digit ints (the inline path)
+    # some big and negative ints (beyond one digit: the Hasher decides)
+    return [k if i % 5 else k * 2**33 for i, k in enumerate(small)]
+
+
+def _str_keys(n: int) -> list[str]:
+    return [f"user:{i}" if i % 7 else f"ключ-{i}" for i in range(n)]   # ASCII and non-ASCII
+
+
+def _one_by_one(r: Router, keys: Any) -> np.ndarray:
+    return np.array([r.route_index(k) for k in keys], dtype=np.int32)
+
+
+@pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
+@pytest.mark.parametrize("n", SIZES)
+def test_route_many_small_equals_scalar_and_hashes(name: str, n: int) -> None:
+    r = HASH_ROUTERS[name]()
+    for keys in (_int_keys(n, n), _str_keys(n), [f"k{i}" for i in range(n)], list(range(n))):
+        want = _one_by_one(r, keys)
+        big = r.route_hashes(r.hasher.hash_array(keys))   # the general path, in two steps
+        assert np.array_equal(big, want)
+        for form in (keys, tuple(keys)):
+            got = r.route_many(form)
+            assert got.dtype == np.int32 and got.shape == (n,)
+            assert np.array_equal(got, want), (name, n)
+        for dt in (np.int64, np.uint64) if r.key_prefix is None else ():  # prefix routers take tuples
+            a = np.arange(n, dtype=dt) * dt(2**40 + 7) if n else np.arange(0, dtype=dt)
+            want_a = _one_by_one(r, [int(x) for x in a])
+            assert np.array_equal(r.route_many(a), want_a)
+            assert np.array_equal(r.route_many(a, threads=1), want_a)   # the general path
+            rev = a[::-1]                                                  # negative stride
+            assert np.array_equal(r.route_many(rev), want_a[::-1])
+            if n:
+                two = np.repeat(a, 2)[::2]                                 # stride 16
+                assert np.array_equal(r.route_many(two), want_a)
+                ro = a.copy()
+                ro.setflags(write=False)
+                assert np.array_equal(r.route_many(ro), want_a)
+                sw = a.astype(a.dtype.newbyteorder(">"))                  # non-native order
+                assert np.array_equal(r.route_many(sw), want_a)
+
+
+@pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
+def test_route_many_small_every_router(name: str) -> None:
+    r = ALL_ROUTERS[name]()
+    for n in (1, 16, 64, 65):
+        keys = list(range(1, n + 1))
+        try:
+            want = _one_by_one(r, keys)
+        except (TypeError, ValueError):
+            continue
+        assert np.array_equal(r.route_many(keys), want)
+        if r.key_prefix is None:
+            assert np.array_equal(r.route_many(np.array(keys, dtype=np.int64)), want)
+
+
+def test_route_many_small_mixed_and_bad_keys_take_the_general_path() -> None:
+    r = JumpRouter([f"s{i}" for i in range(10)])
+    keys = ["a", 1, b"raw", ("t", 2), 2**63, -5, "é"]
+    assert np.array_equal(r.route_many(keys), _one_by_one(r, keys))
+    with pytest.raises(TypeError, match="position 2"):
+        r.route_many(["a", "b", 1.5])
+    with pytest.raises(OverflowError, match="position 1"):
+        r.route_many([1, 2**70])
+    with pytest.raises(TypeError):
+        r.route_many(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="masked"):
+        r.route_many(np.ma.array([1, 2], mask=[False, True]))
+    out = np.empty(3, dtype=np.int32)
+    assert r.route_many([1, 2, 3], out=out) is out
+    assert np.array_equal(out, _one_by_one(r, [1, 2, 3]))
+
+
+def test_route_many_small_other_hashers_and_prefix() -> None:
+    for h in (Hasher("xxh64", seed=9), Hasher("xxh3_64", seed=2**64 - 1), Hasher("murmur3_128", seed=1)):
+        r = RingRouter(["a", "b", "c"], vnodes=20, hasher=h)
+        keys: list[Any]
+        for keys in ([1, 2, 3], ["x", "y"], list(range(64)), list(range(65))):
+            assert np.array_equal(r.route_many(keys), _one_by_one(r, keys))
+            if isinstance(keys[0], int):
+                assert np.array_equal(r.route_many(np.array(keys, dtype=np.int64)), _one_by_one(r, keys))
+    p = JumpRouter(["a", "b", "c"], key_prefix=1)
+    keys = [("u", 1), ("v", 2), ("u", 3)]
+    assert np.array_equal(p.route_many(keys), _one_by_one(p, keys))
+
+
+@pytest.mark.parametrize("algo", ["xxh3_64", "xxh64", "murmur3_128", "fnv1a_64"])
+@pytest.mark.parametrize("n", [0, 1, 16, 64, 4095, 4096, 4097])
+def test_hash_array_small_equals_hash_one(algo: str, n: int) -> None:
+    h = Hasher(algo, seed=0 if algo.startswith("fnv") else 5)
+    a = (np.arange(n, dtype=np.int64) - n // 2) * np.int64(2**33 + 3)
+    want = np.array([h(int(x)) for x in a], dtype=np.uint64)
+    assert np.array_equal(h.hash_array(a), want)
+    assert np.array_equal(h.hash_array(a, threads=1), want)
+    assert np.array_equal(h.hash_array(a[::-1]), want[::-1])
+    u = a.view(np.uint64)
+    want_u = np.array([h(int(x)) for x in u], dtype=np.uint64)
+    assert np.array_equal(h.hash_array(u), want_u)
+    lst = a.tolist()
+    assert np.array_equal(h.hash_array(lst), want)
+    assert np.array_equal(h.hash_array(tuple(lst)), want)
+
+
+def test_hash_array_small_decimal_codec() -> None:
+    from shardhash import KeyCodec
+
+    h = Hasher("xxh3_64", codec=KeyCodec(int_encoding="decimal"))
+    for dt in (np.int64, np.uint64):
+        a = np.array([0, 1, 2**62, 7], dtype=dt)
+        assert np.array_equal(h.hash_array(a), np.array([h(int(x)) for x in a], dtype=np.uint64))
