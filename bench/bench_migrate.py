@@ -73,7 +73,7 @@ def _cluster(root: Path, unit_rows: int, backend: str) -> tuple[Path, Any, Any]:
             with psycopg.connect(backend, autocommit=True) as pg:
                 pg.execute(f"CREATE SCHEMA bench{tag}_{s}")
             urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
-        c = open_backend(urls[s], root).connect()
+        c: Any = open_backend(urls[s], root).connect()
         c.execute("CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
         if s == "a":
             c.execute("BEGIN")
@@ -244,4 +244,56 @@ def test_write_pause_vs_stop_the_world(benchmark: Any, backend_name: str) -> Non
               f"({stw['count']} waits); stop-the-world p99 / live p99 = {ms(stw['p99']) / ms(live['p99']):.1f}x; "
               f"live fence phases (s since the freeze): {live['fence']}")
         assert live["count"] > 0 and stw["count"] > 0
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def _overhead_run(n_writes: int, backend: str) -> dict[str, Any]:
+    """Single-key write transactions (one writer, keys spread over the whole
+    table, ~half of them in the moving unit) with no migration, then with a
+    migration prepared (its change capture active): time per write and the
+    changes logged."""
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+        path, old, new = _cluster(Path(d), 20_000, backend)
+        try:
+            cl = Cluster.load(path)
+            keys = [1 + (i * 7919) % 40_000 for i in range(n_writes)]
+            moving = sum(1 for k in keys if new.route(k) == "b")
+
+            def writes(tag: int) -> float:
+                t0 = time.perf_counter()
+                for i, k in enumerate(keys):
+                    with cl.transaction(k) as tx:
+                        tx.execute(UPSERT, (k, "w", tag + i))
+                return (time.perf_counter() - t0) / len(keys)
+
+            writes(0)  # warm up
+            base = writes(1)
+            m = Migration.create(cl, "users", new)
+            m._prepare()  # the capture is active from here on
+            b = cl.backend("a")
+            cid = b.capture_id(b.conn(), m.capture)
+            assert cid is not None
+            before = b.pending_count(b.conn(), cid)
+            cap = writes(2)
+            logged = b.pending_count(b.conn(), cid) - before
+            m.rollback()
+            cl.close()
+            return {"base_us": base * 1e6, "capture_us": cap * 1e6, "writes": len(keys), "moving": moving,
+                    "logged": logged}
+        finally:
+            _drop(backend, path)
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_capture_write_overhead(benchmark: Any, backend_name: str) -> None:
+    """What an active change capture costs a write, and how many changes it
+    logs: only writes to keys of the moving units are logged."""
+    backend = _resolve(backend_name)
+    r = _overhead_run(2000 if _enabled(benchmark) else 200, backend)
+    for k, v in r.items():
+        benchmark.extra_info[k] = v
+    print(f"\n{backend_name}: write transaction {r['base_us']:.0f} us without capture, {r['capture_us']:.0f} us "
+          f"with it (+{r['capture_us'] - r['base_us']:.0f} us); {r['logged']} changes logged for "
+          f"{r['writes']} writes, {r['moving']} of them to moving keys")
+    assert r["moving"] <= r["logged"] <= r["writes"] * 2
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)

@@ -42,9 +42,10 @@ def connect(root: Path, shard: str) -> Any:
 
 def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: int = 0,
                  events: bool = False, extra_shards: Sequence[str] = (), backend: str = "sqlite",
-                 **opts: Any) -> Path:
+                 metadata: str = "sqlite", **opts: Any) -> Path:
     """Create the shards, seed ``users`` rows routed by ``router`` and write
-    cluster.json; returns its path (the cluster is initialised)."""
+    cluster.json; returns its path (the cluster is initialised).  ``metadata``:
+    'sqlite' (meta.db), or a PostgreSQL DSN (the store in a schema of its own)."""
     root.mkdir(parents=True, exist_ok=True)
     router = router or JumpRouter(shards)
     every = list(shards) + list(extra_shards)
@@ -76,8 +77,15 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
     tables = [{"name": "users", "key": "id"}]
     if events:
         tables.append({"name": "events", "key": "user_id"})
+    meta_url = "sqlite:meta.db"
+    if metadata != "sqlite":
+        import psycopg
+
+        with psycopg.connect(metadata, autocommit=True) as pg:
+            pg.execute(f"CREATE SCHEMA t{_tag(root)}_meta")
+        meta_url = f"postgresql:{metadata} options='-csearch_path=t{_tag(root)}_meta'"
     doc = {
-        "metadata": "sqlite:meta.db",
+        "metadata": meta_url,
         "shards": {s: {"primary": urls[s]} for s in every},
         "groups": {"users": {"router": router.to_dict(), "tables": tables}},
         "options": {"synchronous": "NORMAL", **opts},

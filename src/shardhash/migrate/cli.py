@@ -60,8 +60,10 @@ def _latest(cluster: Any, group: str | None) -> str:
 def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
     from .. import plan
     from ..routing import load_router
+    from .executor import pending_router
 
-    cur = cluster.refresh(args.group)
+    # (planned on top of any migration of the group that has not cut over yet)
+    cur = pending_router(cluster, args.group)
     if args.to:
         return load_router(args.to)
     if args.add:
@@ -72,9 +74,10 @@ def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
 
 
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
+    from .executor import pending_router
     from .units import Membership, units_for
 
-    old = cluster.refresh(args.group)
+    old = pending_router(cluster, args.group)
     g = cluster.group(args.group)
     units = units_for(old, new, max_step_share=args.max_step_share)
     mem = Membership(old, new, units)

@@ -191,6 +191,8 @@ class _ShardUnits:
     epoch: int
     # per migration: (group, version, membership over its units here, unit index -> (unit, role, state))
     migs: list[tuple[str, int, Membership, dict[int, tuple[Unit, str, str, int]]]] = field(default_factory=list)
+    # groups with an active change capture on the shard
+    captures: set[str] = field(default_factory=set)
 
 
 class ShardTransaction:
@@ -223,7 +225,7 @@ class Cluster(ClusterExtras):
         self.base_dir = str(base_dir) if base_dir is not None else None
         self.synchronous = synchronous
         meta_backend = open_backend(metadata_url, self.base_dir)
-        self.metadata = Metadata(meta_backend.path)
+        self.metadata = Metadata(meta_backend)
         self._seed_shards = {k: (v[0], list(v[1])) for k, v in shards.items()}
         self.groups = dict(groups)
         if not self.groups:
@@ -332,6 +334,7 @@ class Cluster(ClusterExtras):
         first create the groups' tables like on that shard."""
         b = self.backend(shard)
         with b.writing() as c:
+            b.lock_schema(c)
             b.ensure_system(c)
             for g in self.groups.values():
                 for t in g.tables:
@@ -440,7 +443,7 @@ class Cluster(ClusterExtras):
             u = Unit.from_dict(ud)
             entry = per.setdefault(mig, (grp, int(version), {}))
             entry[2][int(idx)] = (u, role, state, int(ud.get("from_version", int(version) - 1)))
-        su = _ShardUnits(ep)
+        su = _ShardUnits(ep, captures=b.active_capture_groups(c) if per else set())
         for mig, (grp, version, units) in per.items():
             routers = self._mig_cache.get((shard, mig))
             if routers is None:
@@ -461,8 +464,20 @@ class Cluster(ClusterExtras):
     def _verdict(self, shard: str, b: SQLiteShard, c: Any, group: str, key: Any,
                  version: int, write: bool = True) -> tuple[str, int, str]:
         """('ok' | 'wait' | 'stale', current version, owner) for ``key`` on ``shard``:
-        the newest migration record whose units hold the key decides."""
+        the newest migration record whose units hold the key decides.  A
+        write whose key no record holds, on a shard where the group has a
+        change capture, tells the capture to skip it (nothing of it moves)."""
         su = self._shard_units(shard, b, c)
+        v = self._verdict_of(su, shard, group, key, version, write)
+        if v is None:
+            if write and group in su.captures:
+                b.skip_capture(c, group)
+            return "ok", version, shard
+        return v
+
+    @staticmethod
+    def _verdict_of(su: _ShardUnits, shard: str, group: str, key: Any, version: int,
+                    write: bool) -> tuple[str, int, str] | None:
         for grp, v, mem, units in su.migs:
             if grp != group:
                 continue
@@ -484,7 +499,7 @@ class Cluster(ClusterExtras):
             if version >= v:
                 return "wait", v, shard
             return "stale", v_from, u.source
-        return "ok", version, shard
+        return None
 
     @contextmanager
     def _open(self, key: Any, group: str | None, write: bool) -> Iterator[ShardTransaction]:
@@ -537,6 +552,8 @@ class Cluster(ClusterExtras):
         t0 = time.perf_counter()
         try:
             yield tx
+            if write:
+                b.end_skip(c, g.name)
         except BaseException:
             b.rollback(c)
             _events.emit("shard_op", shard=shard, op="write" if write else "read",

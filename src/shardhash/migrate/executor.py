@@ -16,7 +16,8 @@ import signal
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from .metadata import ACTIVE, COMMITTED
 from .sqlite import decode_pk
 from .units import Membership, Unit, units_for
 
-__all__ = ["Migration", "MigrationError", "VerifyMismatch", "crash_point", "walk_watermark"]
+__all__ = ["Migration", "MigrationError", "VerifyMismatch", "crash_point", "pending_router", "walk_watermark"]
 
 #: Terminal or holding states: a group with a migration in any other state is busy.
 DONE = ("cleaned", "rolled-back")
@@ -58,6 +59,28 @@ def crash_point(name: str) -> None:
         os.environ["SHARDHASH_MIGRATE_CRASH_SKIP"] = str(skip - 1)
         return
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def describe_fault(e: BaseException) -> str:
+    """What a database error means for an operator (full disk, lost
+    connection, read-only file), or its own text."""
+    text = f"{type(e).__name__}: {e}".strip()
+    low = text.lower()
+    if "disk is full" in low or "no space left" in low or "diskfull" in low or "could not extend" in low:
+        return f"the disk is full ({text}); free space, then resume"
+    if "readonly" in low or "read-only" in low or "attempt to write a readonly" in low:
+        return f"the database cannot be written ({text}); make it writable, then resume"
+    if isinstance(e, ConnectionError) or any(w in low for w in (
+            "terminat", "connection", "server closed", "unable to open", "cannot open", "does not exist",
+            "disk i/o error")):
+        return f"the shard is unreachable or its connection was lost ({text}); bring it back, then resume"
+    return text
+
+
+def _is_db_error(e: BaseException) -> bool:
+    if isinstance(e, (ConnectionError, OSError)) or type(e).__module__.startswith(("sqlite3", "psycopg")):
+        return True
+    return any(c.__module__.startswith(("sqlite3", "psycopg")) for c in type(e).__mro__)
 
 
 def _row_hashes(rows: Sequence[Sequence[Any]]) -> np.ndarray:
@@ -100,39 +123,70 @@ class Migration:
                info: dict[str, Any] | None = None, old_router: Router | None = None) -> Migration:
         """Record a new migration (state ``preparing``); :meth:`run` executes it.
 
-        ``from_version`` (the version the plan was made from) must be the
-        group's current version.  A group already being migrated is refused."""
+        The migration starts from the group's *pending* router
+        (:func:`pending_router`): the current topology, or the target of the
+        newest migration of the group that has not cut over yet -- so
+        ``new_router`` must be planned from that router, and the migrations
+        cut over in the order they were created.  ``from_version`` (the
+        version the plan was made from) must be that router's version.  A
+        migration whose units overlap those of a migration still holding
+        the group (any state before ``cleaned`` / ``rolled-back``) is refused;
+        non-overlapping ones run side by side."""
         g = cluster.group(group)
         meta = cluster.metadata
         meta.setup()
         cur = cluster.refresh(g.name)
-        old = old_router if old_router is not None else cur
-        if from_version is not None and from_version != cur.version:
-            raise MigrationError(f"the plan was made from topology version {from_version}, but group "
-                                 f"{g.name!r} is at version {cur.version}: plan again from the current topology")
         if not isinstance(new_router, Router):
             raise TypeError(f"new_router must be a Router, not {type(new_router).__name__}")
-        if new_router.version <= cur.version:
-            raise MigrationError(f"the new router's version ({new_router.version}) must be greater than the "
-                                 f"current version ({cur.version})")
         for s in new_router.shards:
             if s not in cluster.shard_map():
                 raise MigrationError(f"the new router names shard {s!r}, which is not in the shard map")
-        us = list(units) if units is not None else units_for(old, new_router, max_step_share=max_step_share)
         mig = mig_id or f"m{int(time.time())}-{uuid.uuid4().hex[:6]}"
         now = time.time()
         with meta.tx() as c:
-            for r in c.execute("SELECT id, state FROM migrations WHERE grp = ?", (g.name,)).fetchall():
-                if r[1] not in DONE:
-                    raise MigrationError(f"group {g.name!r} is held by migration {r[0]} (state {r[1]}): "
-                                         f"finish, clean up or roll it back first")
+            # (inside the store's write transaction: two executors creating
+            # migrations of one group are serialised, the second sees the first)
+            holders = [m for m in meta.migrations(g.name) if m["state"] not in DONE]
+            base, pending = _base(cur, holders)
+            old = old_router if old_router is not None else base
+            if from_version is not None and from_version != base.version:
+                what = "is at version" if pending is None else \
+                    f"will be at version (once migration {pending} cuts over)"
+                raise MigrationError(f"the plan was made from topology version {from_version}, but group "
+                                     f"{g.name!r} {what} {base.version}: plan again from the current "
+                                     f"topology (shardhash.migrate.executor.pending_router)")
+            if new_router.version <= base.version:
+                if pending is None:
+                    raise MigrationError(f"the new router's version ({new_router.version}) must be greater "
+                                         f"than the current version ({base.version})")
+                raise MigrationError(f"the new router's version ({new_router.version}) must be greater than "
+                                     f"the pending version ({base.version}): group {g.name!r} is held by "
+                                     f"migration {pending}, which cuts over to version {base.version} first; "
+                                     f"plan on top of its target (shardhash.migrate.executor.pending_router) "
+                                     f"or finish it first")
+            us = list(units) if units is not None else units_for(old, new_router, max_step_share=max_step_share)
+            for h in holders:
+                hu = [Unit.from_dict(u) for u in h["units"]]
+                clash = _overlap(hu, us)
+                if clash is not None:
+                    a, b = clash
+                    raise MigrationError(
+                        f"group {g.name!r}: the new migration's unit {b.index} ({b.source} -> {b.destination}) "
+                        f"overlaps unit {a.index} ({a.source} -> {a.destination}) of migration {h['id']} "
+                        f"(state {h['state']}), which holds those keys: finish, clean up or roll it back first")
+            inf = dict(info or {})
+            # The version clients route with while this migration copies: its
+            # sources own the units under every router from there on.
+            inf.setdefault("base_version", cur.version)
+            if pending is not None:
+                inf.setdefault("after", pending)
             c.execute("INSERT INTO migrations VALUES (?, ?, 'preparing', ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                      (mig, g.name, (info or {}).get("kind", "reshard"), cur.version, new_router.version,
+                      (mig, g.name, inf.get("kind", "reshard"), old.version, new_router.version,
                        old.to_json(), new_router.to_json(), json.dumps([u.to_dict() for u in us]),
-                       json.dumps(info or {}), now, now))
+                       json.dumps(inf), now, now))
             c.execute("INSERT INTO events(ts, mig, msg) VALUES (?, ?, ?)",
-                      (now, mig, f"created: group {g.name} version {cur.version} -> {new_router.version}, "
-                                 f"{len(us)} unit(s)"))
+                      (now, mig, f"created: group {g.name} version {old.version} -> {new_router.version}, "
+                                 f"{len(us)} unit(s)" + (f", after {pending}" if pending else "")))
         return cls(cluster, mig)
 
     # ------------------------------------------------------------ helpers
@@ -184,6 +238,19 @@ class Migration:
             self._last_tick = now
             self.progress_fn(fig)
 
+    @contextmanager
+    def _on(self, shard: str, role: str, what: str) -> Iterator[None]:
+        """Name the shard, its role and the step in a database error."""
+        try:
+            yield
+        except MigrationError:
+            raise
+        except Exception as e:
+            if not _is_db_error(e):
+                raise
+            raise MigrationError(f"migration {self.id}: {role} shard {shard!r} failed while {what}: "
+                                 f"{describe_fault(e)}") from e
+
     def _involved(self) -> list[str]:
         return sorted(set(self.mem.sources) | set(self.mem.destinations))
 
@@ -218,6 +285,7 @@ class Migration:
                 self.verify()
                 if not cutover:
                     return self.state
+                self._wait_turn()
                 self._catch_up_until(fence_threshold, max_catchup_seconds)
                 self._settle()
                 self._catch_up_until(fence_threshold, max_catchup_seconds)
@@ -247,9 +315,11 @@ class Migration:
         cl = self.cluster
         srcs, dsts = self.mem.sources, self.mem.destinations
         for s in srcs:
-            cl.prepare_shard(s)
+            with self._on(s, "source", "preparing"):
+                cl.prepare_shard(s)
         for d in dsts:
-            cl.prepare_shard(d, create_from=srcs[0] if srcs else None)
+            with self._on(d, "destination", "preparing (creating its tables)"):
+                cl.prepare_shard(d, create_from=srcs[0] if srcs else None)
         for s in srcs:
             b = cl.backend(s)
             for t in self.group.tables:
@@ -257,6 +327,7 @@ class Migration:
                 rows = b.scan(b.conn(), t.name, cols, pk, None, 200)
                 self._check_keys(t.name, [r[kx] for r in rows], rows, [cols.index(k) for k in pk])
         old_doc, new_doc = self.old.to_json(), self.new.to_json()
+        base_version = min(int(self.info.get("base_version", self.old.version)), self.old.version)
         for shard in self._involved():
             b = cl.backend(shard)
             with b.writing() as c:
@@ -266,7 +337,7 @@ class Migration:
                                              ("destination", u.destination, "importing")):
                         if who == shard:
                             b.put_unit(c, self.group.name, self.id, u.index, role, state, self.new.version,
-                                       json.dumps(dict(u.to_dict(), from_version=self.old.version)))
+                                       json.dumps(dict(u.to_dict(), from_version=base_version)))
                 if shard in srcs and not self.info.get("skip_copy"):
                     # Capture starts in the same transaction that makes the
                     # units visible, before any snapshot is taken.
@@ -329,7 +400,8 @@ class Migration:
                                     by_dst[self.units[u].destination].append(r)
                             for n, (d, drows) in enumerate(sorted(by_dst.items())):
                                 db = cl.backend(d)
-                                with db.writing() as dc:
+                                with self._on(d, "destination", f"copying {t.name!r} from {s!r}"), \
+                                        db.writing() as dc:
                                     # Fast path: none of the rows is there yet (a
                                     # resumed chunk, or a collision, takes the slow one).
                                     if db.insert_new(dc, t.name, cols, drows) < len(drows):
@@ -407,7 +479,8 @@ class Migration:
                     want[tuple(r[j] for j in pkx)] = (self.units[u].destination, r)
             for d in self.mem.destinations:
                 db = cl.backend(d)
-                have = db.fetch(db.conn(), tbl, cols, pk, plist)
+                with self._on(d, "destination", "reading rows to catch up"):
+                    have = db.fetch(db.conn(), tbl, cols, pk, plist)
                 hu = self.mem.assign([r[kx] for r in have]).tolist()
                 dels = []
                 for r, u in zip(have, hu):
@@ -419,7 +492,7 @@ class Migration:
                     writes[d].append((tbl, "x", ups, dels))
         for d, items in writes.items():
             db = cl.backend(d)
-            with db.writing() as dc:
+            with self._on(d, "destination", "applying captured changes"), db.writing() as dc:
                 for tbl, _, ups, dels in items:
                     cols, pk, _kx = self._table(s, tbl)
                     if dels:
@@ -662,6 +735,22 @@ class Migration:
             b.set_unit_state(c, self.id, role, frm, to)
             b.bump_epoch(c)
 
+    def _wait_turn(self) -> None:
+        """Migrations of one group cut over in the order they were created: a
+        migration planned on top of another one's target waits (with a clear
+        error; the state stays ``catching-up``) until that one has cut over."""
+        cur = self.meta.topology(self.group.name)
+        if cur is None or int(cur[0]) == self.old.version:
+            return
+        ahead = self.info.get("after")
+        rec = self.meta.migration(ahead) if ahead else None
+        if rec is not None and rec["state"] not in COMMITTED and rec["state"] != "rolled-back":
+            raise MigrationError(f"migration {self.id} is copied, caught up and verified; its cutover waits for "
+                                 f"migration {ahead} (state {rec['state']}), which cuts over to version "
+                                 f"{self.old.version} first: resume this one after it")
+        raise MigrationError(f"group {self.group.name!r} is at version {cur[0]}, but this migration was planned "
+                             f"from version {self.old.version}: roll it back and plan again")
+
     def _freeze_and_commit(self) -> None:
         cl = self.cluster
         t0 = time.time()
@@ -693,6 +782,7 @@ class Migration:
             b = cl.backend(d)
             with b.writing() as c:
                 b.start_capture(c, self.id + ":reverse", self.group.name)
+                b.bump_epoch(c)  # (clients learn that the group has a capture here)
         crash_point("before-commit")
         meta = self.meta
         with meta.tx() as c:
@@ -743,6 +833,19 @@ class Migration:
             raise MigrationError(f"migration {self.id} is {st}: the source copy is gone, rollback is impossible")
         if st == "rolled-back":
             return st
+        later = [m["id"] for m in self.meta.migrations(self.group.name)
+                 if m["state"] not in DONE and m["id"] != self.id and m["info"].get("after") == self.id
+                 and m["id"] != self.info.get("reverse")]
+        if later:
+            raise MigrationError(f"migration {self.id} cannot be rolled back while migration(s) "
+                                 f"{', '.join(later)} planned on top of it hold the group: roll those back "
+                                 f"(or finish them) first")
+        if st in ("retained", "cutover") and not self.info.get("reverse"):
+            top = self.meta.topology(self.group.name)
+            if top is not None and int(top[0]) != self.new.version:
+                raise MigrationError(f"migration {self.id} cannot be rolled back: group {self.group.name!r} has "
+                                     f"moved on to version {top[0]} since its cutover (version "
+                                     f"{self.new.version}); a rollback would undo the later migration too")
         if st in ("retained", "cutover", "rolling-back"):
             if st == "cutover":
                 self._reconcile()
@@ -850,6 +953,54 @@ class Migration:
             "info": rec["info"],
         }
         return out
+
+
+def _base(cur: Router, holders: Sequence[dict[str, Any]]) -> tuple[Router, str | None]:
+    """The router a new migration of the group starts from: the target of the
+    newest holder that has not cut over (and its id), else the current one."""
+    pend = [h for h in holders if h["state"] not in COMMITTED and h["state"] != "rolling-back"
+            and int(h["to_version"]) > cur.version]
+    if not pend:
+        return cur, None
+    top = max(pend, key=lambda h: int(h["to_version"]))
+    return load_router(json.loads(top["new_router"])), str(top["id"])
+
+
+def pending_router(cluster: Cluster, group: str | None = None) -> Router:
+    """The router to plan a new migration of ``group`` from: the current
+    topology, or the target of the newest migration that has not cut over
+    yet (a migration planned from it cuts over after that one)."""
+    g = cluster.group(group)
+    cur = cluster.refresh(g.name)
+    return _base(cur, [m for m in cluster.metadata.migrations(g.name) if m["state"] not in DONE])[0]
+
+
+def _disjoint_filters(a: Unit, b: Unit) -> bool:
+    if a.kind == b.kind and a.kind in ("range", "ids"):
+        return a.hi < b.lo or b.hi < a.lo
+    if a.kind == b.kind == "buckets" and a.modulus == b.modulus:
+        return not (set(a.buckets) & set(b.buckets))
+    return False
+
+
+def _overlap(held: Sequence[Unit], new: Sequence[Unit]) -> tuple[Unit, Unit] | None:
+    """A pair (held unit, new unit) that may share a key, or None.
+
+    Membership is exact (a key belongs to a unit when the unit's old router
+    places it on the unit's source and its new router on its destination).
+    The new migration is planned from the held one's target (or a later
+    one's, which agrees with it on the held keys), where a key of a held
+    unit lives on that unit's destination: a new unit can only hold it when
+    it moves keys *from* that destination, and when their own filters (hash
+    ranges, bucket sets, id ranges) intersect.  Anything not provably
+    disjoint counts as overlapping."""
+    for a in held:
+        for b in new:
+            if b.source != a.destination:
+                continue
+            if not _disjoint_filters(a, b):
+                return a, b
+    return None
 
 
 def active_migrations(cluster: Cluster) -> list[str]:

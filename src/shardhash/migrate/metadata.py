@@ -1,9 +1,19 @@
 """The metadata store: topology versions, the shard map and migration records.
 
-One SQLite file (WAL, ``synchronous=FULL``).  Its commit of a migration's
-cutover (:meth:`Metadata.commit_cutover`) is the single decision point of a
+SQLite (one file, WAL, ``synchronous=FULL``; the default) or PostgreSQL (a
+database or a schema of one: ``postgresql:CONNINFO`` / ``postgresql://URI``
+as the cluster file's ``metadata`` URL).  Its commit of a migration's
+cutover (one :meth:`Metadata.tx`, see the executor) is the single decision point of a
 migration: before it the source owns the moving keys, after it the
 destination does, whatever the shards' own records say at that moment.
+
+Every write transaction (:meth:`Metadata.tx`) excludes every other one until
+it ends: SQLite takes the database's write lock (``BEGIN IMMEDIATE``);
+PostgreSQL takes the row lock of the one-row table ``meta_lock``
+(``SELECT … FOR UPDATE``) as its first statement, so two executors that
+read-check-write (the concurrent-migration check, the version check of a
+cutover) are serialised exactly as on SQLite.  Reads outside a transaction
+see the last committed state (autocommit).
 
 Tables:
 
@@ -18,6 +28,8 @@ Tables:
     resumable progress (copy cursors, verified units, timings).
 ``events(id, ts, mig, msg)``
     the log lines of every migration.
+``meta_lock(id)`` (PostgreSQL only)
+    the row every write transaction locks first.
 """
 
 from __future__ import annotations
@@ -30,19 +42,28 @@ from typing import Any
 
 from .sqlite import SQLiteShard
 
-DDL = """
-CREATE TABLE IF NOT EXISTS topology(grp TEXT PRIMARY KEY, version INTEGER NOT NULL, router TEXT NOT NULL);
+_TABLES = """
+CREATE TABLE IF NOT EXISTS topology(grp TEXT PRIMARY KEY, version BIGINT NOT NULL, router TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS shard_map(shard TEXT PRIMARY KEY, url TEXT NOT NULL, replicas TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS migrations(
     id TEXT PRIMARY KEY, grp TEXT NOT NULL, state TEXT NOT NULL, kind TEXT NOT NULL,
-    from_version INTEGER NOT NULL, to_version INTEGER NOT NULL,
+    from_version BIGINT NOT NULL, to_version BIGINT NOT NULL,
     old_router TEXT NOT NULL, new_router TEXT NOT NULL, units TEXT NOT NULL,
-    info TEXT NOT NULL, error TEXT, created REAL NOT NULL, updated REAL NOT NULL);
+    info TEXT NOT NULL, error TEXT, created {real} NOT NULL, updated {real} NOT NULL);
 CREATE TABLE IF NOT EXISTS progress(mig TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (mig, key));
-CREATE TABLE IF NOT EXISTS events(id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, mig TEXT,
-    msg TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events(id {serial}, ts {real} NOT NULL, mig TEXT,
+    msg TEXT NOT NULL)
 """
+#: The SQLite schema (BIGINT is an INTEGER there: same affinity).
+DDL = _TABLES.format(real="REAL", serial="INTEGER PRIMARY KEY AUTOINCREMENT") + ";"
+#: The PostgreSQL schema: 8-byte floats for the timestamps, a sequence for the
+#: event ids, and the lock row.
+PG_DDL = [s for s in _TABLES.format(real="DOUBLE PRECISION", serial="BIGSERIAL PRIMARY KEY").split(";")
+          if s.strip()] + [
+    "CREATE TABLE IF NOT EXISTS meta_lock(id INTEGER PRIMARY KEY CHECK (id = 0))",
+    "INSERT INTO meta_lock VALUES (0) ON CONFLICT DO NOTHING",
+]
 
 #: Migration states in which a migration holds its table group.
 ACTIVE = ("preparing", "copying", "catching-up", "freezing", "cutover", "failed", "verify-failed",
@@ -52,24 +73,67 @@ COMMITTED = ("cutover", "retained", "cleaning", "cleaned")
 
 
 class Metadata:
-    """The metadata store (SQLite)."""
+    """The metadata store (SQLite or PostgreSQL).
 
-    def __init__(self, path: str) -> None:
-        self.db = SQLiteShard(path, synchronous="FULL")
+    ``store`` is a path (an SQLite file) or a shard backend of either kind
+    (:func:`shardhash.migrate.cluster.open_backend`)."""
+
+    def __init__(self, store: Any) -> None:
+        if isinstance(store, SQLiteShard) and store.kind == "postgresql":
+            self.db: SQLiteShard = store
+        else:
+            path = store.path if isinstance(store, SQLiteShard) else str(store)
+            self.db = SQLiteShard(path, synchronous="FULL")  # always FULL, whatever the shards use
+        self.kind = self.db.kind
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"Metadata({self.db!r})"
 
     def setup(self) -> None:
-        self.db.conn().executescript(DDL)
+        if self._ready:
+            return
+        c = self.db.conn()
+        if self.kind == "postgresql":
+            # (concurrent CREATE TABLE IF NOT EXISTS can collide on PostgreSQL:
+            # one creator at a time, under a transaction-scoped advisory lock)
+            c.execute("BEGIN")
+            try:
+                c.execute("SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.metadata'))")
+                for stmt in PG_DDL:
+                    c.execute(stmt)
+                c.execute("COMMIT")
+            except BaseException:
+                self.db.rollback(c)
+                raise
+        else:
+            c.executescript(DDL)
+        self._ready = True
 
     @contextmanager
     def tx(self) -> Iterator[Any]:
+        """A write transaction that excludes every other one (see the module
+        docstring); committed when the block ends, rolled back when it raises."""
         c = self.db.conn()
-        c.execute("BEGIN IMMEDIATE")
+        if self.kind == "postgresql":
+            c.execute("BEGIN")
+            try:
+                c.execute("SELECT id FROM meta_lock WHERE id = 0 FOR UPDATE")
+            except BaseException:
+                self.db.rollback(c)
+                raise
+        else:
+            c.execute("BEGIN IMMEDIATE")
         try:
             yield c
         except BaseException:
-            c.execute("ROLLBACK")
+            self.db.rollback(c)
             raise
-        c.execute("COMMIT")
+        try:
+            c.execute("COMMIT")
+        except BaseException:
+            self.db.rollback(c)
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -81,14 +145,16 @@ class Metadata:
         return None if r is None else (int(r[0]), r[1])
 
     def set_topology(self, c: Any, group: str, version: int, router_json: str) -> None:
-        c.execute("INSERT OR REPLACE INTO topology VALUES (?, ?, ?)", (group, version, router_json))
+        c.execute("INSERT INTO topology VALUES (?, ?, ?) ON CONFLICT (grp) DO UPDATE SET version = excluded.version, "
+                  "router = excluded.router", (group, version, router_json))
 
     def shard_map(self) -> dict[str, tuple[str, list[str]]]:
         rows = self.db.conn().execute("SELECT shard, url, replicas FROM shard_map").fetchall()
         return {r[0]: (r[1], json.loads(r[2])) for r in rows}
 
     def set_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> None:
-        c.execute("INSERT OR REPLACE INTO shard_map VALUES (?, ?, ?)", (shard, url, json.dumps(replicas)))
+        c.execute("INSERT INTO shard_map VALUES (?, ?, ?) ON CONFLICT (shard) DO UPDATE SET url = excluded.url, "
+                  "replicas = excluded.replicas", (shard, url, json.dumps(replicas)))
 
     # ---------------------------------------------------------- migrations
 
@@ -135,7 +201,8 @@ class Metadata:
 
     def put(self, mig: str, key: str, value: Any, c: Any = None) -> None:
         conn = c if c is not None else self.db.conn()
-        conn.execute("INSERT OR REPLACE INTO progress VALUES (?, ?, ?)", (mig, key, json.dumps(value)))
+        conn.execute("INSERT INTO progress VALUES (?, ?, ?) ON CONFLICT (mig, key) DO UPDATE SET "
+                     "value = excluded.value", (mig, key, json.dumps(value)))
 
     def progress(self, mig: str) -> dict[str, Any]:
         rows = self.db.conn().execute("SELECT key, value FROM progress WHERE mig = ?", (mig,)).fetchall()
@@ -145,5 +212,6 @@ class Metadata:
         self.db.conn().execute("INSERT INTO events(ts, mig, msg) VALUES (?, ?, ?)", (time.time(), mig, msg))
 
     def events(self, mig: str, limit: int = 50) -> list[tuple[float, str]]:
-        return self.db.conn().execute("SELECT ts, msg FROM events WHERE mig = ? ORDER BY id DESC LIMIT ?",
+        rows = self.db.conn().execute("SELECT ts, msg FROM events WHERE mig = ? ORDER BY id DESC LIMIT ?",
                                       (mig, limit)).fetchall()[::-1]
+        return [(float(r[0]), str(r[1])) for r in rows]

@@ -44,6 +44,7 @@ SYSTEM_DDL = [
         id BIGSERIAL PRIMARY KEY, capture BIGINT NOT NULL, tbl TEXT NOT NULL,
         pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id)",
+    "CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY)",
 ]
 
 
@@ -103,6 +104,21 @@ class PostgresShard(SQLiteShard):
     def __repr__(self) -> str:
         return f"PostgresShard({self.dsn!r})"
 
+    def conn(self) -> Any:
+        """This thread's connection; a new one when the last one was lost
+        (the server restarted, the backend was terminated)."""
+        c = getattr(self._local, "c", None)
+        if c is not None and (c.raw.closed or c.raw.broken):
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self._local.c = c = None
+        if c is None:
+            c = self.connect()
+            self._local.c = c
+        return c
+
     def connect(self) -> PGConnection:  # type: ignore[override]
         import psycopg
 
@@ -129,6 +145,11 @@ class PostgresShard(SQLiteShard):
         c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
 
     # ------------------------------------------------------------ schema
+
+    def lock_schema(self, c: Any) -> None:
+        # Two executors preparing one shard at once (two migrations of one
+        # group side by side) would race on CREATE TABLE IF NOT EXISTS.
+        c.execute("SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.schema'))")
 
     def ensure_system(self, c: Any) -> None:
         for stmt in SYSTEM_DDL:
@@ -185,28 +206,50 @@ class PostgresShard(SQLiteShard):
     def install_triggers(self, c: Any, group: str, table: str, pk: Sequence[str]) -> None:
         """Statement-level triggers with transition tables: one set-based
         INSERT per statement into the change log (nothing when no capture is
-        active), instead of a PL/pgSQL call per row."""
+        active, or when the writing transaction said its key is in no moving
+        unit: the transaction-local setting ``shardhash.skip``, see
+        :meth:`skip_capture`), instead of a PL/pgSQL call per row."""
         if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
-                     (f"_shardhash_d_{table}", qi(table))).fetchone():
+                     (f"_shardhash_d2_{table}", qi(table))).fetchone():
             return
+        skip = f"coalesce(current_setting('shardhash.skip', true), '') <> {ql(group)}"
 
-        def ins(alias: str) -> str:
+        def ins(alias: str, extra: str = "") -> str:
             key = "json_build_array(" + ", ".join(f"{alias}.{qi(k)}" for k in pk) + ")::text"
             return (f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT c.id, {ql(table)}, {key} "
-                    f"FROM {alias} CROSS JOIN _shardhash_captures c WHERE c.grp = {ql(group)};")
+                    f"FROM {alias} CROSS JOIN _shardhash_captures c WHERE c.grp = {ql(group)} "
+                    f"AND {skip}{extra};")
 
+        # An update logs the old keys only when a primary key changed.
+        same = " AND ".join(f"n.{qi(k)} IS NOT DISTINCT FROM _shardhash_old.{qi(k)}" for k in pk)
         bodies = {
             "i": (ins("_shardhash_new"), "AFTER INSERT", "NEW TABLE AS _shardhash_new"),
-            "u": (ins("_shardhash_new") + " " + ins("_shardhash_old"), "AFTER UPDATE",
-                  "OLD TABLE AS _shardhash_old NEW TABLE AS _shardhash_new"),
+            "u": (ins("_shardhash_new") + " " + ins(
+                "_shardhash_old", f" AND NOT EXISTS (SELECT 1 FROM _shardhash_new n WHERE {same})"),
+                "AFTER UPDATE", "OLD TABLE AS _shardhash_old NEW TABLE AS _shardhash_new"),
             "d": (ins("_shardhash_old"), "AFTER DELETE", "OLD TABLE AS _shardhash_old"),
         }
         for k, (body, when, refs) in bodies.items():
-            fn = qi(f"_shardhash_{k}_{table}")
+            old = qi(f"_shardhash_{k}_{table}")
+            c.execute(f"DROP TRIGGER IF EXISTS {old} ON {qi(table)}")  # (version 1 of the triggers)
+            c.execute(f"DROP FUNCTION IF EXISTS {old}()")
+            fn = qi(f"_shardhash_{k}2_{table}")
             c.execute(f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
                       f"BEGIN {body} RETURN NULL; END $$")
             c.execute(f"CREATE TRIGGER {fn} {when} ON {qi(table)} REFERENCING {refs} "
                       f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+
+    def skip_capture(self, c: Any, group: str) -> None:
+        # transaction-local: gone at the commit or rollback
+        c.execute("SELECT set_config('shardhash.skip', ?, true)", (group,))
+
+    def end_skip(self, c: Any, group: str) -> None:
+        pass
+
+    def active_capture_groups(self, c: Any) -> set[str]:
+        if not self._has_system(c):
+            return set()
+        return {str(r[0]) for r in c.execute("SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
 
     # ------------------------------------------------------------- units
 

@@ -19,6 +19,10 @@ tables:
     key of every inserted, updated or deleted row to ``_shardhash_changes``,
     once per active capture of the table's group (none: nothing is logged).
     ``state`` 0 = pending, 1 = applied since the last full verify.
+``_shardhash_skip``
+    empty but inside a client's write transaction whose key is in no moving
+    unit: the triggers log nothing for it (writes to keys that do not move
+    cost no change row).  Writers that bypass the client are always logged.
 
 SQLite serialises writers (``BEGIN IMMEDIATE`` takes the write lock), so
 change ids are assigned in commit order; catch-up nevertheless consumes the
@@ -51,6 +55,7 @@ CREATE TABLE IF NOT EXISTS _shardhash_changes(
     id INTEGER PRIMARY KEY AUTOINCREMENT, capture INTEGER NOT NULL, tbl TEXT NOT NULL,
     pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
+CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 """
 
 
@@ -148,6 +153,10 @@ class SQLiteShard:
 
     # ------------------------------------------------------------ schema
 
+    def lock_schema(self, c: Any) -> None:
+        """Inside a write transaction: exclude other schema changes on this
+        shard until it ends (SQLite: the write lock already does)."""
+
     def ensure_system(self, c: sqlite3.Connection) -> None:
         # (statement by statement: executescript would commit the caller's transaction)
         for stmt in SYSTEM_DDL.split(";"):
@@ -185,21 +194,46 @@ class SQLiteShard:
             c.execute(s)
 
     def install_triggers(self, c: sqlite3.Connection, group: str, table: str, pk: Sequence[str]) -> None:
+        """Row triggers that log the primary key of every inserted, updated or
+        deleted row once per active capture of ``group`` -- unless the writing
+        transaction said its key is in no moving unit (:meth:`skip_capture`).
+        An update logs the old key too only when the primary key changed."""
         def arr(ref: str) -> str:
             return "json_array(" + ", ".join(f"{ref}.{qi(k)}" for k in pk) + ")"
 
         base = f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT id, {ql(table)}, {{pk}} " \
-               f"FROM _shardhash_captures WHERE grp = {ql(group)};"
+               f"FROM _shardhash_captures WHERE grp = {ql(group)}{{extra}};"
         t = qi(table)
+        skip = f" AND NOT EXISTS (SELECT 1 FROM _shardhash_skip WHERE grp = {ql(group)})"
+        moved = " AND (" + " OR ".join(f"OLD.{qi(k)} IS NOT NEW.{qi(k)}" for k in pk) + ")"
         stmts = {
-            "i": f"AFTER INSERT ON {t} BEGIN " + base.format(pk=arr("NEW")) + " END",
-            "d": f"AFTER DELETE ON {t} BEGIN " + base.format(pk=arr("OLD")) + " END",
-            "u": f"AFTER UPDATE ON {t} BEGIN " + base.format(pk=arr("NEW")) + " "
-                 + base.format(pk=arr("OLD")) + " END",
+            "i": f"AFTER INSERT ON {t} BEGIN " + base.format(pk=arr("NEW"), extra=skip) + " END",
+            "d": f"AFTER DELETE ON {t} BEGIN " + base.format(pk=arr("OLD"), extra=skip) + " END",
+            "u": f"AFTER UPDATE ON {t} BEGIN " + base.format(pk=arr("NEW"), extra=skip) + " "
+                 + base.format(pk=arr("OLD"), extra=skip + moved) + " END",
         }
         for k, body in stmts.items():
-            name = qi(f"_shardhash_{k}_{table}")
-            c.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {body}")
+            # (version 2 of the triggers: an older cluster's are replaced)
+            c.execute(f"DROP TRIGGER IF EXISTS {qi(f'_shardhash_{k}_{table}')}")
+            c.execute(f"CREATE TRIGGER IF NOT EXISTS {qi(f'_shardhash_{k}2_{table}')} {body}")
+
+    def skip_capture(self, c: Any, group: str) -> None:
+        """In a client's write transaction whose key is in no moving unit of
+        any capture of ``group`` on this shard: its writes are not logged.
+        (SQLite serialises writers: a marker row, removed by :meth:`end_skip`
+        before the commit, is seen by this transaction's triggers only.)"""
+        c.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
+
+    def end_skip(self, c: Any, group: str) -> None:
+        c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
+
+    def active_capture_groups(self, c: Any) -> set[str]:
+        try:
+            return {str(r[0]) for r in c.execute("SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
+        except Exception as e:  # noqa: BLE001 - a shard not set up yet: no capture
+            if "_shardhash_captures" in str(e):
+                return set()
+            raise
 
     # ------------------------------------------------------------- units
 

@@ -3,6 +3,7 @@
  * and docs/strategies-draft.md).
  */
 #include "sh_bounded.h"
+#include "sh_ring.h"
 
 uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_percent)
 {
@@ -35,15 +36,7 @@ uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_p
 
 size_t sh_bounded_successor(const uint64_t *tokens, size_t ntokens, uint64_t h)
 {
-    size_t lo = 0, hi = ntokens;
-    while (lo < hi) {
-        size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo == ntokens ? 0 : lo;
+    return sh_ring_successor(tokens, ntokens, h);
 }
 
 /* Walk from the hash's successor; the first shard with room, or the least

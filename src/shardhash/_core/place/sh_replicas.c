@@ -3,6 +3,7 @@
  * and docs/strategies-draft.md).
  */
 #include "sh_replicas.h"
+#include "sh_ring.h"
 
 #include <math.h>
 
@@ -67,19 +68,6 @@ static size_t sh_sel_finish(sh_sel *s)
 
 /* ------------------------------------------------------------------------ */
 /* Ring                                                                      */
-
-static size_t sh_ring_successor(const uint64_t *tokens, size_t ntokens, uint64_t h)
-{
-    size_t lo = 0, hi = ntokens;
-    while (lo < hi) {
-        size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo == ntokens ? 0 : lo;
-}
 
 size_t sh_ring_replicas(const uint64_t *tokens, const int32_t *owners, size_t ntokens, size_t nshards,
                         uint64_t h, size_t r, const sh_replica_work *w, int32_t *out)

@@ -44,7 +44,7 @@ SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens
 {
     uint64_t p = shift >= 64 ? 0 : h >> shift;
     uint32_t e;
-    size_t lo, hi;
+    size_t lo;
     int k;
     if (p > last) p = last;
     e = index[p];
@@ -54,15 +54,7 @@ SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens
     for (k = 0; k < 4; k++, lo++)
         if (tokens[lo] >= h) return owners[lo];
     /* A crowded prefix: binary search the rest of the ring. */
-    hi = ntokens;
-    while (lo < hi) {
-        size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return owners[lo];
+    return owners[sh_ring_lower_bound(tokens, lo, ntokens, h)];
 }
 
 int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)

@@ -36,6 +36,28 @@ typedef struct {
     unsigned shift;      /* width - bits */
 } sh_ring;
 
+/* First position in [lo, hi) of the sorted tokens whose token is >= h (hi
+ * when none is): the binary search every ring walk shares. */
+SH_FORCE_INLINE size_t sh_ring_lower_bound(const uint64_t *tokens, size_t lo, size_t hi, uint64_t h)
+{
+    while (lo < hi) {
+        size_t mid = lo + ((hi - lo) >> 1);
+        if (tokens[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Position of h's successor token: the first token >= h, wrapping to 0
+ * past the last. */
+SH_INLINE size_t sh_ring_successor(const uint64_t *tokens, size_t ntokens, uint64_t h)
+{
+    size_t i = sh_ring_lower_bound(tokens, 0, ntokens, h);
+    return i == ntokens ? 0 : i;
+}
+
 /* Number of prefix bits used for ntokens tokens over a `width`-bit space. */
 unsigned sh_ring_index_bits(size_t ntokens, unsigned width);
 /* Fill index[0 .. 2^bits - 1] (tokens/owners with their sentinels). */
@@ -73,7 +95,7 @@ SH_FORCE_INLINE int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
     uint64_t p = r->shift >= 64 ? 0 : h >> r->shift;
     const uint64_t *tokens = r->tokens;
     unsigned e;
-    size_t lo, hi;
+    size_t lo;
     int k;
     if (p > r->index_last) p = r->index_last;
     e = r->index[p];
@@ -81,15 +103,7 @@ SH_FORCE_INLINE int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
     lo = e;
     for (k = 0; k < 4; k++, lo++)
         if (tokens[lo] >= h) return r->owners[lo];
-    hi = r->ntokens;
-    while (lo < hi) {
-        size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return r->owners[lo];
+    return r->owners[sh_ring_lower_bound(tokens, lo, r->ntokens, h)];
 }
 
 #ifdef __cplusplus
