@@ -23,6 +23,14 @@ each worker process builds a router once and reuses it for every task.
 True
 >>> rep.matrix.tolist() == plan.diff(old, new, range(10_000)).matrix.tolist()
 True
+
+Importing this module also registers a ``shardhash`` accessor on Dask
+DataFrames, so the same calls read as methods of the frame:
+
+>>> with dask.config.set(scheduler="synchronous"):
+...     same = ddf.shardhash.diff("id", old, new)
+>>> same.to_dict() == rep.to_dict()
+True
 """
 
 from __future__ import annotations
@@ -38,11 +46,12 @@ from . import arrow as _arrow
 try:
     import dask.dataframe as dd
     import pandas as pd
+    from dask.dataframe.extensions import register_dataframe_accessor
     from dask.delayed import delayed
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("shardhash.dask needs Dask: pip install 'shardhash[dask]'") from exc
 
-__all__ = ["route", "diff", "analyze", "read_parquet"]
+__all__ = ["route", "diff", "analyze", "read_parquet", "ShardhashAccessor"]
 
 
 def _kind(ddf: Any, column: str) -> str:
@@ -165,3 +174,38 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
     return dd.from_map(  # type: ignore[no-untyped-call]  # dask.dataframe.from_map is unannotated
         _read_file, files, column=column, columns=columns, kind=kind, meta=meta,
         label="shardhash-read-parquet", enforce_metadata=False)
+
+
+# ------------------------------------------------------------------ the accessor
+
+
+@register_dataframe_accessor("shardhash")  # type: ignore[no-untyped-call]  # dask: register_dataframe_accessor is unannotated
+class ShardhashAccessor:
+    """``ddf.shardhash``: :func:`route`, :func:`diff` and :func:`analyze` as methods of a Dask DataFrame.
+
+    Registered when :mod:`shardhash.dask` is imported (``import shardhash``
+    alone never imports Dask).  Each method is the module function with the
+    frame as its first argument::
+
+        import shardhash.dask  # noqa: F401  (registers the accessor)
+        routed = ddf.shardhash.route("id", new)
+        report = ddf.shardhash.diff("id", old, new, weights="bytes")
+        load = ddf.shardhash.analyze("id", new)
+    """
+
+    def __init__(self, ddf: Any) -> None:
+        self._ddf = ddf
+
+    def route(self, column: str, router: Any, name: str = "shard", *, indices: bool = False) -> Any:
+        """:func:`shardhash.dask.route` of this frame."""
+        return route(self._ddf, column, router, name, indices=indices)
+
+    def diff(self, column: str, old: Any, new: Any, *, weights: str | None = None,
+             stats: dict[str, Any] | None = None) -> Any:
+        """:func:`shardhash.dask.diff` of this frame."""
+        return diff(self._ddf, column, old, new, weights=weights, stats=stats)
+
+    def analyze(self, column: str, router: Any = None, *, weights: str | None = None,
+                capacity: int = 10_000) -> _arrow.AnalyzePartial:
+        """:func:`shardhash.dask.analyze` of this frame."""
+        return analyze(self._ddf, column, router, weights=weights, capacity=capacity)

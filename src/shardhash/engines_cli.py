@@ -53,7 +53,7 @@ class _Engine:
 
     name = ""
     mod: Any  # the adapter: shardhash.dask, shardhash.spark or shardhash.ray
-    #: keyword arguments every adapter call gets (Ray: the actor pool)
+    #: keyword arguments every adapter call gets (Ray: tasks at once, CPUs each)
     options: dict[str, Any] = {}
     #: the column naming each row's file, where the frame has one (Ray: ``path``)
     source_column: str | None = None
@@ -182,7 +182,6 @@ class _Spark(_Engine):
 
 class _Ray(_Engine):
     name = "ray"
-    source_column = "path"  # read_parquet(include_paths=True) names each row's file
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(args)
@@ -204,7 +203,7 @@ class _Ray(_Engine):
             ray.init(address=args.address, log_to_driver=False)
         else:
             ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
-            # Actors leave room for Ray Data's own small tasks on a local cluster.
+            # Half a CPU each: room for Ray Data's own small tasks on a local cluster.
             self.options = {"concurrency": args.workers, "num_cpus": 0.5}
         ray.data.DataContext.get_current().enable_progress_bars = False
 
@@ -213,7 +212,9 @@ class _Ray(_Engine):
             self.ray.shutdown()
 
     def frame(self, files: list[str], column: str, weights: str | None = None, all_columns: bool = True) -> Any:
-        return self.ray.data.read_parquet(files, include_paths=True)
+        # One block per file (the files spread over the workers); reading checks nulls, naming file and row.
+        cols = None if all_columns else _engines.input_columns(column, weights)
+        return self.mod.read_parquet(files, column, columns=cols, weights=weights)
 
     def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:
         ds = self.mod.route(self.frame(files, column), column, routers, source_column=self.source_column,
@@ -223,7 +224,6 @@ class _Ray(_Engine):
         def finish(t: Any) -> Any:
             import pyarrow.compute as pc
 
-            t = t.drop_columns([self.source_column])
             for n in names:  # plain strings: folder names come from the values
                 t = t.set_column(t.schema.get_field_index(n), n, pc.cast(t.column(n), "string"))
             if moved:

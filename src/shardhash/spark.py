@@ -26,6 +26,8 @@ Example (needs Java and a local Spark)::
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from . import _engines
@@ -66,9 +68,57 @@ def _share(df: Any, value: Any) -> Any:
     return lambda: bc.value
 
 
-def _with_source(df: Any, cols: list[str] | None = None) -> Any:
-    base = df if cols is None else df.select(*cols)
-    return base.withColumn(_SOURCE, F.input_file_name())
+def _with_source(df: Any) -> Any:
+    return df.withColumn(_SOURCE, F.input_file_name())
+
+
+@contextmanager
+def _naming_null_files(df: Any, column: str) -> Iterator[None]:
+    """A job that failed on a null id fails again naming the file and the row.
+
+    ``diff`` and ``analyze`` send only the id (and weight) column to Python:
+    a column naming each row's file (``input_file_name()``, a string per
+    row) would cost more to move than the ids themselves.  So the workers
+    report a null by its row in the batch, and the driver then reads the
+    footers of the input files (null counts) to find the first null id.
+    """
+    try:
+        yield
+    except Exception as exc:
+        if f"id column {column!r} is null" in str(exc):
+            where = _first_null_in_files(df, column)
+            if where is not None:
+                raise ValueError(f"{where[0]}: row {where[1]}: id column {column!r} is null") from None
+        raise
+
+
+def _first_null_in_files(df: Any, column: str) -> tuple[str, int] | None:
+    """The first file (of ``df.inputFiles()``, read with pyarrow) holding a null id, and its row."""
+    try:
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        files = sorted(df.inputFiles())
+    except Exception:  # noqa: BLE001 - no file listing (not a file source, Spark Connect): no file to name
+        return None
+    for uri in files:
+        try:
+            filesystem, path = fs.FileSystem.from_uri(uri)
+            with pq.ParquetFile(path, filesystem=filesystem) as f:
+                meta = f.metadata
+                i = meta.schema.to_arrow_schema().get_field_index(column)
+                if i < 0:
+                    continue
+                stats = [meta.row_group(g).column(i).statistics for g in range(meta.num_row_groups)]
+                if all(st is not None and st.has_null_count and not st.null_count for st in stats):
+                    continue
+                col = f.read(columns=[column]).column(column)
+        except Exception:  # noqa: BLE001 - a file pyarrow cannot open here: look at the next
+            continue
+        if col.null_count:
+            name = path if uri.startswith("file:") else uri
+            return name, _arrow._first_null(col)
+    return None
 
 
 def route(df: Any, column: str, router: Any, name: str = "shard", *, indices: bool = False) -> Any:
@@ -104,7 +154,10 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     """What moves from ``old`` to ``new`` over the ids in ``column``: the
     :class:`shardhash.plan.PlanReport` :func:`shardhash.plan.diff` gives.
 
-    One partial per partition (``mapInArrow``), merged on the driver.  A dict
+    One partial per partition (``mapInArrow``), merged on the driver; only
+    the id (and weight) column travels to Python.  A null id fails the job
+    with an error naming the file and row (found from the input files'
+    footers once the job has failed).  A dict
     given as ``stats`` receives ``partials``, ``builds`` (router builds per
     Python worker process) and ``peak_rss`` (peak resident bytes of each).
     """
@@ -115,10 +168,11 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
 
     def run(batches: Any) -> Any:
         o, n = get()
-        part = _arrow.diff_batches(batches, column, o, n, weights, source_column=_SOURCE, kind=kind)
+        part = _arrow.diff_batches(batches, column, o, n, weights, kind=kind)
         yield _arrow.partial_batch(part)
 
-    rows = _with_source(df, _engines.input_columns(column, weights)).mapInArrow(run, _PARTIAL).collect()
+    with _naming_null_files(df, column):
+        rows = df.select(*_engines.input_columns(column, weights)).mapInArrow(run, _PARTIAL).collect()
     parts = [_arrow.DiffPartial.from_row(r.asDict(), so, sn) for r in rows]
     return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
 
@@ -144,6 +198,7 @@ def analyze(df: Any, column: str, router: Any = None, *, weights: str | None = N
                                              schema=pa.schema([("partial", pa.binary())]))
 
     cols = _engines.input_columns(column, weights)
-    rows = df.select(*cols).mapInArrow(run, T.StructType([T.StructField("partial", T.BinaryType())])).collect()
+    with _naming_null_files(df, column):
+        rows = df.select(*cols).mapInArrow(run, T.StructType([T.StructField("partial", T.BinaryType())])).collect()
     parts = [pickle.loads(bytes(r["partial"])) for r in rows]
     return _engines.analyze_result(parts, "the DataFrame has no rows")

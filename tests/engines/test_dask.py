@@ -161,3 +161,49 @@ def test_dask_tokens_follow_the_fingerprint(shd: ModuleType) -> None:
     r = MaglevRouter(list("abc"))
     assert tokenize(r) == tokenize(load_router(r.to_json())) == tokenize(sa.ship(r))
     assert tokenize(r) != tokenize(MaglevRouter(list("abcd")))
+
+
+# -- the ddf.shardhash accessor -----------------------------------------------------------
+
+
+def test_accessor_delegates_to_the_module(shd: Any, dask_client: Any, data: dict[str, Any]) -> None:
+    import dask.dataframe as dd
+
+    assert "shardhash" in dir(dd.DataFrame)
+    ddf = shd.read_parquet(data["main"], "id", weights="w")
+    ids, w = data["ids"], data["w"]
+    old = MaglevRouter([f"acc{i}" for i in range(5)])
+    new = JumpRouter([f"acc{i}" for i in range(6)])
+    routed = ddf.shardhash.route("id", {"old": old, "new": new}).compute()
+    for col, r in (("old", old), ("new", new)):
+        assert routed[col].cat.codes.to_numpy().tolist() == r.route_many(ids).tolist(), col
+    ind = ddf.shardhash.route("id", new, name="n", indices=True)
+    assert str(ind.dtypes["n"]) == "int32"
+    stats: dict[str, Any] = {}
+    rep = ddf.shardhash.diff("id", old, new, weights="w", stats=stats)
+    assert rep.to_dict() == plan.diff(old, new, ids, weights=w.astype(np.float64)).to_dict()
+    assert stats["partitions"] == N_FILES
+    load = ddf.shardhash.analyze("id", new, weights="w", capacity=100)
+    ref = analysis.shard_load(new, ids, bytes=w.astype(np.float64))
+    assert load.counts is not None and load.weighted is not None and ref.bytes is not None
+    assert load.counts.tolist() == ref.counts.tolist() and load.weighted.tolist() == ref.bytes.tolist()
+    with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
+        ddf.shardhash.route("user", new)
+
+
+def test_the_core_does_not_register_the_accessor() -> None:
+    import subprocess
+    import sys
+
+    from .conftest import child_env
+
+    code = ("import shardhash, shardhash.arrow, sys; "
+            "assert not any(m == 'dask' or m.startswith('dask.') for m in sys.modules), 'dask imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, env=child_env())
+
+
+def test_module_docstring_examples_run(shd: Any) -> None:
+    import doctest
+
+    res = doctest.testmod(shd)
+    assert res.failed == 0 and res.attempted > 0

@@ -80,3 +80,51 @@ def test_bad_input(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     nulls = _read(ray_ctx, data["nulls"], include_paths=True)
     with pytest.raises(Exception, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
         shr.diff(nulls, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]), source_column="path", **POOL)
+
+
+# -- one block per file: the work spreads over the workers ------------------------------------
+
+
+def test_read_parquet_gives_one_block_per_file(shr: Any, ray_ctx: Any, data: dict[str, Any]) -> None:
+    # Ray's own reader packs these eight small files into one block (one task would do all the work).
+    ds = shr.read_parquet(data["main"], "id")
+    assert ds.materialize().num_blocks() == N_FILES
+    assert ds.schema().names == ["id", "w"]
+    assert shr.read_parquet(data["main"], "id", columns=[]).schema().names == ["id"]
+    assert shr.read_parquet(data["main"], "id", include_paths=True).schema().names == ["id", "w", "path"]
+
+
+def test_the_files_spread_over_the_actors_and_tasks(shr: Any, ray_ctx: Any, data: dict[str, Any]) -> None:
+    ids, w = data["ids"], data["w"]
+    # Routers no other test ships: Ray's pooled worker processes outlive a test, and count builds across tests.
+    old = MaglevRouter([f"spread{i}" for i in range(6)])
+    new = JumpRouter([f"spread{i}" for i in range(7)])
+    ref = plan.diff(old, new, ids, weights=w.astype(np.float64)).to_dict()
+    ds = shr.read_parquet(data["main"], "id", weights="w")
+    stats: dict[str, Any] = {}
+    assert shr.diff(ds, "id", old, new, weights="w", stats=stats, compute="actors", **POOL).to_dict() == ref
+    # One partial per file, and both actors of the pool made some of them (a partial records its process).
+    assert stats["partials"] == N_FILES, stats
+    assert len(stats["peak_rss"]) == 2 and set(stats["builds"].values()) == {1}, stats
+    stats = {}
+    assert shr.diff(ds, "id", old, new, weights="w", stats=stats, **POOL).to_dict() == ref
+    assert stats["partials"] == N_FILES and set(stats["builds"].values()) == {1}, stats
+    got = shr.analyze(ds, "id", new, weights="w", capacity=100, **POOL)
+    assert got.counts.tolist() == np.bincount(new.route_many(ids), minlength=7).tolist()
+    import pyarrow as pa
+    import ray
+
+    routed = pa.concat_tables(ray.get(shr.route(ds, "id", new, indices=True, **POOL).to_arrow_refs()))
+    order = np.argsort(routed.column("id").to_numpy())
+    assert routed.column("shard").to_numpy()[order].tolist() == new.route_many(ids)[np.argsort(ids)].tolist()
+
+
+def test_read_parquet_bad_input(shr: Any, ray_ctx: Any, data: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"part-00\.parquet: no column 'user'"):
+        shr.read_parquet(data["main"], "user")
+    with pytest.raises(TypeError, match=r"mixes id kinds across files"):
+        shr.read_parquet(data["mixed"], "id")
+    with pytest.raises(Exception, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
+        shr.diff(shr.read_parquet(data["nulls"], "id"), "id", JumpRouter(["a"]), JumpRouter(["a", "b"]), **POOL)
+    with pytest.raises(ValueError, match="compute must be one of 'tasks', 'actors', not 'threads'"):
+        shr.route(shr.read_parquet(data["main"], "id"), "id", JumpRouter(["a"]), compute="threads")
