@@ -23,19 +23,7 @@
 #include "sh_twemproxy.h"
 #include "sh_pg.h"
 
-static int failed = 0, passed = 0;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (cond) {                                              \
-            passed++;                                            \
-        } else {                                                 \
-            failed++;                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-        }                                                        \
-    } while (0)
+#include "sh_check.h"
 
 static uint64_t rng_state = UINT64_C(0x243F6A8885A308D3);
 static uint32_t rnd(void)

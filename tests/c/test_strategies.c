@@ -16,19 +16,7 @@
 #include "sh_multiprobe.h"
 #include "sh_replicas.h"
 
-static int failed = 0, passed = 0;
-
-#define CHECK(cond, ...)                                         \
-    do {                                                         \
-        if (cond) {                                              \
-            passed++;                                            \
-        } else {                                                 \
-            failed++;                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                        \
-            fprintf(stderr, "\n");                               \
-        }                                                        \
-    } while (0)
+#include "sh_check.h"
 
 static uint64_t rng_state = UINT64_C(0x243f6a8885a308d3);
 static uint64_t rnd(void)
