@@ -103,9 +103,11 @@ def test_the_files_spread_over_the_actors_and_tasks(shr: Any, ray_ctx: Any, data
     ds = shr.read_parquet(data["main"], "id", weights="w")
     stats: dict[str, Any] = {}
     assert shr.diff(ds, "id", old, new, weights="w", stats=stats, compute="actors", **POOL).to_dict() == ref
-    # One partial per file, and both actors of the pool made some of them (a partial records its process).
+    # One partial per file: eight units of work, not one block. Which of the pool's two actors takes
+    # each is Ray's choice (on a loaded machine one actor may take all eight), so the test asserts
+    # at most two processes, each building the routers once (a partial records its process).
     assert stats["partials"] == N_FILES, stats
-    assert len(stats["peak_rss"]) == 2 and set(stats["builds"].values()) == {1}, stats
+    assert 1 <= len(stats["peak_rss"]) <= 2 and set(stats["builds"].values()) == {1}, stats
     stats = {}
     assert shr.diff(ds, "id", old, new, weights="w", stats=stats, **POOL).to_dict() == ref
     assert stats["partials"] == N_FILES and set(stats["builds"].values()) == {1}, stats
