@@ -1,6 +1,6 @@
 """Type stubs for the compiled routing cores (shardhash.routing._kernels)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -10,7 +10,8 @@ from typing_extensions import disjoint_base
 from shardhash._hashing import Hasher
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
-           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
+           "ReplicaZones", "replicas_key", "replicas_hash", "replicas_keys", "replicas_hashes"]
 
 # The jump kernels chosen at import: "avx2", "neon" or "portable"; "sse4.1" or "portable".
 _JUMP_KERNEL: str
@@ -80,3 +81,31 @@ class RouterCore:
         out: npt.NDArray[np.int32] | None = ...,
         threads: int | None = ...,
     ) -> npt.NDArray[np.int32]: ...
+
+# -- replica (preference) lists ------------------------------------------------
+
+class ReplicaZones:
+    nzones: int
+    nshards: int
+    def __init__(self, zone_of_shard: Sequence[int]) -> None: ...
+    @property
+    def zones(self) -> npt.NDArray[np.int32]: ...
+
+def replicas_key(router: RouterCore, key: Any, n: int, zones: ReplicaZones | None = ...) -> list[str]: ...
+def replicas_hash(router: RouterCore, h: int, n: int, zones: ReplicaZones | None = ...) -> list[int]: ...
+def replicas_keys(
+    router: RouterCore,
+    keys: Any,
+    n: int,
+    zones: ReplicaZones | None = ...,
+    out: npt.NDArray[np.int32] | None = ...,
+    threads: int | None = ...,
+) -> npt.NDArray[np.int32]: ...
+def replicas_hashes(
+    router: RouterCore,
+    hashes: Any,
+    n: int,
+    zones: ReplicaZones | None = ...,
+    out: npt.NDArray[np.int32] | None = ...,
+    threads: int | None = ...,
+) -> npt.NDArray[np.int32]: ...

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/place/sh_jump.c, src/shardhash/_core/place/sh_bucket.c, src/shardhash/_core/place/sh_ring.c, src/shardhash/_core/place/sh_maglev.c, src/shardhash/_core/place/sh_rendezvous.c, src/shardhash/_core/place/sh_override.c, src/shardhash/_core/place/sh_jump_avx2.c, src/shardhash/_core/place/sh_jump_neon.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/hash/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/place/sh_jump.c, src/shardhash/_core/place/sh_bucket.c, src/shardhash/_core/place/sh_ring.c, src/shardhash/_core/place/sh_maglev.c, src/shardhash/_core/place/sh_rendezvous.c, src/shardhash/_core/place/sh_override.c, src/shardhash/_core/place/sh_jump_avx2.c, src/shardhash/_core/place/sh_jump_neon.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/place/sh_replicas.c, src/shardhash/_core/place/sh_memento.c, src/shardhash/_core/place/sh_multiprobe.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
@@ -37,7 +37,8 @@ import numpy as np
 from shardhash._parallel import resolve_threads
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
-           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
+           "ReplicaZones", "replicas_key", "replicas_hash", "replicas_keys", "replicas_hashes"]
 
 
 cdef extern from "sh_xxhash.h" nogil:
@@ -1130,3 +1131,367 @@ cdef extern from *:
 # No other compiled module cimports RouterCore, so nothing needs its table
 # through the type's dict; help(JumpRouter) then shows only the API.
 sh_hide_vtable(RouterCore)
+
+
+# ===========================================================================
+# Replica (preference) lists: sh_replicas.c (docs/routers.md, section 2.14)
+#
+# A router's replica list is read from the kernel it configured: a ring (and
+# hash ranges, which are a ring) walks its tokens, rendezvous takes the top
+# scores, jump and the table routers (bucket, modulo, Maglev) follow the
+# rehash walk.  Routers with overrides, Python kernels or raw-key placement
+# have none (Router.replica_rule is None for them; the binding refuses too).
+# ===========================================================================
+
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
+
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #include "sh_replicas.h"
+
+    enum { SHR_RING = 1, SHR_RENDEZVOUS = 2, SHR_JUMP = 3, SHR_TABLE = 4 };
+
+    /* What one router's replica list reads (raw pointers into its sealed tables). */
+    typedef struct {
+        int kind;
+        size_t nshards;
+        const uint64_t *tokens; /* ring */
+        const int32_t *owners;
+        size_t ntokens;
+        const uint64_t *seeds;  /* rendezvous */
+        const double *weights;
+        const int32_t *table;   /* bucket tables */
+        uint64_t tsize;
+        uint64_t pre_add, pre_xor; /* the router's pre-transform */
+        int has_pre;
+        const int32_t *zones;   /* NULL: no failure-domain rule */
+        int32_t nzones;
+    } shr_plan;
+
+    /* The replica list of hash h (r entries at out); the count of shards
+     * written (< r only for a ring where some shard owns no token).
+     * mark: nshards + nzones zeroed bytes; skip: nshards; scratch: nshards. */
+    static size_t shr_one(const shr_plan *p, uint64_t h, size_t r, uint8_t *mark, int32_t *skip,
+                          uint64_t *scratch, int32_t *out)
+    {
+        sh_replica_work w;
+        sh_memento m;
+        w.zones = p->zones;
+        w.nzones = p->zones ? p->nzones : 0;
+        w.mark = mark;
+        w.zmark = p->zones ? mark + p->nshards : NULL;
+        w.skip = p->zones ? skip : NULL;
+        if (p->has_pre) h = (h + p->pre_add) ^ p->pre_xor;
+        switch (p->kind) {
+        case SHR_RING:
+            return sh_ring_replicas(p->tokens, p->owners, p->ntokens, p->nshards, h, r, &w, out);
+        case SHR_RENDEZVOUS:
+            return sh_rendezvous_replicas(p->seeds, p->weights, p->nshards, h, r, &w, scratch, out);
+        case SHR_JUMP:
+            m.replacer = NULL;
+            m.n = (int32_t)p->nshards;
+            m.nremoved = 0;
+            return sh_memento_replicas(&m, NULL, p->nshards, h, r, &w, out);
+        default:
+            return sh_table_replicas(p->table, p->tsize, p->nshards, h, r, &w, out);
+        }
+    }
+
+    /* Rows [s, e) of a batch (row i at out + i * r), with the chunk's own
+     * workspace.  Returns -1 (SH_OK), -2 (no memory) or the first row that
+     * came out short. */
+    static ptrdiff_t shr_rows(const shr_plan *p, const uint64_t *hashes, size_t s, size_t e, size_t r,
+                              int32_t *out)
+    {
+        size_t i, nz = p->zones ? (size_t)p->nzones : 0;
+        ptrdiff_t bad = -1;
+        uint8_t *mark = (uint8_t *)calloc(p->nshards + nz, 1);
+        int32_t *skip = (int32_t *)malloc(p->nshards * sizeof(int32_t));
+        uint64_t *scratch = (uint64_t *)malloc(p->nshards * sizeof(uint64_t));
+        if (mark == NULL || skip == NULL || scratch == NULL) {
+            free(mark);
+            free(skip);
+            free(scratch);
+            return -2;
+        }
+        for (i = s; i < e; i++) {
+            if (shr_one(p, hashes[i], r, mark, skip, scratch, out + i * r) < r && bad < 0) bad = (ptrdiff_t)i;
+        }
+        free(mark);
+        free(skip);
+        free(scratch);
+        return bad;
+    }
+    """
+    ctypedef struct shr_plan:
+        int kind
+        size_t nshards
+        const uint64_t *tokens
+        const int32_t *owners
+        size_t ntokens
+        const uint64_t *seeds
+        const double *weights
+        const int32_t *table
+        uint64_t tsize
+        uint64_t pre_add
+        uint64_t pre_xor
+        int has_pre
+        const int32_t *zones
+        int32_t nzones
+    enum:
+        SHR_RING
+        SHR_RENDEZVOUS
+        SHR_JUMP
+        SHR_TABLE
+    size_t shr_one(const shr_plan *p, uint64_t h, size_t r, uint8_t *mark, int32_t *skip,
+                   uint64_t *scratch, int32_t *out) nogil
+    ptrdiff_t shr_rows(const shr_plan *p, const uint64_t *hashes, size_t s, size_t e, size_t r,
+                       int32_t *out) nogil
+
+
+cdef enum:
+    SHR_STACK = 256   # scalar lists of routers with at most this many shards use stack workspace
+
+
+cdef class ReplicaZones:
+    """A checked failure-domain map for replica lists: the zone number (in
+    ``[0, nzones)``) of every shard, in shard order.  Immutable.
+
+    ``ReplicaZones(zone_of_shard)``: a sequence of ints >= 0, one per shard;
+    ``nzones`` is the largest plus one, and every number below it must be
+    some shard's zone."""
+
+    cdef object _arr
+    cdef const int32_t *_zones
+    cdef readonly int nzones
+    cdef readonly Py_ssize_t nshards
+
+    def __init__(self, zone_of_shard):
+        if isinstance(zone_of_shard, (str, bytes)) or not hasattr(zone_of_shard, "__len__"):
+            raise TypeError(f"zones must be a sequence of zone numbers, not {type(zone_of_shard).__name__}")
+        vals = []
+        for i, z in enumerate(zone_of_shard):
+            if isinstance(z, bool) or not isinstance(z, (int, np.integer)):
+                raise TypeError(f"zones[{i}] must be an int, got {z!r} (type {type(z).__name__})")
+            if not 0 <= z < 0x7FFFFFFF:
+                raise ValueError(f"zones[{i}] = {int(z)} is outside [0, 2**31 - 1)")
+            vals.append(int(z))
+        if not vals:
+            raise ValueError("zones must name at least one shard's zone")
+        nz = max(vals) + 1
+        missing = sorted(set(range(nz)) - set(vals))
+        if missing:
+            raise ValueError(f"zone {missing[0]} holds no shard (zones are numbered 0 .. {nz - 1})")
+        a = np.array(vals, dtype=np.int32)
+        a.setflags(write=False)
+        self._arr = a
+        cdef const int32_t[::1] v = a
+        self._zones = &v[0]
+        self.nzones = nz
+        self.nshards = len(vals)
+
+    @property
+    def zones(self):
+        """The zone number of each shard (read-only int32 array)."""
+        return self._arr
+
+    def __repr__(self):
+        return f"ReplicaZones({self._arr.tolist()!r})"
+
+
+cdef int _replica_plan(RouterCore rt, Py_ssize_t r, ReplicaZones zones, shr_plan *p) except -1:
+    """Fill p from a sealed router and check r and zones (with the GIL)."""
+    cdef RouterCore k = rt
+    if rt._hasher is None:
+        rt._not_initialised()
+    if rt._keymode or rt._nover:
+        raise TypeError(f"{type(rt).__name__} has no replica lists")
+    while k._kind == KIND_DELEGATE and not k._nover and not k._has_pre and k._nshards == rt._nshards:
+        k = k._delegate
+    if k._nover or (k._kind == KIND_DELEGATE and k is not rt and k._nshards != rt._nshards):
+        raise TypeError(f"{type(rt).__name__} has no replica lists")
+    p.nshards = <size_t>rt._nshards
+    p.has_pre = k._has_pre
+    p.pre_add = k._pre_add
+    p.pre_xor = k._pre_xor
+    p.zones = NULL
+    p.nzones = 0
+    if k._kind == KIND_RING:
+        p.kind = SHR_RING
+        p.tokens = k._ring.tokens
+        p.owners = k._ring.owners
+        p.ntokens = k._ring.ntokens
+    elif k._kind == KIND_RENDEZVOUS:
+        p.kind = SHR_RENDEZVOUS
+        p.seeds = k._seeds
+        p.weights = k._weights
+    elif k._kind == KIND_JUMP:
+        p.kind = SHR_JUMP
+    elif k._kind == KIND_BUCKET:
+        p.kind = SHR_TABLE
+        p.table = k._placement
+        p.tsize = k._fm.d
+    else:
+        raise TypeError(f"{type(rt).__name__} has no replica lists")
+    if r < 1:
+        raise ValueError(f"n must be >= 1, got {r}")
+    if r > rt._nshards:
+        raise ValueError(f"n = {r} is more than the {rt._nshards} shard(s) of the router")
+    if zones is not None:
+        if zones.nshards != rt._nshards:
+            raise ValueError(f"zones name {zones.nshards} shard(s), the router has {rt._nshards}")
+        p.zones = zones._zones
+        p.nzones = zones.nzones
+    return 0
+
+
+cdef Py_ssize_t _replica_count(object n) except -1:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, got {n!r} (type {type(n).__name__})")
+    v = int(n)
+    if v < 1:
+        raise ValueError(f"n must be >= 1, got {v}")
+    if v > 0x7FFFFFFF:
+        raise ValueError(f"n must be < 2**31, got {v}")
+    return <Py_ssize_t>v
+
+
+cdef object _short_ring(RouterCore rt, Py_ssize_t r, str where):
+    return ValueError(f"{type(rt).__name__}: fewer than n = {r} shards own tokens, so {where} "
+                      f"has fewer than {r} replicas")
+
+
+cdef list _replicas_of(RouterCore rt, uint64_t h, Py_ssize_t r, ReplicaZones zones, bint ids, str where):
+    cdef shr_plan p
+    cdef uint8_t mark_s[2 * SHR_STACK]
+    cdef int32_t skip_s[SHR_STACK]
+    cdef uint64_t scratch_s[SHR_STACK]
+    cdef int32_t out_s[SHR_STACK]
+    cdef uint8_t *mark = mark_s
+    cdef int32_t *skip = skip_s
+    cdef uint64_t *scratch = scratch_s
+    cdef int32_t *out = out_s
+    cdef size_t got, nz
+    cdef Py_ssize_t i
+    cdef bint big
+    _replica_plan(rt, r, zones, &p)
+    nz = <size_t>p.nzones
+    big = p.nshards > SHR_STACK or nz > SHR_STACK
+    if big:
+        mark = <uint8_t *>calloc(p.nshards + nz, 1)
+        skip = <int32_t *>calloc(p.nshards, sizeof(int32_t))
+        scratch = <uint64_t *>calloc(p.nshards, sizeof(uint64_t))
+        out = <int32_t *>calloc(p.nshards, sizeof(int32_t))
+        if mark == NULL or skip == NULL or scratch == NULL or out == NULL:
+            free(mark)
+            free(skip)
+            free(scratch)
+            free(out)
+            raise MemoryError()
+    else:
+        memset(mark, 0, p.nshards + nz)
+    try:
+        got = shr_one(&p, h, <size_t>r, mark, skip, scratch, out)
+        if got < <size_t>r:
+            raise _short_ring(rt, r, where)
+        if ids:
+            return [<object>PyTuple_GET_ITEM(rt._shards, out[i]) for i in range(r)]
+        return [out[i] for i in range(r)]
+    finally:
+        if big:
+            free(mark)
+            free(skip)
+            free(scratch)
+            free(out)
+
+
+def replicas_key(RouterCore router, key, n, ReplicaZones zones=None):
+    """The replica list of ``key`` (shard ids), hashed as ``route`` hashes it."""
+    cdef uint64_t h
+    cdef Py_ssize_t r = _replica_count(n)
+    if router._hasher is None:
+        router._not_initialised()
+    if router._keymode:
+        raise TypeError(f"{type(router).__name__} has no replica lists")
+    if router._prefix:
+        key = _prefix_of(key, router._prefix)
+    if not sh_route_fast_hash(key, router._int_xxh3, router._int_key, router._str_xxh3,
+                              router._hasher._seed, &h):
+        h = router._hasher.hash_one(key)
+    return _replicas_of(router, h, r, zones, True, "this key")
+
+
+def replicas_hash(RouterCore router, h, n, ReplicaZones zones=None):
+    """The replica list (shard indices) of one 64-bit hash."""
+    cdef Py_ssize_t r = _replica_count(n)
+    if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
+        raise TypeError(f"hash must be an int, not {type(h).__name__}")
+    h = int(h)
+    if h < 0 or h > _U64_MAX:
+        raise ValueError(f"hash {h} is outside [0, 2**64 - 1]")
+    return _replicas_of(router, <uint64_t>h, r, zones, False, "this hash")
+
+
+cdef ptrdiff_t _k_replicas(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    """Replica rows [s, e) of job.data's hashes (job.ctx: a shr_plan; job.width: r)."""
+    return shr_rows(<const shr_plan *>j.ctx, <const uint64_t *>j.data, <size_t>s, <size_t>e, j.width,
+                    <int32_t *>j.out)
+
+
+cdef object _replica_out(object out, Py_ssize_t n, Py_ssize_t r):
+    if out is None:
+        return np.empty((n, r), dtype=np.int32)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy int32 array, not {type(out).__name__}")
+    if out.dtype != _DT_INT32 or not out.dtype.isnative:
+        raise TypeError(f"out must have dtype int32, got {out.dtype}")
+    if out.shape != (n, r):
+        raise ValueError(f"out must have shape ({n}, {r}), got {out.shape}")
+    if not out.flags.c_contiguous:
+        raise ValueError("out must be C-contiguous")
+    if not out.flags.writeable:
+        raise ValueError("out must be writable")
+    return out
+
+
+def replicas_hashes(RouterCore router, hashes, n, ReplicaZones zones=None, out=None, threads=None):
+    """Replica lists of many hashes: an int32 array of shape (len(hashes), n)."""
+    cdef Py_ssize_t r = _replica_count(n)
+    cdef shr_plan p
+    cdef sh_job job
+    cdef ptrdiff_t bad
+    _replica_plan(router, r, zones, &p)
+    a = as_hashes(hashes)
+    cdef Py_ssize_t m = a.shape[0]
+    out = _replica_out(out, m, r)
+    if np.may_share_memory(a, out):
+        a = a.copy()
+    if m == 0:
+        resolve_threads(threads, 0)
+        return out
+    job.data = address(a)
+    job.out = address(out)
+    job.ctx = <const void *>&p
+    job.width = <size_t>r
+    bad = run(_k_replicas, &job, m, threads)
+    if bad >= 0:
+        raise _short_ring(router, r, f"hashes[{bad}]")
+    return out
+
+
+def replicas_keys(RouterCore router, keys, n, ReplicaZones zones=None, out=None, threads=None):
+    """Replica lists of many keys, hashed as ``route_many`` hashes them."""
+    cdef Py_ssize_t r = _replica_count(n)
+    cdef shr_plan p
+    _replica_plan(router, r, zones, &p)   # refuse early, before hashing
+    if router._prefix:
+        keys = _prefix_many(keys, router._prefix)
+    hashes = router._hasher.hash_array(keys, threads=threads)
+    try:
+        return replicas_hashes(router, hashes, r, zones, out, threads)
+    except ValueError as e:
+        if str(e).endswith("replicas") and "hashes[" in str(e):
+            raise ValueError(str(e).replace("hashes[", "keys[")) from None
+        raise

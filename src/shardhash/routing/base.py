@@ -23,6 +23,7 @@ import numpy as np
 from shardhash import _limits
 from shardhash._hashing import Hasher
 from shardhash.routing._kernels import (
+    ReplicaZones,
     RouterCore,
     _unmasked,
     as_hashes,
@@ -32,6 +33,10 @@ from shardhash.routing._kernels import (
     maglev_populate,
     mix64,
     prepare_out,
+    replicas_hash,
+    replicas_hashes,
+    replicas_key,
+    replicas_keys,
     unalias,
 )
 
@@ -64,7 +69,8 @@ __all__ = [
 
 ROUTER_FORMAT = "shardhash.router/1"
 U64_MAX = (1 << 64) - 1
-_TOP_FIELDS = ("format", "type", "version", "shards", "hasher", "key_prefix", "key_type", "params", "fingerprint")
+_TOP_FIELDS = ("format", "type", "version", "shards", "hasher", "key_prefix", "key_type", "zones", "params",
+               "fingerprint")
 _REQUIRED_TOP = ("format", "type", "version", "shards", "hasher", "params")
 _32BIT_ALGOS = frozenset({"xxh32", "murmur3_32", "fnv1a_32"})
 
@@ -145,6 +151,35 @@ def _check_weights(weights: Any, shards: tuple[str, ...]) -> dict[str, float] | 
             raise ValueError(f"weight of shard {k!r} must be positive and finite, got {w!r}")
         out[k] = wf
     return {s: out[s] for s in shards if s in out}
+
+
+def _check_zones(zones: Any, shards: tuple[str, ...]) -> dict[str, str] | None:
+    """Validate a shard id -> zone name mapping naming every shard; the
+    result is in shard order.  None stays None."""
+    if zones is None:
+        return None
+    if not isinstance(zones, Mapping):
+        raise TypeError(f"zones must be a mapping shard id -> zone name, not {type(zones).__name__}")
+    known = set(shards)
+    for k in zones:
+        if k not in known:
+            raise ValueError(f"zones names unknown shard {_describe(k)}")
+    out: dict[str, str] = {}
+    for i, s in enumerate(shards):
+        if s not in zones:
+            raise ValueError(f"zones gives no zone for shards[{i}] = {s!r} (every shard needs one)")
+        z = zones[s]
+        if not isinstance(z, str) or not z:
+            raise TypeError(f"zone of shard {s!r} must be a non-empty str, got {_describe(z)}")
+        out[s] = z
+    return out
+
+
+def _zone_numbers(zones: Mapping[str, str], shards: tuple[str, ...]) -> ReplicaZones:
+    """Zones numbered by first appearance in shard order (the numbering does
+    not change any list: only equality of zones matters)."""
+    num: dict[str, int] = {}
+    return ReplicaZones([num.setdefault(zones[s], len(num)) for s in shards])
 
 
 def _weights_doc(weights: dict[str, float] | None) -> dict[str, float] | None:
@@ -359,6 +394,14 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
             raise ValueError(f"{where}: {exc}") from None
         router._set("_key_type", kt)
         router._set("_fp", None)
+    if "zones" in doc:
+        try:
+            zones = _check_zones(doc["zones"], router.shards)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if zones is None:
+            raise ValueError(f"{where}: 'zones' must be an object, not null (leave the field out)")
+        router._set_zones(zones)
     fp = doc.get("fingerprint")
     if fp is not None and fp != router.fingerprint:
         raise ValueError(f"{where}: fingerprint mismatch: document says {fp!r}, "
@@ -392,6 +435,8 @@ class Router(RouterCore):
     type_name: ClassVar[str] = ""
     _doc_fields: ClassVar[tuple[str, ...]] = ()
     _key_type: str | tuple[str, ...] | None = None
+    _zones: dict[str, str] | None = None
+    _zone_map: ReplicaZones | None = None
 
     def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
                  key_prefix: int | None = None) -> None:
@@ -512,6 +557,8 @@ class Router(RouterCore):
             from shardhash._keytypes import key_type_to_doc
 
             doc["key_type"] = key_type_to_doc(self._key_type)
+        if self._zones is not None:
+            doc["zones"] = dict(self._zones)
         return doc
 
     def to_dict(self) -> dict[str, Any]:
@@ -548,6 +595,92 @@ class Router(RouterCore):
     def __dask_tokenize__(self) -> tuple[str, str]:
         # Dask names tasks by their arguments' tokens: a router is its fingerprint.
         return ("shardhash.router", self.fingerprint)
+
+    # -- replica (preference) lists ---------------------------------------------
+    # docs/routers.md, section 2.14.  A strategy only declares its rule; the
+    # compiled core reads the list from the kernel the router configured.
+
+    #: The strategy's replica rule: ``"ring"`` (tokens met clockwise),
+    #: ``"score"`` (highest scores first), ``"rehash"`` (the routes of a
+    #: fixed sequence of rehashes), ``"base"`` (the base router's lists), or
+    #: None: the router has no replica lists and the ``route_replicas*``
+    #: methods raise TypeError.
+    replica_rule: ClassVar[str | None] = None
+
+    @property
+    def zones(self) -> dict[str, str] | None:
+        """The failure domain (zone name) of every shard, in shard order, or
+        None.  With zones, replica lists put no two replicas in one zone
+        while ``n`` is at most the number of zones (docs/routers.md 2.14)."""
+        return dict(self._zones) if self._zones is not None else None
+
+    def with_zones(self, zones: Mapping[str, str] | None) -> Router:
+        """The same routing with a zone for every shard (``None`` removes
+        them); the document gains a top-level ``zones`` field.  Routes do not
+        change, replica lists do.
+
+        >>> r = JumpRouter(["a", "b", "c"]).with_zones({"a": "z1", "b": "z1", "c": "z2"})
+        >>> r.to_dict()["zones"]
+        {'a': 'z1', 'b': 'z1', 'c': 'z2'}
+        """
+        checked = _check_zones(zones, self.shards)
+        doc = self._body()
+        doc.pop("zones", None)
+        if checked is not None:
+            doc["zones"] = checked
+        return _from_doc(doc)
+
+    def _set_zones(self, zones: dict[str, str] | None) -> None:
+        self._set("_zones", zones)
+        self._set("_zone_map", None if zones is None else _zone_numbers(zones, self.shards))
+        self._set("_fp", None)
+
+    def _replica_setup(self, zones: Mapping[str, str] | None) -> ReplicaZones | None:
+        if self.replica_rule is None:
+            raise TypeError(f"{type(self).__name__} has no replica lists: they are defined for "
+                            "ring, hash_range, rendezvous, jump, modulo, bucket and Maglev routers "
+                            "(docs/routers.md, section 2.14)")
+        if zones is None:
+            return self._zone_map
+        checked = _check_zones(zones, self.shards)
+        assert checked is not None
+        return _zone_numbers(checked, self.shards)
+
+    def route_replicas(self, key: Any, n: int, *, zones: Mapping[str, str] | None = None) -> list[str]:
+        """The ``n`` distinct shard ids that hold ``key``'s replicas, in
+        preference order; the first is ``route(key)``.  ``zones`` (shard id
+        -> zone name, every shard) replaces the router's own ``zones`` for
+        this call; with zones no two replicas share a zone while ``n`` is at
+        most the number of zones (then the rest follow in preference order).
+
+        >>> r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
+        >>> r.route_replicas_hash(35, 3)  # D (index 3), then B and C
+        [3, 1, 2]
+        >>> len(set(r.route_replicas("user-42", 4)))
+        4
+        """
+        z = self._replica_setup(zones)
+        return replicas_key(self, key, n, z)
+
+    def route_replicas_hash(self, h: int, n: int, *, zones: Mapping[str, str] | None = None) -> list[int]:
+        """The replica list (shard indices) of one precomputed 64-bit hash."""
+        z = self._replica_setup(zones)
+        return replicas_hash(self, h, n, z)
+
+    def route_replicas_many(self, keys: Any, n: int, *, zones: Mapping[str, str] | None = None,
+                            out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Replica lists of many keys: an int32 array of shape ``(len(keys), n)``
+        whose row *i* is ``route_replicas`` of key *i* as shard indices (column
+        0 is ``route_many(keys)``).  ``out`` (C-contiguous int32 of that shape)
+        and ``threads`` as for ``route_many``."""
+        z = self._replica_setup(zones)
+        return replicas_keys(self, keys, n, z, out, threads)
+
+    def route_replicas_hashes(self, hashes: Any, n: int, *, zones: Mapping[str, str] | None = None,
+                              out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Replica lists of precomputed uint64 hashes (shape ``(len(hashes), n)``)."""
+        z = self._replica_setup(zones)
+        return replicas_hashes(self, hashes, n, z, out, threads)
 
     # -- planning hooks ----------------------------------------------------------
     # A strategy fills in what applies to it; shardhash.plan and the command

@@ -108,6 +108,7 @@ class BucketRouter(Router):
     _placement: np.ndarray
 
     _doc_fields = ("placement",)
+    replica_rule = "rehash"
 
     def __init__(self, shards: Iterable[str], placement: Sequence[str] | None = None, *,
                  buckets: int | None = None, hasher: Hasher | None = None, version: int = 1,

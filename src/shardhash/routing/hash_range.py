@@ -45,6 +45,7 @@ class HashRangeRouter(Router):
     _range_owners: tuple[int, ...]
 
     _doc_fields = ("splits", "owners")
+    replica_rule = "ring"
 
     def __init__(self, splits: Sequence[int], shards: Sequence[str], *, hasher: Hasher | None = None,
                  version: int = 1, key_prefix: int | None = None) -> None:

@@ -25,6 +25,8 @@ class JumpRouter(Router):
     [0, 55, 62]
     """
 
+    replica_rule = "rehash"
+
     def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
                  key_prefix: int | None = None) -> None:
         super().__init__(shards, hasher=hasher, version=version, key_prefix=key_prefix)

@@ -105,6 +105,7 @@ class MaglevRouter(Router):
     _table: np.ndarray
 
     _doc_fields = ("table_size", "weights")
+    replica_rule = "rehash"
 
     def __init__(self, shards: Iterable[str], *, table_size: int | None = None,
                  weights: Mapping[str, float] | None = None, hasher: Hasher | None = None,

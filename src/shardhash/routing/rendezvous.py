@@ -42,6 +42,7 @@ class RendezvousRouter(Router):
     _weights: dict[str, float] | None
 
     _doc_fields = ("weights",)
+    replica_rule = "score"
 
     def __init__(self, shards: Iterable[str], *, weights: Mapping[str, float] | None = None,
                  hasher: Hasher | None = None, version: int = 1, key_prefix: int | None = None) -> None:

@@ -84,6 +84,7 @@ class RingRouter(Router):
     _owners: np.ndarray
 
     _doc_fields = ("vnodes", "weights", "tokens", "collisions")
+    replica_rule = "ring"
 
     def __init__(self, shards: Iterable[str], *, vnodes: int | None = None,
                  weights: Mapping[str, float] | None = None,
