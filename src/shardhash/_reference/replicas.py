@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from shardhash._reference.bounded import successor
 from shardhash._reference.memento import GOLDEN, MASK, mix64
 
-__all__ = ["rehash_preference", "rendezvous_preference", "ring_preference", "select"]
+__all__ = ["rehash_preference", "rendezvous_preference", "ring_preference", "router_preference",
+           "router_replicas", "select", "zone_numbers"]
 
 REPLICA_SALT = 0x7265706C69636131  # "replica1"
 ATTEMPTS = 8
@@ -79,3 +81,42 @@ def select(pref: Iterable[int], r: int, zones: Sequence[int] | None = None,
                     skipped = []
         out.extend(skipped[: r - len(out)])
     return out + [-1] * (r - len(out))
+
+
+def zone_numbers(shards: Sequence[str], zones: dict[str, str]) -> tuple[list[int], int]:
+    """Zone names -> numbers by first appearance in shard order, and the zone count."""
+    num: dict[str, int] = {}
+    out = [num.setdefault(zones[s], len(num)) for s in shards]
+    return out, len(num)
+
+
+def router_preference(doc: dict[str, Any], h: int) -> list[int]:
+    """P(h) of a router document (docs/routers.md 2.14), from the document alone."""
+    from shardhash._reference.routing import ReferenceRouter
+
+    ref = ReferenceRouter(doc)
+    n = len(ref.shards)
+    t = ref.type
+    if t == "ring":
+        return ring_preference(ref.tokens, ref.owners, h)
+    if t == "hash_range":
+        tokens = [s - 1 for s in ref.splits] + [MASK]
+        return ring_preference(tokens, ref.range_owners, h)
+    if t == "rendezvous":
+        return rendezvous_preference(ref.seeds, ref.weights, h)
+    if t in ("jump", "modulo", "bucket", "maglev"):
+        return rehash_preference(ref.route_hash, n, h)
+    raise TypeError(f"{t} routers have no replica lists")
+
+
+def router_replicas(doc: dict[str, Any], h: int, r: int,
+                    zones: dict[str, str] | None = None) -> list[int]:
+    """The replica list of hash ``h`` under a router document: its own
+    ``zones`` field unless ``zones`` is given."""
+    if zones is None:
+        zones = doc.get("zones")
+    pref = router_preference(doc, h)
+    if zones is None:
+        return select(pref, r)
+    znum, nz = zone_numbers(doc["shards"], zones)
+    return select(pref, r, znum, nz)
