@@ -351,6 +351,47 @@ def _parse_weights(text: str | None) -> dict[str, float] | None:
     return out
 
 
+def _parse_zones(text: str | None, flag: str = "--zones") -> dict[str, str] | None:
+    """``id=zone,...`` (a shard's failure domain) as a dict."""
+    if not text:
+        return None
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        name, sep, val = part.partition("=")
+        if not sep or not name.strip() or not val.strip():
+            raise UsageError(f"{flag}: expected id=zone pairs, got {part!r}")
+        out[name.strip()] = val.strip()
+    return out
+
+
+# Replica movement without an ids file is counted over this many synthetic ids.
+_REPLICA_SAMPLE = 1 << 18
+
+
+def _replica_report(old: Any, new: Any, n: int, threads: int | None) -> Any:
+    """diff(old, new, replicas=n) over _REPLICA_SAMPLE synthetic integer ids."""
+    from . import plan
+
+    try:
+        return plan.diff(old, new, np.arange(_REPLICA_SAMPLE, dtype=np.int64), replicas=n, threads=threads)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--replicas: {_msg(exc)}") from None
+
+
+def _replica_lines(rep: Any, sampled: bool) -> list[str]:
+    """What ``plan`` and ``topology add|remove`` print for ``--replicas``."""
+    d = rep.to_dict()["replicas"]
+    where = f"over {rep.total:,} synthetic ids" if sampled else f"over {rep.total:,} ids"
+    lines = [f"replicas: {d['n']} per key, {d['moved']:,} of {d['placements']:,} (key, replica) placements "
+             f"move ({d['moved_fraction']:.2%}, {where})"]
+    names = list(rep.old_shards) + [s for s in rep.new_shards if s not in rep.old_shards]
+    rows = [(s, f"{d['out'].get(s, 0):,}" if s in d["out"] else "", f"{d['in'].get(s, 0):,}" if s in d["in"] else "")
+            for s in names if d["out"].get(s, 0) or d["in"].get(s, 0)]
+    if rows:
+        lines.append(_table(["shard", "replicas out", "replicas in"], rows))
+    return lines
+
+
 def _write_text(path: str | None, text: str) -> None:
     from .io import atomic_output
 
@@ -444,6 +485,9 @@ def _make_router(args: argparse.Namespace) -> Any:
         raise UsageError(str(exc)) from None
     if args.key_type is not None:
         r = r.with_key_type(args.key_type)
+    zones = _parse_zones(args.zones)
+    if zones is not None:
+        r = r.with_zones(zones)
     return r
 
 
@@ -487,6 +531,11 @@ def _show(r: Any, path: str) -> None:
     if details:
         _out(f"params:      {', '.join(details)}")
     _out(f"shards:      {len(r.shards)}")
+    if r.zones is not None:
+        by_zone: dict[str, list[str]] = {}
+        for sid, z in r.zones.items():
+            by_zone.setdefault(z, []).append(sid)
+        _out(f"zones:       {len(by_zone)} ({'; '.join(f'{z}: {len(v)}' for z, v in by_zone.items())})")
     _out("")
     rows = _ownership(r)
     _out(_table(["shard", "target share", "owned share", "owned/target", "owns"], rows))
@@ -538,16 +587,21 @@ def cmd_topology(args: argparse.Namespace) -> int:
     ids = _split_ids(args.shards, "--shards")
     try:
         if args.action == "add":
-            new, steps = plan.add_shards(r, ids, weights=_parse_weights(args.shard_weights))
+            new, steps = plan.add_shards(r, ids, weights=_parse_weights(args.shard_weights),
+                                         zones=_parse_zones(args.zones))
         else:
             new, steps = plan.remove_shards(r, ids)
         if r.key_type is not None and new.key_type != r.key_type:
             new = new.with_key_type(r.key_type)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"topology {args.action}: {_msg(exc)}") from None
+    replica_rep = _replica_report(r, new, args.replicas, None) if args.replicas is not None else None
     _write_text(args.output, new.to_json())
     print(f"{len(steps)} migration steps; run `{PROG} plan` on the two topologies for details", file=sys.stderr)
     _warn_excess_moves(r, new)
+    if replica_rep is not None:
+        for line in _replica_lines(replica_rep, True):
+            print(line, file=sys.stderr)
     return 0
 
 
@@ -863,7 +917,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             try:
                 with _ids_progress(reader, "planning", not args.quiet) as advance:
                     report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
-                                       on_chunk=writer, progress=advance)
+                                       on_chunk=writer, progress=advance, replicas=args.replicas)
             except (ValueError, TypeError, OverflowError) as exc:
                 if writer is not None:
                     writer.abort()
@@ -911,6 +965,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         out["moved_ranges"] = [m.to_dict() for m in ranges]
         out["balance"] = {"before": _balance(old, _space_shares(old)), "after": _balance(new, _space_shares(new))}
     out["warnings"] = _plan_warnings(old, new, out["moved_share"])
+    replica_rep = None
+    if args.replicas is not None:
+        replica_rep = report if report is not None else _replica_report(old, new, args.replicas, args.threads)
+        out["replicas"] = replica_rep.to_dict()["replicas"]
+        if report is None:
+            out["replicas"]["sampled_ids"] = replica_rep.total
     if steps is not None:
         out["steps"] = [s.to_dict() for s in steps]
     if args.plot:
@@ -919,6 +979,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _write_json(out)
         return 0
     _print_plan(old, new, report, ranges, steps, args, out)
+    if replica_rep is not None:
+        _out("")
+        for line in _replica_lines(replica_rep, report is None):
+            _out(line)
     return 0
 
 
@@ -1448,6 +1512,8 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
     tn.add_argument("--algorithm", default=None, help="hash algorithm of shardhash's own strategies "
                     "(default: xxh3_64)")
     tn.add_argument("--seed", type=_seed, default=None, help="hash seed, 0 to 2**64-1 (default: 0)")
+    tn.add_argument("--zones", help="id=zone,... the failure domain of every shard, kept in the document; "
+                    "replica lists put no two replicas in one zone (default: no zones)")
     tn.add_argument("-o", "--output", help="file to write (default: stdout)")
     sh = tsub.add_parser("show", help="print a topology: hashing, key type, ownership per shard",
                          description="Print a topology: its strategy, version, hashing (a compat router's own), "
@@ -1469,6 +1535,10 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
         x.add_argument("--shards", required=True, help="comma-separated shard ids")
         if name == "add":
             x.add_argument("--shard-weights", help="id=weight,... for the new shards (default: weight 1)")
+            x.add_argument("--zones", help="id=zone,... for the new shards (required when the topology has zones)")
+        x.add_argument("--replicas", type=_positive_int, default=None, metavar="N",
+                       help="also print how many (key, replica) placements of N-replica lists move, "
+                       f"counted over {_REPLICA_SAMPLE:,} synthetic ids (default: not counted)")
         x.add_argument("-o", "--output", help="file to write (default: stdout)")
     t.set_defaults(func=cmd_topology)
 
@@ -1508,6 +1578,9 @@ def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
                     "(default: no plot)")
     pl.add_argument("--max-step-share", type=_share, default=0.02, help="cap per step, share of the hash space")
     pl.add_argument("--max-steps-shown", type=_positive_int, default=30, help="steps printed in the table")
+    pl.add_argument("--replicas", type=_positive_int, default=None, metavar="N",
+                    help="also count the (key, replica) placements of N-replica lists that move, per shard in "
+                    f"and out (over --ids, else {_REPLICA_SAMPLE:,} synthetic ids) (default: not counted)")
     _common_ids(pl)
     pl.set_defaults(func=cmd_plan)
 

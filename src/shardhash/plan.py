@@ -81,10 +81,26 @@ class PlanReport:
     sources: np.ndarray | None = None
     destinations: np.ndarray | None = None
     hot_changes: list[Any] = field(default_factory=list)
+    #: With ``diff(..., replicas=n)``: n, and the (key, replica) placements
+    #: counted: ``replica_total`` = keys x n, ``replica_moved`` placements that
+    #: the new lists hold and the old ones did not (copies to make),
+    #: ``replica_in`` per new shard (copies it receives) and ``replica_out``
+    #: per old shard (copies it drops).  A replica changing rank within a
+    #: key's list does not move.
+    replicas: int | None = None
+    replica_total: int = 0
+    replica_moved: int = 0
+    replica_in: np.ndarray | None = None
+    replica_out: np.ndarray | None = None
 
     @property
     def moved_fraction(self) -> float:
         return self.moved / self.total if self.total else 0.0
+
+    @property
+    def replica_moved_fraction(self) -> float:
+        """Share of the (key, replica) placements that move (0.0 without replicas)."""
+        return self.replica_moved / self.replica_total if self.replica_total else 0.0
 
     @property
     def before(self) -> np.ndarray:
@@ -161,6 +177,16 @@ class PlanReport:
             d["after_weighted"] = self.after_weighted.tolist()  # type: ignore[union-attr]
         if self.hot_changes:
             d["hot_changes"] = [c.to_dict() for c in self.hot_changes]
+        if self.replicas is not None:
+            assert self.replica_in is not None and self.replica_out is not None
+            d["replicas"] = {
+                "n": self.replicas,
+                "placements": self.replica_total,
+                "moved": self.replica_moved,
+                "moved_fraction": self.replica_moved_fraction,
+                "in": dict(zip(self.new_shards, self.replica_in.tolist())),
+                "out": dict(zip(self.old_shards, self.replica_out.tolist())),
+            }
         return d
 
     def summary(self) -> str:
@@ -171,6 +197,9 @@ class PlanReport:
             f"balance max/mean: before {self.imbalance_before['max_mean']:.4f}  "
             f"after {self.imbalance_after['max_mean']:.4f}",
         ]
+        if self.replicas is not None:
+            lines.append(f"replicas: {self.replicas} per key, {self.replica_total:,} placements, "
+                         f"{self.replica_moved:,} move ({self.replica_moved_fraction:.2%})")
         for c in self.hot_changes:
             lines.append(f"hot key {c.key!r}: {c.kind} (fan-out {c.before} -> {c.after}; "
                          f"{len(c.added)} sub-key(s) added, {len(c.removed)} to fold back, {len(c.moved)} moved)")
@@ -275,6 +304,7 @@ def diff(
     on_chunk: Callable[[Any, np.ndarray, np.ndarray, np.ndarray | None], None] | None = None,
     progress: Callable[[int], None] | None = None,
     moves: Any = None,
+    replicas: int | None = None,
 ) -> PlanReport:
     """Route ``keys`` under ``old`` and ``new`` and count what moves.
 
@@ -288,7 +318,11 @@ def diff(
     sees each chunk (e.g. to write moved keys out) and ``progress(n)`` is told
     how many keys each chunk held.  ``moves`` (a ``.parquet`` or ``.csv``
     path) receives every moved key as ``(id, source, destination[, weight])``,
-    written chunk by chunk (see :class:`MovesWriter`).
+    written chunk by chunk (see :class:`MovesWriter`).  ``replicas=n`` also
+    compares every key's replica lists (``route_replicas``, each router with
+    its own ``zones``) and fills ``replica_moved``, ``replica_in`` and
+    ``replica_out`` (see :class:`PlanReport`); both routers need replica
+    lists and at least n shards.
 
     >>> from shardhash import routing
     >>> old = routing.JumpRouter(["a", "b", "c", "d"])
@@ -311,10 +345,13 @@ def diff(
                     user_cb(k, o, n, w)
 
             return diff(old, new, keys, weights=weights, per_key=per_key, chunk_size=chunk_size,
-                        threads=threads, on_chunk=cb, progress=progress)
+                        threads=threads, on_chunk=cb, progress=progress, replicas=replicas)
     from ._plan import count_moves
 
     n_old, n_new = len(old.shards), len(new.shards)
+    rc: _ReplicaCount | None = None
+    if replicas is not None:
+        rc = _ReplicaCount(old, new, replicas)
     matrix = np.zeros((n_old, n_new), dtype=np.int64)
     wmatrix: np.ndarray | None = None
     share_hash = _hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher
@@ -331,7 +368,9 @@ def diff(
             nbuf = np.empty(cap, dtype=np.int32)
             hbuf = np.empty(cap, dtype=np.uint64) if share_hash else None
         oi, ni = obuf[:n], nbuf[:n]  # type: ignore[index]
-        if share_hash:
+        if rc is not None:
+            rc.add(k, oi, ni, threads)  # also fills oi, ni: a list's first replica is the route
+        elif share_hash:
             h = old.hasher.hash_array(k, out=hbuf[:n], threads=threads)  # type: ignore[index]
             old.route_hashes(h, out=oi, threads=threads)
             new.route_hashes(h, out=ni, threads=threads)
@@ -362,6 +401,8 @@ def diff(
         wmatrix,
     )
     rep.moved = int(matrix[rep._moved_mask()].sum())
+    if rc is not None:
+        rc.fill(rep)
     from .hotkeys import hot_changes
 
     rep.hot_changes = hot_changes(old, new)  # [] unless a router has hot keys
@@ -369,6 +410,57 @@ def diff(
         rep.sources = np.concatenate(src_parts) if src_parts else np.zeros(0, np.int32)
         rep.destinations = np.concatenate(dst_parts) if dst_parts else np.zeros(0, np.int32)
     return rep
+
+
+class _ReplicaCount:
+    """diff's replica-placement counts, chunk by chunk."""
+
+    def __init__(self, old: Any, new: Any, n: Any) -> None:
+        for r, what in ((old, "old"), (new, "new")):
+            if getattr(r, "replica_rule", None) is None:
+                raise TypeError(f"replicas: the {what} router ({type(r).__name__}) has no replica lists")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"replicas must be an int, got {n!r} (type {type(n).__name__})")
+        self.n = int(n)
+        for r, what in ((old, "old"), (new, "new")):
+            if not 1 <= self.n <= len(r.shards):
+                raise ValueError(f"replicas = {self.n}: the {what} router has {len(r.shards)} shard(s)")
+        self.old, self.new = old, new
+        # Both routers' shards in one numbering (old's first), so ids compare as ints.
+        pos = {s: i for i, s in enumerate(old.shards)}
+        for s in new.shards:
+            pos.setdefault(s, len(pos))
+        self.new_ids = np.array([pos[s] for s in new.shards], dtype=np.int32)
+        self.share_hash = _hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher
+        self.total = 0
+        self.moved = 0
+        self.into = np.zeros(len(new.shards), dtype=np.int64)
+        self.out = np.zeros(len(old.shards), dtype=np.int64)
+
+    def add(self, keys: Any, oi: np.ndarray, ni: np.ndarray, threads: int | None) -> None:
+        if self.share_hash:
+            h = self.old.hasher.hash_array(keys, threads=threads)
+            orows = self.old.route_replicas_hashes(h, self.n, threads=threads)
+            nrows = self.new.route_replicas_hashes(h, self.n, threads=threads)
+        else:
+            orows = self.old.route_replicas_many(keys, self.n, threads=threads)
+            nrows = self.new.route_replicas_many(keys, self.n, threads=threads)
+        oi[...] = orows[:, 0]
+        ni[...] = nrows[:, 0]
+        nid = self.new_ids[nrows]  # old ids are their own indices
+        kept_new = (nid[:, :, None] == orows[:, None, :]).any(axis=2)
+        kept_old = (orows[:, :, None] == nid[:, None, :]).any(axis=2)
+        self.total += orows.size
+        self.moved += int((~kept_new).sum())
+        self.into += np.bincount(nrows[~kept_new], minlength=len(self.into))
+        self.out += np.bincount(orows[~kept_old], minlength=len(self.out))
+
+    def fill(self, rep: PlanReport) -> None:
+        rep.replicas = self.n
+        rep.replica_total = self.total
+        rep.replica_moved = self.moved
+        rep.replica_in = self.into
+        rep.replica_out = self.out
 
 
 # --------------------------------------------------------------- ideal share
@@ -865,12 +957,35 @@ def _successor(router: Any) -> Router:
     raise AssertionError("unreachable")
 
 
+def _carry_zones(router: Any, new: Any, zones: Mapping[str, str] | None = None) -> Any:
+    """``new`` with ``router``'s zones for the shards it keeps, plus ``zones``
+    for the shards being added (every added shard needs one when the
+    topology has zones)."""
+    old_z = getattr(router, "zones", None)
+    if old_z is None and zones is None:
+        return new
+    if zones is not None and not isinstance(zones, Mapping):
+        raise TypeError(f"zones must be a mapping shard id -> zone name, not {type(zones).__name__}")
+    merged = {s: z for s, z in (old_z or {}).items() if s in new.shards}
+    for s, z in (zones or {}).items():
+        if s in merged:
+            raise ValueError(f"zones: shard {s!r} keeps its zone {merged[s]!r}; only new shards take a zone")
+        merged[s] = z
+    missing = [s for s in new.shards if s not in merged]
+    if missing:
+        raise ValueError(f"the topology has zones: give a zone for the new shard(s) {', '.join(map(repr, missing))}"
+                         if old_z is not None else
+                         f"zones: give a zone for every shard (missing: {', '.join(map(repr, missing))})")
+    return new.with_zones(merged)
+
+
 def add_shards(
     router: Any,
     new_ids: str | Sequence[str],
     *,
     weights: Mapping[str, float] | None = None,
     tokens: Mapping[str, Sequence[int]] | None = None,
+    zones: Mapping[str, str] | None = None,
     max_step_share: float = 0.02,
     keys: Any = None,
     key_weights: Any = None,
@@ -884,7 +999,9 @@ def add_shards(
     existing token (new tokens are named ``"<id>:<n>"``, so their positions
     are stable); hash-range routers split the widest ranges.  ``tokens`` gives
     explicit ring positions for the new shards of a ring built with tokens.
-    See :func:`plan_steps` for the step options.
+    ``zones`` gives the new shards' zones (required when the topology has
+    zones; kept shards keep theirs).  See :func:`plan_steps` for the step
+    options.
 
     >>> from shardhash import routing
     >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 8)
@@ -897,7 +1014,7 @@ def add_shards(
     _check_router(router, "router")
     kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
               total_keys=total_keys, total_bytes=total_bytes)
-    through_base = _planned(router, add_shards, new_ids, kw, {"weights": weights, "tokens": tokens})
+    through_base = _planned(router, add_shards, new_ids, kw, {"weights": weights, "tokens": tokens, "zones": zones})
     if through_base is not None:
         return through_base
     ids = _check_ids(new_ids, "new_ids")
@@ -915,7 +1032,7 @@ def add_shards(
     if old_w is not None or w_new is not None:
         w = {s: (old_w or {}).get(s, 1.0) for s in router.shards}
         w.update({s: (w_new or {}).get(s, 1.0) for s in ids})
-    new = _successor(router).with_shards(shards, weights=w, tokens=tokens)
+    new = _carry_zones(router, _successor(router).with_shards(shards, weights=w, tokens=tokens), zones)
     return new, plan_steps(router, new, **kw)
 
 
@@ -959,7 +1076,7 @@ def remove_shards(
         raise ValueError("cannot remove every shard")
     old_w = _weights_dict(router)
     w = None if old_w is None else {s: old_w.get(s, 1.0) for s in shards}
-    new = _successor(router).with_shards(shards, weights=w)
+    new = _carry_zones(router, _successor(router).with_shards(shards, weights=w))
     return new, plan_steps(router, new, **kw)
 
 
@@ -1000,5 +1117,5 @@ def reweight(
     old_w = _weights_dict(router) or {}
     w = {s: old_w.get(s, 1.0) for s in router.shards}
     w.update(w_in)
-    new = _successor(router).with_weights(w)
+    new = _carry_zones(router, _successor(router).with_weights(w))
     return new, plan_steps(router, new, **kw)
