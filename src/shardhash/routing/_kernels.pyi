@@ -1,6 +1,6 @@
 """Type stubs for the compiled routing cores (shardhash.routing._kernels)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +74,9 @@ class RouterCore:
         out: npt.NDArray[np.int32] | None = ...,
         threads: int | None = ...,
     ) -> npt.NDArray[np.int32]: ...
+    def _set_replica_zones(self, zones: ReplicaZones | None) -> None: ...
+    def route_replicas(self, key: Any, n: int, *, zones: Mapping[str, str] | None = ...) -> list[str]: ...
+    def route_replicas_hash(self, h: int, n: int, *, zones: Mapping[str, str] | None = ...) -> list[int]: ...
     def route_many(
         self,
         keys: Any,

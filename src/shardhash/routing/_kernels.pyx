@@ -448,6 +448,9 @@ cdef class RouterCore:
     cdef const int32_t *_wm_newmap
     cdef key_index_fn _kfn           # KEYMODE_NATIVE
     cdef void *_kctx
+    # replica lists (see "Replica (preference) lists" at the end of this file)
+    cdef bint _replica_ok            # the class declares a replica_rule
+    cdef object _zmap                # the router's own ReplicaZones, or None
 
     def __cinit__(self, *args, **kwargs):
         self._kind = KIND_UNSET
@@ -848,6 +851,7 @@ cdef class RouterCore:
     def _seal(self):
         if self._kind == KIND_UNSET:
             raise TypeError(f"{type(self).__name__} configured no placement kernel")
+        self._replica_ok = getattr(type(self), "replica_rule", None) is not None
         self._sealed = True
 
     # -- read-only views -------------------------------------------------------
@@ -1104,6 +1108,35 @@ cdef class RouterCore:
             keys = _prefix_many(keys, self._prefix)
         hashes = self._hasher.hash_array(keys, threads=threads)
         return self.route_hashes(hashes, out=out, threads=threads)
+
+    # -- replica lists (see "Replica (preference) lists" at the end of this file) --
+
+    def _set_replica_zones(self, zones):
+        """The router's own zones (a ReplicaZones or None): part of its document,
+        set once by Router while it is being built or loaded."""
+        if zones is not None and not isinstance(zones, ReplicaZones):
+            raise TypeError("zones must be a ReplicaZones")
+        self._zmap = zones
+
+    cdef ReplicaZones _replica_zones(self, object zones):
+        if not self._replica_ok:
+            raise self._replica_refused()
+        if zones is None:
+            return <ReplicaZones>self._zmap
+        return <ReplicaZones>self._zones_for_call(zones)
+
+    def route_replicas(self, key, n, *, zones=None):
+        """The ``n`` distinct shard ids that hold ``key``'s replicas, in
+        preference order; the first is ``route(key)`` (docs/routers.md 2.14).
+        ``zones`` (shard id -> zone name, every shard) replaces the router's
+        own ``zones`` for this call: no two replicas share a zone while ``n``
+        is at most the number of zones, then the rest follow in preference
+        order."""
+        return _replicas_key(self, key, n, self._replica_zones(zones))
+
+    def route_replicas_hash(self, h, n, *, zones=None):
+        """The replica list (shard indices) of one precomputed 64-bit hash."""
+        return _replicas_hash(self, h, n, self._replica_zones(zones))
 
 
 def _prefix_many(keys, Py_ssize_t p):
@@ -1409,6 +1442,10 @@ cdef list _replicas_of(RouterCore rt, uint64_t h, Py_ssize_t r, ReplicaZones zon
 
 def replicas_key(RouterCore router, key, n, ReplicaZones zones=None):
     """The replica list of ``key`` (shard ids), hashed as ``route`` hashes it."""
+    return _replicas_key(router, key, n, zones)
+
+
+cdef list _replicas_key(RouterCore router, object key, object n, ReplicaZones zones):
     cdef uint64_t h
     cdef Py_ssize_t r = _replica_count(n)
     if router._hasher is None:
@@ -1425,6 +1462,10 @@ def replicas_key(RouterCore router, key, n, ReplicaZones zones=None):
 
 def replicas_hash(RouterCore router, h, n, ReplicaZones zones=None):
     """The replica list (shard indices) of one 64-bit hash."""
+    return _replicas_hash(router, h, n, zones)
+
+
+cdef list _replicas_hash(RouterCore router, object h, object n, ReplicaZones zones):
     cdef Py_ssize_t r = _replica_count(n)
     if isinstance(h, bool) or not isinstance(h, (int, np.integer)):
         raise TypeError(f"hash must be an int, not {type(h).__name__}")

@@ -631,41 +631,29 @@ class Router(RouterCore):
         return _from_doc(doc)
 
     def _set_zones(self, zones: dict[str, str] | None) -> None:
+        zmap = None if zones is None else _zone_numbers(zones, self.shards)
         self._set("_zones", zones)
-        self._set("_zone_map", None if zones is None else _zone_numbers(zones, self.shards))
+        self._set("_zone_map", zmap)
+        self._set_replica_zones(zmap)
         self._set("_fp", None)
 
-    def _replica_setup(self, zones: Mapping[str, str] | None) -> ReplicaZones | None:
-        if self.replica_rule is None:
-            raise TypeError(f"{type(self).__name__} has no replica lists: they are defined for "
-                            "ring, hash_range, rendezvous, jump, modulo, bucket and Maglev routers "
-                            "(docs/routers.md, section 2.14)")
-        if zones is None:
-            return self._zone_map
+    def _replica_refused(self) -> TypeError:
+        return TypeError(f"{type(self).__name__} has no replica lists: they are defined for "
+                         "ring, hash_range, rendezvous, jump, modulo, bucket and Maglev routers "
+                         "(docs/routers.md, section 2.14)")
+
+    def _zones_for_call(self, zones: Mapping[str, str]) -> ReplicaZones:
         checked = _check_zones(zones, self.shards)
         assert checked is not None
         return _zone_numbers(checked, self.shards)
 
-    def route_replicas(self, key: Any, n: int, *, zones: Mapping[str, str] | None = None) -> list[str]:
-        """The ``n`` distinct shard ids that hold ``key``'s replicas, in
-        preference order; the first is ``route(key)``.  ``zones`` (shard id
-        -> zone name, every shard) replaces the router's own ``zones`` for
-        this call; with zones no two replicas share a zone while ``n`` is at
-        most the number of zones (then the rest follow in preference order).
+    def _replica_setup(self, zones: Mapping[str, str] | None) -> ReplicaZones | None:
+        if self.replica_rule is None:
+            raise self._replica_refused()
+        return self._zone_map if zones is None else self._zones_for_call(zones)
 
-        >>> r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
-        >>> r.route_replicas_hash(35, 3)  # D (index 3), then B and C
-        [3, 1, 2]
-        >>> len(set(r.route_replicas("user-42", 4)))
-        4
-        """
-        z = self._replica_setup(zones)
-        return replicas_key(self, key, n, z)
-
-    def route_replicas_hash(self, h: int, n: int, *, zones: Mapping[str, str] | None = None) -> list[int]:
-        """The replica list (shard indices) of one precomputed 64-bit hash."""
-        z = self._replica_setup(zones)
-        return replicas_hash(self, h, n, z)
+    # route_replicas(key, n, *, zones=None) and route_replicas_hash(h, n, *,
+    # zones=None) are RouterCore's (compiled: one key costs about one route).
 
     def route_replicas_many(self, keys: Any, n: int, *, zones: Mapping[str, str] | None = None,
                             out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
