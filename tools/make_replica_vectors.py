@@ -25,9 +25,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the router cases shared with the tests
-sys.path.insert(0, str(ROOT / "tools"))
-
-from make_router_vectors import sample_hashes  # noqa: E402
 
 from shardhash._reference.replicas import router_replicas  # noqa: E402
 from shardhash._reference.routing import ReferenceRouter  # noqa: E402
@@ -37,6 +34,17 @@ from tests._router_cases import HASH_ROUTERS  # noqa: E402
 OUT = ROOT / "tests" / "vectors" / "replicas"
 NO_LISTS = ("directory",)
 ZONE_NAMES = ("east", "west", "north")
+
+
+def sample_hashes(n: int) -> list[int]:
+    """As tools/make_router_vectors.py: edge values plus a fixed 64-bit LCG
+    sequence (Knuth's MMIX constants)."""
+    out = [0, 1, 2, 41, 2**32 - 1, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1]
+    x = 0x9E3779B97F4A7C15
+    while len(out) < n:
+        x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+        out.append(x)
+    return out
 
 
 def _zones(shards: list[str]) -> dict[str, str]:
@@ -68,9 +76,9 @@ def replica_vectors(name: str, factory: Callable[[], Router]) -> dict[str, Any]:
 
 def zoned_document_vectors() -> dict[str, Any]:
     """A document carrying ``zones`` (routers.md's ring A=20, D=40, B=50, C=80)."""
-    r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
-    r = r.with_zones({"A": "east", "B": "west", "C": "west", "D": "west"})
-    vec = replica_vectors("ring_zoned_document", lambda: r)
+    ring = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
+    zoned = ring.with_zones({"A": "east", "B": "west", "C": "west", "D": "west"})
+    vec = replica_vectors("ring_zoned_document", lambda: zoned)
     # the document's own zones apply when a case gives none
     hashes = vec["hashes"] + [35]
     vec["hashes"] = hashes

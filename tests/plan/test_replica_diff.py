@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def _brute(old: Router, new: Router, keys: list[Any], n: int) -> tuple[int, Coun
 
 ZONES = {"a": "z1", "b": "z1", "c": "z2", "d": "z3", "e": "z2"}
 
-PAIRS = {
+PAIRS: dict[str, Callable[[], tuple[Router, Router]]] = {
     "ring_add": lambda: (routing.RingRouter(list("abcd"), vnodes=32),
                          routing.RingRouter(list("abcde"), vnodes=32)),
     "jump_remove_last": lambda: (routing.JumpRouter(list("abcde")), routing.JumpRouter(list("abcd"))),

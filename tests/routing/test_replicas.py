@@ -137,8 +137,8 @@ def test_zone_rule_by_hand() -> None:
 def test_rehash_rule_by_hand() -> None:
     # jump: the routes of h, then of mix64((h ^ "replica1") + a * GOLDEN), a = 1, 2, ...
     from shardhash._reference.jump import jump
-    from shardhash._reference.replicas import REPLICA_SALT
     from shardhash._reference.memento import GOLDEN, MASK, mix64
+    from shardhash._reference.replicas import REPLICA_SALT
 
     r = JumpRouter([f"s{i}" for i in range(7)])
     h = 0x0123456789ABCDEF

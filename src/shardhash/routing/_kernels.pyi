@@ -87,6 +87,7 @@ class RouterCore:
 
 # -- replica (preference) lists ------------------------------------------------
 
+@disjoint_base
 class ReplicaZones:
     nzones: int
     nshards: int

@@ -1381,6 +1381,8 @@ cdef int _replica_plan(RouterCore rt, Py_ssize_t r, ReplicaZones zones, shr_plan
 
 
 cdef Py_ssize_t _replica_count(object n) except -1:
+    if type(n) is int and 0 < n < 0x80000000:   # the common case, without numpy's types
+        return <Py_ssize_t>n
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"n must be an int, got {n!r} (type {type(n).__name__})")
     v = int(n)

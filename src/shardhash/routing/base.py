@@ -33,9 +33,7 @@ from shardhash.routing._kernels import (
     maglev_populate,
     mix64,
     prepare_out,
-    replicas_hash,
     replicas_hashes,
-    replicas_key,
     replicas_keys,
     unalias,
 )
