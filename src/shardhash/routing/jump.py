@@ -38,7 +38,9 @@ class JumpRouter(Router):
         # below min(n, m); the keys of the buckets beyond it spread uniformly
         # (Lamping & Veach 2014).  The shares are expectations.
         if not isinstance(new, JumpRouter):
-            return None
+            from .memento import memento_expected_moves
+
+            return memento_expected_moves(self, new)
         n, m = len(self.shards), len(new.shards)
         out: dict[tuple[int, int], float] = {}
         for i in range(n):
@@ -53,9 +55,22 @@ class JumpRouter(Router):
 
     def with_shards(self, shards: Sequence[str], *, weights: Mapping[str, float] | None = None,
                     tokens: Mapping[str, Sequence[int]] | None = None,
-                    version: int | None = None) -> JumpRouter:
-        return JumpRouter(list(shards), hasher=self.hasher,
-                          version=self.version + 1 if version is None else version)
+                    version: int | None = None) -> Router:
+        """Shards kept keep their buckets.  Adding shards at the end (or
+        removing the last ones) stays a JumpRouter; losing a shard that is not
+        the last gives a :class:`MementoRouter`, which moves only that shard's
+        keys (jump would renumber every later shard)."""
+        from .memento import MementoRouter, successor
+
+        v = self.version + 1 if version is None else version
+        new = list(shards)
+        old = {s: i for i, s in enumerate(self.shards)}
+        if all(old.get(s, i) == i for i, s in enumerate(new)) and all(s in old for s in new[: len(old)]):
+            return JumpRouter(new, hasher=self.hasher, version=v)
+        n, rem, order = successor(len(self.shards), (), old, new)
+        if not rem:
+            return JumpRouter(order, hasher=self.hasher, version=v)
+        return MementoRouter(order, buckets=n, removed=rem, hasher=self.hasher, version=v)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)
