@@ -69,8 +69,8 @@ class BoundedLoadRouter(RingRouter):
     ``weights``, shard *s*'s cap is ``ceil(f / 100 * total * w_s / sum(w))``.
 
     >>> r = BoundedLoadRouter([f"s{i}" for i in range(4)], balance_factor=110)
-    >>> counts = np.bincount(r.assign(range(1000)), minlength=4)
-    >>> int(counts.max()) <= r.capacities(1000).max() == 275
+    >>> shards = r.assign(range(1000)).tolist()
+    >>> max(shards.count(i) for i in range(4)) <= int(r.capacities(1000)[0]) == 275
     True
     """
 
@@ -234,9 +234,9 @@ def place_items(router: BoundedLoadRouter, items: Mapping[Any, int], *,
     hashes the key) to the first shard with room (docs/routers.md 2.16).
 
     >>> r = BoundedLoadRouter(["a", "b", "c"], balance_factor=105)
-    >>> p = place_items(r, {"t1": 50, "t2": 30, "t3": 20, "t4": 10})
-    >>> max(p.loads.values()) <= p.capacity["a"] == 39
-    True
+    >>> p = place_items(r, {"t1": 20, "t2": 20, "t3": 20, "t4": 10, "t5": 10, "t6": 10, "t7": 5, "t8": 5})
+    >>> p.capacity["a"], sorted(p.loads.values()), p.overflows
+    (35, [30, 35, 35], 0)
     """
     if not isinstance(router, BoundedLoadRouter):
         raise TypeError(f"router must be a BoundedLoadRouter, not {type(router).__name__}")
