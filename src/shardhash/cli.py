@@ -770,7 +770,8 @@ def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict
 
 
 # Strategies whose add/remove moves only the ideal share of keys.
-_MINIMAL_MOVERS = ("rendezvous", "ring", "buckets (bucket)", "maglev (close to it)")
+_MINIMAL_MOVERS = ("rendezvous", "ring", "memento (jump that can lose any shard)", "multiprobe", "buckets (bucket)",
+                   "maglev (close to it)")
 
 
 def _moved_share_estimate(old: Any, new: Any) -> float | None:

@@ -42,6 +42,8 @@ def successor(buckets: int, removed: Sequence[int], bucket_of: Mapping[str, int]
     descending bucket order (so losing the last shards of a jump topology
     shrinks the b-array, as jump does); new shards take the most recently
     removed bucket back (restore), else the next bucket past the end."""
+    if not set(shards) & set(bucket_of):
+        return len(shards), [], list(shards)  # nothing kept: a fresh b-array
     n = buckets
     rem = list(removed)
     owner = {b: s for s, b in bucket_of.items()}
@@ -52,8 +54,6 @@ def successor(buckets: int, removed: Sequence[int], bucket_of: Mapping[str, int]
         else:
             rem.append(b)
         del owner[b]
-    if not owner:
-        raise ValueError("cannot remove every shard")
     for s in shards:
         if s in bucket_of:
             continue
