@@ -1431,7 +1431,8 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
     tn.add_argument("--shard-weights", help="id=weight,... (ring, bounded, rendezvous, maglev, buckets, ketama) "
                     "(default: equal weights)")
     tn.add_argument("--vnodes", type=_positive_int, default=None,
-                    help="ring, bounded: tokens per unit weight (default 256); cassandra_token: tokens per node (default 1)")
+                    help="ring, bounded: tokens per unit weight (default 256); cassandra_token: tokens per node "
+                    "(default 1)")
     tn.add_argument("--buckets", type=_positive_int, default=None, help="buckets: bucket count (default 4096)")
     tn.add_argument("--table-size", type=_positive_int, default=None,
                     help="maglev: table size, a prime (default: the smallest prime >= 100 x shards, "

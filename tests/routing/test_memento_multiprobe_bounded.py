@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -145,13 +146,16 @@ def test_bad_documents(typ: str, params: dict[str, object], match: str) -> None:
         load_router(doc)
 
 
+_a_float: Any = 1.25  # deliberate misuse
+
+
 def test_bad_arguments_name_the_position() -> None:
     with pytest.raises(TypeError, match="probes must be an int"):
-        MultiProbeRouter(["a"], probes=2.0)  # type: ignore[arg-type]  # deliberate misuse
+        MultiProbeRouter(["a"], probes=_a_float)
     with pytest.raises(ValueError, match="probes must be >= 1"):
         MultiProbeRouter(["a"], probes=0)
     with pytest.raises(TypeError, match="balance_factor must be an int"):
-        BoundedLoadRouter(["a"], balance_factor=1.25)  # type: ignore[arg-type]  # deliberate misuse
+        BoundedLoadRouter(["a"], balance_factor=_a_float)
     with pytest.raises(ValueError, match=r"removed\[2\] = 5 is removed twice"):
         MementoRouter(["a"], removed=[5, 1, 5, 3, 4, 2])
     r = BoundedLoadRouter(["a", "b"], vnodes=4)

@@ -16,6 +16,7 @@ import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -116,6 +117,9 @@ def test_memento_router_and_planner_equal_reference(seed: int) -> None:
         assert [int(cur.shards[cur.route_hash(int(h))][1:]) for h in hs[:300]] == want[:300]
 
 
+_not_ints: Any = ["1"]
+
+
 def test_memento_refusals() -> None:
     with pytest.raises(ValueError, match=r"removed\[1\] = 0 is removed twice"):
         MementoRouter(["a", "b"], removed=[0, 0])
@@ -124,7 +128,7 @@ def test_memento_refusals() -> None:
     with pytest.raises(ValueError, match="buckets=5"):
         MementoRouter(["a", "b"], buckets=5, removed=[1])
     with pytest.raises(TypeError, match=r"removed\[0\]"):
-        MementoRouter(["a", "b"], removed=["1"])
+        MementoRouter(["a", "b"], removed=_not_ints)
     # no shard in common: a fresh jump topology, not a record of removals
     assert shardhash.JumpRouter(["a", "b"]).with_shards(["c"]) == shardhash.JumpRouter(["c"], version=2)
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,7 +23,6 @@ from .base import (
     _check_int,
     _default_weights,
     _describe,
-    _weights_doc,
     bounded_assign,
     bounded_capacity,
     register_router_type,
@@ -76,7 +75,7 @@ class BoundedLoadRouter(RingRouter):
 
     _balance_factor: int
 
-    _doc_fields = ("vnodes", "weights", "tokens", "collisions", "balance_factor")
+    _doc_fields: ClassVar[tuple[str, ...]] = ("vnodes", "weights", "tokens", "collisions", "balance_factor")
 
     def __init__(self, shards: Iterable[str], *, balance_factor: int = DEFAULT_BALANCE_FACTOR,
                  vnodes: int | None = None, weights: Mapping[str, float] | None = None,
