@@ -1,6 +1,6 @@
 /*
  * shardhash core: MementoHash lookups and record building (see sh_memento.h
- * and docs/strategies-draft.md).
+ * and docs/routers.md 2.14).
  */
 #include "sh_memento.h"
 

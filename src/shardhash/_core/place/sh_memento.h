@@ -9,7 +9,7 @@
  * working bucket moves only the keys that bucket held; restoring the last
  * removed bucket undoes the removal exactly.
  *
- * The record (the definition; docs/strategies-draft.md):
+ * The record (the definition; docs/routers.md 2.14):
  *   replacer[b] = -1 for a working bucket b in [0, n);
  *   replacer[b] = w - 1 for a removed bucket, w being the number of working
  *                 buckets just before b was removed (so w - 1 is the number
