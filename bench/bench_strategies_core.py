@@ -186,22 +186,30 @@ def alternating(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, flo
     return best
 
 
-def scalar(mem: MementoRouter, jump: JumpRouter, n: int = 200_000) -> dict[str, float]:
-    """Scalar ``route`` (str keys) of memento (10% removed), multi-probe and jump beside ``dict.get``."""
-    keys = [f"user:{i}" for i in range(n)]
-    table = {k: "shard-1" for k in keys}
+def scalar(mem: MementoRouter, jump: JumpRouter, n: int = 1_000_000) -> dict[str, float]:
+    """Scalar ``route`` of memento (10% removed), multi-probe and jump beside a
+    ``dict.get`` loop over the same keys (10K distinct keys, so the dict stays
+    in cache: bench_routing.py's method), for str and int keys."""
     mp = MultiProbeRouter(_ids(100))
+    res: dict[str, float] = {}
+    for kind in ("str", "int"):
+        distinct: list[Any] = [f"user:{i}" for i in range(10_000)] if kind == "str" else list(range(10_000))
+        keys = (distinct * (n // len(distinct) + 1))[:n]
+        table = {k: "shard-1" for k in distinct}
 
-    def loop(f: Callable[[Any], Any]) -> Callable[[], None]:
-        def run() -> None:
-            for k in keys:
-                f(k)
-        return run
+        def loop(f: Callable[[Any], Any], keys: list[Any] = keys) -> Callable[[], None]:
+            def run() -> None:
+                for k in keys:
+                    f(k)
+            return run
 
-    t = alternating({"dict": loop(table.get), "memento": loop(mem.route), "jump": loop(jump.route),
-                     "multiprobe": loop(mp.route)}, 7)
-    return {"scalar_memento_vs_dict": t["memento"] / t["dict"], "scalar_jump_vs_dict": t["jump"] / t["dict"],
-            "scalar_multiprobe_vs_dict": t["multiprobe"] / t["dict"], "dict_get_ns": t["dict"] / n * 1e9}
+        t = alternating({"dict": loop(table.get), "memento": loop(mem.route), "jump": loop(jump.route),
+                         "multiprobe": loop(mp.route)}, 5)
+        res[f"scalar_{kind}_memento_vs_dict"] = t["memento"] / t["dict"]
+        res[f"scalar_{kind}_jump_vs_dict"] = t["jump"] / t["dict"]
+        res[f"scalar_{kind}_multiprobe_vs_dict"] = t["multiprobe"] / t["dict"]
+        res[f"scalar_{kind}_dict_get_ns"] = t["dict"] / n * 1e9
+    return res
 
 
 # -- as tests (small sizes) and as a script (full sizes) ------------------------------

@@ -151,6 +151,7 @@ cdef extern from "sh_memento.h" nogil:
         int32_t n
         int32_t nremoved
     int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
+    int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h)
     void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
                           int32_t *out)
 
@@ -992,7 +993,7 @@ cdef class RouterCore:
     # -- the hot paths ---------------------------------------------------------
 
     cdef inline int32_t _place(self, uint64_t h) except -1:
-        cdef int32_t i
+        cdef int32_t i, b32
         cdef uint64_t g = h
         if self._has_pre:
             g = (g + self._pre_add) ^ self._pre_xor
@@ -1020,7 +1021,11 @@ cdef class RouterCore:
         elif self._kind == KIND_DELEGATE:
             i = self._delegate._place(g)
         elif self._kind == KIND_MEMENTO:
-            i = self._mmap[sh_memento_bucket(&self._memento, g)]
+            # jump's bucket, unless it was removed (the map is -1 exactly there)
+            b32 = sh_jump(g, self._memento.n)
+            i = self._mmap[b32]
+            if i < 0:
+                i = self._mmap[sh_memento_resolve_from(&self._memento, b32, g)]
         elif self._kind == KIND_MPROBE:
             i = sh_mprobe_lookup(&self._mprobe, g)
         elif self._kind == KIND_PY:

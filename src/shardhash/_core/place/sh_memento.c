@@ -23,6 +23,11 @@ SH_FORCE_INLINE int32_t sh_memento_resolve(const int32_t *replacer, int32_t b, u
     return b;
 }
 
+int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h)
+{
+    return sh_memento_resolve(m->replacer, b, h);
+}
+
 int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
 {
     int32_t b = sh_jump(h, m->n);
