@@ -163,7 +163,7 @@ class BoundedLoadRouter(RingRouter):
         ring = RingRouter.with_shards(self, shards, weights=weights, tokens=tokens, version=version)
         explicit = ring.explicit_tokens
         common: dict[str, Any] = {"balance_factor": self._balance_factor, "collisions": ring.collisions,
-                                  "hasher": ring.hasher, "version": ring.version}
+                                  "hasher": ring.hasher, "version": ring.version, "key_prefix": ring.key_prefix}
         if explicit is not None:
             return BoundedLoadRouter(ring.shards, tokens={s: list(p) for s, p in explicit.items()}, **common)
         return BoundedLoadRouter(ring.shards, vnodes=ring.vnodes, weights=_default_weights(ring.weights),

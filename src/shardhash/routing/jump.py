@@ -66,11 +66,11 @@ class JumpRouter(Router):
         new = list(shards)
         old = {s: i for i, s in enumerate(self.shards)}
         if all(old.get(s, i) == i for i, s in enumerate(new)) and all(s in old for s in new[: len(old)]):
-            return JumpRouter(new, hasher=self.hasher, version=v)
+            return JumpRouter(new, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
         n, rem, order = successor(len(self.shards), (), old, new)
         if not rem:
-            return JumpRouter(order, hasher=self.hasher, version=v)
-        return MementoRouter(order, buckets=n, removed=rem, hasher=self.hasher, version=v)
+            return JumpRouter(order, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
+        return MementoRouter(order, buckets=n, removed=rem, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)

@@ -162,8 +162,9 @@ class MementoRouter(Router):
         if not rem:
             from .jump import JumpRouter
 
-            return JumpRouter(order, hasher=self.hasher, version=v)
-        return MementoRouter(order, buckets=n, removed=rem, hasher=self.hasher, version=v)
+            return JumpRouter(order, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
+        return MementoRouter(order, buckets=n, removed=rem, hasher=self.hasher, version=v,
+                             key_prefix=self.key_prefix)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)

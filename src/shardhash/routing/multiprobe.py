@@ -91,7 +91,8 @@ class MultiProbeRouter(Router):
                     version: int | None = None) -> MultiProbeRouter:
         """Every kept shard keeps its token (it depends on the shard id alone)."""
         return MultiProbeRouter(list(shards), probes=self._probes, hasher=self.hasher,
-                                version=self.version + 1 if version is None else version)
+                                version=self.version + 1 if version is None else version,
+                                key_prefix=self.key_prefix)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)
