@@ -18,7 +18,8 @@ class JumpRouter(Router):
     ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
     1) and ``key_prefix`` (default None: the whole key) are as for every
     router (see :class:`Router`).  Adding a shard at the end moves
-    1/(N+1) of the keys; removing one other than the last renumbers the rest.
+    1/(N+1) of the keys; the planners turn a jump topology that loses a shard
+    other than the last into a :class:`MementoRouter` (only that shard's keys move).
 
     >>> r = JumpRouter([f"s{i}" for i in range(100)])
     >>> r.route_hashes([0, 1, 2]).tolist()
