@@ -1,4 +1,4 @@
-"""Replica lists (docs/routers.md 2.14) beside plain routing, in the same run.
+"""Replica lists (docs/routers.md 2.17) beside plain routing, in the same run.
 
 Run ``python bench/bench_replicas.py`` for the full figures; under pytest
 (``--benchmark-disable``, the default) each function runs once on small

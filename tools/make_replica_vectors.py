@@ -4,7 +4,7 @@ Each file holds a router document (one of the shared router cases of the
 tests, or one with a ``zones`` field) and, for a list of 64-bit hashes, the
 expected replica lists (shard indices) for several list lengths, with and
 without a failure-domain map.  The expected lists come from the pure-Python
-reference ``shardhash._reference.replicas`` (docs/routers.md, section 2.14),
+reference ``shardhash._reference.replicas`` (docs/routers.md, section 2.17),
 which works from the document alone, never from the compiled routers.
 
 Run once when a router type gains replica lists; existing files are frozen
@@ -71,7 +71,7 @@ def replica_vectors(name: str, factory: Callable[[], Router]) -> dict[str, Any]:
     for n in sorted({min(3, len(shards)), len(shards)}):
         cases.append({"n": n, "zones": zones, "lists": [router_replicas(doc, h, n, zones) for h in hashes]})
     return {"name": name, "document": doc, "hashes": hashes, "cases": cases,
-            "source": "shardhash._reference.replicas (docs/routers.md 2.14)"}
+            "source": "shardhash._reference.replicas (docs/routers.md 2.17)"}
 
 
 def zoned_document_vectors() -> dict[str, Any]:

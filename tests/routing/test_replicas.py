@@ -1,5 +1,5 @@
 """Replica (preference) lists: ``route_replicas`` and its batch forms
-(docs/routers.md, section 2.14).
+(docs/routers.md, section 2.17).
 
 * compiled == the pure-Python reference (``shardhash._reference.replicas``,
   which works from the router's document alone), with and without zones;
@@ -122,7 +122,7 @@ def test_zone_rule(name: str, hs: list[int], picks: list[int], data: Any) -> Non
 
 
 def test_zone_rule_by_hand() -> None:
-    # docs/routers.md 2.14: ring A=20, D=40, B=50, C=80; h = 35 gives P = D, B, C, A.
+    # docs/routers.md 2.17: ring A=20, D=40, B=50, C=80; h = 35 gives P = D, B, C, A.
     r = RingRouter(["A", "B", "C", "D"], tokens={"A": [20], "B": [50], "C": [80], "D": [40]})
     assert r.route_replicas_hash(35, 4) == [3, 1, 2, 0]
     z = {"A": "east", "B": "west", "C": "west", "D": "west"}

@@ -1,4 +1,4 @@
-"""Replica (preference) lists, from docs/strategies-draft.md (test-only oracle).
+"""Replica (preference) lists, from docs/routers.md 2.17 (test-only oracle).
 
 Each strategy orders the shards for a key; a replica list takes the first ``r``
 of that order, or with zones follows Cassandra's NetworkTopologyStrategy rule:
@@ -91,20 +91,24 @@ def zone_numbers(shards: Sequence[str], zones: dict[str, str]) -> tuple[list[int
 
 
 def router_preference(doc: dict[str, Any], h: int) -> list[int]:
-    """P(h) of a router document (docs/routers.md 2.14), from the document alone."""
+    """P(h) of a router document (docs/routers.md 2.17), from the document alone."""
     from shardhash._reference.routing import ReferenceRouter
 
     ref = ReferenceRouter(doc)
     n = len(ref.shards)
     t = ref.type
-    if t == "ring":
+    if t in ("ring", "bounded"):
         return ring_preference(ref.tokens, ref.owners, h)
+    if t == "multiprobe":
+        from shardhash._reference.multiprobe import preference
+
+        return preference(ref.tokens, ref.owners, h, ref.probes)
     if t == "hash_range":
         tokens = [s - 1 for s in ref.splits] + [MASK]
         return ring_preference(tokens, ref.range_owners, h)
     if t == "rendezvous":
         return rendezvous_preference(ref.seeds, ref.weights, h)
-    if t in ("jump", "modulo", "bucket", "maglev"):
+    if t in ("jump", "modulo", "bucket", "maglev", "memento"):
         return rehash_preference(ref.route_hash, n, h)
     raise TypeError(f"{t} routers have no replica lists")
 

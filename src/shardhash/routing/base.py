@@ -27,6 +27,8 @@ from shardhash.routing._kernels import (
     RouterCore,
     _unmasked,
     as_hashes,
+    bounded_assign,
+    bounded_capacity,
     fill_out,
     jump_hash,
     jump_hash_array,
@@ -63,6 +65,8 @@ __all__ = [
     "as_hashes",
     "unalias",
     "_unmasked",
+    "bounded_assign",
+    "bounded_capacity",
 ]
 
 ROUTER_FORMAT = "shardhash.router/1"
@@ -595,11 +599,12 @@ class Router(RouterCore):
         return ("shardhash.router", self.fingerprint)
 
     # -- replica (preference) lists ---------------------------------------------
-    # docs/routers.md, section 2.14.  A strategy only declares its rule; the
+    # docs/routers.md, section 2.17.  A strategy only declares its rule; the
     # compiled core reads the list from the kernel the router configured.
 
     #: The strategy's replica rule: ``"ring"`` (tokens met clockwise),
-    #: ``"score"`` (highest scores first), ``"rehash"`` (the routes of a
+    #: ``"score"`` (highest scores first), ``"probe"`` (nearest tokens to the
+    #: probes first), ``"rehash"`` (the routes of a
     #: fixed sequence of rehashes), ``"base"`` (the base router's lists), or
     #: None: the router has no replica lists and the ``route_replicas*``
     #: methods raise TypeError.
@@ -609,7 +614,7 @@ class Router(RouterCore):
     def zones(self) -> dict[str, str] | None:
         """The failure domain (zone name) of every shard, in shard order, or
         None.  With zones, replica lists put no two replicas in one zone
-        while ``n`` is at most the number of zones (docs/routers.md 2.14)."""
+        while ``n`` is at most the number of zones (docs/routers.md 2.17)."""
         return dict(self._zones) if self._zones is not None else None
 
     def with_zones(self, zones: Mapping[str, str] | None) -> Router:
@@ -637,8 +642,9 @@ class Router(RouterCore):
 
     def _replica_refused(self) -> TypeError:
         return TypeError(f"{type(self).__name__} has no replica lists: they are defined for "
-                         "ring, hash_range, rendezvous, jump, modulo, bucket and Maglev routers "
-                         "(docs/routers.md, section 2.14)")
+                         "ring, hash_range, bounded, rendezvous, multiprobe, jump, memento, modulo, bucket and "
+                         "Maglev routers "
+                         "(docs/routers.md, section 2.17)")
 
     def _zones_for_call(self, zones: Mapping[str, str]) -> ReplicaZones:
         checked = _check_zones(zones, self.shards)
