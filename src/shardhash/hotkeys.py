@@ -147,7 +147,7 @@ class HotKeyRouter(WrappingRouter):
         self._wrap(base)
         # Compiled fast paths for cold int/str keys (the methods below are the
         # reference they fall back to): instance attributes shadow the methods.
-        paths = HotPaths(self.route, self._fan, HotKeyRouter.route_write.__get__(self),
+        paths = HotPaths(self, base, [k for k, _ in self._hot], HotKeyRouter.route_write.__get__(self),
                          HotKeyRouter.route_read.__get__(self))
         self._set("route_write", paths.route_write)
         self._set("route_read", paths.route_read)
