@@ -64,6 +64,7 @@ __all__ = [
 
 Factory = Callable[[], Any]
 RowFilter = Callable[[str, list[str], tuple[Any, ...]], bool]
+OwnsFilter = Callable[[str, Any], bool]
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ON_PARTIAL = ("fail", "partial")
 
@@ -654,16 +655,26 @@ class _AggPlan:
     aggs: list[tuple[str, str, str]]
     group: list[str]
     jobs: list[Job]
+    owns: OwnsFilter | None = None
 
 
 def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, params: Any, timeout: Any,
-                    concurrency: Any, on_partial: Any) -> _AggPlan:
+                    concurrency: Any, on_partial: Any, key_column: Any = None,
+                    owns: Any = None) -> _AggPlan:
     sh = _check_common(query, shards, timeout, concurrency, on_partial)
     aggs = _parse_aggs(aggregates)
     group = [group_by] if isinstance(group_by, str) else list(group_by or ())
     for g in group:
         _ident(g, "group_by")
+    if (key_column is None) != (owns is None):
+        raise TypeError("key_column and owns go together: both (an ownership filter) or neither")
+    if owns is not None and not callable(owns):
+        raise TypeError(f"owns must be callable (shard, key) -> bool, not {type(owns).__name__}")
     sel = [f'"{g}"' for g in group]
+    if key_column is not None:
+        # Partial aggregates per (group, shard key): the merge keeps a
+        # shard's partials only for the keys the shard owns.
+        sel.append(f'"{_ident(key_column, "key_column")}" AS _sg_key')
     for i, (_, fn, col) in enumerate(aggs):
         arg = "*" if col == "*" else f'"{col}"'
         if fn == "avg":  # AVG = SUM / COUNT of the non-NULL values
@@ -671,22 +682,27 @@ def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, par
         else:
             sel.append(f"{fn.upper()}({arg}) AS _a{i}")
     sql = f"SELECT {', '.join(sel)} FROM ({query}) AS _sg_q"
-    if group:
-        sql += " GROUP BY " + ", ".join(f'"{g}"' for g in group)
+    by = [f'"{g}"' for g in group] + ([f'"{key_column}"'] if key_column is not None else [])
+    if by:
+        sql += " GROUP BY " + ", ".join(by)
     jobs = [(n, f, sql, list(params or ())) for n, f in sh]
-    return _AggPlan(aggs, group, jobs)
+    return _AggPlan(aggs, group, jobs, owns)
 
 
 def _combine(plan: _AggPlan, ok: Outcome, failed: dict[str, str], on_partial: str) -> AggregateResult:
     lat = _report("aggregate", plan.jobs, ok, failed, on_partial)
     ng = len(plan.group)
+    owns = plan.owns
+    skip = ng + (owns is not None)
     acc: dict[tuple[Any, ...], list[Any]] = {}
     for n, _f, _s, _p in plan.jobs:  # in shard order: float sums do not depend on arrival order
         if n not in ok:
             continue
         for r in ok[n][1]:
+            if owns is not None and not owns(n, r[ng]):
+                continue  # a copy this shard holds but does not own
             g = tuple(r[:ng])
-            parts = list(r[ng:])
+            parts = list(r[skip:])
             cur = acc.get(g)
             if cur is None:
                 acc[g] = parts
@@ -735,7 +751,8 @@ def _add(a: Any, b: Any) -> Any:
 def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Mapping[str, str], *,
                       group_by: Sequence[str] | str = (), params: Sequence[Any] = (),
                       timeout: float | None = None, concurrency: int | None = None,
-                      on_partial: str = "fail") -> AggregateResult:
+                      on_partial: str = "fail", key_column: str | None = None,
+                      owns: OwnsFilter | None = None) -> AggregateResult:
     """Aggregate ``query``'s rows over every shard, exactly.
 
     ``aggregates`` maps output names to ``count(*)``, ``count(col)``,
@@ -746,8 +763,17 @@ def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Map
     col)`` is refused with a ValueError.  Groups come back sorted by their
     key (NULL first).  ``timeout``/``concurrency``/``on_partial`` as in
     :func:`scatter_gather`.
+
+    Ownership filter: with ``key_column`` (a column of ``query``'s result
+    holding the shard key) and ``owns(shard, key) -> bool``, each shard
+    computes its partials per ``(group, key)`` and only those of the keys it
+    owns are combined -- so rows a shard holds but does not own (copies a
+    migration is making, or retained after its cutover) count once, on their
+    owner.  The shards then return one row per distinct key and group, not
+    per group.  (``Cluster.scatter_aggregate`` passes the group's router.)
     """
-    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial)
+    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial,
+                           key_column, owns)
     ok, failed = _run_threads(plan.jobs, timeout, concurrency)
     return _combine(plan, ok, failed, on_partial)
 
@@ -755,8 +781,10 @@ def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Map
 async def scatter_aggregate_async(query: str, shards: Mapping[str, Factory], aggregates: Mapping[str, str], *,
                                   group_by: Sequence[str] | str = (), params: Sequence[Any] = (),
                                   timeout: float | None = None, concurrency: int | None = None,
-                                  on_partial: str = "fail") -> AggregateResult:
+                                  on_partial: str = "fail", key_column: str | None = None,
+                                  owns: OwnsFilter | None = None) -> AggregateResult:
     """:func:`scatter_aggregate` for asyncio."""
-    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial)
+    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial,
+                           key_column, owns)
     ok, failed = await _run_async(plan.jobs, timeout, concurrency)
     return _combine(plan, ok, failed, on_partial)
