@@ -17,7 +17,7 @@ Events and their fields (documented in docs/metrics.md):
 * ``shard_op``    shard, op, seconds, ok
 * ``error``       shard, op, reason
 * ``stale_route_retry``  shard, group, shard_key, topology_version, current_version,
-  retry_reason, retried
+  retry_reason, retried, migration_id (of the migration whose record made the route stale)
 * ``migration_progress`` migration_id, copied, scanned, total (None unless counted)
 * ``verify_mismatch``    migration_id, count
 * ``lookup``      index, shard, found, orphan

@@ -340,3 +340,54 @@ def test_scatter_aggregate_ownership_arguments(cluster: Any) -> None:
     with pytest.raises(ValueError, match="attempts"):
         cluster.scatter_aggregate("SELECT id FROM users", {"n": "count(*)"}, group="users", attempts=0)
     assert cluster.scatter_aggregate("SELECT id FROM users", {"n": "count(*)"}, group="users").rows == [{"n": 0}]
+
+
+def test_structured_records_of_a_real_stale_route(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A second client still holds the old router after a migration's cutover:
+    # its write is refused by the shard, retried on the new owner, and the
+    # records carry the shard key, the shards, the versions, the migration id
+    # and the retry reason.
+    import json
+    import logging
+
+    from shardhash.metrics import JsonFormatter
+    from shardhash.migrate import Migration
+
+    every = ["s0", "s1", "s2", "s3"]
+    for s in every:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        c.commit()
+        c.close()
+    old = JumpRouter(every[:3])
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in every},
+           "groups": {"users": {"router": old.to_dict(), "tables": [{"name": "users", "key": "id"}]}}}
+    a = Cluster.from_dict(doc, base_dir=tmp_path)
+    a.init()
+    b = Cluster.from_dict(doc, base_dir=tmp_path)
+    try:
+        for i in range(40):
+            with a.transaction(i, group="users") as tx:
+                tx.execute("INSERT INTO users VALUES (?, ?)", (i, f"n{i}"))
+        assert b.router("users") == old  # b caches the old router
+        new = JumpRouter(every, version=2)
+        m = Migration.create(a, "users", new)
+        assert m.run() == "retained"
+        moved = next(i for i in range(40) if new.route(i) != old.route(i))
+        with caplog.at_level(logging.DEBUG, logger="shardhash.events"):
+            with b.transaction(moved, group="users") as tx:
+                tx.execute("UPDATE users SET name = 'changed' WHERE id = ?", (moved,))
+        docs = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "shardhash.events"]
+        stale = [d for d in docs if d["event"] == "stale_route_retry"]
+        assert len(stale) == 1
+        assert stale[0]["shard_key"] == moved and stale[0]["shard"] == old.route(moved)
+        assert stale[0]["topology_version"] == 1 and stale[0]["current_version"] == 2
+        assert stale[0]["migration_id"] == m.id and "stale route" in stale[0]["retry_reason"]
+        route = [d for d in docs if d["event"] == "route"]
+        assert route[-1]["shard_key"] == moved and route[-1]["shard"] == new.route(moved)
+        assert route[-1]["topology_version"] == 2
+        with a.read(moved, group="users") as tx:
+            assert tx.execute("SELECT name FROM users WHERE id = ?", (moved,)).fetchone() == ("changed",)
+    finally:
+        a.close()
+        b.close()
