@@ -8,7 +8,7 @@
     shardhash route TOPOLOGY --key ID [--key ID ...] [--explain]
     shardhash plan OLD NEW [--ids FILE] [--weights COLUMN] [--json] [--moves FILE] [--plot FILE.png]
     shardhash analyze IDS [--topology FILE] [--weights COLUMN] [--bytes COLUMN] [--requests COLUMN]
-                      [--duration SECONDS] [--top K]
+                      [--duration SECONDS] [--top K] [--propose-hot-set [--headroom F]]
 
 Bad input (a missing file, a wrong column, a corrupt or mismatched topology)
 gives one line on stderr and exit status 2; internal failures exit with 1.
@@ -1168,6 +1168,9 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_
 
 def cmd_analyze(args: argparse.Namespace) -> int:
 
+    if args.propose_hot_set and not args.topology:
+        raise UsageError("analyze: --propose-hot-set needs --topology (the router whose shards the hot keys' "
+                         "sub-keys are placed on)")
     router = _load_router(args.topology) if args.topology else None
     kt = _key_type(args, router)
     if kt is None and router is None:
@@ -1267,6 +1270,13 @@ def _analyze(args: argparse.Namespace, readers: list[Any], router: Any, measures
     if len(measures) > 1:
         out["hot_keys_by"] = {lab: {"hot_keys": t[1], "error_bound": float(hh.error)}
                               for lab, t, hh in zip(labels, tops, hhs)}
+    proposed: dict[Any, int] | None = None
+    if args.propose_hot_set:
+        from .hotkeys import propose_hot_set
+
+        assert router is not None  # checked by cmd_analyze
+        proposed = propose_hot_set(hhs[0], router, headroom=args.headroom, capacity=args.capacity)
+        out["proposed_hot_set"] = [[k, n] for k, n in proposed.items()]
     if router is not None:
         assert counts is not None
         shards_out: dict[str, dict[str, Any]] = {}
@@ -1328,6 +1338,14 @@ def _analyze(args: argparse.Namespace, readers: list[Any], router: Any, measures
             _out(_table(["key", "low", "high"], [(k, f"{lo:,.0f}", f"{hi:,.0f}") for k, lo, hi in top]))
         else:
             _out("(no key stands out: every count is within the error bound)")
+    if proposed is not None:
+        _out("")
+        by = labels[0] if measures else "count"
+        _out(f"proposed hot set (by {by}; one key at most {args.headroom:g} x the mean shard load on a shard):")
+        if proposed:
+            _out(_table(["key", "fan-out"], [(k, str(n)) for k, n in proposed.items()]))
+        else:
+            _out("(none: no key puts that much on one shard)")
     return 0
 
 
@@ -1458,6 +1476,13 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return v
+
+
+def _fraction(text: str) -> float:
+    v = _positive_float(text)
+    if v > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
     return v
 
 
@@ -1623,6 +1648,12 @@ def _build_analyze(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--duration", metavar="SECONDS", type=_positive_float,
                    help="time the rows cover: reports requests per second, per shard and in all (the "
                    "--requests column, or one request per row without it) (default: no rates)")
+    a.add_argument("--propose-hot-set", action="store_true",
+                   help="with --topology: propose a hot set {key: fan-out} for a HotKeyRouter from the hot keys "
+                   "(by the first of --weights/--bytes/--requests, else by count)")
+    a.add_argument("--headroom", type=_fraction, default=0.5,
+                   help="with --propose-hot-set: the share of the mean per-shard load one key may put on a "
+                   "shard (default: 0.5)")
     a.add_argument("--top", type=_positive_int, default=10, help="hot keys to show at most")
     a.add_argument("--capacity", type=_positive_int, default=10_000, help="heavy-hitter counters")
     a.add_argument("--json", action="store_true", help="machine-readable output (default: tables)")

@@ -216,6 +216,16 @@ def test_analyze_by_bytes_requests_and_rate(work: dict[str, Path], tmp_path: Pat
     assert by["requests"]["hot_keys"][0]["count_at_least"] <= 50_000 <= by["requests"]["hot_keys"][0][
         "count_at_most"]
     assert out["hot_keys"] == by["bytes"]["hot_keys"]
+    # a hot set proposed from the requests (the first measure given after --weights/--bytes: here requests only)
+    out3 = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--requests", "reqs",
+                          "--propose-hot-set", "--json").stdout)
+    from shardhash.hotkeys import propose_hot_set
+
+    assert out3["proposed_hot_set"] == [[k, n] for k, n in propose_hot_set(keys, r, weights=reqs).items()]
+    assert [k for k, _ in out3["proposed_hot_set"]] == [777] and out3["proposed_hot_set"][0][1] >= 2
+    assert "proposed hot set (by requests" in run("analyze", ids, "--column", "user_id", "--topology",
+                                                  work["new"], "--requests", "reqs", "--propose-hot-set").stdout
+    fails("analyze", ids, "--column", "user_id", "--propose-hot-set", match="needs --topology")
     # rows as requests when there is no requests column; text output names every measure
     out2 = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--duration", "4",
                           "--json").stdout)
