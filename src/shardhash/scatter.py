@@ -517,6 +517,7 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
 
     streams = []
     more: dict[int, bool] = {}
+    after: dict[int, tuple[Any, ...]] = {}  # the over-fetched row's key, per shard that has more
     for si, (n, _) in enumerate(plan.shards):
         if n not in ok:
             continue
@@ -528,6 +529,7 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
                                      f"keyset pagination needs NOT NULL ordering columns")
         more[si] = plan.limit is not None and len(rows) > plan.limit
         if more[si]:
+            after[si] = sort_key(rows[plan.limit])
             rows = rows[: plan.limit]
         streams.append([(sort_key(r), si, r) for r in rows])
     sizes = {s[0][1]: len(s) for s in streams if s}
@@ -561,6 +563,17 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
     for si, size in sizes.items():
         if used.get(si, 0) < size:  # rows fetched but not reached by this page
             more[si] = True
+    # A page boundary inside a run of equal keys on one shard would lose the
+    # rest of the run (the next page asks for keys after it): check the row
+    # after each shard's position too.
+    by_si = {s[0][1]: s for s in streams if s}
+    for si, r in last.items():
+        u = used[si]
+        nxt = by_si[si][u][0] if u < sizes[si] else after.get(si)
+        if nxt is not None and nxt == sort_key(r):
+            raise ValueError(
+                f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shard "
+                f"{plan.shards[si][0]!r} holds two rows with the ordering key {tuple(r[i] for i in idx)!r}")
     positions = dict(plan.positions)
     for si, r in last.items():
         positions[plan.shards[si][0]] = [r[i] for i in idx]
