@@ -527,8 +527,9 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
                 if r[i] is None:
                     raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {r!r}; "
                                      f"keyset pagination needs NOT NULL ordering columns")
-        more[si] = plan.limit is not None and len(rows) > plan.limit
-        if more[si]:
+        more[si] = False
+        if plan.limit is not None and len(rows) > plan.limit:
+            more[si] = True
             after[si] = sort_key(rows[plan.limit])
             rows = rows[: plan.limit]
         streams.append([(sort_key(r), si, r) for r in rows])

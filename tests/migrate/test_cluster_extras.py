@@ -350,7 +350,7 @@ def test_structured_records_of_a_real_stale_route(tmp_path: Path, caplog: pytest
     import json
     import logging
 
-    from shardhash.metrics import JsonFormatter
+    from shardhash.metrics import JsonFormatter, ShardMetrics
     from shardhash.migrate import Migration
 
     every = ["s0", "s1", "s2", "s3"]
@@ -374,9 +374,17 @@ def test_structured_records_of_a_real_stale_route(tmp_path: Path, caplog: pytest
         m = Migration.create(a, "users", new)
         assert m.run() == "retained"
         moved = next(i for i in range(40) if new.route(i) != old.route(i))
-        with caplog.at_level(logging.DEBUG, logger="shardhash.events"):
-            with b.transaction(moved, group="users") as tx:
-                tx.execute("UPDATE users SET name = 'changed' WHERE id = ?", (moved,))
+        metrics = ShardMetrics()
+        metrics.attach()
+        try:
+            with caplog.at_level(logging.DEBUG, logger="shardhash.events"):
+                with b.transaction(moved, group="users") as tx:
+                    tx.execute("UPDATE users SET name = 'changed' WHERE id = ?", (moved,))
+        finally:
+            metrics.detach()
+        if metrics.enabled:
+            assert metrics.value("shardhash_client_stale_retries_total", shard=old.route(moved)) == 1
+            assert metrics.value("shardhash_routed_keys_total", shard=new.route(moved)) == 1
         docs = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "shardhash.events"]
         stale = [d for d in docs if d["event"] == "stale_route_retry"]
         assert len(stale) == 1
