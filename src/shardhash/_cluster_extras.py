@@ -88,8 +88,8 @@ class ClusterExtras:
         g = self.group(group)
         r = self.router(g.name)
         subs = [i for _, i in r.route_read(key)] if isinstance(r, HotKeyRouter) else [0]
-        if len(subs) > 1:
-            _events.emit("hot_read", key=key, fan_out=len(subs), group=g.name)
+        if isinstance(r, HotKeyRouter):  # a group with a hot policy: count its reads, hot or not
+            _events.emit("hot_read", key=key, hot=len(subs) > 1, fan_out=len(subs), group=g.name)
         out: list[tuple[Any, ...]] = []
         for i in subs:
             with self.read(subkey(key, i), group=g.name) as tx:

@@ -12,7 +12,7 @@ Events and their fields (documented in docs/metrics.md):
 
 * ``route``       shard, keys, topology_version, shard_key, group
 * ``hot_write``   shard, hot (bool), sub_key, topology_version
-* ``hot_read``    key, fan_out
+* ``hot_read``    key, hot (bool), fan_out, group
 * ``scatter``     fan_out, failed (list), latencies ({shard: seconds}), kind
 * ``shard_op``    shard, op, seconds, ok
 * ``error``       shard, op, reason

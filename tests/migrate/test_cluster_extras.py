@@ -169,6 +169,9 @@ def test_metrics_hooks(cluster: Any) -> None:
         for _ in range(6):
             with cluster.hot_transaction("celebrity", group="events") as tx:
                 pass
+        q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"
+        for k in ("celebrity", "nobody", "nobody"):
+            cluster.hot_read(k, q, (k,), group="events")
         cluster.lookup_index("email")
         cluster.lookup("email", "nobody@example.com")
     finally:
@@ -180,6 +183,8 @@ def test_metrics_hooks(cluster: Any) -> None:
         if n:
             assert (m.value("shardhash_shard_op_seconds_count", shard=s, op="write") or 0) >= n
     assert m.value("shardhash_hot_writes_total", hot="true") == 6
+    assert m.value("shardhash_hot_reads_total", hot="true") == 1
+    assert m.value("shardhash_hot_reads_total", hot="false") == 2
     assert m.value("shardhash_lookups_total", index="email", result="miss") == 1
 
 
