@@ -24,6 +24,8 @@ from cpython.ref cimport Py_INCREF, PyObject
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from libc.string cimport memset
 from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.unicode cimport PyUnicode_CheckExact
+from cpython.long cimport PyLong_CheckExact
 
 from shardhash.routing._kernels import RouterCore, _C_API
 
@@ -165,9 +167,7 @@ cdef class HotPaths:
         """``(shard, sub_key)`` to write a row of ``key`` to (see HotKeyRouter.route_write)."""
         cdef uint64_t h
         cdef int32_t i
-        cdef object t
-        t = type(key)
-        if self.fast and sub_key is None and (t is str or t is int):
+        if self.fast and sub_key is None and (PyUnicode_CheckExact(key) or PyLong_CheckExact(key)):
             i = _route_index_hash(self.core, key, &h)
             if i >= 0 and not self._maybe_hot(h):
                 return <object>PyTuple_GET_ITEM(self.cold, i)
@@ -183,10 +183,9 @@ cdef class HotPaths:
         Every ``(shard, sub_key)`` holding rows of ``key`` (see HotKeyRouter.route_read)."""
         cdef uint64_t h
         cdef int32_t i
-        cdef object t, pair
+        cdef object pair
         cdef list out
-        t = type(key)
-        if self.fast and (t is str or t is int):
+        if self.fast and (PyUnicode_CheckExact(key) or PyLong_CheckExact(key)):
             i = _route_index_hash(self.core, key, &h)
             if i >= 0 and not self._maybe_hot(h):
                 pair = <object>PyTuple_GET_ITEM(self.cold, i)
