@@ -38,36 +38,36 @@ cdef struct _RouterCAPI:
 
 cdef extern from *:
     """
-    /* Refill route_read's last one-pair list l with item when l has exactly
-     * `refs` references (route_read's attribute and its local variable): its
-     * last caller dropped it, so nobody can see it change -- the way
-     * CPython's zip() and dict.items() iterators reuse their result tuple.
-     * Returns 1 when refilled, 0 otherwise (then route_read builds a new
-     * list).  The old item is released after the list is refilled and
-     * while route_read still holds it: releasing an item the caller stored
-     * there could run code that calls route_read again, which then sees an
-     * extra reference and builds its own list.  Never on the free-threaded
-     * build, where another thread could take a reference between the check
-     * and the refill. */
-    static int sh_refill_one_list(PyObject *l, PyObject *item, Py_ssize_t refs)
+    /* Refill route_read's last one-pair list l with item when l's only
+     * reference is route_read's own (its last caller dropped it), so nobody
+     * can see it change -- the way CPython's zip() and dict.items()
+     * iterators reuse their result tuple.  Returns a new reference to l when
+     * refilled, else a new reference to None (then route_read builds a new
+     * list).  The list is shared before its old item is released: releasing
+     * an item the caller stored there could run code that calls route_read
+     * again, which then sees two references and builds its own list.  Never
+     * on the free-threaded build, where another thread could take a
+     * reference between the check and the refill. */
+    static PyObject *sh_refill_one_list(PyObject *l, PyObject *item)
     {
-    #ifdef Py_GIL_DISABLED
+    #ifndef Py_GIL_DISABLED
+        PyObject *old;
+        if (Py_REFCNT(l) == 1 && PyList_CheckExact(l) && PyList_GET_SIZE(l) == 1) {
+            old = PyList_GET_ITEM(l, 0);
+            Py_INCREF(item);
+            PyList_SET_ITEM(l, 0, item);
+            Py_INCREF(l);
+            Py_DECREF(old);
+            return l;
+        }
+    #else
         (void)l;
         (void)item;
-        (void)refs;
-        return 0;
-    #else
-        PyObject *old;
-        if (Py_REFCNT(l) != refs || !PyList_CheckExact(l) || PyList_GET_SIZE(l) != 1) return 0;
-        old = PyList_GET_ITEM(l, 0);
-        Py_INCREF(item);
-        PyList_SET_ITEM(l, 0, item);
-        Py_DECREF(old);
-        return 1;
     #endif
+        Py_RETURN_NONE;
     }
     """
-    bint sh_refill_one_list(object l, object item, Py_ssize_t refs)
+    object sh_refill_one_list(PyObject *l, PyObject *item)
 
 cdef _route_index_hash_fn _route_index_hash = \
     (<_RouterCAPI *>PyCapsule_GetPointer(_C_API, b"shardhash.routing._kernels._C_API")).route_index_hash
@@ -183,15 +183,16 @@ cdef class HotPaths:
         Every ``(shard, sub_key)`` holding rows of ``key`` (see HotKeyRouter.route_read)."""
         cdef uint64_t h
         cdef int32_t i
-        cdef object pair
+        cdef object pair, again
         cdef list out
         if self.fast and (PyUnicode_CheckExact(key) or PyLong_CheckExact(key)):
             i = _route_index_hash(self.core, key, &h)
             if i >= 0 and not self._maybe_hot(h):
                 pair = <object>PyTuple_GET_ITEM(self.cold, i)
-                out = self.last_read
-                if out is not None and sh_refill_one_list(out, pair, 2):
-                    return out
+                if self.last_read is not None:
+                    again = sh_refill_one_list(<PyObject *>self.last_read, <PyObject *>pair)
+                    if again is not None:
+                        return again
                 out = PyList_New(1)
                 Py_INCREF(pair)
                 PyList_SET_ITEM(out, 0, pair)

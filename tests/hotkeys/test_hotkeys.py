@@ -241,6 +241,10 @@ def test_route_read_results_stay_the_callers() -> None:
     third.clear()
     assert r.route_read("d") == [(r.route("d"), 0)] and third == []
 
+    # (a list its caller dropped is refilled: the path the callback below takes)
+    before = id(r.route_read("p"))
+    assert id(r.route_read("q")) == before
+
     class CallsBack:
         seen: list[list[tuple[str, int]]] = []
 
