@@ -18,10 +18,18 @@ from tests._support import ill_typed
 SHARDS = [f"s{i}" for i in range(8)]
 
 
-@pytest.fixture(params=["jump", "ring", "directory"])
+@pytest.fixture(params=["jump", "ring", "directory", "memento", "multiprobe", "bounded"])
 def base(request: pytest.FixtureRequest) -> Router:
+    from shardhash.routing import BoundedLoadRouter, MementoRouter, MultiProbeRouter
+
     if request.param == "jump":
         return JumpRouter(SHARDS)
+    if request.param == "memento":
+        return MementoRouter(SHARDS)
+    if request.param == "multiprobe":
+        return MultiProbeRouter(SHARDS)
+    if request.param == "bounded":
+        return BoundedLoadRouter(SHARDS)
     if request.param == "ring":
         return RingRouter(SHARDS, vnodes=16)
     return DirectoryRouter(JumpRouter(SHARDS), {"vip": "s9"})
