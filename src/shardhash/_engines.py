@@ -52,9 +52,7 @@ def check_weights(columns: Iterable[Any], weights: str | None) -> None:
         raise ValueError(f"no weight column {weights!r}")
 
 
-def input_columns(column: str, weights: str | None) -> list[str]:
-    """The columns ``diff`` and ``analyze`` read: the ids, then the weights if any."""
-    return [column] + ([weights] if weights else [])
+input_columns = _arrow.input_columns
 
 
 def diff_report(parts: Sequence[Any], old: _arrow.ShippedRouter, new: _arrow.ShippedRouter, *,

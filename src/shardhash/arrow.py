@@ -836,6 +836,55 @@ def split_units(units: Sequence[ParquetUnit], parts: int) -> list[list[ParquetUn
     return [p for p in out if p]
 
 
+def plan_runs(units: Sequence[ParquetUnit], parallelism: int, run_rows: int = 1 << 24) -> list[str]:
+    """The tasks of one job over Parquet pieces: runs of consecutive ``units``
+    with about equal rows, a multiple of ``parallelism`` of them (at least
+    two per worker, and runs of at most about ``run_rows`` rows), each as
+    the text :func:`decode_units` reads back."""
+    par = max(1, int(parallelism))
+    rows = sum(u.rows for u in units)
+    runs = split_units(units, par * max(2, -(-rows // (par * run_rows))))
+    return [json.dumps([[u.path, list(u.row_groups), u.first_row, u.rows] for u in run]) for run in runs]
+
+
+def decode_units(text: str) -> list[ParquetUnit]:
+    """The units of one run made by :func:`plan_runs`."""
+    return [ParquetUnit(str(p), tuple(int(g) for g in groups), int(first), int(rows))
+            for p, groups, first, rows in json.loads(text)]
+
+
+def diff_units(units: Iterable[ParquetUnit], column: str, old: Any, new: Any, weights: str | None,
+               kind: str) -> DiffPartial:
+    """:func:`diff_batch` over Parquet pieces this process reads itself: one partial.
+    Errors name the file and the row in that file."""
+    so, sn = ship(old), ship(new)
+    so.get(), sn.get()
+    part = DiffPartial.empty(so, sn, weighted=weights is not None)
+    part.builds = _builds_of(so, sn)
+    for unit in units:
+        name = display_path(unit.path)
+        for b, offset in read_unit(unit, input_columns(column, weights), column, kind):
+            part = part.merge(diff_batch(b, column, so, sn, weights, source=name, offset=offset, kind=kind))
+    return part
+
+
+def analyze_units(units: Iterable[ParquetUnit], column: str, router: Any, weights: str | None, kind: str,
+                  capacity: int) -> AnalyzePartial | None:
+    """:func:`analyze_batch` over Parquet pieces this process reads itself (None for no rows)."""
+    part: AnalyzePartial | None = None
+    for unit in units:
+        name = display_path(unit.path)
+        for b, offset in read_unit(unit, input_columns(column, weights), column, kind):
+            p = analyze_batch(b, column, router, weights, capacity=capacity, source=name, offset=offset, kind=kind)
+            part = p if part is None else part.merge(p)
+    return part
+
+
+def input_columns(column: str, weights: str | None) -> list[str]:
+    """The columns ``diff`` and ``analyze`` read: the ids, then the weights if any."""
+    return [column] + ([weights] if weights else [])
+
+
 def read_unit(unit: ParquetUnit, columns: Sequence[str], column: str, kind: str,
               batch_size: int = 1 << 20) -> Iterator[tuple[Any, int]]:
     """The batches of ``unit`` (only ``columns``), each with its first row's

@@ -37,7 +37,6 @@ Example (needs Java and a local Spark)::
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -139,7 +138,6 @@ def _first_null_in_files(df: Any, column: str) -> tuple[str, int] | None:
 _SIMPLE = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.BooleanType,
            T.StringType, T.BinaryType)
 _UNIT_ROWS = 1 << 20  # rows per piece of work (whole row groups)
-_PART_ROWS = 1 << 24  # at most about this many rows per Spark task
 
 
 def _simple_name(obj: Any) -> str:
@@ -178,20 +176,16 @@ class _Pieces:
     def __init__(self, df: Any, files: list[str], column: str, weights: str | None) -> None:
         self.kind, units = _arrow.parquet_units(files, column, weights, target_rows=_UNIT_ROWS)
         sc = df.sparkSession.sparkContext
-        par = max(1, int(sc.defaultParallelism))
-        rows = sum(u.rows for u in units)
-        runs = _arrow.split_units(units, par * max(2, -(-rows // (par * _PART_ROWS))))
+        runs = _arrow.plan_runs(units, sc.defaultParallelism)
         self.frame = df.sparkSession.createDataFrame(
-            sc.parallelize([(json.dumps([[u.path, list(u.row_groups), u.first_row, u.rows] for u in run]),)
-                            for run in runs], len(runs)),
+            sc.parallelize([(r,) for r in runs], len(runs)),
             T.StructType([T.StructField("units", T.StringType(), False)]))
 
 
 def _units_of(batches: Any) -> Iterator[_arrow.ParquetUnit]:
     for b in batches:
         for text in b.column("units").to_pylist():
-            for path, groups, first, rows in json.loads(text):
-                yield _arrow.ParquetUnit(path, tuple(groups), first, rows)
+            yield from _arrow.decode_units(text)
 
 
 def _read_pieces(batches: Any, columns: list[str], column: str, kind: str) -> Iterator[tuple[Any, Any, int]]:
@@ -291,11 +285,7 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
 
         def run_pieces(batches: Any) -> Any:
             o, n = get()
-            part = _arrow.DiffPartial.empty(o, n, weighted=weights is not None)
-            for b, source, offset in _read_pieces(batches, cols, column, pkind):
-                part = part.merge(_arrow.diff_batch(b, column, o, n, weights, source=source, offset=offset,
-                                                    kind=pkind))
-            yield _arrow.partial_batch(part)
+            yield _arrow.partial_batch(_arrow.diff_units(_units_of(batches), column, o, n, weights, pkind))
 
         rows = pieces.frame.mapInArrow(run_pieces, _PARTIAL).collect()
         parts = [_arrow.DiffPartial.from_row(r.asDict(), so, sn) for r in rows]
