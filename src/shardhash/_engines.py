@@ -12,6 +12,7 @@ a merged :class:`shardhash.arrow.AnalyzePartial`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,29 @@ def check_weights(columns: Iterable[Any], weights: str | None) -> None:
 
 
 input_columns = _arrow.input_columns
+
+
+class FileRegistry:
+    """The Parquet files behind frames an adapter's ``read_parquet`` made, by
+    the frame's identity (frames may compare element-wise, so they are not
+    dictionary keys); an entry goes when its frame does."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, list[str]]] = {}
+
+    def add(self, frame: Any, files: list[str]) -> None:
+        key = id(frame)
+        try:
+            ref = weakref.ref(frame, lambda _r: self._by_id.pop(key, None))
+        except TypeError:  # not weakly referenceable: the frame's rows are read instead
+            return
+        self._by_id[key] = (ref, list(files))
+
+    def get(self, frame: Any) -> list[str] | None:
+        hit = self._by_id.get(id(frame))
+        if hit is None or hit[0]() is not frame:
+            return None
+        return hit[1]
 
 
 def diff_report(parts: Sequence[Any], old: _arrow.ShippedRouter, new: _arrow.ShippedRouter, *,

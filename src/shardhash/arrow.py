@@ -858,7 +858,6 @@ def diff_units(units: Iterable[ParquetUnit], column: str, old: Any, new: Any, we
     """:func:`diff_batch` over Parquet pieces this process reads itself: one partial.
     Errors name the file and the row in that file."""
     so, sn = ship(old), ship(new)
-    so.get(), sn.get()
     part = DiffPartial.empty(so, sn, weighted=weights is not None)
     part.builds = _builds_of(so, sn)
     for unit in units:

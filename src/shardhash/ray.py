@@ -48,7 +48,7 @@ _SCHEMAS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 # The files behind each Dataset :func:`read_parquet` made: :func:`diff` and
 # :func:`analyze` over it hand the files' pieces to Ray tasks that read them
 # and return only their partial (no block of ids through the object store).
-_FILES: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+_FILES = _engines.FileRegistry()
 
 
 def _kind(ds: Any, column: str) -> str:
@@ -303,6 +303,7 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
     read = functools.partial(_read_files, column=column, columns=cols, kind=kind,
                              path_column="path" if include_paths else None)
     ds = paths.map_batches(read, batch_format="pyarrow", batch_size=None, **extra)
+    _FILES.add(ds, files)
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -313,7 +314,6 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
         if include_paths:
             schema = schema.append(pa.field("path", pa.string()))
         _SCHEMAS[ds] = schema
-        _FILES[ds] = files
     except (TypeError, KeyError):  # a Dataset that is not weakly referenceable: ask it when needed
         pass
     return ds
