@@ -194,7 +194,8 @@ def _run_tasks(fn: Any, runs: list[str], shared: Any, args: tuple[Any, ...], num
             ready, pending = ray.wait(pending, num_returns=1)
             done.extend(ready)
         pending.append(task.remote(r, ref, *args))
-    return ray.get(done + pending)  # type: ignore[no-any-return]
+    got: list[Any] = ray.get(done + pending)
+    return got
 
 
 def _diff_task(run: str, routers: tuple[Any, Any], column: str, weights: str | None, kind: str) -> Any:
