@@ -56,6 +56,33 @@ def check_weights(columns: Iterable[Any], weights: str | None) -> None:
 input_columns = _arrow.input_columns
 
 
+# ----------------------------------------------------------- tasks over Parquet runs
+# The functions engines' workers run over runs of row groups live here, not in
+# the adapters: a worker that unpickles them imports this module (and
+# shardhash.arrow) only, not the adapter's engine modules (ray.data,
+# dask.dataframe and pandas cost a fresh worker seconds to import).
+
+
+def diff_run(run: str, routers: tuple[Any, Any], column: str, weights: str | None, kind: str) -> Any:
+    """The :class:`shardhash.arrow.DiffPartial` of one run made by :func:`shardhash.arrow.plan_runs`."""
+    return _arrow.diff_units(_arrow.decode_units(run), column, routers[0], routers[1], weights, kind)
+
+
+def diff_run_row(run: str, routers: tuple[Any, Any], column: str, weights: str | None, kind: str) -> Any:
+    """:func:`diff_run` as one row of plain values (:meth:`shardhash.arrow.DiffPartial.to_row`)."""
+    return diff_run(run, routers, column, weights, kind).to_row()
+
+
+def analyze_run(run: str, router: Any, column: str, weights: str | None, kind: str, capacity: int) -> Any:
+    """The :class:`shardhash.arrow.AnalyzePartial` of one run (None when it has no rows)."""
+    return _arrow.analyze_units(_arrow.decode_units(run), column, router, weights, kind, capacity)
+
+
+def merge_some(a: Any, b: Any) -> Any:
+    """``a.merge(b)``, where either may be None (a run without rows)."""
+    return b if a is None else a if b is None else a.merge(b)
+
+
 class FileRegistry:
     """The Parquet files behind frames an adapter's ``read_parquet`` made, by
     the frame's identity (frames may compare element-wise, so they are not

@@ -130,18 +130,6 @@ def _runs(ddf: Any, column: str, weights: str | None) -> tuple[str, list[str]] |
     return kind, _arrow.plan_runs(units, par)
 
 
-def _diff_run(run: str, column: str, so: Any, sn: Any, weights: str | None, kind: str) -> Any:
-    return _arrow.diff_units(_arrow.decode_units(run), column, so, sn, weights, kind)
-
-
-def _analyze_run(run: str, column: str, sr: Any, weights: str | None, capacity: int, kind: str) -> Any:
-    return _arrow.analyze_units(_arrow.decode_units(run), column, sr, weights, kind, capacity)
-
-
-def _merge_some(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else a.merge(b)
-
-
 def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
          stats: dict[str, Any] | None = None) -> Any:
     """What moves from ``old`` to ``new`` over the ids in ``column``: the
@@ -157,8 +145,8 @@ def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = Non
     _engines.check_weights(ddf.columns, weights)
     direct = _runs(ddf, column, weights)
     if direct is not None:  # a frame of read_parquet: each task reads its run of row groups itself
-        task = delayed(_diff_run, pure=True)
-        partials = [task(r, column, so, sn, weights, direct[0]) for r in direct[1]]
+        task = delayed(_engines.diff_run, pure=True)
+        partials = [task(r, (so, sn), column, weights, direct[0]) for r in direct[1]]
         return _engines.diff_report(partials, so, sn, weighted=weights is not None, stats=stats,
                                     count_key="partitions", reduce=_tree)
     parts = ddf[_engines.input_columns(column, weights)].to_delayed()
@@ -180,9 +168,9 @@ def analyze(ddf: Any, column: str, router: Any = None, *, weights: str | None = 
     _engines.check_weights(ddf.columns, weights)
     direct = _runs(ddf, column, weights)
     if direct is not None:
-        task = delayed(_analyze_run, pure=True)
-        some = [task(r, column, sr, weights, capacity, direct[0]) for r in direct[1]]
-        got = _arrow.tree_reduce(some, delayed(_merge_some, pure=True)).compute()
+        task = delayed(_engines.analyze_run, pure=True)
+        some = [task(r, sr, column, weights, direct[0], capacity) for r in direct[1]]
+        got = _arrow.tree_reduce(some, delayed(_engines.merge_some, pure=True)).compute()
         return _engines.analyze_result([] if got is None else [got], "the DataFrame has no partitions")
     parts = ddf[_engines.input_columns(column, weights)].to_delayed()
     task = delayed(_analyze_part, pure=True)

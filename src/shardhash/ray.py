@@ -179,12 +179,18 @@ def _pieces(ds: Any, column: str, weights: str | None, compute: str) -> tuple[st
     return units[0], _arrow.plan_runs(units[1], int(cpus))
 
 
+_REMOTE: dict[tuple[Any, float | None], Any] = {}
+
+
 def _run_tasks(fn: Any, runs: list[str], shared: Any, args: tuple[Any, ...], num_cpus: float | None,
                concurrency: int | None) -> list[Any]:
     """``fn(units, *shared, *args)`` for every run as a Ray task, at most
     ``concurrency`` at once; ``shared`` (the routers) goes to the object
     store once, not once per task."""
-    task = ray.remote(fn) if num_cpus is None else ray.remote(num_cpus=num_cpus)(fn)
+    key = (fn, num_cpus)
+    task = _REMOTE.get(key)
+    if task is None:  # one remote function per (function, CPUs), exported to the cluster once
+        task = _REMOTE[key] = ray.remote(fn) if num_cpus is None else ray.remote(num_cpus=num_cpus)(fn)
     ref = ray.put(shared)
     limit = len(runs) if concurrency is None else _concurrency(concurrency)
     pending: list[Any] = []
@@ -196,14 +202,6 @@ def _run_tasks(fn: Any, runs: list[str], shared: Any, args: tuple[Any, ...], num
         pending.append(task.remote(r, ref, *args))
     got: list[Any] = ray.get(done + pending)
     return got
-
-
-def _diff_task(run: str, routers: tuple[Any, Any], column: str, weights: str | None, kind: str) -> Any:
-    return _arrow.diff_units(_arrow.decode_units(run), column, routers[0], routers[1], weights, kind).to_row()
-
-
-def _analyze_task(run: str, router: Any, column: str, weights: str | None, kind: str, capacity: int) -> Any:
-    return _arrow.analyze_units(_arrow.decode_units(run), column, router, weights, kind, capacity)
 
 
 def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
@@ -225,7 +223,8 @@ def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     so, sn = _arrow.ship(old), _arrow.ship(new)
     direct = _pieces(ds, column, weights, compute)
     if direct is not None:
-        rows = _run_tasks(_diff_task, direct[1], (so, sn), (column, weights, direct[0]), num_cpus, concurrency)
+        rows = _run_tasks(_engines.diff_run_row, direct[1], (so, sn), (column, weights, direct[0]), num_cpus,
+                          concurrency)
         parts = [_arrow.DiffPartial.from_row(r, so, sn) for r in rows]
         return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
     out = _map(ds, _Diff, (so, sn, column, weights, kind, source_column), concurrency, num_cpus, compute)
@@ -243,7 +242,7 @@ def analyze(ds: Any, column: str, router: Any = None, *, weights: str | None = N
     sr = None if router is None else _arrow.ship(router)
     direct = _pieces(ds, column, weights, compute)
     if direct is not None:
-        got = _run_tasks(_analyze_task, direct[1], sr, (column, weights, direct[0], capacity), num_cpus,
+        got = _run_tasks(_engines.analyze_run, direct[1], sr, (column, weights, direct[0], capacity), num_cpus,
                          concurrency)
         return _engines.analyze_result([p for p in got if p is not None], "the Dataset has no rows")
     out = _map(ds, _Analyze, (sr, column, weights, capacity, kind), concurrency, num_cpus, compute)
