@@ -240,7 +240,7 @@ def _route_pieces(df: Any, files: list[str], column: str, get: Any, schema: Any,
         cols = get()
         shards = {n: pa.array(list(sr.shards), type=pa.string()) for n, sr in cols.items()}
         for b, source, offset in _read_pieces(batches, names, column, kind):
-            out = [b.column(i) for i in range(b.num_columns)]
+            out = [b.column(c) for c in names]  # in the DataFrame's order, whatever the file's
             for n, sr in cols.items():
                 idx = pa.array(_arrow.shard_indices(b.column(column), sr, column=column, source=source,
                                                     offset=offset, kind=kind), pa.int32())

@@ -147,3 +147,16 @@ def test_mixed_id_kinds_are_refused(shs: ModuleType, spark: Any, data: dict[str,
     df = spark.createDataFrame([(1.5,), (2.5,)], ["id"])
     with pytest.raises(TypeError, match="ids must be integers, strings or binary, not double"):
         shs.route(df, "id", JumpRouter(["a"]))
+
+
+def test_route_keeps_the_dataframes_column_order(shs: ModuleType, spark: Any, data: dict[str, Any]) -> None:
+    # Workers read the columns from the files; the output follows the DataFrame's order, not the file's.
+    df = spark.read.parquet(data["main"]).select("w", "id")
+    assert shs._parquet_scan(df, ["w", "id"]) is not None
+    r = JumpRouter([f"s{i}" for i in range(5)])
+    routed = shs.route(df, "id", r, indices=True)
+    assert routed.columns == ["w", "id", "shard"]
+    rows = routed.limit(1000).collect()
+    weight = dict(zip(data["ids"].tolist(), data["w"].tolist()))
+    assert all(x["w"] == weight[x["id"]] for x in rows)
+    assert [x["shard"] for x in rows] == r.route_many([x["id"] for x in rows]).tolist()
