@@ -23,7 +23,7 @@ from cpython.ref cimport Py_INCREF, PyObject
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_New
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.string cimport memcmp
@@ -1246,6 +1246,38 @@ def _prefix_many(keys, Py_ssize_t p):
         raise TypeError("a key_prefix router needs tuple keys, not an array of dtype "
                         f"{keys.dtype}")
     return [_prefix_of(k, p) for k in keys]
+
+
+# -- C entry point for other compiled modules ------------------------------------
+# shardhash._hotkeys routes cold keys and checks its hot set on the same
+# 64-bit hash in one call; it reaches route's hashing and placement through
+# this capsule (a struct of function pointers) instead of cimporting
+# RouterCore.  Layout: struct { route_index_hash } (append fields only).
+
+ctypedef int32_t (*_route_index_hash_fn)(object, object, uint64_t *) except -2
+
+cdef struct _RouterCAPI:
+    _route_index_hash_fn route_index_hash
+
+
+cdef int32_t _route_index_hash(object router, object key, uint64_t *h) except -2:
+    """route_index(key) of the RouterCore ``router``, with the key's hash (the
+    one route() places) in ``*h``; -1 when route() does not hash the key
+    itself (raw-key modes, key_prefix routers): the caller then uses route().
+    The caller has checked that ``router`` is a RouterCore (no check here)."""
+    cdef RouterCore c = <RouterCore>router
+    if c._keymode or c._prefix:
+        return -1
+    if c._hasher is None:
+        c._not_initialised()
+    if not sh_route_fast_hash(key, c._int_xxh3, c._int_key, c._str_xxh3, c._hasher._seed, h):
+        h[0] = c._hasher.hash_one(key)
+    return c._place(h[0])
+
+
+cdef _RouterCAPI _c_api
+_c_api.route_index_hash = _route_index_hash
+_C_API = PyCapsule_New(<void *>&_c_api, b"shardhash.routing._kernels._C_API", NULL)
 
 
 cdef extern from *:
