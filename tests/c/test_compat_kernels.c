@@ -62,20 +62,26 @@ static uint16_t crc16_bits(const uint8_t *p, size_t len)
 #define NKEYS  4000
 
 /* Keys laid out Arrow-style in `data`, plus each key copied alone into its
- * own exactly-sized allocation (for the pointer kernels). */
+ * own exactly-sized allocation (for the pointer kernels), and once more after
+ * 16 bytes of noise (for the *_ptrs16 kernels, which may read them). */
 typedef struct {
     size_t n;
     int64_t offsets[NKEYS + 1];
     uint8_t *data;
     const uint8_t *ptrs[NKEYS];
+    const uint8_t *ptrs16[NKEYS];
     int64_t lens[NKEYS];
     uint8_t *own[NKEYS];
+    uint8_t *own16[NKEYS];
 } keyset;
 
 static void keys_free(keyset *ks)
 {
     size_t i;
-    for (i = 0; i < ks->n; i++) free(ks->own[i]);
+    for (i = 0; i < ks->n; i++) {
+        free(ks->own[i]);
+        free(ks->own16[i]);
+    }
     free(ks->data);
 }
 
@@ -94,12 +100,16 @@ static void keys_make(keyset *ks, const size_t *lengths, size_t n, int alphabet)
         ks->own[i] = (uint8_t *)malloc(lengths[i] ? lengths[i] : 1);
         if (lengths[i]) memcpy(ks->own[i], k, lengths[i]);
         ks->ptrs[i] = ks->own[i];
+        ks->own16[i] = (uint8_t *)malloc(16 + lengths[i]);
+        for (j = 0; j < 16; j++) ks->own16[i][j] = rbyte(2);
+        if (lengths[i]) memcpy(ks->own16[i] + 16, k, lengths[i]);
+        ks->ptrs16[i] = ks->own16[i] + 16;
         ks->lens[i] = (int64_t)lengths[i];
     }
 }
 
-static int64_t tok_off[NKEYS], tok_ptr[NKEYS];
-static uint16_t slot_off[NKEYS], slot_ptr[NKEYS];
+static int64_t tok_off[NKEYS], tok_ptr[NKEYS], tok_ptr16[NKEYS];
+static uint16_t slot_off[NKEYS], slot_ptr[NKEYS], slot_ptr16[NKEYS];
 static uint64_t pg_ext[NKEYS];
 static int32_t pg_32[NKEYS];
 
@@ -151,15 +161,17 @@ static void check_keyset(const keyset *ks, const char *what)
     sh_cassandra_token_ptrs(ks->ptrs, ks->lens, ks->n, tok_ptr);
     sh_redis_keyslot_offsets(ks->data, ks->offsets, ks->n, slot_off);
     sh_redis_keyslot_ptrs(ks->ptrs, ks->lens, ks->n, slot_ptr);
+    sh_cassandra_token_ptrs16(ks->ptrs16, ks->lens, ks->n, tok_ptr16);
+    sh_redis_keyslot_ptrs16(ks->ptrs16, ks->lens, ks->n, slot_ptr16);
     for (i = 0; i < ks->n; i++) {
         const uint8_t *k = ks->data + ks->offsets[i];
         size_t len = (size_t)ks->lens[i];
         int64_t t = sh_cassandra_token(k, len);
         uint16_t r = sh_redis_keyslot(k, len);
-        if (tok_off[i] != t || tok_ptr[i] != t) {
+        if (tok_off[i] != t || tok_ptr[i] != t || tok_ptr16[i] != t) {
             if (bad_c++ < 3) fprintf(stderr, "  %s: cassandra key %zu (length %zu)\n", what, i, len);
         }
-        if (slot_off[i] != r || slot_ptr[i] != r) {
+        if (slot_off[i] != r || slot_ptr[i] != r || slot_ptr16[i] != r) {
             if (bad_r++ < 3) fprintf(stderr, "  %s: redis key %zu (length %zu)\n", what, i, len);
         }
     }
@@ -240,6 +252,13 @@ static void test_crc16(void)
         }
     }
     CHECK(bad == 0, "CRC16 != the bitwise definition on %d inputs", bad);
+    /* whole 8-byte words, the bytes before the message masked (any value) */
+    bad = 0;
+    for (len = 0; len + 8 <= sizeof buf; len++) {
+        for (i = 0; i < len + 8; i++) buf[i] = rbyte((int)(len % 3));
+        bad += sh_crc16_xmodem_before(buf + 8 + len, len) != crc16_bits(buf + 8, len);
+    }
+    CHECK(bad == 0, "sh_crc16_xmodem_before != the bitwise definition on %d inputs", bad);
 }
 
 static void test_md5_vectors(void)

@@ -119,3 +119,43 @@ def test_a_bad_key_is_named_by_its_position(bad: object) -> None:
         cassandra.token_array(ks)
     with pytest.raises(TypeError, match="position 1500"):
         redis.keyslot_array(ks)
+
+
+class _Bytes(bytes):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+def test_list_walk_mixed_kinds_across_chunks() -> None:
+    # The C walk takes exact bytes and compact-ASCII str keys; subclasses and
+    # non-ASCII str (whose UTF-8 lies outside the object) take the general
+    # rules, anywhere in a 256-key chunk, before and after the walk resumes.
+    rng = np.random.default_rng(18)
+    ks: list[bytes | str] = []
+    for i in range(2000):
+        n = int(rng.integers(0, 41))
+        body = "".join(chr(int(c)) for c in rng.integers(97, 123, n))
+        kind = i % 7
+        if kind == 0:
+            ks.append(body.encode())
+        elif kind == 1:
+            ks.append(body)
+        elif kind == 2:
+            ks.append("é{" + body[:3] + "}" + body)
+        elif kind == 3:
+            ks.append(_Bytes(body.encode()))
+        elif kind == 4:
+            ks.append(_Str("{" + body))
+        elif kind == 5:
+            ks.append("€" * (n % 5))
+        else:
+            ks.append(bytes(rng.integers(0, 256, n, dtype=np.uint8)))
+    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks]
+    want_t = [cassandra_ref.cassandra_token(k) for k in raw]
+    want_s = [redis_ref.redis_keyslot(k) for k in raw]
+    for seq in (ks, tuple(ks), np.array(ks, dtype=object)):
+        assert cassandra.token_array(seq).tolist() == want_t
+        assert redis.keyslot_array(seq).tolist() == want_s

@@ -10,7 +10,8 @@ import numpy.typing as npt
 from typing_extensions import CapsuleType, disjoint_base
 
 __all__ = [
-    "pack_keys", "cassandra_token_seq", "redis_keyslot_seq", "list_walk_floor", "crc16_xmodem",
+    "pack_keys", "cassandra_token_seq", "redis_keyslot_seq", "list_walk_floor", "list_walk_floor_refcounted",
+    "crc16_xmodem",
     "redis_keyslot", "keyslot", "keyslot_small", "redis_keyslot_offsets", "RedisKeys",
     "cassandra_token", "token", "token_small", "cassandra_token_offsets", "cassandra_token_bigint",
     "cassandra_token_int", "cassandra_ring_index", "CassandraKeys", "md5", "ketama_hash",
@@ -36,6 +37,7 @@ def pack_keys(
     keys: Any, convert: Callable[[Any], bytes] | None = None, raw_bytes: bool = True
 ) -> tuple[_Data, _Offsets]: ...
 def list_walk_floor(keys: list[Any]) -> int: ...
+def list_walk_floor_refcounted(keys: list[Any]) -> int: ...
 
 # -- key routers
 @disjoint_base

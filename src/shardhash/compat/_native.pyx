@@ -51,7 +51,8 @@ from builtins import type as builtins_type
 import numpy as np
 
 __all__ = [
-    "pack_keys", "cassandra_token_seq", "redis_keyslot_seq", "list_walk_floor", "crc16_xmodem",
+    "pack_keys", "cassandra_token_seq", "redis_keyslot_seq", "list_walk_floor", "list_walk_floor_refcounted",
+    "crc16_xmodem",
     "redis_keyslot", "keyslot", "keyslot_small", "redis_keyslot_offsets", "RedisKeys",
     "cassandra_token", "token", "token_small", "cassandra_token_offsets", "cassandra_token_bigint",
     "cassandra_token_int", "cassandra_ring_index", "CassandraKeys", "md5", "ketama_hash",
@@ -69,6 +70,7 @@ __all__ = [
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t *) except NULL
+    bytes PyUnicode_AsUTF8String(object)
 
 cdef extern from "sh_crc16.h" nogil:
     uint16_t sh_crc16_xmodem(const void *data, size_t len)
@@ -77,11 +79,13 @@ cdef extern from "sh_redis.h" nogil:
     uint16_t sh_redis_keyslot(const void *key, size_t len)
     void sh_redis_keyslot_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint16_t *out)
     void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
+    void sh_redis_keyslot_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out)
 
 cdef extern from "sh_cassandra.h" nogil:
     int64_t sh_cassandra_token(const void *data, size_t len)
     void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
     void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+    void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
     void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
     void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
     void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n,
@@ -313,8 +317,63 @@ def pack_keys(keys, convert=None, bint raw_bytes=True):
     return data, offsets
 
 
+cdef extern from *:
+    """
+    /* The walk over a list's (or tuple's) items that the *_seq kernels share:
+     * items[i..end) are read while each is an exact bytes object or an
+     * exact str stored as compact ASCII (its characters are its UTF-8
+     * bytes), into ptrs/lens; the walk stops at the first other key and
+     * returns its index (end when there is none).  Borrowed references
+     * only: no reference count is touched, so the keys' memory is read,
+     * never written.  The object `ahead` items on is prefetched (its
+     * header and first bytes, where the type, size and data are).
+     *
+     * The data of both kinds of key is preceded, inside the same object,
+     * by at least 16 bytes of header: the kernels may read them
+     * (sh_cassandra_token_ptrs16, sh_redis_keyslot_ptrs16). */
+    #if defined(__GNUC__) || defined(__clang__)
+    #  define SH_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #  define SH_PREFETCH(p) ((void)0)
+    #endif
+    #define SH_SEQ_AHEAD 8
+    static Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
+                                  const uint8_t **ptrs, int64_t *lens)
+    {
+    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
+        (void)items; (void)end; (void)n; (void)ptrs; (void)lens;
+        return i;
+    #else
+        Py_ssize_t k = 0;
+        for (; i < end; i++, k++) {
+            PyObject *o = items[i];
+            if (i + SH_SEQ_AHEAD < n) SH_PREFETCH(items[i + SH_SEQ_AHEAD]);
+            if (PyBytes_CheckExact(o)) {
+                ptrs[k] = (const uint8_t *)PyBytes_AS_STRING(o);
+                lens[k] = (int64_t)PyBytes_GET_SIZE(o);
+            } else if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+                ptrs[k] = (const uint8_t *)PyUnicode_DATA(o);
+                lens[k] = (int64_t)PyUnicode_GET_LENGTH(o);
+            } else {
+                break;
+            }
+        }
+        return i;
+    #endif
+    }
+    /* The header before the data of a bytes object is at least 16 bytes. */
+    #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+    typedef char sh_bytes_header_check[offsetof(PyBytesObject, ob_sval) >= 16 ? 1 : -1];
+    typedef char sh_ascii_header_check[sizeof(PyASCIIObject) >= 16 ? 1 : -1];
+    #endif
+    """
+    Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
+                           const uint8_t **ptrs, int64_t *lens)
+    PyObject **PySequence_Fast_ITEMS(object o)
+
+
 cdef enum:
-    _SEQ_CHUNK = 1024
+    _SEQ_CHUNK = 256
 
 cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
     """Run a pointer kernel over a list, tuple or 1-d numpy array of keys as
@@ -323,20 +382,23 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
 
     One walk reads each key's pointer and length, and every _SEQ_CHUNK keys
     the kernel runs on them while they are still in cache; no key's bytes
-    are copied.  The walk holds the GIL throughout, so nothing but a key's
-    own code (a converter, ``bytes(memoryview)``) can change the caller's
-    list or free a key whose pointer is pending: before the first such call
-    the walk switches to a private copy of the sequence (taken before that
-    code ran, and holding every key), and converted keys are kept until the
-    kernel has read them.
+    are copied.  The kernels may read the 16 bytes before a key (they are
+    the header of its bytes or str object; a str whose UTF-8 is kept outside
+    it is encoded to a bytes object).  Exact bytes and compact ASCII str keys are read by a C
+    walk (``sh_seq_walk``) that runs no Python code.  The walk holds the GIL
+    throughout, so nothing but a key's own code (a converter,
+    ``bytes(memoryview)``) can change the caller's list or free a key whose
+    pointer is pending: before the first such call the walk switches to a
+    private copy of the sequence (taken before that code ran, and holding
+    every key), and converted keys are kept until the kernel has read them.
     """
     cdef object src
     cdef tuple snapshot = None
     cdef list converted = []
-    cdef Py_ssize_t i, n, m, j = 0, base = 0
+    cdef Py_ssize_t i = 0, n, m, j = 0, base = 0, stop
     cdef object k
     cdef const char *p
-    cdef bint is_list
+    cdef PyObject **items
     cdef const uint8_t *ptrs[_SEQ_CHUNK]
     cdef int64_t lens[_SEQ_CHUNK]
     cdef int64_t[::1] o64
@@ -349,42 +411,52 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
         src = keys
     else:
         return None
-    is_list = isinstance(src, list)
     n = len(src)
+    items = PySequence_Fast_ITEMS(src)
     if kind == 0:
         out = np.empty(n, dtype=np.int64)
         o64 = out
     else:
         out = np.empty(n, dtype=np.uint16)
         o16 = out
-    for i in range(n):
-        if snapshot is not None:
-            k = snapshot[i]
-        elif is_list:
-            # no key's code has run yet: the list is as it was at the start
-            k = <object>PyList_GET_ITEM(src, i)
-        else:
-            k = <object>PyTuple_GET_ITEM(src, i)
-        if raw_bytes and PyBytes_Check(k):
-            p = PyBytes_AS_STRING(k)
-            m = PyBytes_GET_SIZE(k)
-        elif PyUnicode_Check(k):
-            p = PyUnicode_AsUTF8AndSize(k, &m)
-        else:
-            if snapshot is None and is_list:
-                snapshot = tuple(src)
-            k = _as_bytes(k, i, convert, raw_bytes)
-            converted.append(k)
-            p = PyBytes_AS_STRING(k)
-            m = PyBytes_GET_SIZE(k)
-        ptrs[j] = <const uint8_t *>p
-        lens[j] = m
-        j += 1
-        if j == _SEQ_CHUNK or i == n - 1:
-            if kind == 0:
-                sh_cassandra_token_ptrs(ptrs, lens, <size_t>j, &o64[base])
+    while i < n:
+        # exact bytes / ASCII str keys, up to the end of the chunk (no
+        # Python code runs: the list is as it was, or its snapshot's)
+        stop = min(n, i + (_SEQ_CHUNK - j))
+        m = sh_seq_walk(items, i, stop, n, &ptrs[j], &lens[j])
+        j += m - i
+        i = m
+        if i < stop:
+            # any other key, by the general rules
+            k = <object>items[i]
+            if raw_bytes and PyBytes_Check(k):
+                p = PyBytes_AS_STRING(k)
+                m = PyBytes_GET_SIZE(k)
+            elif PyUnicode_Check(k):
+                # a str's cached UTF-8 lies outside it (the kernels may read
+                # the 16 bytes before a key): its UTF-8 as a bytes object
+                k = PyUnicode_AsUTF8String(k)
+                converted.append(k)
+                p = PyBytes_AS_STRING(k)
+                m = PyBytes_GET_SIZE(k)
             else:
-                sh_redis_keyslot_ptrs(ptrs, lens, <size_t>j, &o16[base])
+                if snapshot is None and isinstance(src, list):
+                    # the key's own code may run: walk a private copy from here on
+                    snapshot = tuple(src)
+                    items = PySequence_Fast_ITEMS(snapshot)
+                k = _as_bytes(k, i, convert, raw_bytes)
+                converted.append(k)
+                p = PyBytes_AS_STRING(k)
+                m = PyBytes_GET_SIZE(k)
+            ptrs[j] = <const uint8_t *>p
+            lens[j] = m
+            j += 1
+            i += 1
+        if j == _SEQ_CHUNK or i == n:
+            if kind == 0:
+                sh_cassandra_token_ptrs16(ptrs, lens, <size_t>j, &o64[base])
+            else:
+                sh_redis_keyslot_ptrs16(ptrs, lens, <size_t>j, &o16[base])
             base += j
             j = 0
             if converted:
@@ -393,9 +465,28 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
 
 
 def list_walk_floor(list keys):
-    """The floor of any kernel over a Python list of bytes/str keys: one walk
-    that reads each key's pointer and length and nothing else (for the
-    benchmarks).  Returns the total length in bytes."""
+    """The floor of any kernel over a Python list of bytes/str keys: the walk
+    the list kernels use (``sh_seq_walk``), reading each key's pointer and
+    length and nothing else (for the benchmarks).  Returns the total length
+    in bytes."""
+    cdef Py_ssize_t i = 0, n = len(keys), m, q, total = 0
+    cdef PyObject **items = PySequence_Fast_ITEMS(keys)
+    cdef const uint8_t *ptrs[_SEQ_CHUNK]
+    cdef int64_t lens[_SEQ_CHUNK]
+    while i < n:
+        m = sh_seq_walk(items, i, min(n, i + _SEQ_CHUNK), n, ptrs, lens)
+        if m == i:
+            raise TypeError(f"key at position {i} is not bytes or an ASCII str")
+        for q in range(m - i):
+            total += lens[q]
+        i = m
+    return total
+
+
+def list_walk_floor_refcounted(list keys):
+    """The plain walk of earlier versions, for comparison: each key taken as
+    a Python object (its reference count raised and dropped), its pointer
+    and length read."""
     cdef Py_ssize_t i, m, total = 0
     cdef object k
     for i in range(len(keys)):

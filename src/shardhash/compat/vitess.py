@@ -77,6 +77,27 @@ def _sql_bytes(value: Any, what: str = "value") -> bytes:
                     f"{type(value).__name__} ({value!r:.60})")
 
 
+def _sql_keys(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The SQL byte forms of many values as Arrow-style ``(data, offsets)``.
+
+    Arrow binary/string arrays without nulls are used as they are, and a
+    sequence of bytes-like and ``str`` values is packed in C (the same bytes
+    as :func:`_sql_bytes`); anything else goes value by value through
+    :func:`_sql_bytes`, which also reports errors."""
+    arrow = hasattr(values, "to_pylist") and not isinstance(values, (list, tuple, np.ndarray))
+    vals = values if arrow else values.tolist() if isinstance(values, np.ndarray) else list(values)
+    try:
+        keys: tuple[np.ndarray, np.ndarray] = _native.pack_keys(vals)
+        return keys
+    except (TypeError, ValueError):  # other types, NULLs (b""), unencodable str: value by value
+        pass
+    if arrow:
+        vals = values.to_pylist()
+    parts = [_sql_bytes(v, f"value at position {i}") for i, v in enumerate(vals)]
+    keys = _native.pack_keys(parts)
+    return keys
+
+
 def _ksid_u64(value: Any, vindex: str) -> int:
     """The keyspace id as a big-endian uint64 (its 8 bytes, compared as a number)."""
     if vindex == "hash":
@@ -143,9 +164,7 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
     if u is not None and isinstance(values, np.ndarray) and values.dtype.kind == "i":
         h = _native.xxh64_decimal_int64(np.ascontiguousarray(values, dtype=np.int64), threads)
     else:
-        vals = values.tolist() if isinstance(values, np.ndarray) else list(values)
-        parts = [_sql_bytes(v, f"value at position {i}") for i, v in enumerate(vals)]
-        data, offsets = _native.pack_keys(parts)
+        data, offsets = _sql_keys(values)
         h = _native.xxh64_offsets(data, offsets, threads)
     swapped: np.ndarray = h.byteswap()
     return swapped

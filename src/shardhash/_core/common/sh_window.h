@@ -67,6 +67,15 @@ SH_FORCE_INLINE void sh_window_arrow(const uint8_t *data, int64_t a, int64_t b, 
     }
 }
 
+/* The window of a key whose 16 bytes before p are readable (their values
+ * are shifted out): two loads, whatever the length.  For callers that can
+ * vouch for those bytes (a Python bytes object's header precedes its data). */
+SH_FORCE_INLINE void sh_window_padded(const uint8_t *p, size_t len, uint64_t *lo, uint64_t *hi)
+{
+    *lo = sh_read64le(p + len - 16);
+    *hi = sh_read64le(p + len - 8);
+}
+
 /* The last t bytes of the window (t in 0..15) as a 128-bit little-endian
  * number: *w0 = its bytes 0..7, *w1 = its bytes 8..14 (zero above t). */
 SH_FORCE_INLINE void sh_window_tail(uint64_t lo, uint64_t hi, unsigned t, uint64_t *w0, uint64_t *w1)

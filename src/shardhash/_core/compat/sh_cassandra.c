@@ -109,10 +109,10 @@ int64_t sh_cassandra_token(const void *data, size_t len)
  * negative. */
 SH_FORCE_INLINE uint64_t sh_cass_sext_bytes(uint64_t w)
 {
-    uint64_t p = ((w >> 7) & UINT64_C(0x0101010101010101)) << 8;
-    p ^= p << 8;
-    p ^= p << 16;
-    p ^= p << 32;
+    /* byte j of s * 0x0101010101010100 is the number of negative bytes below
+     * j (at most 7: no carry into the next byte); its low bit is the parity */
+    uint64_t s = (w >> 7) & UINT64_C(0x0101010101010101);
+    uint64_t p = (s * UINT64_C(0x0101010101010100)) & UINT64_C(0x0101010101010101);
     return w ^ (p * 0xffu);
 }
 
@@ -155,6 +155,17 @@ void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, si
         size_t len = (size_t)lens[i];
         uint64_t lo, hi;
         sh_window_inside(ptrs[i], len, &lo, &hi);
+        out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
+    }
+}
+
+void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        size_t len = (size_t)lens[i];
+        uint64_t lo, hi;
+        sh_window_padded(ptrs[i], len, &lo, &hi);
         out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
     }
 }

@@ -30,6 +30,11 @@ void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, siz
  * bytes are read. */
 void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
 
+/* The same, for keys whose 16 bytes before ptrs[i] are readable too (their
+ * values do not matter: a Python bytes object's header precedes its data):
+ * the tail of every key is then two loads, whatever its length. */
+void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
+
 /* Tokens of CQL bigint keys (8-byte big-endian) and int keys (4-byte
  * big-endian). */
 void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out);

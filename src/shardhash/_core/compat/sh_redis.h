@@ -28,6 +28,11 @@ void sh_redis_keyslot_offsets(const uint8_t *data, const int64_t *offsets, size_
  * Only the keys' own bytes are read. */
 void sh_redis_keyslot_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out);
 
+/* The same, for keys whose 16 bytes before ptrs[i] are readable too (their
+ * values do not matter: a Python bytes or str object's header precedes its
+ * data); the CRC then runs in whole 8-byte words (sh_crc16.h). */
+void sh_redis_keyslot_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint16_t *out);
+
 #ifdef __cplusplus
 }
 #endif
