@@ -18,8 +18,9 @@ Same tables and protocol as the SQLite backend (see
   it consumes the queue by row (pending -> applied), so a late commit is just
   a pending row that shows up later;
 * the snapshot copy reads in one ``REPEATABLE READ`` transaction and writes
-  each chunk with ``COPY`` straight into the table (a resumed chunk falls back
-  to ``COPY`` into a temporary table and one ``INSERT … ON CONFLICT DO UPDATE``).
+  each chunk with one ``COPY`` straight into the table, in autocommit (a
+  resumed chunk falls back to ``COPY`` into a temporary table and one
+  ``INSERT … ON CONFLICT DO UPDATE``).
 """
 
 from __future__ import annotations
@@ -319,6 +320,26 @@ class PostgresShard(SQLiteShard):
             return 0
         c.execute("RELEASE SAVEPOINT _shardhash_copy")
         return len(rows)
+
+    def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
+        """The snapshot copy's fast path: one ``COPY`` of the rows straight
+        into the table, in autocommit (the statement is its own transaction:
+        no BEGIN, savepoint or COMMIT round trips).  True when committed;
+        False when a primary key was already there (the COPY changed
+        nothing; the caller takes the checked upsert path)."""
+        import psycopg
+
+        if c.in_transaction:  # (inside a caller's transaction: the savepoint path)
+            return self.insert_new(c, table, cols, rows) == len(rows)
+        collist = ", ".join(qi(x) for x in cols)
+        try:
+            with c.raw.cursor() as cur:
+                with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+        except psycopg.errors.UniqueViolation:
+            return False
+        return True
 
     # ----------------------------------------------------- change capture
 

@@ -37,6 +37,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,11 @@ CREATE TABLE IF NOT EXISTS _shardhash_changes(
 CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
 CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 """
+
+
+#: Rows per multi-row INSERT statement of the snapshot copy (fewer when the
+#: table is wide: SQLite bounds the number of parameters of a statement).
+MULTI_ROWS = 200
 
 
 def qi(name: str) -> str:
@@ -343,10 +349,45 @@ class SQLiteShard:
         c.executemany(q, rows)
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
-        """Insert rows whose primary key is absent; returns how many were inserted."""
-        cur = c.executemany(f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) "
-                            f"VALUES ({', '.join('?' for _ in cols)}) ON CONFLICT DO NOTHING", rows)
-        return int(cur.rowcount)
+        """Insert rows whose primary key is absent; returns how many were inserted.
+
+        Multi-row ``INSERT … VALUES (…), (…), …`` statements of a fixed
+        number of rows (one cached statement, within SQLite's limit on bound
+        parameters): about twice as fast as ``executemany`` of one row."""
+        if not rows:
+            return 0
+        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
+        one = "(" + ", ".join("?" for _ in cols) + ")"
+        # (Connection.getlimit: Python 3.11+; 999 is SQLite's smallest default)
+        which = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
+        limit = int(c.getlimit(which)) if which is not None and hasattr(c, "getlimit") else 999
+        per = max(1, min(MULTI_ROWS, limit // max(1, len(cols))))
+        full = len(rows) - len(rows) % per
+        n = 0
+        if full:
+            q = head + ", ".join(one for _ in range(per)) + " ON CONFLICT DO NOTHING"
+            for i in range(0, full, per):
+                n += c.execute(q, list(chain.from_iterable(rows[i:i + per]))).rowcount
+        if full < len(rows):
+            rest = rows[full:]
+            q = head + ", ".join(one for _ in rest) + " ON CONFLICT DO NOTHING"
+            n += c.execute(q, list(chain.from_iterable(rest))).rowcount
+        return int(n)
+
+    def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
+        """The snapshot copy's fast path: insert every row, atomically, when
+        none of their primary keys is there yet (True, committed); else change
+        nothing and return False (the caller takes the checked upsert path)."""
+        self.begin_write(c)
+        try:
+            if self.insert_new(c, table, cols, rows) < len(rows):
+                self.rollback(c)
+                return False
+            self.commit(c)
+        except BaseException:
+            self.rollback(c)
+            raise
+        return True
 
     def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
         c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])
