@@ -122,15 +122,17 @@ class _Reader:
     uses the source connection until :meth:`close` returns."""
 
     def __init__(self, read: Callable[[Any, int], list[tuple[Any, ...]]], after: Any, pkx: Sequence[int],
-                 size: int) -> None:
+                 size: int, *, thread: bool = True) -> None:
         self._read = read
         self._after = after
         self._pkx = list(pkx)
         self.size = size
         self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
         self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, name="shardhash-copy-reader", daemon=True)
-        self._t.start()
+        self._t: threading.Thread | None = None
+        if thread:
+            self._t = threading.Thread(target=self._run, name="shardhash-copy-reader", daemon=True)
+            self._t.start()
 
     def _run(self) -> None:
         try:
@@ -153,6 +155,12 @@ class _Reader:
         return False
 
     def __iter__(self) -> Iterator[list[tuple[Any, ...]]]:
+        while self._t is None:  # (no thread: read when asked)
+            rows = self._read(self._after, self.size)
+            if not rows:
+                return
+            self._after = [rows[-1][j] for j in self._pkx]
+            yield rows
         while True:
             kind, v = self._q.get()
             if kind == "error":
@@ -163,7 +171,8 @@ class _Reader:
 
     def close(self) -> None:
         self._stop.set()
-        self._t.join()
+        if self._t is not None:
+            self._t.join()
 
 
 class _Writer:
@@ -540,7 +549,7 @@ class Migration:
                         prog["scanned"] += n_scanned
 
                     reader = _Reader(partial(sb.scan, sc, t.name, cols, pk, where=where, args=args), cur,
-                                     pkx, size)
+                                     pkx, size, thread=sb.prefetch)
                     writer = _Writer(write)
                     try:
                         t_last = time.perf_counter()

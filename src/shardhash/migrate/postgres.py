@@ -87,6 +87,7 @@ class PostgresShard(SQLiteShard):
     """One shard in a PostgreSQL database (or schema)."""
 
     kind = "postgresql"
+    prefetch = True  # (psycopg fetches a chunk in a few reads: the reader thread overlaps the server's work)
 
     def __init__(self, url: str) -> None:
         try:
