@@ -299,7 +299,9 @@ class Migration:
             us = list(units) if units is not None else units_for(old, new_router, max_step_share=max_step_share)
             for h in holders:
                 hu = [Unit.from_dict(u) for u in h["units"]]
-                clash = _overlap(hu, us)
+                # (hash filters compare only in one hash space)
+                same = load_router(json.loads(h["new_router"])).hasher == new_router.hasher
+                clash = _overlap(hu, us, same)
                 if clash is not None:
                     a, b = clash
                     raise MigrationError(
@@ -1158,15 +1160,29 @@ def pending_router(cluster: Cluster, group: str | None = None) -> Router:
     return _base(cur, [m for m in cluster.metadata.migrations(g.name) if m["state"] not in DONE])[0]
 
 
-def _disjoint_filters(a: Unit, b: Unit) -> bool:
-    if a.kind == b.kind and a.kind in ("range", "ids"):
+def _disjoint_filters(a: Unit, b: Unit, same_hash: bool = True) -> bool:
+    """Whether no key can pass both units' own filters.  Hash filters
+    (intervals, buckets) compare only when both migrations hash keys with
+    the same hasher (``same_hash``)."""
+    if same_hash and a.kind in ("range", "ranges") and b.kind in ("range", "ranges"):
+        ia, ib = sorted(a.intervals()), sorted(b.intervals())
+        i = j = 0
+        while i < len(ia) and j < len(ib):
+            if ia[i][1] < ib[j][0]:
+                i += 1
+            elif ib[j][1] < ia[i][0]:
+                j += 1
+            else:
+                return False
+        return True
+    if a.kind == b.kind == "ids":
         return a.hi < b.lo or b.hi < a.lo
-    if a.kind == b.kind == "buckets" and a.modulus == b.modulus:
+    if same_hash and a.kind == b.kind == "buckets" and a.modulus == b.modulus:
         return not (set(a.buckets) & set(b.buckets))
     return False
 
 
-def _overlap(held: Sequence[Unit], new: Sequence[Unit]) -> tuple[Unit, Unit] | None:
+def _overlap(held: Sequence[Unit], new: Sequence[Unit], same_hash: bool = True) -> tuple[Unit, Unit] | None:
     """A pair (held unit, new unit) that may share a key, or None.
 
     Membership is exact (a key belongs to a unit when the unit's old router
@@ -1181,7 +1197,7 @@ def _overlap(held: Sequence[Unit], new: Sequence[Unit]) -> tuple[Unit, Unit] | N
         for b in new:
             if b.source != a.destination:
                 continue
-            if not _disjoint_filters(a, b):
+            if not _disjoint_filters(a, b, same_hash):
                 return a, b
     return None
 
