@@ -373,6 +373,8 @@ def test_membership_matches_the_unit_definitions(case: int) -> None:
                 continue
             if u.kind == "range" and not (u.lo <= h[i] <= u.hi):
                 continue
+            if u.kind == "ranges" and not any(lo <= h[i] <= hi for lo, hi in u.ranges):
+                continue
             if u.kind == "buckets" and h[i] % u.modulus not in u.buckets:
                 continue
             want = u.index

@@ -137,10 +137,11 @@ class _Reader:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                rows = self._read(self._after, self.size)
+                n = self.size
+                rows = self._read(self._after, n)
                 if rows:
                     self._after = [rows[-1][j] for j in self._pkx]
-                if not self._put(("rows", rows)) or not rows:
+                if not self._put(("rows", (rows, len(rows) < n))) or len(rows) < n:
                     return
         except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
             self._put(("error", e))
@@ -154,20 +155,25 @@ class _Reader:
                 continue
         return False
 
-    def __iter__(self) -> Iterator[list[tuple[Any, ...]]]:
+    def __iter__(self) -> Iterator[tuple[list[tuple[Any, ...]], bool]]:
+        """(rows, last): ``last`` when the read returned fewer rows than it
+        asked for (nothing follows); empty chunks are not yielded."""
         while self._t is None:  # (no thread: read when asked)
-            rows = self._read(self._after, self.size)
-            if not rows:
+            n = self.size
+            rows = self._read(self._after, n)
+            if rows:
+                self._after = [rows[-1][j] for j in self._pkx]
+                yield rows, len(rows) < n
+            if len(rows) < n:
                 return
-            self._after = [rows[-1][j] for j in self._pkx]
-            yield rows
         while True:
             kind, v = self._q.get()
             if kind == "error":
                 raise v
-            if not v:
+            if v[0]:
+                yield v
+            if v[1]:
                 return
-            yield v
 
     def close(self) -> None:
         self._stop.set()
@@ -533,21 +539,27 @@ class Migration:
                         where = f'"{cols[kx]}" BETWEEN ? AND ?'
                         args = (min(u.lo for u in ids), max(u.hi for u in ids))
                     sb.begin_read(sc)
-                    pos = sb.position(sc)
-                    if cur is None:
-                        self.meta.put(self.id, f"snapshot_position:{s}:{t.name}", pos)
+                    # (recorded with the first chunk's cursor)
+                    snap: list[Any] = [] if cur is not None else [f"snapshot_position:{s}:{t.name}",
+                                                                  sb.position(sc)]
+                    done = [False]
 
-                    def write(item: tuple[list[tuple[str, Any, list[tuple[Any, ...]]]], Any, list[Any], int],
-                              _s: str = s, _t: str = t.name, _c: list[str] = cols, _k: str = ck) -> None:
-                        parts, mconn, cursor, n_scanned = item
+                    def write(item: tuple[list[tuple[str, Any, list[tuple[Any, ...]]]], Any, Any, int, list[Any]],
+                              _s: str = s, _t: str = t.name, _c: list[str] = cols, _k: str = ck,
+                              _done: list[bool] = done) -> None:
+                        parts, mconn, cursor, n_scanned, extra = item
                         for n, (d, dc, drows) in enumerate(parts):
                             self._write_copy(_s, d, dc, _t, _c, drows)
                             if n == 0:
                                 crash_point("copy-chunk")
                             prog["copied"] += len(drows)
+                        # (one metadata transaction per chunk; the last one marks the table done)
                         with self.meta.tx(mconn) as mc:
                             self.meta.put(self.id, _k, cursor, mc)
                             self.meta.put(self.id, "copied", prog["copied"], mc)
+                            if extra:
+                                self.meta.put(self.id, extra[0], extra[1], mc)
+                        _done[0] = cursor == "done"
                         prog["scanned"] += n_scanned
 
                     reader = _Reader(partial(sb.scan, sc, t.name, cols, pk, where=where, args=args), cur,
@@ -555,7 +567,7 @@ class Migration:
                     writer = _Writer(write)
                     try:
                         t_last = time.perf_counter()
-                        for rows in reader:
+                        for rows, last in reader:
                             keys = [r[kx] for r in rows]
                             self._check_keys(t.name, keys, rows, pkx)
                             ui = self.mem.assign(keys)
@@ -570,7 +582,9 @@ class Migration:
                                 with self._on(d, "destination", f"copying {t.name!r} from {s!r}"):
                                     dc = cl.backend(d).conn()
                                 parts.append((d, dc, [rows[i] for i in pick.tolist()]))
-                            writer.put((parts, self.meta.db.conn(), [rows[-1][j] for j in pkx], len(rows)))
+                            writer.put((parts, self.meta.db.conn(), "done" if last else [rows[-1][j] for j in pkx],
+                                        len(rows), snap))
+                            snap = []
                             # (put waits while the writer is busy: in the steady state
                             # this loop runs at the pace of the slowest stage)
                             now = time.perf_counter()
@@ -593,7 +607,11 @@ class Migration:
                         writer.close()
                         reader.close()
                         sb.rollback(sc)
-                    self.meta.put(self.id, ck, "done")
+                    if not done[0]:  # (no rows, or the last chunk was full: the next read found none)
+                        with self.meta.tx() as mc:
+                            self.meta.put(self.id, ck, "done", mc)
+                            if snap:
+                                self.meta.put(self.id, snap[0], snap[1], mc)
             finally:
                 sc.close()
         dt = time.perf_counter() - t0
