@@ -135,6 +135,23 @@ def ray_engine() -> Iterator[Runner]:
 ENGINES = {"dask": dask_engine, "spark": spark_engine, "ray": ray_engine}
 
 
+def import_cost(runs: int = 3) -> float:
+    """Seconds a fresh worker process spends importing shardhash (beyond numpy and
+    pyarrow, which the engines' workers load anyway): the part of a cold run that is ours."""
+    import subprocess
+
+    def best(code: str) -> float:
+        out = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            out.append(time.perf_counter() - t0)
+        return min(out)
+
+    base = best("import numpy, pyarrow.parquet")
+    return max(0.0, best("import numpy, pyarrow.parquet, shardhash.arrow") - base)
+
+
 def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
@@ -154,10 +171,11 @@ def measure(files: list[str], n: int, engines: list[str], warm_runs: int = 2) ->
 
     l0 = load()
     one = min(time_single(), time_single())
+    imp = import_cost()
     rows: dict[str, Any] = {"ids": n, "files": len(files), "workers": WORKERS, "single_process_s": singles,
-                            "single_load": [l0, load()], "engines": {}}
+                            "single_load": [l0, load()], "worker_import_s": imp, "engines": {}}
     print(f"{n:,} ids in {len(files)} files; one process {one:.2f} s ({n / one / 1e6:.1f} M ids/s), "
-          f"load {l0:.1f}", flush=True)
+          f"load {l0:.1f}; a worker's import of shardhash {imp:.2f} s", flush=True)
     for e in engines:
         l0 = load()
         t0 = time.perf_counter()

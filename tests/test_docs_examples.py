@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 
+import shardhash.analysis
 import shardhash.hotkeys
 import shardhash.lookups
 import shardhash.metrics
@@ -30,7 +31,8 @@ def test_worked_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monk
         exec(compile(code, f"{page}[{i}]", "exec"), {"__name__": f"docs_{i}"})
 
 
-@pytest.mark.parametrize("mod", [shardhash.hotkeys, shardhash.scatter, shardhash.lookups, shardhash.metrics])
+@pytest.mark.parametrize("mod", [shardhash.hotkeys, shardhash.scatter, shardhash.lookups, shardhash.metrics,
+                                 shardhash.analysis])
 def test_docstring_examples(mod: ModuleType) -> None:
     res = doctest.testmod(mod)
     assert res.attempted > 0 and res.failed == 0

@@ -117,6 +117,19 @@ def test_scatter_gather_on_postgres(pg: tuple[str, dict[str, str]]) -> None:
         vs = [x[3] for x in rows if x[1] == r["grp"]]
         assert (r["n"], r["s"], r["lo"]) == (len(vs), sum(vs), min(vs))
         assert float(r["m"]) == pytest.approx(sum(vs) / len(vs))
+    # stray copies on shards that do not own them: the ownership filter counts each row once
+    strays = [r for r in rows if r[0] % 9 == 0]
+    for s, f in shards.items():
+        _exec(f, "INSERT INTO t VALUES (%s, %s, %s, %s)", [r for r in strays if router.route(r[0]) != s])
+    owned = scatter_aggregate("SELECT id, grp, v FROM t", shards, {"n": "count(*)", "s": "sum(v)", "m": "avg(v)",
+                                                                   "hi": "max(v)"}, group_by="grp", key_column="id",
+                              owns=lambda shard, key: router.route(key) == shard)
+    for r in owned.rows:
+        vs = [x[3] for x in rows if x[1] == r["grp"]]
+        assert (r["n"], r["s"], r["hi"]) == (len(vs), sum(vs), max(vs))
+        assert float(r["m"]) == pytest.approx(sum(vs) / len(vs))
+    every = scatter_aggregate("SELECT id FROM t", shards, {"n": "count(*)"})
+    assert every.rows[0]["n"] == len(rows) + (len(NAMES) - 1) * len(strays)
 
     def down() -> Any:
         raise ConnectionRefusedError("down")

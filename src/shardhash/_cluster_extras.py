@@ -8,9 +8,9 @@ migration machinery and these helpers can change independently):
   (:meth:`hot_transaction`) and reads every sub-key (:meth:`hot_read`);
   other groups are untouched;
 * queries without the shard key: :meth:`scatter_gather` and
-  :meth:`scatter_aggregate` over a group's shards, dropping rows a shard
-  holds but does not own (copies left by a migration in flight or retained
-  after one);
+  :meth:`scatter_aggregate` over a group's shards, counting only the rows a
+  shard owns (not the copies a migration in flight makes, nor those retained
+  after its cutover);
 * global lookups: :meth:`add_lookup` declares a lookup index (a table group
   sharded by the value) over an owner group; :meth:`lookup` returns the
   owner id, :meth:`lookup_row` the owner row (one extra routed read).
@@ -36,6 +36,8 @@ class ClusterExtras:
     def backend(self, shard: str) -> Any: ...  # pragma: no cover
     def transaction(self, key: Any, *, group: str | None = None) -> Any: ...  # pragma: no cover
     def read(self, key: Any, *, group: str | None = None) -> Any: ...  # pragma: no cover
+    def refresh(self, group: str | None = None) -> Any: ...  # pragma: no cover
+    metadata: Any
 
     def _lookup_indexes(self) -> dict[str, Any]:
         d = self.__dict__.get("_shardhash_lookups")
@@ -86,8 +88,8 @@ class ClusterExtras:
         g = self.group(group)
         r = self.router(g.name)
         subs = [i for _, i in r.route_read(key)] if isinstance(r, HotKeyRouter) else [0]
-        if len(subs) > 1:
-            _events.emit("hot_read", key=key, fan_out=len(subs), group=g.name)
+        if isinstance(r, HotKeyRouter):  # a group with a hot policy: count its reads, hot or not
+            _events.emit("hot_read", key=key, hot=len(subs) > 1, fan_out=len(subs), group=g.name)
         out: list[tuple[Any, ...]] = []
         for i in subs:
             with self.read(subkey(key, i), group=g.name) as tx:
@@ -96,9 +98,10 @@ class ClusterExtras:
 
     # -- scatter-gather ----------------------------------------------------------------
 
-    def _scatter_args(self, group: str | None, key_column: str | None) -> tuple[dict[str, Any], Any, str, str]:
+    def _scatter_args(self, group: str | None, key_column: str | None,
+                      router: Any = None) -> tuple[dict[str, Any], Any, str, str]:
         g = self.group(group)
-        r = self.router(g.name)
+        r = self.router(g.name) if router is None else router
         shards: dict[str, Any] = {}
         placeholder = "?"
         for s in r.shards:
@@ -124,7 +127,8 @@ class ClusterExtras:
         """
         from shardhash.scatter import scatter_gather
 
-        shards, r, col, placeholder = self._scatter_args(group, key_column)
+        # The current router (not a cached one): ownership is decided by it.
+        shards, r, col, placeholder = self._scatter_args(group, key_column, self.refresh(self.group(group).name))
         kw.setdefault("placeholder", placeholder)
         if owned_only:
             if col is None:
@@ -141,15 +145,60 @@ class ClusterExtras:
             kw["row_filter"] = keep
         return scatter_gather(query, shards, **kw)
 
+    def _ownership_state(self, group: str) -> tuple[tuple[Any, ...], Any]:
+        """What decides which rows each shard owns: the group's router version
+        and its migrations' states."""
+        r = self.refresh(group)
+        migs = tuple((m["id"], m["state"]) for m in self.metadata.migrations(group))
+        return (r.version, r.fingerprint, migs), r
+
     def scatter_aggregate(self, query: str, aggregates: Mapping[str, str], *, group: str | None = None,
+                          key_column: str | None = None, owned_only: bool = True, attempts: int = 3,
                           **kw: Any) -> Any:
-        """:func:`shardhash.scatter.scatter_aggregate` over the group's shards
-        (no ownership filter: run it when no migration of the group is in
-        flight, or aggregate in ``query`` only the rows each shard owns)."""
+        """:func:`shardhash.scatter.scatter_aggregate` over the group's shards.
+
+        With ``owned_only`` (default) every row counts once, on the shard that
+        owns it, also while a migration of the group copies rows or keeps
+        the moved rows retained on their old shard: then each shard
+        aggregates per shard key (``key_column``, default: the shard key of
+        the group's single table; a column of ``query``'s result) and only
+        the keys the group's current router places on that shard are
+        combined.  When every migration of the group is cleaned up or rolled
+        back no shard holds a row it does not own, and the aggregates run
+        whole on each shard.  The router and the migrations' states are read
+        before and after the query; if they changed meanwhile (a cutover, a
+        new migration) the query runs again, at most ``attempts`` times, then
+        a RuntimeError says so.
+        """
+        from shardhash.migrate.executor import DONE
         from shardhash.scatter import scatter_aggregate
 
-        shards, _r, _c, _p = self._scatter_args(group, None)
-        return scatter_aggregate(query, shards, aggregates, **kw)
+        g = self.group(group)
+        if not owned_only:
+            shards, _r, _c, _p = self._scatter_args(g.name, None)
+            return scatter_aggregate(query, shards, aggregates, **kw)
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"attempts must be an int >= 1, got {attempts!r}")
+        for _ in range(attempts):
+            before, r = self._ownership_state(g.name)
+            shards, _r, col, _p = self._scatter_args(g.name, key_column, r)
+            if all(state in DONE for _id, state in before[2]):
+                res = scatter_aggregate(query, shards, aggregates, **kw)
+            else:
+                if col is None:
+                    raise ValueError(f"group {g.name!r} has a migration in flight or retained rows: name the "
+                                     "shard-key column of the query's result (key_column=...) or pass "
+                                     "owned_only=False")
+
+                def owns(shard: str, key: Any, r: Any = r) -> bool:
+                    return bool(r.route(key) == shard)
+
+                res = scatter_aggregate(query, shards, aggregates, key_column=col, owns=owns, **kw)
+            after, _ = self._ownership_state(g.name)
+            if after == before:
+                return res
+        raise RuntimeError(f"group {g.name!r}: the topology or a migration changed during each of "
+                           f"{attempts} scatter_aggregate attempts; try again")
 
     # -- lookup indexes -----------------------------------------------------------------
 

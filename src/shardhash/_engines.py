@@ -12,6 +12,7 @@ a merged :class:`shardhash.arrow.AnalyzePartial`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,9 +53,57 @@ def check_weights(columns: Iterable[Any], weights: str | None) -> None:
         raise ValueError(f"no weight column {weights!r}")
 
 
-def input_columns(column: str, weights: str | None) -> list[str]:
-    """The columns ``diff`` and ``analyze`` read: the ids, then the weights if any."""
-    return [column] + ([weights] if weights else [])
+input_columns = _arrow.input_columns
+
+
+# ----------------------------------------------------------- tasks over Parquet runs
+# The functions engines' workers run over runs of row groups live here, not in
+# the adapters: a worker that unpickles them imports this module (and
+# shardhash.arrow) only, not the adapter's engine modules (ray.data,
+# dask.dataframe and pandas cost a fresh worker seconds to import).
+
+
+def diff_run(run: str, routers: tuple[Any, Any], column: str, weights: str | None, kind: str) -> Any:
+    """The :class:`shardhash.arrow.DiffPartial` of one run made by :func:`shardhash.arrow.plan_runs`."""
+    return _arrow.diff_units(_arrow.decode_units(run), column, routers[0], routers[1], weights, kind)
+
+
+def diff_run_row(run: str, routers: tuple[Any, Any], column: str, weights: str | None, kind: str) -> Any:
+    """:func:`diff_run` as one row of plain values (:meth:`shardhash.arrow.DiffPartial.to_row`)."""
+    return diff_run(run, routers, column, weights, kind).to_row()
+
+
+def analyze_run(run: str, router: Any, column: str, weights: str | None, kind: str, capacity: int) -> Any:
+    """The :class:`shardhash.arrow.AnalyzePartial` of one run (None when it has no rows)."""
+    return _arrow.analyze_units(_arrow.decode_units(run), column, router, weights, kind, capacity)
+
+
+def merge_some(a: Any, b: Any) -> Any:
+    """``a.merge(b)``, where either may be None (a run without rows)."""
+    return b if a is None else a if b is None else a.merge(b)
+
+
+class FileRegistry:
+    """The Parquet files behind frames an adapter's ``read_parquet`` made, by
+    the frame's identity (frames may compare element-wise, so they are not
+    dictionary keys); an entry goes when its frame does."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, list[str]]] = {}
+
+    def add(self, frame: Any, files: list[str]) -> None:
+        key = id(frame)
+        try:
+            ref = weakref.ref(frame, lambda _r: self._by_id.pop(key, None))
+        except TypeError:  # not weakly referenceable: the frame's rows are read instead
+            return
+        self._by_id[key] = (ref, list(files))
+
+    def get(self, frame: Any) -> list[str] | None:
+        hit = self._by_id.get(id(frame))
+        if hit is None or hit[0]() is not frame:
+            return None
+        return hit[1]
 
 
 def diff_report(parts: Sequence[Any], old: _arrow.ShippedRouter, new: _arrow.ShippedRouter, *,

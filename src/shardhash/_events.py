@@ -12,12 +12,12 @@ Events and their fields (documented in docs/metrics.md):
 
 * ``route``       shard, keys, topology_version, shard_key, group
 * ``hot_write``   shard, hot (bool), sub_key, topology_version
-* ``hot_read``    key, fan_out
+* ``hot_read``    key, hot (bool), fan_out, group
 * ``scatter``     fan_out, failed (list), latencies ({shard: seconds}), kind
 * ``shard_op``    shard, op, seconds, ok
 * ``error``       shard, op, reason
 * ``stale_route_retry``  shard, group, shard_key, topology_version, current_version,
-  retry_reason, retried
+  retry_reason, retried, migration_id (of the migration whose record made the route stale)
 * ``migration_progress`` migration_id, copied, scanned, total (None unless counted)
 * ``verify_mismatch``    migration_id, count
 * ``lookup``      index, shard, found, orphan

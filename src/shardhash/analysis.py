@@ -6,6 +6,9 @@
 * :func:`top_k` -- exact hot keys (memory grows with the number of distinct
   keys) and :class:`HeavyHitters`, a streaming Misra–Gries summary in fixed
   memory for inputs that do not fit.
+* :func:`propose_hot_set` -- a hot set ``{key: fan_out}`` for a
+  :class:`shardhash.hotkeys.HotKeyRouter` from the same heavy-hitter pass and
+  a target per-shard load (see :func:`shardhash.hotkeys.propose_hot_set`).
 * :func:`compare_shard_keys` -- on a sample table, how candidate shard keys
   (a hashed customer id, a creation date as a range key, a country...) spread
   rows, where the most recent writes land and which queries must ask every
@@ -36,6 +39,7 @@ __all__ = [
     "top_k",
     "HeavyHitters",
     "hot_keys",
+    "propose_hot_set",
     "ShardKeyReport",
     "compare_shard_keys",
 ]
@@ -375,6 +379,23 @@ def hot_keys(
 
 
 # ------------------------------------------------------ shard-key comparison
+
+
+def propose_hot_set(keys: Any, router: Any, **kw: Any) -> dict[Any, int]:
+    """A hot set ``{key: fan_out}`` for ``router`` from the traffic ``keys``
+    (or a :class:`HeavyHitters` summary of it): the keys whose guaranteed
+    upper bound exceeds ``headroom * target_load`` on one shard, each with
+    the smallest fan-out that brings it under.  The same function as
+    :func:`shardhash.hotkeys.propose_hot_set` (keyword arguments there).
+
+    >>> from shardhash import JumpRouter
+    >>> hot = propose_hot_set(["star"] * 3000 + [f"u{i}" for i in range(7000)], JumpRouter([f"s{i}" for i in range(8)]))
+    >>> list(hot), hot["star"] >= 3
+    (['star'], True)
+    """
+    from .hotkeys import propose_hot_set as propose
+
+    return propose(keys, router, **kw)
 
 
 def _column(table: Any, name: str) -> np.ndarray:

@@ -68,6 +68,8 @@ __all__ = [
     "analyze_batch",
     "parquet_files",
     "scan_parquet",
+    "ParquetUnit",
+    "parquet_units",
 ]
 
 # --------------------------------------------------------------- the router cache
@@ -716,41 +718,191 @@ def parquet_files(spec: str | os.PathLike[str] | Sequence[Any]) -> list[str]:
     return files
 
 
-def scan_parquet(files: Sequence[str], column: str, weights: str | None = None) -> tuple[str, int]:
-    """Check every file's footer: the id column exists with one kind of ids
-    across all files (and the weight column is numeric).  Returns ``(kind,
-    total rows)``; errors name the file."""
-    pa = require_pyarrow("Parquet input")
+def _open_parquet(path: str) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` for a local path or a URI pyarrow's filesystems know
+    (``file://``, ``s3://``, ``gs://``, ``hdfs://``...)."""
     import pyarrow.parquet as pq
 
+    if "://" in path:
+        from pyarrow import fs
+
+        filesystem, inner = fs.FileSystem.from_uri(path)
+        return pq.ParquetFile(inner, filesystem=filesystem)
+    return pq.ParquetFile(path)
+
+
+def display_path(path: str) -> str:
+    """``path`` as errors name it: a ``file:`` URI as its local path, anything else as given."""
+    if path.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(path).path)
+    return path
+
+
+def _footers(files: Sequence[str], column: str, weights: str | None) -> tuple[str, list[Any]]:
+    """Every file's footer, after the checks :func:`scan_parquet` describes; returns ``(kind, metadata)``."""
+    pa = require_pyarrow("Parquet input")
+
     kinds: dict[str, str] = {}
-    rows = 0
+    metas = []
     for f in files:
+        name = display_path(f)
         try:
-            meta = pq.read_metadata(f)
+            with _open_parquet(f) as pf:
+                meta = pf.metadata
         except (OSError, pa.ArrowException) as exc:
-            raise ValueError(f"{f}: not a readable Parquet file: {exc}") from None
+            raise ValueError(f"{name}: not a readable Parquet file: {exc}") from None
+        metas.append(meta)
         schema = meta.schema.to_arrow_schema()
         if column not in schema.names:
-            raise ValueError(f"{f}: no column {column!r} (columns: {', '.join(schema.names)})")
+            raise ValueError(f"{name}: no column {column!r} (columns: {', '.join(schema.names)})")
         try:
             kinds[f] = id_kind(schema.field(column).type)
         except TypeError as exc:
-            raise TypeError(f"{f}: column {column!r}: {exc}") from None
+            raise TypeError(f"{name}: column {column!r}: {exc}") from None
         if weights is not None:
             if weights not in schema.names:
-                raise ValueError(f"{f}: no weight column {weights!r}")
+                raise ValueError(f"{name}: no weight column {weights!r}")
             t = schema.field(weights).type
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-                raise TypeError(f"{f}: weight column {weights!r} must be numeric, not {t}")
-        rows += meta.num_rows
+                raise TypeError(f"{name}: weight column {weights!r} must be numeric, not {t}")
     distinct = sorted(set(kinds.values()))
     if len(distinct) > 1:
         first = {k: next(f for f in files if kinds[f] == k) for k in distinct}
-        detail = "; ".join(f"{k} in {first[k]}" for k in distinct)
+        detail = "; ".join(f"{k} in {display_path(first[k])}" for k in distinct)
         raise TypeError(f"column {column!r} mixes id kinds across files ({detail}): "
                         "ids of one kind only (42 and '42' are different keys)")
-    return distinct[0], rows
+    if not distinct:
+        raise ValueError("no Parquet files")
+    return distinct[0], metas
+
+
+def scan_parquet(files: Sequence[str], column: str, weights: str | None = None) -> tuple[str, int]:
+    """Check every file's footer: the id column exists with one kind of ids
+    across all files (and the weight column is numeric).  Returns ``(kind,
+    total rows)``; errors name the file.  Files are local paths or URIs."""
+    kind, metas = _footers(files, column, weights)
+    return kind, sum(m.num_rows for m in metas)
+
+
+@dataclass(frozen=True)
+class ParquetUnit:
+    """A piece of work: consecutive row groups of one Parquet file.
+
+    ``first_row`` is the file's row number of the piece's first row, so an
+    error in the piece names the file and the row in that file.
+    """
+
+    path: str
+    row_groups: tuple[int, ...]
+    first_row: int
+    rows: int
+
+
+def parquet_units(files: Sequence[str], column: str, weights: str | None = None, *,
+                  target_rows: int = 1 << 22) -> tuple[str, list[ParquetUnit]]:
+    """The footers' checks of :func:`scan_parquet`, then the files cut into
+    units of whole row groups (about ``target_rows`` rows each, never
+    splitting a row group).  Returns ``(kind, units)``; only footers are read.
+    """
+    kind, metas = _footers(files, column, weights)
+    units: list[ParquetUnit] = []
+    for f, meta in zip(files, metas):
+        start = row = 0
+        groups: list[int] = []
+        for g in range(meta.num_row_groups):
+            n = meta.row_group(g).num_rows
+            if groups and row - start + n > target_rows:
+                units.append(ParquetUnit(f, tuple(groups), start, row - start))
+                start, groups = row, []
+            groups.append(g)
+            row += n
+        if groups and row > start:
+            units.append(ParquetUnit(f, tuple(groups), start, row - start))
+    return kind, units
+
+
+def split_units(units: Sequence[ParquetUnit], parts: int) -> list[list[ParquetUnit]]:
+    """``units`` in at most ``parts`` runs of consecutive units with about equal rows each."""
+    total = sum(u.rows for u in units)
+    parts = max(1, min(parts, len(units)))
+    out: list[list[ParquetUnit]] = [[] for _ in range(parts)]
+    done = 0
+    for u in units:
+        i = min(parts - 1, (done + u.rows // 2) * parts // max(total, 1))
+        out[i].append(u)
+        done += u.rows
+    return [p for p in out if p]
+
+
+def plan_runs(units: Sequence[ParquetUnit], parallelism: int, run_rows: int = 1 << 24) -> list[str]:
+    """The tasks of one job over Parquet pieces: runs of consecutive ``units``
+    with about equal rows, a multiple of ``parallelism`` of them (at least
+    two per worker, and runs of at most about ``run_rows`` rows), each as
+    the text :func:`decode_units` reads back."""
+    par = max(1, int(parallelism))
+    rows = sum(u.rows for u in units)
+    runs = split_units(units, par * max(2, -(-rows // (par * run_rows))))
+    return [json.dumps([[u.path, list(u.row_groups), u.first_row, u.rows] for u in run]) for run in runs]
+
+
+def decode_units(text: str) -> list[ParquetUnit]:
+    """The units of one run made by :func:`plan_runs`."""
+    return [ParquetUnit(str(p), tuple(int(g) for g in groups), int(first), int(rows))
+            for p, groups, first, rows in json.loads(text)]
+
+
+def diff_units(units: Iterable[ParquetUnit], column: str, old: Any, new: Any, weights: str | None,
+               kind: str) -> DiffPartial:
+    """:func:`diff_batch` over Parquet pieces this process reads itself: one partial.
+    Errors name the file and the row in that file."""
+    so, sn = ship(old), ship(new)
+    part = DiffPartial.empty(so, sn, weighted=weights is not None)
+    part.builds = _builds_of(so, sn)
+    for unit in units:
+        name = display_path(unit.path)
+        for b, offset in read_unit(unit, input_columns(column, weights), column, kind):
+            part = part.merge(diff_batch(b, column, so, sn, weights, source=name, offset=offset, kind=kind))
+    return part
+
+
+def analyze_units(units: Iterable[ParquetUnit], column: str, router: Any, weights: str | None, kind: str,
+                  capacity: int) -> AnalyzePartial | None:
+    """:func:`analyze_batch` over Parquet pieces this process reads itself (None for no rows)."""
+    part: AnalyzePartial | None = None
+    for unit in units:
+        name = display_path(unit.path)
+        for b, offset in read_unit(unit, input_columns(column, weights), column, kind):
+            p = analyze_batch(b, column, router, weights, capacity=capacity, source=name, offset=offset, kind=kind)
+            part = p if part is None else part.merge(p)
+    return part
+
+
+def input_columns(column: str, weights: str | None) -> list[str]:
+    """The columns ``diff`` and ``analyze`` read: the ids, then the weights if any."""
+    return [column] + ([weights] if weights else [])
+
+
+def read_unit(unit: ParquetUnit, columns: Sequence[str], column: str, kind: str,
+              batch_size: int = 1 << 20) -> Iterator[tuple[Any, int]]:
+    """The batches of ``unit`` (only ``columns``), each with its first row's
+    number in the file.  A null id or an id column of another kind than
+    ``kind`` is an error naming the file and the row."""
+    name = display_path(unit.path)
+    offset = unit.first_row
+    with _open_parquet(unit.path) as f:
+        for b in f.iter_batches(batch_size=batch_size, row_groups=list(unit.row_groups), columns=list(columns),
+                                use_threads=False):
+            col = _column(b, column, name)
+            if col.null_count:
+                raise ValueError(f"{name}: row {offset + _first_null(col)}: id column {column!r} is null")
+            got = id_kind(col.type)
+            if got != kind:
+                raise TypeError(f"{name}: id column {column!r} holds {got} ids where {kind} ids were expected: "
+                                "ids of one kind only (42 and '42' are different keys)")
+            yield b, offset
+            offset += b.num_rows
 
 
 def iter_parquet(path: str, columns: Sequence[str] | None = None, batch_size: int = 1 << 20) -> Iterable[Any]:

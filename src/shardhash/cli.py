@@ -7,7 +7,8 @@
     shardhash route TOPOLOGY IDS --output FILE      (IDS or FILE may be -: stdin / stdout)
     shardhash route TOPOLOGY --key ID [--key ID ...] [--explain]
     shardhash plan OLD NEW [--ids FILE] [--weights COLUMN] [--json] [--moves FILE] [--plot FILE.png]
-    shardhash analyze IDS [--topology FILE] [--weights COLUMN] [--top K]
+    shardhash analyze IDS [--topology FILE] [--weights COLUMN] [--bytes COLUMN] [--requests COLUMN]
+                      [--duration SECONDS] [--top K] [--propose-hot-set [--headroom F]]
 
 Bad input (a missing file, a wrong column, a corrupt or mismatched topology)
 gives one line on stderr and exit status 2; internal failures exit with 1.
@@ -373,7 +374,7 @@ _SHORT_NAMES = {"redis": "redis_cluster", "postgres": "postgres_hash_partition",
 _OPTION_FLAGS = {"vnodes": "--vnodes", "shard_weights": "--shard-weights", "table_size": "--table-size",
                  "buckets": "--buckets", "splits": "--splits", "base": "--base", "old": "--old", "new": "--new",
                  "watermark": "--watermark", "vindex": "--vindex", "pg_type": "--pg-type", "flavor": "--flavor",
-                 "cql_type": "--cql-type"}
+                 "cql_type": "--cql-type", "probes": "--probes", "balance_factor": "--balance-factor"}
 
 
 def _new_strategies() -> tuple[dict[str, str], dict[str, str]]:
@@ -770,7 +771,8 @@ def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict
 
 
 # Strategies whose add/remove moves only the ideal share of keys.
-_MINIMAL_MOVERS = ("rendezvous", "ring", "buckets (bucket)", "maglev (close to it)")
+_MINIMAL_MOVERS = ("rendezvous", "ring", "memento (jump that can lose any shard)", "multiprobe", "buckets (bucket)",
+                   "maglev (close to it)")
 
 
 def _moved_share_estimate(old: Any, new: Any) -> float | None:
@@ -1167,83 +1169,184 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_
 
 def cmd_analyze(args: argparse.Namespace) -> int:
 
+    if args.propose_hot_set and not args.topology:
+        raise UsageError("analyze: --propose-hot-set needs --topology (the router whose shards the hot keys' "
+                         "sub-keys are placed on)")
     router = _load_router(args.topology) if args.topology else None
     kt = _key_type(args, router)
     if kt is None and router is None:
         kt = "str"  # without a topology, ids are only counted: their exact text is the key
+    measures = _analyze_measures(args)
     with contextlib.ExitStack() as stack:
         path = _ids_path(args, args.ids, stack)
-        reader = _open_ids(args, path, id_type=kt, weights=args.weights)
-        return _analyze(args, reader, router)
+        # One reader per numeric column (a reader carries one), read in
+        # lockstep: the same file and chunk size give the same chunks.
+        readers = [_open_ids(args, path, id_type=kt, weights=col) for _, col in measures] or \
+            [_open_ids(args, path, id_type=kt)]
+        return _analyze(args, readers, router, measures)
 
 
-def _analyze(args: argparse.Namespace, reader: Any, router: Any) -> int:
+def _analyze_measures(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``[(label, column)]`` of the numeric columns to add up: ``--weights``
+    (labelled by its column), ``--bytes``, ``--requests``."""
+    out: list[tuple[str, str]] = []
+    for label, col in ((args.weights, args.weights), ("bytes", args.bytes), ("requests", args.requests)):
+        if col is None:
+            continue
+        if label in [lab for lab, _ in out] or col in [c for _, c in out]:
+            raise UsageError(f"analyze: column {col!r} given twice (--weights, --bytes, --requests "
+                             "must name different columns)")
+        out.append((label, col))
+    return out
+
+
+def _lockstep(readers: list[Any], path: str) -> Iterator[tuple[np.ndarray, list[np.ndarray | None]]]:
+    """``(ids, [weights of each reader])`` per chunk of the first reader."""
+    its = [iter(r) for r in readers]
+    for first in its[0]:
+        ws = [first.weights]
+        for it in its[1:]:
+            other = next(it, None)
+            if other is None or len(other.ids) != len(first.ids):
+                raise ValueError(f"{path}: the file changed while it was read")
+            ws.append(other.weights)
+        yield first.ids, ws
+
+
+def _analyze(args: argparse.Namespace, readers: list[Any], router: Any, measures: list[tuple[str, str]]) -> int:
     from .analysis import HeavyHitters, imbalance
 
-    hh = HeavyHitters(args.capacity)
+    labels = [lab for lab, _ in measures]
+    # Hot keys by the first measure given (by count without one), and by
+    # each other measure.
+    hhs = [HeavyHitters(args.capacity) for _ in range(max(1, len(measures)))]
     total = 0
-    wsum = 0.0
-    counts = None if router is None else np.zeros(len(router.shards), dtype=np.int64)
-    wcounts = None if router is None or not args.weights else np.zeros(len(router.shards))
+    sums = [0.0] * len(measures)
+    n_sh = 0 if router is None else len(router.shards)
+    counts = None if router is None else np.zeros(n_sh, dtype=np.int64)
+    loads = [np.zeros(n_sh) for _ in measures] if router is not None else []
+    reader = readers[0]
     t0 = time.perf_counter()
     try:
         with _ids_progress(reader, "analyzing", not args.quiet) as advance:
-            for chunk in reader:
-                hh.update(chunk.ids, chunk.weights)
-                total += len(chunk.ids)
-                if chunk.weights is not None:
-                    wsum += float(chunk.weights.sum())
+            for ids, ws in _lockstep(readers, reader.path):
+                for j, hh in enumerate(hhs):
+                    hh.update(ids, ws[j] if measures else None)
+                total += len(ids)
+                for j, w in enumerate(ws if measures else []):
+                    if w is not None:
+                        sums[j] += float(w.sum())
                 if router is not None:
-                    idx = router.route_many(chunk.ids, threads=args.threads)
-                    counts += np.bincount(idx, minlength=len(router.shards))  # type: ignore[operator]
-                    if wcounts is not None:
-                        wcounts += np.bincount(idx, weights=chunk.weights, minlength=len(router.shards))
-                advance(len(chunk.ids))
+                    idx = router.route_many(ids, threads=args.threads)
+                    assert counts is not None
+                    counts += np.bincount(idx, minlength=n_sh)
+                    for j, w in enumerate(ws if measures else []):
+                        loads[j] += np.bincount(idx, weights=w, minlength=n_sh)
+                advance(len(ids))
     except (ValueError, TypeError, OverflowError) as exc:
         raise UsageError(_file_error(args.ids, reader.path, exc)) from None
     elapsed = time.perf_counter() - t0
     out: dict[str, Any] = {"ids": args.ids, "rows": total, "seconds": elapsed}
     if args.weights:
-        out["weight_total"] = wsum
+        out["weight_total"] = sums[0]
+    for lab, v in zip(labels, sums):
+        if lab in ("bytes", "requests"):
+            out[f"{lab}_total"] = v
+    # Request rate: requests (or rows, one request each) per second of --duration.
+    req_j = labels.index("requests") if "requests" in labels else None
+    if args.duration is not None:
+        out["duration"] = args.duration
+        out["requests_per_second"] = (sums[req_j] if req_j is not None else total) / args.duration
+
     # Hot keys: only those whose guaranteed count exceeds the error bound
     # (below it, a key may be no more frequent than any other).
-    top = [(k, lo, hi) for k, lo, hi in hh.top(args.top) if lo > hh.error]
-    num: Callable[[float], Any] = (lambda v: float(v)) if args.weights else (lambda v: int(round(v)))
-    out["hot_keys"] = [{"key": k, "count_at_least": num(lo), "count_at_most": num(hi)} for k, lo, hi in top]
-    out["hot_key_error_bound"] = num(hh.error)
+    def hot(hh: HeavyHitters, weighted: bool) -> tuple[list[tuple[Any, float, float]], list[dict[str, Any]]]:
+        num: Callable[[float], Any] = (lambda v: float(v)) if weighted else (lambda v: int(round(v)))
+        top = [(k, lo, hi) for k, lo, hi in hh.top(args.top) if lo > hh.error]
+        return top, [{"key": k, "count_at_least": num(lo), "count_at_most": num(hi)} for k, lo, hi in top]
+
+    tops = [hot(hh, bool(measures)) for hh in hhs]
+    out["hot_keys"] = tops[0][1]
+    out["hot_key_error_bound"] = float(hhs[0].error) if measures else int(round(hhs[0].error))
+    if len(measures) > 1:
+        out["hot_keys_by"] = {lab: {"hot_keys": t[1], "error_bound": float(hh.error)}
+                              for lab, t, hh in zip(labels, tops, hhs)}
+    proposed: dict[Any, int] | None = None
+    if args.propose_hot_set:
+        from .hotkeys import propose_hot_set
+
+        assert router is not None  # checked by cmd_analyze
+        proposed = propose_hot_set(hhs[0], router, headroom=args.headroom, capacity=args.capacity)
+        out["proposed_hot_set"] = [[k, n] for k, n in proposed.items()]
     if router is not None:
         assert counts is not None
-        out["shards"] = {
-            s: {"keys": int(counts[i]), **({args.weights: float(wcounts[i])} if wcounts is not None else {})}
-            for i, s in enumerate(router.shards)
-        }
+        shards_out: dict[str, dict[str, Any]] = {}
+        for i, s in enumerate(router.shards):
+            row: dict[str, Any] = {"keys": int(counts[i])}
+            for lab, load in zip(labels, loads):
+                row[lab] = float(load[i])
+            if args.duration is not None:
+                row["requests_per_second"] = float(loads[req_j][i] if req_j is not None else counts[i]) \
+                    / args.duration
+            shards_out[s] = row
+        out["shards"] = shards_out
         out["imbalance"] = imbalance(counts)
-        if wcounts is not None:
-            out["weighted_imbalance"] = imbalance(wcounts)
+        if args.weights:
+            out["weighted_imbalance"] = imbalance(loads[0])
+        for lab, load in zip(labels, loads):
+            if lab in ("bytes", "requests"):
+                out[f"{lab}_imbalance"] = imbalance(load)
     if args.json:
         _write_json(out)
         return 0
-    _out(f"{args.ids}: {total:,} ids" + (f", {args.weights} total {wsum:,.0f}" if args.weights else ""))
+    head = f"{args.ids}: {total:,} ids"
+    for lab, v in zip(labels, sums):
+        head += f", {lab} total {v:,.0f}"
+    if args.duration is not None:
+        head += f", {out['requests_per_second']:,.1f} requests/s over {args.duration:g} s"
+    _out(head)
     if router is not None:
         assert counts is not None
         rows = []
         for i, s in enumerate(router.shards):
-            row = [s, f"{int(counts[i]):,}", f"{counts[i] / max(total, 1):.2%}"]
-            if wcounts is not None:
-                row.append(f"{wcounts[i]:,.0f}")
-            rows.append(row)
+            row_t = [s, f"{int(counts[i]):,}", f"{counts[i] / max(total, 1):.2%}"]
+            for j, load in enumerate(loads):
+                row_t.append(f"{load[i]:,.0f}")
+                row_t.append(f"{load[i] / sums[j]:.2%}" if sums[j] else "-")
+            if args.duration is not None:
+                row_t.append(f"{out['shards'][s]['requests_per_second']:,.1f}")
+            rows.append(row_t)
         _out("")
-        _out(_table(["shard", "keys", "share"] + ([args.weights] if wcounts is not None else []), rows))
+        cols = ["shard", "keys", "share"]
+        for lab in labels:
+            cols += [lab, "share"]
+        if args.duration is not None:
+            cols.append("requests/s")
+        _out(_table(cols, rows))
         imb = out["imbalance"]
-        _out(f"max/mean {imb['max_mean']:.4f}   cv {imb['cv']:.4f}")
-    _out("")
-    what = args.weights or "count"
-    _out(f"hot keys by {what} (Misra-Gries, {args.capacity} counters; true value in [low, high], "
-         f"error <= {hh.error:,.0f}):")
-    if top:
-        _out(_table(["key", "low", "high"], [(k, f"{lo:,.0f}", f"{hi:,.0f}") for k, lo, hi in top]))
-    else:
-        _out("(no key stands out: every count is within the error bound)")
+        line = f"max/mean {imb['max_mean']:.4f}   cv {imb['cv']:.4f}"
+        for lab, load in zip(labels, loads):
+            li = imbalance(load)
+            line += f"   {lab}: max/mean {li['max_mean']:.4f} cv {li['cv']:.4f}"
+        _out(line)
+    for j, (top, _) in enumerate(tops):
+        _out("")
+        what = labels[j] if measures else "count"
+        err = hhs[j].error
+        _out(f"hot keys by {what} (Misra-Gries, {args.capacity} counters; true value in [low, high], "
+             f"error <= {err:,.0f}):")
+        if top:
+            _out(_table(["key", "low", "high"], [(k, f"{lo:,.0f}", f"{hi:,.0f}") for k, lo, hi in top]))
+        else:
+            _out("(no key stands out: every count is within the error bound)")
+    if proposed is not None:
+        _out("")
+        by = labels[0] if measures else "count"
+        _out(f"proposed hot set (by {by}; one key at most {args.headroom:g} x the mean shard load on a shard):")
+        if proposed:
+            _out(_table(["key", "fan-out"], [(k, str(n)) for k, n in proposed.items()]))
+        else:
+            _out("(none: no key puts that much on one shard)")
     return 0
 
 
@@ -1367,6 +1470,23 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
+    return v
+
+
+def _fraction(text: str) -> float:
+    v = _positive_float(text)
+    if v > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
+    return v
+
+
 def _seed(text: str) -> int:
     try:
         v = int(text, 0)
@@ -1416,7 +1536,8 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
     strategies = sorted(names) + sorted(aliases)
     tn = tsub.add_parser("new", help="write a new topology document",
                          description="Write a new topology for STRATEGY: shardhash's own routers (modulo, jump, "
-                         "ring, rendezvous, maglev, buckets, hashrange, range, directory, watermark) or a "
+                         "memento, ring, multiprobe, bounded, rendezvous, maglev, buckets, hashrange, range, "
+                         "directory, watermark) or a "
                          "system's own placement (redis_cluster, vitess, citus, postgres_hash_partition, "
                          "ketama, cassandra_token, mongo_hashed). Options that do not apply to the strategy "
                          "are errors.")
@@ -1426,14 +1547,20 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
     tn.add_argument("--key-type", type=_id_type_arg, default=None, metavar="TYPE",
                     help="declare the key type in the document: int, str, bytes, uuid, or a comma-separated "
                     "list for a compound key (default: not declared; readers then need --id-type)")
-    tn.add_argument("--shard-weights", help="id=weight,... (ring, rendezvous, maglev, buckets, ketama) "
+    tn.add_argument("--shard-weights", help="id=weight,... (ring, bounded, rendezvous, maglev, buckets, ketama) "
                     "(default: equal weights)")
     tn.add_argument("--vnodes", type=_positive_int, default=None,
-                    help="ring: tokens per unit weight (default 256); cassandra_token: tokens per node (default 1)")
+                    help="ring, bounded: tokens per unit weight (default 256); cassandra_token: tokens per node "
+                    "(default 1)")
     tn.add_argument("--buckets", type=_positive_int, default=None, help="buckets: bucket count (default 4096)")
     tn.add_argument("--table-size", type=_positive_int, default=None,
                     help="maglev: table size, a prime (default: the smallest prime >= 100 x shards, "
                     "at least 65537)")
+    tn.add_argument("--probes", type=_positive_int, default=None,
+                    help="multiprobe: probes per key, 1 to 64 (default 21)")
+    tn.add_argument("--balance-factor", type=_positive_int, default=None, metavar="PERCENT",
+                    help="bounded: the load cap in percent of the average, >= 100 (default 125, i.e. "
+                    "1 + eps = 1.25)")
     tn.add_argument("--splits", help="range: the n-1 split keys, comma separated (needs --key-type int or str)")
     tn.add_argument("--base", metavar="FILE", help="directory: the topology keys without an override follow")
     tn.add_argument("--old", metavar="FILE", help="watermark: the topology below the watermark")
@@ -1516,10 +1643,25 @@ def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
 def _build_analyze(sub: Any, common: argparse.ArgumentParser) -> None:
     a = sub.add_parser("analyze", parents=[common], help="load, skew and hot keys of an ids file",
                        description="Count ids, find hot keys (Misra-Gries heavy hitters) and, with --topology, "
-                       "the load per shard.")
+                       "the load per shard: by count, and by bytes, requests and request rate when those "
+                       "columns (and --duration) are given.")
     a.add_argument("ids", help="ids file, or - for stdin")
     a.add_argument("--topology", help="also count ids per shard of this topology (default: no per-shard load)")
-    a.add_argument("--weights", metavar="COLUMN", help="numeric column (bytes, requests) (default: counts)")
+    a.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh keys by: load per shard and hot "
+                   "keys by it (default: counts)")
+    a.add_argument("--bytes", metavar="COLUMN", help="column of each row's size in bytes: load by bytes per shard "
+                   "and hot keys by bytes (default: none)")
+    a.add_argument("--requests", metavar="COLUMN", help="column of each row's request count: load by requests per "
+                   "shard and hot keys by requests (default: none)")
+    a.add_argument("--duration", metavar="SECONDS", type=_positive_float,
+                   help="time the rows cover: reports requests per second, per shard and in all (the "
+                   "--requests column, or one request per row without it) (default: no rates)")
+    a.add_argument("--propose-hot-set", action="store_true",
+                   help="with --topology: propose a hot set {key: fan-out} for a HotKeyRouter from the hot keys "
+                   "(by the first of --weights/--bytes/--requests, else by count)")
+    a.add_argument("--headroom", type=_fraction, default=0.5,
+                   help="with --propose-hot-set: the share of the mean per-shard load one key may put on a "
+                   "shard (default: 0.5)")
     a.add_argument("--top", type=_positive_int, default=10, help="hot keys to show at most")
     a.add_argument("--capacity", type=_positive_int, default=10_000, help="heavy-hitter counters")
     a.add_argument("--json", action="store_true", help="machine-readable output (default: tables)")

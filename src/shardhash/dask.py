@@ -53,6 +53,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["route", "diff", "analyze", "read_parquet", "ShardhashAccessor"]
 
+# The files behind each frame :func:`read_parquet` made: :func:`diff` and
+# :func:`analyze` over it give each task a run of the files' row groups to
+# read itself (no pandas frame in between), returning only its partial.
+_FILES = _engines.FileRegistry()
+
 
 def _kind(ddf: Any, column: str) -> str:
     return _engines.id_column_kind(ddf.columns, column, lambda: ddf._meta[column].dtype)
@@ -108,6 +113,23 @@ def _tree(parts: Sequence[Any]) -> Any:
     return _arrow.tree_reduce(parts, delayed(_merge, pure=True)).compute()
 
 
+def _runs(ddf: Any, column: str, weights: str | None) -> tuple[str, list[str]] | None:
+    """``(kind, runs)`` when ``ddf`` came from :func:`read_parquet`, else None."""
+    files = _FILES.get(ddf)
+    if files is None:
+        return None
+    kind, units = _arrow.parquet_units(files, column, weights)
+    try:
+        from distributed import get_client
+
+        par = sum(get_client().nthreads().values())  # type: ignore[no-untyped-call]  # distributed: unannotated
+    except (ImportError, ValueError):  # no distributed client: the local scheduler
+        import os
+
+        par = os.cpu_count() or 1
+    return kind, _arrow.plan_runs(units, par)
+
+
 def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
          stats: dict[str, Any] | None = None) -> Any:
     """What moves from ``old`` to ``new`` over the ids in ``column``: the
@@ -121,6 +143,12 @@ def diff(ddf: Any, column: str, old: Any, new: Any, *, weights: str | None = Non
     so, sn = _arrow.ship(old), _arrow.ship(new)
     kind = _kind(ddf, column)
     _engines.check_weights(ddf.columns, weights)
+    direct = _runs(ddf, column, weights)
+    if direct is not None:  # a frame of read_parquet: each task reads its run of row groups itself
+        task = delayed(_engines.diff_run, pure=True)
+        partials = [task(r, (so, sn), column, weights, direct[0]) for r in direct[1]]
+        return _engines.diff_report(partials, so, sn, weighted=weights is not None, stats=stats,
+                                    count_key="partitions", reduce=_tree)
     parts = ddf[_engines.input_columns(column, weights)].to_delayed()
     task = delayed(_diff_part, pure=True)
     partials = [task(p, column, so, sn, weights, kind, i) for i, p in enumerate(parts)]
@@ -137,6 +165,13 @@ def analyze(ddf: Any, column: str, router: Any = None, *, weights: str | None = 
     """
     sr = None if router is None else _arrow.ship(router)
     kind = _kind(ddf, column)
+    _engines.check_weights(ddf.columns, weights)
+    direct = _runs(ddf, column, weights)
+    if direct is not None:
+        task = delayed(_engines.analyze_run, pure=True)
+        some = [task(r, sr, column, weights, direct[0], capacity) for r in direct[1]]
+        got = _arrow.tree_reduce(some, delayed(_engines.merge_some, pure=True)).compute()
+        return _engines.analyze_result([] if got is None else [got], "the DataFrame has no partitions")
     parts = ddf[_engines.input_columns(column, weights)].to_delayed()
     task = delayed(_analyze_part, pure=True)
     partials = [task(p, column, sr, weights, capacity, kind, i) for i, p in enumerate(parts)]
@@ -171,9 +206,11 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
     if columns is not None:
         columns = list(dict.fromkeys([column, *columns, *([weights] if weights else [])]))
     meta = _read_file(files[0], column, columns, kind).iloc[:0]
-    return dd.from_map(  # type: ignore[no-untyped-call]  # dask.dataframe.from_map is unannotated
+    ddf = dd.from_map(  # type: ignore[no-untyped-call]  # dask.dataframe.from_map is unannotated
         _read_file, files, column=column, columns=columns, kind=kind, meta=meta,
         label="shardhash-read-parquet", enforce_metadata=False)
+    _FILES.add(ddf, files)
+    return ddf
 
 
 # ------------------------------------------------------------------ the accessor

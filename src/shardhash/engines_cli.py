@@ -166,7 +166,17 @@ class _Spark(_Engine):
             self.session.stop()
 
     def frame(self, files: list[str], column: str, weights: str | None = None, all_columns: bool = True) -> Any:
-        df = self.session.read.parquet(*files)
+        # The schema from the first footer (the files were checked to agree on the id column): Spark
+        # then runs no job of its own to infer it (seconds on a cold session).
+        reader = self.session.read
+        try:
+            import pyarrow.parquet as pq
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            reader = reader.schema(from_arrow_schema(pq.read_schema(files[0])))
+        except Exception:  # noqa: BLE001 - a type Spark's converter does not take: let Spark infer
+            reader = self.session.read
+        df = reader.parquet(*files)
         return df if all_columns else df.select(*_engines.input_columns(column, weights))
 
     def route_to(self, files: list[str], column: str, routers: dict[str, Any], out: str, moved: bool) -> int:

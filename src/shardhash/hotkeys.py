@@ -147,7 +147,7 @@ class HotKeyRouter(WrappingRouter):
         self._wrap(base)
         # Compiled fast paths for cold int/str keys (the methods below are the
         # reference they fall back to): instance attributes shadow the methods.
-        paths = HotPaths(self.route, self._fan, HotKeyRouter.route_write.__get__(self),
+        paths = HotPaths(self, base, [k for k, _ in self._hot], HotKeyRouter.route_write.__get__(self),
                          HotKeyRouter.route_read.__get__(self))
         self._set("route_write", paths.route_write)
         self._set("route_read", paths.route_read)
@@ -317,7 +317,9 @@ def hot_changes(old: Any, new: Any) -> list[HotChange]:
 def propose_hot_set(keys: Any, router: Router, *, weights: Any = None, target_load: float | None = None,
                     headroom: float = 0.5, capacity: int = 1000, max_fan_out: int = 64,
                     candidates: int = 100) -> dict[Any, int]:
-    """A hot set ``{key: fan_out}`` for ``router`` from the traffic ``keys``.
+    """A hot set ``{key: fan_out}`` for ``router`` from the traffic ``keys``
+    (or from a :class:`shardhash.analysis.HeavyHitters` summary of it already
+    made; ``weights`` and ``capacity`` then do not apply).
 
     One heavy-hitter pass (:class:`shardhash.analysis.HeavyHitters` with
     ``capacity`` counters) bounds each frequent key's weight from above.  The
@@ -343,8 +345,13 @@ def propose_hot_set(keys: Any, router: Router, *, weights: Any = None, target_lo
     if not (isinstance(headroom, (int, float)) and 0 < headroom <= 1):
         raise ValueError(f"headroom must be in (0, 1], got {headroom!r}")
     max_fan_out = _check_int(max_fan_out, "max_fan_out", 2, MAX_FAN_OUT)
-    hh = HeavyHitters(capacity)
-    hh.update(keys, weights)
+    if isinstance(keys, HeavyHitters):
+        if weights is not None:
+            raise ValueError("weights do not apply to a HeavyHitters summary (it holds weighted counts)")
+        hh = keys
+    else:
+        hh = HeavyHitters(capacity)
+        hh.update(keys, weights)
     if hh.total <= 0:
         return {}
     if target_load is None:

@@ -64,7 +64,7 @@ class ShardMetrics:
     latency of a scatter-gather query is its slowest shard's),
     ``scatter_failed_shards_total{shard}``, ``hot_writes_total{hot}`` (the
     share of traffic on hot keys is ``hot="true"`` over the sum),
-    ``hot_reads_total``, ``copy_rows_done{migration}``,
+    ``hot_reads_total{hot}`` (likewise for reads), ``copy_rows_done{migration}``,
     ``copy_rows_scanned{migration}`` and ``copy_rows_planned{migration}``
     (gauges: progress = scanned / planned),
     ``verify_mismatches_total{migration}``,
@@ -101,7 +101,7 @@ class ShardMetrics:
         h("shardhash_scatter_latency_seconds", "scatter-gather latency (the slowest shard's)")
         c("shardhash_scatter_failed_shards", "shards that failed or timed out in a scatter-gather", ("shard",))
         c("shardhash_hot_writes", "writes routed by a hot-key policy, hot or not", ("hot",))
-        c("shardhash_hot_reads", "reads of hot keys (fanned out to their sub-keys)")
+        c("shardhash_hot_reads", "reads through a hot-key policy (a hot key's fan out to its sub-keys)", ("hot",))
         g("shardhash_copy_rows_done", "rows a migration copied so far", ("migration",))
         g("shardhash_copy_rows_scanned", "source rows a migration scanned so far", ("migration",))
         g("shardhash_copy_rows_planned", "source rows a migration has to scan", ("migration",))
@@ -144,7 +144,7 @@ class ShardMetrics:
         elif event == "hot_write":
             m["shardhash_hot_writes"].labels("true" if f.get("hot") else "false").inc()
         elif event == "hot_read":
-            m["shardhash_hot_reads"].inc()
+            m["shardhash_hot_reads"].labels("true" if f.get("hot", True) else "false").inc()
         elif event == "migration_progress":
             mig = str(f.get("migration_id"))
             m["shardhash_copy_rows_done"].labels(mig).set(f.get("copied", 0))

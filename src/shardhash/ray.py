@@ -45,6 +45,10 @@ __all__ = ["route", "diff", "analyze", "read_parquet"]
 # The schemas :func:`read_parquet` read from the footers, by Dataset: asking a
 # Dataset of ours for its schema would run a read task (a whole file) first.
 _SCHEMAS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# The files behind each Dataset :func:`read_parquet` made: :func:`diff` and
+# :func:`analyze` over it hand the files' pieces to Ray tasks that read them
+# and return only their partial (no block of ids through the object store).
+_FILES = _engines.FileRegistry()
 
 
 def _kind(ds: Any, column: str) -> str:
@@ -165,6 +169,41 @@ def route(ds: Any, column: str, router: Any, name: str = "shard", *, indices: bo
     return _map(ds, _Route, (cols, column, indices, kind, source_column), concurrency, num_cpus, compute)
 
 
+def _pieces(ds: Any, column: str, weights: str | None, compute: str) -> tuple[str, list[str]] | None:
+    """``(kind, runs)`` when ``ds`` came from :func:`read_parquet` (and tasks run it), else None."""
+    files = _FILES.get(ds)
+    if files is None or compute != "tasks":
+        return None
+    units = _arrow.parquet_units(files, column, weights)
+    cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]  # ray: unannotated
+    return units[0], _arrow.plan_runs(units[1], int(cpus))
+
+
+_REMOTE: dict[tuple[Any, float | None], Any] = {}
+
+
+def _run_tasks(fn: Any, runs: list[str], shared: Any, args: tuple[Any, ...], num_cpus: float | None,
+               concurrency: int | None) -> list[Any]:
+    """``fn(units, *shared, *args)`` for every run as a Ray task, at most
+    ``concurrency`` at once; ``shared`` (the routers) goes to the object
+    store once, not once per task."""
+    key = (fn, num_cpus)
+    task = _REMOTE.get(key)
+    if task is None:  # one remote function per (function, CPUs), exported to the cluster once
+        task = _REMOTE[key] = ray.remote(fn) if num_cpus is None else ray.remote(num_cpus=num_cpus)(fn)
+    ref = ray.put(shared)
+    limit = len(runs) if concurrency is None else _concurrency(concurrency)
+    pending: list[Any] = []
+    done: list[Any] = []
+    for r in runs:
+        if len(pending) >= limit:
+            ready, pending = ray.wait(pending, num_returns=1)
+            done.extend(ready)
+        pending.append(task.remote(r, ref, *args))
+    got: list[Any] = ray.get(done + pending)
+    return got
+
+
 def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
          source_column: str | None = None, concurrency: int | None = None, num_cpus: float | None = None,
          compute: str = "tasks", stats: dict[str, Any] | None = None) -> Any:
@@ -174,9 +213,20 @@ def diff(ds: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     merged on the driver; ``compute``, ``concurrency``, ``num_cpus`` as for
     :func:`route`.  A dict given as ``stats`` receives ``partials``,
     ``builds`` (router builds per worker process that made a partial) and
-    ``peak_rss`` (peak resident bytes of each)."""
+    ``peak_rss`` (peak resident bytes of each).
+
+    Over a Dataset :func:`read_parquet` made, Ray tasks read the files'
+    pieces themselves and return only their partial (a few tasks per CPU,
+    runs of whole row groups): no block of ids goes through the object
+    store.  Errors still name the file and the row."""
     kind = _kind(ds, column)
     so, sn = _arrow.ship(old), _arrow.ship(new)
+    direct = _pieces(ds, column, weights, compute)
+    if direct is not None:
+        rows = _run_tasks(_engines.diff_run_row, direct[1], (so, sn), (column, weights, direct[0]), num_cpus,
+                          concurrency)
+        parts = [_arrow.DiffPartial.from_row(r, so, sn) for r in rows]
+        return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
     out = _map(ds, _Diff, (so, sn, column, weights, kind, source_column), concurrency, num_cpus, compute)
     parts = [_arrow.DiffPartial.from_row(r, so, sn) for r in out.take_all()]
     return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
@@ -186,9 +236,15 @@ def analyze(ds: Any, column: str, router: Any = None, *, weights: str | None = N
             capacity: int = 10_000, concurrency: int | None = None,
             num_cpus: float | None = None, compute: str = "tasks") -> _arrow.AnalyzePartial:
     """Per-shard load (with ``router``) and hot keys: a merged
-    :class:`shardhash.arrow.AnalyzePartial`."""
+    :class:`shardhash.arrow.AnalyzePartial` (over a Dataset
+    :func:`read_parquet` made, tasks read the files themselves, as for :func:`diff`)."""
     kind = _kind(ds, column)
     sr = None if router is None else _arrow.ship(router)
+    direct = _pieces(ds, column, weights, compute)
+    if direct is not None:
+        got = _run_tasks(_engines.analyze_run, direct[1], sr, (column, weights, direct[0], capacity), num_cpus,
+                         concurrency)
+        return _engines.analyze_result([p for p in got if p is not None], "the Dataset has no rows")
     out = _map(ds, _Analyze, (sr, column, weights, capacity, kind), concurrency, num_cpus, compute)
     parts = [pickle.loads(r["partial"]) for r in out.take_all()]
     return _engines.analyze_result(parts, "the Dataset has no rows")
@@ -247,6 +303,7 @@ def read_parquet(path: Any, column: str, *, columns: Sequence[str] | None = None
     read = functools.partial(_read_files, column=column, columns=cols, kind=kind,
                              path_column="path" if include_paths else None)
     ds = paths.map_batches(read, batch_format="pyarrow", batch_size=None, **extra)
+    _FILES.add(ds, files)
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -64,6 +64,7 @@ __all__ = [
 
 Factory = Callable[[], Any]
 RowFilter = Callable[[str, list[str], tuple[Any, ...]], bool]
+OwnsFilter = Callable[[str, Any], bool]
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ON_PARTIAL = ("fail", "partial")
 
@@ -516,6 +517,7 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
 
     streams = []
     more: dict[int, bool] = {}
+    after: dict[int, tuple[Any, ...]] = {}  # the over-fetched row's key, per shard that has more
     for si, (n, _) in enumerate(plan.shards):
         if n not in ok:
             continue
@@ -525,8 +527,10 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
                 if r[i] is None:
                     raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {r!r}; "
                                      f"keyset pagination needs NOT NULL ordering columns")
-        more[si] = plan.limit is not None and len(rows) > plan.limit
-        if more[si]:
+        more[si] = False
+        if plan.limit is not None and len(rows) > plan.limit:
+            more[si] = True
+            after[si] = sort_key(rows[plan.limit])
             rows = rows[: plan.limit]
         streams.append([(sort_key(r), si, r) for r in rows])
     sizes = {s[0][1]: len(s) for s in streams if s}
@@ -560,6 +564,17 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
     for si, size in sizes.items():
         if used.get(si, 0) < size:  # rows fetched but not reached by this page
             more[si] = True
+    # A page boundary inside a run of equal keys on one shard would lose the
+    # rest of the run (the next page asks for keys after it): check the row
+    # after each shard's position too.
+    by_si = {s[0][1]: s for s in streams if s}
+    for si, r in last.items():
+        u = used[si]
+        nxt = by_si[si][u][0] if u < sizes[si] else after.get(si)
+        if nxt is not None and nxt == sort_key(r):
+            raise ValueError(
+                f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shard "
+                f"{plan.shards[si][0]!r} holds two rows with the ordering key {tuple(r[i] for i in idx)!r}")
     positions = dict(plan.positions)
     for si, r in last.items():
         positions[plan.shards[si][0]] = [r[i] for i in idx]
@@ -654,16 +669,26 @@ class _AggPlan:
     aggs: list[tuple[str, str, str]]
     group: list[str]
     jobs: list[Job]
+    owns: OwnsFilter | None = None
 
 
 def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, params: Any, timeout: Any,
-                    concurrency: Any, on_partial: Any) -> _AggPlan:
+                    concurrency: Any, on_partial: Any, key_column: Any = None,
+                    owns: Any = None) -> _AggPlan:
     sh = _check_common(query, shards, timeout, concurrency, on_partial)
     aggs = _parse_aggs(aggregates)
     group = [group_by] if isinstance(group_by, str) else list(group_by or ())
     for g in group:
         _ident(g, "group_by")
+    if (key_column is None) != (owns is None):
+        raise TypeError("key_column and owns go together: both (an ownership filter) or neither")
+    if owns is not None and not callable(owns):
+        raise TypeError(f"owns must be callable (shard, key) -> bool, not {type(owns).__name__}")
     sel = [f'"{g}"' for g in group]
+    if key_column is not None:
+        # Partial aggregates per (group, shard key): the merge keeps a
+        # shard's partials only for the keys the shard owns.
+        sel.append(f'"{_ident(key_column, "key_column")}" AS _sg_key')
     for i, (_, fn, col) in enumerate(aggs):
         arg = "*" if col == "*" else f'"{col}"'
         if fn == "avg":  # AVG = SUM / COUNT of the non-NULL values
@@ -671,22 +696,27 @@ def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, par
         else:
             sel.append(f"{fn.upper()}({arg}) AS _a{i}")
     sql = f"SELECT {', '.join(sel)} FROM ({query}) AS _sg_q"
-    if group:
-        sql += " GROUP BY " + ", ".join(f'"{g}"' for g in group)
+    by = [f'"{g}"' for g in group] + ([f'"{key_column}"'] if key_column is not None else [])
+    if by:
+        sql += " GROUP BY " + ", ".join(by)
     jobs = [(n, f, sql, list(params or ())) for n, f in sh]
-    return _AggPlan(aggs, group, jobs)
+    return _AggPlan(aggs, group, jobs, owns)
 
 
 def _combine(plan: _AggPlan, ok: Outcome, failed: dict[str, str], on_partial: str) -> AggregateResult:
     lat = _report("aggregate", plan.jobs, ok, failed, on_partial)
     ng = len(plan.group)
+    owns = plan.owns
+    skip = ng + (owns is not None)
     acc: dict[tuple[Any, ...], list[Any]] = {}
     for n, _f, _s, _p in plan.jobs:  # in shard order: float sums do not depend on arrival order
         if n not in ok:
             continue
         for r in ok[n][1]:
+            if owns is not None and not owns(n, r[ng]):
+                continue  # a copy this shard holds but does not own
             g = tuple(r[:ng])
-            parts = list(r[ng:])
+            parts = list(r[skip:])
             cur = acc.get(g)
             if cur is None:
                 acc[g] = parts
@@ -735,7 +765,8 @@ def _add(a: Any, b: Any) -> Any:
 def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Mapping[str, str], *,
                       group_by: Sequence[str] | str = (), params: Sequence[Any] = (),
                       timeout: float | None = None, concurrency: int | None = None,
-                      on_partial: str = "fail") -> AggregateResult:
+                      on_partial: str = "fail", key_column: str | None = None,
+                      owns: OwnsFilter | None = None) -> AggregateResult:
     """Aggregate ``query``'s rows over every shard, exactly.
 
     ``aggregates`` maps output names to ``count(*)``, ``count(col)``,
@@ -746,8 +777,17 @@ def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Map
     col)`` is refused with a ValueError.  Groups come back sorted by their
     key (NULL first).  ``timeout``/``concurrency``/``on_partial`` as in
     :func:`scatter_gather`.
+
+    Ownership filter: with ``key_column`` (a column of ``query``'s result
+    holding the shard key) and ``owns(shard, key) -> bool``, each shard
+    computes its partials per ``(group, key)`` and only those of the keys it
+    owns are combined -- so rows a shard holds but does not own (copies a
+    migration is making, or retained after its cutover) count once, on their
+    owner.  The shards then return one row per distinct key and group, not
+    per group.  (``Cluster.scatter_aggregate`` passes the group's router.)
     """
-    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial)
+    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial,
+                           key_column, owns)
     ok, failed = _run_threads(plan.jobs, timeout, concurrency)
     return _combine(plan, ok, failed, on_partial)
 
@@ -755,8 +795,10 @@ def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Map
 async def scatter_aggregate_async(query: str, shards: Mapping[str, Factory], aggregates: Mapping[str, str], *,
                                   group_by: Sequence[str] | str = (), params: Sequence[Any] = (),
                                   timeout: float | None = None, concurrency: int | None = None,
-                                  on_partial: str = "fail") -> AggregateResult:
+                                  on_partial: str = "fail", key_column: str | None = None,
+                                  owns: OwnsFilter | None = None) -> AggregateResult:
     """:func:`scatter_aggregate` for asyncio."""
-    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial)
+    plan = _plan_aggregate(query, shards, aggregates, group_by, params, timeout, concurrency, on_partial,
+                           key_column, owns)
     ok, failed = await _run_async(plan.jobs, timeout, concurrency)
     return _combine(plan, ok, failed, on_partial)

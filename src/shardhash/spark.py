@@ -8,8 +8,20 @@ driver into the :class:`shardhash.plan.PlanReport` :func:`shardhash.plan.diff`
 gives.  Routers are broadcast as their document; each Python worker builds a
 router once and reuses it (Spark reuses Python workers by default).
 
-Spark hands ``mapInArrow`` batches of ``spark.sql.execution.arrow.maxRecordsPerBatch``
-rows (10,000 by default); raising it (to 1,000,000, say) cuts per-batch cost.
+When the DataFrame is a plain scan of Parquet files (``spark.read.parquet(...)``,
+at most a selection of its columns), the ids do not travel from the JVM to
+Python at all: the driver reads the files' footers, cuts the files into
+pieces of whole row groups, and hands each Python worker a list of pieces
+(a small DataFrame of work units, run with ``mapInArrow``); the worker reads
+its pieces with pyarrow and sends back only its partial (:func:`diff`,
+:func:`analyze`) or its routed rows (:func:`route`).  Any other DataFrame
+(filtered, joined, computed, not Parquet, Spark Connect) goes through
+``mapInArrow`` over its own rows; ``parquet=False`` forces that way.
+Both ways give the same answers.
+
+On that second way Spark hands ``mapInArrow`` batches of
+``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by default);
+raising it (to 1,000,000, say) cuts per-batch cost.
 
 Example (needs Java and a local Spark)::
 
@@ -121,11 +133,80 @@ def _first_null_in_files(df: Any, column: str) -> tuple[str, int] | None:
     return None
 
 
-def route(df: Any, column: str, router: Any, name: str = "shard", *, indices: bool = False) -> Any:
+# ------------------------------------------------------- Parquet files read by the Python workers
+
+_SIMPLE = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.BooleanType,
+           T.StringType, T.BinaryType)
+_UNIT_ROWS = 1 << 20  # rows per piece of work (whole row groups)
+
+
+def _simple_name(obj: Any) -> str:
+    return str(obj.getClass().getSimpleName())
+
+
+def _parquet_scan(df: Any, need: list[str]) -> list[str] | None:
+    """The Parquet files ``df`` reads when it is a plain scan of them (at most
+    a selection of columns, no filter, no computed column) and the columns
+    ``need`` are in the files themselves (not partition folders); else None.
+    """
+    try:
+        node = df._jdf.queryExecution().optimizedPlan()
+        while _simple_name(node) == "Project":
+            cols = node.projectList()
+            if any(_simple_name(cols.apply(i)) != "AttributeReference" for i in range(cols.size())):
+                return None
+            node = node.child()
+        if _simple_name(node) != "LogicalRelation":
+            return None
+        rel = node.relation()
+        if _simple_name(rel) != "HadoopFsRelation" or _simple_name(rel.fileFormat()) != "ParquetFileFormat":
+            return None
+        if set(need) & set(str(n) for n in rel.partitionSchema().fieldNames()):
+            return None
+        files = sorted(str(f) for f in df.inputFiles())
+    except Exception:  # noqa: BLE001 - Spark Connect, another Spark: read the DataFrame's rows instead
+        return None
+    return files or None
+
+
+class _Pieces:
+    """The work of one Spark job over Parquet files: the files' pieces, in
+    about equal runs, as a DataFrame of one row per run (one Spark task each)."""
+
+    def __init__(self, df: Any, files: list[str], column: str, weights: str | None) -> None:
+        self.kind, units = _arrow.parquet_units(files, column, weights, target_rows=_UNIT_ROWS)
+        sc = df.sparkSession.sparkContext
+        runs = _arrow.plan_runs(units, sc.defaultParallelism)
+        self.frame = df.sparkSession.createDataFrame(
+            sc.parallelize([(r,) for r in runs], len(runs)),
+            T.StructType([T.StructField("units", T.StringType(), False)]))
+
+
+def _units_of(batches: Any) -> Iterator[_arrow.ParquetUnit]:
+    for b in batches:
+        for text in b.column("units").to_pylist():
+            yield from _arrow.decode_units(text)
+
+
+def _read_pieces(batches: Any, columns: list[str], column: str, kind: str) -> Iterator[tuple[Any, Any, int]]:
+    """``(batch, file name, first row in the file)`` of every piece handed to this task."""
+    for unit in _units_of(batches):
+        name = _arrow.display_path(unit.path)
+        for b, offset in _arrow.read_unit(unit, columns, column, kind):
+            yield b, name, offset
+
+
+def route(df: Any, column: str, router: Any, name: str = "shard", *, indices: bool = False,
+          parquet: bool = True) -> Any:
     """``df`` with a shard column (shard names as strings, or ``int`` indices
     with ``indices=True``); ``router`` may be a mapping ``{column name:
     router}``.  Lazy, like any ``mapInArrow``.  A null id fails
-    the job with an error naming the file (``input_file_name()``) and row.
+    the job with an error naming the file and row.
+
+    Over a plain scan of Parquet files whose columns are all of simple types
+    (integers, floats, booleans, strings, binary), the Python workers read
+    the files themselves (see the module doc); ``parquet=False`` reads the
+    DataFrame's rows instead.
     """
     kind = _kind(df, column)
     cols = _arrow.shard_columns(router, name)
@@ -133,12 +214,40 @@ def route(df: Any, column: str, router: Any, name: str = "shard", *, indices: bo
     get = _share(df, cols)
     schema = T.StructType(list(df.schema.fields) +
                           [T.StructField(n, T.IntegerType() if indices else T.StringType(), False) for n in cols])
+    files = None
+    if parquet and all(isinstance(f.dataType, _SIMPLE) for f in df.schema.fields):
+        files = _parquet_scan(df, list(df.columns))
+    if files is not None:
+        return _route_pieces(df, files, column, get, schema, indices)
 
     def run(batches: Any) -> Any:
         yield from _arrow.route_batches(batches, column, get(), indices=indices, decode=not indices,
                                         source_column=_SOURCE, drop=[_SOURCE], kind=kind)
 
     return _with_source(df).mapInArrow(run, schema)
+
+
+def _route_pieces(df: Any, files: list[str], column: str, get: Any, schema: Any, indices: bool) -> Any:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    pieces = _Pieces(df, files, column, None)
+    kind, names = pieces.kind, list(df.columns)
+    arrow_schema = to_arrow_schema(schema)
+
+    def run(batches: Any) -> Any:
+        import pyarrow as pa
+
+        cols = get()
+        shards = {n: pa.array(list(sr.shards), type=pa.string()) for n, sr in cols.items()}
+        for b, source, offset in _read_pieces(batches, names, column, kind):
+            out = [b.column(c) for c in names]  # in the DataFrame's order, whatever the file's
+            for n, sr in cols.items():
+                idx = pa.array(_arrow.shard_indices(b.column(column), sr, column=column, source=source,
+                                                    offset=offset, kind=kind), pa.int32())
+                out.append(idx if indices else shards[n].take(idx))
+            yield pa.RecordBatch.from_arrays(out, names=[*names, *cols]).cast(arrow_schema)
+
+    return pieces.frame.mapInArrow(run, schema)
 
 
 _PARTIAL = T.StructType([
@@ -150,14 +259,17 @@ _PARTIAL = T.StructType([
 
 
 def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None,
-         stats: dict[str, Any] | None = None) -> Any:
+         stats: dict[str, Any] | None = None, parquet: bool = True) -> Any:
     """What moves from ``old`` to ``new`` over the ids in ``column``: the
     :class:`shardhash.plan.PlanReport` :func:`shardhash.plan.diff` gives.
 
     One partial per partition (``mapInArrow``), merged on the driver; only
     the id (and weight) column travels to Python.  A null id fails the job
     with an error naming the file and row (found from the input files'
-    footers once the job has failed).  A dict
+    footers once the job has failed).  Over a plain scan of Parquet files
+    the Python workers read the files themselves, and only the partials
+    travel (see the module doc; ``parquet=False`` reads the DataFrame's rows
+    instead).  A dict
     given as ``stats`` receives ``partials``, ``builds`` (router builds per
     Python worker process) and ``peak_rss`` (peak resident bytes of each).
     """
@@ -165,6 +277,19 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
     _engines.check_weights(df.columns, weights)
     so, sn = _arrow.ship(old), _arrow.ship(new)
     get = _share(df, (so, sn))
+    cols = _engines.input_columns(column, weights)
+    files = _parquet_scan(df, cols) if parquet else None
+    if files is not None:
+        pieces = _Pieces(df, files, column, weights)
+        pkind = pieces.kind
+
+        def run_pieces(batches: Any) -> Any:
+            o, n = get()
+            yield _arrow.partial_batch(_arrow.diff_units(_units_of(batches), column, o, n, weights, pkind))
+
+        rows = pieces.frame.mapInArrow(run_pieces, _PARTIAL).collect()
+        parts = [_arrow.DiffPartial.from_row(r.asDict(), so, sn) for r in rows]
+        return _engines.diff_report(parts, so, sn, weighted=weights is not None, stats=stats)
 
     def run(batches: Any) -> Any:
         o, n = get()
@@ -178,27 +303,39 @@ def diff(df: Any, column: str, old: Any, new: Any, *, weights: str | None = None
 
 
 def analyze(df: Any, column: str, router: Any = None, *, weights: str | None = None,
-            capacity: int = 10_000) -> _arrow.AnalyzePartial:
+            capacity: int = 10_000, parquet: bool = True) -> _arrow.AnalyzePartial:
     """Per-shard load (with ``router``) and hot keys: a merged
-    :class:`shardhash.arrow.AnalyzePartial` (one partial per partition)."""
+    :class:`shardhash.arrow.AnalyzePartial` (one partial per partition, or
+    per task over Parquet files the workers read themselves)."""
     kind = _kind(df, column)
+    _engines.check_weights(df.columns, weights)
     sr = None if router is None else _arrow.ship(router)
     get = _share(df, sr)
+    cols = _engines.input_columns(column, weights)
+    files = _parquet_scan(df, cols) if parquet else None
+    pieces = None if files is None else _Pieces(df, files, column, weights)
+    pkind = kind if pieces is None else pieces.kind
+    direct = pieces is not None
 
     def run(batches: Any) -> Any:
         import pyarrow as pa
 
         r = get()
         part = None
-        for b in batches:
-            p = _arrow.analyze_batch(b, column, r, weights, capacity=capacity, kind=kind)
+        found = _read_pieces(batches, cols, column, pkind) if direct else ((b, None, 0) for b in batches)
+        for b, source, offset in found:
+            p = _arrow.analyze_batch(b, column, r, weights, capacity=capacity, kind=pkind, source=source,
+                                     offset=offset)
             part = p if part is None else part.merge(p)
         if part is not None:
             yield pa.RecordBatch.from_pylist([{"partial": pickle.dumps(part)}],
                                              schema=pa.schema([("partial", pa.binary())]))
 
-    cols = _engines.input_columns(column, weights)
-    with _naming_null_files(df, column):
-        rows = df.select(*cols).mapInArrow(run, T.StructType([T.StructField("partial", T.BinaryType())])).collect()
+    out = T.StructType([T.StructField("partial", T.BinaryType())])
+    if pieces is not None:
+        rows = pieces.frame.mapInArrow(run, out).collect()
+    else:
+        with _naming_null_files(df, column):
+            rows = df.select(*cols).mapInArrow(run, out).collect()
     parts = [pickle.loads(bytes(r["partial"])) for r in rows]
     return _engines.analyze_result(parts, "the DataFrame has no rows")

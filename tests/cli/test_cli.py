@@ -182,6 +182,63 @@ def test_analyze(work: dict[str, Path]) -> None:
     assert out2["imbalance"]["max_mean"] < 1.1
 
 
+def test_analyze_by_bytes_requests_and_rate(work: dict[str, Path], tmp_path: Path) -> None:
+    # Load per shard by count, bytes, requests and request rate; hot keys by
+    # each measure.  Small chunks: the column readers go in lockstep.
+    rng = np.random.default_rng(3)
+    keys = np.concatenate([rng.integers(0, 1 << 40, size=9_000), np.full(1_000, 777)]).astype(np.int64)
+    rng.shuffle(keys)
+    size = np.where(keys == 777, 10, keys % 300 + 1).astype(np.int64)
+    reqs = np.where(keys == 777, 50, 1).astype(np.int64)
+    ids = tmp_path / "log.parquet"
+    pq.write_table(pa.table({"user_id": keys, "size": size, "reqs": reqs}), ids, row_group_size=3000)
+    out = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--bytes", "size",
+                         "--requests", "reqs", "--duration", "20", "--chunk-size", "2500", "--json").stdout)
+    r = routing.load_router(work["new"].read_text())
+    idx = r.route_many(keys)
+    n = len(r.shards)
+    want_keys = np.bincount(idx, minlength=n)
+    want_bytes = np.bincount(idx, weights=size, minlength=n)
+    want_reqs = np.bincount(idx, weights=reqs, minlength=n)
+    assert out["rows"] == 10_000
+    assert out["bytes_total"] == float(size.sum()) and out["requests_total"] == float(reqs.sum())
+    assert out["requests_per_second"] == pytest.approx(reqs.sum() / 20)
+    for i, s in enumerate(r.shards):
+        row = out["shards"][s]
+        assert row["keys"] == want_keys[i]
+        assert row["bytes"] == want_bytes[i] and row["requests"] == want_reqs[i]
+        assert row["requests_per_second"] == pytest.approx(want_reqs[i] / 20)
+    assert out["bytes_imbalance"]["max_mean"] == pytest.approx(want_bytes.max() / want_bytes.mean())
+    assert out["requests_imbalance"]["max_mean"] == pytest.approx(want_reqs.max() / want_reqs.mean())
+    # 777 is 10% of rows, 1% of bytes (not a standout) and 85% of requests
+    by = out["hot_keys_by"]
+    assert by["requests"]["hot_keys"][0]["key"] == 777
+    assert by["requests"]["hot_keys"][0]["count_at_least"] <= 50_000 <= by["requests"]["hot_keys"][0][
+        "count_at_most"]
+    assert out["hot_keys"] == by["bytes"]["hot_keys"]
+    # a hot set proposed from the requests (the first measure given after --weights/--bytes: here requests only)
+    out3 = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--requests", "reqs",
+                          "--propose-hot-set", "--json").stdout)
+    from shardhash.hotkeys import propose_hot_set
+
+    assert out3["proposed_hot_set"] == [[k, n] for k, n in propose_hot_set(keys, r, weights=reqs).items()]
+    assert [k for k, _ in out3["proposed_hot_set"]] == [777] and out3["proposed_hot_set"][0][1] >= 2
+    assert "proposed hot set (by requests" in run("analyze", ids, "--column", "user_id", "--topology",
+                                                  work["new"], "--requests", "reqs", "--propose-hot-set").stdout
+    fails("analyze", ids, "--column", "user_id", "--propose-hot-set", match="needs --topology")
+    # rows as requests when there is no requests column; text output names every measure
+    out2 = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--duration", "4",
+                          "--json").stdout)
+    assert out2["requests_per_second"] == 2500
+    assert sum(v["requests_per_second"] for v in out2["shards"].values()) == pytest.approx(2500)
+    text = run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--bytes", "size",
+               "--requests", "reqs", "--duration", "20").stdout
+    assert "hot keys by bytes" in text and "hot keys by requests" in text and "requests/s" in text
+    fails("analyze", ids, "--column", "user_id", "--bytes", "size", "--requests", "size",
+          match="column 'size' given twice")
+    assert run("analyze", ids, "--duration", "0", ok=False).returncode == 2
+
+
 # ------------------------------------------------------------ bad input
 
 

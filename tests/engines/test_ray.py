@@ -71,6 +71,13 @@ def test_every_router_type(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) 
         assert sorted(values) == sorted(data[key + "_ids"].tolist())
         for name, r in routers.items():
             assert out.column(name).to_pylist() == r.route_many(values).tolist(), name
+        # diff over the files read by the tasks themselves, for every router against one other
+        ds = shr.read_parquet(data[key], "id")
+        names = list(routers)
+        for a, b in zip(names, names[1:] + names[:1]):
+            old, new = routers[a], routers[b]
+            got = shr.diff(ds, "id", old, new, **POOL).to_dict()
+            assert got == plan.diff(old, new, data[key + "_ids"]).to_dict(), (a, b)
 
 
 def test_bad_input(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
@@ -108,11 +115,14 @@ def test_the_files_spread_over_the_actors_and_tasks(shr: Any, ray_ctx: Any, data
     # at most two processes, each building the routers once (a partial records its process).
     assert stats["partials"] == N_FILES, stats
     assert 1 <= len(stats["peak_rss"]) <= 2 and set(stats["builds"].values()) == {1}, stats
+    # Tasks (the default) read the files' pieces themselves: a few runs of row groups per CPU,
+    # each returning only its partial.
     stats = {}
     assert shr.diff(ds, "id", old, new, weights="w", stats=stats, **POOL).to_dict() == ref
-    assert stats["partials"] == N_FILES and set(stats["builds"].values()) == {1}, stats
+    assert 2 <= stats["partials"] <= N_FILES and set(stats["builds"].values()) == {1}, stats
     got = shr.analyze(ds, "id", new, weights="w", capacity=100, **POOL)
     assert got.counts.tolist() == np.bincount(new.route_many(ids), minlength=7).tolist()
+    assert got.weighted.tolist() == np.bincount(new.route_many(ids), weights=w, minlength=7).tolist()
     import pyarrow as pa
     import ray
 
@@ -126,7 +136,12 @@ def test_read_parquet_bad_input(shr: Any, ray_ctx: Any, data: dict[str, Any]) ->
         shr.read_parquet(data["main"], "user")
     with pytest.raises(TypeError, match=r"mixes id kinds across files"):
         shr.read_parquet(data["mixed"], "id")
+    nulls = shr.read_parquet(data["nulls"], "id")
     with pytest.raises(Exception, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
-        shr.diff(shr.read_parquet(data["nulls"], "id"), "id", JumpRouter(["a"]), JumpRouter(["a", "b"]), **POOL)
+        shr.diff(nulls, "id", JumpRouter(["a"]), JumpRouter(["a", "b"]), **POOL)
+    with pytest.raises(Exception, match=r"part-3\.parquet: row 1234: id column 'id' is null"):
+        shr.analyze(nulls, "id", JumpRouter(["a"]), **POOL)
+    with pytest.raises(ValueError, match=r"no column 'user' \(columns: id, w\)"):
+        shr.diff(shr.read_parquet(data["main"], "id"), "user", JumpRouter(["a"]), JumpRouter(["b"]), **POOL)
     with pytest.raises(ValueError, match="compute must be one of 'tasks', 'actors', not 'threads'"):
         shr.route(shr.read_parquet(data["main"], "id"), "id", JumpRouter(["a"]), compute="threads")

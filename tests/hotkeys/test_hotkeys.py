@@ -11,17 +11,25 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from shardhash import DirectoryRouter, JumpRouter, RangeRouter, RingRouter, Router, load_router, plan
+from shardhash import DirectoryRouter, Hasher, JumpRouter, RangeRouter, RingRouter, Router, load_router, plan
 from shardhash.hotkeys import HotKeyRouter, hot_changes, propose_hot_set, subkey
 from tests._support import ill_typed
 
 SHARDS = [f"s{i}" for i in range(8)]
 
 
-@pytest.fixture(params=["jump", "ring", "directory"])
+@pytest.fixture(params=["jump", "ring", "directory", "memento", "multiprobe", "bounded"])
 def base(request: pytest.FixtureRequest) -> Router:
+    from shardhash.routing import BoundedLoadRouter, MementoRouter, MultiProbeRouter
+
     if request.param == "jump":
         return JumpRouter(SHARDS)
+    if request.param == "memento":
+        return MementoRouter(SHARDS)
+    if request.param == "multiprobe":
+        return MultiProbeRouter(SHARDS)
+    if request.param == "bounded":
+        return BoundedLoadRouter(SHARDS)
     if request.param == "ring":
         return RingRouter(SHARDS, vnodes=16)
     return DirectoryRouter(JumpRouter(SHARDS), {"vip": "s9"})
@@ -197,3 +205,87 @@ def test_a_fresh_process_loads_the_document() -> None:
                          env=child_env(), timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [[list(p) for p in r.route_read("star")], [list(p) for p in r.route_read(5)]]
+
+
+@pytest.mark.parametrize("hasher", [None, Hasher(seed=7), Hasher("murmur3_128", seed=3)])
+def test_compiled_cold_paths_on_many_keys_and_a_large_hot_set(hasher: Hasher | None) -> None:
+    # The compiled path finds hot keys by their 64-bit hash in a table: with
+    # 3000 hot keys (int and str, ASCII or not) the table and its filter are
+    # full, and every answer must still be the reference's.
+    b = JumpRouter(SHARDS) if hasher is None else JumpRouter(SHARDS, hasher=hasher)
+    hot: dict[Any, int] = {f"hot{i}": 2 + i % 3 for i in range(1500)}
+    hot.update({i * 7919 - 10**6: 2 for i in range(1000)})
+    hot.update({f"héß{i}": 3 for i in range(300)} | {2**64 - 1 - i: 2 for i in range(200)})
+    r = HotKeyRouter(b, hot)
+    keys: list[Any] = list(hot) + [f"user:{i}" for i in range(2000)] + [f"ünï{i}" for i in range(200)]
+    keys += list(range(-1000, 1000)) + [2**63 + i for i in range(50)] + [-(2**63), "", "\U0001f600"]
+    for k in keys:
+        expect = HotKeyRouter.route_read(r, k)
+        assert r.route_read(k) == expect
+        if k in hot:
+            assert len(expect) == hot[k]
+            assert r.route_write(k) in expect
+        else:
+            assert expect == [(b.route(k), 0)]
+            assert r.route_write(k) == (b.route(k), 0)
+    for bad in (2**64, -(2**63) - 1):
+        with pytest.raises(OverflowError):
+            r.route_read(bad)
+        with pytest.raises(OverflowError):
+            r.route_write(bad)
+
+
+def test_route_read_results_stay_the_callers() -> None:
+    # route_read refills its last list only when nobody else holds it.
+    r = HotKeyRouter(JumpRouter(SHARDS), {"star": 2})
+    keys = [f"k{i}" for i in range(50)]
+    kept = [r.route_read(k) for k in keys]
+    assert kept == [[(r.route(k), 0)] for k in keys]
+    first = r.route_read("a")
+    first.append(("mine", 99))
+    second = r.route_read("b")
+    assert first == [(r.route("a"), 0), ("mine", 99)] and second == [(r.route("b"), 0)]
+    third = r.route_read("c")
+    third.clear()
+    assert r.route_read("d") == [(r.route("d"), 0)] and third == []
+
+    # (a list its caller dropped is refilled: the path the callback below takes)
+    before = id(r.route_read("p"))
+    assert id(r.route_read("q")) == before
+
+    class CallsBack:
+        seen: list[list[tuple[str, int]]] = []
+
+        def __del__(self) -> None:  # runs when route_read releases the item below
+            CallsBack.seen.append(r.route_read("e"))
+
+    got: list[Any] = r.route_read("f")
+    got[0] = CallsBack()
+    del got
+    again = r.route_read("g")
+    assert again == [(r.route("g"), 0)]
+    assert CallsBack.seen == [[(r.route("e"), 0)]] and CallsBack.seen[0] is not again
+
+
+def _outcome(fn: Callable[[Any], object], key: Any) -> object:
+    try:
+        return fn(key)
+    except (TypeError, ValueError, OverflowError) as e:
+        return type(e), str(e)
+
+
+def test_compiled_paths_defer_to_an_overridden_route_and_key_prefix() -> None:
+    class Pinned(JumpRouter):
+        def route(self, key: Any, /) -> str:
+            return "s0"
+
+    p = Pinned(SHARDS)
+    r = HotKeyRouter(p, {"star": 2})
+    assert r.route_read("x") == HotKeyRouter.route_read(r, "x")
+    assert r.route_write("x") == HotKeyRouter.route_write(r, "x")
+    t = JumpRouter(SHARDS, key_prefix=1)
+    rt = HotKeyRouter(t, {})
+    for k in ("x", 5, ("x", 1), ("x",)):
+        assert _outcome(rt.route_read, k) == _outcome(lambda k: HotKeyRouter.route_read(rt, k), k)
+        assert _outcome(rt.route_write, k) == _outcome(lambda k: HotKeyRouter.route_write(rt, k), k)
+    assert rt.route_read(("x", 1)) == [(t.route(("x", 1)), 0)]

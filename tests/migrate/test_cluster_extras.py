@@ -169,6 +169,9 @@ def test_metrics_hooks(cluster: Any) -> None:
         for _ in range(6):
             with cluster.hot_transaction("celebrity", group="events") as tx:
                 pass
+        q = "SELECT seq FROM events WHERE user_key = ? AND sub = ?"
+        for k in ("celebrity", "nobody", "nobody"):
+            cluster.hot_read(k, q, (k,), group="events")
         cluster.lookup_index("email")
         cluster.lookup("email", "nobody@example.com")
     finally:
@@ -180,6 +183,8 @@ def test_metrics_hooks(cluster: Any) -> None:
         if n:
             assert (m.value("shardhash_shard_op_seconds_count", shard=s, op="write") or 0) >= n
     assert m.value("shardhash_hot_writes_total", hot="true") == 6
+    assert m.value("shardhash_hot_reads_total", hot="true") == 1
+    assert m.value("shardhash_hot_reads_total", hot="false") == 2
     assert m.value("shardhash_lookups_total", index="email", result="miss") == 1
 
 
@@ -235,3 +240,167 @@ def test_a_migration_moves_hot_sub_keys_like_any_keys(tmp_path: Path) -> None:
             c.close()
     finally:
         cl.close()
+
+
+def test_scatter_during_and_after_a_migration_counts_each_row_once(tmp_path: Path) -> None:
+    # Four shards -> three (s3's rows move to s0..s2) -> four again (rows
+    # move back to s3).  While the first migration copies, s0..s2 hold
+    # copies they do not own yet; after the second one's cutover, s0..s2
+    # keep the moved rows (retained) until cleanup.  Aggregates and pages
+    # must match one database holding every row exactly once (the oracle).
+    import random
+
+    from shardhash.migrate import Migration
+
+    four = ["s0", "s1", "s2", "s3"]
+    schema = "CREATE TABLE orders (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, amount REAL)"
+    for s in [*four, "oracle"]:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute(schema)
+        c.commit()
+        c.close()
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in four},
+           "groups": {"orders": {"router": JumpRouter(four).to_dict(),
+                                 "tables": [{"name": "orders", "key": "id"}]}}}
+    cl = Cluster.from_dict(doc, base_dir=tmp_path)
+    cl.init()
+    rng = random.Random(4)
+    rows = [(i, rng.randrange(4), None if i % 13 == 0 else round(rng.uniform(-20, 80), 2)) for i in range(600)]
+    oracle = sqlite3.connect(tmp_path / "oracle.db")
+    aggs = {"n": "count(*)", "n_amount": "count(amount)", "total": "sum(amount)", "lo": "min(amount)",
+            "hi": "max(amount)", "mean": "avg(amount)"}
+
+    def write(sql: str, r: tuple[Any, ...], key: int | None = None) -> None:
+        with cl.transaction(r[0] if key is None else key, group="orders") as tx:
+            tx.execute(sql, r)
+        oracle.execute(sql, r)
+        oracle.commit()
+
+    def physical() -> int:
+        n = 0
+        for s in four:
+            c = sqlite3.connect(tmp_path / f"{s}.db")
+            n += c.execute("SELECT count(*) FROM orders").fetchone()[0]
+            c.close()
+        return n
+
+    def check() -> None:
+        got = cl.scatter_aggregate("SELECT id, grp, amount FROM orders", aggs, group="orders", group_by="grp")
+        q = ("SELECT grp, count(*), count(amount), sum(amount), min(amount), max(amount), avg(amount) "
+             "FROM orders GROUP BY grp ORDER BY grp")
+        exp = [dict(zip(["grp", *aggs], r)) for r in oracle.execute(q)]
+        assert [r["grp"] for r in got.rows] == [r["grp"] for r in exp]
+        for g, e in zip(got.rows, exp):
+            for k in ("n", "n_amount", "lo", "hi"):
+                assert g[k] == e[k], (k, g, e)
+            assert g["total"] == pytest.approx(e["total"]) and g["mean"] == pytest.approx(e["mean"])
+        ids: list[int] = []
+        cursor = None
+        while True:
+            page = cl.scatter_gather("SELECT id, grp FROM orders", group="orders", order_by=["grp", "id"],
+                                     unique="id", limit=50, cursor=cursor)
+            ids += [r[0] for r in page.rows]
+            cursor = page.cursor
+            if cursor is None:
+                break
+        assert ids == [r[0] for r in oracle.execute("SELECT id FROM orders ORDER BY grp, id")]
+
+    try:
+        for r in rows:
+            write("INSERT INTO orders VALUES (?, ?, ?)", r)
+        check()
+        m1 = Migration.create(cl, "orders", JumpRouter(four[:3], version=2))
+        m1.run(cutover=False)  # copied and caught up: s0..s2 hold copies of s3's rows they do not own yet
+        assert m1.state not in ("retained", "cleaned") and physical() > len(rows)
+        check()
+        over = cl.scatter_aggregate("SELECT id FROM orders", {"n": "count(*)"}, group="orders", owned_only=False)
+        assert over.rows[0]["n"] == physical() > len(rows)  # without the filter the copies count twice
+        for i in range(600, 640):  # writes go on during the migration (to the owners)
+            write("INSERT INTO orders VALUES (?, ?, ?)", (i, i % 4, float(i)))
+        check()
+        assert m1.run() == "retained"
+        check()
+        m1.cleanup()
+        check()  # no migration holds the group: the aggregates run whole on each shard
+        new = JumpRouter(four, version=3)
+        m2 = Migration.create(cl, "orders", new)
+        assert m2.run() == "retained"  # cut over: s0..s2 keep the rows that moved to s3 until cleanup
+        assert cl.refresh("orders") == new and physical() > 640
+        write("DELETE FROM orders WHERE id = ?", (5,))
+        write("UPDATE orders SET amount = ? WHERE id = ?", (1000.5, 7), key=7)
+        check()
+        m2.cleanup()
+        assert physical() == 639
+        check()
+    finally:
+        oracle.close()
+        cl.close()
+
+
+def test_scatter_aggregate_ownership_arguments(cluster: Any) -> None:
+    from shardhash.scatter import scatter_aggregate
+
+    with pytest.raises(TypeError, match="go together"):
+        scatter_aggregate("SELECT id FROM users", {"s0": lambda: None}, {"n": "count(*)"}, key_column="id")
+    with pytest.raises(ValueError, match="attempts"):
+        cluster.scatter_aggregate("SELECT id FROM users", {"n": "count(*)"}, group="users", attempts=0)
+    assert cluster.scatter_aggregate("SELECT id FROM users", {"n": "count(*)"}, group="users").rows == [{"n": 0}]
+
+
+def test_structured_records_of_a_real_stale_route(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # A second client still holds the old router after a migration's cutover:
+    # its write is refused by the shard, retried on the new owner, and the
+    # records carry the shard key, the shards, the versions, the migration id
+    # and the retry reason.
+    import json
+    import logging
+
+    from shardhash.metrics import JsonFormatter, ShardMetrics
+    from shardhash.migrate import Migration
+
+    every = ["s0", "s1", "s2", "s3"]
+    for s in every:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        c.commit()
+        c.close()
+    old = JumpRouter(every[:3])
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in every},
+           "groups": {"users": {"router": old.to_dict(), "tables": [{"name": "users", "key": "id"}]}}}
+    a = Cluster.from_dict(doc, base_dir=tmp_path)
+    a.init()
+    b = Cluster.from_dict(doc, base_dir=tmp_path)
+    try:
+        for i in range(40):
+            with a.transaction(i, group="users") as tx:
+                tx.execute("INSERT INTO users VALUES (?, ?)", (i, f"n{i}"))
+        assert b.router("users") == old  # b caches the old router
+        new = JumpRouter(every, version=2)
+        m = Migration.create(a, "users", new)
+        assert m.run() == "retained"
+        moved = next(i for i in range(40) if new.route(i) != old.route(i))
+        metrics = ShardMetrics()
+        metrics.attach()
+        try:
+            with caplog.at_level(logging.DEBUG, logger="shardhash.events"):
+                with b.transaction(moved, group="users") as tx:
+                    tx.execute("UPDATE users SET name = 'changed' WHERE id = ?", (moved,))
+        finally:
+            metrics.detach()
+        if metrics.enabled:
+            assert metrics.value("shardhash_client_stale_retries_total", shard=old.route(moved)) == 1
+            assert metrics.value("shardhash_routed_keys_total", shard=new.route(moved)) == 1
+        docs = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "shardhash.events"]
+        stale = [d for d in docs if d["event"] == "stale_route_retry"]
+        assert len(stale) == 1
+        assert stale[0]["shard_key"] == moved and stale[0]["shard"] == old.route(moved)
+        assert stale[0]["topology_version"] == 1 and stale[0]["current_version"] == 2
+        assert stale[0]["migration_id"] == m.id and "stale route" in stale[0]["retry_reason"]
+        route = [d for d in docs if d["event"] == "route"]
+        assert route[-1]["shard_key"] == moved and route[-1]["shard"] == new.route(moved)
+        assert route[-1]["topology_version"] == 2
+        with a.read(moved, group="users") as tx:
+            assert tx.execute("SELECT name FROM users WHERE id = ?", (moved,)).fetchone() == ("changed",)
+    finally:
+        a.close()
+        b.close()

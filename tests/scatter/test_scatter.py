@@ -458,3 +458,29 @@ def test_pages_match_the_oracle_property(rows: list[tuple[Any, ...]], ordering: 
             if cursor is None:
                 break
         assert got == expect
+
+
+def test_a_duplicate_tie_breaker_at_a_page_boundary_is_caught(tmp_path: Path) -> None:
+    # Two rows with the same (grp, id) on one shard, the first the last row of
+    # a page: keyset pagination would skip the second, so it is an error.
+    paths = [tmp_path / f"d{i}.db" for i in range(2)]
+    for i, p in enumerate(paths):
+        c = sqlite3.connect(p)
+        c.execute("CREATE TABLE t (id INTEGER NOT NULL, grp INTEGER NOT NULL)")
+        c.executemany("INSERT INTO t VALUES (?, ?)", [(10 * j + i, 0) for j in range(5)])
+        c.commit()
+        c.close()
+    c = sqlite3.connect(paths[0])
+    c.execute("INSERT INTO t VALUES (20, 0)")  # 20 twice on d0
+    c.commit()
+    c.close()
+    shards = {f"d{i}": functools.partial(sqlite3.connect, str(p)) for i, p in enumerate(paths)}
+    # page of 5: 0, 1, 10, 11, 20 -- the other 20 is d0's next row
+    with pytest.raises(ValueError, match="not unique: shard 'd0'"):
+        scatter_gather("SELECT id, grp FROM t", shards, order_by=["grp", "id"], unique="id", limit=5)
+    # page of 1 ending on the first 20 after two pages: the next row is the over-fetched one
+    page = scatter_gather("SELECT id, grp FROM t", shards, order_by=["grp", "id"], unique="id", limit=4)
+    assert [r[0] for r in page.rows] == [0, 1, 10, 11]
+    with pytest.raises(ValueError, match="not unique"):
+        scatter_gather("SELECT id, grp FROM t", shards, order_by=["grp", "id"], unique="id", limit=1,
+                       cursor=page.cursor)

@@ -189,8 +189,10 @@ def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
 @dataclass
 class _ShardUnits:
     epoch: int
-    # per migration: (group, version, membership over its units here, unit index -> (unit, role, state))
-    migs: list[tuple[str, int, Membership, dict[int, tuple[Unit, str, str, int]]]] = field(default_factory=list)
+    # per migration: (group, version, membership over its units here, unit index -> (unit, role, state),
+    # migration id)
+    migs: list[tuple[str, int, Membership, dict[int, tuple[Unit, str, str, int]], str]] = \
+        field(default_factory=list)
     # groups with an active change capture on the shard
     captures: set[str] = field(default_factory=set)
 
@@ -455,7 +457,7 @@ class Cluster(ClusterExtras):
             ordered = sorted(units.values(), key=lambda e: e[0].index)
             mem = Membership(routers[0], routers[1], [Unit.from_dict(dict(e[0].to_dict(), index=i))
                                                        for i, e in enumerate(ordered)])
-            su.migs.append((grp, version, mem, dict(enumerate(ordered))))
+            su.migs.append((grp, version, mem, dict(enumerate(ordered)), mig))
         su.migs.sort(key=lambda m: -m[1])  # newest version first: it decides
         with self._lock:
             self._units[shard] = su
@@ -478,7 +480,7 @@ class Cluster(ClusterExtras):
     @staticmethod
     def _verdict_of(su: _ShardUnits, shard: str, group: str, key: Any, version: int,
                     write: bool) -> tuple[str, int, str] | None:
-        for grp, v, mem, units in su.migs:
+        for grp, v, mem, units, _mig in su.migs:
             if grp != group:
                 continue
             i = mem.unit_of(key)
@@ -499,6 +501,14 @@ class Cluster(ClusterExtras):
             if version >= v:
                 return "wait", v, shard
             return "stale", v_from, u.source
+        return None
+
+    def _migration_of(self, shard: str, b: SQLiteShard, c: Any, group: str, key: Any) -> str | None:
+        """The migration whose record on ``shard`` decides ``key`` (for the
+        structured log record of a stale-route retry), or None."""
+        for grp, _v, mem, _units, mig in self._shard_units(shard, b, c).migs:
+            if grp == group and mem.unit_of(key) >= 0:
+                return mig
         return None
 
     @contextmanager
@@ -534,11 +544,12 @@ class Cluster(ClusterExtras):
             if t_wait is not None:
                 self.metrics.add_pause(time.perf_counter() - t_wait)
             if verdict == "stale":
+                mig = self._migration_of(shard, b, c, g.name, key)
                 b.rollback(c)
                 err = StaleRouteError(key, shard, router.version, cur, owner)
                 _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key,
                              topology_version=router.version, current_version=cur, retry_reason=str(err),
-                             retried=attempt < self.retries)
+                             retried=attempt < self.retries, migration_id=mig)
                 if attempt >= self.retries:
                     self.metrics.stale(False)
                     raise err
