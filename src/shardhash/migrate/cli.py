@@ -31,7 +31,8 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = 
     p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
     p.add_argument("--fence-threshold", type=float, default=0.5,
                    help="freeze only when the remaining catch-up is estimated below this (s, default 0.5)")
-    p.add_argument("--chunk", type=int, default=10000, help="rows per copy chunk (default 10000)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="rows per copy chunk (default: adapted to the time a chunk takes, from 10000)")
     p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
     p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
     p.add_argument("--json", action="store_true", help="machine-readable output")

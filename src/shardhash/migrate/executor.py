@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
+import threading
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -87,6 +90,141 @@ def _row_hashes(rows: Sequence[Sequence[Any]]) -> np.ndarray:
     if not rows:
         return np.zeros(0, dtype=np.uint64)
     return np.asarray(hash_array([repr(tuple(r)) for r in rows]), dtype=np.uint64)
+
+
+#: The adaptive snapshot copy (``run(chunk=None)``, the default): the first
+#: chunk's rows, the time a chunk should take, and the bounds of its size.
+#: A chunk is the unit of resumption (its cursor is committed after it) and,
+#: on SQLite, one write transaction on its destination: long enough that
+#: per-chunk round trips do not bound the rate, short enough that a resume
+#: re-copies little and writers to the destination's own keys wait little.
+COPY_CHUNK = 10_000
+COPY_CHUNK_SECONDS = 0.25
+COPY_CHUNK_MIN = 1_000
+COPY_CHUNK_MAX = 200_000
+
+
+def _next_chunk(size: int, rows: int, seconds: float) -> int:
+    """The next chunk's size from the last chunk's (``rows`` scanned in
+    ``seconds``): aim at :data:`COPY_CHUNK_SECONDS`, at most doubling or
+    halving per chunk."""
+    if rows < size or seconds <= 0:  # (the last, short chunk says nothing)
+        return size
+    want = rows * COPY_CHUNK_SECONDS / seconds
+    return int(min(COPY_CHUNK_MAX, max(COPY_CHUNK_MIN, size // 2, min(size * 2, want))))
+
+
+class _Reader:
+    """The source side of the snapshot copy: chunks of rows in primary-key
+    order, each read (on a thread of its own) while the caller writes the
+    previous one.  ``read(after, n)`` returns the ``n`` rows after primary
+    key ``after``; ``size`` may change between chunks.  Only the thread
+    uses the source connection until :meth:`close` returns."""
+
+    def __init__(self, read: Callable[[Any, int], list[tuple[Any, ...]]], after: Any, pkx: Sequence[int],
+                 size: int, *, thread: bool = True) -> None:
+        self._read = read
+        self._after = after
+        self._pkx = list(pkx)
+        self.size = size
+        self._q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._t: threading.Thread | None = None
+        if thread:
+            self._t = threading.Thread(target=self._run, name="shardhash-copy-reader", daemon=True)
+            self._t.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                n = self.size
+                rows = self._read(self._after, n)
+                if rows:
+                    self._after = [rows[-1][j] for j in self._pkx]
+                if not self._put(("rows", (rows, len(rows) < n))) or len(rows) < n:
+                    return
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            self._put(("error", e))
+
+    def _put(self, item: tuple[str, Any]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[tuple[list[tuple[Any, ...]], bool]]:
+        """(rows, last): ``last`` when the read returned fewer rows than it
+        asked for (nothing follows); empty chunks are not yielded."""
+        while self._t is None:  # (no thread: read when asked)
+            n = self.size
+            rows = self._read(self._after, n)
+            if rows:
+                self._after = [rows[-1][j] for j in self._pkx]
+                yield rows, len(rows) < n
+            if len(rows) < n:
+                return
+        while True:
+            kind, v = self._q.get()
+            if kind == "error":
+                raise v
+            if v[0]:
+                yield v
+            if v[1]:
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._t is not None:
+            self._t.join()
+
+
+class _Writer:
+    """The destination side of the snapshot copy: ``fn(item)`` for every
+    :meth:`put` item, in order, on a thread of its own; :meth:`put` waits
+    while an item is in hand (one at a time) and raises the first error of
+    ``fn`` (after which nothing more is written)."""
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self._fn = fn
+        self._q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+        self._err: BaseException | None = None
+        self._t = threading.Thread(target=self._run, name="shardhash-copy-writer", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while True:
+            more, item = self._q.get()
+            if not more:
+                return
+            if self._err is None:
+                try:
+                    self._fn(item)
+                except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                    self._err = e
+            self._q.task_done()
+
+    def _check(self) -> None:
+        if self._err is not None:
+            raise self._err
+
+    def put(self, item: Any) -> None:
+        self._check()
+        self._q.join()  # (the previous item is written: at most one in hand)
+        self._check()
+        self._q.put((True, item))
+
+    def finish(self) -> None:
+        """Wait until every item is written; raise the first error."""
+        self._q.join()
+        self._check()
+
+    def close(self) -> None:
+        """Stop the thread (after the item in hand, if any)."""
+        self._q.put((False, None))
+        self._t.join()
 
 
 class Migration:
@@ -167,7 +305,9 @@ class Migration:
             us = list(units) if units is not None else units_for(old, new_router, max_step_share=max_step_share)
             for h in holders:
                 hu = [Unit.from_dict(u) for u in h["units"]]
-                clash = _overlap(hu, us)
+                # (hash filters compare only in one hash space)
+                same = load_router(json.loads(h["new_router"])).hasher == new_router.hasher
+                clash = _overlap(hu, us, same)
                 if clash is not None:
                     a, b = clash
                     raise MigrationError(
@@ -256,11 +396,12 @@ class Migration:
 
     # -------------------------------------------------------------- run
 
-    def run(self, *, fence_threshold: float = 0.5, chunk: int = 10000, cutover: bool = True,
+    def run(self, *, fence_threshold: float = 0.5, chunk: int | None = None, cutover: bool = True,
             max_catchup_seconds: float = 600.0) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
-        any failure or crash: every step resumes where it stopped."""
+        any failure or crash: every step resumes where it stopped.  ``chunk``:
+        rows per snapshot-copy chunk (default: adaptive, see :meth:`_copy`)."""
         try:
             st = self.state
             if st in ("retained", "cleaning", "cleaned", "rolled-back"):
@@ -352,14 +493,30 @@ class Migration:
 
     # --------------------------------------------------------------- copy
 
-    def _copy(self, chunk: int) -> None:
+    def _copy(self, chunk: int | None = None) -> None:
+        """The snapshot copy (see docs/migrate.md), as a pipeline of three
+        threads per table: one reads the next chunk from the source (in the
+        snapshot's read transaction) while this one routes the current chunk
+        and another writes the previous one to its destinations and then
+        commits its cursor -- at most one chunk is in the writer's hands, so
+        a crash re-copies at most one.  ``chunk``: rows scanned per source
+        read and per cursor commit; ``None`` (the default) adapts it to the
+        time a chunk takes (:data:`COPY_CHUNK_SECONDS`, between
+        :data:`COPY_CHUNK_MIN` and :data:`COPY_CHUNK_MAX` rows, from
+        :data:`COPY_CHUNK`).  The writer uses this thread's connections (so
+        a fault on "the executor's connection" hits the copy), never while
+        this thread does; ``progress_fn`` runs on this thread, with no write
+        in flight."""
         if self.info.get("skip_copy"):
             return
         cl = self.cluster
         t0 = time.perf_counter()
-        copied = int(self.meta.get(self.id, "copied", 0))
-        scanned = 0
+        prog = {"copied": int(self.meta.get(self.id, "copied", 0)), "scanned": 0}
         ids = [u for u in self.units if u.kind == "ids"]
+        # unit index -> index of its destination in dsts (batch selection below)
+        dsts = self.mem.destinations
+        unit_dst = np.array([dsts.index(u.destination) for u in self.units], dtype=np.int64)
+        size = COPY_CHUNK if chunk is None else max(1, int(chunk))
         total = 0
         if self.progress_fn is not None:
             for s in self.mem.sources:
@@ -382,53 +539,99 @@ class Migration:
                         where = f'"{cols[kx]}" BETWEEN ? AND ?'
                         args = (min(u.lo for u in ids), max(u.hi for u in ids))
                     sb.begin_read(sc)
-                    pos = sb.position(sc)
-                    if cur is None:
-                        self.meta.put(self.id, f"snapshot_position:{s}:{t.name}", pos)
+                    # (recorded with the first chunk's cursor)
+                    snap: list[Any] = [] if cur is not None else [f"snapshot_position:{s}:{t.name}",
+                                                                  sb.position(sc)]
+                    done = [False]
+
+                    def write(item: tuple[list[tuple[str, Any, list[tuple[Any, ...]]]], Any, Any, int, list[Any]],
+                              _s: str = s, _t: str = t.name, _c: list[str] = cols, _k: str = ck,
+                              _done: list[bool] = done) -> None:
+                        parts, mconn, cursor, n_scanned, extra = item
+                        for n, (d, dc, drows) in enumerate(parts):
+                            self._write_copy(_s, d, dc, _t, _c, drows)
+                            if n == 0:
+                                crash_point("copy-chunk")
+                            prog["copied"] += len(drows)
+                        # (one metadata transaction per chunk; the last one marks the table done)
+                        with self.meta.tx(mconn) as mc:
+                            self.meta.put(self.id, _k, cursor, mc)
+                            self.meta.put(self.id, "copied", prog["copied"], mc)
+                            if extra:
+                                self.meta.put(self.id, extra[0], extra[1], mc)
+                        _done[0] = cursor == "done"
+                        prog["scanned"] += n_scanned
+
+                    reader = _Reader(partial(sb.scan, sc, t.name, cols, pk, where=where, args=args), cur,
+                                     pkx, size, thread=sb.prefetch)
+                    writer = _Writer(write)
                     try:
-                        while True:
-                            rows = sb.scan(sc, t.name, cols, pk, cur, chunk, where, args)
-                            if not rows:
-                                break
-                            scanned += len(rows)
+                        t_last = time.perf_counter()
+                        for rows, last in reader:
                             keys = [r[kx] for r in rows]
                             self._check_keys(t.name, keys, rows, pkx)
                             ui = self.mem.assign(keys)
-                            by_dst: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-                            for r, u in zip(rows, ui.tolist()):
-                                if u >= 0:
-                                    by_dst[self.units[u].destination].append(r)
-                            for n, (d, drows) in enumerate(sorted(by_dst.items())):
-                                db = cl.backend(d)
-                                with self._on(d, "destination", f"copying {t.name!r} from {s!r}"), \
-                                        db.writing() as dc:
-                                    # Fast path: none of the rows is there yet (a
-                                    # resumed chunk, or a collision, takes the slow one).
-                                    if db.insert_new(dc, t.name, cols, drows) < len(drows):
-                                        self._check_collisions(s, d, db, dc, t.name, drows)
-                                        db.upsert(dc, t.name, cols, drows)
-                                    if n == 0:
-                                        crash_point("copy-chunk")
-                                copied += len(drows)
-                            cur = [rows[-1][j] for j in pkx]
-                            with self.meta.tx() as mc:
-                                self.meta.put(self.id, ck, cur, mc)
-                                self.meta.put(self.id, "copied", copied, mc)
-                            el = time.perf_counter() - t0
-                            rate = scanned / el if el > 0 else 0.0
-                            self._tick(phase="copy", rows_copied=copied, rows_scanned=scanned, rows_total=total,
-                                       rows_per_s=rate, eta_s=(total - scanned) / rate if rate and total else None)
-                            _events.emit("migration_progress", migration_id=self.id, copied=copied, scanned=scanned,
-                                         total=total if self.progress_fn is not None else None)
+                            sel = np.flatnonzero(ui >= 0)
+                            dix = unit_dst[ui[sel]]
+                            parts = []
+                            for j in np.unique(dix).tolist():
+                                d = dsts[j]
+                                pick = sel if len(dsts) == 1 else sel[dix == j]
+                                # (this thread's connections, handed to the writer, which
+                                # uses them while this thread does not)
+                                with self._on(d, "destination", f"copying {t.name!r} from {s!r}"):
+                                    dc = cl.backend(d).conn()
+                                parts.append((d, dc, [rows[i] for i in pick.tolist()]))
+                            writer.put((parts, self.meta.db.conn(), "done" if last else [rows[-1][j] for j in pkx],
+                                        len(rows), snap))
+                            snap = []
+                            # (put waits while the writer is busy: in the steady state
+                            # this loop runs at the pace of the slowest stage)
+                            now = time.perf_counter()
+                            if chunk is None:
+                                size = _next_chunk(size, len(rows), now - t_last)
+                                reader.size = size
+                            t_last = now
+                            if self.progress_fn is not None and now - self._last_tick >= self.progress_every:
+                                writer.finish()  # (no write in flight while the callback runs)
+                                el = time.perf_counter() - t0
+                                rate = prog["scanned"] / el if el > 0 else 0.0
+                                left = total - prog["scanned"]
+                                self._tick(phase="copy", rows_copied=prog["copied"], rows_scanned=prog["scanned"],
+                                           rows_total=total, rows_per_s=rate,
+                                           eta_s=left / rate if rate and total else None)
+                            _events.emit("migration_progress", migration_id=self.id, copied=prog["copied"],
+                                         scanned=prog["scanned"], total=total if self.progress_fn is not None else None)
+                        writer.finish()
                     finally:
+                        writer.close()
+                        reader.close()
                         sb.rollback(sc)
-                    self.meta.put(self.id, ck, "done")
+                    if not done[0]:  # (no rows, or the last chunk was full: the next read found none)
+                        with self.meta.tx() as mc:
+                            self.meta.put(self.id, ck, "done", mc)
+                            if snap:
+                                self.meta.put(self.id, snap[0], snap[1], mc)
             finally:
                 sc.close()
         dt = time.perf_counter() - t0
-        rate = scanned / dt if dt > 0 else 0.0
+        rate = prog["scanned"] / dt if dt > 0 else 0.0
         self.meta.put(self.id, "copy_rows_per_s", rate)
-        self.log(f"copy done: {copied} rows copied ({scanned} scanned, {rate:,.0f} rows/s scanned)")
+        self.log(f"copy done: {prog['copied']} rows copied ({prog['scanned']} scanned, {rate:,.0f} rows/s scanned)")
+
+    def _write_copy(self, s: str, d: str, dc: Any, table: str, cols: list[str], rows: list[tuple[Any, ...]]) -> None:
+        """Write one chunk's rows for destination ``d`` (connection ``dc``):
+        all at once when none of them is there yet (the fast path: SQLite
+        multi-row INSERTs in one transaction, PostgreSQL one COPY); else -- a
+        resumed chunk, or a primary key taken by another row -- the checked
+        upsert."""
+        db = self.cluster.backend(d)
+        with self._on(d, "destination", f"copying {table!r} from {s!r}"):
+            if db.copy_new(dc, table, cols, rows):
+                return
+            with db.writing(dc):
+                self._check_collisions(s, d, db, dc, table, rows)
+                db.upsert(dc, table, cols, rows)
 
     # ----------------------------------------------------------- catch-up
 
@@ -975,15 +1178,29 @@ def pending_router(cluster: Cluster, group: str | None = None) -> Router:
     return _base(cur, [m for m in cluster.metadata.migrations(g.name) if m["state"] not in DONE])[0]
 
 
-def _disjoint_filters(a: Unit, b: Unit) -> bool:
-    if a.kind == b.kind and a.kind in ("range", "ids"):
+def _disjoint_filters(a: Unit, b: Unit, same_hash: bool = True) -> bool:
+    """Whether no key can pass both units' own filters.  Hash filters
+    (intervals, buckets) compare only when both migrations hash keys with
+    the same hasher (``same_hash``)."""
+    if same_hash and a.kind in ("range", "ranges") and b.kind in ("range", "ranges"):
+        ia, ib = sorted(a.intervals()), sorted(b.intervals())
+        i = j = 0
+        while i < len(ia) and j < len(ib):
+            if ia[i][1] < ib[j][0]:
+                i += 1
+            elif ib[j][1] < ia[i][0]:
+                j += 1
+            else:
+                return False
+        return True
+    if a.kind == b.kind == "ids":
         return a.hi < b.lo or b.hi < a.lo
-    if a.kind == b.kind == "buckets" and a.modulus == b.modulus:
+    if same_hash and a.kind == b.kind == "buckets" and a.modulus == b.modulus:
         return not (set(a.buckets) & set(b.buckets))
     return False
 
 
-def _overlap(held: Sequence[Unit], new: Sequence[Unit]) -> tuple[Unit, Unit] | None:
+def _overlap(held: Sequence[Unit], new: Sequence[Unit], same_hash: bool = True) -> tuple[Unit, Unit] | None:
     """A pair (held unit, new unit) that may share a key, or None.
 
     Membership is exact (a key belongs to a unit when the unit's old router
@@ -998,7 +1215,7 @@ def _overlap(held: Sequence[Unit], new: Sequence[Unit]) -> tuple[Unit, Unit] | N
         for b in new:
             if b.source != a.destination:
                 continue
-            if not _disjoint_filters(a, b):
+            if not _disjoint_filters(a, b, same_hash):
                 return a, b
     return None
 

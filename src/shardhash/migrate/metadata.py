@@ -111,10 +111,11 @@ class Metadata:
         self._ready = True
 
     @contextmanager
-    def tx(self) -> Iterator[Any]:
+    def tx(self, c: Any = None) -> Iterator[Any]:
         """A write transaction that excludes every other one (see the module
-        docstring); committed when the block ends, rolled back when it raises."""
-        c = self.db.conn()
+        docstring); committed when the block ends, rolled back when it raises.
+        ``c``: a connection of this store (default: this thread's)."""
+        c = self.db.conn() if c is None else c
         if self.kind == "postgresql":
             c.execute("BEGIN")
             try:

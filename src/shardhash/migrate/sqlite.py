@@ -37,6 +37,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,11 @@ CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 """
 
 
+#: Rows per multi-row INSERT statement of the snapshot copy (fewer when the
+#: table is wide: SQLite bounds the number of parameters of a statement).
+MULTI_ROWS = 200
+
+
 def qi(name: str) -> str:
     """Quote an SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
@@ -77,6 +83,13 @@ class SQLiteShard:
 
     kind = "sqlite"
     placeholder = "?"
+    #: Whether the snapshot copy reads the next chunk on a thread of its own
+    #: while the current one is routed and written.  Not on SQLite: the
+    #: sqlite3 module releases the GIL around every row it steps through, so
+    #: a reader thread waits for the GIL once per row while the others run
+    #: (a 1M-row unit, load 7-10: 62k rows/s with the thread, its reads 15.6 s
+    #: of 16.1; 86k rows/s without it, reads 8.6 s of 11.6).
+    prefetch = False
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         self.path = str(path)
@@ -343,10 +356,45 @@ class SQLiteShard:
         c.executemany(q, rows)
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
-        """Insert rows whose primary key is absent; returns how many were inserted."""
-        cur = c.executemany(f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) "
-                            f"VALUES ({', '.join('?' for _ in cols)}) ON CONFLICT DO NOTHING", rows)
-        return int(cur.rowcount)
+        """Insert rows whose primary key is absent; returns how many were inserted.
+
+        Multi-row ``INSERT … VALUES (…), (…), …`` statements of a fixed
+        number of rows (one cached statement, within SQLite's limit on bound
+        parameters): about twice as fast as ``executemany`` of one row."""
+        if not rows:
+            return 0
+        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
+        one = "(" + ", ".join("?" for _ in cols) + ")"
+        # (Connection.getlimit: Python 3.11+; 999 is SQLite's smallest default)
+        which = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)
+        limit = int(c.getlimit(which)) if which is not None and hasattr(c, "getlimit") else 999
+        per = max(1, min(MULTI_ROWS, limit // max(1, len(cols))))
+        full = len(rows) - len(rows) % per
+        n = 0
+        if full:
+            q = head + ", ".join(one for _ in range(per)) + " ON CONFLICT DO NOTHING"
+            for i in range(0, full, per):
+                n += c.execute(q, list(chain.from_iterable(rows[i:i + per]))).rowcount
+        if full < len(rows):
+            rest = rows[full:]
+            q = head + ", ".join(one for _ in rest) + " ON CONFLICT DO NOTHING"
+            n += c.execute(q, list(chain.from_iterable(rest))).rowcount
+        return int(n)
+
+    def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
+        """The snapshot copy's fast path: insert every row, atomically, when
+        none of their primary keys is there yet (True, committed); else change
+        nothing and return False (the caller takes the checked upsert path)."""
+        self.begin_write(c)
+        try:
+            if self.insert_new(c, table, cols, rows) < len(rows):
+                self.rollback(c)
+                return False
+            self.commit(c)
+        except BaseException:
+            self.rollback(c)
+            raise
+        return True
 
     def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
         c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])

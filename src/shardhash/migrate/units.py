@@ -6,6 +6,8 @@ places it on the unit's ``source``, its new router places it on the unit's
 ``destination``, and the unit's own filter holds:
 
 * ``range``: the key's 64-bit hash (the routers' hasher) is in ``[lo, hi]``;
+* ``ranges``: the key's hash is in one of the intervals ``ranges`` (a plan
+  step that groups many small pieces of one pair, e.g. a ring's vnode arcs);
 * ``buckets``: ``hash % modulus`` is one of ``buckets``;
 * ``ids``: the integer key itself is in ``[lo, hi]`` (watermark batches);
 * ``all``: no further filter (routers without hash-space structure).
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 _MAX = (1 << 64) - 1
-KINDS = ("range", "buckets", "ids", "all")
+KINDS = ("range", "ranges", "buckets", "ids", "all")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,13 @@ class Unit:
     buckets: tuple[int, ...] = ()
     modulus: int = 0
     _bset: frozenset[int] = field(default=frozenset(), compare=False, repr=False)
+    ranges: tuple[tuple[int, int], ...] = ()
+
+    def intervals(self) -> list[tuple[int, int]]:
+        """The hash intervals of a ``range`` / ``ranges`` unit (inclusive)."""
+        if self.kind == "ranges":
+            return list(self.ranges)
+        return [(self.lo, self.hi)] if self.kind == "range" else []
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"index": self.index, "source": self.source, "destination": self.destination,
@@ -46,6 +55,8 @@ class Unit:
         if self.kind == "buckets":
             d["buckets"] = list(self.buckets)
             d["modulus"] = self.modulus
+        if self.kind == "ranges":
+            d["ranges"] = [list(r) for r in self.ranges]
         return d
 
     @classmethod
@@ -54,8 +65,9 @@ class Unit:
         if kind not in KINDS:
             raise ValueError(f"unit {d.get('index')}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
         b = tuple(int(x) for x in d.get("buckets", ()))
+        r = tuple((int(lo), int(hi)) for lo, hi in d.get("ranges", ()))
         return cls(int(d["index"]), str(d["source"]), str(d["destination"]), kind, int(d.get("lo", 0)),
-                   int(d.get("hi", _MAX)), b, int(d.get("modulus", 0)), frozenset(b))
+                   int(d.get("hi", _MAX)), b, int(d.get("modulus", 0)), frozenset(b), r)
 
 
 def units_from_steps(steps: Sequence[Any]) -> list[Unit]:
@@ -64,6 +76,9 @@ def units_from_steps(steps: Sequence[Any]) -> list[Unit]:
     for i, st in enumerate(steps):
         if st.kind in ("range", "filter"):
             out.append(Unit(i, st.source, st.destination, "range", int(st.lo), int(st.hi)))
+        elif st.kind == "ranges":
+            r = tuple((int(lo), int(hi)) for lo, hi in st.ranges)
+            out.append(Unit(i, st.source, st.destination, "ranges", int(st.lo), int(st.hi), ranges=r))
         elif st.kind == "buckets":
             b = tuple(int(x) for x in st.buckets)
             out.append(Unit(i, st.source, st.destination, "buckets", 0, _MAX, b, int(st.modulus), frozenset(b)))
@@ -101,7 +116,7 @@ class Membership:
         so = {s: i for i, s in enumerate(old.shards)}
         sn = {s: i for i, s in enumerate(new.shards)}
         self._n_new = len(new.shards)
-        self._need_hash = any(u.kind in ("range", "buckets") for u in self.units)
+        self._need_hash = any(u.kind in ("range", "ranges", "buckets") for u in self.units)
         self.sources = sorted({u.source for u in self.units})
         self.destinations = sorted({u.destination for u in self.units})
         groups: dict[int, dict[str, list[Unit]]] = {}
@@ -109,19 +124,23 @@ class Membership:
             if u.source not in so or u.destination not in sn:
                 continue
             code = so[u.source] * self._n_new + sn[u.destination]
-            groups.setdefault(code, {}).setdefault(u.kind, []).append(u)
+            # (a ``ranges`` unit is looked up like ``range`` units, interval by interval)
+            groups.setdefault(code, {}).setdefault("range" if u.kind == "ranges" else u.kind, []).append(u)
         self._by_pair: dict[int, list[tuple[str, Any]]] = {}
         for code, kinds in groups.items():
             specs: list[tuple[str, Any]] = []
             for kind, us in kinds.items():
-                if kind in ("range", "ids"):
+                if kind == "range":
+                    # (a plan's intervals of one pair are disjoint: the one that
+                    # starts last at or below a hash is the only candidate)
+                    iv = sorted((a, b, u.index) for u in us for a, b in u.intervals())
+                    lo = np.array([a for a, _, _ in iv], dtype=np.uint64)
+                    hi = np.array([b for _, b, _ in iv], dtype=np.uint64)
+                    specs.append((kind, (lo, hi, np.array([i for _, _, i in iv], dtype=np.int64))))
+                elif kind == "ids":
                     us = sorted(us, key=lambda u: u.lo)
-                    if kind == "range":
-                        lo = np.array([u.lo for u in us], dtype=np.uint64)
-                        hi = np.array([u.hi for u in us], dtype=np.uint64)
-                    else:
-                        lo = np.array([u.lo for u in us], dtype=object)
-                        hi = np.array([u.hi for u in us], dtype=object)
+                    lo = np.array([u.lo for u in us], dtype=object)
+                    hi = np.array([u.hi for u in us], dtype=object)
                     specs.append((kind, (lo, hi, np.array([u.index for u in us], dtype=np.int64))))
                 elif kind == "buckets":
                     for mod in sorted({u.modulus for u in us}):
