@@ -62,22 +62,25 @@ def test_jump_four_to_five_moves_exactly_the_planned_keys(root: Path, backend: s
     cl.close()
 
 
-def test_ring_with_two_tables_and_live_writes(root: Path, backend: str) -> None:
-    ring = RingRouter(FOUR, vnodes=16)
-    path = make_cluster(root, FOUR, ring, users=2000, events=True, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path, retries=5)
-    new, _ = plan.add_shards(ring, "s4")
-    acks: dict[int, object] = {}
-    stop = threading.Event()
-    errors: list[BaseException] = []
+class LiveWriters:
+    """Writer threads upserting and deleting users (with an event row per
+    upsert) through the cluster's client until stopped; ``acks`` holds every
+    acknowledged final value (None: deleted)."""
 
-    def writer(wid: int) -> None:
+    def __init__(self, cl: Cluster, n: int, keys: int) -> None:
+        self.cl, self.keys = cl, keys
+        self.acks: dict[int, object] = {}
+        self.errors: list[BaseException] = []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._write, args=(w, n)) for w in range(n)]
+
+    def _write(self, wid: int, n_writers: int) -> None:
         n = 0
         try:
-            while not stop.is_set():
-                k = 1 + (n * 8 + wid) % 2500
+            while not self.stop.is_set():
+                k = 1 + (n * n_writers * 2 + wid) % self.keys
                 n += 1
-                with cl.transaction(k) as tx:
+                with self.cl.transaction(k) as tx:
                     if n % 7 == 0:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         v = None
@@ -85,35 +88,48 @@ def test_ring_with_two_tables_and_live_writes(root: Path, backend: str) -> None:
                         tx.execute(UPSERT, (k, "w", n))
                         tx.execute("INSERT INTO events VALUES (?, ?, ?)", (k * 100_000 + n, k, f"p{n}"))
                         v = n
-                acks[k] = v
+                self.acks[k] = v
                 time.sleep(0.001)  # (writers that outpace catch-up would only delay the fence)
         except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+            self.errors.append(e)
 
-    ts = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
-    for t in ts:
-        t.start()
-    try:
+    def __enter__(self) -> LiveWriters:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+
+    def check(self, root: Path, router: Router, shards: list[str]) -> None:
+        """Every acknowledged write is on its owner exactly once, and every
+        event row is on its user's owner."""
+        assert not self.errors, self.errors
+        final = owners_ok(root, router, shards, exact=True)
+        for k, v in self.acks.items():
+            if v is None:
+                assert k not in final
+            else:
+                assert final[k][2] == v
+        for s in shards:
+            for _, uid, _ in shard_rows(root, s, "events").values():
+                assert router.route(uid) == s
+
+
+def test_ring_with_two_tables_and_live_writes(root: Path, backend: str) -> None:
+    ring = RingRouter(FOUR, vnodes=16)
+    path = make_cluster(root, FOUR, ring, users=2000, events=True, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path, retries=5)
+    new, _ = plan.add_shards(ring, "s4")
+    with LiveWriters(cl, 4, 2500) as w:
         time.sleep(0.3)
         m = Migration.create(cl, "users", new)
         assert m.run(chunk=200) == "retained"
         time.sleep(0.3)
-    finally:
-        stop.set()
-        for t in ts:
-            t.join()
-    assert not errors, errors
     m.cleanup()
-    final = owners_ok(root, new, FOUR + ["s4"], exact=True)
-    for k, v in acks.items():
-        if v is None:
-            assert k not in final
-        else:
-            assert final[k][2] == v
-    # events follow their user: every event row is on its user's owner
-    for s in FOUR + ["s4"]:
-        for _, uid, _ in shard_rows(root, s, "events").values():
-            assert new.route(uid) == s
+    w.check(root, new, FOUR + ["s4"])
     assert cl.metrics.snapshot()["stale_errors"] == 0
     cl.close()
 
@@ -652,4 +668,25 @@ def test_capture_logs_old_keys_only_when_the_primary_key_changes(root: Path, bac
                                     + [(k + 1_000_000,) for (k,) in moved])
     with b.writing(c):
         b.drop_capture(c, "probe")
+    cl.close()
+
+
+def test_a_shard_that_is_both_source_and_destination_copies_each_row_once(root: Path, backend: str) -> None:
+    """Changing the strategy over the same shards (jump to a ring) makes every
+    shard a source of some units and the destination of others.  Scanning a
+    source must copy, catch up and verify only the rows that shard owns under
+    the old router, never the copies it has received from another source."""
+    path = make_cluster(root, FOUR, users=3000, events=True, backend=backend)
+    cl = Cluster.load(path, retries=5)
+    old = cl.router()
+    assert isinstance(old, JumpRouter)
+    new = RingRouter(FOUR, vnodes=16, version=old.version + 1)
+    with LiveWriters(cl, 4, 3500) as w:
+        time.sleep(0.2)
+        m = Migration.create(cl, "users", new)
+        assert m.run(chunk=250) == "retained"
+        assert m.status()["verify"]["mismatches"] == 0
+        time.sleep(0.2)
+    assert m.cleanup() > 0
+    w.check(root, new, FOUR)
     cl.close()

@@ -524,6 +524,10 @@ class Migration:
                 total += sum(b.count(b.conn(), t.name) for t in self.group.tables)
         for s in self.mem.sources:
             sb = cl.backend(s)
+            # Only this source's units: a shard that is also a destination (a
+            # change of strategy over the same shards) holds copies of other
+            # sources' rows, which are not its to copy.
+            mine = np.array([u.source == s for u in self.units] + [False], dtype=bool)
             # Its own connection: one read transaction (one snapshot) per table.
             sc = sb.connect()
             try:
@@ -571,7 +575,7 @@ class Migration:
                             keys = [r[kx] for r in rows]
                             self._check_keys(t.name, keys, rows, pkx)
                             ui = self.mem.assign(keys)
-                            sel = np.flatnonzero(ui >= 0)
+                            sel = np.flatnonzero(mine[ui])  # (ui == -1 picks the final False)
                             dix = unit_dst[ui[sel]]
                             parts = []
                             for j in np.unique(dix).tolist():
@@ -678,7 +682,7 @@ class Migration:
             ui = self.mem.assign([r[kx] for r in rows]).tolist()
             want: dict[tuple[Any, ...], tuple[str, tuple[Any, ...]]] = {}
             for r, u in zip(rows, ui):
-                if u >= 0:
+                if u >= 0 and self.units[u].source == s:  # (not another source's copy held here)
                     want[tuple(r[j] for j in pkx)] = (self.units[u].destination, r)
             for d in self.mem.destinations:
                 db = cl.backend(d)
@@ -688,7 +692,8 @@ class Migration:
                 dels = []
                 for r, u in zip(have, hu):
                     k = tuple(r[j] for j in pkx)
-                    if u >= 0 and self.units[u].destination == d and (k not in want or want[k][0] != d):
+                    if (u >= 0 and self.units[u].source == s and self.units[u].destination == d
+                            and (k not in want or want[k][0] != d)):
                         dels.append(k)
                 ups = [r for (dd, r) in want.values() if dd == d]
                 if ups or dels:
@@ -861,7 +866,7 @@ class Migration:
             srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
             su = self.mem.assign([r[kx] for r in srows]).tolist()
             want = {tuple(r[j] for j in pkx): (self.units[u].destination, tuple(r))
-                    for r, u in zip(srows, su) if u >= 0}
+                    for r, u in zip(srows, su) if u >= 0 and self.units[u].source == s}
             # Rows the source holds outside the units need no look at the
             # destinations (the shard key is immutable); members and deleted
             # rows do.
