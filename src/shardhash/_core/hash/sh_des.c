@@ -4,10 +4,13 @@
  * Bit numbering follows the standard: bit 1 is the most significant bit of
  * the block.  The tables below are the standard's IP, IP^-1, P, PC-1, PC-2,
  * the key-schedule shifts and S1..S8.  At key set-up the S-boxes are fused
- * with P (sp tables) and the two block permutations are turned into
- * byte-indexed tables, so a block costs 16 table lookups per round plus
- * 16 for the permutations.  The expansion E is not tabled: its k-th 6-bit
- * group is bits 4k .. 4k+5 of R (circularly), i.e. rotl(R, 4k+5) & 63.
+ * with P (sp tables).  The two block permutations are bit networks: IP
+ * (and its inverse) is a product of five "swap the bits under a mask between
+ * two words" steps on the 32-bit halves, so a block costs 8 table lookups
+ * per round and no memory for the permutations.  The networks were checked
+ * against the standard's tables bit by bit (both are linear over xor, so the
+ * 64 single-bit blocks decide).  The expansion E is not tabled: its k-th
+ * 6-bit group is bits 4k .. 4k+5 of R (circularly), i.e. rotl(R, 4k+5) & 63.
  */
 #include "sh_des.h"
 
@@ -135,22 +138,46 @@ void sh_des_setkey(sh_des_ctx *ctx, const uint8_t key[8])
             ctx->sp[b][v] = (uint32_t)sh_des_permute(s, 32, sh_des_P, 32);
         }
     }
-
-    /* A bit permutation is linear over xor: tabulate it per input byte. */
-    for (b = 0; b < 8; b++) {
-        for (v = 0; v < 256; v++) {
-            uint64_t x = (uint64_t)v << (56 - 8 * b);
-            ctx->ip[b][v] = sh_des_permute(x, 64, sh_des_IP, 64);
-            ctx->fp[b][v] = sh_des_permute(x, 64, sh_des_FP, 64);
-        }
-    }
 }
 
-SH_FORCE_INLINE uint64_t sh_des_apply(const uint64_t tab[8][256], uint64_t x)
+/* Exchange the bits of b under mask m with the bits of a n places higher. */
+#define SH_DES_SWAP(a, b, n, m)               \
+  do {                                        \
+    uint32_t t_ = (((a) >> (n)) ^ (b)) & (m); \
+    (b) ^= t_;                                \
+    (a) ^= t_ << (n);                         \
+  } while (0)
+
+/* IP of the block (hi, lo) = bits 1..32, 33..64: *l = L0, *r = R0. */
+SH_FORCE_INLINE void sh_des_ip(uint64_t block, uint32_t *l, uint32_t *r)
 {
-    return tab[0][(x >> 56) & 0xff] | tab[1][(x >> 48) & 0xff] | tab[2][(x >> 40) & 0xff] |
-           tab[3][(x >> 32) & 0xff] | tab[4][(x >> 24) & 0xff] | tab[5][(x >> 16) & 0xff] |
-           tab[6][(x >> 8) & 0xff] | tab[7][x & 0xff];
+    uint32_t x = (uint32_t)(block >> 32), y = (uint32_t)block, t;
+    SH_DES_SWAP(x, y, 4, 0x0f0f0f0fu);
+    SH_DES_SWAP(x, y, 16, 0x0000ffffu);
+    SH_DES_SWAP(y, x, 2, 0x33333333u);
+    SH_DES_SWAP(y, x, 8, 0x00ff00ffu);
+    y = sh_rotl32(y, 1);
+    t = (x ^ y) & 0xaaaaaaaau;
+    x ^= t;
+    y ^= t;
+    /* x is L0, y is R0 rotated left by one */
+    *l = x;
+    *r = sh_rotl32(y, 31);
+}
+
+/* IP^-1 of the pre-output block R16 L16 (the steps of sh_des_ip reversed). */
+SH_FORCE_INLINE uint64_t sh_des_fp(uint32_t r, uint32_t l)
+{
+    uint32_t x = r, y = sh_rotl32(l, 1), t;
+    t = (x ^ y) & 0xaaaaaaaau;
+    x ^= t;
+    y ^= t;
+    y = sh_rotl32(y, 31);
+    SH_DES_SWAP(y, x, 8, 0x00ff00ffu);
+    SH_DES_SWAP(y, x, 2, 0x33333333u);
+    SH_DES_SWAP(x, y, 16, 0x0000ffffu);
+    SH_DES_SWAP(x, y, 4, 0x0f0f0f0fu);
+    return ((uint64_t)x << 32) | y;
 }
 
 SH_FORCE_INLINE uint32_t sh_des_f(const sh_des_ctx *ctx, uint32_t r, uint64_t k)
@@ -167,9 +194,9 @@ SH_FORCE_INLINE uint32_t sh_des_f(const sh_des_ctx *ctx, uint32_t r, uint64_t k)
 
 SH_FORCE_INLINE uint64_t sh_des_crypt(const sh_des_ctx *ctx, uint64_t block, int decrypt)
 {
-    uint64_t x = sh_des_apply(ctx->ip, block);
-    uint32_t l = (uint32_t)(x >> 32), r = (uint32_t)x, t;
+    uint32_t l, r, t;
     int i;
+    sh_des_ip(block, &l, &r);
     for (i = 0; i < 16; i++) {
         uint64_t k = ctx->subkey[decrypt ? 15 - i : i];
         t = r;
@@ -177,7 +204,7 @@ SH_FORCE_INLINE uint64_t sh_des_crypt(const sh_des_ctx *ctx, uint64_t block, int
         l = t;
     }
     /* The pre-output block is R16 L16. */
-    return sh_des_apply(ctx->fp, ((uint64_t)r << 32) | l);
+    return sh_des_fp(r, l);
 }
 
 uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block)
