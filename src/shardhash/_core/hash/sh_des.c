@@ -2,35 +2,18 @@
  * DES written from FIPS 46-3 ("Data Encryption Standard"), appendix tables.
  *
  * Bit numbering follows the standard: bit 1 is the most significant bit of
- * the block.  The tables below are the standard's IP, IP^-1, P, PC-1, PC-2,
- * the key-schedule shifts and S1..S8.  At key set-up the S-boxes are fused
- * with P (sp tables).  The two block permutations are bit networks: IP
- * (and its inverse) is a product of five "swap the bits under a mask between
- * two words" steps on the 32-bit halves, so a block costs 8 table lookups
- * per round and no memory for the permutations.  The networks were checked
- * against the standard's tables bit by bit (both are linear over xor, so the
- * 64 single-bit blocks decide).  The expansion E is not tabled: its k-th
+ * the block.  The tables below are the standard's P, PC-1, PC-2, the
+ * key-schedule shifts and S1..S8.  At key set-up the S-boxes are fused with
+ * P (sp tables).  The block permutations IP and IP^-1 are bit networks: a
+ * product of five "swap the bits under a mask between the two 32-bit
+ * halves" steps, so they need no memory (byte-indexed tables of them, 32 KiB,
+ * missed the cache when one key is routed at a time from Python).  The
+ * networks were checked against the standard's IP and IP^-1 tables on the 64
+ * single-bit blocks, which decide, both being linear over xor; the Vitess
+ * vectors check the whole cipher.  The expansion E is not tabled: its k-th
  * 6-bit group is bits 4k .. 4k+5 of R (circularly), i.e. rotl(R, 4k+5) & 63.
  */
 #include "sh_des.h"
-
-/* clang-format off */
-static const uint8_t sh_des_IP[64] = {
-    58, 50, 42, 34, 26, 18, 10, 2, 60, 52, 44, 36, 28, 20, 12, 4,
-    62, 54, 46, 38, 30, 22, 14, 6, 64, 56, 48, 40, 32, 24, 16, 8,
-    57, 49, 41, 33, 25, 17, 9, 1, 59, 51, 43, 35, 27, 19, 11, 3,
-    61, 53, 45, 37, 29, 21, 13, 5, 63, 55, 47, 39, 31, 23, 15, 7,
-};
-/* clang-format on */
-
-/* clang-format off */
-static const uint8_t sh_des_FP[64] = {
-    40, 8, 48, 16, 56, 24, 64, 32, 39, 7, 47, 15, 55, 23, 63, 31,
-    38, 6, 46, 14, 54, 22, 62, 30, 37, 5, 45, 13, 53, 21, 61, 29,
-    36, 4, 44, 12, 52, 20, 60, 28, 35, 3, 43, 11, 51, 19, 59, 27,
-    34, 2, 42, 10, 50, 18, 58, 26, 33, 1, 41, 9, 49, 17, 57, 25,
-};
-/* clang-format on */
 
 /* clang-format off */
 static const uint8_t sh_des_P[32] = {
