@@ -124,12 +124,12 @@ void sh_des_setkey(sh_des_ctx *ctx, const uint8_t key[8])
 }
 
 /* Exchange the bits of b under mask m with the bits of a n places higher. */
-#define SH_DES_SWAP(a, b, n, m)               \
-  do {                                        \
-    uint32_t t_ = (((a) >> (n)) ^ (b)) & (m); \
-    (b) ^= t_;                                \
-    (a) ^= t_ << (n);                         \
-  } while (0)
+#define SH_DES_SWAP(a, b, n, m)                   \
+    do {                                          \
+        uint32_t t_ = (((a) >> (n)) ^ (b)) & (m); \
+        (b) ^= t_;                                \
+        (a) ^= t_ << (n);                         \
+    } while (0)
 
 /* IP of the block (hi, lo) = bits 1..32, 33..64: *l = L0, *r = R0. */
 SH_FORCE_INLINE void sh_des_ip(uint64_t block, uint32_t *l, uint32_t *r)

@@ -38,30 +38,30 @@ static const uint32_t sh_md5_T[64] = {
  * word, the constant, the terms of c and d) is summed first, and b enters
  * last.  F and G are sums of two disjoint terms (so + equals |): G's term
  * without b goes in early; H is b ^ (c ^ d). */
-#define SH_MD5_SF(a, b, c, d, xk, s, t)     \
-  do {                                      \
-    uint32_t e_ = (a) + (xk) + (t);         \
-    (a) = e_ + ((d) ^ ((b) & ((c) ^ (d)))); \
-    (a) = sh_rotl32((a), (s)) + (b);        \
-  } while (0)
-#define SH_MD5_SG(a, b, c, d, xk, s, t)            \
-  do {                                             \
-    uint32_t e_ = (a) + (xk) + (t) + ((c) & ~(d)); \
-    (a) = e_ + ((b) & (d));                        \
-    (a) = sh_rotl32((a), (s)) + (b);               \
-  } while (0)
-#define SH_MD5_SH(a, b, c, d, xk, s, t) \
-  do {                                  \
-    uint32_t e_ = (a) + (xk) + (t);     \
-    (a) = e_ + ((b) ^ ((c) ^ (d)));     \
-    (a) = sh_rotl32((a), (s)) + (b);    \
-  } while (0)
-#define SH_MD5_SI(a, b, c, d, xk, s, t) \
-  do {                                  \
-    uint32_t e_ = (a) + (xk) + (t);     \
-    (a) = e_ + ((c) ^ ((b) | ~(d)));    \
-    (a) = sh_rotl32((a), (s)) + (b);    \
-  } while (0)
+#define SH_MD5_SF(a, b, c, d, xk, s, t)         \
+    do {                                        \
+        uint32_t e_ = (a) + (xk) + (t);         \
+        (a) = e_ + ((d) ^ ((b) & ((c) ^ (d)))); \
+        (a) = sh_rotl32((a), (s)) + (b);        \
+    } while (0)
+#define SH_MD5_SG(a, b, c, d, xk, s, t)                \
+    do {                                               \
+        uint32_t e_ = (a) + (xk) + (t) + ((c) & ~(d)); \
+        (a) = e_ + ((b) & (d));                        \
+        (a) = sh_rotl32((a), (s)) + (b);               \
+    } while (0)
+#define SH_MD5_SH(a, b, c, d, xk, s, t)  \
+    do {                                 \
+        uint32_t e_ = (a) + (xk) + (t);  \
+        (a) = e_ + ((b) ^ ((c) ^ (d)));  \
+        (a) = sh_rotl32((a), (s)) + (b); \
+    } while (0)
+#define SH_MD5_SI(a, b, c, d, xk, s, t)  \
+    do {                                 \
+        uint32_t e_ = (a) + (xk) + (t);  \
+        (a) = e_ + ((c) ^ ((b) | ~(d))); \
+        (a) = sh_rotl32((a), (s)) + (b); \
+    } while (0)
 
 /* The 64 steps of RFC 1321 on the message words X into the state s[4]. */
 SH_FORCE_INLINE void sh_md5_words(uint32_t s[4], const uint32_t X[16])
@@ -181,14 +181,14 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
  * SH_MD5_LANES independent messages advance in lock step; the per-lane
  * loops are plain C that compilers turn into SIMD (SSE2 / NEON) without any
  * target-specific code. */
-#define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                         \
-  do {                                                               \
-    int l_;                                                          \
-    for (l_ = 0; l_ < SH_MD5_LANES; l_++) {                          \
-      uint32_t v_ = a[l_] + f(b[l_], c[l_], d[l_]) + X[k][l_] + (t); \
-      a[l_] = ((v_ << (s)) | (v_ >> (32 - (s)))) + b[l_];            \
-    }                                                                \
-  } while (0)
+#define SH_MD5_LSTEP(f, a, b, c, d, k, s, t)                               \
+    do {                                                                   \
+        int l_;                                                            \
+        for (l_ = 0; l_ < SH_MD5_LANES; l_++) {                            \
+            uint32_t v_ = a[l_] + f(b[l_], c[l_], d[l_]) + X[k][l_] + (t); \
+            a[l_] = ((v_ << (s)) | (v_ >> (32 - (s)))) + b[l_];            \
+        }                                                                  \
+    } while (0)
 
 #if (defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)) && !defined(SH_NO_SIMD)
 #  include <emmintrin.h>
@@ -203,19 +203,19 @@ uint32_t sh_md5_u32le(const void *data, size_t len)
 #  define SH_V_G(x, y, z) _mm_xor_si128((y), _mm_and_si128((z), _mm_xor_si128((x), (y))))
 #  define SH_V_H(x, y, z) _mm_xor_si128(_mm_xor_si128((x), (y)), (z))
 #  define SH_V_I(x, y, z) _mm_xor_si128((y), _mm_or_si128((x), _mm_xor_si128((z), ones)))
-#  define SH_V_ONE(f, a, b, c, d, k, s, g)                                                              \
-    do {                                                                                                \
-      __m128i v_ = _mm_add_epi32(_mm_add_epi32(a##g, f(b##g, c##g, d##g)), _mm_add_epi32(X##g[k], t_)); \
-      a##g = _mm_add_epi32(SH_V_ROTL(v_, s), b##g);                                                     \
-    } while (0)
-#  define SH_V_STEP(f, a, b, c, d, k, s, t)  \
-    do {                                     \
-      __m128i t_ = _mm_set1_epi32((int)(t)); \
-      SH_V_ONE(f, a, b, c, d, k, s, 0);      \
-      SH_V_ONE(f, a, b, c, d, k, s, 1);      \
-      SH_V_ONE(f, a, b, c, d, k, s, 2);      \
-      SH_V_ONE(f, a, b, c, d, k, s, 3);      \
-    } while (0)
+#  define SH_V_ONE(f, a, b, c, d, k, s, g)                                                                  \
+      do {                                                                                                  \
+          __m128i v_ = _mm_add_epi32(_mm_add_epi32(a##g, f(b##g, c##g, d##g)), _mm_add_epi32(X##g[k], t_)); \
+          a##g = _mm_add_epi32(SH_V_ROTL(v_, s), b##g);                                                     \
+      } while (0)
+#  define SH_V_STEP(f, a, b, c, d, k, s, t)      \
+      do {                                       \
+          __m128i t_ = _mm_set1_epi32((int)(t)); \
+          SH_V_ONE(f, a, b, c, d, k, s, 0);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 1);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 2);      \
+          SH_V_ONE(f, a, b, c, d, k, s, 3);      \
+      } while (0)
 
 /* out: first digest word of each lane; out_b (may be NULL): the second. */
 void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
