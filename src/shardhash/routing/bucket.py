@@ -223,7 +223,8 @@ class BucketRouter(Router):
         """Same bucket count; the fewest buckets move that give each shard its
         weighted share (see :func:`_balanced_placement`)."""
         return BucketRouter(list(shards), _balanced_placement(self.placement_ids, shards, weights),
-                            hasher=self.hasher, version=self.version + 1 if version is None else version)
+                            hasher=self.hasher, version=self.version + 1 if version is None else version,
+                            key_prefix=self.key_prefix)
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,

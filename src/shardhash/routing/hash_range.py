@@ -132,7 +132,8 @@ class HashRangeRouter(Router):
             splits.insert(k, bounds[k] + widths[k] // 2)
             owners.insert(k + 1, s)
         return HashRangeRouter(splits, owners, hasher=self.hasher,
-                               version=self.version + 1 if version is None else version)
+                               version=self.version + 1 if version is None else version,
+                               key_prefix=self.key_prefix)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)

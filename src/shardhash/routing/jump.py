@@ -55,7 +55,8 @@ class JumpRouter(Router):
                     tokens: Mapping[str, Sequence[int]] | None = None,
                     version: int | None = None) -> JumpRouter:
         return JumpRouter(list(shards), hasher=self.hasher,
-                          version=self.version + 1 if version is None else version)
+                          version=self.version + 1 if version is None else version,
+                          key_prefix=self.key_prefix)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)

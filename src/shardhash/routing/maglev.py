@@ -176,7 +176,8 @@ class MaglevRouter(Router):
         if size is not None and size < len(shards):
             size = None
         return MaglevRouter(list(shards), table_size=size, weights=_default_weights(weights),
-                            hasher=self.hasher, version=self.version + 1 if version is None else version)
+                            hasher=self.hasher, version=self.version + 1 if version is None else version,
+                            key_prefix=self.key_prefix)
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,

@@ -70,7 +70,8 @@ class RendezvousRouter(Router):
                     tokens: Mapping[str, Sequence[int]] | None = None,
                     version: int | None = None) -> RendezvousRouter:
         return RendezvousRouter(list(shards), weights=_default_weights(weights), hasher=self.hasher,
-                                version=self.version + 1 if version is None else version)
+                                version=self.version + 1 if version is None else version,
+                                key_prefix=self.key_prefix)
 
     def explain_hash(self, h: int, key: Any) -> list[str]:
         return [f"placement: highest (weighted) score of the key against each of {len(self.shards)} shards"]

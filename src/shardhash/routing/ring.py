@@ -228,7 +228,8 @@ class RingRouter(Router):
         depend on the other shards, and explicit positions are carried over
         (``tokens`` gives the new shards' positions)."""
         common: dict[str, Any] = {"hasher": self.hasher, "collisions": self._collisions,
-                                  "version": self.version + 1 if version is None else version}
+                                  "version": self.version + 1 if version is None else version,
+                                  "key_prefix": self.key_prefix}
         old_tokens = self.explicit_tokens
         if old_tokens:
             t = {s: list(v) for s, v in old_tokens.items() if s in shards}
