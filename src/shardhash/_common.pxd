@@ -22,42 +22,11 @@ cdef extern from *:
     #define SH_COMMON_HELPERS
     /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
      * array, any stride): 1 with *view filled (release it), else 0 with no
-     * exception left set.  *is_unsigned: uint64.  Only for exact
-     * numpy.ndarray objects (reading .dtype runs no user code).
-     *
-     * Asking numpy for the buffer's format makes it write the format string
-     * of every new array (a few hundred ns, more than routing a handful of
-     * keys), so the dtype objects that passed the format check once are
-     * remembered (a dtype is immutable: the same object, the same layout),
-     * and an array whose dtype is one of them is exported without a format.
-     * The cache is per module and only touched with the GIL held. */
-    static PyObject *sh_word_dtype_seen[2] = {NULL, NULL};
-    static PyObject *sh_word_dtype_name = NULL;
-
+     * exception left set.  *is_unsigned: uint64. */
     static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
     {
         const char *f;
-        PyObject *dt = NULL;
-        int u;
-        if (sh_word_dtype_name == NULL) sh_word_dtype_name = PyUnicode_InternFromString("dtype");
-        if (sh_word_dtype_name != NULL) dt = PyObject_GetAttr(a, sh_word_dtype_name);
-        if (dt == NULL) PyErr_Clear();
-        for (u = 0; u < 2 && dt != NULL; u++) {
-            if (dt != sh_word_dtype_seen[u]) continue;
-            Py_DECREF(dt);
-            if (PyObject_GetBuffer(a, view, PyBUF_STRIDES) != 0) {
-                PyErr_Clear();
-                return 0;
-            }
-            if (view->ndim != 1 || view->itemsize != 8) {
-                PyBuffer_Release(view);
-                return 0;
-            }
-            *is_unsigned = u;
-            return 1;
-        }
         if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
-            Py_XDECREF(dt);
             PyErr_Clear();
             return 0;
         }
@@ -65,15 +34,10 @@ cdef extern from *:
         if (f != NULL && (*f == '@' || *f == '=')) f++;
         if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
             !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
-            Py_XDECREF(dt);
             PyBuffer_Release(view);
             return 0;
         }
         *is_unsigned = f[0] == 'Q' || f[0] == 'L';
-        if (dt != NULL && sh_word_dtype_seen[*is_unsigned] == NULL)
-            sh_word_dtype_seen[*is_unsigned] = dt; /* keeps the reference */
-        else
-            Py_XDECREF(dt);
         return 1;
     }
 
