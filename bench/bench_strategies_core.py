@@ -1,7 +1,5 @@
-"""Issue 15's strategy kernels (``_core/place``), measured beside jump and the ring.
+"""MementoHash, multi-probe and bounded loads (their routers), measured beside jump and the ring.
 
-The kernels are not bound yet: they are compiled with the system C compiler
-and called through ctypes batch calls (``shardhash._reference.ckernels``).
 Run ``python bench/bench_strategies_core.py`` for the full figures (10M keys);
 under pytest (``--benchmark-disable``, the default) each function runs once on
 small sizes as a test.
@@ -17,38 +15,29 @@ small sizes as a test.
   beside the plain ring; the weighted planner (items with sizes, previous
   placement kept where it fits) on the same add;
 * MementoHash: moved share when a middle shard of 100 is removed (ideal 1/100),
-  no removal == ``JumpRouter`` on every key, and the batch time with 10% of
-  the shards removed beside ``JumpRouter.route_hashes`` (one thread each).
+  no removal == ``JumpRouter`` on every key (10M keys at 10, 100 and 1000
+  shards), ``route_many`` and ``route_hashes`` with 10% of the shards removed
+  beside ``JumpRouter``'s (one thread each, alternating), and scalar
+  ``route`` beside ``dict.get``.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from shardhash import JumpRouter, RingRouter, hash_array
+from shardhash import BoundedLoadRouter, JumpRouter, MementoRouter, MultiProbeRouter, RingRouter, hash_array
 from shardhash._reference import multiprobe as rp
-from shardhash._reference.ckernels import CompilerMissing, Kernels, SourcesMissing, load
-from shardhash._reference.memento import mix64
+from shardhash.routing import place_items
 
 BIG = 10_000_000
-
-_KERNELS: list[Kernels] = []
-
-
-def _kern() -> Kernels:
-    if not _KERNELS:
-        src = Path(__file__).resolve().parents[1] / "src" / "shardhash" / "_core"
-        _KERNELS.append(load(Path(tempfile.mkdtemp(prefix="shardhash-strategies-")), [src]))
-    return _KERNELS[0]
 
 
 def _keys(n: int) -> np.ndarray:
@@ -76,14 +65,12 @@ def _peak(counts: np.ndarray) -> float:
 # -- balance -------------------------------------------------------------------
 
 def balance(ns: int, nkeys: int, probes: int = 21, layouts: int = 100) -> dict[str, float]:
-    k = _kern()
     ring = RingRouter(_ids(ns), vnodes=256)
-    toks = sorted((mix64(ring.hasher(s)), i) for i, s in enumerate(ring.shards))
-    tokens, owners = [t for t, _ in toks], [o for _, o in toks]
-    table = k.mprobe(tokens, owners, probes)
+    mp = MultiProbeRouter(_ids(ns), probes=probes)
+    tokens, owners = [int(t) for t in mp.tokens], [int(o) for o in mp.token_owners]
     hs = _keys(nkeys)
     out = np.empty(nkeys, np.int32)
-    t_mp = _best(lambda: k.mprobe_batch(table, hs, out), 2)
+    t_mp = _best(lambda: mp.route_hashes(hs, out=out, threads=1), 2)
     mp_counts = np.bincount(out, minlength=ns)
     t_ring = _best(lambda: ring.route_hashes(hs, out=out, threads=1), 2)
     ring_counts = np.bincount(out, minlength=ns)
@@ -102,32 +89,36 @@ def balance(ns: int, nkeys: int, probes: int = 21, layouts: int = 100) -> dict[s
             "noise": 3 / np.sqrt(nkeys / ns)}
 
 
+def balance_counted(ns: int, nkeys: int, chunk: int = 10_000_000, probes: int = 21) -> dict[str, float]:
+    """Multi-probe and the 256-vnode ring counted over ``nkeys`` keys in chunks
+    (the keys ``chunk * c + i``): less counting noise than one 10M batch."""
+    mp = MultiProbeRouter(_ids(ns), probes=probes)
+    ring = RingRouter(_ids(ns), vnodes=256)
+    c_mp = np.zeros(ns, np.int64)
+    c_ring = np.zeros(ns, np.int64)
+    for start in range(0, nkeys, chunk):
+        hs = hash_array(np.arange(start, min(start + chunk, nkeys), dtype=np.int64))
+        c_mp += np.bincount(mp.route_hashes(hs), minlength=ns)
+        c_ring += np.bincount(ring.route_hashes(hs), minlength=ns)
+    return {"mp_sampled": _peak(c_mp), "ring_sampled": _peak(c_ring), "noise": 3 / np.sqrt(nkeys / ns)}
+
+
 # -- bounded loads ---------------------------------------------------------------
 
-def _ring_arrays(ids: list[str], all_ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """A 256-vnode ring over ``ids``, owners as indices into ``all_ids``."""
-    r = RingRouter(ids, vnodes=256)
-    pos = {s: all_ids.index(s) for s in r.shards}
-    owners = np.array([pos[r.shards[o]] for o in r.token_owners], np.int32)
-    return np.ascontiguousarray(r.tokens, dtype=np.uint64), owners
-
-
 def bounded(nkeys: int, factor: int, items: int = 5000) -> dict[str, float]:
-    k = _kern()
     all_ids = _ids(11)
     hs = _keys(nkeys)
     res: dict[str, float] = {}
 
     def batch(ids: list[str]) -> np.ndarray:
-        tokens, owners = _ring_arrays(ids, all_ids)
-        caps = np.zeros(11, np.uint64)
-        for s in ids:
-            caps[all_ids.index(s)] = k.capacity(nkeys, len(ids), factor)
-        out, load, ov = k.bounded_assign(tokens, owners, hs, caps)
-        assert ov == 0
-        live = load[[all_ids.index(s) for s in ids]]
-        res[f"max_mean_{len(ids)}{'r' if 'shard-5' not in ids else ''}"] = float(live.max() / live.mean())
-        return out
+        r = BoundedLoadRouter(ids, balance_factor=factor)
+        pos = np.array([all_ids.index(s) for s in r.shards], np.int32)
+        out = r.assign_hashes(hs)
+        load = np.bincount(out, minlength=len(ids))
+        assert int(load.max()) <= int(r.capacities(nkeys).max())
+        res[f"max_mean_{len(ids)}{'r' if 'shard-5' not in ids else ''}"] = float(load.max() / load.mean())
+        mapped: np.ndarray = pos[out]
+        return mapped
 
     def plain(ids: list[str]) -> np.ndarray:
         r = RingRouter(ids, vnodes=256)
@@ -145,80 +136,104 @@ def bounded(nkeys: int, factor: int, items: int = 5000) -> dict[str, float]:
     res["ring_max_mean_10"] = _peak(np.bincount(p10, minlength=10)[:10])
     # weighted planner: items with sizes (Pareto-like), largest first, then re-placed on 11 shards
     rng = np.random.default_rng(factor)
-    sizes = np.ascontiguousarray(np.minimum((rng.pareto(1.5, items) + 1) * 1000, 200_000), dtype=np.uint64)
-    ih = _keys(items)
-    order = np.ascontiguousarray(np.lexsort((np.arange(items), -sizes.astype(np.int64))), dtype=np.uintp)
-    total = int(sizes.sum())
-    t10, o10 = _ring_arrays(ten, all_ids)
-    caps = np.array([k.capacity(total, 10, factor)] * 10 + [0], np.uint64)
-    first, load10, ov1 = k.bounded_assign(t10, o10, ih, caps, sizes=sizes, order=order)
-    t11, o11 = _ring_arrays(eleven, all_ids)
-    caps11 = np.full(11, k.capacity(total, 11, factor), np.uint64)
-    second, load11, ov2 = k.bounded_assign(t11, o11, ih, caps11, sizes=sizes, order=order, prev=first)
-    res["w_max_mean_10"] = float(load10[:10].max() / load10[:10].mean())
-    res["w_max_mean_11"] = float(load11.max() / load11.mean())
-    res["w_moved_add"] = float(sizes[first != second].sum() / total)
-    res["w_overflows"] = float(ov1 + ov2)
+    sizes = np.minimum((rng.pareto(1.5, items) + 1) * 1000, 200_000).astype(np.int64)
+    weighted = {i: int(x) for i, x in enumerate(sizes)}
+    r10 = BoundedLoadRouter(ten, balance_factor=factor)
+    first = place_items(r10, weighted)
+    second = place_items(r10.with_shards(eleven), weighted, previous=first.assignment)
+    l10, l11 = np.array(list(first.loads.values())), np.array(list(second.loads.values()))
+    res["w_max_mean_10"] = float(l10.max() / l10.mean())
+    res["w_max_mean_11"] = float(l11.max() / l11.mean())
+    res["w_moved_add"] = second.moved_share
+    res["w_overflows"] = float(first.overflows + second.overflows)
     return res
 
 
 # -- MementoHash -----------------------------------------------------------------
 
 def memento(nkeys: int) -> dict[str, float]:
-    k = _kern()
     hs = _keys(nkeys)
     jump = JumpRouter(_ids(100))
     before = jump.route_hashes(hs, threads=1)
-    same = k.memento_batch(np.full(100, -1, np.int32), 100, 0, hs)
-    st = k.memento_state(100, 100)
-    assert k.memento_remove(st, 50) == 0
-    after = k.memento_batch(st.rep, st.n, st.nremoved, hs)
+    mismatch = 0
+    for ns in (10, 100, 1000):
+        mismatch += int(np.sum(MementoRouter(_ids(ns)).route_hashes(hs, threads=1)
+                               != JumpRouter(_ids(ns)).route_hashes(hs, threads=1)))
+    after_r = jump.with_shards([s for s in jump.shards if s != "shard-50"])
+    assert isinstance(after_r, MementoRouter)
+    after = np.array([int(s[6:]) for s in after_r.shards])[after_r.route_hashes(hs, threads=1)]
     moved = before != after
-    res = {"mismatch_no_removal": float(np.sum(same != before)),
+    res = {"mismatch_no_removal": float(mismatch),
            "moved_share": float(moved.mean()),
            "moved_vs_ideal": float(moved.mean() * 100),
            "moved_vs_its_keys": float(moved.sum() / np.sum(before == 50))}
-    # 10% of the shards removed (10 middle ones), with the bucket -> shard map
-    st = k.memento_state(100, 100)
-    for b in random.Random(1).sample(range(1, 99), 10):
-        assert k.memento_remove(st, b) == 0
-    working = [b for b in range(100) if st.rep[b] < 0]
-    bucket_map = np.full(100, -1, np.int32)
-    bucket_map[working] = np.arange(len(working), dtype=np.int32)
+    # 10% of the shards removed (10 middle ones)
+    gone = {f"shard-{b}" for b in random.Random(1).sample(range(1, 99), 10)}
+    mem = jump.with_shards([s for s in jump.shards if s not in gone])
+    assert isinstance(mem, MementoRouter) and len(mem.removed) == 10
     out = np.empty(nkeys, np.int32)
     ints = np.arange(nkeys, dtype=np.int64)
-    hashed = np.empty(nkeys, np.uint64)
-    rounds: dict[str, float] = {"jump": float("inf"), "memento": float("inf"), "hash": float("inf")}
-    for _ in range(7):  # in alternation, so that all three meet the same machine load
-        rounds["jump"] = min(rounds["jump"], _best(lambda: jump.route_hashes(hs, out=out, threads=1), 1))
-        rounds["memento"] = min(rounds["memento"], _best(
-            lambda: k.memento_batch(st.rep, st.n, st.nremoved, hs, bucket_map, out), 1))
-        rounds["hash"] = min(rounds["hash"], _best(lambda: jump.hasher.hash_array(ints, out=hashed, threads=1), 1))
-    res["time_ratio"] = rounds["memento"] / rounds["jump"]
-    # route_many = hash the keys, then route the hashes
-    res["route_many_ratio"] = (rounds["hash"] + rounds["memento"]) / (rounds["hash"] + rounds["jump"])
-    res["jump_ns"] = rounds["jump"] / nkeys * 1e9
-    res["memento_ns"] = rounds["memento"] / nkeys * 1e9
-    res["hash_ns"] = rounds["hash"] / nkeys * 1e9
+    t = alternating({
+        "jump": lambda: jump.route_hashes(hs, out=out, threads=1),
+        "memento": lambda: mem.route_hashes(hs, out=out, threads=1),
+        "jump_many": lambda: jump.route_many(ints, out=out, threads=1),
+        "memento_many": lambda: mem.route_many(ints, out=out, threads=1),
+    }, 7)
+    res["route_hashes_ratio"] = t["memento"] / t["jump"]
+    res["route_many_ratio"] = t["memento_many"] / t["jump_many"]
+    res["jump_ns"] = t["jump"] / nkeys * 1e9
+    res["memento_ns"] = t["memento"] / nkeys * 1e9
+    res["jump_many_ns"] = t["jump_many"] / nkeys * 1e9
+    res["memento_many_ns"] = t["memento_many"] / nkeys * 1e9
+    res.update(scalar(mem, jump))
+    return res
+
+
+def alternating(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Best CPU time of each function over ``rounds`` rounds that run them in turn."""
+    best = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            best[k] = min(best[k], time.process_time() - t0)
+    return best
+
+
+def scalar(mem: MementoRouter, jump: JumpRouter, n: int = 1_000_000) -> dict[str, float]:
+    """Scalar ``route`` of memento (10% removed), multi-probe and jump beside a
+    ``dict.get`` loop over the same keys (10K distinct keys, so the dict stays
+    in cache: bench_routing.py's method), for str and int keys."""
+    mp = MultiProbeRouter(_ids(100))
+    res: dict[str, float] = {}
+    for kind in ("str", "int"):
+        distinct: list[Any] = [f"user:{i}" for i in range(10_000)] if kind == "str" else list(range(10_000))
+        keys = (distinct * (n // len(distinct) + 1))[:n]
+        table = {k: "shard-1" for k in distinct}
+
+        def loop(f: Callable[[Any], Any], keys: list[Any] = keys) -> Callable[[], None]:
+            def run() -> None:
+                for k in keys:
+                    f(k)
+            return run
+
+        t = alternating({"dict": loop(table.get), "memento": loop(mem.route), "jump": loop(jump.route),
+                         "multiprobe": loop(mp.route)}, 5)
+        res[f"scalar_{kind}_memento_vs_dict"] = t["memento"] / t["dict"]
+        res[f"scalar_{kind}_jump_vs_dict"] = t["jump"] / t["dict"]
+        res[f"scalar_{kind}_multiprobe_vs_dict"] = t["multiprobe"] / t["dict"]
+        res[f"scalar_{kind}_dict_get_ns"] = t["dict"] / n * 1e9
     return res
 
 
 # -- as tests (small sizes) and as a script (full sizes) ------------------------------
-
-@pytest.fixture(scope="module")
-def kern() -> Kernels:
-    try:
-        return _kern()
-    except (CompilerMissing, SourcesMissing) as exc:
-        pytest.skip(str(exc))
-
 
 def _n(benchmark: Any, big: int, small: int) -> int:
     return big if not getattr(benchmark, "disabled", True) else small
 
 
 @pytest.mark.parametrize("ns", [10, 100, 1000])
-def test_balance(benchmark: Any, kern: Kernels, ns: int) -> None:
+def test_balance(benchmark: Any, ns: int) -> None:
     r = benchmark.pedantic(balance, (ns, _n(benchmark, BIG, 200_000)),
                            {"layouts": 3 if ns == 1000 else 10}, rounds=1, iterations=1)
     assert r["ring_exact"] >= 1.0 and r["mp_model"] >= 1.0
@@ -226,14 +241,14 @@ def test_balance(benchmark: Any, kern: Kernels, ns: int) -> None:
 
 
 @pytest.mark.parametrize("factor", [105, 125])
-def test_bounded(benchmark: Any, kern: Kernels, factor: int) -> None:
+def test_bounded(benchmark: Any, factor: int) -> None:
     r = benchmark.pedantic(bounded, (_n(benchmark, 1_000_000, 20_000), factor), {"items": 2000},
                            rounds=1, iterations=1)
     assert r["max_mean_10"] <= factor / 100 + 1e-9 and r["w_overflows"] == 0
     print(f"\nfactor {factor}: {r}")
 
 
-def test_memento(benchmark: Any, kern: Kernels) -> None:
+def test_memento(benchmark: Any) -> None:
     r = benchmark.pedantic(memento, (_n(benchmark, BIG, 100_000),), rounds=1, iterations=1)
     assert r["mismatch_no_removal"] == 0 and r["moved_vs_its_keys"] == 1.0
     print(f"\n{r}")
@@ -241,7 +256,8 @@ def test_memento(benchmark: Any, kern: Kernels) -> None:
 
 def main() -> None:
     nkeys = int(sys.argv[1]) if len(sys.argv) > 1 else BIG
-    print(f"keys: hash_array(arange({nkeys})), default hasher; kernels via ctypes, one thread\n")
+    print(f"keys: hash_array(arange({nkeys})), default hasher; one thread; load average "
+          f"{os.getloadavg()[0]:.1f}\n")
     print("| shards | multi-probe 21 sampled | model, this layout | model, avg of 100 layouts | "
           "ring 256 vnodes sampled | ring exact | ns/key mp / ring | sampling noise (3 sigma) |")
     print("|---|---|---|---|---|---|---|---|")
@@ -250,6 +266,10 @@ def main() -> None:
         print(f"| {ns} | {r['mp_sampled']:.4f} | {r['mp_model']:.4f} | {r['mp_model_avg']:.4f} | "
               f"{r['ring_sampled']:.4f} | {r['ring_exact']:.4f} | {r['mp_ns']:.1f} / {r['ring_ns']:.1f} | "
               f"+{r['noise']:.4f} |", flush=True)
+    if nkeys >= BIG:
+        r = balance_counted(1000, 10 * nkeys)
+        print(f"\n1000 shards counted over {10 * nkeys} keys: multi-probe {r['mp_sampled']:.4f}, "
+              f"ring {r['ring_sampled']:.4f} (sampling noise +{r['noise']:.4f})", flush=True)
     print()
     for factor in (105, 125):
         r = bounded(min(nkeys, 1_000_000), factor)
@@ -258,6 +278,7 @@ def main() -> None:
     print()
     r = memento(nkeys)
     print("memento: " + ", ".join(f"{key} {v:.4f}" for key, v in r.items()))
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

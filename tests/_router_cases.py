@@ -6,12 +6,15 @@ from collections.abc import Callable
 
 from shardhash import Hasher
 from shardhash.routing import (
+    BoundedLoadRouter,
     BucketRouter,
     DirectoryRouter,
     HashRangeRouter,
     JumpRouter,
     MaglevRouter,
+    MementoRouter,
     ModuloRouter,
+    MultiProbeRouter,
     RangeRouter,
     RendezvousRouter,
     RingRouter,
@@ -47,6 +50,14 @@ HASH_ROUTERS: dict[str, Callable[[], Router]] = {
     "directory": lambda: DirectoryRouter(RingRouter(SHARDS[:3], vnodes=12),
                                          {"tenant-huge": "solo", "tenant-7": "alpha", 42: "solo"}),
     "jump_prefix": lambda: JumpRouter(SHARDS[:4], key_prefix=1),
+    "memento": lambda: MementoRouter(["alpha", "gamma", "epsilon", "zeta"], buckets=9, removed=[3, 1, 7, 8, 6],
+                                     hasher=Hasher("xxh64", seed=5)),
+    "memento_none": lambda: MementoRouter(SHARDS),
+    "multiprobe": lambda: MultiProbeRouter(SHARDS),
+    "multiprobe_3probes_32bit": lambda: MultiProbeRouter(SHARDS[:4], probes=3, hasher=Hasher("murmur3_32", seed=2)),
+    "bounded": lambda: BoundedLoadRouter(SHARDS[:5], vnodes=16, balance_factor=105),
+    "bounded_tokens": lambda: BoundedLoadRouter(["A", "B", "C"], tokens={"A": [20, 2**63], "B": [50], "C": [80]},
+                                                balance_factor=150),
 }
 
 # Routers over raw keys (route_hashes raises).

@@ -8,7 +8,10 @@ routers:
 * jump_hash.json: the ``jump-consistent-hash`` package (``jump.hash(key, n)``)
   and Guava's published ``consistentHash(i, 100)`` values for i = 0..19;
 * every other file: the pure-Python references in ``shardhash._reference``,
-  which work from the document alone.
+  which work from the document alone (memento.json, memento_none.json:
+  ``_reference.memento``; multiprobe*.json: ``_reference.multiprobe``;
+  bounded*.json: the ring's reference, since ``route`` of a bounded-loads
+  router is the plain ring's answer).
 
 Run once when a router type is added; existing files are frozen (the tool
 refuses to overwrite a file whose content would change unless --force).
@@ -71,7 +74,7 @@ def router_vectors(name: str, factory: Callable[[], Router], keyed: bool) -> dic
     vec: dict[str, Any] = {"name": name, "document": doc}
     if not keyed:
         hashes = sample_hashes()
-        if doc["type"] == "ring":
+        if doc["type"] in ("ring", "bounded"):
             for t in ref.tokens[:20]:
                 hashes += [t, (t + 1) % 2**64, (t - 1) % 2**64]
         if doc["type"] == "hash_range":

@@ -25,12 +25,15 @@ __all__ = [
 
 # -- routing -----------------------------------------------------------------
 from shardhash.routing import (
+    BoundedLoadRouter,
     BucketRouter,
     DirectoryRouter,
     HashRangeRouter,
     JumpRouter,
     MaglevRouter,
+    MementoRouter,
     ModuloRouter,
+    MultiProbeRouter,
     RangeRouter,
     RendezvousRouter,
     RingRouter,
@@ -43,12 +46,15 @@ from shardhash.routing import (
 )
 
 __all__ += [
+    "BoundedLoadRouter",
     "BucketRouter",
     "DirectoryRouter",
     "HashRangeRouter",
     "JumpRouter",
     "MaglevRouter",
+    "MementoRouter",
     "ModuloRouter",
+    "MultiProbeRouter",
     "RangeRouter",
     "RendezvousRouter",
     "RingRouter",

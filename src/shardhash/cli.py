@@ -373,7 +373,7 @@ _SHORT_NAMES = {"redis": "redis_cluster", "postgres": "postgres_hash_partition",
 _OPTION_FLAGS = {"vnodes": "--vnodes", "shard_weights": "--shard-weights", "table_size": "--table-size",
                  "buckets": "--buckets", "splits": "--splits", "base": "--base", "old": "--old", "new": "--new",
                  "watermark": "--watermark", "vindex": "--vindex", "pg_type": "--pg-type", "flavor": "--flavor",
-                 "cql_type": "--cql-type"}
+                 "cql_type": "--cql-type", "probes": "--probes", "balance_factor": "--balance-factor"}
 
 
 def _new_strategies() -> tuple[dict[str, str], dict[str, str]]:
@@ -770,7 +770,8 @@ def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict
 
 
 # Strategies whose add/remove moves only the ideal share of keys.
-_MINIMAL_MOVERS = ("rendezvous", "ring", "buckets (bucket)", "maglev (close to it)")
+_MINIMAL_MOVERS = ("rendezvous", "ring", "memento (jump that can lose any shard)", "multiprobe", "buckets (bucket)",
+                   "maglev (close to it)")
 
 
 def _moved_share_estimate(old: Any, new: Any) -> float | None:
@@ -1416,7 +1417,8 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
     strategies = sorted(names) + sorted(aliases)
     tn = tsub.add_parser("new", help="write a new topology document",
                          description="Write a new topology for STRATEGY: shardhash's own routers (modulo, jump, "
-                         "ring, rendezvous, maglev, buckets, hashrange, range, directory, watermark) or a "
+                         "memento, ring, multiprobe, bounded, rendezvous, maglev, buckets, hashrange, range, "
+                         "directory, watermark) or a "
                          "system's own placement (redis_cluster, vitess, citus, postgres_hash_partition, "
                          "ketama, cassandra_token, mongo_hashed). Options that do not apply to the strategy "
                          "are errors.")
@@ -1426,14 +1428,20 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
     tn.add_argument("--key-type", type=_id_type_arg, default=None, metavar="TYPE",
                     help="declare the key type in the document: int, str, bytes, uuid, or a comma-separated "
                     "list for a compound key (default: not declared; readers then need --id-type)")
-    tn.add_argument("--shard-weights", help="id=weight,... (ring, rendezvous, maglev, buckets, ketama) "
+    tn.add_argument("--shard-weights", help="id=weight,... (ring, bounded, rendezvous, maglev, buckets, ketama) "
                     "(default: equal weights)")
     tn.add_argument("--vnodes", type=_positive_int, default=None,
-                    help="ring: tokens per unit weight (default 256); cassandra_token: tokens per node (default 1)")
+                    help="ring, bounded: tokens per unit weight (default 256); cassandra_token: tokens per node "
+                    "(default 1)")
     tn.add_argument("--buckets", type=_positive_int, default=None, help="buckets: bucket count (default 4096)")
     tn.add_argument("--table-size", type=_positive_int, default=None,
                     help="maglev: table size, a prime (default: the smallest prime >= 100 x shards, "
                     "at least 65537)")
+    tn.add_argument("--probes", type=_positive_int, default=None,
+                    help="multiprobe: probes per key, 1 to 64 (default 21)")
+    tn.add_argument("--balance-factor", type=_positive_int, default=None, metavar="PERCENT",
+                    help="bounded: the load cap in percent of the average, >= 100 (default 125, i.e. "
+                    "1 + eps = 1.25)")
     tn.add_argument("--splits", help="range: the n-1 split keys, comma separated (needs --key-type int or str)")
     tn.add_argument("--base", metavar="FILE", help="directory: the topology keys without an override follow")
     tn.add_argument("--old", metavar="FILE", help="watermark: the topology below the watermark")

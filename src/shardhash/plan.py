@@ -934,9 +934,8 @@ def remove_shards(
     Bucket routers hand the removed shards' buckets to the remaining shards
     so they stay balanced (no other bucket moves); rings drop the removed
     shards' tokens; hash-range routers merge each removed range into its
-    neighbour.  Jump hash can only drop shards cheaply from the end of its
-    list: removing another one renumbers the later shards and the steps show
-    the cost.
+    neighbour.  Jump hash drops its last shards as jump does; losing any
+    other shard makes it a MementoRouter, which moves only that shard's keys.
 
     >>> from shardhash import routing
     >>> r = routing.RingRouter(["a", "b", "c"])

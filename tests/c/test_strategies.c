@@ -106,6 +106,7 @@ static void test_memento(void)
         moved += a[i] != b[i];
         bad += (a[i] != 50 && a[i] != b[i]) || b[i] == 50;
         bad += sh_memento_bucket(&m, hs[i]) != b[i];
+        bad += sh_memento_resolve_from(&m, sh_jump(hs[i], m.n), hs[i]) != b[i];
     }
     CHECK(bad == 0 && moved == on, "remove 50 of 100: %ld bad, moved %ld of %ld", bad, moved, on);
 

@@ -260,11 +260,31 @@ def test_topology_options_that_do_not_apply_are_errors(tmp_path: Path) -> None:
 # -------------------------------------------------------------- 10-12: plans
 
 
-def test_remove_on_jump_warns(tmp_path: Path) -> None:
+def test_remove_on_modulo_warns(tmp_path: Path) -> None:
+    t = tmp_path / "m.json"
+    t.write_text(routing.ModuloRouter(list("abcde")).to_json())
+    p = ok("without", "topology", "remove", t, "--shards", "b", "-o", tmp_path / "m2.json")
+    assert "warning" in p.stderr and "rendezvous" in p.stderr and "memento" in p.stderr
+
+
+def test_remove_a_middle_shard_of_jump_moves_only_its_keys(tmp_path: Path) -> None:
     t = tmp_path / "j.json"
     t.write_text(routing.JumpRouter(list("abcde")).to_json())
     p = ok("without", "topology", "remove", t, "--shards", "b", "-o", tmp_path / "j2.json")
-    assert "warning" in p.stderr and "rendezvous" in p.stderr
+    assert "warning" not in p.stderr
+    new = routing.load_router((tmp_path / "j2.json").read_text(encoding="utf-8"))
+    assert new.type_name == "memento" and new.shards == tuple("acde")
+    old = routing.JumpRouter(list("abcde"))
+    keys = list(range(20000))
+    before = [old.route(k) for k in keys]
+    after = [new.route(k) for k in keys]
+    moved = [b for b, a in zip(before, after) if a != b]
+    assert set(moved) == {"b"} and len(moved) == before.count("b")
+    # and back: adding a shard restores the removed bucket, so every key returns
+    p = ok("without", "topology", "add", tmp_path / "j2.json", "--shards", "f", "-o", tmp_path / "j3.json")
+    back = routing.load_router((tmp_path / "j3.json").read_text(encoding="utf-8"))
+    assert back.type_name == "jump" and back.shards == tuple("afcde")
+    assert [back.route(k) for k in keys] == [{"b": "f"}.get(s, s) for s in before]
 
 
 def test_unrelated_topologies_and_weighted_balance(tmp_path: Path) -> None:

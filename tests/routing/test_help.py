@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from shardhash.routing import JumpRouter
+from shardhash.routing import BoundedLoadRouter, JumpRouter, MementoRouter, MultiProbeRouter
 from shardhash.routing._kernels import RouterCore
 
 METHODS = ("route", "route_index", "route_hash", "route_many", "route_hashes")
@@ -26,7 +26,7 @@ def test_method_has_a_signature_and_a_docstring(cls: type, name: str) -> None:
     assert (method.__doc__ or "").strip()
 
 
-@pytest.mark.parametrize("cls", [JumpRouter, RouterCore])
+@pytest.mark.parametrize("cls", [JumpRouter, RouterCore, MementoRouter, MultiProbeRouter, BoundedLoadRouter])
 def test_help_shows_the_api_without_cython_internals(cls: type) -> None:
     page = re.sub(".\b", "", pydoc.render_doc(cls, renderer=pydoc.TextDoc()))  # no overstrike bold
     for name in METHODS:

@@ -240,7 +240,8 @@ def test_every_builtin_strategy_owns_its_successor() -> None:
     four = ["a", "b", "c", "d"]
     for r in (routing.ModuloRouter(four), JumpRouter(four), routing.RingRouter(four, vnodes=8),
               routing.RendezvousRouter(four), routing.MaglevRouter(four, table_size=1009),
-              BucketRouter(four, buckets=64), HashRangeRouter([2**62, 2**63, 3 * 2**62], four)):
+              BucketRouter(four, buckets=64), HashRangeRouter([2**62, 2**63, 3 * 2**62], four),
+              routing.MultiProbeRouter(four), routing.BoundedLoadRouter(four, vnodes=8)):
         nxt = r.with_shards([*four, "e"])
         assert type(nxt) is type(r) and "e" in nxt.shards and nxt.version == r.version + 1
         assert nxt.hasher == r.hasher
@@ -257,12 +258,15 @@ def test_successors_keep_the_key_prefix() -> None:
               lambda kp: routing.RendezvousRouter(four, key_prefix=kp),
               lambda kp: routing.MaglevRouter(four, table_size=1009, key_prefix=kp),
               lambda kp: BucketRouter(four, buckets=64, key_prefix=kp),
-              lambda kp: HashRangeRouter([2**62, 2**63, 3 * 2**62], four, key_prefix=kp))
+              lambda kp: HashRangeRouter([2**62, 2**63, 3 * 2**62], four, key_prefix=kp),
+              lambda kp: routing.MementoRouter(["a", "b", "c", "d"], buckets=5, removed=[2], key_prefix=kp),
+              lambda kp: routing.MultiProbeRouter(four, key_prefix=kp),
+              lambda kp: routing.BoundedLoadRouter(four, vnodes=8, key_prefix=kp))
     keys = [(f"tenant-{i % 37}", i) for i in range(500)]
     for build in builds:
         r = build(1)
         successors = [r.with_shards([*four, "e"]), r.with_shards(["a", "c", "d"])]
-        if not isinstance(r, routing.RendezvousRouter):  # the planners need keys for rendezvous
+        if not isinstance(r, (routing.RendezvousRouter, routing.MultiProbeRouter)):  # planners need keys
             successors += [plan.add_shards(r, ["e"])[0], plan.remove_shards(r, ["b"])[0]]
         for nxt in successors:
             assert nxt.key_prefix == 1, type(r).__name__

@@ -1,12 +1,13 @@
-"""The plain-C placement strategies (``_core/place``) against their pure-Python
+"""The placement strategies of ``_core/place`` against their pure-Python
 references (``shardhash._reference``), and the properties issue 15 asks for.
 
-The kernels are not bound yet: they are compiled here into a shared library
-with the system C compiler and called through ctypes.  Without a compiler the
-module skips (and fails in CI, SHARDHASH_CI=1).  The anchor for "MementoHash
-with no removal is jump" is the compiled module's public ``jump_hash_array``.
-An installed package whose data lacks ``_core/place`` (and no checkout next
-to the tests) skips: that is packaging, fixed when the kernels are bound.
+MementoHash, multi-probe and bounded loads run through their bindings
+(``routing._kernels``: the routers, ``bounded_assign``, ``bounded_capacity``).
+The replica-list kernels are not bound yet: they are compiled here into a
+shared library with the system C compiler and called through ctypes
+(``_replica_ctypes``); without a compiler those tests skip (and fail in CI,
+SHARDHASH_CI=1).  The anchor for "MementoHash with no removal is jump" is the
+compiled module's public ``jump_hash_array``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,7 +26,9 @@ from shardhash._reference import bounded as rb
 from shardhash._reference import memento as rm
 from shardhash._reference import multiprobe as rp
 from shardhash._reference import replicas as rr
-from shardhash._reference.ckernels import CompilerMissing, Kernels, SourcesMissing, load
+from shardhash.routing import MementoRouter, Router
+from shardhash.routing.base import bounded_assign, bounded_capacity
+from tests.strategies._replica_ctypes import CompilerMissing, Kernels, SourcesMissing, load
 
 MASK = (1 << 64) - 1
 # the checkout's core, for runs against an install whose package data lacks _core/place
@@ -55,117 +59,138 @@ def _tokens(rng: random.Random, n: int) -> list[int]:
     return sorted(out)
 
 
+class _MultiProbe(Router):
+    """The multi-probe kernel over arbitrary tokens (the router derives them from shard ids)."""
+
+    def __init__(self, tokens: list[int], owners: list[int], probes: int) -> None:
+        super().__init__([f"s{i}" for i in range(max(owners) + 1)])
+        self._use_multiprobe(tokens, owners, probes)
+        self._finish()
+
+
 # -- MementoHash --------------------------------------------------------------
 
 @pytest.mark.parametrize("n", [1, 2, 10, 100, 1000, 65537])
-def test_memento_without_removal_is_jump(kern: Kernels, n: int) -> None:
+def test_memento_without_removal_is_jump(n: int) -> None:
     hs = _hashes(1_000_000, n)
-    got = kern.memento_batch(np.full(n, -1, np.int32), n, 0, hs)
-    np.testing.assert_array_equal(got, shardhash.jump_hash_array(hs, n))
-    # the lookup loop itself (nremoved given as nonzero with nothing recorded) is jump too
-    rep = np.full(n, -1, np.int32)
-    assert [kern.memento_bucket(rep, n, 1, int(h)) for h in hs[:2000]] == \
-        shardhash.jump_hash_array(hs[:2000], n).tolist()
+    r = MementoRouter([f"s{i}" for i in range(n)])
+    np.testing.assert_array_equal(r.route_hashes(hs), shardhash.jump_hash_array(hs, n))
+    assert [r.route_hash(int(h)) for h in hs[:2000]] == shardhash.jump_hash_array(hs[:2000], n).tolist()
 
 
-def _replacer(m: rm.Memento) -> np.ndarray:
-    rep = np.full(m.n, -1, np.int32)
-    for b, c in m.replacer.items():
-        rep[b] = c
-    return rep
+def _state_router(ref: rm.Memento) -> MementoRouter:
+    """The router of a reference state (its record is the removal order)."""
+    removed = sorted(ref.replacer, key=lambda b: -ref.replacer[b])  # replacer falls by one per removal
+    return MementoRouter([f"b{b}" for b in ref.working()], buckets=ref.n, removed=removed)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_memento_c_equals_reference(kern: Kernels, seed: int) -> None:
+def test_memento_router_and_planner_equal_reference(seed: int) -> None:
+    """Random removals and restores: the planner's successor (with_shards)
+    has the reference's record, and routes as the reference does."""
     rng = random.Random(seed)
     n = rng.choice([3, 10, 57, 300])
     ref = rm.Memento(n)
-    st = kern.memento_state(2 * n, n)
+    cur: Router = shardhash.JumpRouter([f"b{b}" for b in range(n)])
     hs = _hashes(3000, seed)
     for _ in range(rng.randint(1, n - 1)):
-        if ref.replacer and rng.random() < 0.25:
-            assert kern.memento_restore(st) == ref.restore()
+        if rng.random() < 0.25:  # restore the last removed bucket, or grow by one
+            b = ref.restore()
+            new_id = f"b{b}"
+            cur = cur.with_shards([*cur.shards, new_id])
         else:
             live = ref.working()
             if len(live) == 1:
                 break
             b = rng.choice(live)
-            assert kern.memento_remove(st, b) == 0
             ref.remove(b)
-        assert (st.n, st.nremoved, st.last_removed) == (ref.n, len(ref.replacer), ref.last_removed)
-        np.testing.assert_array_equal(st.rep[: ref.n], _replacer(ref))
+            cur = cur.with_shards([s for s in cur.shards if s != f"b{b}"])
+        assert list(cur.shards) == [f"b{b}" for b in ref.working()]
+        if isinstance(cur, MementoRouter):
+            assert (cur.buckets, len(cur.removed)) == (ref.n, len(ref.replacer))
+            assert cur.to_dict()["params"] == _state_router(ref).to_dict()["params"]
+        else:
+            assert not ref.replacer and len(cur.shards) == ref.n
         want = [ref.bucket(int(h)) for h in hs]
-        got = kern.memento_batch(st.rep, st.n, st.nremoved, hs)
-        assert got.tolist() == want
-        assert set(want) <= set(ref.working())
+        got = [int(cur.shards[i][1:]) for i in cur.route_hashes(hs)]
+        assert got == want
+        assert [int(cur.shards[cur.route_hash(int(h))][1:]) for h in hs[:300]] == want[:300]
 
 
-def test_memento_refusals(kern: Kernels) -> None:
-    st = kern.memento_state(4, 2)
-    assert kern.memento_remove(st, 2) == -1          # not a bucket
-    assert kern.memento_remove(st, 0) == 0
-    assert kern.memento_remove(st, 0) == -1          # already removed
-    assert kern.memento_remove(st, 1) == -1          # the last working bucket
-    with pytest.raises(ValueError):
-        kern.memento_state(2, 3)
+_not_ints: Any = ["1"]
 
 
-def test_memento_removing_a_middle_shard_moves_only_its_keys(kern: Kernels) -> None:
+def test_memento_refusals() -> None:
+    with pytest.raises(ValueError, match=r"removed\[1\] = 0 is removed twice"):
+        MementoRouter(["a", "b"], removed=[0, 0])
+    with pytest.raises(ValueError, match=r"removed\[0\] = 9 is not a bucket"):
+        MementoRouter(["a", "b"], removed=[9])
+    with pytest.raises(ValueError, match="buckets=5"):
+        MementoRouter(["a", "b"], buckets=5, removed=[1])
+    with pytest.raises(TypeError, match=r"removed\[0\]"):
+        MementoRouter(["a", "b"], removed=_not_ints)
+    # no shard in common: a fresh jump topology, not a record of removals
+    assert shardhash.JumpRouter(["a", "b"]).with_shards(["c"]) == shardhash.JumpRouter(["c"], version=2)
+
+
+def test_memento_removing_a_middle_shard_moves_only_its_keys() -> None:
     hs = _hashes(1_000_000, 99)
-    before = shardhash.jump_hash_array(hs, 100)
-    rep = np.full(100, -1, np.int32)
-    rep[50] = 99                                        # removed with 100 working: 99 after
-    after = kern.memento_batch(rep, 100, 1, hs)
-    moved = before != after
-    assert np.array_equal(moved, before == 50)
-    assert not np.any(after == 50)
+    jump = shardhash.JumpRouter([f"s{i}" for i in range(100)])
+    after = jump.with_shards([s for s in jump.shards if s != "s50"])
+    assert isinstance(after, MementoRouter) and after.removed == (50,)
+    before = np.array(jump.shards)[jump.route_hashes(hs)]
+    now = np.array(after.shards)[after.route_hashes(hs)]
+    moved = before != now
+    assert np.array_equal(moved, before == "s50")
     # the moved keys spread over the 99 others (max/mean of where they went)
-    counts = np.bincount(after[moved], minlength=100)
-    assert counts[50] == 0 and counts.max() / (moved.sum() / 99) < 1.5
-    # and a bucket -> shard map applies after the lookup
-    shard_of = np.array([b - (b > 50) if b != 50 else -1 for b in range(100)], np.int32)
-    np.testing.assert_array_equal(kern.memento_batch(rep, 100, 1, hs[:1000], shard_of), shard_of[after[:1000]])
+    _, counts = np.unique(now[moved], return_counts=True)
+    assert len(counts) == 99 and counts.max() / (moved.sum() / 99) < 1.5
 
 
 # -- multi-probe --------------------------------------------------------------
 
 @pytest.mark.parametrize("seed", range(5))
-def test_multiprobe_c_equals_reference(kern: Kernels, seed: int) -> None:
+def test_multiprobe_c_equals_reference(seed: int) -> None:
     rng = random.Random(seed)
     ns = rng.choice([1, 2, 7, 50, 400])
     k = rng.choice([1, 2, 21, 64])
     tokens = _tokens(rng, ns)
     owners = list(range(ns))
     rng.shuffle(owners)
-    t = kern.mprobe(tokens, owners, k)
+    t = _MultiProbe(tokens, owners, k)
     hs = _hashes(2000, seed)
     want = [rp.lookup(tokens, owners, int(h), k) for h in hs]
-    assert kern.mprobe_batch(t, hs).tolist() == want
-    assert [kern.mprobe_lookup(t, int(h)) for h in hs[:200]] == want[:200]
+    assert t.route_hashes(hs).tolist() == want
+    assert [t.route_hash(int(h)) for h in hs[:200]] == want[:200]
     if ns <= 50:
         assert [rp.preference(tokens, owners, int(h), k)[0] for h in hs[:200]] == want[:200]
 
 
-def test_multiprobe_probe_on_a_token_and_ties(kern: Kernels) -> None:
+def test_multiprobe_probe_on_a_token_and_ties() -> None:
     # a token exactly at a probe (distance 0) wins; equal distances go to the smaller index
     h = 12345
     p0 = rp.probes(h, 1)[0]
     tokens = sorted([p0, (p0 + 10) & MASK, (p0 + 2**40) & MASK])
     owners = [2, 0, 1] if tokens[0] == p0 else [0, 1, 2]
-    t = kern.mprobe(tokens, owners, 1)
-    assert kern.mprobe_lookup(t, h) == rp.lookup(tokens, owners, h, 1) == owners[tokens.index(p0)]
+    t = _MultiProbe(tokens, owners, 1)
+    assert t.route_hash(h) == rp.lookup(tokens, owners, h, 1) == owners[tokens.index(p0)]
+    # two probes at equal distance from two tokens: the smaller shard index
+    p = rp.probes(h, 2)
+    tokens = sorted([(p[0] + 7) & MASK, (p[1] + 7) & MASK])
+    for owners in ([0, 1], [1, 0]):
+        assert _MultiProbe(tokens, owners, 2).route_hash(h) == rp.lookup(tokens, owners, h, 2) == 0
 
 
 @pytest.mark.parametrize("ns", [10, 100, 1000])
-def test_multiprobe_loads_follow_the_model(kern: Kernels, ns: int) -> None:
+def test_multiprobe_loads_follow_the_model(ns: int) -> None:
     """Each shard's load is what independent uniform probes give (the paper's
     model): the probe derivation behaves as k independent hashes."""
-    rng = random.Random(ns)
-    tokens = _tokens(rng, ns)
-    t = kern.mprobe(tokens, list(range(ns)), 21)
+    r = shardhash.MultiProbeRouter([f"shard-{i}" for i in range(ns)])
     nkeys = 2_000_000
-    counts = np.bincount(kern.mprobe_batch(t, _hashes(nkeys, ns)), minlength=ns)
-    expect = np.array(rp.expected_shares(tokens, 21)) * nkeys
+    counts = np.bincount(r.route_hashes(_hashes(nkeys, ns)), minlength=ns)
+    shares = rp.expected_shares([int(t) for t in r.tokens], 21)
+    expect = np.zeros(ns)
+    expect[r.token_owners] = np.array(shares) * nkeys
     assert abs(expect.sum() - nkeys) < 1e-6 * nkeys
     assert np.all(np.abs(counts - expect) <= 5 * np.sqrt(expect) + 1)
 
@@ -181,19 +206,22 @@ def test_multiprobe_expected_peak_to_mean() -> None:
 
 # -- bounded loads ------------------------------------------------------------
 
-def test_capacity_is_exact(kern: Kernels) -> None:
+def test_capacity_is_exact() -> None:
     rng = random.Random(7)
     cases = [(1_000_000, 10, 105), (1_000_000, 11, 125), (0, 3, 100), (10, 3, 100), (2**64 - 2, 4, 100)]
     cases += [(rng.getrandbits(rng.randint(1, 63)), rng.randint(1, 5000), rng.randint(100, 400))
               for _ in range(500)]
     for total, ns, f in cases:
-        want = rb.capacity(total, ns, f)
-        assert kern.capacity(total, ns, f) == (want if want < 2**64 else 2**64 - 1)
-    assert kern.capacity(2**64 - 1, 1, 200) == 2**64 - 1     # saturates
+        assert bounded_capacity(total, ns, f) == rb.capacity(total, ns, f)
+    assert bounded_capacity(2**64 - 1, 1, 100) == 2**64 - 1
+    with pytest.raises(OverflowError):
+        bounded_capacity(2**64 - 1, 1, 200)
+    with pytest.raises(ValueError, match="factor_percent"):
+        bounded_capacity(10, 1, 99)
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_bounded_c_equals_reference(kern: Kernels, seed: int) -> None:
+def test_bounded_c_equals_reference(seed: int) -> None:
     rng = random.Random(seed)
     ns = rng.choice([1, 3, 10, 40])
     tokens = _tokens(rng, ns * rng.choice([1, 4, 32]))
@@ -215,28 +243,30 @@ def test_bounded_c_equals_reference(kern: Kernels, seed: int) -> None:
     load0 = [rng.randrange(3) for _ in range(ns)]
     want, want_load, want_ov = rb.assign(tokens, owners, [int(h) for h in hs], caps, sizes=sizes,
                                          order=order, prev=prev, load=load0)
-    got, got_load, got_ov = kern.bounded_assign(
-        np.array(tokens, np.uint64), np.array(owners, np.int32), hs, np.array(caps, np.uint64),
-        sizes=None if sizes is None else np.array(sizes, np.uint64),
-        order=np.array(order, np.uintp), prev=None if prev is None else np.array(prev, np.int32),
-        load=np.array(load0, np.uint64))
+    got, got_load, got_ov = bounded_assign(tokens, owners, hs, caps, sizes=sizes, order=order, prev=prev,
+                                           load=load0)
     assert got.tolist() == want and got_load.tolist() == want_load and got_ov == want_ov
 
 
 @pytest.mark.parametrize("factor", [105, 125])
-def test_bounded_max_never_exceeds_the_cap(kern: Kernels, factor: int) -> None:
-    rng = random.Random(factor)
-    ns, vnodes, n = 10, 256, 1_000_000
-    tokens = np.array(_tokens(rng, ns * vnodes), np.uint64)
-    owners = np.array([rng.randrange(ns) for _ in range(ns * vnodes)], np.int32)
-    cap = kern.capacity(n, ns, factor)
-    out, load, ov = kern.bounded_assign(tokens, owners, _hashes(n, factor), np.full(ns, cap, np.uint64))
-    assert ov == 0 and int(load.max()) <= cap
-    assert load.max() / (n / ns) <= factor / 100          # exact here: 1M * f / 1000 is an integer
-    assert np.array_equal(np.bincount(out, minlength=ns), load)
+def test_bounded_max_never_exceeds_the_cap(factor: int) -> None:
+    r = shardhash.BoundedLoadRouter([f"shard-{i}" for i in range(10)], balance_factor=factor)
+    n = 1_000_000
+    cap = int(r.capacities(n)[0])
+    out = r.assign_hashes(_hashes(n, factor))
+    load = np.bincount(out, minlength=10)
+    assert int(load.max()) <= cap == n * factor // 1000
+    assert load.max() / (n / 10) <= factor / 100          # exact here: 1M * f / 1000 is an integer
 
 
 # -- replica lists ------------------------------------------------------------
+
+def _replacer(m: rm.Memento) -> np.ndarray:
+    rep = np.full(m.n, -1, np.int32)
+    for b, c in m.replacer.items():
+        rep[b] = c
+    return rep
+
 
 @pytest.mark.parametrize("seed", range(6))
 def test_replicas_c_equal_reference(kern: Kernels, seed: int) -> None:
@@ -328,7 +358,8 @@ def test_rendezvous_first_replica_is_the_router(kern: Kernels) -> None:
 
 
 def test_sources_are_where_the_build_expects(kern: Kernels) -> None:
-    from shardhash._reference.ckernels import core_dir
+    from tests.strategies._replica_ctypes import core_dir
+
     names = {p.name for p in core_dir([SOURCE_CORE]).rglob("*")}
     assert {"sh_memento.h", "sh_multiprobe.h", "sh_bounded.h", "sh_replicas.h"} <= names
     assert Path(kern.lib._name).is_file()

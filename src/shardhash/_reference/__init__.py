@@ -7,8 +7,7 @@ compatible system (``postgres``, ``guava``, ``cassandra``, ``redis``,
 ``ketama``, ``mongo``, ``vitess``).  Each is written from the written
 description (docs/routers.md, docs/compat.md) or the system's own source,
 never from the compiled code, so that the tests check the kernels and the
-documentation at once.  (``ckernels`` is a test harness, not an oracle: it
-loads the not-yet-bound C strategy kernels through ctypes.)
+documentation at once.
 
 They are slow by design and the library never imports them; they ship with
 the package only so that the test suite runs against an installed wheel.

@@ -1,4 +1,4 @@
-"""Consistent hashing with bounded loads, from docs/strategies-draft.md (test-only oracle).
+"""Consistent hashing with bounded loads, from docs/routers.md 2.16 (test-only oracle).
 
 Mirrokni, Thorup & Zadimoghaddam (arXiv 1608.01350): items walk a ring from
 their successor token to the first shard whose load plus the item's size stays

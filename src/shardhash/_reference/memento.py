@@ -1,4 +1,4 @@
-"""MementoHash, written from docs/strategies-draft.md alone (test-only oracle).
+"""MementoHash, written from docs/routers.md 2.14 alone (test-only oracle).
 
 Jump consistent hash over a b-array of ``n`` buckets plus a replacement record
 of removed buckets (Coluzzi et al., arXiv 2306.09783).  With nothing removed a

@@ -1,4 +1,4 @@
-"""Multi-probe consistent hashing, from docs/strategies-draft.md (test-only oracle).
+"""Multi-probe consistent hashing, from docs/routers.md 2.15 (test-only oracle).
 
 One token per shard on the 64-bit circle, ``k`` probes per key (Appleton &
 O'Reilly, arXiv 1505.00062): a key goes to the token closest clockwise to any

@@ -1,4 +1,4 @@
-"""Replica (preference) lists, from docs/strategies-draft.md (test-only oracle).
+"""Replica (preference) lists, from docs/routers.md 2.17 (test-only oracle).
 
 Each strategy orders the shards for a key; a replica list takes the first ``r``
 of that order, or with zones follows Cassandra's NetworkTopologyStrategy rule:

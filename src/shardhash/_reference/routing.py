@@ -14,6 +14,8 @@ from typing import Any
 from shardhash import Hasher
 from shardhash._reference.jump import jump
 from shardhash._reference.maglev import maglev_table
+from shardhash._reference.memento import Memento
+from shardhash._reference.multiprobe import lookup as multiprobe_lookup
 from shardhash._reference.rendezvous import rendezvous_route
 from shardhash._reference.ring import ring_route, ring_tokens
 from shardhash._reference.splitmix64 import mix64
@@ -30,8 +32,18 @@ class ReferenceRouter:
         self.prefix = doc.get("key_prefix")
         p = doc["params"]
         n = len(self.shards)
-        if self.type == "ring":
+        if self.type in ("ring", "bounded"):  # bounded: route() is the ring's answer
             self.tokens, self.owners = ring_tokens(doc, self.hasher)
+        elif self.type == "memento":
+            self.memento = Memento(p["buckets"])
+            for b in p["removed"]:
+                self.memento.replacer[b] = p["buckets"] - len(self.memento.replacer) - 1
+            self.bucket_shard = {b: i for i, b in enumerate(self.memento.working())}
+        elif self.type == "multiprobe":
+            toks = sorted((mix64(int(self.hasher(s))), i) for i, s in enumerate(self.shards))
+            self.tokens = [t for t, _ in toks]
+            self.owners = [i for _, i in toks]
+            self.probes = p["probes"]
         elif self.type == "rendezvous":
             self.seeds = [mix64(int(self.hasher(s))) for s in self.shards]
             w = p.get("weights") or {}
@@ -63,8 +75,12 @@ class ReferenceRouter:
             return jump(h, len(self.shards))
         if t in ("bucket", "modulo", "maglev"):
             return self.table[h % len(self.table)]
-        if t == "ring":
+        if t in ("ring", "bounded"):
             return ring_route(self.tokens, self.owners, h)
+        if t == "memento":
+            return self.bucket_shard[self.memento.bucket(h)]
+        if t == "multiprobe":
+            return multiprobe_lookup(self.tokens, self.owners, h, self.probes)
         if t == "rendezvous":
             return rendezvous_route(h, self.seeds, self.weights)
         if t == "hash_range":

@@ -21,9 +21,10 @@ True
 
 One module per strategy, each holding the class, its planning hooks and
 its document parameters: ``modulo``, ``jump``, ``ring``, ``rendezvous``,
-``maglev``, ``bucket``, ``hash_range``, ``ranges``, ``directory`` and
-``watermark``; ``base`` holds ``Router``, the document and its registry,
-``RawKeyRouter`` (routers on raw keys) and ``WrappingRouter``.
+``maglev``, ``bucket``, ``hash_range``, ``ranges``, ``directory``,
+``watermark``, ``memento``, ``multiprobe`` and ``bounded``; ``base``
+holds ``Router``, the document and its registry, ``RawKeyRouter``
+(routers on raw keys) and ``WrappingRouter``.
 
 Routers over the hash space expose their ownership for planning:
 ``owned_ranges()`` (RingRouter, HashRangeRouter) lists ``(lo, hi, shard
@@ -100,12 +101,15 @@ from .base import (
     router_types,
     unalias,
 )
+from .bounded import BoundedLoadRouter, ItemPlacement, place_items
 from .bucket import BucketRouter
 from .directory import DirectoryRouter
 from .hash_range import HashRangeRouter
 from .jump import JumpRouter
 from .maglev import MaglevRouter, _is_prime, _next_prime, maglev_default_table_size
+from .memento import MementoRouter
 from .modulo import ModuloRouter
+from .multiprobe import MultiProbeRouter
 from .ranges import RangeRouter
 from .rendezvous import RendezvousRouter
 from .ring import RingRouter, ring_owned_ranges
@@ -126,6 +130,11 @@ __all__ = [
     "HashRangeRouter",
     "DirectoryRouter",
     "WatermarkRouter",
+    "MementoRouter",
+    "MultiProbeRouter",
+    "BoundedLoadRouter",
+    "ItemPlacement",
+    "place_items",
     "load_router",
     "register_router_type",
     "router_types",
@@ -148,7 +157,8 @@ _helpers = (U64_MAX, Hasher, RouterCore, maglev_populate, mix64, prepare_out, un
 # ``shardhash.routing.load_router(document)``, as it always has).
 for _obj in (Router, RawKeyRouter, WrappingRouter, ModuloRouter, JumpRouter, RingRouter,
              RendezvousRouter, MaglevRouter, BucketRouter, RangeRouter, HashRangeRouter,
-             DirectoryRouter, WatermarkRouter, TopologyOptionError, load_router, register_router_type,
+             DirectoryRouter, WatermarkRouter, MementoRouter, MultiProbeRouter, BoundedLoadRouter,
+             ItemPlacement, place_items, TopologyOptionError, load_router, register_router_type,
              router_types, router_type, router_type_names,
              ring_owned_ranges, maglev_default_table_size, hash_bits, no_weights):
     _obj.__module__ = __name__

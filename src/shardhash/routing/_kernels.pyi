@@ -10,7 +10,8 @@ from typing_extensions import disjoint_base
 from shardhash._hashing import Hasher
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
-           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
+           "bounded_capacity", "bounded_assign"]
 
 # The jump kernels chosen at import: "avx2", "neon" or "portable"; "sse4.1" or "portable".
 _JUMP_KERNEL: str
@@ -32,6 +33,21 @@ def maglev_populate(
     shard_hashes: Any, weights: Any, m: int
 ) -> npt.NDArray[np.int32]: ...
 
+# Bounded loads (docs/routers.md 2.16)
+def bounded_capacity(total: int, nshards: int, factor_percent: int) -> int: ...
+def _u64_column(v: Any, n: int, name: str) -> npt.NDArray[np.uint64]: ...
+def bounded_assign(
+    tokens: Any,
+    owners: Any,
+    hashes: Any,
+    caps: Any,
+    *,
+    sizes: Any = ...,
+    order: Any = ...,
+    prev: Any = ...,
+    load: Any = ...,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint64], int]: ...
+
 @disjoint_base
 class RouterCore:
     @property
@@ -48,6 +64,11 @@ class RouterCore:
         self, tokens: Any, owners: Any, width: int = ...
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32]]: ...
     def _use_rendezvous(self, seeds: Any, weights: Any = ...) -> None: ...
+    # MementoHash, multi-probe (docs/routers.md 2.14, 2.15)
+    def _use_memento(self, buckets: int, removed: Any) -> npt.NDArray[np.int32]: ...
+    def _use_multiprobe(
+        self, tokens: Any, owners: Any, probes: int
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int32]]: ...
     def _use_key_ranges(self, splits: Any, owners: Any) -> None: ...
     def _use_watermark(self, old: RouterCore, new: RouterCore, watermark: int, newmap: Any) -> None: ...
     def _use_native_keys(self, capsule: Any, owner: Any) -> None: ...

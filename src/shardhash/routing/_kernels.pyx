@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/place/sh_jump.c, src/shardhash/_core/place/sh_bucket.c, src/shardhash/_core/place/sh_ring.c, src/shardhash/_core/place/sh_maglev.c, src/shardhash/_core/place/sh_rendezvous.c, src/shardhash/_core/place/sh_override.c, src/shardhash/_core/place/sh_jump_avx2.c, src/shardhash/_core/place/sh_jump_neon.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/hash/sh_xxhash.c]
+# distutils: sources = [src/shardhash/_core/place/sh_jump.c, src/shardhash/_core/place/sh_bucket.c, src/shardhash/_core/place/sh_ring.c, src/shardhash/_core/place/sh_maglev.c, src/shardhash/_core/place/sh_rendezvous.c, src/shardhash/_core/place/sh_override.c, src/shardhash/_core/place/sh_memento.c, src/shardhash/_core/place/sh_multiprobe.c, src/shardhash/_core/place/sh_bounded.c, src/shardhash/_core/place/sh_jump_avx2.c, src/shardhash/_core/place/sh_jump_neon.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/hash/sh_xxhash.c]
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
@@ -37,7 +37,8 @@ import numpy as np
 from shardhash._parallel import resolve_threads
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
-           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64"]
+           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
+           "bounded_capacity", "bounded_assign"]
 
 
 cdef extern from "sh_xxhash.h" nogil:
@@ -140,6 +141,41 @@ cdef extern from "sh_place.h" nogil:
     void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
                            const uint64_t *hashes, size_t n, int32_t *out)
 
+# ---------------------------------------------------------------------------
+# MementoHash, multi-probe consistent hashing, bounded loads: the C kernels
+# (_core/place/sh_memento, sh_multiprobe, sh_bounded; docs/routers.md 2.14-2.16)
+
+cdef extern from "sh_memento.h" nogil:
+    ctypedef struct sh_memento:
+        const int32_t *replacer
+        int32_t n
+        int32_t nremoved
+    int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
+    int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h)
+    void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
+                          int32_t *out)
+
+cdef extern from "sh_multiprobe.h" nogil:
+    ctypedef struct sh_mprobe:
+        const uint64_t *tokens
+        const int32_t *owners
+        size_t ntokens
+        const uint32_t *index
+        unsigned shift
+        unsigned probes
+    unsigned SH_MPROBE_MAX_PROBES
+    unsigned sh_mprobe_index_bits(size_t ntokens)
+    void sh_mprobe_build_index(const uint64_t *tokens, size_t ntokens, unsigned bits, uint32_t *index)
+    int32_t sh_mprobe_lookup(const sh_mprobe *m, uint64_t h)
+    void sh_mprobe_batch(const sh_mprobe *m, const uint64_t *hashes, size_t n, int32_t *out)
+
+cdef extern from "sh_bounded.h" nogil:
+    uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_percent)
+    size_t sh_bounded_assign(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
+                             const uint64_t *hashes, const uint64_t *sizes, const size_t *order,
+                             const int32_t *prev, size_t n, const uint64_t *caps, size_t nshards,
+                             uint64_t *load, int32_t *out)
+
 
 cdef enum:
     KIND_UNSET = 0
@@ -149,6 +185,8 @@ cdef enum:
     KIND_RING = 4
     KIND_RENDEZVOUS = 5
     KIND_DELEGATE = 6
+    KIND_MEMENTO = 7
+    KIND_MPROBE = 8
 
 cdef enum:
     KEYMODE_RANGES = 1
@@ -447,6 +485,11 @@ cdef class RouterCore:
     cdef const int32_t *_wm_newmap
     cdef key_index_fn _kfn           # KEYMODE_NATIVE
     cdef void *_kctx
+    # MementoHash (KIND_MEMENTO): the record and the bucket -> shard index map
+    cdef sh_memento _memento
+    cdef const int32_t *_mmap
+    # multi-probe (KIND_MPROBE)
+    cdef sh_mprobe _mprobe
 
     def __cinit__(self, *args, **kwargs):
         self._kind = KIND_UNSET
@@ -595,6 +638,87 @@ cdef class RouterCore:
             wv = w
             self._weights = &wv[0]
         self._kind = KIND_RENDEZVOUS
+
+    # -- MementoHash, multi-probe (docs/routers.md 2.14, 2.15) -------------------
+
+    def _use_memento(self, buckets, removed):
+        """MementoHash over ``buckets`` jump buckets with the buckets ``removed``
+        (in removal order): the k-th removed bucket records ``buckets - k - 1``.
+        Shard i is the i-th working bucket.  With nothing removed this is
+        ``_use_jump()``.  Returns the read-only bucket -> shard index map (-1
+        for a removed bucket)."""
+        self._check_open()
+        cdef Py_ssize_t n = buckets, k, m
+        if n < 1 or n > 0x7FFFFFFF:
+            raise ValueError(f"buckets must be in [1, 2**31 - 1], got {n}")
+        rem = [int(b) for b in removed]
+        m = len(rem)
+        if m >= n:
+            raise ValueError(f"{m} removed buckets of {n}: at least one bucket must remain")
+        if n - m != self._nshards:
+            raise ValueError(f"{n} buckets with {m} removed leave {n - m} working buckets, "
+                             f"but there are {self._nshards} shards")
+        rep = np.full(n, -1, dtype=np.int32)
+        for k in range(m):
+            b = rem[k]
+            if not 0 <= b < n:
+                raise ValueError(f"removed[{k}] = {b} is not a bucket in [0, {n})")
+            if rep[b] >= 0:
+                raise ValueError(f"removed[{k}] = {b} is removed twice")
+            rep[b] = n - k - 1
+        bmap = np.full(n, -1, dtype=np.int32)
+        working = rep < 0
+        bmap[working] = np.arange(n - m, dtype=np.int32)
+        r = self._own(rep, np.int32)
+        mp = self._own(bmap, np.int32)
+        cdef const int32_t[::1] rv = r
+        cdef const int32_t[::1] mv = mp
+        if m == 0:
+            self._use_jump()
+            return mp
+        self._memento.replacer = &rv[0]
+        self._memento.n = <int32_t>n
+        self._memento.nremoved = <int32_t>m
+        self._mmap = &mv[0]
+        self._kind = KIND_MEMENTO
+        return mp
+
+    def _use_multiprobe(self, tokens, owners, probes):
+        """Multi-probe consistent hashing: ``tokens`` strictly increasing
+        uint64, ``owners`` their shard indices, ``probes`` in 1..64."""
+        self._check_open()
+        t0 = np.asarray(tokens, dtype=np.uint64)
+        o0 = np.asarray(owners, dtype=np.int32)
+        cdef Py_ssize_t n = t0.shape[0] if t0.ndim == 1 else 0
+        if n == 0 or o0.ndim != 1 or o0.shape[0] != n:
+            raise ValueError("multi-probe needs as many owners as tokens, and at least one token")
+        if n >= 0x7FFFFFFF:
+            raise ValueError("too many tokens")
+        if n > 1 and not bool(np.all(t0[1:] > t0[:n - 1])):
+            raise ValueError("multi-probe tokens must be strictly increasing")
+        if o0.min() < 0 or o0.max() >= self._nshards:
+            raise ValueError("multi-probe owner index out of range")
+        if not 1 <= probes <= SH_MPROBE_MAX_PROBES:
+            raise ValueError(f"probes must be in [1, {SH_MPROBE_MAX_PROBES}], got {probes}")
+        # the kernel reads two sentinel tokens (2**64 - 1) after the last one
+        t = self._own(np.concatenate([t0, np.full(2, _U64_MAX, dtype=np.uint64)]), np.uint64)
+        o = self._own(o0, np.int32)
+        cdef unsigned bits = sh_mprobe_index_bits(<size_t>n)
+        idx = np.empty((1 << bits) + 1, dtype=np.uint32)
+        cdef const uint64_t[::1] tv = t
+        cdef const int32_t[::1] ov = o
+        cdef uint32_t[::1] iv = idx
+        sh_mprobe_build_index(&tv[0], <size_t>n, bits, &iv[0])
+        idx.setflags(write=False)
+        self._keep.append(idx)
+        self._mprobe.tokens = &tv[0]
+        self._mprobe.owners = &ov[0]
+        self._mprobe.ntokens = <size_t>n
+        self._mprobe.index = &iv[0]
+        self._mprobe.shift = 64 - bits
+        self._mprobe.probes = <unsigned>probes
+        self._kind = KIND_MPROBE
+        return t[:n], o
 
     def _use_key_ranges(self, splits, owners):
         """route/route_index: owners[bisect_right(splits, key)] for exact int
@@ -869,7 +993,7 @@ cdef class RouterCore:
     # -- the hot paths ---------------------------------------------------------
 
     cdef inline int32_t _place(self, uint64_t h) except -1:
-        cdef int32_t i
+        cdef int32_t i, b32
         cdef uint64_t g = h
         if self._has_pre:
             g = (g + self._pre_add) ^ self._pre_xor
@@ -896,6 +1020,14 @@ cdef class RouterCore:
             i = sh_rendezvous(g, self._seeds, self._weights, self._nseeds)
         elif self._kind == KIND_DELEGATE:
             i = self._delegate._place(g)
+        elif self._kind == KIND_MEMENTO:
+            # jump's bucket, unless it was removed (the map is -1 exactly there)
+            b32 = sh_jump(g, self._memento.n)
+            i = self._mmap[b32]
+            if i < 0:
+                i = self._mmap[sh_memento_resolve_from(&self._memento, b32, g)]
+        elif self._kind == KIND_MPROBE:
+            i = sh_mprobe_lookup(&self._mprobe, g)
         elif self._kind == KIND_PY:
             i = self._place_py(h)
         else:
@@ -999,6 +1131,10 @@ cdef class RouterCore:
             sh_rendezvous_batch(h, n, self._seeds, self._weights, self._nseeds, out)
         elif self._kind == KIND_DELEGATE:
             self._delegate._kernel(h, n, out)
+        elif self._kind == KIND_MEMENTO:
+            sh_memento_batch(&self._memento, h, n, self._mmap, out)
+        elif self._kind == KIND_MPROBE:
+            sh_mprobe_batch(&self._mprobe, h, n, out)
 
     def route_hashes(self, hashes, *, out=None, threads=None):
         """Shard indices (int32 array) for precomputed uint64 hashes."""
@@ -1130,3 +1266,140 @@ cdef extern from *:
 # No other compiled module cimports RouterCore, so nothing needs its table
 # through the type's dict; help(JumpRouter) then shows only the API.
 sh_hide_vtable(RouterCore)
+
+
+# ---------------------------------------------------------------------------
+# Bounded loads (docs/routers.md 2.16): capacities and the capped ring walk
+
+
+def bounded_capacity(total, nshards, factor_percent):
+    """``ceil(total * factor_percent / (100 * nshards))``, exactly (a 128-bit
+    product in C).  ``total`` in [0, 2**64 - 1], ``nshards`` >= 1,
+    ``factor_percent`` in [100, 2**32 - 1]; OverflowError when the capacity
+    does not fit in 64 bits."""
+    for name, v in (("total", total), ("nshards", nshards), ("factor_percent", factor_percent)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+    total, nshards, factor_percent = int(total), int(nshards), int(factor_percent)
+    if not 0 <= total <= _U64_MAX:
+        raise ValueError(f"total {total} is outside [0, 2**64 - 1]")
+    if not 1 <= nshards <= _U64_MAX:
+        raise ValueError(f"nshards must be in [1, 2**64 - 1], got {nshards}")
+    if not 100 <= factor_percent <= 0xFFFFFFFF:
+        raise ValueError(f"factor_percent must be in [100, 2**32 - 1], got {factor_percent}")
+    cdef uint64_t c = sh_bounded_capacity(<uint64_t>total, <uint64_t>nshards, <uint32_t>factor_percent)
+    if c == <uint64_t>_U64_MAX and -(-(total * factor_percent) // (100 * nshards)) != _U64_MAX:
+        raise OverflowError("the capacity does not fit in 64 bits")
+    return int(c)
+
+
+def _u64_column(v, n, name):
+    """``v`` as a C-contiguous uint64 array of length ``n`` (sizes, loads, caps)."""
+    a = as_hashes(v, name)
+    if a.shape[0] != n:
+        raise ValueError(f"{name} has {a.shape[0]} entries, expected {n}")
+    return a
+
+
+def bounded_assign(tokens, owners, hashes, caps, *, sizes=None, order=None, prev=None, load=None):
+    """Place items on a ring under per-shard capacities (the capped walk of
+    docs/routers.md 2.16): ``(shard of each item (int32), final loads
+    (uint64), number of items placed above a cap)``.
+
+    ``tokens`` strictly increasing uint64 ring positions with ``owners``
+    (int32 shard indices in ``[0, len(caps))``); ``hashes`` the items' 64-bit
+    hashes; ``caps`` one capacity per shard; ``sizes`` the items' sizes
+    (default 1 each); ``order`` the placement order (a permutation of the
+    item positions; default input order); ``prev`` each item's previous
+    shard index or -1 (kept in pass 1 while it has room); ``load`` loads
+    already on the shards (default zeros).  Everything is checked before
+    the C walk runs without the GIL."""
+    t = np.ascontiguousarray(as_hashes(tokens, "tokens"))
+    cdef Py_ssize_t nt = t.shape[0]
+    if nt == 0:
+        raise ValueError("tokens must not be empty")
+    if nt > 1 and not bool(np.all(t[1:] > t[:nt - 1])):
+        j = int(np.flatnonzero(t[1:] <= t[:nt - 1])[0]) + 1
+        raise ValueError(f"tokens must be strictly increasing: tokens[{j}] = {int(t[j])} "
+                         f"follows {int(t[j - 1])}")
+    cp = as_hashes(caps, "caps")
+    cdef Py_ssize_t ns = cp.shape[0]
+    if ns == 0:
+        raise ValueError("caps must have one entry per shard (at least one)")
+    ow = np.asarray(owners)
+    if ow.ndim != 1 or ow.shape[0] != nt:
+        raise ValueError(f"owners must have one entry per token ({nt})")
+    if ow.dtype.kind not in "iu":
+        raise TypeError(f"owners must hold integers, got dtype {ow.dtype}")
+    bad = np.flatnonzero((ow < 0) | (ow >= ns))
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(f"owners[{j}] = {int(ow[j])} is not a shard index in [0, {ns})")
+    ow = np.ascontiguousarray(ow, dtype=np.int32)
+    h = as_hashes(hashes, "hashes")
+    cdef Py_ssize_t n = h.shape[0]
+    sz = None if sizes is None else _u64_column(sizes, n, "sizes")
+    od = None
+    if order is not None:
+        oa = np.asarray(order)
+        if oa.ndim != 1 or oa.shape[0] != n or (n and oa.dtype.kind not in "iu"):
+            raise ValueError(f"order must be a permutation of 0..{n - 1}")
+        bad = np.flatnonzero((oa < 0) | (oa >= n))
+        if bad.size:
+            j = int(bad[0])
+            raise ValueError(f"order[{j}] = {int(oa[j])}: order must be a permutation of 0..{n - 1}")
+        counts = np.bincount(oa.astype(np.intp), minlength=n)
+        if n and counts.max() > 1:
+            v = int(np.flatnonzero(counts > 1)[0])
+            j = int(np.flatnonzero(oa == v)[1])
+            raise ValueError(f"order[{j}] = {v} repeats an earlier entry: order must be a permutation "
+                             f"of 0..{n - 1}")
+        od = np.ascontiguousarray(oa, dtype=np.uintp)
+    pv = None
+    if prev is not None:
+        pa = np.asarray(prev)
+        if pa.ndim != 1 or pa.shape[0] != n:
+            raise ValueError(f"prev must have one entry per item ({n})")
+        if n and pa.dtype.kind not in "iu":
+            raise TypeError(f"prev must hold integers, got dtype {pa.dtype}")
+        bad = np.flatnonzero((pa < -1) | (pa >= ns))
+        if bad.size:
+            j = int(bad[0])
+            raise ValueError(f"prev[{j}] = {int(pa[j])} is neither -1 nor a shard index in [0, {ns})")
+        pv = np.ascontiguousarray(pa, dtype=np.int32)
+    ld = np.zeros(ns, dtype=np.uint64) if load is None else _u64_column(load, ns, "load").copy()
+    # the loads must stay below 2**64
+    big = (int(sz.max()) if sz is not None and n else 1) * n + (int(ld.max()) if ns else 0) * ns
+    if big > _U64_MAX:
+        tot = sum(int(x) for x in ld) + (sum(int(x) for x in sz) if sz is not None else n)
+        if tot > _U64_MAX:
+            raise OverflowError("the sizes and loads add up to more than 2**64 - 1")
+    out = np.empty(n, dtype=np.int32)
+    if n == 0:
+        return out, ld, 0
+    cdef const uint64_t[::1] tv = t
+    cdef const int32_t[::1] owv = ow
+    cdef const uint64_t[::1] hv = h
+    cdef const uint64_t[::1] cv = cp
+    cdef uint64_t[::1] lv = ld
+    cdef int32_t[::1] outv = out
+    cdef const uint64_t[::1] szv
+    cdef const size_t[::1] odv
+    cdef const int32_t[::1] prv
+    cdef const uint64_t *szp = NULL
+    cdef const size_t *odp = NULL
+    cdef const int32_t *prp = NULL
+    if sz is not None:
+        szv = sz
+        szp = &szv[0]
+    if od is not None:
+        odv = od
+        odp = &odv[0]
+    if pv is not None:
+        prv = pv
+        prp = &prv[0]
+    cdef size_t over
+    with nogil:
+        over = sh_bounded_assign(&tv[0], &owv[0], <size_t>nt, &hv[0], szp, odp, prp, <size_t>n,
+                                 &cv[0], <size_t>ns, &lv[0], &outv[0])
+    return out, ld, int(over)

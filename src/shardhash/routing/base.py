@@ -26,6 +26,8 @@ from shardhash.routing._kernels import (
     RouterCore,
     _unmasked,
     as_hashes,
+    bounded_assign,
+    bounded_capacity,
     fill_out,
     jump_hash,
     jump_hash_array,
@@ -60,6 +62,8 @@ __all__ = [
     "as_hashes",
     "unalias",
     "_unmasked",
+    "bounded_assign",
+    "bounded_capacity",
 ]
 
 ROUTER_FORMAT = "shardhash.router/1"

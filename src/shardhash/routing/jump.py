@@ -18,7 +18,8 @@ class JumpRouter(Router):
     ``hasher`` (default ``Hasher()``: xxh3_64, seed 0), ``version`` (default
     1) and ``key_prefix`` (default None: the whole key) are as for every
     router (see :class:`Router`).  Adding a shard at the end moves
-    1/(N+1) of the keys; removing one other than the last renumbers the rest.
+    1/(N+1) of the keys; the planners turn a jump topology that loses a shard
+    other than the last into a :class:`MementoRouter` (only that shard's keys move).
 
     >>> r = JumpRouter([f"s{i}" for i in range(100)])
     >>> r.route_hashes([0, 1, 2]).tolist()
@@ -38,7 +39,9 @@ class JumpRouter(Router):
         # below min(n, m); the keys of the buckets beyond it spread uniformly
         # (Lamping & Veach 2014).  The shares are expectations.
         if not isinstance(new, JumpRouter):
-            return None
+            from .memento import memento_expected_moves
+
+            return memento_expected_moves(self, new)
         n, m = len(self.shards), len(new.shards)
         out: dict[tuple[int, int], float] = {}
         for i in range(n):
@@ -53,10 +56,22 @@ class JumpRouter(Router):
 
     def with_shards(self, shards: Sequence[str], *, weights: Mapping[str, float] | None = None,
                     tokens: Mapping[str, Sequence[int]] | None = None,
-                    version: int | None = None) -> JumpRouter:
-        return JumpRouter(list(shards), hasher=self.hasher,
-                          version=self.version + 1 if version is None else version,
-                          key_prefix=self.key_prefix)
+                    version: int | None = None) -> Router:
+        """Shards kept keep their buckets.  Adding shards at the end (or
+        removing the last ones) stays a JumpRouter; losing a shard that is not
+        the last gives a :class:`MementoRouter`, which moves only that shard's
+        keys (jump would renumber every later shard)."""
+        from .memento import MementoRouter, successor
+
+        v = self.version + 1 if version is None else version
+        new = list(shards)
+        old = {s: i for i, s in enumerate(self.shards)}
+        if all(old.get(s, i) == i for i, s in enumerate(new)) and all(s in old for s in new[: len(old)]):
+            return JumpRouter(new, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
+        n, rem, order = successor(len(self.shards), (), old, new)
+        if not rem:
+            return JumpRouter(order, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
+        return MementoRouter(order, buckets=n, removed=rem, hasher=self.hasher, version=v, key_prefix=self.key_prefix)
 
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class RingRouter(Router):
     _tokens: np.ndarray
     _owners: np.ndarray
 
-    _doc_fields = ("vnodes", "weights", "tokens", "collisions")
+    _doc_fields: ClassVar[tuple[str, ...]] = ("vnodes", "weights", "tokens", "collisions")
 
     def __init__(self, shards: Iterable[str], *, vnodes: int | None = None,
                  weights: Mapping[str, float] | None = None,

@@ -1,6 +1,6 @@
 /*
  * shardhash core: consistent hashing with bounded loads (see sh_bounded.h
- * and docs/strategies-draft.md).
+ * and docs/routers.md 2.16).
  */
 #include "sh_bounded.h"
 #include "sh_ring.h"

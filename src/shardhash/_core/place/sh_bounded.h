@@ -9,7 +9,7 @@
  * starts at its successor token (the first token >= its hash, wrapping) and
  * walks the tokens clockwise until it meets a shard whose load plus the
  * item's size stays within that shard's capacity.  The definition
- * (docs/strategies-draft.md):
+ * (docs/routers.md 2.16):
  *
  *   capacity, balance factor f (percent, f >= 100, i.e. 1 + eps = f / 100),
  *   total size T over N shards:  cap = ceil(T * f / (100 * N))

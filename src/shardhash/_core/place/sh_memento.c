@@ -1,6 +1,6 @@
 /*
  * shardhash core: MementoHash lookups and record building (see sh_memento.h
- * and docs/strategies-draft.md).
+ * and docs/routers.md 2.14).
  */
 #include "sh_memento.h"
 
@@ -21,6 +21,11 @@ SH_FORCE_INLINE int32_t sh_memento_resolve(const int32_t *replacer, int32_t b, u
         c = r;
     }
     return b;
+}
+
+int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h)
+{
+    return sh_memento_resolve(m->replacer, b, h);
 }
 
 int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)

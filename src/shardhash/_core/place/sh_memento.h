@@ -9,7 +9,7 @@
  * working bucket moves only the keys that bucket held; restoring the last
  * removed bucket undoes the removal exactly.
  *
- * The record (the definition; docs/strategies-draft.md):
+ * The record (the definition; docs/routers.md 2.14):
  *   replacer[b] = -1 for a working bucket b in [0, n);
  *   replacer[b] = w - 1 for a removed bucket, w being the number of working
  *                 buckets just before b was removed (so w - 1 is the number
@@ -66,6 +66,9 @@ typedef struct {
 
 /* The bucket of key hash h, in [0, n), always a working bucket. */
 int32_t sh_memento_bucket(const sh_memento *m, uint64_t h);
+/* The same, given b = sh_jump(h, n) already computed (for callers that
+ * looked b up first and found it removed). */
+int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h);
 
 /* out[i] = map ? map[bucket(hashes[i])] : bucket(hashes[i]).  map (n
  * entries, NULL for the identity) turns buckets into shard indices; its

@@ -1,6 +1,6 @@
 /*
  * shardhash core: multi-probe consistent hashing (see sh_multiprobe.h and
- * docs/strategies-draft.md).
+ * docs/routers.md 2.15).
  */
 #include "sh_multiprobe.h"
 

@@ -4,7 +4,7 @@
  *
  * Plain C99, no Python.h, no allocation.  One token per shard on a 64-bit
  * circle (several are allowed: owners maps tokens to shards), k probes per
- * key.  The definition (docs/strategies-draft.md):
+ * key.  The definition (docs/routers.md 2.15):
  *
  *   probe_i(h) = mix64(h + (i + 1) * SH_MPROBE_GAMMA),  i = 0 .. k-1
  *       (the first k outputs of SplitMix64 seeded with h; uint64 arithmetic)

@@ -1,6 +1,6 @@
 /*
  * shardhash core: replica lists over a preference order (see sh_replicas.h
- * and docs/strategies-draft.md).
+ * and docs/routers.md 2.17).
  */
 #include "sh_replicas.h"
 #include "sh_ring.h"

@@ -3,7 +3,7 @@
  *
  * Plain C99, no Python.h, no allocation.  Each strategy defines a preference
  * order P(h) = (p1, p2, ...) of distinct shards for a key hash h; a replica
- * list of length r is taken from it (docs/strategies-draft.md):
+ * list of length r is taken from it (docs/routers.md 2.17):
  *
  *   ring:        owners of the tokens met walking clockwise from the
  *                successor of h (first token >= h, wrapping), each shard

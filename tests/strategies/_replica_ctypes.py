@@ -1,9 +1,10 @@
-"""Test-only: the plain-C strategy kernels of ``_core/place`` through ctypes.
+"""Test-only: the replica-list kernels of ``_core/place`` (``sh_replicas``) through ctypes.
 
-Until the compiled bindings exist, the tests and benchmarks build the kernels
-(with the jump kernel they call) into a shared library with the system C
-compiler and call them here (``load(tmpdir)``).  Nothing in the package
-imports this module; it goes away once the bindings land.
+MementoHash, multi-probe and bounded loads are bound in ``routing._kernels``
+and tested through the routers; the replica kernels are not bound yet, so
+their tests build the C core into a shared library with the system C compiler
+and call it here (``load(tmpdir)``).  This module goes away once the replica
+lists are bound.
 """
 
 from __future__ import annotations
