@@ -13,8 +13,10 @@
   in <= 1.5 us; ``route_many`` faster than the loop from 8 keys up).
 
 Keys are ``user:{i}`` (ints for the integer routers); every comparison runs
-ours and the peers in alternation, best of several rounds each
-(``time.perf_counter``), because the machine may be shared.  With
+ours and the peers in alternation, best of many short rounds each
+(``time.perf_counter``), because the machine may be shared: a round of a few
+thousand calls fits between two interruptions of a loaded machine, so the
+best round measures the code rather than the load.  With
 ``--benchmark-disable`` (the default in pytest's addopts) the loops are
 short and each benchmark runs once as a plain test.
 """
@@ -84,8 +86,8 @@ COMPAT = ["ketama-libketama", "ketama-libmemcached", "ketama-twemproxy", "ketama
 @pytest.mark.parametrize("name", COMPAT)
 def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
     r, distinct = _compat_router(name)
-    n = 100_000 if enabled(benchmark) else 500
-    keys = (distinct * (n // len(distinct) + 1))[:n]
+    n = 3_000 if enabled(benchmark) else 500
+    keys = distinct[:n]
     route = r.route
     ours = _loop(route, keys)
     benchmark(ours)
@@ -100,7 +102,7 @@ def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
         uh = pytest.importorskip("uhashring")
         ring = uh.HashRing(nodes=NODES, hash_fn="ketama")
         fns["uhashring"] = _loop(ring.get_node, keys[: n // 10])
-    t = alternating_best(fns, 5, time.perf_counter)
+    t = alternating_best(fns, 40, time.perf_counter)
     per = {k: v / (n if k in ("ours", "dict") else n // 10) * 1e9 for k, v in t.items()}
     ratio = per["ours"] / per["dict"]
     line = (f"{type(r).__name__}.route [{name}]: {per['ours']:.0f} ns/key; dict.get {per['dict']:.0f} ns "
@@ -117,7 +119,7 @@ def test_compat_route_vs_dict_get(benchmark: Any, name: str) -> None:
 
 @pytest.mark.parametrize("fn", ["keyslot", "token"])
 def test_one_key_functions(benchmark: Any, fn: str) -> None:
-    n = 200_000 if enabled(benchmark) else 500
+    n = 5_000 if enabled(benchmark) else 500
     keys: list[Any]
     ours: Callable[[Any], int]
     peer: Callable[[Any], int]
@@ -133,7 +135,7 @@ def test_one_key_functions(benchmark: Any, fn: str) -> None:
     benchmark(run)
     if not enabled(benchmark):
         return
-    t = alternating_best({"ours": run, "peer": _loop(peer, keys)}, 5, time.perf_counter)
+    t = alternating_best({"ours": run, "peer": _loop(peer, keys)}, 40, time.perf_counter)
     x = t["peer"] / t["ours"]
     _print(benchmark, f"{fn}: {t['ours'] / n * 1e9:.0f} ns/key; {peer_name} {t['peer'] / n * 1e9:.0f} ns/key; "
            f"{x:.1f}x (target >= {target:.0f}x{'' if x >= target else ': NOT met'})",
@@ -152,7 +154,7 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
     ints = list(range(size))
     keys: Any = np.arange(size, dtype=np.int64) if layout == "numpy" else [f"user:{i}" for i in range(size)]
     loop_keys = ints if layout == "numpy" else keys
-    calls = 5_000 if enabled(benchmark) else 5
+    calls = 300 if enabled(benchmark) else 5
 
     def ours() -> None:
         for _ in range(calls):
@@ -169,7 +171,7 @@ def test_route_many_small(benchmark: Any, size: int, layout: str) -> None:
     assert r.route_many(keys).tolist() == [r.route_index(k) for k in loop_keys]
     if not enabled(benchmark):
         return
-    t = alternating_best({"ours": ours, "loop": loop}, 7, time.perf_counter)
+    t = alternating_best({"ours": ours, "loop": loop}, 40, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     verdict = "faster" if us < loop_us else "SLOWER"
     _print(benchmark, f"route_many({size} keys, {layout}): {us:.2f} us/call; loop of route() {loop_us:.2f} us "
@@ -183,7 +185,7 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
     h = Hasher()
     keys: Any = np.arange(size, dtype=np.int64) if layout == "numpy" else [f"user:{i}" for i in range(size)]
     loop_keys = list(range(size)) if layout == "numpy" else keys
-    calls = 5_000 if enabled(benchmark) else 5
+    calls = 300 if enabled(benchmark) else 5
 
     def ours() -> None:
         for _ in range(calls):
@@ -200,7 +202,7 @@ def test_hash_array_small(benchmark: Any, size: int, layout: str) -> None:
     assert h.hash_array(keys).tolist() == [hash_key(k) for k in loop_keys]
     if not enabled(benchmark):
         return
-    t = alternating_best({"ours": ours, "loop": loop}, 7, time.perf_counter)
+    t = alternating_best({"ours": ours, "loop": loop}, 40, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     _print(benchmark, f"hash_array({size} keys, {layout}): {us:.2f} us/call; loop of Hasher() calls {loop_us:.2f} us"
            f"{'; target <= 1.5 us ' + ('met' if us <= 1.5 else 'NOT met') if size == 16 else ''}",
@@ -230,7 +232,7 @@ def _compat_small(name: str, size: int) -> tuple[Callable[[], Any], Callable[[],
                                   "mongo"])
 def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
     ours_one, loop_one = _compat_small(name, size)
-    calls = 3_000 if enabled(benchmark) else 3
+    calls = 200 if enabled(benchmark) else 3
 
     def ours() -> None:
         for _ in range(calls):
@@ -243,7 +245,7 @@ def test_compat_arrays_small(benchmark: Any, name: str, size: int) -> None:
     benchmark(ours)
     if not enabled(benchmark):
         return
-    t = alternating_best({"ours": ours, "loop": loop}, 5, time.perf_counter)
+    t = alternating_best({"ours": ours, "loop": loop}, 25, time.perf_counter)
     us, loop_us = t["ours"] / calls * 1e6, t["loop"] / calls * 1e6
     _print(benchmark, f"{name} batch of {size}: {us:.2f} us/call; one-key loop {loop_us:.2f} us",
            us_per_call=us, loop_us=loop_us)

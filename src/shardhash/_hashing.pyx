@@ -450,10 +450,14 @@ cdef object _hash_small_words(Hasher h, object a):
 
 cdef object _hash_array(Hasher h, object keys, object out, object threads):
     cdef object res
-    if out is None and threads is None and type(keys) is np.ndarray:
-        res = _hash_small_words(h, keys)
-        if res is not None:
-            return res
+    cdef type t = type(keys)
+    if threads is None:
+        if t is list or t is tuple:  # before the generic checks below: they cost a small batch more than its keys
+            return _hash_objects(h, keys, out)
+        if out is None and t is np.ndarray:
+            res = _hash_small_words(h, keys)
+            if res is not None:
+                return res
     if threads is not None:
         resolve_threads(threads, 1)  # validate early
     if isinstance(keys, np.ma.MaskedArray):

@@ -2,32 +2,18 @@
  * DES written from FIPS 46-3 ("Data Encryption Standard"), appendix tables.
  *
  * Bit numbering follows the standard: bit 1 is the most significant bit of
- * the block.  The tables below are the standard's IP, IP^-1, P, PC-1, PC-2,
- * the key-schedule shifts and S1..S8.  At key set-up the S-boxes are fused
- * with P (sp tables) and the two block permutations are turned into
- * byte-indexed tables, so a block costs 16 table lookups per round plus
- * 16 for the permutations.  The expansion E is not tabled: its k-th 6-bit
- * group is bits 4k .. 4k+5 of R (circularly), i.e. rotl(R, 4k+5) & 63.
+ * the block.  The tables below are the standard's P, PC-1, PC-2, the
+ * key-schedule shifts and S1..S8.  At key set-up the S-boxes are fused with
+ * P (sp tables).  The block permutations IP and IP^-1 are bit networks: a
+ * product of five "swap the bits under a mask between the two 32-bit
+ * halves" steps, so they need no memory (byte-indexed tables of them, 32 KiB,
+ * missed the cache when one key is routed at a time from Python).  The
+ * networks were checked against the standard's IP and IP^-1 tables on the 64
+ * single-bit blocks, which decide, both being linear over xor; the Vitess
+ * vectors check the whole cipher.  The expansion E is not tabled: its k-th
+ * 6-bit group is bits 4k .. 4k+5 of R (circularly), i.e. rotl(R, 4k+5) & 63.
  */
 #include "sh_des.h"
-
-/* clang-format off */
-static const uint8_t sh_des_IP[64] = {
-    58, 50, 42, 34, 26, 18, 10, 2, 60, 52, 44, 36, 28, 20, 12, 4,
-    62, 54, 46, 38, 30, 22, 14, 6, 64, 56, 48, 40, 32, 24, 16, 8,
-    57, 49, 41, 33, 25, 17, 9, 1, 59, 51, 43, 35, 27, 19, 11, 3,
-    61, 53, 45, 37, 29, 21, 13, 5, 63, 55, 47, 39, 31, 23, 15, 7,
-};
-/* clang-format on */
-
-/* clang-format off */
-static const uint8_t sh_des_FP[64] = {
-    40, 8, 48, 16, 56, 24, 64, 32, 39, 7, 47, 15, 55, 23, 63, 31,
-    38, 6, 46, 14, 54, 22, 62, 30, 37, 5, 45, 13, 53, 21, 61, 29,
-    36, 4, 44, 12, 52, 20, 60, 28, 35, 3, 43, 11, 51, 19, 59, 27,
-    34, 2, 42, 10, 50, 18, 58, 26, 33, 1, 41, 9, 49, 17, 57, 25,
-};
-/* clang-format on */
 
 /* clang-format off */
 static const uint8_t sh_des_P[32] = {
@@ -135,22 +121,46 @@ void sh_des_setkey(sh_des_ctx *ctx, const uint8_t key[8])
             ctx->sp[b][v] = (uint32_t)sh_des_permute(s, 32, sh_des_P, 32);
         }
     }
-
-    /* A bit permutation is linear over xor: tabulate it per input byte. */
-    for (b = 0; b < 8; b++) {
-        for (v = 0; v < 256; v++) {
-            uint64_t x = (uint64_t)v << (56 - 8 * b);
-            ctx->ip[b][v] = sh_des_permute(x, 64, sh_des_IP, 64);
-            ctx->fp[b][v] = sh_des_permute(x, 64, sh_des_FP, 64);
-        }
-    }
 }
 
-SH_FORCE_INLINE uint64_t sh_des_apply(const uint64_t tab[8][256], uint64_t x)
+/* Exchange the bits of b under mask m with the bits of a n places higher. */
+#define SH_DES_SWAP(a, b, n, m)                   \
+    do {                                          \
+        uint32_t t_ = (((a) >> (n)) ^ (b)) & (m); \
+        (b) ^= t_;                                \
+        (a) ^= t_ << (n);                         \
+    } while (0)
+
+/* IP of the block (hi, lo) = bits 1..32, 33..64: *l = L0, *r = R0. */
+SH_FORCE_INLINE void sh_des_ip(uint64_t block, uint32_t *l, uint32_t *r)
 {
-    return tab[0][(x >> 56) & 0xff] | tab[1][(x >> 48) & 0xff] | tab[2][(x >> 40) & 0xff] |
-           tab[3][(x >> 32) & 0xff] | tab[4][(x >> 24) & 0xff] | tab[5][(x >> 16) & 0xff] |
-           tab[6][(x >> 8) & 0xff] | tab[7][x & 0xff];
+    uint32_t x = (uint32_t)(block >> 32), y = (uint32_t)block, t;
+    SH_DES_SWAP(x, y, 4, 0x0f0f0f0fu);
+    SH_DES_SWAP(x, y, 16, 0x0000ffffu);
+    SH_DES_SWAP(y, x, 2, 0x33333333u);
+    SH_DES_SWAP(y, x, 8, 0x00ff00ffu);
+    y = sh_rotl32(y, 1);
+    t = (x ^ y) & 0xaaaaaaaau;
+    x ^= t;
+    y ^= t;
+    /* x is L0, y is R0 rotated left by one */
+    *l = x;
+    *r = sh_rotl32(y, 31);
+}
+
+/* IP^-1 of the pre-output block R16 L16 (the steps of sh_des_ip reversed). */
+SH_FORCE_INLINE uint64_t sh_des_fp(uint32_t r, uint32_t l)
+{
+    uint32_t x = r, y = sh_rotl32(l, 1), t;
+    t = (x ^ y) & 0xaaaaaaaau;
+    x ^= t;
+    y ^= t;
+    y = sh_rotl32(y, 31);
+    SH_DES_SWAP(y, x, 8, 0x00ff00ffu);
+    SH_DES_SWAP(y, x, 2, 0x33333333u);
+    SH_DES_SWAP(x, y, 16, 0x0000ffffu);
+    SH_DES_SWAP(x, y, 4, 0x0f0f0f0fu);
+    return ((uint64_t)x << 32) | y;
 }
 
 SH_FORCE_INLINE uint32_t sh_des_f(const sh_des_ctx *ctx, uint32_t r, uint64_t k)
@@ -167,9 +177,9 @@ SH_FORCE_INLINE uint32_t sh_des_f(const sh_des_ctx *ctx, uint32_t r, uint64_t k)
 
 SH_FORCE_INLINE uint64_t sh_des_crypt(const sh_des_ctx *ctx, uint64_t block, int decrypt)
 {
-    uint64_t x = sh_des_apply(ctx->ip, block);
-    uint32_t l = (uint32_t)(x >> 32), r = (uint32_t)x, t;
+    uint32_t l, r, t;
     int i;
+    sh_des_ip(block, &l, &r);
     for (i = 0; i < 16; i++) {
         uint64_t k = ctx->subkey[decrypt ? 15 - i : i];
         t = r;
@@ -177,7 +187,7 @@ SH_FORCE_INLINE uint64_t sh_des_crypt(const sh_des_ctx *ctx, uint64_t block, int
         l = t;
     }
     /* The pre-output block is R16 L16. */
-    return sh_des_apply(ctx->fp, ((uint64_t)r << 32) | l);
+    return sh_des_fp(r, l);
 }
 
 uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block)
@@ -189,14 +199,37 @@ uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block)
     return sh_des_crypt(ctx, block, 1);
 }
 
+/* Two blocks in one pass: their rounds are independent chains, so the CPU
+ * overlaps them (one block alone waits on each round's table lookups). */
+SH_FORCE_INLINE void sh_des_crypt2(const sh_des_ctx *ctx, const uint64_t *in, uint64_t *out, int decrypt)
+{
+    uint32_t l0, r0, l1, r1, t;
+    int i;
+    sh_des_ip(in[0], &l0, &r0);
+    sh_des_ip(in[1], &l1, &r1);
+    for (i = 0; i < 16; i++) {
+        uint64_t k = ctx->subkey[decrypt ? 15 - i : i];
+        t = r0;
+        r0 = l0 ^ sh_des_f(ctx, r0, k);
+        l0 = t;
+        t = r1;
+        r1 = l1 ^ sh_des_f(ctx, r1, k);
+        l1 = t;
+    }
+    out[0] = sh_des_fp(r0, l0);
+    out[1] = sh_des_fp(r1, l1);
+}
+
 void sh_des_encrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, uint64_t *out)
 {
     size_t i;
-    for (i = 0; i < n; i++) out[i] = sh_des_crypt(ctx, in[i], 0);
+    for (i = 0; i + 2 <= n; i += 2) sh_des_crypt2(ctx, in + i, out + i, 0);
+    if (i < n) out[i] = sh_des_crypt(ctx, in[i], 0);
 }
 
 void sh_des_decrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, uint64_t *out)
 {
     size_t i;
-    for (i = 0; i < n; i++) out[i] = sh_des_crypt(ctx, in[i], 1);
+    for (i = 0; i + 2 <= n; i += 2) sh_des_crypt2(ctx, in + i, out + i, 1);
+    if (i < n) out[i] = sh_des_crypt(ctx, in[i], 1);
 }

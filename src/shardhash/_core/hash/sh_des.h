@@ -16,13 +16,11 @@
 extern "C" {
 #endif
 
-/* Expanded key plus derived lookup tables (about 40 KiB); built once by
+/* Expanded key plus the S-boxes fused with P (2 KiB); built once by
  * sh_des_setkey and read-only afterwards, so it may be shared by threads. */
 typedef struct {
     uint64_t subkey[16]; /* 48-bit round keys, K1..K16 */
     uint32_t sp[8][64];  /* S-box i followed by the permutation P */
-    uint64_t ip[8][256]; /* initial permutation, one table per input byte */
-    uint64_t fp[8][256]; /* final permutation (IP^-1), likewise */
 } sh_des_ctx;
 
 /* key: 8 bytes (parity bits ignored, as in the standard). */

@@ -33,52 +33,98 @@ static const uint32_t sh_md5_T[64] = {
 #define SH_MD5_RH(x, y, z) ((x) ^ (y) ^ (z))
 #define SH_MD5_RI(x, y, z) ((y) ^ ((x) | ~(z)))
 
-#define SH_MD5_STEP(f, a, b, c, d, xk, s, t)  \
-    do {                                      \
-        (a) += f((b), (c), (d)) + (xk) + (t); \
-        (a) = sh_rotl32((a), (s)) + (b);      \
+/* The scalar steps, written for latency: a step waits on b, the word the
+ * previous step produced, so everything that does not need b (a, the message
+ * word, the constant, the terms of c and d) is summed first, and b enters
+ * last.  F and G are sums of two disjoint terms (so + equals |): G's term
+ * without b goes in early; H is b ^ (c ^ d). */
+#define SH_MD5_SF(a, b, c, d, xk, s, t)         \
+    do {                                        \
+        uint32_t e_ = (a) + (xk) + (t);         \
+        (a) = e_ + ((d) ^ ((b) & ((c) ^ (d)))); \
+        (a) = sh_rotl32((a), (s)) + (b);        \
+    } while (0)
+#define SH_MD5_SG(a, b, c, d, xk, s, t)                \
+    do {                                               \
+        uint32_t e_ = (a) + (xk) + (t) + ((c) & ~(d)); \
+        (a) = e_ + ((b) & (d));                        \
+        (a) = sh_rotl32((a), (s)) + (b);               \
+    } while (0)
+#define SH_MD5_SH(a, b, c, d, xk, s, t)  \
+    do {                                 \
+        uint32_t e_ = (a) + (xk) + (t);  \
+        (a) = e_ + ((b) ^ ((c) ^ (d)));  \
+        (a) = sh_rotl32((a), (s)) + (b); \
+    } while (0)
+#define SH_MD5_SI(a, b, c, d, xk, s, t)  \
+    do {                                 \
+        uint32_t e_ = (a) + (xk) + (t);  \
+        (a) = e_ + ((c) ^ ((b) | ~(d))); \
+        (a) = sh_rotl32((a), (s)) + (b); \
     } while (0)
 
-/* Process one 64-byte block into the state s[4]. */
-void sh_md5_block(uint32_t s[4], const uint8_t *p)
+/* The 64 steps of RFC 1321 on the message words X into the state s[4]. */
+SH_FORCE_INLINE void sh_md5_words(uint32_t s[4], const uint32_t X[16])
 {
-    uint32_t X[16];
     uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
     int i;
-    for (i = 0; i < 16; i++) X[i] = sh_read32le(p + 4 * i);
-
     /* Round 1: X[k] with k = i. */
     for (i = 0; i < 16; i += 4) {
-        SH_MD5_STEP(SH_MD5_RF, a, b, c, d, X[i], 7, sh_md5_T[i]);
-        SH_MD5_STEP(SH_MD5_RF, d, a, b, c, X[i + 1], 12, sh_md5_T[i + 1]);
-        SH_MD5_STEP(SH_MD5_RF, c, d, a, b, X[i + 2], 17, sh_md5_T[i + 2]);
-        SH_MD5_STEP(SH_MD5_RF, b, c, d, a, X[i + 3], 22, sh_md5_T[i + 3]);
+        SH_MD5_SF(a, b, c, d, X[i], 7, sh_md5_T[i]);
+        SH_MD5_SF(d, a, b, c, X[i + 1], 12, sh_md5_T[i + 1]);
+        SH_MD5_SF(c, d, a, b, X[i + 2], 17, sh_md5_T[i + 2]);
+        SH_MD5_SF(b, c, d, a, X[i + 3], 22, sh_md5_T[i + 3]);
     }
     /* Round 2: k = (1 + 5i) mod 16. */
     for (i = 16; i < 32; i += 4) {
-        SH_MD5_STEP(SH_MD5_RG, a, b, c, d, X[(5 * i + 1) & 15], 5, sh_md5_T[i]);
-        SH_MD5_STEP(SH_MD5_RG, d, a, b, c, X[(5 * (i + 1) + 1) & 15], 9, sh_md5_T[i + 1]);
-        SH_MD5_STEP(SH_MD5_RG, c, d, a, b, X[(5 * (i + 2) + 1) & 15], 14, sh_md5_T[i + 2]);
-        SH_MD5_STEP(SH_MD5_RG, b, c, d, a, X[(5 * (i + 3) + 1) & 15], 20, sh_md5_T[i + 3]);
+        SH_MD5_SG(a, b, c, d, X[(5 * i + 1) & 15], 5, sh_md5_T[i]);
+        SH_MD5_SG(d, a, b, c, X[(5 * (i + 1) + 1) & 15], 9, sh_md5_T[i + 1]);
+        SH_MD5_SG(c, d, a, b, X[(5 * (i + 2) + 1) & 15], 14, sh_md5_T[i + 2]);
+        SH_MD5_SG(b, c, d, a, X[(5 * (i + 3) + 1) & 15], 20, sh_md5_T[i + 3]);
     }
     /* Round 3: k = (5 + 3i) mod 16. */
     for (i = 32; i < 48; i += 4) {
-        SH_MD5_STEP(SH_MD5_RH, a, b, c, d, X[(3 * i + 5) & 15], 4, sh_md5_T[i]);
-        SH_MD5_STEP(SH_MD5_RH, d, a, b, c, X[(3 * (i + 1) + 5) & 15], 11, sh_md5_T[i + 1]);
-        SH_MD5_STEP(SH_MD5_RH, c, d, a, b, X[(3 * (i + 2) + 5) & 15], 16, sh_md5_T[i + 2]);
-        SH_MD5_STEP(SH_MD5_RH, b, c, d, a, X[(3 * (i + 3) + 5) & 15], 23, sh_md5_T[i + 3]);
+        SH_MD5_SH(a, b, c, d, X[(3 * i + 5) & 15], 4, sh_md5_T[i]);
+        SH_MD5_SH(d, a, b, c, X[(3 * (i + 1) + 5) & 15], 11, sh_md5_T[i + 1]);
+        SH_MD5_SH(c, d, a, b, X[(3 * (i + 2) + 5) & 15], 16, sh_md5_T[i + 2]);
+        SH_MD5_SH(b, c, d, a, X[(3 * (i + 3) + 5) & 15], 23, sh_md5_T[i + 3]);
     }
     /* Round 4: k = 7i mod 16. */
     for (i = 48; i < 64; i += 4) {
-        SH_MD5_STEP(SH_MD5_RI, a, b, c, d, X[(7 * i) & 15], 6, sh_md5_T[i]);
-        SH_MD5_STEP(SH_MD5_RI, d, a, b, c, X[(7 * (i + 1)) & 15], 10, sh_md5_T[i + 1]);
-        SH_MD5_STEP(SH_MD5_RI, c, d, a, b, X[(7 * (i + 2)) & 15], 15, sh_md5_T[i + 2]);
-        SH_MD5_STEP(SH_MD5_RI, b, c, d, a, X[(7 * (i + 3)) & 15], 21, sh_md5_T[i + 3]);
+        SH_MD5_SI(a, b, c, d, X[(7 * i) & 15], 6, sh_md5_T[i]);
+        SH_MD5_SI(d, a, b, c, X[(7 * (i + 1)) & 15], 10, sh_md5_T[i + 1]);
+        SH_MD5_SI(c, d, a, b, X[(7 * (i + 2)) & 15], 15, sh_md5_T[i + 2]);
+        SH_MD5_SI(b, c, d, a, X[(7 * (i + 3)) & 15], 21, sh_md5_T[i + 3]);
     }
     s[0] += a;
     s[1] += b;
     s[2] += c;
     s[3] += d;
+}
+
+/* Process one 64-byte block into the state s[4]. */
+void sh_md5_block(uint32_t s[4], const uint8_t *p)
+{
+    uint32_t X[16];
+    int i;
+    for (i = 0; i < 16; i++) X[i] = sh_read32le(p + 4 * i);
+    sh_md5_words(s, X);
+}
+
+/* The padded block of a message of at most 55 bytes, as words. */
+static void sh_md5_short_words(uint32_t X[16], const uint8_t *p, size_t len)
+{
+    size_t full = len >> 2, w, r = len & 3u;
+    uint32_t last = 0x80u << (8 * r);
+    for (w = 0; w < full; w++) X[w] = sh_read32le(p + 4 * w);
+    /* the partial word: the remaining bytes, then the 0x80 terminator */
+    if (r >= 1) last |= (uint32_t)p[4 * full];
+    if (r >= 2) last |= (uint32_t)p[4 * full + 1] << 8;
+    if (r >= 3) last |= (uint32_t)p[4 * full + 2] << 16;
+    X[full] = last;
+    for (w = full + 1; w < 14; w++) X[w] = 0;
+    X[14] = (uint32_t)(len << 3);
+    X[15] = 0;
 }
 
 /* Digest state after the whole message (padding included). */
@@ -93,6 +139,12 @@ static void sh_md5_state(const void *data, size_t len, uint32_t s[4])
     s[1] = 0xefcdab89u;
     s[2] = 0x98badcfeu;
     s[3] = 0x10325476u;
+    if (len <= 55) { /* one block, built as words (no byte buffer) */
+        uint32_t X[16];
+        sh_md5_short_words(X, p, len);
+        sh_md5_words(s, X);
+        return;
+    }
     while (len >= 64) {
         sh_md5_block(s, p);
         p += 64;
