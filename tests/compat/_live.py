@@ -11,8 +11,9 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 
@@ -60,6 +61,31 @@ def keyslots(sock: socket.socket, keys: list[bytes]) -> list[int]:
     return out
 
 
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _daemon_pid(pidfile: Path, *, ready: Callable[[], bool], timeout: float = 60.0) -> int:
+    """The pid a daemonised server wrote to ``pidfile`` once it is ``ready``.
+    A loaded machine may take seconds to start it, and the file can exist
+    before its number is written: wait for both, then fail clearly."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            text = pidfile.read_text().strip()
+        except OSError:
+            text = ""
+        if text.isdigit() and ready():
+            return int(text)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"server not ready after {timeout:.0f} s (pid file {pidfile.name}: {text!r})")
+        time.sleep(0.05)
+
+
 @contextmanager
 def cluster_redis(server: str) -> Iterator[str]:
     """A cluster-enabled ``server`` (redis-server) on a private unix socket,
@@ -71,11 +97,7 @@ def cluster_redis(server: str) -> Iterator[str]:
                     "--cluster-config-file", f"{tmp}/nodes.conf", "--dir", tmp, "--save", "",
                     "--appendonly", "no", "--daemonize", "yes", "--pidfile", f"{tmp}/redis.pid",
                     "--logfile", f"{tmp}/redis.log"], check=True)
-    for _ in range(100):
-        if os.path.exists(path) and os.path.exists(f"{tmp}/redis.pid"):
-            break
-        time.sleep(0.05)
-    pid = int(Path(f"{tmp}/redis.pid").read_text().strip())
+    pid = _daemon_pid(Path(f"{tmp}/redis.pid"), ready=lambda: os.path.exists(path))
     try:
         yield path
     finally:
@@ -98,11 +120,7 @@ def twemproxy_placement(keys: list[bytes], key_hash: str, weights: list[int],
                             "--appendonly", "no", "--daemonize", "yes", "--dir", str(workdir),
                             "--pidfile", f"{workdir}/r{p}.pid", "--logfile", f"{workdir}/r{p}.log"], check=True)
         for p in ports:
-            for _ in range(100):
-                if (workdir / f"r{p}.pid").exists():
-                    break
-                time.sleep(0.05)
-            pids.append(int((workdir / f"r{p}.pid").read_text().strip()))
+            pids.append(_daemon_pid(workdir / f"r{p}.pid", ready=partial(_accepts, p)))
         listen = free_port()
         conf = (f"pool:\n  listen: 127.0.0.1:{listen}\n  hash: {key_hash}\n  distribution: ketama\n"
                 "  redis: true\n  auto_eject_hosts: false\n  servers:\n"
