@@ -575,9 +575,18 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
             raise ValueError(
                 f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shard "
                 f"{plan.shards[si][0]!r} holds two rows with the ordering key {tuple(r[i] for i in idx)!r}")
+    # Every shard that answered moves to the last key the merge reached: all
+    # of its rows up to that key were fetched and consumed (a shard with more
+    # rows bounds the merge by its last fetched row), so nothing is skipped,
+    # and the position means the same on every shard -- rows that a cutover
+    # moved between pages are neither returned twice nor missed.  A shard
+    # that failed keeps its position.
     positions = dict(plan.positions)
-    for si, r in last.items():
-        positions[plan.shards[si][0]] = [r[i] for i in idx]
+    if last:
+        reached = max(last.values(), key=sort_key)
+        for n, _ in plan.shards:
+            if n in ok:
+                positions[n] = [reached[i] for i in idx]
     any_more = bool(failed) or any(more.values())
     cursor = _make_cursor(plan.qid, positions) if any_more and plan.limit is not None else None
     return ScatterResult(out, list(columns), cursor, dict(failed), lat)
