@@ -17,7 +17,6 @@ Run once when a router type gains replica lists; existing files are frozen
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,21 +29,11 @@ from shardhash._reference.replicas import router_replicas  # noqa: E402
 from shardhash._reference.routing import ReferenceRouter  # noqa: E402
 from shardhash.routing import RingRouter, Router  # noqa: E402
 from tests._router_cases import HASH_ROUTERS  # noqa: E402
+from tools.make_router_vectors import sample_hashes, write_frozen  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "replicas"
 NO_LISTS = ("directory",)
 ZONE_NAMES = ("east", "west", "north")
-
-
-def sample_hashes(n: int) -> list[int]:
-    """As tools/make_router_vectors.py: edge values plus a fixed 64-bit LCG
-    sequence (Knuth's MMIX constants)."""
-    out = [0, 1, 2, 41, 2**32 - 1, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 2, 2**64 - 1]
-    x = 0x9E3779B97F4A7C15
-    while len(out) < n:
-        x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
-        out.append(x)
-    return out
 
 
 def _zones(shards: list[str]) -> dict[str, str]:
@@ -96,14 +85,7 @@ def main() -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {f"{name}.json": replica_vectors(name, f) for name, f in HASH_ROUTERS.items() if name not in NO_LISTS}
     files["ring_zoned_document.json"] = zoned_document_vectors()
-    for fname, data in files.items():
-        path = out_dir / fname
-        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-        if path.exists() and path.read_text(encoding="utf-8") != text and not args.force:
-            print(f"{fname}: differs from the frozen file; not overwritten (use --force)")
-            continue
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path}")
+    write_frozen(out_dir, files, force=args.force)
 
 
 if __name__ == "__main__":

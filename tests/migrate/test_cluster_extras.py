@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +243,23 @@ def test_a_migration_moves_hot_sub_keys_like_any_keys(tmp_path: Path) -> None:
         cl.close()
 
 
+def orders_cluster(root: Path, shards: list[str], columns: str, *, also: Sequence[str] = ()) -> Cluster:
+    """A cluster of SQLite files with one table ``orders(columns)`` keyed by
+    ``id`` on a jump router (``also``: more files with the table, outside
+    the cluster, e.g. an oracle)."""
+    for s in [*shards, *also]:
+        c = sqlite3.connect(root / f"{s}.db")
+        c.execute(f"CREATE TABLE orders ({columns})")
+        c.commit()
+        c.close()
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in shards},
+           "groups": {"orders": {"router": JumpRouter(shards).to_dict(),
+                                 "tables": [{"name": "orders", "key": "id"}]}}}
+    cl = Cluster.from_dict(doc, base_dir=root)
+    cl.init()
+    return cl
+
+
 def test_scatter_during_and_after_a_migration_counts_each_row_once(tmp_path: Path) -> None:
     # Four shards -> three (s3's rows move to s0..s2) -> four again (rows
     # move back to s3).  While the first migration copies, s0..s2 hold
@@ -253,17 +271,8 @@ def test_scatter_during_and_after_a_migration_counts_each_row_once(tmp_path: Pat
     from shardhash.migrate import Migration
 
     four = ["s0", "s1", "s2", "s3"]
-    schema = "CREATE TABLE orders (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, amount REAL)"
-    for s in [*four, "oracle"]:
-        c = sqlite3.connect(tmp_path / f"{s}.db")
-        c.execute(schema)
-        c.commit()
-        c.close()
-    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in four},
-           "groups": {"orders": {"router": JumpRouter(four).to_dict(),
-                                 "tables": [{"name": "orders", "key": "id"}]}}}
-    cl = Cluster.from_dict(doc, base_dir=tmp_path)
-    cl.init()
+    cl = orders_cluster(tmp_path, four, "id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, amount REAL",
+                        also=["oracle"])
     rng = random.Random(4)
     rows = [(i, rng.randrange(4), None if i % 13 == 0 else round(rng.uniform(-20, 80), 2)) for i in range(600)]
     oracle = sqlite3.connect(tmp_path / "oracle.db")
@@ -415,16 +424,7 @@ def test_pages_across_a_cutover_return_every_row_once(tmp_path: Path) -> None:
     from shardhash.migrate import Migration
 
     four = ["s0", "s1", "s2", "s3"]
-    for s in four:
-        c = sqlite3.connect(tmp_path / f"{s}.db")
-        c.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL)")
-        c.commit()
-        c.close()
-    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": f"sqlite:{s}.db"} for s in four},
-           "groups": {"orders": {"router": JumpRouter(four).to_dict(),
-                                 "tables": [{"name": "orders", "key": "id"}]}}}
-    cl = Cluster.from_dict(doc, base_dir=tmp_path)
-    cl.init()
+    cl = orders_cluster(tmp_path, four, "id INTEGER PRIMARY KEY, grp INTEGER NOT NULL")
     try:
         rows = [(i, (i * 7919) % 5) for i in range(1, 801)]
         for r in rows:

@@ -83,6 +83,16 @@ class PGConnection:
         self.raw.close()
 
 
+def _copy_in(c: PGConnection, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """``COPY table (cols) FROM STDIN`` of ``rows`` on ``c`` (raises psycopg's
+    UniqueViolation when a primary key is already there)."""
+    collist = ", ".join(qi(x) for x in cols)
+    with c.raw.cursor() as cur:
+        with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
+            for r in rows:
+                cp.write_row(r)
+
+
 class PostgresShard(SQLiteShard):
     """One shard in a PostgreSQL database (or schema)."""
 
@@ -314,13 +324,9 @@ class PostgresShard(SQLiteShard):
         caller takes the checked upsert path."""
         import psycopg
 
-        collist = ", ".join(qi(x) for x in cols)
         c.execute("SAVEPOINT _shardhash_copy")
         try:
-            with c.raw.cursor() as cur:
-                with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
-                    for r in rows:
-                        cp.write_row(r)
+            _copy_in(c, table, cols, rows)
         except psycopg.errors.UniqueViolation:
             c.execute("ROLLBACK TO SAVEPOINT _shardhash_copy")
             return 0
@@ -337,12 +343,8 @@ class PostgresShard(SQLiteShard):
 
         if c.in_transaction:  # (inside a caller's transaction: the savepoint path)
             return self.insert_new(c, table, cols, rows) == len(rows)
-        collist = ", ".join(qi(x) for x in cols)
         try:
-            with c.raw.cursor() as cur:
-                with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
-                    for r in rows:
-                        cp.write_row(r)
+            _copy_in(c, table, cols, rows)
         except psycopg.errors.UniqueViolation:
             return False
         return True
