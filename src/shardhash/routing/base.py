@@ -771,8 +771,12 @@ class Router(RouterCore):
         ``--shard-weights``, ``hasher`` the one ``--algorithm``/``--seed``
         give (strategies with ``cli_hashes``), ``load`` reads a topology file
         an option names.  Raise :class:`TopologyOptionError` for a message the
-        command line shows as it is."""
-        raise TopologyOptionError(f"topology new does not offer {cls.type_name or cls.__name__}")
+        command line shows as it is.  The default builds ``cls(shards,
+        hasher=hasher)`` for a strategy that offers itself (``cli_options``
+        set) and refuses otherwise."""
+        if cls.cli_options is None:
+            raise TopologyOptionError(f"topology new does not offer {cls.type_name or cls.__name__}")
+        return cls(shards, hasher=hasher)
 
     # -- describing itself (the command line) --------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .base import Hasher, Router, jump_hash, jump_hash_array, no_weights, register_router_type
@@ -85,8 +85,3 @@ class JumpRouter(Router):
 
     cli_options = frozenset()
     cli_hashes = True
-
-    @classmethod
-    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
-                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
-        return cls(shards, hasher=hasher)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -182,11 +182,6 @@ class MementoRouter(Router):
 
     cli_options = frozenset()
     cli_hashes = True
-
-    @classmethod
-    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
-                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
-        return cls(shards, hasher=hasher)
 
 
 def memento_expected_moves(old: Router, new: Router) -> dict[tuple[int, int], float] | None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -67,8 +66,3 @@ class ModuloRouter(Router):
 
     cli_options = frozenset()
     cli_hashes = True
-
-    @classmethod
-    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
-                 hasher: Hasher | None, load: Callable[[str], Router]) -> Router:
-        return cls(shards, hasher=hasher)
