@@ -153,7 +153,6 @@ cdef extern from "sh_pg.h" nogil:
     void sh_pg_combine64(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n)
     void sh_pg_remainder(const uint64_t *rowhash, size_t n, uint64_t modulus, int64_t *out)
     void sh_pg_init()
-    int sh_pg_avx2_available()
 
 cdef extern from "sh_guava.h" nogil:
     int32_t sh_guava_consistent_hash(int64_t input, int32_t buckets)
@@ -1168,7 +1167,7 @@ cdef ptrdiff_t _k_des(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e)
 
 
 cdef ptrdiff_t _k_xxh64(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    # keys grouped by length, four hashed side by side (sh_xxhash.c)
+    # keys queued by length, eight at a time by code compiled per length (sh_xxhash.c)
     sh_xxh64_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), 0, <uint64_t *>j.out + s)
     return SH_OK
 
