@@ -26,7 +26,6 @@ returning the shard index, -1 with a Python exception set, or
 """
 
 cimport cython
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_Check, PyBytes_CheckExact
 from cpython.datetime cimport (import_datetime, PyDate_CheckExact, PyDateTime_CheckExact, PyDateTime_GET_YEAR,
                                PyDateTime_GET_MONTH, PyDateTime_GET_DAY, PyDateTime_DATE_GET_HOUR,
@@ -44,11 +43,14 @@ from libc.string cimport memchr, memcpy, memset
 
 from shardhash._common cimport (sh_job, sh_chunk_fn, key_index_fn, KEY_NOT_MINE, sh_exact_raw, sh_decimal, run,
                                 check_offsets, check_out, address, SH_OK)
+from shardhash._npy cimport (import_numpy, is_ndarray_exact, new_array, array_data, int_array, NP_INT64, NP_UINT16,
+                             NP_UINT64)
 
 import uuid as _uuid_mod
-from builtins import type as builtins_type
 
 import numpy as np
+
+import_numpy()
 
 __all__ = [
     "pack_keys", "cassandra_token_seq", "redis_keyslot_seq", "list_walk_floor", "list_walk_floor_refcounted",
@@ -157,7 +159,6 @@ cdef extern from "sh_guava.h" nogil:
     void sh_guava_consistent_hash_batch(const int64_t *keys, size_t n, int32_t buckets, int32_t *out)
 
 
-cdef object _np_empty = np.empty
 cdef object _DT_U16 = np.dtype(np.uint16)
 cdef object _DT_U32 = np.dtype(np.uint32)
 cdef object _DT_I32 = np.dtype(np.int32)
@@ -659,14 +660,12 @@ cdef inline Py_ssize_t _small_len(object keys) noexcept:
     return -1
 
 
-cdef object _array_of(const void *src, Py_ssize_t n, object dtype, size_t itemsize):
-    """A new numpy array of n items of dtype, copied from src."""
-    cdef Py_buffer view
-    res = _np_empty(n, dtype)
+cdef object _array_of(const void *src, Py_ssize_t n, int typenum, size_t itemsize):
+    """A new numpy array of n items of a builtin dtype (NP_UINT16...), copied
+    from src (made through NumPy's C API: no Python call, no buffer export)."""
+    res = new_array(n, typenum)
     if n:
-        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
-        memcpy(view.buf, src, <size_t>n * itemsize)
-        PyBuffer_Release(&view)
+        memcpy(array_data(res), src, <size_t>n * itemsize)
     return res
 
 
@@ -688,8 +687,8 @@ cdef object _small_raw(object keys, bint slots):
         else:
             o64[i] = sh_cassandra_token(p, <size_t>m)
     if slots:
-        return _array_of(o16, n, _DT_U16, sizeof(uint16_t))
-    return _array_of(o64, n, _DT_I64, sizeof(int64_t))
+        return _array_of(o16, n, NP_UINT16, sizeof(uint16_t))
+    return _array_of(o64, n, NP_INT64, sizeof(int64_t))
 
 
 # Python fallbacks of the public one-key functions (set by their modules).
@@ -1478,7 +1477,8 @@ def hash_extended_small(values, type, seed):
     in one pass; None for anything else (the general path decides)."""
     cdef uint64_t out[SMALL]
     cdef uint64_t h
-    cdef Py_ssize_t i, n
+    cdef Py_ssize_t i, n, stride
+    cdef const char *p
     cdef long long sd
     cdef int overflow = 0
     cdef int code
@@ -1491,8 +1491,9 @@ def hash_extended_small(values, type, seed):
     sd = PyLong_AsLongLongAndOverflow(seed, &overflow)
     if overflow != 0:
         return None
-    if builtins_type(values) is np.ndarray:
-        if values.ndim != 1 or not 0 < values.shape[0] <= SMALL or values.dtype.kind not in "iu":
+    if is_ndarray_exact(values):
+        # a native-order integer array (others: the general path decides)
+        if not int_array(values, &p, &n, &stride) or not 0 < n <= SMALL:
             return None  # (an empty array: the general path checks its dtype)
         values = values.tolist()
     n = _small_len(values)
@@ -1503,7 +1504,7 @@ def hash_extended_small(values, type, seed):
         if v is None or not _pg_value(v, code, True, <uint64_t>sd, &h):
             return None
         out[i] = h
-    return _array_of(out, n, _DT_U64, sizeof(uint64_t))
+    return _array_of(out, n, NP_UINT64, sizeof(uint64_t))
 
 
 cdef class PgPartitionKeys(_Keys):

@@ -243,7 +243,7 @@ def _int_array(keys: Any, t: str) -> np.ndarray:
             bad = int(np.flatnonzero((arr < lo) | (arr > hi))[0]) if arr.dtype.kind == "i" or amax <= hi \
                 else int(np.flatnonzero(arr > hi)[0])
             raise OverflowError(f"key at position {bad}: {int(arr[bad])} is out of range for CQL {t}")
-    return arr.astype(np.int64, copy=False)
+    return np.ascontiguousarray(arr, dtype=np.int64)   # the kernels read a contiguous array (a slice may not be)
 
 
 def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int | None = None) -> np.ndarray:
