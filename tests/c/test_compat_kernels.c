@@ -6,8 +6,10 @@
  * start before a key and the loads kept inside it run), and on random
  * mixed-length keys drawn from alphabets that make the length-dependent
  * paths likely (bytes >= 0x80 for Cassandra's sign extension, '{', '}' and
- * their neighbours for Redis hash tags).  Also: the MD5 lane kernel and
- * PostgreSQL's lookup3 batch kernels against their one-key functions.
+ * their neighbours for Redis hash tags).  Also: the MD5 lane kernel,
+ * PostgreSQL's lookup3 batch kernels (scalar, AVX2 where the CPU has it, and
+ * the dispatching entry points) and the grouped XXH64 batch kernel against
+ * their one-key functions, also on chunks of keys that all have one length.
  * Usage: test_compat_kernels <vectors dir>   (the directory is not needed)
  */
 #include <stdio.h>
@@ -22,6 +24,7 @@
 #include "sh_mongo.h"
 #include "sh_twemproxy.h"
 #include "sh_pg.h"
+#include "sh_xxhash.h"
 
 #include "sh_check.h"
 
@@ -128,29 +131,64 @@ static void check_md5(const keyset *ks, const char *what)
     CHECK(bad == 0, "%s: sh_md5_u32le_offsets != sh_md5_u32le on %d keys", what, bad);
 }
 
-static void check_pg(const keyset *ks, const char *what)
+typedef void (*pg_ext_fn)(const uint8_t *, const int64_t *, size_t, uint64_t, uint64_t *);
+typedef void (*pg_32_fn)(const uint8_t *, const int64_t *, size_t, int32_t *);
+
+static void check_pg_kernels(const keyset *ks, const char *what, const char *name, pg_ext_fn ext,
+                             pg_32_fn h32)
 {
     static const uint64_t seeds[] = {0, SH_PG_HASH_PARTITION_SEED, 1, UINT64_C(0xffffffffffffffff)};
-    size_t i, si, s = ks->n / 3;
+    size_t i, si, s;
+    size_t starts[3];
+    int bad = 0, sk;
+    starts[0] = 0;
+    starts[1] = ks->n / 3;
+    starts[2] = ks->n > 5 ? ks->n - 5 : 0;
+    for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        for (sk = 0; sk < 3; sk++) {
+            s = starts[sk];
+            ext(ks->data, ks->offsets + s, ks->n - s, seeds[si], pg_ext);
+            for (i = s; i < ks->n; i++)
+                bad += pg_ext[i - s] !=
+                       sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+        }
+    }
+    CHECK(bad == 0, "%s: %s extended != sh_pg_hash_bytes_extended on %d keys", what, name, bad);
+    bad = 0;
+    for (sk = 0; sk < 3; sk++) {
+        s = starts[sk];
+        h32(ks->data, ks->offsets + s, ks->n - s, pg_32);
+        for (i = s; i < ks->n; i++) {
+            uint32_t h = sh_pg_hash_bytes(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+            bad += (uint32_t)pg_32[i - s] != h;
+        }
+    }
+    CHECK(bad == 0, "%s: %s 32 != sh_pg_hash_bytes on %d keys", what, name, bad);
+}
+
+static void check_pg(const keyset *ks, const char *what)
+{
+    check_pg_kernels(ks, what, "sh_pg_varlen (dispatch)", sh_pg_varlen_extended, sh_pg_varlen_32);
+    check_pg_kernels(ks, what, "sh_pg_varlen scalar", sh_pg_varlen_extended_scalar, sh_pg_varlen_32_scalar);
+    /* the AVX2 kernel where the CPU has it (else its scalar fallback) */
+    check_pg_kernels(ks, what, "sh_pg_varlen avx2", sh_pg_varlen_extended_avx2, sh_pg_varlen_32_avx2);
+}
+
+static uint64_t xxh_out[NKEYS];
+
+static void check_xxh64(const keyset *ks, const char *what)
+{
+    static const uint64_t seeds[] = {0, 1, UINT64_C(0x9E3779B185EBCA87)};
+    size_t i, si, s;
     int bad = 0;
     for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
-        sh_pg_varlen_extended(ks->data, ks->offsets, ks->n, seeds[si], pg_ext);
-        for (i = 0; i < ks->n; i++)
-            bad += pg_ext[i] !=
-                   sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
-        sh_pg_varlen_extended(ks->data, ks->offsets + s, ks->n - s, seeds[si], pg_ext);
-        for (i = s; i < ks->n; i++)
-            bad += pg_ext[i - s] !=
-                   sh_pg_hash_bytes_extended(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+        for (s = 0; s < ks->n; s += ks->n / 3 + 1) {
+            sh_xxh64_offsets(ks->data, ks->offsets + s, ks->n - s, seeds[si], xxh_out);
+            for (i = s; i < ks->n; i++)
+                bad += xxh_out[i - s] != sh_xxh64(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+        }
     }
-    CHECK(bad == 0, "%s: sh_pg_varlen_extended != sh_pg_hash_bytes_extended on %d keys", what, bad);
-    bad = 0;
-    sh_pg_varlen_32(ks->data, ks->offsets, ks->n, pg_32);
-    for (i = 0; i < ks->n; i++) {
-        uint32_t h = sh_pg_hash_bytes(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
-        bad += (uint32_t)pg_32[i] != h;
-    }
-    CHECK(bad == 0, "%s: sh_pg_varlen_32 != sh_pg_hash_bytes on %d keys", what, bad);
+    CHECK(bad == 0, "%s: sh_xxh64_offsets != sh_xxh64 on %d keys", what, bad);
 }
 
 static void check_keyset(const keyset *ks, const char *what)
@@ -186,6 +224,7 @@ static void check_keyset(const keyset *ks, const char *what)
     CHECK(bad_c == 0, "%s: cassandra batch != sh_cassandra_token on %d keys", what, bad_c);
     CHECK(bad_r == 0, "%s: redis batch != sh_redis_keyslot on %d keys", what, bad_r);
     check_pg(ks, what);
+    check_xxh64(ks, what);
     check_md5(ks, what);
 }
 
@@ -235,6 +274,36 @@ static void test_random_mixed(void)
             keys_free(ks);
             free(ks);
         }
+    }
+}
+
+/* Chunks whose keys all have one length (the kernels that group keys by
+ * length or block count skip the sort then), and lengths 0..100 at random. */
+static void test_uniform_and_random(void)
+{
+    static const size_t uniform[] = {0, 1, 4, 11, 12, 13, 22, 23, 24, 31, 32, 40, 63, 64, 95, 96, 100, 200};
+    static size_t lengths[NKEYS];
+    size_t u, i;
+    char what[64];
+    for (u = 0; u < sizeof uniform / sizeof uniform[0]; u++) {
+        keyset *ks = (keyset *)calloc(1, sizeof *ks);
+        size_t n = uniform[u] > 64 ? 1500 : 3000;
+        for (i = 0; i < n; i++) lengths[i] = uniform[u];
+        /* one odd key in the last chunk */
+        lengths[n - 7] = uniform[u] + 1;
+        keys_make(ks, lengths, n, (int)(u % 3));
+        snprintf(what, sizeof what, "keys of length %zu", uniform[u]);
+        check_keyset(ks, what);
+        keys_free(ks);
+        free(ks);
+    }
+    for (u = 0; u < 4; u++) {
+        keyset *ks = (keyset *)calloc(1, sizeof *ks);
+        for (i = 0; i < NKEYS; i++) lengths[i] = rnd() % 101;
+        keys_make(ks, lengths, NKEYS, (int)(u % 3));
+        check_keyset(ks, "random lengths 0..100");
+        keys_free(ks);
+        free(ks);
     }
 }
 
@@ -308,6 +377,14 @@ int main(int argc, char **argv)
     test_md5_vectors();
     test_every_length();
     test_random_mixed();
+    test_uniform_and_random();
+    /* again with the SIMD kernels this CPU has (the dispatching entry points
+     * above ran the scalar kernels: sh_pg_init had not run) */
+    sh_pg_init();
+    printf("lookup3 AVX2 kernel: %s\n", sh_pg_avx2_available() ? "yes" : "no (scalar fallback)");
+    test_every_length();
+    test_random_mixed();
+    test_uniform_and_random();
     printf("test_compat_kernels: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

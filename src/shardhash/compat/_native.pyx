@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_guava.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
 """Compiled bindings of the compatibility modes (private).
 
 One section per system -- Redis Cluster, Cassandra, ketama/twemproxy,
@@ -127,6 +127,7 @@ cdef extern from "sh_des.h" nogil:
 
 cdef extern from "sh_xxhash.h" nogil:
     uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+    void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
 
 cdef extern from "sh_pg.h" nogil:
     uint64_t SH_PG_HASH_PARTITION_SEED
@@ -153,6 +154,8 @@ cdef extern from "sh_pg.h" nogil:
     void sh_pg_varlen_32(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out)
     void sh_pg_combine64(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n)
     void sh_pg_remainder(const uint64_t *rowhash, size_t n, uint64_t modulus, int64_t *out)
+    void sh_pg_init()
+    int sh_pg_avx2_available()
 
 cdef extern from "sh_guava.h" nogil:
     int32_t sh_guava_consistent_hash(int64_t input, int32_t buckets)
@@ -1164,12 +1167,8 @@ cdef ptrdiff_t _k_des(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e)
 
 
 cdef ptrdiff_t _k_xxh64(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    cdef const int64_t *o = <const int64_t *>j.offsets
-    cdef const uint8_t *d = <const uint8_t *>j.data
-    cdef uint64_t *out = <uint64_t *>j.out
-    cdef Py_ssize_t i
-    for i in range(s, e):
-        out[i] = sh_xxh64(d + o[i], <size_t>(o[i + 1] - o[i]), 0)
+    # keys grouped by length, four hashed side by side (sh_xxhash.c)
+    sh_xxh64_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), 0, <uint64_t *>j.out + s)
     return SH_OK
 
 
@@ -1352,6 +1351,8 @@ cdef int32_t _mongo_index(void *ctx, PyObject *key) except -1:
 # ============================================================================
 
 import_datetime()
+# lookup3 over variable-length keys: the AVX2 kernel where the CPU has it
+sh_pg_init()
 
 cdef enum:
     PG_INT2 = 0

@@ -3,7 +3,24 @@
  * See sh_pg.h for what is reproduced and where it comes from.
  */
 #include "sh_pg.h"
+#include "sh_cpu.h"
 #include "sh_window.h"
+
+/* The SH_CPU_* kernels chosen by sh_pg_init; 0 (the scalar kernels) until it
+ * runs.  Written only by sh_pg_init, which the caller runs once before any
+ * other thread can run a kernel (the Python module does at import), so the
+ * kernels only ever read it. */
+static unsigned sh_pg_cpu = 0;
+
+void sh_pg_init(void)
+{
+    sh_pg_cpu = sh_cpu_detect();
+}
+
+int sh_pg_avx2_available(void)
+{
+    return (sh_pg_cpu & SH_CPU_AVX2) != 0;
+}
 
 /* lookup3 over a byte string, with PostgreSQL's little-endian tail layout:
  * the bytes left after the 12-byte blocks go, in order, into the low bytes
@@ -162,6 +179,16 @@ SH_FORCE_INLINE void sh_pg_lookup3_window(const uint8_t *k, size_t len, uint64_t
 void sh_pg_varlen_extended(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                            uint64_t *out)
 {
+    /* sh_pg_avx2.c: eight keys per vector where the build and the CPU have AVX2 */
+    if (sh_pg_cpu & SH_CPU_AVX2)
+        sh_pg_varlen_extended_avx2(data, offsets, n, seed, out);
+    else
+        sh_pg_varlen_extended_scalar(data, offsets, n, seed, out);
+}
+
+void sh_pg_varlen_extended_scalar(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                  uint64_t *out)
+{
     size_t i;
     for (i = 0; i < n; i++) {
         int64_t start = offsets[i], stop = offsets[i + 1];
@@ -217,6 +244,14 @@ void sh_pg_fixed_32(const uint8_t *data, size_t width, size_t n, int32_t *out)
 }
 
 void sh_pg_varlen_32(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out)
+{
+    if (sh_pg_cpu & SH_CPU_AVX2)
+        sh_pg_varlen_32_avx2(data, offsets, n, out);
+    else
+        sh_pg_varlen_32_scalar(data, offsets, n, out);
+}
+
+void sh_pg_varlen_32_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {

@@ -141,7 +141,10 @@ void sh_pg_int8_extended(const int64_t *v, size_t n, uint64_t seed, uint64_t *ou
 void sh_pg_float8_extended(const double *v, size_t n, uint64_t seed, uint64_t *out);
 /* n keys of `width` bytes each, packed (uuid: width 16). */
 void sh_pg_fixed_extended(const uint8_t *data, size_t width, size_t n, uint64_t seed, uint64_t *out);
-/* Variable-length keys in Arrow layout: key i is data[offsets[i] .. offsets[i+1]). */
+/* Variable-length keys in Arrow layout: key i is data[offsets[i] .. offsets[i+1]),
+ * offsets non-decreasing, data the start of the buffer (offsets count from
+ * it).  The kernels may read up to 16 bytes before a key (never before data)
+ * and never past its end. */
 void sh_pg_varlen_extended(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                            uint64_t *out);
 
@@ -153,6 +156,23 @@ void sh_pg_int8_32(const int64_t *v, size_t n, int32_t *out);
 void sh_pg_float8_32(const double *v, size_t n, int32_t *out);
 void sh_pg_fixed_32(const uint8_t *data, size_t width, size_t n, int32_t *out);
 void sh_pg_varlen_32(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out);
+
+/* The kernels sh_pg_varlen_extended and sh_pg_varlen_32 choose between: one
+ * key after another (sh_pg.c), and eight keys per AVX2 vector, grouped by
+ * block count (sh_pg_avx2.c; the scalar kernel where the build or the CPU
+ * lacks AVX2).  Same outputs; the tests run both. */
+void sh_pg_varlen_extended_scalar(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                  uint64_t *out);
+void sh_pg_varlen_32_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out);
+void sh_pg_varlen_extended_avx2(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                uint64_t *out);
+void sh_pg_varlen_32_avx2(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out);
+
+/* Choose the SIMD kernels for this CPU (sh_cpu_detect); call once, before
+ * any kernel runs in another thread.  Until then the scalar kernels run. */
+void sh_pg_init(void);
+/* 1 when this build has the AVX2 kernel and sh_pg_init found AVX2, else 0. */
+int sh_pg_avx2_available(void);
 
 /* Multi-column row hash, one column at a time:
  *     acc[i] = hash_combine64(acc[i], h[i])   unless isnull != NULL && isnull[i]

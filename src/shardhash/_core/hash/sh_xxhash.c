@@ -105,9 +105,10 @@ SH_FORCE_INLINE uint64_t xxh64_avalanche(uint64_t h)
     return h;
 }
 
-uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+/* The whole of XXH64; inlined where the length is a constant (the batch
+ * kernel below), so that every length-dependent branch folds away. */
+SH_FORCE_INLINE uint64_t xxh64_body(const uint8_t *p, size_t len, uint64_t seed)
 {
-    const uint8_t *p = (const uint8_t *)data;
     size_t rem = len;
     uint64_t acc;
 
@@ -152,6 +153,79 @@ uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
         rem--;
     }
     return xxh64_avalanche(acc);
+}
+
+uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+{
+    return xxh64_body((const uint8_t *)data, len, seed);
+}
+
+/* ---- XXH64 over many keys (Arrow layout) ------------------------------ */
+/*
+ * sh_xxh64's steps depend on the length (how many 32-byte stripes and 8-byte
+ * steps, whether a 4-byte step, how many byte steps), and keys of mixed
+ * lengths taken in order mispredict those branches on nearly every key.  So
+ * the keys are read in order and each waits in the queue of its length;
+ * a queue that holds SH_XXH64_QUEUE keys is hashed at once by a copy of
+ * xxh64_body compiled for that one length (a switch over lengths 0..63),
+ * which has no length-dependent branch left.  The queued keys were read a
+ * moment ago, so their bytes are still in the cache.  Keys of 64 bytes and
+ * more, and the keys left in the queues at the end, are hashed one by one.
+ * Each key's arithmetic is exactly sh_xxh64's.
+ */
+#define SH_XXH64_QUEUE   8
+#define SH_XXH64_GROUPED 64
+
+typedef struct {
+    const uint8_t *p[SH_XXH64_QUEUE];
+    size_t at[SH_XXH64_QUEUE];
+    size_t n;
+} sh_xxh64_queue;
+
+/* Hash a full queue of keys of length len < SH_XXH64_GROUPED. */
+static void xxh64_queue_run(const sh_xxh64_queue *q, size_t len, uint64_t seed, uint64_t *out)
+{
+    size_t l;
+    /* clang-format off */
+#define SH_XXH64_CASE(L) \
+    case (L): for (l = 0; l < SH_XXH64_QUEUE; l++) out[q->at[l]] = xxh64_body(q->p[l], (L), seed); break;
+#define SH_XXH64_CASE8(b) \
+    SH_XXH64_CASE(b) SH_XXH64_CASE(b + 1) SH_XXH64_CASE(b + 2) SH_XXH64_CASE(b + 3) \
+    SH_XXH64_CASE(b + 4) SH_XXH64_CASE(b + 5) SH_XXH64_CASE(b + 6) SH_XXH64_CASE(b + 7)
+    switch (len) {
+    SH_XXH64_CASE8(0) SH_XXH64_CASE8(8) SH_XXH64_CASE8(16) SH_XXH64_CASE8(24)
+    SH_XXH64_CASE8(32) SH_XXH64_CASE8(40) SH_XXH64_CASE8(48) SH_XXH64_CASE8(56)
+    default:
+        for (l = 0; l < SH_XXH64_QUEUE; l++) out[q->at[l]] = sh_xxh64(q->p[l], len, seed);
+        break;
+    }
+#undef SH_XXH64_CASE8
+#undef SH_XXH64_CASE
+    /* clang-format on */
+}
+
+void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
+{
+    sh_xxh64_queue q[SH_XXH64_GROUPED];
+    size_t i, c, l;
+    for (c = 0; c < SH_XXH64_GROUPED; c++) q[c].n = 0;
+    for (i = 0; i < n; i++) {
+        uint64_t len = (uint64_t)(offsets[i + 1] - offsets[i]);
+        sh_xxh64_queue *qc;
+        if (len >= SH_XXH64_GROUPED) {
+            out[i] = sh_xxh64(data + offsets[i], (size_t)len, seed);
+            continue;
+        }
+        qc = &q[len];
+        qc->p[qc->n] = data + offsets[i];
+        qc->at[qc->n] = i;
+        if (++qc->n == SH_XXH64_QUEUE) {
+            xxh64_queue_run(qc, (size_t)len, seed, out);
+            qc->n = 0;
+        }
+    }
+    for (c = 0; c < SH_XXH64_GROUPED; c++)
+        for (l = 0; l < q[c].n; l++) out[q[c].at[l]] = sh_xxh64(q[c].p[l], c, seed);
 }
 
 /* ======================================================================== */

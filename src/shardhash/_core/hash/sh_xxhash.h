@@ -47,6 +47,12 @@ extern const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE];
  * bytes by the tests of the word paths). */
 #define SH_XXH3_SECRET_8_XOR_16 UINT64_C(0xC73AB174C5ECD5A2)
 
+/* XXH64 of n keys in Arrow layout (key i is data[offsets[i] .. offsets[i+1]),
+ * offsets non-decreasing): out[i] = sh_xxh64(key i, seed).  Keys of one
+ * length are hashed eight at a time by code compiled for that length (see
+ * sh_xxhash.c); only the keys' own bytes are read. */
+void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out);
+
 /* ---- XXH32 of one 8-byte little-endian word ---------------------------- */
 SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
 {
