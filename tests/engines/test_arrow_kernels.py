@@ -214,3 +214,54 @@ def test_docstring_examples_run() -> None:
     for mod in (sa, shardhash.analysis):
         res = doctest.testmod(mod)
         assert res.failed == 0 and res.attempted > 0, mod.__name__
+
+
+def test_footers_are_read_on_threads_in_file_order(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many remote files: the footers are read on the footer threads, the
+    units are the files' row groups in file order, and the error names the
+    first bad file in file order whichever thread read it first."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    files = []
+    for i in range(40):
+        f = tmp_path / f"part-{i:02d}.parquet"
+        pq.write_table(pa.table({"id": pa.array(range(i * 10, i * 10 + 3 + i % 5), pa.int64())}), f,
+                       row_group_size=2)
+        files.append(str(f))
+    seen: set[str] = set()
+    opener = sa._open_parquet
+
+    def spy(path: str) -> Any:
+        seen.add(threading.current_thread().name.split("_")[0])
+        return opener(path)
+
+    monkeypatch.setattr(sa, "_open_parquet", spy)
+    kind, units = sa.parquet_units(files, "id", target_rows=2)  # local paths: one by one
+    assert kind == "int" and seen == {threading.current_thread().name.split("_")[0]}
+    seen.clear()
+    monkeypatch.setattr(sa, "_is_remote", lambda path: True)  # as object-storage paths are
+    assert sa.parquet_units(files, "id", target_rows=2) == (kind, units)
+    assert seen == {"shardhash-footers"}
+    expected = []
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        start = 0
+        for g in range(meta.num_row_groups):
+            n = meta.row_group(g).num_rows
+            expected.append(sa.ParquetUnit(f, (g,), start, n))
+            start += n
+    assert units == expected
+    # a file that is not Parquet at position 7 and one without the column at 12 (still "remote")
+    (tmp_path / "part-07.parquet").write_bytes(b"not parquet at all")
+    pq.write_table(pa.table({"user": [1]}), tmp_path / "part-12.parquet")
+    with pytest.raises(ValueError, match=r"part-07\.parquet: not a readable Parquet file"):
+        sa.parquet_units(files, "id")
+    (tmp_path / "part-07.parquet").unlink()
+    pq.write_table(pa.table({"id": pa.array(["x"])}), tmp_path / "part-07.parquet")
+    with pytest.raises(TypeError, match=r"mixes id kinds across files \(int in .*part-00\.parquet; str in "
+                                        r".*part-07\.parquet\)"):
+        sa.parquet_units([f for i, f in enumerate(files) if i != 12], "id")
+    with pytest.raises(ValueError, match=r"part-12\.parquet: no column 'id'"):
+        sa.parquet_units(files[8:], "id")
