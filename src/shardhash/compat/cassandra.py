@@ -256,8 +256,10 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
     is serialized in the kernel; other CQL types are serialized per key with
     :func:`serialize`.  Arrays run without the GIL on ``threads`` threads; a
-    list or tuple of keys is read in place and hashed as it is read, on the
-    calling thread.
+    list or tuple of keys is read in place by the calling thread (holding
+    the GIL) and hashed as it is read, with two threads or more (the
+    default for large lists) by helper threads that take the keys read so
+    far, chunk by chunk.
 
     >>> token_array([b"123", b""]).tolist()
     [-7468325962851647638, -9223372036854775808]
@@ -294,7 +296,7 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
 def _blob_tokens(keys: Any, threads: int | None) -> np.ndarray:
     """Tokens of serialized keys: a Python sequence is read in place (the
     kernel gets pointers to each key's bytes), Arrow data without copying."""
-    tokens = _native.cassandra_token_seq(keys)
+    tokens = _native.cassandra_token_seq(keys, threads)
     if tokens is not None:
         return tokens
     data, offsets = _native.pack_keys(keys)
