@@ -22,6 +22,12 @@ Environment switches:
 * ``SHARDHASH_ONLY=_hashing,_kernels`` -- build only these extensions
   (development convenience; a normal build builds them all).
 
+NumPy is a build requirement (pyproject.toml): the small-batch paths use
+its C API (``_npy.pxd``), so the modules compile against its headers.  A
+build against NumPy 2.x headers runs on NumPy 1.x too, from the version
+``NPY_TARGET_VERSION`` names: 1.23, the floor of the runtime dependency
+(pinned here so that a newer NumPy's default cannot raise it silently).
+
 Optimisation is portable on purpose: never ``-march=native`` nor
 ``-ffast-math``, so that outputs are bit-identical everywhere.
 """
@@ -32,6 +38,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -93,10 +100,15 @@ def make_extensions() -> list[Extension]:
             Extension(
                 modname,
                 sources=[str(pyx)],
-                include_dirs=CORE_DIRS,
+                # NumPy's headers: the modules that cimport _npy need them
+                # (_common, _hashing, routing._kernels, compat._native); on
+                # every module's path so that a new user needs no change here.
+                include_dirs=[*CORE_DIRS, numpy.get_include()],
                 extra_compile_args=cflags,
                 extra_link_args=ldflags,
-                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+                               # the oldest NumPy these modules run on: dependencies' numpy>=1.23
+                               ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION")],
             )
         )
     return exts

@@ -1,8 +1,8 @@
 # The plumbing every compiled module shares (cimport it; the functions live
 # in _common.pyx):
 #
-# * the C helpers that read Python objects (exact ints, compact ASCII str,
-#   8-byte integer buffers) without building temporaries;
+# * the C helpers that read Python objects (exact ints, compact ASCII str)
+#   without building temporaries (numpy arrays: _npy.pxd);
 # * the key-router signature a compat module hands to RouterCore;
 # * one validator for Arrow-style (data, offsets) keys and one for ``out=``
 #   arrays, with one position convention (the key's index);
@@ -20,27 +20,6 @@ cdef extern from *:
     """
     #ifndef SH_COMMON_HELPERS
     #define SH_COMMON_HELPERS
-    /* A 1-D buffer of 8-byte native-order integers (a numpy int64 or uint64
-     * array, any stride): 1 with *view filled (release it), else 0 with no
-     * exception left set.  *is_unsigned: uint64. */
-    static int sh_word_buffer(PyObject *a, Py_buffer *view, int *is_unsigned)
-    {
-        const char *f;
-        if (PyObject_GetBuffer(a, view, PyBUF_RECORDS_RO) != 0) {
-            PyErr_Clear();
-            return 0;
-        }
-        f = view->format;
-        if (f != NULL && (*f == '@' || *f == '=')) f++;
-        if (view->ndim != 1 || view->itemsize != 8 || f == NULL || f[0] == 0 || f[1] != 0 ||
-            !(f[0] == 'q' || f[0] == 'l' || f[0] == 'Q' || f[0] == 'L')) {
-            PyBuffer_Release(view);
-            return 0;
-        }
-        *is_unsigned = f[0] == 'Q' || f[0] == 'L';
-        return 1;
-    }
-
     /* A Python int of one internal digit (|value| < 2**30): its value without
      * a call into the runtime.  Anything else returns 0 and takes the
      * general path, which gives the same answer. */
@@ -101,7 +80,6 @@ cdef extern from *:
     }
     #endif
     """
-    bint sh_word_buffer(object a, Py_buffer *view, int *is_unsigned)
     bint sh_py_small_int(object o, long long *v)
     const char *sh_py_ascii(object o, Py_ssize_t *n)
     const char *sh_exact_raw(PyObject *o, Py_ssize_t *n, bint bytes_ok, bint str_ok)

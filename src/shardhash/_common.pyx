@@ -12,7 +12,12 @@ from cpython.buffer cimport PyBuffer_Release, PyBUF_RECORDS_RO
 from cpython.exc cimport PyErr_Clear
 from libc.stdint cimport int64_t
 
+from shardhash._npy cimport import_numpy, new_array, array_data
+cimport numpy as cnp
+
 import numpy as np
+
+import_numpy()
 
 cdef extern from "Python.h":
     # PyObject_GetBuffer without Cython's exception check (address() falls back)
@@ -23,7 +28,6 @@ from shardhash import _parallel
 __all__ = []
 
 cdef object _ndarray = np.ndarray
-cdef object _np_empty = np.empty
 # Below this many keys threads=None means the calling thread alone
 # (_parallel.resolve_threads says the same; repeated here so the common case
 # makes no Python call).
@@ -120,11 +124,22 @@ cdef Py_ssize_t check_offsets(const int64_t *offsets, Py_ssize_t noffsets, Py_ss
     return n
 
 
+cdef inline object _new_out(Py_ssize_t n, object dtype):
+    """np.empty(n, dtype); through NumPy's C API for a native-order builtin
+    number dtype (every caller's): no Python call."""
+    cdef int t
+    if isinstance(dtype, cnp.dtype):
+        t = (<cnp.dtype>dtype).type_num
+        if t <= cnp.NPY_CLONGDOUBLE and (<cnp.dtype>dtype).byteorder in (c'=', c'|'):
+            return new_array(n, t)
+    return np.empty(n, dtype)
+
+
 cdef object check_out(object out, Py_ssize_t n, object dtype, bint required=False):
     if out is None:
         if required:
             raise TypeError(f"out must be a numpy.ndarray of {np.dtype(dtype)}, not None")
-        return _np_empty(n, dtype)
+        return _new_out(n, dtype)
     if not isinstance(out, _ndarray):
         raise TypeError(f"out must be a numpy.ndarray of {np.dtype(dtype)}, not {type(out).__name__}")
     if out.dtype != dtype or not out.dtype.isnative:
@@ -142,10 +157,13 @@ cdef object check_out(object out, Py_ssize_t n, object dtype, bint required=Fals
 
 
 cdef void *address(object a) except? NULL:
-    # The buffer protocol gives the first item's address cheaply (no
-    # __array_interface__ dict); numpy exports no buffer of object arrays.
+    # A numpy array's data pointer is a field (NumPy's C API); for other
+    # objects the buffer protocol gives the first item's address cheaply (no
+    # __array_interface__ dict).
     cdef Py_buffer view
     cdef void *p
+    if cnp.PyArray_Check(a) and cnp.PyArray_NDIM(<cnp.ndarray>a) >= 1:
+        return NULL if cnp.PyArray_DIM(<cnp.ndarray>a, 0) == 0 else array_data(a)
     if a.shape[0] == 0:
         return NULL
     if _get_buffer(a, &view, PyBUF_RECORDS_RO) == 0:

@@ -10,7 +10,6 @@ from cpython.unicode cimport PyUnicode_Check
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.ref cimport PyObject
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, calloc
 from libc.string cimport memcpy, memset
@@ -20,8 +19,12 @@ import json
 import numpy as np
 
 from shardhash._codec import KeyCodec, INT_MIN, INT_MAX
-from shardhash._common cimport (sh_job, sh_word_buffer, run, check_out, address, SH_OK, SH_NOMEM)
+from shardhash._common cimport (sh_job, run, check_out, address, SH_OK, SH_NOMEM)
+from shardhash._npy cimport (import_numpy, is_ndarray_exact, new_array, array_data, int_array, NP_UINT64,
+                             NP_UNSIGNED)
 from shardhash._parallel import resolve_threads
+
+import_numpy()
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t *) except NULL
@@ -409,7 +412,6 @@ def hash_array(keys, algorithm="xxh3_64", seed=0, codec=None, out=None, threads=
 # ---------------------------------------------------------------------------
 # Batch dispatch
 
-cdef object _np_empty = np.empty
 cdef object _DT_UINT64 = np.dtype(np.uint64)
 
 
@@ -421,31 +423,24 @@ cdef enum:
     SMALL_ARRAY = 4096   # int64/uint64 arrays up to this size: one kernel call, no thread pool
 
 cdef object _hash_small_words(Hasher h, object a):
-    """hash_array of a numpy int64/uint64 array of at most SMALL_ARRAY keys
-    (no out=, no threads=): one call of the same kernel as the general path,
-    on the calling thread; None for any other input."""
-    cdef Py_buffer view, ov
-    cdef int is_unsigned = 0
-    cdef Py_ssize_t n
-    if not sh_word_buffer(a, &view, &is_unsigned):
+    """hash_array of a native-order numpy int64/uint64 array of at most
+    SMALL_ARRAY keys (no out=, no threads=): one call of the same kernel as
+    the general path, on the calling thread, the input read and the result
+    made through NumPy's C API; None for any other input."""
+    cdef const char *p
+    cdef Py_ssize_t n, stride
+    cdef uint64_t *o
+    cdef int code = int_array(a, &p, &n, &stride)
+    if code & ~NP_UNSIGNED != 8 or n > SMALL_ARRAY:
         return None
-    try:
-        n = view.shape[0]
-        if n > SMALL_ARRAY:
-            return None
-        res = _np_empty(n, _DT_UINT64)
-        if n:
-            PyObject_GetBuffer(res, &ov, PyBUF_WRITABLE | PyBUF_ND)
-            if h._fast_int:
-                sh_hash_words_strided(h._algo, h._seed, <const char *>view.buf, view.strides[0], n,
-                                      <uint64_t *>ov.buf)
-            else:
-                sh_hash_decimal_strided(h._algo, h._seed, <const char *>view.buf, view.strides[0], n,
-                                        is_unsigned, <uint64_t *>ov.buf)
-            PyBuffer_Release(&ov)
-        return res
-    finally:
-        PyBuffer_Release(&view)
+    res = new_array(n, NP_UINT64)
+    if n:
+        o = <uint64_t *>array_data(res)
+        if h._fast_int:
+            sh_hash_words_strided(h._algo, h._seed, p, stride, n, o)
+        else:
+            sh_hash_decimal_strided(h._algo, h._seed, p, stride, n, (code & NP_UNSIGNED) != 0, o)
+    return res
 
 
 cdef object _hash_array(Hasher h, object keys, object out, object threads):
@@ -454,7 +449,7 @@ cdef object _hash_array(Hasher h, object keys, object out, object threads):
     if threads is None:
         if t is list or t is tuple:  # before the generic checks below: they cost a small batch more than its keys
             return _hash_objects(h, keys, out)
-        if out is None and t is np.ndarray:
+        if out is None and is_ndarray_exact(keys):
             res = _hash_small_words(h, keys)
             if res is not None:
                 return res
@@ -517,14 +512,11 @@ cdef object _hash_objects(Hasher h, object seq, object out):
     out = _prepare_out(out, n)
     if n == 0:
         return out
-    cdef Py_buffer ov
-    cdef uint64_t *o
+    cdef uint64_t *o = <uint64_t *>array_data(out)  # a C-contiguous, writeable uint64 array (_prepare_out)
     cdef Py_ssize_t i = 0
     cdef Py_ssize_t stride
     cdef const char *base
     cdef PyObject *item
-    PyObject_GetBuffer(out, &ov, PyBUF_WRITABLE | PyBUF_ND)  # C-contiguous uint64 (_prepare_out)
-    o = <uint64_t *>ov.buf
     try:
         if type(seq) is list:
             for i in range(n):
@@ -547,8 +539,6 @@ cdef object _hash_objects(Hasher h, object seq, object out):
                 o[i] = h.hash_one(seq[i])
     except (TypeError, ValueError, OverflowError) as exc:
         raise _base_error(exc)(f"key at position {i}: {exc}") from None
-    finally:
-        PyBuffer_Release(&ov)
     return out
 
 

@@ -103,6 +103,12 @@ def test_typed_arrays_match_serialize() -> None:
     assert cassandra.token_array([u], "uuid").tolist() == [cassandra.token(u.bytes)]
     assert (cassandra.token_array(list(range(100)), "bigint", threads=2) ==
             cassandra.token_array(np.arange(100), "bigint")).all()
+    # strided, reversed and byte-swapped arrays: the same tokens as their contiguous copies
+    # (a strided int64 array once failed with "ndarray is not C-contiguous")
+    for t in ("bigint", "int"):
+        for a in (np.arange(200, dtype=np.int64)[::2], np.arange(100, dtype=np.int64)[::-1],
+                  np.arange(100, dtype=">i8"), np.arange(100, dtype=np.int32)[::3]):
+            assert cassandra.token_array(a, t).tolist() == cassandra.token_array(a.tolist(), t).tolist()
 
 
 def test_arrow_input() -> None:

@@ -189,12 +189,27 @@ def _routers() -> Iterator[Router]:
     yield mongo.HashedChunkRouter.from_split_points(mongo.initial_split_points(6), ["a", "b", "c"])
 
 
+def _unaligned(values: list[int], dtype: Any) -> np.ndarray:
+    """A read-only array of ``values`` whose items start one byte off alignment."""
+    raw = np.array(values, dtype=dtype).tobytes()
+    return np.frombuffer(b"\0" + raw, dtype=dtype, offset=1, count=len(values))
+
+
 def _batches(n: int) -> list[Any]:
     ints = list(range(-n // 2, n - n // 2))
+    absv = [abs(i) for i in ints]
     return [ints, [f"user:{i}" for i in range(n)], [f"user:{i}".encode() for i in range(n)],
             [(i, f"t{i}") for i in range(n)], [f"ключ{i}" for i in range(n)],
             [f"k{i}" if i % 3 else i for i in range(n)], np.array(ints, dtype=np.int64),
-            np.array([abs(i) for i in ints], dtype=np.uint64), tuple(ints)]
+            np.array(absv, dtype=np.uint64), tuple(ints),
+            # numpy arrays of every integer layout: the small paths read native-order
+            # ones in place and leave the others to the general path
+            np.array(ints, dtype=np.int32), np.array(absv, dtype=np.uint8), np.array(ints, dtype=np.int16),
+            np.array(absv, dtype=np.uint32), np.array(ints, dtype=">i8"), np.array(absv, dtype=">u4"),
+            np.repeat(np.array(ints, dtype=np.int64), 2)[::2],
+            np.array(ints, dtype=np.int64)[::-1], _unaligned(ints, np.int64),
+            np.array([i % 2 == 0 for i in ints], dtype=bool), np.array(ints, dtype=np.float64),
+            np.array(ints, dtype=object)]
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 16, 63, 64, 65, 100])

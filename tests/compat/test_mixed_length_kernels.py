@@ -14,6 +14,7 @@ is what these tests vary.
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import numpy as np
 import pytest
@@ -159,3 +160,82 @@ def test_list_walk_mixed_kinds_across_chunks() -> None:
     for seq in (ks, tuple(ks), np.array(ks, dtype=object)):
         assert cassandra.token_array(seq).tolist() == want_t
         assert redis.keyslot_array(seq).tolist() == want_s
+
+
+def _mixed_kinds(n: int, seed: int) -> list[bytes | str | bytearray | memoryview]:
+    rng = np.random.default_rng(seed)
+    out: list[bytes | str | bytearray | memoryview] = []
+    for i in range(n):
+        m = int(rng.integers(0, 45))
+        body = bytes(rng.integers(0, 256, m, dtype=np.uint8))
+        kind = i % 11
+        if kind == 3:
+            out.append(body.hex()[:m])  # ASCII str
+        elif kind == 5:
+            out.append("é€" * (m % 4))  # str whose UTF-8 lies outside it
+        elif kind == 7:
+            out.append(_Bytes(body))
+        elif kind == 9:
+            out.append(bytearray(body) if i % 2 else memoryview(body))
+        else:
+            out.append(body)
+    return out
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_list_tokens_on_helper_threads(threads: int) -> None:
+    # Two threads or more: the calling thread reads the list chunk by chunk
+    # and helper threads hash the chunks (every kind of key, many chunks,
+    # a last chunk that is not full), as one thread does.
+    ks = _mixed_kinds(25_000 + 37, 181)
+    raw = [k.encode() if isinstance(k, str) else bytes(k) for k in ks]
+    want = [cassandra_ref.cassandra_token(k) for k in raw[:2000]]
+    one = cassandra.token_array(ks, threads=1)
+    assert one.tolist()[:2000] == want
+    for seq in (ks, tuple(ks), np.array(ks + [b""], dtype=object)[: len(ks)]):
+        assert (cassandra.token_array(seq, threads=threads) == one).all()
+    small = ks[:5]
+    assert cassandra.token_array(small, threads=threads).tolist() == one.tolist()[:5]
+    assert cassandra.token_array([], threads=threads).tolist() == []
+
+
+@pytest.mark.parametrize("at", [0, 1023, 1024, 9000, 20_000])
+def test_a_bad_key_on_helper_threads_is_named_by_its_position(at: int) -> None:
+    ks: list[object] = [b"k%d" % i for i in range(20_001)]
+    ks[at] = 3.5
+    with pytest.raises(TypeError, match=f"position {at}"):
+        cassandra.token_array(ks, threads=2)
+    not_an_int: Any = 2.0
+    with pytest.raises(TypeError, match="threads must be an int"):
+        cassandra.token_array([b"a"], threads=not_an_int)
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        cassandra.token_array([b"a"], threads=0)
+
+
+def test_list_tokens_while_other_threads_replace_the_keys() -> None:
+    # Other threads replace the list's keys with equal new objects (the old
+    # ones freed) while the list is hashed on helper threads: every token is
+    # still the key's, whichever object was read.
+    import threading
+
+    ks = [bytes([i % 251, i % 13]) * (1 + i % 20) for i in range(40_000)]
+    want = cassandra.token_array(ks, threads=1)
+    stop = threading.Event()
+
+    def replace() -> None:
+        i = 0
+        while not stop.is_set():
+            j = (i * 7919) % len(ks)
+            ks[j] = ks[j][:1] + ks[j][1:]  # an equal, new object
+            i += 1
+
+    workers = [threading.Thread(target=replace) for _ in range(2)]
+    for w in workers:
+        w.start()
+    try:
+        for _ in range(30):
+            assert (cassandra.token_array(ks, threads=2) == want).all()
+    finally:
+        stop.set()
+        for w in workers:
+            w.join()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from shardhash import Hasher
-from shardhash.routing import JumpRouter, RingRouter, Router
+from shardhash.routing import JumpRouter, MementoRouter, RingRouter, Router
 from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS
 
 SIZES = [0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100]
@@ -130,3 +130,136 @@ def test_hash_array_small_decimal_codec() -> None:
     for dt in (np.int64, np.uint64):
         a = np.array([0, 1, 2**62, 7], dtype=dt)
         assert np.array_equal(h.hash_array(a), np.array([h(int(x)) for x in a], dtype=np.uint64))
+
+
+# -- numpy arrays of every integer layout, every size up to one past the threshold
+#
+# The small path reads a native-order integer array in place (NumPy's C API:
+# item size, sign, stride, unaligned items) and leaves every other array to
+# the general path; both must give route_index's answers, item by item.
+
+SMALL_PATH_ROUTERS: dict[str, Any] = {
+    **HASH_ROUTERS,
+    # the default hasher (xxh3_64 over the default encodings) takes the inline
+    # path for numpy arrays; HASH_ROUTERS' jump and memento use other hashers
+    "jump_default": lambda: JumpRouter(["a", "b", "c", "d", "e"]),
+    "memento_default": lambda: MementoRouter(["a", "c", "d"], buckets=6, removed=[1, 4, 5]),
+}
+
+LAYOUTS = ["int64", "uint64", "int32", "uint32", "int16", "uint16", "int8", "uint8", ">i8", ">u8", ">i4",
+           "slice", "reversed", "unaligned", "readonly"]
+
+
+def _layout(layout: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    base = {"slice": "int64", "reversed": "int64", "unaligned": "int64", "readonly": "uint64"}.get(layout, layout)
+    dt = np.dtype(base)
+    info = np.iinfo(dt)
+    edges = [info.min, info.max, 0, 1, info.min + 1, info.max - 1]
+    # random values over the type's whole range, its edges in front
+    vals = [int(v) for v in rng.integers(info.min, info.max, size=n, dtype=dt.newbyteorder("="), endpoint=True)]
+    vals = (edges + vals)[:n]
+    if layout == "slice":
+        return np.repeat(np.array(vals, dtype=dt), 3)[::3]          # stride 24
+    if layout == "reversed":
+        return np.array(vals[::-1], dtype=dt)[::-1]                  # negative stride
+    if layout == "unaligned":
+        raw = np.array(vals, dtype=dt).tobytes()
+        return np.frombuffer(b"\0" + raw, dtype=dt, offset=1, count=n)
+    a = np.array(vals, dtype=dt)
+    if layout == "readonly":
+        a.setflags(write=False)
+    return a
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_PATH_ROUTERS))
+def test_route_many_small_arrays_every_layout(name: str) -> None:
+    r = SMALL_PATH_ROUTERS[name]()
+    if r.key_prefix is not None:   # prefix routers take tuple keys only
+        with pytest.raises(TypeError, match="needs tuple keys, not an array of dtype int64"):
+            r.route_many(np.arange(3))
+        return
+    rng = np.random.default_rng(len(name))
+    for n in range(66):
+        for layout in LAYOUTS:
+            a = _layout(layout, n, rng)
+            if layout == "unaligned" and n:
+                assert not a.flags.aligned
+            want = _one_by_one(r, [int(x) for x in a])
+            got = r.route_many(a)
+            assert got.dtype == np.int32 and got.shape == (n,), (name, layout, n)
+            assert got.flags.c_contiguous and got.flags.writeable and got.flags.owndata
+            assert np.array_equal(got, want), (name, layout, n)
+            assert np.array_equal(r.route_many(a, threads=1), want), (name, layout, n)   # the general path
+        keys = [int(x) for x in _layout("int64", n, rng)]
+        want = _one_by_one(r, keys)
+        assert np.array_equal(r.route_many(keys), want), (name, n)
+        assert np.array_equal(r.route_many(tuple(keys)), want), (name, n)
+
+
+def test_route_many_small_arrays_other_inputs_take_the_general_path() -> None:
+    r = JumpRouter(["a", "b", "c", "d", "e"])
+    keys = [3, 1, 4, 1, 5, 9, 2, 6]
+    want = _one_by_one(r, keys)
+
+    class Sub(np.ndarray):
+        pass
+
+    for a in (np.array(keys, dtype=np.int64).view(Sub),             # a subclass
+              np.array(keys, dtype=object),                           # Python ints in an object array
+              [np.int64(k) for k in keys],                            # numpy scalars in a list
+              np.ma.array(keys, mask=False)):                        # a masked array without masked entries
+        assert np.array_equal(r.route_many(a), want), type(a)
+    # errors: the general path's, unchanged
+    with pytest.raises(TypeError, match=r"^cannot hash a boolean array"):
+        r.route_many(np.array([True, False]))
+    with pytest.raises(TypeError, match=r"^cannot hash a boolean array"):
+        r.route_many(np.array([True]))
+    assert r.route_many(np.array([], dtype=bool)).shape == (0,)
+    with pytest.raises(TypeError, match=r"^cannot hash a float64 array: floating-point"):
+        r.route_many(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"^keys must be a 1-dimensional array, got 2 dimensions$"):
+        r.route_many(np.arange(4).reshape(2, 2))
+    with pytest.raises(TypeError, match=r"^key at position 2: "):
+        r.route_many(np.array([1, 2, None], dtype=object))
+    with pytest.raises(TypeError, match=r"^key at position 1: "):
+        r.route_many([1, 2.5, 3])
+    with pytest.raises(TypeError, match=r"^key at position 1: "):
+        r.route_many((1, 2.5, 3))
+    out = np.zeros(8, dtype=np.int32)
+    assert r.route_many(np.array(keys, dtype=np.int64), out=out) is out and np.array_equal(out, want)
+    with pytest.raises(TypeError, match=r"^out must have dtype int32"):
+        r.route_many(np.array(keys, dtype=np.int64), out=np.zeros(8, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"^out has length 7 but there are 8 keys"):
+        r.route_many(np.array(keys, dtype=np.int64), out=np.zeros(7, dtype=np.int32))
+    with pytest.raises(ValueError, match=r"threads"):
+        r.route_many(np.array(keys, dtype=np.int64), threads=0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_hash_array_small_every_layout(layout: str) -> None:
+    rng = np.random.default_rng(11)
+    for h in (Hasher(), Hasher("xxh64", seed=3), Hasher("murmur3_128", seed=1)):
+        for n in (0, 1, 2, 7, 8, 16, 63, 64, 65, 4096, 4097):
+            a = _layout(layout, n, rng)
+            want = np.array([h(int(x)) for x in a], dtype=np.uint64)
+            got = h.hash_array(a)
+            assert got.dtype == np.uint64 and got.shape == (n,) and got.flags.c_contiguous
+            assert np.array_equal(got, want), (layout, n, h)
+            assert np.array_equal(h.hash_array(a, threads=1), want), (layout, n, h)
+
+
+def test_hash_array_small_errors_unchanged() -> None:
+    h = Hasher()
+    with pytest.raises(TypeError, match=r"^cannot hash a boolean array"):
+        h.hash_array(np.array([True, False]))
+    with pytest.raises(ValueError, match=r"^keys must be a 1-dimensional array, got 2 dimensions$"):
+        h.hash_array(np.arange(4).reshape(2, 2))
+    with pytest.raises(TypeError, match=r"^key at position 1: "):
+        h.hash_array([1, 2.5])
+    out = np.zeros(2, dtype=np.uint64)
+    assert h.hash_array([1, 2], out=out) is out
+    assert np.array_equal(out, [h(1), h(2)])
+    with pytest.raises(ValueError, match=r"^out must be writeable"):
+        ro = np.zeros(2, dtype=np.uint64)
+        ro.setflags(write=False)
+        h.hash_array([1, 2], out=ro)

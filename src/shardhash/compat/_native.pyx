@@ -26,7 +26,6 @@ returning the shard index, -1 with a Python exception set, or
 """
 
 cimport cython
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_Check, PyBytes_CheckExact
 from cpython.datetime cimport (import_datetime, PyDate_CheckExact, PyDateTime_CheckExact, PyDateTime_GET_YEAR,
                                PyDateTime_GET_MONTH, PyDateTime_GET_DAY, PyDateTime_DATE_GET_HOUR,
@@ -44,11 +43,16 @@ from libc.string cimport memchr, memcpy, memset
 
 from shardhash._common cimport (sh_job, sh_chunk_fn, key_index_fn, KEY_NOT_MINE, sh_exact_raw, sh_decimal, run,
                                 check_offsets, check_out, address, SH_OK)
+from shardhash._npy cimport (import_numpy, is_ndarray_exact, new_array, array_data, int_array, NP_INT64, NP_UINT16,
+                             NP_UINT64)
 
 import uuid as _uuid_mod
-from builtins import type as builtins_type
 
 import numpy as np
+
+import_numpy()
+
+from shardhash import _parallel
 
 __all__ = [
     "pack_keys", "cassandra_token_seq", "redis_keyslot_seq", "list_walk_floor", "list_walk_floor_refcounted",
@@ -159,7 +163,6 @@ cdef extern from "sh_guava.h" nogil:
     void sh_guava_consistent_hash_batch(const int64_t *keys, size_t n, int32_t buckets, int32_t *out)
 
 
-cdef object _np_empty = np.empty
 cdef object _DT_U16 = np.dtype(np.uint16)
 cdef object _DT_U32 = np.dtype(np.uint32)
 cdef object _DT_I32 = np.dtype(np.int32)
@@ -372,6 +375,223 @@ cdef extern from *:
     Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
                            const uint8_t **ptrs, int64_t *lens)
     PyObject **PySequence_Fast_ITEMS(object o)
+
+
+cdef extern from *:
+    """
+    /* Two or more threads over a list of keys (Cassandra tokens): the
+     * calling thread walks the list with the GIL held, as the one-thread
+     * path does, and hands each chunk of SH_PIPE_CHUNK keys' pointers and
+     * lengths to helper threads that hash it (they may take every chunk;
+     * the calling thread hashes one itself whenever more than SH_PIPE_LAG
+     * wait, so the work is balanced whatever the speeds).  The helpers are
+     * plain OS threads (PyThread_start_new_thread) that never touch a Python
+     * object or the interpreter: they read the keys' bytes and the pipe,
+     * and write the output.  The calling thread holds the GIL from the
+     * first key read to the last key hashed, so no Python code runs in
+     * between (the walk runs none) and no key can be freed or changed
+     * while a helper reads it; it waits for every helper to exit before it
+     * returns or raises.  Chunks go through SH_PIPE_SLOTS slots in turn; a
+     * slot is refilled only once its previous chunk is hashed.  The
+     * synchronisation is PyThread locks (usable without the GIL): `mu`
+     * guards the counters, a sleeping thread waits on its own wake lock. */
+    #include "pythread.h"
+    #define SH_PIPE_CHUNK   2048
+    #define SH_PIPE_SLOTS   32
+    #define SH_PIPE_HELPERS 7
+    #define SH_PIPE_LAG     4
+    typedef void (*sh_pipe_kernel)(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
+    typedef struct sh_pipe sh_pipe;
+    typedef struct { sh_pipe *pipe; int h; } sh_pipe_arg;
+    struct sh_pipe {
+        PyThread_type_lock mu;
+        PyThread_type_lock wake[SH_PIPE_HELPERS]; /* helper h sleeps on it (held otherwise) */
+        PyThread_type_lock gone[SH_PIPE_HELPERS]; /* released by helper h as it exits */
+        PyThread_type_lock main_wake;             /* the calling thread sleeps on it */
+        sh_pipe_arg args[SH_PIPE_HELPERS];
+        int sleeping[SH_PIPE_HELPERS], main_sleeping, started, closed;
+        Py_ssize_t n, published, claimed;         /* chunks [0, published) are filled */
+        Py_ssize_t done[SH_PIPE_SLOTS];           /* the last chunk hashed in each slot */
+        sh_pipe_kernel fn;
+        int64_t *out;
+        const uint8_t *ptrs[SH_PIPE_SLOTS][SH_PIPE_CHUNK];
+        int64_t lens[SH_PIPE_SLOTS][SH_PIPE_CHUNK];
+    };
+    #define SH_LOCK(l)   PyThread_acquire_lock((l), WAIT_LOCK)
+    #define SH_UNLOCK(l) PyThread_release_lock(l)
+
+    static void sh_pipe_hash(sh_pipe *q, Py_ssize_t c)
+    {
+        Py_ssize_t s = c % SH_PIPE_SLOTS, start = c * SH_PIPE_CHUNK;
+        Py_ssize_t m = q->n - start < SH_PIPE_CHUNK ? q->n - start : SH_PIPE_CHUNK;
+        q->fn(q->ptrs[s], q->lens[s], (size_t)m, q->out + start);
+    }
+
+    /* With mu held: hash the next chunk waiting, mu released meanwhile. */
+    static void sh_pipe_take(sh_pipe *q)
+    {
+        Py_ssize_t c = q->claimed++;
+        SH_UNLOCK(q->mu);
+        sh_pipe_hash(q, c);
+        SH_LOCK(q->mu);
+        q->done[c % SH_PIPE_SLOTS] = c;
+        if (q->main_sleeping) {
+            q->main_sleeping = 0;
+            SH_UNLOCK(q->main_wake);
+        }
+    }
+
+    static void sh_pipe_helper(void *arg)
+    {
+        sh_pipe *q = ((sh_pipe_arg *)arg)->pipe;
+        int h = ((sh_pipe_arg *)arg)->h;
+        SH_LOCK(q->mu);
+        for (;;) {
+            if (q->claimed < q->published) {
+                sh_pipe_take(q);
+            } else if (q->closed) {
+                break;
+            } else {
+                q->sleeping[h] = 1;
+                SH_UNLOCK(q->mu);
+                SH_LOCK(q->wake[h]);
+                SH_LOCK(q->mu);
+            }
+        }
+        SH_UNLOCK(q->mu);
+        SH_UNLOCK(q->gone[h]); /* the last touch of the pipe */
+    }
+
+    /* A lock no thread uses any more, freed unlocked (as CPython's own
+     * lock objects are). */
+    static void sh_pipe_free_lock(PyThread_type_lock l)
+    {
+        if (l == NULL) return;
+        PyThread_acquire_lock(l, NOWAIT_LOCK);
+        PyThread_release_lock(l);
+        PyThread_free_lock(l);
+    }
+
+    static void sh_pipe_free(sh_pipe *q)
+    {
+        int h;
+        sh_pipe_free_lock(q->mu);
+        sh_pipe_free_lock(q->main_wake);
+        for (h = 0; h < SH_PIPE_HELPERS; h++) {
+            sh_pipe_free_lock(q->wake[h]);
+            sh_pipe_free_lock(q->gone[h]);
+        }
+        PyMem_RawFree(q);
+    }
+
+    /* A pipe for n keys with up to `helpers` helper threads started; NULL
+     * when out of memory.  With no helper started the calling thread hashes
+     * every chunk itself. */
+    static sh_pipe *sh_pipe_new(Py_ssize_t n, int64_t *out, sh_pipe_kernel fn, int helpers)
+    {
+        sh_pipe *q = (sh_pipe *)PyMem_RawMalloc(sizeof(sh_pipe));
+        int h, ok;
+        if (q == NULL) return NULL;
+        memset(q, 0, offsetof(sh_pipe, ptrs)); /* not the slots */
+        q->n = n;
+        q->out = out;
+        q->fn = fn;
+        for (h = 0; h < SH_PIPE_SLOTS; h++) q->done[h] = -1;
+        q->mu = PyThread_allocate_lock();
+        q->main_wake = PyThread_allocate_lock();
+        ok = q->mu != NULL && q->main_wake != NULL && PyThread_acquire_lock(q->main_wake, NOWAIT_LOCK);
+        if (!ok) {
+            sh_pipe_free(q);
+            return NULL;
+        }
+        if (helpers > SH_PIPE_HELPERS) helpers = SH_PIPE_HELPERS;
+        for (h = 0; h < helpers; h++) {
+            q->wake[h] = PyThread_allocate_lock();
+            q->gone[h] = PyThread_allocate_lock();
+            if (q->wake[h] == NULL || q->gone[h] == NULL || !PyThread_acquire_lock(q->wake[h], NOWAIT_LOCK) ||
+                !PyThread_acquire_lock(q->gone[h], NOWAIT_LOCK))
+                break;
+            q->args[h].pipe = q;
+            q->args[h].h = h;
+            if (PyThread_start_new_thread(sh_pipe_helper, &q->args[h]) == PYTHREAD_INVALID_THREAD_ID) break;
+            q->started++;
+        }
+        return q;
+    }
+
+    /* Before chunk c is written into its slot: the slot's previous chunk
+     * hashed (by this thread if no helper has taken it). */
+    static void sh_pipe_slot(sh_pipe *q, Py_ssize_t c)
+    {
+        Py_ssize_t prev = c - SH_PIPE_SLOTS;
+        if (prev < 0) return;
+        SH_LOCK(q->mu);
+        while (q->done[c % SH_PIPE_SLOTS] != prev) {
+            if (q->claimed <= prev) {
+                sh_pipe_take(q);
+            } else {
+                q->main_sleeping = 1;
+                SH_UNLOCK(q->mu);
+                SH_LOCK(q->main_wake);
+                SH_LOCK(q->mu);
+            }
+        }
+        SH_UNLOCK(q->mu);
+    }
+
+    static void sh_pipe_wake_one(sh_pipe *q)
+    {
+        int h;
+        for (h = 0; h < q->started; h++)
+            if (q->sleeping[h]) {
+                q->sleeping[h] = 0;
+                SH_UNLOCK(q->wake[h]);
+                return;
+            }
+    }
+
+    /* Chunk c is filled: hand it over; hash the oldest waiting chunk here
+     * while more than SH_PIPE_LAG wait (every chunk, with no helper). */
+    static void sh_pipe_publish(sh_pipe *q, Py_ssize_t c)
+    {
+        SH_LOCK(q->mu);
+        q->published = c + 1;
+        sh_pipe_wake_one(q);
+        while (q->published - q->claimed > (q->started ? SH_PIPE_LAG : 0)) sh_pipe_take(q);
+        SH_UNLOCK(q->mu);
+    }
+
+    /* Every chunk filled hashed (when `hash_rest`; else those not yet taken
+     * are dropped), every helper gone, the pipe freed. */
+    static void sh_pipe_finish(sh_pipe *q, int hash_rest)
+    {
+        int h;
+        SH_LOCK(q->mu);
+        q->closed = 1;
+        if (!hash_rest) q->published = q->claimed;
+        for (h = 0; h < q->started; h++)
+            if (q->sleeping[h]) {
+                q->sleeping[h] = 0;
+                SH_UNLOCK(q->wake[h]);
+            }
+        while (q->claimed < q->published) sh_pipe_take(q);
+        SH_UNLOCK(q->mu);
+        for (h = 0; h < q->started; h++) SH_LOCK(q->gone[h]);
+        sh_pipe_free(q);
+    }
+
+    """
+    ctypedef void (*sh_pipe_kernel)(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+    ctypedef struct sh_pipe:
+        const uint8_t *ptrs[32][2048]
+        int64_t lens[32][2048]
+    enum:
+        SH_PIPE_CHUNK
+        SH_PIPE_SLOTS
+    sh_pipe *sh_pipe_new(Py_ssize_t n, int64_t *out, sh_pipe_kernel fn, int helpers)
+    void sh_pipe_slot(sh_pipe *q, Py_ssize_t c)
+    void sh_pipe_publish(sh_pipe *q, Py_ssize_t c)
+    void sh_pipe_finish(sh_pipe *q, int hash_rest)
 
 
 cdef enum:
@@ -661,14 +881,12 @@ cdef inline Py_ssize_t _small_len(object keys) noexcept:
     return -1
 
 
-cdef object _array_of(const void *src, Py_ssize_t n, object dtype, size_t itemsize):
-    """A new numpy array of n items of dtype, copied from src."""
-    cdef Py_buffer view
-    res = _np_empty(n, dtype)
+cdef object _array_of(const void *src, Py_ssize_t n, int typenum, size_t itemsize):
+    """A new numpy array of n items of a builtin dtype (NP_UINT16...), copied
+    from src (made through NumPy's C API: no Python call, no buffer export)."""
+    res = new_array(n, typenum)
     if n:
-        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
-        memcpy(view.buf, src, <size_t>n * itemsize)
-        PyBuffer_Release(&view)
+        memcpy(array_data(res), src, <size_t>n * itemsize)
     return res
 
 
@@ -690,8 +908,8 @@ cdef object _small_raw(object keys, bint slots):
         else:
             o64[i] = sh_cassandra_token(p, <size_t>m)
     if slots:
-        return _array_of(o16, n, _DT_U16, sizeof(uint16_t))
-    return _array_of(o64, n, _DT_I64, sizeof(int64_t))
+        return _array_of(o16, n, NP_UINT16, sizeof(uint16_t))
+    return _array_of(o64, n, NP_INT64, sizeof(int64_t))
 
 
 # Python fallbacks of the public one-key functions (set by their modules).
@@ -814,10 +1032,85 @@ def token_small(keys):
     return _small_raw(keys, False)
 
 
-def cassandra_token_seq(keys):
+def cassandra_token_seq(keys, threads=None):
     """Tokens of a list, tuple or numpy array of bytes/str keys (read in
-    place, see :func:`_seq_kernel`); None for other inputs."""
+    place, see :func:`_seq_kernel`; on two threads or more, see
+    :func:`_seq_tokens_piped`); None for other inputs."""
+    cdef Py_ssize_t n
+    if isinstance(keys, (list, tuple)) or (isinstance(keys, np.ndarray) and keys.ndim == 1):
+        n = len(keys)
+        helpers = _parallel.resolve_threads(threads, n) - 1  # validates threads
+        if helpers > 0:
+            return _seq_tokens_piped(keys.tolist() if isinstance(keys, np.ndarray) else keys, n, helpers)
     return _seq_kernel(keys, 0, None, True)
+
+
+cdef object _seq_tokens_piped(object src, Py_ssize_t n, int helpers):
+    """Tokens of a list or tuple of n keys, hashed by ``helpers`` helper
+    threads as the calling thread reads them (the pipe above): the walk of
+    :func:`_seq_kernel`, one chunk after another into the pipe's slots, with
+    the GIL held throughout.  Keys converted on the way (a str whose UTF-8
+    lies outside it, bytearray, memoryview) are kept until their slot is
+    reused, the snapshot (taken before a key's own code may run) until every
+    helper is gone."""
+    cdef sh_pipe *q
+    cdef tuple snapshot = None
+    cdef list conv = [[] for _ in range(SH_PIPE_SLOTS)]
+    cdef list held
+    cdef Py_ssize_t c = 0, i, stop, m, j, s
+    cdef PyObject **items = PySequence_Fast_ITEMS(src)
+    cdef const uint8_t **ptrs
+    cdef int64_t *lens
+    cdef object k
+    cdef const char *p
+    cdef bint ok = False
+    out = np.empty(n, dtype=np.int64)
+    q = sh_pipe_new(n, <int64_t *>address(out), sh_cassandra_token_ptrs16, helpers)
+    if q == NULL:
+        raise MemoryError()
+    try:
+        while c * SH_PIPE_CHUNK < n:
+            sh_pipe_slot(q, c)  # the slot's previous chunk is hashed
+            s = c % SH_PIPE_SLOTS
+            held = <list>conv[s]
+            if held:
+                del held[:]
+            ptrs = &q.ptrs[s][0]
+            lens = &q.lens[s][0]
+            i = c * SH_PIPE_CHUNK
+            stop = min(n, i + SH_PIPE_CHUNK)
+            j = 0
+            while i < stop:
+                m = sh_seq_walk(items, i, stop, n, &ptrs[j], &lens[j])
+                j += m - i
+                i = m
+                if i < stop:
+                    k = <object>items[i]
+                    if PyBytes_Check(k):
+                        p = PyBytes_AS_STRING(k)
+                        m = PyBytes_GET_SIZE(k)
+                    else:
+                        if PyUnicode_Check(k):
+                            k = PyUnicode_AsUTF8String(k)
+                        else:
+                            if snapshot is None and isinstance(src, list):
+                                # the key's own code may run: walk a private copy from here on
+                                snapshot = tuple(src)
+                                items = PySequence_Fast_ITEMS(snapshot)
+                            k = _as_bytes(k, i, None, True)
+                        held.append(k)
+                        p = PyBytes_AS_STRING(k)
+                        m = PyBytes_GET_SIZE(k)
+                    ptrs[j] = <const uint8_t *>p
+                    lens[j] = m
+                    j += 1
+                    i += 1
+            sh_pipe_publish(q, c)
+            c += 1
+        ok = True
+    finally:
+        sh_pipe_finish(q, ok)  # every helper gone
+    return out
 
 
 cdef ptrdiff_t _k_token(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
@@ -1478,7 +1771,8 @@ def hash_extended_small(values, type, seed):
     in one pass; None for anything else (the general path decides)."""
     cdef uint64_t out[SMALL]
     cdef uint64_t h
-    cdef Py_ssize_t i, n
+    cdef Py_ssize_t i, n, stride
+    cdef const char *p
     cdef long long sd
     cdef int overflow = 0
     cdef int code
@@ -1491,8 +1785,9 @@ def hash_extended_small(values, type, seed):
     sd = PyLong_AsLongLongAndOverflow(seed, &overflow)
     if overflow != 0:
         return None
-    if builtins_type(values) is np.ndarray:
-        if values.ndim != 1 or not 0 < values.shape[0] <= SMALL or values.dtype.kind not in "iu":
+    if is_ndarray_exact(values):
+        # a native-order integer array (others: the general path decides)
+        if not int_array(values, &p, &n, &stride) or not 0 < n <= SMALL:
             return None  # (an empty array: the general path checks its dtype)
         values = values.tolist()
     n = _small_len(values)
@@ -1503,7 +1798,7 @@ def hash_extended_small(values, type, seed):
         if v is None or not _pg_value(v, code, True, <uint64_t>sd, &h):
             return None
         out[i] = h
-    return _array_of(out, n, _DT_U64, sizeof(uint64_t))
+    return _array_of(out, n, NP_UINT64, sizeof(uint64_t))
 
 
 cdef class PgPartitionKeys(_Keys):

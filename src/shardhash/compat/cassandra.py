@@ -243,7 +243,7 @@ def _int_array(keys: Any, t: str) -> np.ndarray:
             bad = int(np.flatnonzero((arr < lo) | (arr > hi))[0]) if arr.dtype.kind == "i" or amax <= hi \
                 else int(np.flatnonzero(arr > hi)[0])
             raise OverflowError(f"key at position {bad}: {int(arr[bad])} is out of range for CQL {t}")
-    return arr.astype(np.int64, copy=False)
+    return np.ascontiguousarray(arr, dtype=np.int64)   # the kernels read a contiguous array (a slice may not be)
 
 
 def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int | None = None) -> np.ndarray:
@@ -256,8 +256,10 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
     is serialized in the kernel; other CQL types are serialized per key with
     :func:`serialize`.  Arrays run without the GIL on ``threads`` threads; a
-    list or tuple of keys is read in place and hashed as it is read, on the
-    calling thread.
+    list or tuple of keys is read in place by the calling thread (holding
+    the GIL) and hashed as it is read, with two threads or more (the
+    default for large lists) by helper threads that take the keys read so
+    far, chunk by chunk.
 
     >>> token_array([b"123", b""]).tolist()
     [-7468325962851647638, -9223372036854775808]
@@ -294,7 +296,7 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
 def _blob_tokens(keys: Any, threads: int | None) -> np.ndarray:
     """Tokens of serialized keys: a Python sequence is read in place (the
     kernel gets pointers to each key's bytes), Arrow data without copying."""
-    tokens = _native.cassandra_token_seq(keys)
+    tokens = _native.cassandra_token_seq(keys, threads)
     if tokens is not None:
         return tokens
     data, offsets = _native.pack_keys(keys)

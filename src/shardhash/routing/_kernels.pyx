@@ -24,15 +24,19 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_New
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_ND
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
-from shardhash._common cimport (sh_job, key_index_fn, sh_word_buffer, sh_py_ascii, run, check_out,
+from shardhash._common cimport (sh_job, key_index_fn, sh_py_ascii, run, check_out,
                                 address, SH_OK)
+from shardhash._npy cimport (import_numpy, is_ndarray_exact, new_array, array_data, int_array, int_word,
+                             NP_INT32, NP_UNSIGNED)
+from cpython.long cimport PyLong_FromLongLong, PyLong_FromUnsignedLongLong
 
 import numpy as np
+
+import_numpy()
 
 from shardhash._parallel import resolve_threads
 
@@ -198,7 +202,6 @@ cdef enum:
     PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
     SMALL_BATCH = 64  # route_many on at most this many keys: one pass with the GIL (see _route_small)
 
-cdef object _np_empty = np.empty
 cdef object _DT_INT32 = np.dtype(np.int32)
 
 _U64_MAX = (1 << 64) - 1
@@ -797,19 +800,28 @@ cdef class RouterCore:
         is not one the function handles (the caller's general path then
         decides, and raises).  No key's own code runs while the caller's
         list is read."""
-        cdef Py_ssize_t n, i
+        cdef Py_ssize_t n, i, stride
         cdef int32_t r
         cdef int32_t res_i[SMALL_BATCH]
-        cdef Py_buffer view
+        cdef const char *p
+        cdef int code
+        cdef uint64_t w
+        cdef object v
         cdef type t = type(keys)
         if self._keymode != KEYMODE_NATIVE:
             return None
-        if t is np.ndarray:
-            if keys.ndim != 1 or not 0 < keys.shape[0] <= SMALL_BATCH or keys.dtype.kind not in "iu":
+        if is_ndarray_exact(keys):
+            code = int_array(keys, &p, &n, &stride)
+            if code == 0 or not 0 < n <= SMALL_BATCH:
                 return None  # (an empty array: the general path checks its dtype)
-            keys = keys.tolist()  # Python ints: the values route() takes
-            t = list
-        if t is list:
+            for i in range(n):  # each item as the Python int route() takes
+                w = int_word(p + i * stride, code)
+                v = PyLong_FromUnsignedLongLong(w) if code & NP_UNSIGNED else PyLong_FromLongLong(<long long>w)
+                r = self._kfn(self._kctx, <PyObject *>v)
+                if r == -2:
+                    return None
+                res_i[i] = r
+        elif t is list:
             n = PyList_GET_SIZE(keys)
             if n > SMALL_BATCH:
                 return None
@@ -829,11 +841,9 @@ cdef class RouterCore:
                 res_i[i] = r
         else:
             return None
-        res = _np_empty(n, _DT_INT32)
+        res = new_array(n, NP_INT32)
         if n:
-            PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
-            memcpy(view.buf, res_i, <size_t>n * sizeof(int32_t))
-            PyBuffer_Release(&view)
+            memcpy(array_data(res), res_i, <size_t>n * sizeof(int32_t))
         return res
 
     def _keymode_native(self):
@@ -1174,18 +1184,20 @@ cdef class RouterCore:
 
     cdef object _route_small(self, object keys):
         """route_many for a list/tuple of at most SMALL_BATCH exact ints (one
-        digit) and compact-ASCII str, or a numpy int64/uint64 array of at most
-        SMALL_BATCH keys, when the hasher is xxh3_64 over the default
-        encodings: each key hashed inline (the bytes Hasher.hash_one and
-        hash_array hash) and placed with the scalar kernel (bit-exact with
-        the batch kernels), without the thread pool or a hash temporary.
-        None: not such an input (the general path decides, and raises).
-        No key's own code runs here, so iterating the caller's list is safe."""
+        digit) and compact-ASCII str, or a native-order integer numpy array
+        of at most SMALL_BATCH keys, when the hasher is xxh3_64 over the
+        default encodings: each key hashed inline (the bytes Hasher.hash_one
+        and hash_array hash) and placed with the scalar kernel (bit-exact
+        with the batch kernels), without the thread pool or a hash
+        temporary; the input is read and the result made through NumPy's C
+        API (no buffer export, no Python call).  None: not such an input
+        (the general path decides, and raises).  No key's own code runs
+        here, so iterating the caller's list is safe."""
         cdef uint64_t hs[SMALL_BATCH]
-        cdef Py_ssize_t n, i
-        cdef Py_buffer view
-        cdef int is_unsigned = 0
+        cdef Py_ssize_t n, i, stride
+        cdef int code
         cdef const char *p
+        cdef int32_t *o
         cdef type t = type(keys)
         if t is list:
             n = PyList_GET_SIZE(keys)
@@ -1203,28 +1215,20 @@ cdef class RouterCore:
                 if not sh_route_fast_hash(<object>PyTuple_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
                                           self._str_xxh3, self._hasher._seed, &hs[i]):
                     return None
-        elif t is np.ndarray and self._int_xxh3:
-            if not sh_word_buffer(keys, &view, &is_unsigned):
+        elif self._int_xxh3:
+            code = int_array(keys, &p, &n, &stride)
+            if code == 0 or n > SMALL_BATCH:
                 return None
-            n = view.shape[0]
-            if n <= SMALL_BATCH:
-                p = <const char *>view.buf
-                for i in range(n):
-                    hs[i] = sh_xxh3_64_word_keyed((<const uint64_t *>(p + i * view.strides[0]))[0], self._int_key)
-            PyBuffer_Release(&view)
-            if n > SMALL_BATCH:
-                return None
+            # each item as the 8-byte word hash_array hashes for it (an int64
+            # or uint64 as it is, narrower ones widened)
+            for i in range(n):
+                hs[i] = sh_xxh3_64_word_keyed(int_word(p + i * stride, code), self._int_key)
         else:
             return None
-        res = _np_empty(n, _DT_INT32)
-        if n == 0:
-            return res
-        PyObject_GetBuffer(res, &view, PyBUF_WRITABLE | PyBUF_ND)
-        try:
-            for i in range(n):
-                (<int32_t *>view.buf)[i] = self._place(hs[i])
-        finally:
-            PyBuffer_Release(&view)
+        res = new_array(n, NP_INT32)
+        o = <int32_t *>array_data(res)
+        for i in range(n):
+            o[i] = self._place(hs[i])
         return res
 
     def route_many(self, keys, *, out=None, threads=None):

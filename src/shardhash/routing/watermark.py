@@ -117,9 +117,13 @@ class WatermarkRouter(RawKeyRouter):
             try:
                 a = np.array(items, dtype=np.int64) if items else np.empty(0, dtype=np.int64)
             except OverflowError:
-                try:
-                    a = np.array(items, dtype=np.uint64)
-                except OverflowError:  # ids on both sides of the int64/uint64 ranges
+                a = None
+                if min(items) >= 0:  # (NumPy 1.x would wrap a negative id into uint64 instead of raising)
+                    try:
+                        a = np.array(items, dtype=np.uint64)
+                    except OverflowError:
+                        pass
+                if a is None:  # ids on both sides of the int64/uint64 ranges
                     o = prepare_out(out, len(items))
                     for i, k in enumerate(items):
                         o[i] = self.route_index(k)
