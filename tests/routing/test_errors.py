@@ -307,3 +307,50 @@ def test_document_sources(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="a router document is a JSON object"):
         (tmp_path / "list.json").write_text(json.dumps([1]))
         load_router(tmp_path / "list.json")
+
+
+def _number_paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every number (not bool) in a document."""
+    out: list[tuple[Any, ...]] = []
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for k, v in items:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(prefix + (k,))
+        else:
+            out.extend(_number_paths(v, prefix + (k,)))
+    return out
+
+
+def test_document_numbers_out_of_range_are_value_errors() -> None:
+    """Any number of a router document replaced by one no field takes
+    (beyond 64 bits, negative, huge) loads or fails with TypeError/ValueError,
+    never OverflowError or a crash (a DirectoryRouter override key or a
+    hasher seed of 2**64 raised a bare OverflowError)."""
+    import copy
+
+    from shardhash import (BucketRouter, DirectoryRouter, JumpRouter, MaglevRouter, RendezvousRouter,
+                           RingRouter, load_router)
+
+    routers = [
+        DirectoryRouter(JumpRouter(["a", "b", "c"]), {5: "b", "k": "a"}),
+        RingRouter(["a", "b"], vnodes=4),
+        MaglevRouter(["a", "b", "c"], table_size=13),
+        BucketRouter(["a", "b"], buckets=8),
+        RendezvousRouter(["a", "b"], weights={"a": 1.0, "b": 2.0}),
+    ]
+    for r in routers:
+        doc = r.to_dict()
+        doc.pop("fingerprint", None)
+        for path in _number_paths(doc):
+            for bad in (2**64, 10**30, -(2**63) - 1, -1):
+                d = copy.deepcopy(doc)
+                node: Any = d
+                for p in path[:-1]:
+                    node = node[p]
+                node[path[-1]] = bad
+                try:
+                    load_router(d)
+                except (TypeError, ValueError) as exc:  # anything else fails the test
+                    assert str(exc), (path, bad)
+    with pytest.raises(OverflowError, match=r"^overrides\[1\]: integer key 18446744073709551616 is out of range"):
+        DirectoryRouter(JumpRouter(["a"]), {1: "a", 2**64: "a"})

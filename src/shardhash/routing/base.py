@@ -375,7 +375,10 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
         raise ValueError(f"{where}: {typ} params have unknown field(s): {', '.join(map(repr, unknown))}")
     if not isinstance(doc["hasher"], Mapping):
         raise ValueError(f"{where}: 'hasher' must be an object")
-    hasher = Hasher.from_dict(dict(doc["hasher"]))
+    try:
+        hasher = Hasher.from_dict(dict(doc["hasher"]))
+    except OverflowError as e:  # e.g. a seed beyond the algorithm's bits
+        raise ValueError(f"{where}: 'hasher': {e}") from None
     shards = doc["shards"]
     if not isinstance(shards, list):
         raise ValueError(f"{where}: 'shards' must be a list")
@@ -384,6 +387,8 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
                                   version=doc["version"], key_prefix=doc.get("key_prefix"))
     except KeyError as e:
         raise ValueError(f"{where}: {typ} params lack field {e.args[0]!r}") from None
+    except OverflowError as e:  # a number in the document outside what its field takes
+        raise ValueError(f"{where}: {typ} params: {e}") from None
     if list(router.shards) != list(shards):
         raise ValueError(f"{where}: 'shards' {shards!r} does not match the routing parameters "
                          f"(which give {list(router.shards)!r})")

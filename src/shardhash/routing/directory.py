@@ -73,7 +73,10 @@ class DirectoryRouter(WrappingRouter):
             if s not in pos:
                 pos[s] = len(shards)
                 shards.append(s)
-            h = int(base.hasher(k))
+            try:
+                h = int(base.hasher(k))
+            except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int outside [-2**63, 2**64)
+                raise type(exc)(f"overrides[{i}]: {exc}") from None
             if h in seen:
                 raise ValueError(f"override keys {seen[h]!r} and {k!r} have the same hash {h}")
             seen[h] = k
