@@ -328,8 +328,15 @@ def test_document_numbers_out_of_range_are_value_errors() -> None:
     hasher seed of 2**64 raised a bare OverflowError)."""
     import copy
 
-    from shardhash import (BucketRouter, DirectoryRouter, JumpRouter, MaglevRouter, RendezvousRouter,
-                           RingRouter, load_router)
+    from shardhash import (
+        BucketRouter,
+        DirectoryRouter,
+        JumpRouter,
+        MaglevRouter,
+        RendezvousRouter,
+        RingRouter,
+        load_router,
+    )
 
     routers = [
         DirectoryRouter(JumpRouter(["a", "b", "c"]), {5: "b", "k": "a"}),
