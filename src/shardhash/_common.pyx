@@ -151,6 +151,8 @@ cdef object check_out(object out, Py_ssize_t n, object dtype, bint required=Fals
                          f"(out must have shape ({n},))")
     if not out.flags.c_contiguous:
         raise ValueError("out must be C-contiguous")
+    if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
+        raise ValueError("out must be aligned (its items start off their alignment)")
     if not out.flags.writeable:
         raise ValueError("out must be writeable (it is read-only)")
     return out

@@ -560,6 +560,10 @@ cdef object _hash_ndarray(Hasher h, object a, object out, object threads):
                 and a.strides == out.strides
                 and a.__array_interface__["data"][0] == out.__array_interface__["data"][0]):
             a = a.copy()
+    if not a.flags.aligned:
+        # items off their alignment (np.frombuffer at an odd offset): the
+        # kernels' typed loads from them are undefined behaviour in C
+        a = a.copy()
     kind = a.dtype.kind
     if a.shape[0] == 0 and kind not in "iuSUOT":
         return _prepare_out(out, 0)  # no keys, whatever np.array([]) chose as dtype

@@ -12,8 +12,12 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["resolve_threads", "chunk_bounds", "run_chunks", "parallel_for", "MIN_PARALLEL"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["resolve_threads", "chunk_bounds", "run_chunks", "parallel_for", "MIN_PARALLEL", "kernel_array"]
 
 # Below this many items a second thread costs more than it saves.
 MIN_PARALLEL = 1 << 16
@@ -119,3 +123,15 @@ def parallel_for(n: int, threads: int | None, body: Callable[[int, int], object]
     for Python callables.
     """
     run_chunks(chunk_bounds(n, threads), body)
+
+
+def kernel_array(a: Any, dtype: Any = None) -> np.ndarray:
+    """``a`` as the compiled kernels read it: a C-contiguous, aligned array
+    (of ``dtype`` when given).  ``np.ascontiguousarray`` keeps an array whose
+    items start off their alignment (``np.frombuffer`` at an odd offset
+    makes one), and a kernel's typed loads from it are undefined behaviour
+    in C, so such an array is copied."""
+    import numpy
+
+    arr: np.ndarray = numpy.ascontiguousarray(a, dtype=dtype)
+    return arr if arr.flags.aligned else arr.copy()

@@ -49,6 +49,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from .io import require_pyarrow
 
 if TYPE_CHECKING:
@@ -516,7 +518,7 @@ def _weights_of(batch: Any, weights: str | None, source: Any, offset: int) -> np
         first = int(np.argmax(bad))
         raise ValueError(f"{_where(source, offset, first)}: weight {w[first]!r} in column {weights!r} "
                          "must be a finite number >= 0")
-    return np.ascontiguousarray(w)
+    return kernel_array(w)
 
 
 def diff_batch(batch: Any, column: str, old: Any, new: Any, weights: str | None = None, *,

@@ -42,6 +42,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 __all__ = [
     "IdChunk",
     "IdReader",
@@ -1017,7 +1019,7 @@ def _weights_array(w: Any, n: int, what: str) -> np.ndarray | None:
     if hasattr(w, "to_numpy") and not isinstance(w, np.ndarray):
         w = w.to_numpy()
     try:
-        arr = np.ascontiguousarray(w, dtype=np.float64)
+        arr = kernel_array(w, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be numeric, got {type(w).__name__}") from None
     if arr.ndim != 1:

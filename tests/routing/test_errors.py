@@ -361,3 +361,26 @@ def test_document_numbers_out_of_range_are_value_errors() -> None:
                     assert str(exc), (path, bad)
     with pytest.raises(OverflowError, match=r"^overrides\[1\]: integer key 18446744073709551616 is out of range"):
         DirectoryRouter(JumpRouter(["a"]), {1: "a", 2**64: "a"})
+
+
+def test_unaligned_arrays_are_copied_or_refused() -> None:
+    """Arrays whose items start off their alignment (np.frombuffer at an odd
+    offset): inputs are copied before a kernel reads them (the same answers),
+    an ``out`` array is refused (a kernel's typed stores into it would be
+    undefined behaviour)."""
+    from shardhash import hash_array
+    from shardhash.compat import cassandra
+
+    vals = np.arange(-50, 50, dtype=np.int64)
+    raw = b"\0" + vals.tobytes()
+    odd = np.frombuffer(raw, dtype=np.int64, offset=1, count=len(vals))
+    assert not odd.flags.aligned
+    r = JumpRouter(["a", "b", "c"])
+    assert r.route_many(odd, threads=1).tolist() == r.route_many(vals, threads=1).tolist()
+    assert hash_array(odd, threads=1).tolist() == hash_array(vals, threads=1).tolist()
+    assert cassandra.token_array(odd, "bigint").tolist() == cassandra.token_array(vals, "bigint").tolist()
+    h = np.frombuffer(b"\0" + hash_array(np.abs(vals)).tobytes(), dtype=np.uint64, offset=1, count=len(vals))
+    assert r.route_hashes(h).tolist() == r.route_hashes(h.copy()).tolist()
+    out = np.frombuffer(bytearray(8 * len(vals) + 1), dtype=np.uint64, offset=1, count=len(vals))
+    with pytest.raises(ValueError, match="out must be aligned"):
+        hash_array(vals, out=out)

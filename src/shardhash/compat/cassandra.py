@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
@@ -243,7 +245,7 @@ def _int_array(keys: Any, t: str) -> np.ndarray:
             bad = int(np.flatnonzero((arr < lo) | (arr > hi))[0]) if arr.dtype.kind == "i" or amax <= hi \
                 else int(np.flatnonzero(arr > hi)[0])
             raise OverflowError(f"key at position {bad}: {int(arr[bad])} is out of range for CQL {t}")
-    return np.ascontiguousarray(arr, dtype=np.int64)   # the kernels read a contiguous array (a slice may not be)
+    return kernel_array(arr, dtype=np.int64)   # the kernels read a contiguous array (a slice may not be)
 
 
 def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int | None = None) -> np.ndarray:
@@ -515,7 +517,7 @@ class TokenRouter(RawKeyRouter):
 
     def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32) for precomputed tokens (int64)."""
-        t = np.ascontiguousarray(tokens, dtype=np.int64)
+        t = kernel_array(tokens, dtype=np.int64)
         idx = _native.cassandra_ring_index(self._ring, t, threads)
         res: np.ndarray = self._owners[idx]
         return fill_out(out, res)

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from . import _native
 
 __all__ = ["consistent_hash", "consistent_hash_array"]
@@ -88,9 +90,9 @@ def consistent_hash_array(keys: Any, buckets: int, *, out: np.ndarray | None = N
         if keys.dtype.kind == "O":
             arr = np.fromiter((_java_long(k) for k in keys), dtype=np.int64, count=len(keys))
         elif keys.dtype.kind == "u":
-            arr = np.ascontiguousarray(keys.astype(np.uint64, copy=False)).view(np.int64)
+            arr = kernel_array(keys.astype(np.uint64, copy=False)).view(np.int64)
         elif keys.dtype.kind == "i":
-            arr = np.ascontiguousarray(keys, dtype=np.int64)
+            arr = kernel_array(keys, dtype=np.int64)
         else:
             raise TypeError(f"keys must be integers, not an array of {keys.dtype}")
     else:

@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
@@ -221,14 +223,14 @@ def hashed_array(values: Any, threads: int | None = None) -> np.ndarray:
         if arr.ndim != 1:
             raise ValueError(f"values must be one-dimensional, got shape {arr.shape}")
         if arr.dtype.kind == "i":
-            return _native.mongo_hash_int64_array(np.ascontiguousarray(arr, dtype=np.int64), threads)
+            return _native.mongo_hash_int64_array(kernel_array(arr, dtype=np.int64), threads)
         if arr.dtype.kind == "u":
             if arr.size and int(arr.max()) > INT64_MAX:
                 bad = int(np.flatnonzero(arr > INT64_MAX)[0])
                 raise OverflowError(f"value at position {bad} ({int(arr[bad])}) does not fit a BSON int64")
             return _native.mongo_hash_int64_array(arr.astype(np.int64), threads)
         if arr.dtype.kind == "f":
-            return _native.mongo_hash_double_array(np.ascontiguousarray(arr, dtype=np.float64), threads)
+            return _native.mongo_hash_double_array(kernel_array(arr, dtype=np.float64), threads)
         values = arr.tolist()
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):

@@ -58,6 +58,8 @@ from typing import Any
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
@@ -358,7 +360,7 @@ def _arrow_keys(values: Any, t: str, allow_null: bool) -> _Keys:
                     rows = rows[isnull[rows] == 0]         # bytes under a null slot do not count
                 if rows.size:
                     raise ValueError(f"{t} value at position {int(rows[0])} contains a NUL character")
-        return _Keys("varlen", np.ascontiguousarray(data), np.ascontiguousarray(offsets), n, isnull)
+        return _Keys("varlen", kernel_array(data), kernel_array(offsets), n, isnull)
     if isnull is not None or not (pa.types.is_integer(ty) or pa.types.is_floating(ty)
                                   or pa.types.is_temporal(ty)):
         return _list_keys(values.to_pylist(), t, allow_null)
@@ -410,11 +412,11 @@ def _numpy_keys(arr: np.ndarray, t: str, allow_null: bool) -> _Keys:
             if mn < lo or mx > hi:
                 pos = _first_bad((arr < lo) | (arr > hi))
                 raise ValueError(f"value {int(arr[pos])} at position {pos} out of range for {t} [{lo}, {hi}]")
-        return _Keys("int", np.ascontiguousarray(arr, dtype=_INT_DTYPE[t]), None, n, None)
+        return _Keys("int", kernel_array(arr, dtype=_INT_DTYPE[t]), None, n, None)
     if t in ("date", "timestamp", "timestamptz"):
         if k != "M":
             raise TypeError(f"{t} values must be datetime64 or datetime objects, not {arr.dtype}")
-        return _Keys("int", np.ascontiguousarray(_datetime_ints(arr, t)), None, n, None)
+        return _Keys("int", kernel_array(_datetime_ints(arr, t)), None, n, None)
     if t in ("float8", "float4"):
         if k not in "fiu":
             raise TypeError(f"{t} values must be floats, not an array of {arr.dtype}")
@@ -427,10 +429,10 @@ def _numpy_keys(arr: np.ndarray, t: str, allow_null: bool) -> _Keys:
                     pos = _first_bad(bad)
                     raise ValueError(f"value {f[pos]} at position {pos} out of range for float4")
                 f = f32.astype(np.float64)
-        return _Keys("float", np.ascontiguousarray(f), None, n, None)
+        return _Keys("float", kernel_array(f), None, n, None)
     if t == "uuid":
         if arr.dtype == np.uint8 and arr.ndim == 2 and arr.shape[1] == 16:
-            return _Keys("fixed", np.ascontiguousarray(arr).reshape(-1), 16, n, None)
+            return _Keys("fixed", kernel_array(arr).reshape(-1), 16, n, None)
         if k == "U":
             return _list_keys(arr.tolist(), t, allow_null)
         raise TypeError(f"uuid values must be uuid.UUID/str objects or an (n, 16) uint8 array, not {arr.dtype}")

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
@@ -160,9 +162,9 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
                 if v is None:
                     raise ValueError(f"value at position {i} is NULL: it maps to no keyspace id")
                 u[i] = _int_value(v, f"value at position {i}") & _M64
-        return _native.des_encrypt_zero_key_array(np.ascontiguousarray(u), threads)
+        return _native.des_encrypt_zero_key_array(kernel_array(u), threads)
     if u is not None and isinstance(values, np.ndarray) and values.dtype.kind == "i":
-        h = _native.xxh64_decimal_int64(np.ascontiguousarray(values, dtype=np.int64), threads)
+        h = _native.xxh64_decimal_int64(kernel_array(values, dtype=np.int64), threads)
     else:
         data, offsets = _sql_keys(values)
         h = _native.xxh64_offsets(data, offsets, threads)

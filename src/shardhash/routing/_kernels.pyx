@@ -38,7 +38,7 @@ import numpy as np
 
 import_numpy()
 
-from shardhash._parallel import resolve_threads
+from shardhash._parallel import kernel_array, resolve_threads
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
            "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
@@ -257,7 +257,7 @@ def as_hashes(hashes, name="hashes"):
         raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
     dt = a.dtype
     if dt == np.uint64:
-        return np.ascontiguousarray(a)
+        return kernel_array(a)
     kind = dt.kind
     if kind == "u":
         return a.astype(np.uint64)
@@ -384,13 +384,13 @@ def ring_index_bits(size_t ntokens, unsigned width):
 
 def maglev_populate(shard_hashes, weights, uint64_t m):
     """Populate a Maglev lookup table of prime size ``m`` (int32 array)."""
-    sh = np.ascontiguousarray(shard_hashes, dtype=np.uint64)
+    sh = kernel_array(shard_hashes, dtype=np.uint64)
     cdef const uint64_t[::1] shv = sh
     cdef size_t ns = shv.shape[0]
     cdef const double[::1] wv
     cdef const double *wp = NULL
     if weights is not None:
-        w = np.ascontiguousarray(weights, dtype=np.float64)
+        w = kernel_array(weights, dtype=np.float64)
         if w.shape[0] != ns:
             raise ValueError("weights and shard_hashes differ in length")
         wv = w
