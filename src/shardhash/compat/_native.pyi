@@ -14,7 +14,7 @@ __all__ = [
     "crc16_xmodem",
     "redis_keyslot", "keyslot", "keyslot_small", "redis_keyslot_offsets", "RedisKeys",
     "cassandra_token", "token", "token_small", "cassandra_token_offsets", "cassandra_token_bigint",
-    "cassandra_token_int", "cassandra_ring_index", "CassandraKeys", "md5", "ketama_hash",
+    "cassandra_token_int", "cassandra_token_cql", "cassandra_ring_index", "CassandraKeys", "md5", "ketama_hash",
     "twemproxy_fnv1a_64", "ketama_bucket_index", "ketama_hash_offsets", "ketama_route_offsets",
     "ketama_lookup", "KetamaKeys", "des_encrypt_zero_key", "des_decrypt_zero_key", "xxh64",
     "des_encrypt_zero_key_array", "xxh64_offsets", "xxh64_decimal_int64", "VitessKeys",
@@ -75,6 +75,9 @@ def cassandra_token_seq(keys: Any, threads: int | None = None) -> npt.NDArray[np
 def cassandra_token_offsets(data: _Data, offsets: _Offsets, threads: int | None = None) -> npt.NDArray[np.int64]: ...
 def cassandra_token_bigint(values: npt.NDArray[np.int64], threads: int | None = None) -> npt.NDArray[np.int64]: ...
 def cassandra_token_int(values: npt.NDArray[np.int32], threads: int | None = None) -> npt.NDArray[np.int64]: ...
+def cassandra_token_cql(
+    keys: Any, types: tuple[str, ...], scalar: bool, fallback: Callable[[Any], bytes]
+) -> npt.NDArray[np.int64] | None: ...
 def cassandra_ring_index(
     ring: npt.NDArray[np.int64], tokens: npt.NDArray[np.int64], threads: int | None = None
 ) -> npt.NDArray[np.int64]: ...

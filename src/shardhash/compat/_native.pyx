@@ -33,6 +33,7 @@ from cpython.datetime cimport (import_datetime, PyDate_CheckExact, PyDateTime_Ch
                                PyDateTime_DATE_GET_MICROSECOND, datetime_tzinfo)
 from cpython.list cimport PyList_GET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_SetContext
 from cpython.ref cimport PyObject
 from cpython.sequence cimport PySequence_Fast_GET_ITEM
@@ -59,7 +60,7 @@ __all__ = [
     "crc16_xmodem",
     "redis_keyslot", "keyslot", "keyslot_small", "redis_keyslot_offsets", "RedisKeys",
     "cassandra_token", "token", "token_small", "cassandra_token_offsets", "cassandra_token_bigint",
-    "cassandra_token_int", "cassandra_ring_index", "CassandraKeys", "md5", "ketama_hash",
+    "cassandra_token_int", "cassandra_token_cql", "cassandra_ring_index", "CassandraKeys", "md5", "ketama_hash",
     "twemproxy_fnv1a_64", "ketama_bucket_index", "ketama_hash_offsets", "ketama_route_offsets",
     "ketama_lookup", "KetamaKeys", "des_encrypt_zero_key", "des_decrypt_zero_key", "xxh64",
     "des_encrypt_zero_key_array", "xxh64_offsets", "xxh64_decimal_int64", "VitessKeys",
@@ -1171,12 +1172,323 @@ def cassandra_ring_index(const int64_t[::1] ring not None, const int64_t[::1] to
     return out
 
 
+# ---------------------------------------------------------------------------
+# Cassandra partition keys of CQL types serialized in C (composite keys)
+# ---------------------------------------------------------------------------
+
+cdef extern from *:
+    """
+    /* The partition-key bytes of CQL values of the common exact Python types,
+     * written without a Python call (CQL's serialization, as the
+     * cassandra.serialize() reference does it): int types big-endian two's
+     * complement of their width, text UTF-8, ascii its bytes, blob as is,
+     * uuid its 16 bytes, boolean one byte 0/1.  A composite key is each
+     * column's bytes preceded by their length (2 bytes, big-endian) and
+     * followed by a 0 byte; a one-column composite type is that column's bytes.
+     *
+     * Only exact types are taken (bytes, bytearray, str, int, bool,
+     * uuid.UUID; a key that is an exact tuple or list): no key's own code
+     * runs here, so a caller's list read around these calls cannot change.
+     * Anything else (None, subclasses, numpy scalars, datetime, a str uuid,
+     * an out-of-range int, non-ASCII ascii, a component over 65535 bytes, a
+     * wrong number of values) returns -1 with no exception set, and the
+     * caller hands the key to the Python reference, which decides the bytes
+     * or raises the error. */
+    enum { SH_CQL_BLOB = 0, SH_CQL_TEXT, SH_CQL_ASCII, SH_CQL_TINYINT, SH_CQL_SMALLINT, SH_CQL_INT,
+           SH_CQL_BIGINT, SH_CQL_UUID, SH_CQL_BOOLEAN, SH_CQL_NCODES };
+    #define SH_CQL_MAX_COLUMNS 64
+    static PyObject *sh_cql_uuid_type = NULL;   /* uuid.UUID */
+    static PyObject *sh_cql_int_name = NULL;    /* "int", the attribute holding a UUID's value */
+    static PyObject *sh_cql_64 = NULL;          /* the int 64 */
+
+    static int sh_cql_setup(PyObject *uuid_type)
+    {
+        if (sh_cql_uuid_type == NULL) {
+            sh_cql_int_name = PyUnicode_InternFromString("int");
+            sh_cql_64 = PyLong_FromLong(64);
+            if (sh_cql_int_name == NULL || sh_cql_64 == NULL) return -1;
+            Py_INCREF(uuid_type);
+            sh_cql_uuid_type = uuid_type;
+        }
+        return 0;
+    }
+
+    static void sh_cql_be(uint8_t *dst, uint64_t v, int width)
+    {
+        int i;
+        for (i = 0; i < width; i++) dst[i] = (uint8_t)(v >> (8 * (width - 1 - i)));
+    }
+
+    /* The value of an exact uuid.UUID as two 64-bit halves; -1 (no exception
+     * set) unless its `int` is an exact int in [0, 2**128). */
+    static int sh_cql_uuid_words(PyObject *v, uint64_t *hi, uint64_t *lo)
+    {
+        PyObject *x, *h;
+        x = PyObject_GetAttr(v, sh_cql_int_name);
+        if (x == NULL) { PyErr_Clear(); return -1; }
+        if (!PyLong_CheckExact(x)) { Py_DECREF(x); return -1; }
+        h = PyNumber_Rshift(x, sh_cql_64);
+        if (h == NULL) { Py_DECREF(x); PyErr_Clear(); return -1; }
+        *hi = PyLong_AsUnsignedLongLong(h);   /* OverflowError if negative or >= 2**64 */
+        Py_DECREF(h);
+        if (*hi == (uint64_t)-1 && PyErr_Occurred()) { Py_DECREF(x); PyErr_Clear(); return -1; }
+        *lo = PyLong_AsUnsignedLongLongMask(x);
+        Py_DECREF(x);
+        if (*lo == (uint64_t)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        return 0;
+    }
+
+    /* One value of CQL code t: its length, its bytes written at dst when they
+     * fit in `room` (else nothing is written); -1 when not handled here. */
+    static Py_ssize_t sh_cql_value(PyObject *v, int t, uint8_t *dst, Py_ssize_t room)
+    {
+        const char *p;
+        Py_ssize_t n;
+        int width, overflow = 0;
+        long long x;
+        uint64_t hi, lo;
+        switch (t) {
+        case SH_CQL_BLOB:
+            if (PyBytes_CheckExact(v)) {
+                p = PyBytes_AS_STRING(v);
+                n = PyBytes_GET_SIZE(v);
+            } else if (PyByteArray_CheckExact(v)) {
+                p = PyByteArray_AS_STRING(v);
+                n = PyByteArray_GET_SIZE(v);
+            } else {
+                return -1;
+            }
+            break;
+        case SH_CQL_TEXT:
+        case SH_CQL_ASCII:
+            if (!PyUnicode_CheckExact(v)) return -1;
+            if (PyUnicode_IS_COMPACT_ASCII(v)) {
+                p = (const char *)PyUnicode_DATA(v);
+                n = PyUnicode_GET_LENGTH(v);
+            } else {
+                if (t == SH_CQL_ASCII) return -1;
+                p = PyUnicode_AsUTF8AndSize(v, &n);   /* NULL for lone surrogates */
+                if (p == NULL) { PyErr_Clear(); return -1; }
+            }
+            break;
+        case SH_CQL_TINYINT:
+        case SH_CQL_SMALLINT:
+        case SH_CQL_INT:
+        case SH_CQL_BIGINT:
+            if (!PyLong_CheckExact(v)) return -1;   /* bool, int subclasses, numpy ints: the reference */
+            x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            if (overflow != 0) return -1;
+            width = t == SH_CQL_TINYINT ? 1 : t == SH_CQL_SMALLINT ? 2 : t == SH_CQL_INT ? 4 : 8;
+            if (width < 8) {
+                long long lim = 1LL << (8 * width - 1);
+                if (x < -lim || x >= lim) return -1;
+            }
+            if (room >= width) sh_cql_be(dst, (uint64_t)x, width);
+            return width;
+        case SH_CQL_UUID:
+            if ((PyObject *)Py_TYPE(v) != sh_cql_uuid_type || sh_cql_uuid_words(v, &hi, &lo) < 0) return -1;
+            if (room >= 16) {
+                sh_cql_be(dst, hi, 8);
+                sh_cql_be(dst + 8, lo, 8);
+            }
+            return 16;
+        case SH_CQL_BOOLEAN:
+            if (v != Py_True && v != Py_False) return -1;
+            if (room >= 1) dst[0] = v == Py_True;
+            return 1;
+        default:
+            return -1;
+        }
+        if (n <= room && n > 0) memcpy(dst, p, (size_t)n);
+        return n;
+    }
+
+    /* A partition key: with `scalar`, key is the one value of type t[0];
+     * otherwise an exact tuple or list of ncols values of types t[..].
+     * Returns the key's length, its bytes written at dst when they fit in
+     * `room` (else the caller makes room and calls again); -1 when the key
+     * is not handled here. */
+    static Py_ssize_t sh_cql_key(PyObject *key, const int *t, Py_ssize_t ncols, int scalar, uint8_t *dst,
+                                 Py_ssize_t room)
+    {
+        Py_ssize_t c, pos = 0, r, left;
+        PyObject *const *items;
+        if (scalar) return sh_cql_value(key, t[0], dst, room);
+        if (PyTuple_CheckExact(key)) {
+            if (PyTuple_GET_SIZE(key) != ncols) return -1;
+            items = &PyTuple_GET_ITEM(key, 0);
+        } else if (PyList_CheckExact(key)) {
+            if (PyList_GET_SIZE(key) != ncols) return -1;
+            items = (PyObject *const *)((PyListObject *)key)->ob_item;
+        } else {
+            return -1;
+        }
+        if (ncols == 1) return sh_cql_value(items[0], t[0], dst, room);
+        for (c = 0; c < ncols; c++) {
+            left = room - pos - 3;
+            r = sh_cql_value(items[c], t[c], dst + pos + 2, left < 0 ? 0 : left);
+            if (r < 0 || r > 0xFFFF) return -1;
+            if (r <= left) {
+                dst[pos] = (uint8_t)(r >> 8);
+                dst[pos + 1] = (uint8_t)r;
+                dst[pos + 2 + r] = 0;
+            }
+            pos += r + 3;
+        }
+        return pos;
+    }
+    """
+    enum:
+        SH_CQL_BLOB
+        SH_CQL_TEXT
+        SH_CQL_ASCII
+        SH_CQL_TINYINT
+        SH_CQL_SMALLINT
+        SH_CQL_INT
+        SH_CQL_BIGINT
+        SH_CQL_UUID
+        SH_CQL_BOOLEAN
+        SH_CQL_MAX_COLUMNS
+    int sh_cql_setup(object uuid_type) except -1
+    Py_ssize_t sh_cql_key(PyObject *key, const int *t, Py_ssize_t ncols, int scalar, uint8_t *dst,
+                          Py_ssize_t room) noexcept
+
+sh_cql_setup(_uuid_mod.UUID)
+
+# canonical CQL type name (cassandra._ALIASES) -> the C serialiser's code
+_CQL_SER_CODES = {"blob": SH_CQL_BLOB, "text": SH_CQL_TEXT, "ascii": SH_CQL_ASCII, "tinyint": SH_CQL_TINYINT,
+                  "smallint": SH_CQL_SMALLINT, "int": SH_CQL_INT, "bigint": SH_CQL_BIGINT,
+                  "timestamp": SH_CQL_BIGINT, "uuid": SH_CQL_UUID, "boolean": SH_CQL_BOOLEAN}
+
+
+cdef int _cql_codes(object types, int *codes) except -2:
+    """The C serialiser's codes of canonical CQL type names (a tuple of at
+    most SH_CQL_MAX_COLUMNS) into codes; their number, or -1 when a name is
+    not one it serializes."""
+    cdef Py_ssize_t c, n = len(types)
+    if n < 1 or n > SH_CQL_MAX_COLUMNS:
+        return -1
+    for c in range(n):
+        code = _CQL_SER_CODES.get(types[c])
+        if code is None:
+            return -1
+        codes[c] = <int>code
+    return <int>n
+
+
+cdef object _at_position(BaseException e, Py_ssize_t i):
+    """e's error with "key at position i: " before its message (the same
+    type when it takes a message alone, as TypeError/ValueError/OverflowError
+    do; UnicodeError's subclasses become ValueError)."""
+    msg = f"key at position {i}: {e}"
+    try:
+        return type(e)(msg)
+    except Exception:
+        return ValueError(msg) if isinstance(e, ValueError) else TypeError(msg)
+
+
+cdef uint8_t *_grow(uint8_t *buf, Py_ssize_t *cap, Py_ssize_t need) except NULL:
+    """buf reallocated to hold at least need bytes (at least twice its size)."""
+    cdef Py_ssize_t c = max(2 * cap[0], need)
+    cdef uint8_t *grown = <uint8_t *>PyMem_Realloc(buf, <size_t>c)
+    if grown == NULL:
+        raise MemoryError()
+    cap[0] = c
+    return grown
+
+
+cdef enum:
+    _CQL_KEY_ROOM = 512         # one key serialized by a key router (longer keys: the reference)
+    _CQL_CHUNK = 256            # keys hashed at a time
+    _CQL_CHUNK_BYTES = 1 << 16  # ... or fewer, once their bytes pass this
+
+
+def cassandra_token_cql(keys, tuple types, bint scalar, fallback):
+    """Tokens (int64 array) of partition keys of CQL types ``types`` (canonical
+    names): with ``scalar`` each key is one value of ``types[0]``, otherwise a
+    tuple of ``len(types)`` values (see :func:`cassandra.serialize`).
+
+    One walk over a list, tuple or numpy array (other iterables are
+    made a list first), with the GIL held: each key of the common exact
+    types is serialized in C (``sh_cql_key``) into a buffer reused chunk
+    after chunk, and every chunk's keys are hashed while in cache; any other
+    key goes to ``fallback(key) -> bytes`` (the Python reference), whose
+    errors come back naming the key's position.  Before the first such call
+    the walk switches to a private copy of a list (a key's own code may
+    change the caller's list).  None when a type is not one the C
+    serialiser knows."""
+    cdef int codes[SH_CQL_MAX_COLUMNS]
+    cdef int ncols = _cql_codes(types, codes)
+    cdef object src, k
+    cdef tuple snapshot = None
+    cdef Py_ssize_t i, n, r, j = 0, base = 0, pos = 0, cap = 2 * _CQL_CHUNK_BYTES
+    cdef PyObject **items
+    cdef int64_t offs[_CQL_CHUNK + 1]
+    cdef int64_t[::1] o64
+    cdef uint8_t *buf
+    if ncols < 0 or (scalar and ncols != 1):
+        return None
+    if isinstance(keys, np.ndarray):
+        src = keys.tolist()  # (rows of a 2-d array: list keys, as the reference takes them)
+    elif isinstance(keys, (list, tuple)):
+        src = keys
+    else:
+        src = list(keys)
+    n = len(src)
+    items = PySequence_Fast_ITEMS(src)
+    out = np.empty(n, dtype=np.int64)
+    o64 = out
+    buf = <uint8_t *>PyMem_Malloc(<size_t>cap)
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        offs[0] = 0
+        i = 0
+        while i < n:
+            r = sh_cql_key(items[i], codes, ncols, scalar, buf + pos, cap - pos)
+            if r > cap - pos:
+                # a key larger than the room left: grow the buffer, serialize it again
+                buf = _grow(buf, &cap, pos + r)
+                if sh_cql_key(items[i], codes, ncols, scalar, buf + pos, cap - pos) != r:
+                    raise RuntimeError("keys changed while being serialized")
+            elif r < 0:
+                k = <object>items[i]
+                if snapshot is None and isinstance(src, list):
+                    # the key's own code may run: walk a private copy from here on
+                    snapshot = tuple(src)
+                    items = PySequence_Fast_ITEMS(snapshot)
+                try:
+                    b = fallback(k)
+                except (TypeError, ValueError, OverflowError) as e:
+                    raise _at_position(e, i) from None
+                if not PyBytes_Check(b):
+                    raise TypeError(f"key at position {i}: serialized to {type(b).__name__}, not bytes")
+                r = PyBytes_GET_SIZE(b)
+                if r > cap - pos:
+                    buf = _grow(buf, &cap, pos + r)
+                if r:
+                    memcpy(buf + pos, PyBytes_AS_STRING(b), <size_t>r)
+            pos += r
+            j += 1
+            offs[j] = pos
+            i += 1
+            if j == _CQL_CHUNK or pos >= _CQL_CHUNK_BYTES or i == n:
+                sh_cassandra_token_offsets(buf, offs, <size_t>j, &o64[base])
+                base += j
+                j = 0
+                pos = 0
+    finally:
+        PyMem_Free(buf)
+    return out
+
+
 cdef enum:
     CQL_BLOB = 0
     CQL_BIGINT = 1   # also timestamp (8 bytes, big-endian, signed)
     CQL_INT = 2
     CQL_TEXT = 3     # text and ascii: an ASCII str is its bytes in both
     CQL_OTHER = 4
+    CQL_SERIALIZED = 5  # other types, composite keys: sh_cql_key
 
 _CQL_CODES = {"blob": CQL_BLOB, "bigint": CQL_BIGINT, "timestamp": CQL_BIGINT, "int": CQL_INT,
               "text": CQL_TEXT, "ascii": CQL_TEXT}
@@ -1186,10 +1498,20 @@ cdef class CassandraKeys(_RangeKeys):
     """ring: sorted int64 tokens, owners: their node indices; a key goes to
     the first token >= its token, wrapping to the first."""
     cdef int cql
+    cdef int ser[SH_CQL_MAX_COLUMNS]   # CQL_SERIALIZED: the columns' codes
+    cdef int ncols
+    cdef bint scalar
 
     def __init__(self, ring, owners, cql_type):
+        """cql_type: a canonical CQL type name (cassandra._ALIASES's values)
+        or a tuple of them (a composite key)."""
         self._ranges(ring, owners, np.int64, "one owner per ring token")
         self.cql = _CQL_CODES.get(cql_type, CQL_OTHER) if isinstance(cql_type, str) else CQL_OTHER
+        if self.cql == CQL_OTHER:
+            self.scalar = isinstance(cql_type, str)
+            self.ncols = _cql_codes((cql_type,) if self.scalar else tuple(cql_type), self.ser)
+            if self.ncols > 0:
+                self.cql = CQL_SERIALIZED
 
     cdef key_index_fn _fn(self):
         return _cassandra_index
@@ -1207,7 +1529,13 @@ cdef int32_t _cassandra_index(void *ctx, PyObject *key) except -1:
     cdef long long v
     cdef int overflow = 0
     cdef uint8_t buf[8]
+    cdef uint8_t ser[_CQL_KEY_ROOM]
     cdef int i, width
+    if s.cql == CQL_SERIALIZED:
+        n = sh_cql_key(key, s.ser, s.ncols, s.scalar, ser, _CQL_KEY_ROOM)
+        if n < 0 or n > _CQL_KEY_ROOM:
+            return KEY_NOT_MINE  # (the reference serializes it, or raises)
+        return s._owner(sh_cassandra_token(ser, <size_t>n))
     if s.cql == CQL_BLOB:
         if not PyBytes_CheckExact(<object>key):
             return KEY_NOT_MINE

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from shardhash import _parallel
 from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
@@ -287,10 +288,26 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
                         raise TypeError(f"key at position {i}: a CQL text must be a str, not "
                                         f"{type(k).__name__} ({k!r:.60})")
                 return _blob_tokens(keys, threads)
-    elif not isinstance(cql_type, (tuple, list)):
+        types: tuple[str, ...] | None = (t,)
+    elif isinstance(cql_type, (tuple, list)):
+        try:
+            types = tuple(_type_name(c) for c in cql_type)
+        except (TypeError, ValueError):
+            types = None  # serialize() raises, as the first key meets the bad name
+    else:
         raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
     if isinstance(keys, np.ndarray):
         keys = keys.tolist()
+    if types:
+        # other types and composite keys: serialized in C key by key (keys of
+        # other Python types by serialize(), errors naming the position),
+        # hashed chunk by chunk by the calling thread
+        n = len(keys) if isinstance(keys, (list, tuple)) else 0
+        _parallel.resolve_threads(threads, n)  # validates threads
+        tokens = _native.cassandra_token_cql(keys, types, isinstance(cql_type, str),
+                                             lambda k: serialize(k, cql_type))
+        if tokens is not None:
+            return tokens
     parts = [serialize(k, cql_type) for k in keys]
     return _blob_tokens(parts, threads)
 
@@ -452,7 +469,9 @@ class TokenRouter(RawKeyRouter):
         self._set("_ring", ring)
         self._set("_owners", owners)
         self._set("_cql_type", ct)
-        keys = _native.CassandraKeys(ring, owners, ct)  # blob, text/ascii, int, bigint/timestamp keys in C
+        # every CQL type and composite key of the common Python types in C
+        canon = _type_name(ct) if isinstance(ct, str) else tuple(_type_name(t) for t in ct)
+        keys = _native.CassandraKeys(ring, owners, canon)
         self._use_native_keys(keys.capsule(), keys)
         self._finish()
 
