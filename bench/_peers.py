@@ -7,6 +7,8 @@ functions: a Python call per key would slow the peer and flatter our ratios.
 from __future__ import annotations
 
 import binascii
+import struct
+from typing import Any
 
 import pytest
 
@@ -44,5 +46,25 @@ def murmur_tokens(keys: list[bytes]) -> list[int]:
     out = []
     for k in keys:
         h = murmur3(k)
+        out.append(hi if h == lo else h)
+    return out
+
+
+def composite_tokens(keys: list[tuple[Any, ...]], types: tuple[Any, ...]) -> list[int]:
+    """Cassandra tokens of composite partition keys as the Python driver makes
+    them, as one loop: each column serialized by its ``cassandra.cqltypes``
+    type (``types``: the driver's type classes), the parts joined as
+    ``Statement._key_parts_packed`` does (2-byte length, bytes, 0 byte;
+    one column alone when there is one), hashed by ``cmurmur3.murmur3``
+    with the MIN -> MAX rule; skips without cassandra-driver."""
+    murmur3 = pytest.importorskip("cassandra.cmurmur3").murmur3
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    pack = struct.pack
+    sers = [t.serialize for t in types]
+    out = []
+    for k in keys:
+        parts = [ser(v, 4) for ser, v in zip(sers, k)]
+        rk = parts[0] if len(parts) == 1 else b"".join(pack(f">H{len(p)}sB", len(p), p, 0) for p in parts)
+        h = murmur3(rk)
         out.append(hi if h == lo else h)
     return out

@@ -30,13 +30,14 @@ from __future__ import annotations
 import random
 import string
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from bench._peers import crc_keyslots, murmur_tokens
+from bench._peers import composite_tokens, crc_keyslots, murmur_tokens
 from bench._timing import alternating_best, best, enabled
 from shardhash.compat import _native, cassandra, ketama, redis, vitess
 from shardhash.compat import postgres as pg
@@ -219,15 +220,53 @@ def test_bench_mixed_vitess_xxhash(benchmark: Any, layout: str) -> None:
     assert out.tolist()[:100] == [vitess.keyspace_id_array([k], "xxhash")[0] for k in mk[:100]]
 
 
-def test_bench_mixed_cassandra_composite(benchmark: Any) -> None:
-    """Composite partition keys (text, int), serialized per key in Python
-    before the token kernel: mixed text lengths against fixed ones."""
-    n = _size(benchmark) // 10
-    mk = [(k, i) for i, k in enumerate(_text_keys(n, True))]
-    fk = [(k, i) for i, k in enumerate(_text_keys(n, False))]
-    out = _run(benchmark, "cassandra.token_array (text, int) composite (list)",
-               lambda v, t: cassandra.token_array(v, ("text", "int"), threads=t), mk, fk, n)
-    assert out.tolist()[:100] == [cassandra.token(cassandra.serialize(k, ("text", "int"))) for k in mk[:100]]
+def _composite_keys(n: int, mixed: bool, case: str) -> list[tuple[Any, ...]]:
+    """Composite keys whose text column has the mixed (4-40) or fixed (22)
+    lengths of :func:`_text_keys`: ``(text, int)`` or ``(uuid, text, bigint)``."""
+    text = _text_keys(n, mixed)
+    if case == "text_int":
+        return [(k, i - n // 2) for i, k in enumerate(text)]
+    rng = random.Random(5)
+    return [(uuid.UUID(int=rng.getrandbits(128)), k, i * 1_000_003) for i, k in enumerate(text)]
+
+
+_COMPOSITE = {"text_int": (("text", "int"), ("UTF8Type", "Int32Type")),
+              "uuid_text_bigint": (("uuid", "text", "bigint"), ("UUIDType", "UTF8Type", "LongType"))}
+
+
+@pytest.mark.parametrize("api", ["token_array", "route_many"])
+@pytest.mark.parametrize("case", list(_COMPOSITE))
+def test_bench_mixed_cassandra_composite(benchmark: Any, case: str, api: str) -> None:
+    """Composite partition keys from a list of tuples, serialized and hashed
+    in C (``token_array``, or ``TokenRouter.route_many`` on a 16-node ring
+    with 16 vnodes each), against the Python driver's routing-key loop
+    (``cassandra.cqltypes`` serialization, ``_key_parts_packed`` join,
+    ``cmurmur3.murmur3``); the list-walk floor is that of a list of the
+    keys' text column alone."""
+    cqltypes = pytest.importorskip("cassandra.cqltypes")
+    pytest.importorskip("cassandra.cmurmur3")
+    types, driver_types = _COMPOSITE[case]
+    n = _size(benchmark)
+    mk, fk = _composite_keys(n, True, case), _composite_keys(n, False, case)
+    router = cassandra.TokenRouter(
+        {f"n{i}": t for i, t in enumerate(np.array_split(cassandra.evenly_spaced_tokens(256, 1), 16))},
+        cql_type=types)
+    if api == "token_array":
+        def call(v: Any, t: int | None) -> Any:
+            return cassandra.token_array(v, types, threads=t)
+    else:
+        def call(v: Any, t: int | None) -> Any:
+            return router.route_many(v, threads=t)
+    dtypes = tuple(getattr(cqltypes, name) for name in driver_types)
+    out = _run(benchmark, f"cassandra {api} {types} composite (list)", call, mk, fk, n,
+               peer=("driver_loop", lambda ks: composite_tokens(ks, dtypes), mk),
+               floor_keys=[k[1] if case != "text_int" else k[0] for k in mk], target=10)
+    want = [cassandra.token(cassandra.serialize(k, types)) for k in mk[:300]]
+    assert composite_tokens(mk[:300], dtypes) == want
+    if api == "token_array":
+        assert out.tolist()[:300] == want
+    else:
+        assert out.tolist()[:300] == [router.route_index(k) for k in mk[:300]]
 
 
 def test_bench_mixed_keys_have_the_advertised_lengths(benchmark: Any) -> None:

@@ -1219,23 +1219,45 @@ cdef extern from *:
         for (i = 0; i < width; i++) dst[i] = (uint8_t)(v >> (8 * (width - 1 - i)));
     }
 
-    /* The value of an exact uuid.UUID as two 64-bit halves; -1 (no exception
+    /* The 16 big-endian bytes of an exact uuid.UUID at dst; -1 (no exception
      * set) unless its `int` is an exact int in [0, 2**128). */
-    static int sh_cql_uuid_words(PyObject *v, uint64_t *hi, uint64_t *lo)
+    static int sh_cql_uuid_bytes(PyObject *v, uint8_t *dst)
     {
-        PyObject *x, *h;
-        x = PyObject_GetAttr(v, sh_cql_int_name);
+        PyObject *x = PyObject_GetAttr(v, sh_cql_int_name);
+        int ok;
         if (x == NULL) { PyErr_Clear(); return -1; }
-        if (!PyLong_CheckExact(x)) { Py_DECREF(x); return -1; }
-        h = PyNumber_Rshift(x, sh_cql_64);
-        if (h == NULL) { Py_DECREF(x); PyErr_Clear(); return -1; }
-        *hi = PyLong_AsUnsignedLongLong(h);   /* OverflowError if negative or >= 2**64 */
-        Py_DECREF(h);
-        if (*hi == (uint64_t)-1 && PyErr_Occurred()) { Py_DECREF(x); PyErr_Clear(); return -1; }
-        *lo = PyLong_AsUnsignedLongLongMask(x);
+        ok = PyLong_CheckExact(x);
+    #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API) && PY_VERSION_HEX >= 0x030D0000
+        if (ok) {
+            Py_ssize_t r = PyLong_AsNativeBytes(x, dst, 16, Py_ASNATIVEBYTES_BIG_ENDIAN |
+                                                Py_ASNATIVEBYTES_UNSIGNED_BUFFER | Py_ASNATIVEBYTES_REJECT_NEGATIVE);
+            if (r < 0) PyErr_Clear();
+            ok = r >= 0 && r <= 16;
+        }
+    #elif !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+        if (ok && _PyLong_AsByteArray((PyLongObject *)x, dst, 16, 0, 0) < 0) {   /* negative or >= 2**128 */
+            PyErr_Clear();
+            ok = 0;
+        }
+    #else
+        if (ok) {
+            PyObject *h = PyNumber_Rshift(x, sh_cql_64);
+            uint64_t hi = 0, lo;
+            if (h == NULL) { PyErr_Clear(); ok = 0; }
+            else {
+                hi = PyLong_AsUnsignedLongLong(h);   /* OverflowError if negative or >= 2**64 */
+                Py_DECREF(h);
+                if (hi == (uint64_t)-1 && PyErr_Occurred()) { PyErr_Clear(); ok = 0; }
+            }
+            if (ok) {
+                lo = PyLong_AsUnsignedLongLongMask(x);
+                sh_cql_be(dst, hi, 8);
+                sh_cql_be(dst + 8, lo, 8);
+            }
+        }
+    #endif
         Py_DECREF(x);
-        if (*lo == (uint64_t)-1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
-        return 0;
+        return ok ? 0 : -1;
     }
 
     /* One value of CQL code t: its length, its bytes written at dst when they
@@ -1246,7 +1268,7 @@ cdef extern from *:
         Py_ssize_t n;
         int width, overflow = 0;
         long long x;
-        uint64_t hi, lo;
+        uint8_t u[16];
         switch (t) {
         case SH_CQL_BLOB:
             if (PyBytes_CheckExact(v)) {
@@ -1286,11 +1308,8 @@ cdef extern from *:
             if (room >= width) sh_cql_be(dst, (uint64_t)x, width);
             return width;
         case SH_CQL_UUID:
-            if ((PyObject *)Py_TYPE(v) != sh_cql_uuid_type || sh_cql_uuid_words(v, &hi, &lo) < 0) return -1;
-            if (room >= 16) {
-                sh_cql_be(dst, hi, 8);
-                sh_cql_be(dst + 8, lo, 8);
-            }
+            if ((PyObject *)Py_TYPE(v) != sh_cql_uuid_type || sh_cql_uuid_bytes(v, u) < 0) return -1;
+            if (room >= 16) memcpy(dst, u, 16);
             return 16;
         case SH_CQL_BOOLEAN:
             if (v != Py_True && v != Py_False) return -1;
@@ -1301,6 +1320,27 @@ cdef extern from *:
         }
         if (n <= room && n > 0) memcpy(dst, p, (size_t)n);
         return n;
+    }
+
+    /* The keys ahead of key i, fetched into the cache while key i is
+     * serialized: key i + SH_CQL_AHEAD itself, and the first values of key
+     * i + SH_CQL_AHEAD / 2 (a tuple fetched earlier). */
+    #ifndef SH_PREFETCH
+    #  define SH_PREFETCH(p) ((void)0)
+    #endif
+    #define SH_CQL_AHEAD 8
+    static void sh_cql_prefetch(PyObject *const *items, Py_ssize_t i, Py_ssize_t n)
+    {
+        PyObject *k;
+        Py_ssize_t c, m;
+        if (i + SH_CQL_AHEAD < n) SH_PREFETCH(items[i + SH_CQL_AHEAD]);
+        if (i + SH_CQL_AHEAD / 2 < n) {
+            k = items[i + SH_CQL_AHEAD / 2];
+            if (PyTuple_CheckExact(k)) {
+                m = PyTuple_GET_SIZE(k);
+                for (c = 0; c < m && c < 4; c++) SH_PREFETCH(PyTuple_GET_ITEM(k, c));
+            }
+        }
     }
 
     /* A partition key: with `scalar`, key is the one value of type t[0];
@@ -1350,6 +1390,7 @@ cdef extern from *:
         SH_CQL_BOOLEAN
         SH_CQL_MAX_COLUMNS
     int sh_cql_setup(object uuid_type) except -1
+    void sh_cql_prefetch(PyObject *const *items, Py_ssize_t i, Py_ssize_t n) noexcept
     Py_ssize_t sh_cql_key(PyObject *key, const int *t, Py_ssize_t ncols, int scalar, uint8_t *dst,
                           Py_ssize_t room) noexcept
 
@@ -1445,6 +1486,7 @@ def cassandra_token_cql(keys, tuple types, bint scalar, fallback):
         offs[0] = 0
         i = 0
         while i < n:
+            sh_cql_prefetch(items, i, n)
             r = sh_cql_key(items[i], codes, ncols, scalar, buf + pos, cap - pos)
             if r > cap - pos:
                 # a key larger than the room left: grow the buffer, serialize it again
