@@ -12,7 +12,10 @@ spell of the shared machine hurts both alike):
 * the peer loop on a sample, scaled per key: ``cassandra.cmurmur3.murmur3``
   with the MIN -> MAX rule for ``cassandra.token_array``, ``binascii.crc_hqx``
   with the hash-tag rules for ``redis.keyslot_array`` (targets: >= 20x from
-  Arrow, >= 10x from lists), ``uhashring.HashRing.get_node`` for ketama;
+  Arrow, >= 10x from lists), ``uhashring.HashRing.get_node`` for ketama,
+  and for composite Cassandra keys the Python driver's routing-key loop
+  (``cassandra.cqltypes`` serialization, the ``_key_parts_packed`` join,
+  ``cmurmur3.murmur3``; target >= 10x);
 * from lists, the list-walk floor: the C walk the list kernels use, reading
   each key's pointer and length and nothing else (and, beside it, a walk
   that takes each key as a Python object, as earlier versions did);

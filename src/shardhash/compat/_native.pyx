@@ -1356,10 +1356,10 @@ cdef extern from *:
         if (scalar) return sh_cql_value(key, t[0], dst, room);
         if (PyTuple_CheckExact(key)) {
             if (PyTuple_GET_SIZE(key) != ncols) return -1;
-            items = &PyTuple_GET_ITEM(key, 0);
+            items = PySequence_Fast_ITEMS(key);
         } else if (PyList_CheckExact(key)) {
             if (PyList_GET_SIZE(key) != ncols) return -1;
-            items = (PyObject *const *)((PyListObject *)key)->ob_item;
+            items = PySequence_Fast_ITEMS(key);
         } else {
             return -1;
         }

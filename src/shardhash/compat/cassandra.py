@@ -257,8 +257,13 @@ def token_array(keys: Any, cql_type: str | Sequence[str] = "blob", threads: int 
     copying); ``str`` items are taken as their UTF-8 bytes, which is what a
     ``text`` partition key serializes to.  With ``"bigint"`` or ``"int"`` (also ``smallint``,
     ``tinyint``, ``timestamp``) ``keys`` is an integer array or sequence and
-    is serialized in the kernel; other CQL types are serialized per key with
-    :func:`serialize`.  Arrays run without the GIL on ``threads`` threads; a
+    is serialized in the kernel.  Composite keys (``cql_type`` a tuple of
+    column types, ``keys`` tuples of values) and the other types are
+    serialized in C key by key into a reused buffer and hashed chunk by
+    chunk by the calling thread; values of other Python types (a
+    ``datetime`` timestamp, a ``str`` uuid, numpy scalars, ...) go through
+    :func:`serialize`, and every error names the key's position.  Arrays run
+    without the GIL on ``threads`` threads; a
     list or tuple of keys is read in place by the calling thread (holding
     the GIL) and hashed as it is read, with two threads or more (the
     default for large lists) by helper threads that take the keys read so
