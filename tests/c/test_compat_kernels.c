@@ -8,7 +8,8 @@
  * paths likely (bytes >= 0x80 for Cassandra's sign extension, '{', '}' and
  * their neighbours for Redis hash tags).  Also: the MD5 lane kernel,
  * PostgreSQL's lookup3 batch kernels (scalar, AVX2 where the CPU has it, and
- * the dispatching entry points) and the grouped XXH64 batch kernel against
+ * the dispatching entry points), Cassandra's (scalar, AVX-512 where the CPU
+ * has it, and the dispatching entry points) and the grouped XXH64 batch kernel against
  * their one-key functions, also on chunks of keys that all have one length.
  * Usage: test_compat_kernels <vectors dir>   (the directory is not needed)
  */
@@ -191,6 +192,36 @@ static void check_xxh64(const keyset *ks, const char *what)
     CHECK(bad == 0, "%s: sh_xxh64_offsets != sh_xxh64 on %d keys", what, bad);
 }
 
+typedef void (*cass_off_fn)(const uint8_t *, const int64_t *, size_t, int64_t *);
+typedef void (*cass_ptr_fn)(const uint8_t *const *, const int64_t *, size_t, int64_t *);
+
+/* One pair of Cassandra kernels (Arrow offsets, padded pointers) against
+ * sh_cassandra_token, on batches that start at the first key, a third of
+ * the way in, and five keys before the end. */
+static void check_cass_kernels(const keyset *ks, const char *what, const char *name, cass_off_fn off,
+                               cass_ptr_fn ptr16)
+{
+    size_t i, s, sk;
+    size_t starts[3];
+    int bad = 0;
+    starts[0] = 0;
+    starts[1] = ks->n / 3;
+    starts[2] = ks->n > 5 ? ks->n - 5 : 0;
+    for (sk = 0; sk < 3; sk++) {
+        s = starts[sk];
+        off(ks->data, ks->offsets + s, ks->n - s, tok_off);
+        ptr16(ks->ptrs16 + s, ks->lens + s, ks->n - s, tok_ptr16);
+        for (i = s; i < ks->n; i++) {
+            int64_t t = sh_cassandra_token(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+            if (tok_off[i - s] != t || tok_ptr16[i - s] != t) {
+                if (bad++ < 3)
+                    fprintf(stderr, "  %s: %s key %zu (length %zu)\n", what, name, i, (size_t)ks->lens[i]);
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %s != sh_cassandra_token on %d keys", what, name, bad);
+}
+
 static void check_keyset(const keyset *ks, const char *what)
 {
     size_t i, s;
@@ -223,6 +254,12 @@ static void check_keyset(const keyset *ks, const char *what)
     }
     CHECK(bad_c == 0, "%s: cassandra batch != sh_cassandra_token on %d keys", what, bad_c);
     CHECK(bad_r == 0, "%s: redis batch != sh_redis_keyslot on %d keys", what, bad_r);
+    check_cass_kernels(ks, what, "cassandra scalar", sh_cassandra_token_offsets_scalar,
+                       sh_cassandra_token_ptrs16_scalar);
+    /* the AVX-512 kernels where the CPU has them (else their scalar fallback) */
+    if (sh_cassandra_avx512_available())
+        check_cass_kernels(ks, what, "cassandra avx512", sh_cassandra_token_offsets_avx512,
+                           sh_cassandra_token_ptrs16_avx512);
     check_pg(ks, what);
     check_xxh64(ks, what);
     check_md5(ks, what);
@@ -379,10 +416,13 @@ int main(int argc, char **argv)
     test_random_mixed();
     test_uniform_and_random();
     /* again with the SIMD kernels this CPU has (the dispatching entry points
-     * above ran the scalar kernels: sh_pg_init had not run) */
+     * above ran the scalar kernels: sh_pg_init and sh_cassandra_init had not run) */
     sh_pg_init();
+    sh_cassandra_init();
     /* "core: " lines are target facts that the portability check leaves out of its comparison */
     printf("core: lookup3 AVX2 kernel: %s\n", sh_pg_avx2_available() ? "yes" : "no (scalar fallback)");
+    printf("core: Cassandra AVX-512 kernel: %s\n",
+           sh_cassandra_avx512_available() ? "yes" : "no (scalar fallback)");
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();

@@ -4,8 +4,25 @@
  * behaviour (MurmurHash.hash3_x64_128, Murmur3Partitioner.getToken).
  */
 #include "sh_cassandra.h"
+#include "sh_cpu.h"
 #include "sh_murmur3.h"
 #include "sh_window.h"
+
+/* The SH_CPU_* kernels chosen by sh_cassandra_init; 0 (the scalar kernels)
+ * until it runs.  Written only by sh_cassandra_init, which the caller runs
+ * once before any other thread can run a kernel (the Python module does at
+ * import), so the kernels only ever read it. */
+static unsigned sh_cass_cpu = 0;
+
+void sh_cassandra_init(void)
+{
+    sh_cass_cpu = sh_cpu_detect();
+}
+
+int sh_cassandra_avx512_available(void)
+{
+    return (sh_cass_cpu & SH_CPU_AVX512) != 0;
+}
 
 /* The blocks and the finalisation are MurmurHash3_x64_128's (sh_murmur3.h,
  * seed 0); only the tail, whose bytes Cassandra sign-extends, is its own. */
@@ -138,6 +155,15 @@ SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint6
 
 void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
 {
+    /* sh_cassandra_avx512.c: eight keys per vector where the build and the CPU have AVX-512 */
+    if (sh_cass_cpu & SH_CPU_AVX512)
+        sh_cassandra_token_offsets_avx512(data, offsets, n, out);
+    else
+        sh_cassandra_token_offsets_scalar(data, offsets, n, out);
+}
+
+void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
+{
     size_t i;
     for (i = 0; i < n; i++) {
         int64_t a = offsets[i], b = offsets[i + 1];
@@ -160,6 +186,14 @@ void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, si
 }
 
 void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
+    if (sh_cass_cpu & SH_CPU_AVX512)
+        sh_cassandra_token_ptrs16_avx512(ptrs, lens, n, out);
+    else
+        sh_cassandra_token_ptrs16_scalar(ptrs, lens, n, out);
+}
+
+void sh_cassandra_token_ptrs16_scalar(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
