@@ -123,12 +123,35 @@ def test_cassandra_groups_of_eight_keys(shape: str) -> None:
         assert cassandra.token_array(ks, threads=threads).tolist() == want
 
 
+@SETTINGS
+@given(keys, st.lists(key, max_size=4))
+def test_every_cassandra_kernel_matches_the_reference(ks: list[bytes], pad: list[bytes]) -> None:
+    # token_array runs the kernel chosen for this CPU; here every kernel the
+    # CPU can run (scalar, AVX2, AVX-512) on the same keys, with padding keys
+    # before them in the buffer
+    from shardhash.compat import _native
+
+    want = [cassandra_ref.cassandra_token(k) for k in ks]
+    data, offsets = _native.pack_keys(pad + ks)
+    for kernel in _native.cassandra_kernels():
+        got = _native._cassandra_token_offsets_with(kernel, data, offsets[len(pad):])
+        assert got.tolist() == want, kernel
+
+
+def test_an_unknown_cassandra_kernel_is_refused() -> None:
+    from shardhash.compat import _native
+
+    data, offsets = _native.pack_keys([b"a"])
+    with pytest.raises(ValueError, match="not available"):
+        _native._cassandra_token_offsets_with("neon", data, offsets)
+
+
 def test_simd_kernels_names_the_kernels() -> None:
     from shardhash.compat import _native
 
     kinds = _native.simd_kernels()
     assert kinds.keys() == {"cassandra", "postgres"}
-    assert kinds["cassandra"] in ("avx512", "scalar") and kinds["postgres"] in ("avx2", "scalar")
+    assert kinds["cassandra"] in ("avx512", "avx2", "scalar") and kinds["postgres"] in ("avx2", "scalar")
 
 
 def test_sequence_keys_stay_alive_and_unchanged() -> None:

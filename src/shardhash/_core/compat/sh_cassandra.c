@@ -24,6 +24,16 @@ int sh_cassandra_avx512_available(void)
     return (sh_cass_cpu & SH_CPU_AVX512) != 0;
 }
 
+int sh_cassandra_avx2_available(void)
+{
+    return (sh_cass_cpu & SH_CPU_AVX2) != 0;
+}
+
+const char *sh_cassandra_kernel(void)
+{
+    return (sh_cass_cpu & SH_CPU_AVX512) ? "avx512" : (sh_cass_cpu & SH_CPU_AVX2) ? "avx2" : "scalar";
+}
+
 /* The blocks and the finalisation are MurmurHash3_x64_128's (sh_murmur3.h,
  * seed 0); only the tail, whose bytes Cassandra sign-extends, is its own. */
 
@@ -155,9 +165,12 @@ SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint6
 
 void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
 {
-    /* sh_cassandra_avx512.c: eight keys per vector where the build and the CPU have AVX-512 */
+    /* sh_cassandra_avx512.c: eight keys per vector where the build and the
+     * CPU have AVX-512; sh_cassandra_avx2.c: four, with AVX2 */
     if (sh_cass_cpu & SH_CPU_AVX512)
         sh_cassandra_token_offsets_avx512(data, offsets, n, out);
+    else if (sh_cass_cpu & SH_CPU_AVX2)
+        sh_cassandra_token_offsets_avx2(data, offsets, n, out);
     else
         sh_cassandra_token_offsets_scalar(data, offsets, n, out);
 }
@@ -189,6 +202,8 @@ void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, 
 {
     if (sh_cass_cpu & SH_CPU_AVX512)
         sh_cassandra_token_ptrs16_avx512(ptrs, lens, n, out);
+    else if (sh_cass_cpu & SH_CPU_AVX2)
+        sh_cassandra_token_ptrs16_avx2(ptrs, lens, n, out);
     else
         sh_cassandra_token_ptrs16_scalar(ptrs, lens, n, out);
 }

@@ -50,12 +50,38 @@ void sh_cassandra_token_ptrs16_scalar(const uint8_t *const *ptrs, const int64_t 
 void sh_cassandra_token_ptrs16_avx512(const uint8_t *const *ptrs, const int64_t *lens, size_t n,
                                       int64_t *out);
 
+/* The same kernels with AVX2, four keys per vector (sh_cassandra_avx2.c;
+ * the 64-bit multiplies are three 32-bit ones), for CPUs without AVX-512;
+ * the scalar kernels where the build has no AVX2 code. */
+void sh_cassandra_token_offsets_avx2(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out);
+void sh_cassandra_token_ptrs16_avx2(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
+
+/* For the vector kernels: whether a group of `lanes` keys of lengths
+ * len[0 .. lanes) runs side by side.  The group runs as many block rounds
+ * as its longest key has blocks; unless that is at most four, the lanes
+ * must be busy for at least half of the rounds, else the scalar kernel
+ * costs less (one long key among short ones). */
+SH_FORCE_INLINE int sh_cassandra_lanes_worth(const int64_t *len, int lanes)
+{
+    int64_t maxnb = 0, sumnb = 0;
+    int l;
+    for (l = 0; l < lanes; l++) {
+        int64_t nb = len[l] / 16;
+        sumnb += nb;
+        if (nb > maxnb) maxnb = nb;
+    }
+    return maxnb <= 4 || lanes * maxnb <= 2 * sumnb;
+}
+
 /* Chooses the kernels for this CPU; run once before any thread runs a
  * kernel (until then the scalar kernels run). */
 void sh_cassandra_init(void);
+/* The kernels sh_cassandra_init chose: "avx512", "avx2" or "scalar". */
+const char *sh_cassandra_kernel(void);
 /* 1 when this build has the AVX-512 kernels and sh_cassandra_init found the
- * CPU's AVX-512, else 0. */
+ * CPU's AVX-512, else 0; the same for AVX2. */
 int sh_cassandra_avx512_available(void);
+int sh_cassandra_avx2_available(void);
 
 /* Tokens of CQL bigint keys (8-byte big-endian) and int keys (4-byte
  * big-endian). */

@@ -39,7 +39,7 @@
  *
  * A group whose keys' block counts differ a lot (one long key among short
  * ones) would run the long key's rounds in eight lanes for one; such a
- * group takes the scalar path instead (see sh_cass512_worth).
+ * group takes the scalar path instead (sh_cassandra_lanes_worth).
  */
 #include "sh_cassandra.h"
 #include "sh_cpu.h"
@@ -115,21 +115,6 @@ SH_CASS512_INLINE void sh_cass512_load16x8(const uint8_t *const q[8], __m512i *w
     z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)q[7]), 3);
     *w0 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), z1);
     *w1 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), z1);
-}
-
-/* Whether the group of keys of lengths len[0..7] runs in the vector: unless
- * its longest key has more than four blocks and the lanes would idle for
- * more than half of the rounds (the scalar kernel then costs less). */
-static int sh_cass512_worth(const int64_t len[8])
-{
-    int64_t maxnb = 0, sumnb = 0;
-    int l;
-    for (l = 0; l < 8; l++) {
-        int64_t nb = len[l] / 16;
-        sumnb += nb;
-        if (nb > maxnb) maxnb = nb;
-    }
-    return maxnb <= 4 || 8 * maxnb <= 2 * sumnb;
 }
 
 /* Tokens of the eight keys p[l][0 .. len[l]), len[l] >= 0, whose 16 bytes
@@ -210,7 +195,7 @@ SH_CASS512_FN void sh_cassandra_token_offsets_avx512(const uint8_t *data, const 
             p[l] = data + offsets[i + (size_t)l];
             len[l] = offsets[i + (size_t)l + 1] - offsets[i + (size_t)l];
         }
-        if (sh_cass512_worth(len))
+        if (sh_cassandra_lanes_worth(len, 8))
             sh_cass512_lanes8(p, len, out + i);
         else
             sh_cassandra_token_offsets_scalar(data, offsets + i, 8, out + i);
@@ -223,7 +208,7 @@ SH_CASS512_FN void sh_cassandra_token_ptrs16_avx512(const uint8_t *const *ptrs, 
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        if (sh_cass512_worth(lens + i))
+        if (sh_cassandra_lanes_worth(lens + i, 8))
             sh_cass512_lanes8(ptrs + i, lens + i, out + i);
         else
             sh_cassandra_token_ptrs16_scalar(ptrs + i, lens + i, 8, out + i);
