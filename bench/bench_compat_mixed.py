@@ -170,7 +170,7 @@ def test_bench_mixed_cassandra_kernels(benchmark: Any, kernel: str) -> None:
     n = _size(benchmark)
     mk, fk = _binary_keys(n, True), _binary_keys(n, False)
     out = _run(benchmark, f"Cassandra {kernel} kernel (Arrow-style keys)",
-               lambda v, t: _native._cassandra_token_offsets_with(kernel, *v, threads=t),
+               lambda v, t: _native._cassandra_token_offsets_with(kernel, v[0], v[1], threads=t),
                _native.pack_keys(mk), _native.pack_keys(fk), n, peer=("cmurmur3_loop", murmur_tokens, mk),
                target=20)
     assert out.tolist()[:300] == [cassandra.token(k) for k in mk[:300]]
