@@ -408,6 +408,40 @@ static void test_redis_tags(void)
     }
 }
 
+/* The CQL bigint and int kernels (which serialise each value themselves)
+ * against the token of the value's big-endian bytes. */
+static void test_cassandra_ints(void)
+{
+    static int64_t v64[NKEYS], t64[NKEYS];
+    static int32_t v32[NKEYS];
+    static const int64_t edges[] = {0,   1,    -1,   INT64_MAX, INT64_MIN, 127,
+                                    128, -128, -129, 255,       256,       0x80808080};
+    uint8_t be[8];
+    size_t i, n = NKEYS, ne = sizeof edges / sizeof edges[0];
+    int j, bad64 = 0, bad32 = 0;
+    for (i = 0; i < n; i++) {
+        uint64_t r = ((uint64_t)rnd() << 32) | rnd();
+        /* any value, values with bytes >= 0x80 in every position, small ones */
+        v64[i] = i < ne ? edges[i]
+                        : (int64_t)(i % 3 == 0   ? r
+                                    : i % 3 == 1 ? (r | UINT64_C(0x8080808080808080))
+                                                 : r % 300);
+        v32[i] = (int32_t)(uint32_t)v64[i];
+    }
+    sh_cassandra_token_bigint(v64, n, t64);
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < 8; j++) be[j] = (uint8_t)((uint64_t)v64[i] >> (56 - 8 * j));
+        bad64 += t64[i] != sh_cassandra_token(be, 8);
+    }
+    sh_cassandra_token_int(v32, n, t64);
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < 4; j++) be[j] = (uint8_t)((uint32_t)v32[i] >> (24 - 8 * j));
+        bad32 += t64[i] != sh_cassandra_token(be, 4);
+    }
+    CHECK(bad64 == 0, "sh_cassandra_token_bigint != sh_cassandra_token on %d values", bad64);
+    CHECK(bad32 == 0, "sh_cassandra_token_int != sh_cassandra_token on %d values", bad32);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -415,6 +449,7 @@ int main(int argc, char **argv)
     test_crc16();
     test_redis_tags();
     test_md5_vectors();
+    test_cassandra_ints();
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();
