@@ -1353,7 +1353,10 @@ cdef extern from *:
             if (room >= width) sh_cql_be(dst, (uint64_t)x, width);
             return width;
         case SH_CQL_UUID:
-            if ((PyObject *)Py_TYPE(v) != sh_cql_uuid_type || sh_cql_uuid_bytes(v, u) < 0) return -1;
+            /* (the generic getattr reads the `int` slot: no Python code runs) */
+            if ((PyObject *)Py_TYPE(v) != sh_cql_uuid_type || Py_TYPE(v)->tp_getattro != PyObject_GenericGetAttr ||
+                sh_cql_uuid_bytes(v, u) < 0)
+                return -1;
             if (room >= 16) memcpy(dst, u, 16);
             return 16;
         case SH_CQL_BOOLEAN:
