@@ -138,6 +138,12 @@ def test_edge_cases() -> None:
         [("q", "é" * i) for i in range(600)]
     tt2 = ("text", "text")
     assert cassandra.token_array(many, tt2).tolist() == [cassandra.token(cassandra.serialize(k, tt2)) for k in many]
+    router = cassandra.TokenRouter({"a": [-5], "b": [2**40]}, cql_type=tt2)
+    assert router.route_many(many).tolist() == [router.route_index(k) for k in many]
+    # a long key that serialize() makes, after others filled the buffer
+    long_py: list[tuple[str]] = [("a" * 1000,)] * 60 + [(_Str("z" * 100_000),)] + [("b",)]
+    assert cassandra.token_array(long_py, ("text",)).tolist() == \
+        [ref.cassandra_token(k[0].encode()) for k in long_py]
 
 
 @pytest.mark.parametrize(("key", "kind", "msg"), [
