@@ -1305,6 +1305,36 @@ cdef extern from *:
         return ok ? 0 : -1;
     }
 
+    /* A value's n bytes at p copied to dst.  When p is the data of an exact
+     * bytes or compact-ASCII str object `o` (at least SH_CQL_PAD bytes of
+     * header before the data, checked below) and n <= SH_CQL_PAD, the copy is
+     * one 32-byte load ending where the data ends and one store ending at
+     * dst + n, with the SH_CQL_PAD bytes before dst saved and put back: no
+     * branch on the length, which varies from key to key.  The caller's
+     * buffer must then have SH_CQL_PAD bytes before dst. */
+    #define SH_CQL_PAD 32
+    #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+    typedef char sh_cql_bytes_pad_check[offsetof(PyBytesObject, ob_sval) >= SH_CQL_PAD ? 1 : -1];
+    typedef char sh_cql_ascii_pad_check[sizeof(PyASCIIObject) >= SH_CQL_PAD ? 1 : -1];
+    #endif
+    static void sh_cql_copy(uint8_t *dst, const char *p, Py_ssize_t n, PyObject *o)
+    {
+    #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
+        if (o != NULL && n <= SH_CQL_PAD) {
+            uint8_t save[SH_CQL_PAD], v[SH_CQL_PAD];
+            const char *end = (const char *)o + (p - (const char *)o) + n;   /* inside o */
+            memcpy(save, dst - SH_CQL_PAD, SH_CQL_PAD);
+            memcpy(v, end - SH_CQL_PAD, SH_CQL_PAD);
+            memcpy(dst + n - SH_CQL_PAD, v, SH_CQL_PAD);
+            memcpy(dst - SH_CQL_PAD, save, SH_CQL_PAD);
+            return;
+        }
+    #else
+        (void)o;
+    #endif
+        if (n > 0) memcpy(dst, p, (size_t)n);
+    }
+
     /* One value of CQL code t: its length, its bytes written at dst when they
      * fit in `room` (else nothing is written); -1 when not handled here. */
     static Py_ssize_t sh_cql_value(PyObject *v, int t, uint8_t *dst, Py_ssize_t room)
@@ -1314,11 +1344,13 @@ cdef extern from *:
         int width, overflow = 0;
         long long x;
         uint8_t u[16];
+        PyObject *padded = NULL;   /* the object whose header precedes p */
         switch (t) {
         case SH_CQL_BLOB:
             if (PyBytes_CheckExact(v)) {
                 p = PyBytes_AS_STRING(v);
                 n = PyBytes_GET_SIZE(v);
+                padded = v;
             } else if (PyByteArray_CheckExact(v)) {
                 p = PyByteArray_AS_STRING(v);
                 n = PyByteArray_GET_SIZE(v);
@@ -1332,6 +1364,7 @@ cdef extern from *:
             if (PyUnicode_IS_COMPACT_ASCII(v)) {
                 p = (const char *)PyUnicode_DATA(v);
                 n = PyUnicode_GET_LENGTH(v);
+                padded = v;
             } else {
                 if (t == SH_CQL_ASCII) return -1;
                 p = PyUnicode_AsUTF8AndSize(v, &n);   /* NULL for lone surrogates */
@@ -1366,7 +1399,7 @@ cdef extern from *:
         default:
             return -1;
         }
-        if (n <= room && n > 0) memcpy(dst, p, (size_t)n);
+        if (n <= room) sh_cql_copy(dst, p, n, padded);
         return n;
     }
 
@@ -1395,7 +1428,8 @@ cdef extern from *:
      * otherwise an exact tuple or list of ncols values of types t[..].
      * Returns the key's length, its bytes written at dst when they fit in
      * `room` (else the caller makes room and calls again); -1 when the key
-     * is not handled here. */
+     * is not handled here.  The SH_CQL_PAD bytes before dst must be the
+     * caller's too (see sh_cql_copy; they are left as they were). */
     static Py_ssize_t sh_cql_key(PyObject *key, const int *t, Py_ssize_t ncols, int scalar, uint8_t *dst,
                                  Py_ssize_t room)
     {
@@ -1437,6 +1471,7 @@ cdef extern from *:
         SH_CQL_UUID
         SH_CQL_BOOLEAN
         SH_CQL_MAX_COLUMNS
+    enum: SH_CQL_PAD
     int sh_cql_setup(object uuid_type) except -1
     void sh_cql_prefetch(PyObject *const *items, Py_ssize_t i, Py_ssize_t n) noexcept
     Py_ssize_t sh_cql_key(PyObject *key, const int *t, Py_ssize_t ncols, int scalar, uint8_t *dst,
@@ -1477,9 +1512,10 @@ cdef object _at_position(BaseException e, Py_ssize_t i):
 
 
 cdef uint8_t *_grow(uint8_t *buf, Py_ssize_t *cap, Py_ssize_t need) except NULL:
-    """buf reallocated to hold at least need bytes (at least twice its size)."""
+    """buf reallocated to hold SH_CQL_PAD bytes and at least need more (at
+    least twice as many as before)."""
     cdef Py_ssize_t c = max(2 * cap[0], need)
-    cdef uint8_t *grown = <uint8_t *>PyMem_Realloc(buf, <size_t>c)
+    cdef uint8_t *grown = <uint8_t *>PyMem_Realloc(buf, <size_t>(SH_CQL_PAD + c))
     if grown == NULL:
         raise MemoryError()
     cap[0] = c
@@ -1515,6 +1551,7 @@ def cassandra_token_cql(keys, tuple types, bint scalar, fallback):
     cdef int64_t offs[_CQL_CHUNK + 1]
     cdef int64_t[::1] o64
     cdef uint8_t *buf
+    cdef uint8_t *kb     # the keys' bytes (buf + SH_CQL_PAD)
     if ncols < 0 or (scalar and ncols != 1):
         return None
     if isinstance(keys, np.ndarray):
@@ -1527,19 +1564,22 @@ def cassandra_token_cql(keys, tuple types, bint scalar, fallback):
     items = PySequence_Fast_ITEMS(src)
     out = np.empty(n, dtype=np.int64)
     o64 = out
-    buf = <uint8_t *>PyMem_Malloc(<size_t>cap)
+    buf = <uint8_t *>PyMem_Malloc(<size_t>(SH_CQL_PAD + cap))  # keys at buf + SH_CQL_PAD (sh_cql_copy)
     if buf == NULL:
         raise MemoryError()
+    memset(buf, 0, SH_CQL_PAD)
+    kb = buf + SH_CQL_PAD
     try:
         offs[0] = 0
         i = 0
         while i < n:
             sh_cql_prefetch(items, i, n)
-            r = sh_cql_key(items[i], codes, ncols, scalar, buf + pos, cap - pos)
+            r = sh_cql_key(items[i], codes, ncols, scalar, kb + pos, cap - pos)
             if r > cap - pos:
                 # a key larger than the room left: grow the buffer, serialize it again
                 buf = _grow(buf, &cap, pos + r)
-                if sh_cql_key(items[i], codes, ncols, scalar, buf + pos, cap - pos) != r:
+                kb = buf + SH_CQL_PAD
+                if sh_cql_key(items[i], codes, ncols, scalar, kb + pos, cap - pos) != r:
                     raise RuntimeError("keys changed while being serialized")
             elif r < 0:
                 k = <object>items[i]
@@ -1556,14 +1596,15 @@ def cassandra_token_cql(keys, tuple types, bint scalar, fallback):
                 r = PyBytes_GET_SIZE(b)
                 if r > cap - pos:
                     buf = _grow(buf, &cap, pos + r)
+                    kb = buf + SH_CQL_PAD
                 if r:
-                    memcpy(buf + pos, PyBytes_AS_STRING(b), <size_t>r)
+                    memcpy(kb + pos, PyBytes_AS_STRING(b), <size_t>r)
             pos += r
             j += 1
             offs[j] = pos
             i += 1
             if j == _CQL_CHUNK or pos >= _CQL_CHUNK_BYTES or i == n:
-                sh_cassandra_token_offsets(buf, offs, <size_t>j, &o64[base])
+                sh_cassandra_token_offsets(kb, offs, <size_t>j, &o64[base])
                 base += j
                 j = 0
                 pos = 0
@@ -1619,13 +1660,14 @@ cdef int32_t _cassandra_index(void *ctx, PyObject *key) except -1:
     cdef long long v
     cdef int overflow = 0
     cdef uint8_t buf[8]
-    cdef uint8_t ser[_CQL_KEY_ROOM]
+    cdef uint8_t ser[SH_CQL_PAD + _CQL_KEY_ROOM]
     cdef int i, width
     if s.cql == CQL_SERIALIZED:
-        n = sh_cql_key(key, s.ser, s.ncols, s.scalar, ser, _CQL_KEY_ROOM)
+        memset(ser, 0, SH_CQL_PAD)  # (read and put back by sh_cql_copy: defined bytes)
+        n = sh_cql_key(key, s.ser, s.ncols, s.scalar, &ser[SH_CQL_PAD], _CQL_KEY_ROOM)
         if n < 0 or n > _CQL_KEY_ROOM:
             return KEY_NOT_MINE  # (the reference serializes it, or raises)
-        return s._owner(sh_cassandra_token(ser, <size_t>n))
+        return s._owner(sh_cassandra_token(&ser[SH_CQL_PAD], <size_t>n))
     if s.cql == CQL_BLOB:
         if not PyBytes_CheckExact(<object>key):
             return KEY_NOT_MINE
