@@ -1829,6 +1829,8 @@ cdef object _replica_out(object out, Py_ssize_t n, Py_ssize_t r):
         raise ValueError(f"out must have shape ({n}, {r}), got {out.shape}")
     if not out.flags.c_contiguous:
         raise ValueError("out must be C-contiguous")
+    if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
+        raise ValueError("out must be aligned (its items start off their alignment)")
     if not out.flags.writeable:
         raise ValueError("out must be writable")
     return out
