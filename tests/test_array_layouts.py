@@ -282,3 +282,17 @@ def test_mongo_hashed_values_are_checked_not_cast() -> None:
     with pytest.raises(TypeError, match=r"values\[0\] = True is not an integer"):
         m.route_hashed([True])
     assert m.route_hashed([]).tolist() == []
+
+
+def test_cassandra_tokens_are_checked_not_cast() -> None:
+    t = cassandra.TokenRouter({"a": [0], "b": [2**62], "c": [-(2**62)]}, cql_type="bigint")
+    assert t.route_tokens([-(2**63), -1, 1, 2**63 - 1]).tolist() == t.route_tokens(
+        np.array([-(2**63), -1, 1, 2**63 - 1], dtype=np.int64)).tolist()
+    assert t.route_tokens(np.array([1, 2**62 + 1], dtype=np.uint64)).tolist() == t.route_tokens([1, 2**62 + 1]).tolist()
+    # uint64 2**64 - 1 cast to int64 is token -1.
+    with pytest.raises(ValueError, match=r"tokens\[0\] = 18446744073709551615 is outside the int64 range"):
+        t.route_tokens(np.array([2**64 - 1], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"tokens\[1\] = 9223372036854775808 is outside the int64 range"):
+        t.route_tokens([-1, 2**63])
+    with pytest.raises(TypeError, match="float64"):
+        t.route_tokens(np.array([0.5]))

@@ -37,7 +37,7 @@ import numpy as np
 
 from shardhash._parallel import kernel_array
 
-from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
 
 __all__ = [
@@ -281,40 +281,6 @@ def _bound(v: Any, what: str) -> int | None:
     return iv
 
 
-def _int64_values(values: Any, what: str) -> np.ndarray:
-    """``values`` as an int64 array, checked rather than cast: a cast wraps
-    a uint64 beyond 2**63 - 1 into a negative value (and, under NumPy 1.x, a
-    list mixing negative values with values beyond 2**63 - 1) and truncates
-    floats, which would route the wrong value without a word."""
-    arr: np.ndarray | None = values if isinstance(values, np.ndarray) else None
-    if arr is None:
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-            raise TypeError(f"{what} must be a sequence of int64 values, not {type(values).__name__}")
-        try:
-            arr = np.asarray(values)
-        except (OverflowError, ValueError, TypeError):
-            arr = None
-        if arr is None or arr.dtype.kind not in "iu":
-            arr = np.empty(len(values), dtype=object)  # name the offending position below
-            arr[:] = list(values)
-    if arr.ndim != 1:
-        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
-    kind = arr.dtype.kind
-    if kind == "O":
-        for i, v in enumerate(arr.tolist()):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"{what}[{i}] = {v!r:.60} is not an integer (type {type(v).__name__})")
-            if not -(2**63) <= int(v) < 2**63:
-                raise ValueError(f"{what}[{i}] = {int(v)} is outside the int64 range")
-        return np.array(arr.tolist(), dtype=np.int64)
-    if kind not in "iu":
-        raise TypeError(f"{what} must hold int64 values, got dtype {arr.dtype}")
-    if kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) >= 2**63:
-        i = int(np.flatnonzero(arr >= np.uint64(2**63))[0])
-        raise ValueError(f"{what}[{i}] = {int(arr[i])} is outside the int64 range")
-    return arr.astype(np.int64, copy=False)
-
-
 @register_router_type("mongo_hashed")
 class HashedChunkRouter(RawKeyRouter):
     """Route documents to shards by the ``[min, max)`` chunk holding their
@@ -448,7 +414,7 @@ class HashedChunkRouter(RawKeyRouter):
 
     def route_hashed(self, values: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for precomputed hashed values (int64)."""
-        h = _int64_values(values, "values")
+        h = as_int64(values, "values")
         res: np.ndarray = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
         return fill_out(out, res)
 

@@ -64,6 +64,7 @@ __all__ = [
     "prepare_out",
     "fill_out",
     "as_hashes",
+    "as_int64",
     "unalias",
     "_unmasked",
     "bounded_assign",
@@ -350,6 +351,43 @@ def load_router(src: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Rout
     doc = _read_doc(src)
     with _limits.document_budget():  # docs/protocol.md: what loading may cost
         return _from_doc(doc)
+
+
+def as_int64(values: Any, what: str) -> np.ndarray:
+    """``values`` (an array or sequence of ints) as a 1-D int64 array, checked
+    rather than cast: a cast wraps a uint64 beyond 2**63 - 1 into a negative
+    value (and, under NumPy 1.x, a list mixing negative values with values
+    beyond 2**63 - 1) and truncates floats, which would route another value
+    without a word.  Errors name ``what`` and the offending position.  The
+    result may be the caller's array itself (pass it through
+    ``kernel_array`` before a kernel reads it)."""
+    arr: np.ndarray | None = values if isinstance(values, np.ndarray) else None
+    if arr is None:
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise TypeError(f"{what} must be a sequence of int64 values, not {type(values).__name__}")
+        try:
+            arr = np.asarray(values)
+        except (OverflowError, ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in "iu":
+            arr = np.empty(len(values), dtype=object)  # name the offending position below
+            arr[:] = list(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    kind = arr.dtype.kind
+    if kind == "O":
+        for i, v in enumerate(arr.tolist()):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{what}[{i}] = {v!r:.60} is not an integer (type {type(v).__name__})")
+            if not -(2**63) <= int(v) < 2**63:
+                raise ValueError(f"{what}[{i}] = {int(v)} is outside the int64 range")
+        return np.array(arr.tolist(), dtype=np.int64)
+    if kind not in "iu":
+        raise TypeError(f"{what} must hold int64 values, got dtype {arr.dtype}")
+    if kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) >= 2**63:
+        i = int(np.flatnonzero(arr >= np.uint64(2**63))[0])
+        raise ValueError(f"{what}[{i}] = {int(arr[i])} is outside the int64 range")
+    return arr.astype(np.int64, copy=False)
 
 
 class _Loading:
