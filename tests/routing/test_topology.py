@@ -296,3 +296,18 @@ def test_unknown_type_names_the_compat_types() -> None:
     doc["type"] = "no_such_type"
     with pytest.raises(ValueError, match="unknown router type 'no_such_type'.*redis_cluster"):
         load_router(doc)
+
+
+def test_every_router_loads_zones_then_seals() -> None:
+    """Every router type (the compat ones too) loads a document's zones and
+    is sealed afterwards: its zones cannot be replaced."""
+    routers = {name: f() for name, f in ALL_ROUTERS.items()}
+    routers.update({name: case[0] for name, case in _compat_routers().items()})
+    for name, r in routers.items():
+        zones = {s: f"z{i % 2}" for i, s in enumerate(r.shards)}
+        zoned = r.with_zones(zones)
+        for x in (zoned, load_router(zoned.to_dict()), pickle.loads(pickle.dumps(zoned))):
+            assert x == zoned and x.zones == zones, name
+            with pytest.raises(AttributeError, match="immutable"):
+                x._set_replica_zones(None)
+            assert x.zones == zones, name
