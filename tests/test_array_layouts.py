@@ -296,3 +296,28 @@ def test_cassandra_tokens_are_checked_not_cast() -> None:
         t.route_tokens([-1, 2**63])
     with pytest.raises(TypeError, match="float64"):
         t.route_tokens(np.array([0.5]))
+
+
+def test_arrow_buffers_off_their_alignment() -> None:
+    """Arrow allows a buffer at any address (``from_buffers`` over a sliced
+    buffer): offsets and view-buffer sizes off their alignment are copied
+    before a kernel reads them."""
+    pa = pytest.importorskip("pyarrow")
+
+    def shifted(buf: Any) -> Any:
+        return pa.py_buffer(b"\0" + buf.to_pybytes()).slice(1)
+
+    words = ["ab", "cde", "", "f" * 40, "é"] * 13
+    for typ in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        a = pa.array([w.encode() for w in words] if typ in (pa.binary(), pa.large_binary()) else words, type=typ)
+        _, offsets, data = a.buffers()
+        odd = pa.Array.from_buffers(typ, len(a), [None, shifted(offsets), data])
+        assert shifted(offsets).address % 4 != 0
+        assert odd.to_pylist() == a.to_pylist()
+        assert hash_array(odd, threads=1).tolist() == hash_array(a, threads=1).tolist()
+        sliced = pa.Array.from_buffers(typ, len(a) - 3, [None, shifted(offsets), data], offset=3)
+        assert hash_array(sliced).tolist() == hash_array(a.slice(3)).tolist()
+    ints = pa.array(INTS)
+    odd_ints = pa.Array.from_buffers(pa.int64(), len(ints), [None, shifted(ints.buffers()[1])])
+    assert hash_array(odd_ints).tolist() == hash_array(INTS).tolist()
+    assert JumpRouter(list("abc")).route_many(odd_ints).tolist() == JumpRouter(list("abc")).route_many(INTS).tolist()
