@@ -159,6 +159,23 @@ def test_bench_mixed_cassandra_token_array(benchmark: Any, layout: str) -> None:
     assert out.tolist()[:300] == [cassandra.token(k) for k in mk[:300]]
 
 
+@pytest.mark.parametrize("kernel", ["scalar", "avx2", "avx512"])
+def test_bench_mixed_cassandra_kernels(benchmark: Any, kernel: str) -> None:
+    """Each Cassandra kernel this CPU can run on the same Arrow-style keys
+    (``token_array`` runs the fastest: AVX-512, else AVX2, else scalar), so
+    that the figures of the CPUs without AVX-512 are measured too."""
+    pytest.importorskip("cassandra.cmurmur3")
+    if kernel not in _native.cassandra_kernels():
+        pytest.skip(f"this CPU cannot run the {kernel} kernel")
+    n = _size(benchmark)
+    mk, fk = _binary_keys(n, True), _binary_keys(n, False)
+    out = _run(benchmark, f"Cassandra {kernel} kernel (Arrow-style keys)",
+               lambda v, t: _native._cassandra_token_offsets_with(kernel, v[0], v[1], threads=t),
+               _native.pack_keys(mk), _native.pack_keys(fk), n, peer=("cmurmur3_loop", murmur_tokens, mk),
+               target=20)
+    assert out.tolist()[:300] == [cassandra.token(k) for k in mk[:300]]
+
+
 @pytest.mark.parametrize("layout", ["arrow", "list"])
 def test_bench_mixed_redis_keyslot_array(benchmark: Any, layout: str) -> None:
     n = _size(benchmark)

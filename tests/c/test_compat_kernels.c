@@ -8,7 +8,8 @@
  * paths likely (bytes >= 0x80 for Cassandra's sign extension, '{', '}' and
  * their neighbours for Redis hash tags).  Also: the MD5 lane kernel,
  * PostgreSQL's lookup3 batch kernels (scalar, AVX2 where the CPU has it, and
- * the dispatching entry points) and the grouped XXH64 batch kernel against
+ * the dispatching entry points), Cassandra's (scalar, AVX-512 and AVX2
+ * where the CPU has them, and the dispatching entry points) and the grouped XXH64 batch kernel against
  * their one-key functions, also on chunks of keys that all have one length.
  * Usage: test_compat_kernels <vectors dir>   (the directory is not needed)
  */
@@ -191,6 +192,36 @@ static void check_xxh64(const keyset *ks, const char *what)
     CHECK(bad == 0, "%s: sh_xxh64_offsets != sh_xxh64 on %d keys", what, bad);
 }
 
+typedef void (*cass_off_fn)(const uint8_t *, const int64_t *, size_t, int64_t *);
+typedef void (*cass_ptr_fn)(const uint8_t *const *, const int64_t *, size_t, int64_t *);
+
+/* One pair of Cassandra kernels (Arrow offsets, padded pointers) against
+ * sh_cassandra_token, on batches that start at the first key, a third of
+ * the way in, and five keys before the end. */
+static void check_cass_kernels(const keyset *ks, const char *what, const char *name, cass_off_fn off,
+                               cass_ptr_fn ptr16)
+{
+    size_t i, s, sk;
+    size_t starts[3];
+    int bad = 0;
+    starts[0] = 0;
+    starts[1] = ks->n / 3;
+    starts[2] = ks->n > 5 ? ks->n - 5 : 0;
+    for (sk = 0; sk < 3; sk++) {
+        s = starts[sk];
+        off(ks->data, ks->offsets + s, ks->n - s, tok_off);
+        ptr16(ks->ptrs16 + s, ks->lens + s, ks->n - s, tok_ptr16);
+        for (i = s; i < ks->n; i++) {
+            int64_t t = sh_cassandra_token(ks->data + ks->offsets[i], (size_t)ks->lens[i]);
+            if (tok_off[i - s] != t || tok_ptr16[i - s] != t) {
+                if (bad++ < 3)
+                    fprintf(stderr, "  %s: %s key %zu (length %zu)\n", what, name, i, (size_t)ks->lens[i]);
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %s != sh_cassandra_token on %d keys", what, name, bad);
+}
+
 static void check_keyset(const keyset *ks, const char *what)
 {
     size_t i, s;
@@ -223,6 +254,15 @@ static void check_keyset(const keyset *ks, const char *what)
     }
     CHECK(bad_c == 0, "%s: cassandra batch != sh_cassandra_token on %d keys", what, bad_c);
     CHECK(bad_r == 0, "%s: redis batch != sh_redis_keyslot on %d keys", what, bad_r);
+    check_cass_kernels(ks, what, "cassandra scalar", sh_cassandra_token_offsets_scalar,
+                       sh_cassandra_token_ptrs16_scalar);
+    /* the vector kernels the CPU has (else their scalar fallbacks) */
+    if (sh_cassandra_avx512_available())
+        check_cass_kernels(ks, what, "cassandra avx512", sh_cassandra_token_offsets_avx512,
+                           sh_cassandra_token_ptrs16_avx512);
+    if (sh_cassandra_avx2_available())
+        check_cass_kernels(ks, what, "cassandra avx2", sh_cassandra_token_offsets_avx2,
+                           sh_cassandra_token_ptrs16_avx2);
     check_pg(ks, what);
     check_xxh64(ks, what);
     check_md5(ks, what);
@@ -368,6 +408,40 @@ static void test_redis_tags(void)
     }
 }
 
+/* The CQL bigint and int kernels (which serialise each value themselves)
+ * against the token of the value's big-endian bytes. */
+static void test_cassandra_ints(void)
+{
+    static int64_t v64[NKEYS], t64[NKEYS];
+    static int32_t v32[NKEYS];
+    static const int64_t edges[] = {0,   1,    -1,   INT64_MAX, INT64_MIN, 127,
+                                    128, -128, -129, 255,       256,       0x80808080};
+    uint8_t be[8];
+    size_t i, n = NKEYS, ne = sizeof edges / sizeof edges[0];
+    int j, bad64 = 0, bad32 = 0;
+    for (i = 0; i < n; i++) {
+        uint64_t r = ((uint64_t)rnd() << 32) | rnd();
+        /* any value, values with bytes >= 0x80 in every position, small ones */
+        v64[i] = i < ne ? edges[i]
+                        : (int64_t)(i % 3 == 0   ? r
+                                    : i % 3 == 1 ? (r | UINT64_C(0x8080808080808080))
+                                                 : r % 300);
+        v32[i] = (int32_t)(uint32_t)v64[i];
+    }
+    sh_cassandra_token_bigint(v64, n, t64);
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < 8; j++) be[j] = (uint8_t)((uint64_t)v64[i] >> (56 - 8 * j));
+        bad64 += t64[i] != sh_cassandra_token(be, 8);
+    }
+    sh_cassandra_token_int(v32, n, t64);
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < 4; j++) be[j] = (uint8_t)((uint32_t)v32[i] >> (24 - 8 * j));
+        bad32 += t64[i] != sh_cassandra_token(be, 4);
+    }
+    CHECK(bad64 == 0, "sh_cassandra_token_bigint != sh_cassandra_token on %d values", bad64);
+    CHECK(bad32 == 0, "sh_cassandra_token_int != sh_cassandra_token on %d values", bad32);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -375,14 +449,17 @@ int main(int argc, char **argv)
     test_crc16();
     test_redis_tags();
     test_md5_vectors();
+    test_cassandra_ints();
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();
     /* again with the SIMD kernels this CPU has (the dispatching entry points
-     * above ran the scalar kernels: sh_pg_init had not run) */
+     * above ran the scalar kernels: sh_pg_init and sh_cassandra_init had not run) */
     sh_pg_init();
+    sh_cassandra_init();
     /* "core: " lines are target facts that the portability check leaves out of its comparison */
     printf("core: lookup3 AVX2 kernel: %s\n", sh_pg_avx2_available() ? "yes" : "no (scalar fallback)");
+    printf("core: Cassandra kernel: %s\n", sh_cassandra_kernel());
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();

@@ -96,6 +96,64 @@ def test_every_length_at_every_offset() -> None:
         assert redis.keyslot_array(arr).tolist() == want_s
 
 
+_GROUP_SHAPES = ["one long key per group", "uniform long", "short and empty", "ragged"]
+
+
+@pytest.mark.parametrize("shape", _GROUP_SHAPES)
+def test_cassandra_groups_of_eight_keys(shape: str) -> None:
+    # The vector kernel hashes eight keys side by side for as many block
+    # rounds as the group's longest key has, and hands a group whose lanes
+    # would mostly idle (one long key among short ones) to the scalar kernel:
+    # both kinds of group, keys of every length class, high bytes.
+    rng = np.random.default_rng(_GROUP_SHAPES.index(shape))
+    n = 803  # not a multiple of eight: the last keys take the scalar path
+    if shape == "one long key per group":
+        lens = [1000 + i % 97 if i % 8 == 3 else int(rng.integers(0, 40)) for i in range(n)]
+    elif shape == "uniform long":
+        lens = [300] * n
+    elif shape == "short and empty":
+        lens = [int(rng.integers(0, 16)) for _ in range(n)]
+    else:
+        lens = [int(rng.choice([0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 79, 80, 81, 200])) for _ in range(n)]
+    ks = [bytes(rng.integers(0x70, 0x100, m, dtype=np.uint8)) for m in lens]
+    want = [cassandra_ref.cassandra_token(k) for k in ks]
+    for data in _layouts(ks, [b"x" * 5]):
+        assert cassandra.token_array(data).tolist() == want
+    for threads in (1, 2):
+        assert cassandra.token_array(ks, threads=threads).tolist() == want
+
+
+@SETTINGS
+@given(keys, st.lists(key, max_size=4))
+def test_every_cassandra_kernel_matches_the_reference(ks: list[bytes], pad: list[bytes]) -> None:
+    # token_array runs the kernel chosen for this CPU; here every kernel the
+    # CPU can run (scalar, AVX2, AVX-512) on the same keys, with padding keys
+    # before them in the buffer
+    from shardhash.compat import _native
+
+    want = [cassandra_ref.cassandra_token(k) for k in ks]
+    data, offsets = _native.pack_keys(pad + ks)
+    for kernel in _native.cassandra_kernels():
+        got = _native._cassandra_token_offsets_with(kernel, data, offsets[len(pad):])
+        assert got.tolist() == want, kernel
+
+
+def test_an_unknown_cassandra_kernel_is_refused() -> None:
+    from shardhash.compat import _native
+
+    data, offsets = _native.pack_keys([b"a"])
+    with pytest.raises(ValueError, match="not available"):
+        _native._cassandra_token_offsets_with("neon", data, offsets)
+
+
+def test_simd_kernels_names_the_kernels() -> None:
+    from shardhash.compat import _native
+
+    kinds = _native.simd_kernels()
+    assert kinds.keys() == {"cassandra", "postgres"}
+    assert kinds["cassandra"] in ("avx512", "avx2", "scalar") and kinds["postgres"] in ("avx2", "scalar")
+
+
 def test_sequence_keys_stay_alive_and_unchanged() -> None:
     # The list path reads pointers into the keys themselves: keys that only
     # the list owns, str keys (their cached UTF-8 form), bytearray and

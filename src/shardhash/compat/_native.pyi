@@ -24,7 +24,7 @@ __all__ = [
     "hash_bytes", "float8_extended", "float8_32", "int_extended", "int_32", "float8_extended_array",
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
-    "HASH_PARTITION_SEED",
+    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels",
 ]
 
 _Buffer = bytes | bytearray | memoryview | npt.NDArray[np.uint8]
@@ -38,6 +38,11 @@ def pack_keys(
 ) -> tuple[_Data, _Offsets]: ...
 def list_walk_floor(keys: list[Any]) -> int: ...
 def list_walk_floor_refcounted(keys: list[Any]) -> int: ...
+def simd_kernels() -> dict[str, str]: ...
+def cassandra_kernels() -> list[str]: ...
+def _cassandra_token_offsets_with(
+    kernel: str, data: _Data, offsets: _Offsets, threads: int | None = None
+) -> npt.NDArray[np.int64]: ...
 
 # -- key routers
 @disjoint_base

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_cassandra_avx512.c, src/shardhash/_core/compat/sh_cassandra_avx2.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
 """Compiled bindings of the compatibility modes (private).
 
 One section per system -- Redis Cluster, Cassandra, ketama/twemproxy,
@@ -69,7 +69,7 @@ __all__ = [
     "hash_bytes", "float8_extended", "float8_32", "int_extended", "int_32", "float8_extended_array",
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
-    "HASH_PARTITION_SEED",
+    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels",
 ]
 
 cdef extern from "Python.h":
@@ -94,6 +94,13 @@ cdef extern from "sh_cassandra.h" nogil:
     void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
     void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n,
                                  int64_t *out)
+    void sh_cassandra_init()
+    const char *sh_cassandra_kernel()
+    int sh_cassandra_avx512_available()
+    int sh_cassandra_avx2_available()
+    void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
+    void sh_cassandra_token_offsets_avx2(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
+    void sh_cassandra_token_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
 
 cdef extern from "sh_md5.h" nogil:
     void sh_md5(const void *data, size_t len, uint8_t *out)
@@ -157,6 +164,7 @@ cdef extern from "sh_pg.h" nogil:
     void sh_pg_combine64(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n)
     void sh_pg_remainder(const uint64_t *rowhash, size_t n, uint64_t modulus, int64_t *out)
     void sh_pg_init()
+    int sh_pg_avx2_available()
 
 cdef extern from "sh_guava.h" nogil:
     int32_t sh_guava_consistent_hash(int64_t input, int32_t buckets)
@@ -1118,6 +1126,43 @@ cdef ptrdiff_t _k_token(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t 
     return SH_OK
 
 
+cdef ptrdiff_t _k_token_scalar(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    sh_cassandra_token_offsets_scalar(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s),
+                                      <int64_t *>j.out + s)
+    return SH_OK
+
+
+cdef ptrdiff_t _k_token_avx2(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    sh_cassandra_token_offsets_avx2(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), <int64_t *>j.out + s)
+    return SH_OK
+
+
+cdef ptrdiff_t _k_token_avx512(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    sh_cassandra_token_offsets_avx512(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s),
+                                      <int64_t *>j.out + s)
+    return SH_OK
+
+
+def cassandra_kernels():
+    """The Cassandra kernels this build and CPU can run: "scalar", and
+    "avx2" and "avx512" where the CPU has them (see
+    :func:`_cassandra_token_offsets_with`)."""
+    return ["scalar"] + (["avx2"] if sh_cassandra_avx2_available() else []) + \
+        (["avx512"] if sh_cassandra_avx512_available() else [])
+
+
+def _cassandra_token_offsets_with(str kernel, const uint8_t[::1] data not None,
+                                  const int64_t[::1] offsets not None, threads=None):
+    """:func:`cassandra_token_offsets` with a named kernel instead of the
+    one chosen for this CPU (for the tests that hold every kernel to the
+    reference, and the benchmarks that compare them)."""
+    if kernel not in cassandra_kernels():
+        raise ValueError(f"the {kernel!r} Cassandra kernel is not available here ({cassandra_kernels()})")
+    cdef sh_chunk_fn fn = _k_token_scalar if kernel == "scalar" else \
+        _k_token_avx2 if kernel == "avx2" else _k_token_avx512
+    return _map_offsets(fn, data, offsets, None, _DT_I64, False, threads)
+
+
 cdef ptrdiff_t _k_token_bigint(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     sh_cassandra_token_bigint(<const int64_t *>j.data + s, <size_t>(e - s), <int64_t *>j.out + s)
     return SH_OK
@@ -1644,8 +1689,19 @@ cdef int32_t _mongo_index(void *ctx, PyObject *key) except -1:
 # ============================================================================
 
 import_datetime()
-# lookup3 over variable-length keys: the AVX2 kernel where the CPU has it
+# lookup3 over variable-length keys: the AVX2 kernel where the CPU has it;
+# Cassandra tokens of Arrow data and of bytes: the AVX-512 or AVX2 kernel
 sh_pg_init()
+sh_cassandra_init()
+
+
+def simd_kernels():
+    """The vector kernels this build and this CPU run for variable-length
+    keys, by system: ``{"cassandra": "avx512", "avx2" or "scalar",
+    "postgres": "avx2" or "scalar"}`` (the answers are the same either way;
+    for benchmark reports and bug reports)."""
+    return {"cassandra": sh_cassandra_kernel().decode("ascii"),
+            "postgres": "avx2" if sh_pg_avx2_available() else "scalar"}
 
 cdef enum:
     PG_INT2 = 0

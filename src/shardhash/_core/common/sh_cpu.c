@@ -65,9 +65,18 @@ unsigned sh_cpu_detect(void)
     /* AVX2 needs: the CPU's AVX (leaf 1 ECX bit 28) and AVX2 (leaf 7 EBX
      * bit 5), and the OS saving XMM and YMM state on context switches
      * (OSXSAVE, leaf 1 ECX bit 27, then XCR0 bits 1 and 2). */
-    if ((r[2] & (1u << 27)) && (r[2] & (1u << 28)) && maxleaf >= 7 && (sh_xgetbv0() & 6) == 6) {
-        sh_cpuid(7, 0, r);
-        if (r[1] & (1u << 5)) f |= SH_CPU_AVX2;
+    if ((r[2] & (1u << 27)) && (r[2] & (1u << 28)) && maxleaf >= 7) {
+        uint64_t xcr0 = sh_xgetbv0();
+        if ((xcr0 & 6) == 6) {
+            sh_cpuid(7, 0, r);
+            if (r[1] & (1u << 5)) f |= SH_CPU_AVX2;
+#    ifdef SH_X86_AVX512
+            /* AVX-512 needs, besides: AVX512F (leaf 7 EBX bit 16) and AVX512DQ
+             * (bit 17), and the OS saving the opmask registers and all 512 bits
+             * of the 32 ZMM registers (XCR0 bits 5, 6 and 7) */
+            if ((r[1] & (1u << 16)) && (r[1] & (1u << 17)) && (xcr0 & 0xe0) == 0xe0) f |= SH_CPU_AVX512;
+#    endif
+        }
     }
 #  endif
     return f;

@@ -31,6 +31,11 @@ extern "C" {
  * never spill, so mingw builds keep the portable kernel; clang and MSVC
  * realign the frame themselves.
  *
+ * SH_X86_AVX512: the AVX-512 kernels (AVX512F and AVX512DQ: 64-bit
+ * multiplies and rotations in eight lanes) are compiled, with the same
+ * compilers as AVX2 and for the same reason (a spilled 64-byte register needs
+ * a 64-byte aligned slot).
+ *
  * SH_NO_SIMD turns every SIMD kernel off. */
 #if !defined(SH_NO_SIMD) && (defined(__x86_64__) || defined(_M_X64)) && !defined(_M_ARM64EC)
 #  if defined(__clang__) || defined(_MSC_VER) || defined(__GNUC__)
@@ -38,7 +43,8 @@ extern "C" {
 #  endif
 #  if defined(__clang__) || defined(_MSC_VER) || \
       (defined(__GNUC__) && !defined(_WIN32) && !defined(__CYGWIN__))
-#    define SH_X86_AVX2 1
+#    define SH_X86_AVX2   1
+#    define SH_X86_AVX512 1
 #  endif
 #endif
 
@@ -58,8 +64,9 @@ extern "C" {
 #  define SH_TARGET(isa)
 #endif
 
-#define SH_CPU_SSE41 1u /* SSE4.1 */
-#define SH_CPU_AVX2  2u /* AVX2, with the OS saving the YMM registers (XCR0) */
+#define SH_CPU_SSE41  1u /* SSE4.1 */
+#define SH_CPU_AVX2   2u /* AVX2, with the OS saving the YMM registers (XCR0) */
+#define SH_CPU_AVX512 4u /* AVX512F and AVX512DQ, with the OS saving the ZMM and mask registers */
 
 /* The SH_CPU_* features of this CPU that this build has kernels for (0 on
  * other architectures).  Runs cpuid every call: callers cache the answer. */

@@ -4,8 +4,35 @@
  * behaviour (MurmurHash.hash3_x64_128, Murmur3Partitioner.getToken).
  */
 #include "sh_cassandra.h"
+#include "sh_cpu.h"
 #include "sh_murmur3.h"
 #include "sh_window.h"
+
+/* The SH_CPU_* kernels chosen by sh_cassandra_init; 0 (the scalar kernels)
+ * until it runs.  Written only by sh_cassandra_init, which the caller runs
+ * once before any other thread can run a kernel (the Python module does at
+ * import), so the kernels only ever read it. */
+static unsigned sh_cass_cpu = 0;
+
+void sh_cassandra_init(void)
+{
+    sh_cass_cpu = sh_cpu_detect();
+}
+
+int sh_cassandra_avx512_available(void)
+{
+    return (sh_cass_cpu & SH_CPU_AVX512) != 0;
+}
+
+int sh_cassandra_avx2_available(void)
+{
+    return (sh_cass_cpu & SH_CPU_AVX2) != 0;
+}
+
+const char *sh_cassandra_kernel(void)
+{
+    return (sh_cass_cpu & SH_CPU_AVX512) ? "avx512" : (sh_cass_cpu & SH_CPU_AVX2) ? "avx2" : "scalar";
+}
 
 /* The blocks and the finalisation are MurmurHash3_x64_128's (sh_murmur3.h,
  * seed 0); only the tail, whose bytes Cassandra sign-extends, is its own. */
@@ -138,6 +165,18 @@ SH_FORCE_INLINE int64_t sh_cass_token_window(const uint8_t *p, size_t len, uint6
 
 void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
 {
+    /* sh_cassandra_avx512.c: eight keys per vector where the build and the
+     * CPU have AVX-512; sh_cassandra_avx2.c: four, with AVX2 */
+    if (sh_cass_cpu & SH_CPU_AVX512)
+        sh_cassandra_token_offsets_avx512(data, offsets, n, out);
+    else if (sh_cass_cpu & SH_CPU_AVX2)
+        sh_cassandra_token_offsets_avx2(data, offsets, n, out);
+    else
+        sh_cassandra_token_offsets_scalar(data, offsets, n, out);
+}
+
+void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
+{
     size_t i;
     for (i = 0; i < n; i++) {
         int64_t a = offsets[i], b = offsets[i + 1];
@@ -161,6 +200,16 @@ void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, si
 
 void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
 {
+    if (sh_cass_cpu & SH_CPU_AVX512)
+        sh_cassandra_token_ptrs16_avx512(ptrs, lens, n, out);
+    else if (sh_cass_cpu & SH_CPU_AVX2)
+        sh_cassandra_token_ptrs16_avx2(ptrs, lens, n, out);
+    else
+        sh_cassandra_token_ptrs16_scalar(ptrs, lens, n, out);
+}
+
+void sh_cassandra_token_ptrs16_scalar(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
     size_t i;
     for (i = 0; i < n; i++) {
         size_t len = (size_t)lens[i];
@@ -170,30 +219,27 @@ void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, 
     }
 }
 
+/* The token of a key of at most 8 bytes, given as the little-endian word w
+ * of its bytes (zero above them): the whole key is the tail, all in k1, and
+ * h2 starts at 0.  A fixed length: no branch on it. */
+SH_FORCE_INLINE int64_t sh_cass_token_short(uint64_t w, size_t len)
+{
+    uint64_t h1 = sh_murmur3_scramble_k1(sh_cass_sext_bytes(w)), h2 = 0;
+    sh_murmur3_128_final(&h1, &h2, len);
+    return sh_cass_token_of(h1);
+}
+
 void sh_cassandra_token_bigint(const int64_t *values, size_t n, int64_t *out)
 {
-    uint8_t buf[8];
     size_t i;
-    int j;
-    for (i = 0; i < n; i++) {
-        uint64_t u = (uint64_t)values[i];
-        for (j = 0; j < 8; j++) buf[j] = (uint8_t)(u >> (56 - 8 * j));
-        out[i] = sh_cass_token_of(sh_cassandra_murmur_h1(buf, 8));
-    }
+    /* the 8 big-endian bytes of v, read little-endian, are v byte-swapped */
+    for (i = 0; i < n; i++) out[i] = sh_cass_token_short(sh_swap64((uint64_t)values[i]), 8);
 }
 
 void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
 {
-    uint8_t buf[4];
     size_t i;
-    for (i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)values[i];
-        buf[0] = (uint8_t)(u >> 24);
-        buf[1] = (uint8_t)(u >> 16);
-        buf[2] = (uint8_t)(u >> 8);
-        buf[3] = (uint8_t)u;
-        out[i] = sh_cass_token_of(sh_cassandra_murmur_h1(buf, 4));
-    }
+    for (i = 0; i < n; i++) out[i] = sh_cass_token_short((uint64_t)sh_swap32((uint32_t)values[i]), 4);
 }
 
 void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n, int64_t *out)
