@@ -1126,20 +1126,21 @@ cdef ptrdiff_t _k_token(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t 
     return SH_OK
 
 
-cdef ptrdiff_t _k_token_scalar(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_cassandra_token_offsets_scalar(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s),
-                                      <int64_t *>j.out + s)
-    return SH_OK
+cdef int _CASS_KERNELS[3]  # the ctx of _k_token_named: 0 scalar, 1 AVX2, 2 AVX-512
+_CASS_KERNELS[0], _CASS_KERNELS[1], _CASS_KERNELS[2] = 0, 1, 2
 
 
-cdef ptrdiff_t _k_token_avx2(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_cassandra_token_offsets_avx2(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), <int64_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_token_avx512(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_cassandra_token_offsets_avx512(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s),
-                                      <int64_t *>j.out + s)
+cdef ptrdiff_t _k_token_named(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.ctx: which kernel (an entry of _CASS_KERNELS)
+    cdef int which = (<const int *>j.ctx)[0]
+    cdef const uint8_t *data = <const uint8_t *>j.data
+    cdef int64_t *out = <int64_t *>j.out + s
+    if which == 2:
+        sh_cassandra_token_offsets_avx512(data, _offs(j, s), <size_t>(e - s), out)
+    elif which == 1:
+        sh_cassandra_token_offsets_avx2(data, _offs(j, s), <size_t>(e - s), out)
+    else:
+        sh_cassandra_token_offsets_scalar(data, _offs(j, s), <size_t>(e - s), out)
     return SH_OK
 
 
@@ -1158,9 +1159,8 @@ def _cassandra_token_offsets_with(str kernel, const uint8_t[::1] data not None,
     reference, and the benchmarks that compare them)."""
     if kernel not in cassandra_kernels():
         raise ValueError(f"the {kernel!r} Cassandra kernel is not available here ({cassandra_kernels()})")
-    cdef sh_chunk_fn fn = _k_token_scalar if kernel == "scalar" else \
-        _k_token_avx2 if kernel == "avx2" else _k_token_avx512
-    return _map_offsets(fn, data, offsets, None, _DT_I64, False, threads)
+    cdef int which = ("scalar", "avx2", "avx512").index(kernel)
+    return _map_offsets(_k_token_named, data, offsets, None, _DT_I64, False, threads, 0, &_CASS_KERNELS[which])
 
 
 cdef ptrdiff_t _k_token_bigint(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
