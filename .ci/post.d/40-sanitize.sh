@@ -10,9 +10,15 @@
 # buffers of Python objects: a read past a list's items is caught).
 #
 # Any sanitizer report fails the step: halt_on_error makes the reporting
-# process stop, and every report is also written to a log file (child
-# processes included), which must stay empty.  Leak detection is off: CPython
-# keeps objects alive until exit by design.
+# process stop, and ASan's reports are also written to a log file (child
+# processes included), which must stay empty.  UBSan's reports are not:
+# GCC's libubsan, loaded beside the preloaded libasan, ignores log_path and
+# writes to the process's stderr.  So pytest runs with --capture=sys (it
+# captures what Python code prints, not file descriptor 2): with pytest's
+# default fd capture a report went into pytest's capture file, which the
+# stopped process never printed, and the step said only that the suite
+# failed.  Leak detection is off: CPython keeps objects alive until exit by
+# design.
 #
 # Deselected: bench/ (timings mean nothing under ASan; the main run already
 # runs the benchmarks once), tests marked `slow` (to stay under 10 minutes on
@@ -24,7 +30,8 @@
 # For the same reason the engine tests (tests/engines: Spark's JVM, Ray's and
 # Dask's worker processes) are left out, except the Arrow kernel tests, and
 # the `chaos` crash-injection runs (.ci/post.d/30-chaos.sh runs those).
-# Override the pytest arguments with SANITIZE_PYTEST_ARGS.
+# Override the pytest arguments with SANITIZE_PYTEST_ARGS (--capture=sys is
+# added unless they choose a capture mode themselves).
 #
 # Run from the repository root (as .ci/run does); needs gcc (for libasan) and
 # the network access `pip install` needs.  Exits non-zero on any failure.
@@ -96,8 +103,14 @@ else
         --ignore=tests/engines/test_spark.py --ignore=tests/engines/test_ray.py
         --ignore=tests/engines/test_dask.py --ignore=tests/engines/test_engines_cli.py)
 fi
+# A sanitizer writes its report to file descriptor 2 (UBSan always, see
+# above): leave that descriptor to this step's output.
+capture=(--capture=sys)
+for a in "${args[@]}"; do
+  case "$a" in -s | --capture | --capture=*) capture=() ;; esac
+done
 status=0
-(cd "$work" && "$VENV/bin/python" -m pytest "${args[@]}") || status=$?
+(cd "$work" && "$VENV/bin/python" -m pytest "${capture[@]}" "${args[@]}") || status=$?
 
 reports=$(find "$logs" -type f -size +0c | sort)
 if [ -n "$reports" ]; then
@@ -109,7 +122,8 @@ if [ -n "$reports" ]; then
   exit 1
 fi
 if [ "$status" -ne 0 ]; then
-  echo "FAIL: the test suite failed under the sanitizers (exit $status)" >&2
+  echo "FAIL: the test suite failed under the sanitizers (exit $status; a UBSan report," \
+       "which stops the run, is printed above: 'runtime error: ...')" >&2
   exit "$status"
 fi
 echo "sanitize: tests and fuzz suite clean under ASan+UBSan ($((SECONDS - t0)) s)"

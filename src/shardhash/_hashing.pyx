@@ -991,6 +991,17 @@ cdef _decode_arrow_strings(ArrowArray *arr, str fmt, list result):
                 result.append((<const char *>data + bo)[:ln].decode("utf-8"))
 
 
+cdef object _aligned_copy(_ArrowChunk chunk, const char *p, Py_ssize_t n, str dtype):
+    """None when the ``n`` items of ``dtype`` at ``p`` start on their
+    alignment, else an aligned copy of them: Arrow allows buffers at any
+    address (``pa.Array.from_buffers`` over a sliced buffer), and the
+    kernels' typed loads from an unaligned one are undefined behaviour."""
+    cdef Py_ssize_t width = np.dtype(dtype).itemsize
+    if n <= 0 or <size_t>p % <size_t>width == 0:
+        return None
+    return np.frombuffer(_ArrowBuffer(chunk, <size_t>p, n * width), dtype=dtype).copy()
+
+
 cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t pos, object threads):
     cdef ArrowArray *arr = &chunk.arr
     cdef Py_ssize_t n = arr.length
@@ -1020,7 +1031,11 @@ cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t
         _job_of(h, &job, out, pos)
         job.data = arr.buffers[2]
         job.variant = _ARROW_VAR_FORMATS[fmt] == 64
-        job.offsets = <const char *>arr.buffers[1] + off * (8 if job.variant else 4)
+        width = 8 if job.variant else 4
+        job.offsets = <const char *>arr.buffers[1] + off * width
+        offsets = _aligned_copy(chunk, <const char *>job.offsets, n + 1, "i8" if job.variant else "i4")
+        if offsets is not None:
+            job.offsets = <const char *>address(offsets)
         run(_k_offsets, &job, n, threads)
         return
     # string_view / binary_view: buffers = [validity, views, data..., variadic sizes]
@@ -1028,6 +1043,9 @@ cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t
     if nbuf < 0:
         raise ValueError("malformed Arrow view array: too few buffers")
     cdef const int64_t *sizes = <const int64_t *>arr.buffers[arr.n_buffers - 1]
+    sizes_copy = _aligned_copy(chunk, <const char *>sizes, nbuf, "i8")
+    if sizes_copy is not None:
+        sizes = <const int64_t *>address(sizes_copy)
     cdef const uint8_t *const *bufs = <const uint8_t *const *>(arr.buffers + 2)
     cdef const uint8_t *views = <const uint8_t *>arr.buffers[1] + off * 16
     cdef ptrdiff_t bad

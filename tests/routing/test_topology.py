@@ -109,6 +109,40 @@ def test_routers_are_immutable() -> None:
         r._use_jump()  # sealed cores cannot be reconfigured
 
 
+def test_replica_zones_are_immutable() -> None:
+    """A router's zones are part of its document: set once while it is
+    loaded, never on a sealed router afterwards (a batch reading them in C
+    would see them change under it)."""
+    from shardhash.routing._kernels import ReplicaZones
+
+    zoned = RingRouter(["a", "b", "c"], vnodes=8).with_zones({"a": "z1", "b": "z1", "c": "z2"})
+    plain = RingRouter(["a", "b", "c"], vnodes=8)
+    want = zoned.route_replicas_many(list(range(200)), 2)
+    fp = zoned.fingerprint
+    for r in (zoned, plain):
+        before = (r.route_replicas_many(list(range(200)), 2), r.to_dict())
+        for z in (None, ReplicaZones([0, 1, 2])):
+            with pytest.raises(AttributeError, match="RingRouter is immutable: its zones are part of its document"):
+                r._set_replica_zones(z)
+        with pytest.raises(AttributeError, match="immutable"):
+            r._set_zones(None)
+        assert np.array_equal(r.route_replicas_many(list(range(200)), 2), before[0])
+        assert r.to_dict() == before[1]
+    zmap = zoned._zone_map
+    assert zmap is not None
+    with pytest.raises(AttributeError, match="ReplicaZones is immutable"):
+        ReplicaZones.__init__(zmap, [0, 0, 0])
+    assert np.array_equal(zoned.route_replicas_many(list(range(200)), 2), want)
+    assert zoned.fingerprint == fp
+    # Loading still sets them, on the router it builds, before sealing it.
+    loaded = load_router(zoned.to_dict())
+    assert loaded == zoned
+    with pytest.raises(AttributeError, match="immutable"):
+        loaded._set_replica_zones(None)
+    assert np.array_equal(loaded.route_replicas_many(list(range(200)), 2), want)
+    assert np.array_equal(pickle.loads(pickle.dumps(zoned)).route_replicas_many(list(range(200)), 2), want)
+
+
 def test_nested_documents_are_checked() -> None:
     from shardhash.routing import DirectoryRouter
 
@@ -262,3 +296,18 @@ def test_unknown_type_names_the_compat_types() -> None:
     doc["type"] = "no_such_type"
     with pytest.raises(ValueError, match="unknown router type 'no_such_type'.*redis_cluster"):
         load_router(doc)
+
+
+def test_every_router_loads_zones_then_seals() -> None:
+    """Every router type (the compat ones too) loads a document's zones and
+    is sealed afterwards: its zones cannot be replaced."""
+    routers = {name: f() for name, f in ALL_ROUTERS.items()}
+    routers.update({name: case[0] for name, case in _compat_routers().items()})
+    for name, r in routers.items():
+        zones = {s: f"z{i % 2}" for i, s in enumerate(r.shards)}
+        zoned = r.with_zones(zones)
+        for x in (zoned, load_router(zoned.to_dict()), pickle.loads(pickle.dumps(zoned))):
+            assert x == zoned and x.zones == zones, name
+            with pytest.raises(AttributeError, match="immutable"):
+                x._set_replica_zones(None)
+            assert x.zones == zones, name

@@ -42,7 +42,7 @@ import numpy as np
 from shardhash import _parallel
 from shardhash._parallel import kernel_array
 
-from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
 
 __all__ = [
@@ -541,7 +541,7 @@ class TokenRouter(RawKeyRouter):
 
     def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32) for precomputed tokens (int64)."""
-        t = kernel_array(tokens, dtype=np.int64)
+        t = kernel_array(as_int64(tokens, "tokens"))  # checked: a cast would wrap a uint64 or truncate a float
         idx = _native.cassandra_ring_index(self._ring, t, threads)
         res: np.ndarray = self._owners[idx]
         return fill_out(out, res)

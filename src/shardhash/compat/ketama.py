@@ -54,6 +54,8 @@ from typing import Any
 
 import numpy as np
 
+from shardhash._parallel import kernel_array
+
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 
@@ -362,7 +364,7 @@ class KetamaRouter(RawKeyRouter):
         if h.size and (int(h.min()) < 0 or int(h.max()) > 0xFFFFFFFF):
             raise ValueError("key hashes must be in 0..2**32-1")
         res = _native.ketama_lookup(self._points, self._powners, self._flavor == "uhashring",
-                                      np.ascontiguousarray(h, dtype=np.uint32), threads, self._index)
+                                      kernel_array(h, dtype=np.uint32), threads, self._index)
         return fill_out(out, res)
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 
 from shardhash._parallel import kernel_array
 
-from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
 
 __all__ = [
@@ -414,7 +414,7 @@ class HashedChunkRouter(RawKeyRouter):
 
     def route_hashed(self, values: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for precomputed hashed values (int64)."""
-        h = np.asarray(values, dtype=np.int64)
+        h = as_int64(values, "values")
         res: np.ndarray = self._owners[np.searchsorted(self._mins, h, side="right") - 1]
         return fill_out(out, res)
 

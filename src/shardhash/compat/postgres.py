@@ -585,6 +585,8 @@ def _out_array(out: Any, n: int, dtype: type) -> np.ndarray:
         raise TypeError(f"out must be a contiguous 1-D numpy array of {np.dtype(dtype).name}")
     if len(out) != n:
         raise ValueError(f"out has {len(out)} elements, expected {n}")
+    if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
+        raise ValueError("out must be aligned (its items start off their alignment)")
     if not out.flags.writeable:
         raise ValueError("out is read-only")
     return out

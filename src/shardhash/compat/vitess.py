@@ -35,7 +35,7 @@ import numpy as np
 
 from shardhash._parallel import kernel_array
 
-from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
+from ..routing.base import RawKeyRouter, Router, as_hashes, fill_out, register_router_type
 from . import _native
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
@@ -313,7 +313,9 @@ class VitessRouter(RawKeyRouter):
 
     def route_keyspace_ids(self, ksids: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for keyspace ids given as big-endian uint64 numbers."""
-        k = np.asarray(ksids, dtype=np.uint64)
+        # Checked, not cast: a cast would wrap a negative id (or, under NumPy
+        # 1.x, a list mixing negative ids with ids beyond 2**63) into another id.
+        k = as_hashes(ksids, "ksids")
         res: np.ndarray = self._owners[np.searchsorted(self._starts, k, side="right") - 1]
         return fill_out(out, res)
 

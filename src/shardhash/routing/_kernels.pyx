@@ -1253,7 +1253,12 @@ cdef class RouterCore:
 
     def _set_replica_zones(self, zones):
         """The router's own zones (a ReplicaZones or None): part of its document,
-        set once by Router while it is being built or loaded."""
+        set by Router while it is being built or loaded, before ``_seal``.  A
+        sealed router is immutable: replacing its zones while a batch reads
+        them would change its answers under the caller."""
+        if self._sealed:
+            raise AttributeError(f"{type(self).__name__} is immutable: its zones are part of its "
+                                 "document (with_zones() makes a router with other zones)")
         if zones is not None and not isinstance(zones, ReplicaZones):
             raise TypeError("zones must be a ReplicaZones")
         self._zmap = zones
@@ -1623,6 +1628,8 @@ cdef class ReplicaZones:
     cdef readonly Py_ssize_t nshards
 
     def __init__(self, zone_of_shard):
+        if self._arr is not None:  # a router's zones: replacing them would change its answers
+            raise AttributeError("ReplicaZones is immutable")
         if isinstance(zone_of_shard, (str, bytes)) or not hasattr(zone_of_shard, "__len__"):
             raise TypeError(f"zones must be a sequence of zone numbers, not {type(zone_of_shard).__name__}")
         vals = []
@@ -1822,6 +1829,8 @@ cdef object _replica_out(object out, Py_ssize_t n, Py_ssize_t r):
         raise ValueError(f"out must have shape ({n}, {r}), got {out.shape}")
     if not out.flags.c_contiguous:
         raise ValueError("out must be C-contiguous")
+    if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
+        raise ValueError("out must be aligned (its items start off their alignment)")
     if not out.flags.writeable:
         raise ValueError("out must be writable")
     return out

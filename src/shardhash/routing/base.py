@@ -9,6 +9,7 @@ the strategy modules and ``shardhash.compat`` take what they need from here.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import json
@@ -63,6 +64,7 @@ __all__ = [
     "prepare_out",
     "fill_out",
     "as_hashes",
+    "as_int64",
     "unalias",
     "_unmasked",
     "bounded_assign",
@@ -351,6 +353,57 @@ def load_router(src: Mapping[str, Any] | str | bytes | os.PathLike[str]) -> Rout
         return _from_doc(doc)
 
 
+def as_int64(values: Any, what: str) -> np.ndarray:
+    """``values`` (an array or sequence of ints) as a 1-D int64 array, checked
+    rather than cast: a cast wraps a uint64 beyond 2**63 - 1 into a negative
+    value (and, under NumPy 1.x, a list mixing negative values with values
+    beyond 2**63 - 1) and truncates floats, which would route another value
+    without a word.  Errors name ``what`` and the offending position.  The
+    result may be the caller's array itself (pass it through
+    ``kernel_array`` before a kernel reads it)."""
+    arr: np.ndarray | None = values if isinstance(values, np.ndarray) else None
+    if arr is None:
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise TypeError(f"{what} must be a sequence of int64 values, not {type(values).__name__}")
+        try:
+            arr = np.asarray(values)
+        except (OverflowError, ValueError, TypeError):
+            arr = None
+        if arr is None or arr.dtype.kind not in "iu":
+            arr = np.empty(len(values), dtype=object)  # name the offending position below
+            arr[:] = list(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    kind = arr.dtype.kind
+    if kind == "O":
+        for i, v in enumerate(arr.tolist()):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{what}[{i}] = {v!r:.60} is not an integer (type {type(v).__name__})")
+            if not -(2**63) <= int(v) < 2**63:
+                raise ValueError(f"{what}[{i}] = {int(v)} is outside the int64 range")
+        return np.array(arr.tolist(), dtype=np.int64)
+    if kind not in "iu":
+        raise TypeError(f"{what} must hold int64 values, got dtype {arr.dtype}")
+    if kind == "u" and arr.dtype.itemsize == 8 and arr.size and int(arr.max()) >= 2**63:
+        i = int(np.flatnonzero(arr >= np.uint64(2**63))[0])
+        raise ValueError(f"{what}[{i}] = {int(arr[i])} is outside the int64 range")
+    return arr.astype(np.int64, copy=False)
+
+
+class _Loading:
+    """The router of class ``cls`` that ``_from_doc`` is building (set by its
+    constructor's ``_finish``), still open for the document's zones."""
+
+    __slots__ = ("cls", "router")
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.router: Router | None = None
+
+
+_LOADING: contextvars.ContextVar[_Loading | None] = contextvars.ContextVar("shardhash_loading", default=None)
+
+
 def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
     if not isinstance(doc, Mapping):
         raise TypeError(f"{where} must be a JSON object, not {type(doc).__name__}")
@@ -382,6 +435,10 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
     shards = doc["shards"]
     if not isinstance(shards, list):
         raise ValueError(f"{where}: 'shards' must be a list")
+    # The router the document describes is sealed once its document-level
+    # fields (zones) are set on it, below: see Router._finish.
+    loading = _Loading(cls)
+    token = _LOADING.set(loading)
     try:
         router = cls._from_params(dict(params), shards=tuple(shards), hasher=hasher,
                                   version=doc["version"], key_prefix=doc.get("key_prefix"))
@@ -389,6 +446,10 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
         raise ValueError(f"{where}: {typ} params lack field {e.args[0]!r}") from None
     except OverflowError as e:  # a number in the document outside what its field takes
         raise ValueError(f"{where}: {typ} params: {e}") from None
+    finally:
+        _LOADING.reset(token)
+    if loading.router is not None and loading.router is not router:
+        loading.router._seal()  # not the router _from_params returned: nothing more to set on it
     if list(router.shards) != list(shards):
         raise ValueError(f"{where}: 'shards' {shards!r} does not match the routing parameters "
                          f"(which give {list(router.shards)!r})")
@@ -409,6 +470,8 @@ def _from_doc(doc: Mapping[str, Any], where: str = "router document") -> Router:
         if zones is None:
             raise ValueError(f"{where}: 'zones' must be an object, not null (leave the field out)")
         router._set_zones(zones)
+    if loading.router is router:
+        router._seal()
     fp = doc.get("fingerprint")
     if fp is not None and fp != router.fingerprint:
         raise ValueError(f"{where}: fingerprint mismatch: document says {fp!r}, "
@@ -476,6 +539,17 @@ class Router(RouterCore):
         raise AttributeError(f"{type(self).__name__} is immutable (cannot delete {name!r})")
 
     def _finish(self) -> None:
+        # The end of every constructor.  A router _from_doc is loading stays
+        # open until the document's zones are set on it (a sealed router's
+        # zones cannot change): _from_doc seals it.  Its constructor's
+        # _finish is the last of its class to run while _from_params builds
+        # it, so a router of the same class built on the way is sealed here.
+        loading = _LOADING.get()
+        if loading is not None and type(self) is loading.cls:
+            earlier, loading.router = loading.router, self
+            if earlier is not None:
+                earlier._seal()
+            return
         self._seal()
 
     # -- protocol --------------------------------------------------------------
@@ -640,9 +714,9 @@ class Router(RouterCore):
 
     def _set_zones(self, zones: dict[str, str] | None) -> None:
         zmap = None if zones is None else _zone_numbers(zones, self.shards)
+        self._set_replica_zones(zmap)  # first: a sealed router refuses before anything changes
         self._set("_zones", zones)
         self._set("_zone_map", zmap)
-        self._set_replica_zones(zmap)
         self._set("_fp", None)
 
     def _replica_refused(self) -> TypeError:
