@@ -405,8 +405,8 @@ cdef extern from *:
      * synchronisation is PyThread locks (usable without the GIL): `mu`
      * guards the counters, a sleeping thread waits on its own wake lock. */
     #include "pythread.h"
-    #define SH_PIPE_CHUNK   2048
-    #define SH_PIPE_SLOTS   32
+    #define SH_PIPE_CHUNK   8192
+    #define SH_PIPE_SLOTS   8
     #define SH_PIPE_HELPERS 7
     #define SH_PIPE_LAG     4
     typedef void (*sh_pipe_kernel)(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out);
@@ -592,8 +592,8 @@ cdef extern from *:
     """
     ctypedef void (*sh_pipe_kernel)(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
     ctypedef struct sh_pipe:
-        const uint8_t *ptrs[32][2048]
-        int64_t lens[32][2048]
+        const uint8_t *ptrs[8][8192]
+        int64_t lens[8][8192]
     enum:
         SH_PIPE_CHUNK
         SH_PIPE_SLOTS
