@@ -187,6 +187,9 @@ static void check_xxh64(const keyset *ks, const char *what)
             sh_xxh64_offsets(ks->data, ks->offsets + s, ks->n - s, seeds[si], xxh_out);
             for (i = s; i < ks->n; i++)
                 bad += xxh_out[i - s] != sh_xxh64(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
+            sh_xxh64_offsets_batch(ks->data, ks->offsets + s, ks->n - s, seeds[si], xxh_out);
+            for (i = s; i < ks->n; i++)
+                bad += xxh_out[i - s] != sh_xxh64(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si]);
         }
     }
     CHECK(bad == 0, "%s: sh_xxh64_offsets != sh_xxh64 on %d keys", what, bad);
@@ -465,9 +468,11 @@ int main(int argc, char **argv)
      * above ran the scalar kernels: sh_pg_init and sh_cassandra_init had not run) */
     sh_pg_init();
     sh_cassandra_init();
+    sh_xxh64_batch_init();
     /* "core: " lines are target facts that the portability check leaves out of its comparison */
     printf("core: lookup3 AVX2 kernel: %s\n", sh_pg_avx2_available() ? "yes" : "no (scalar fallback)");
     printf("core: Cassandra kernel: %s\n", sh_cassandra_kernel());
+    printf("core: XXH64 batch kernel: %s\n", sh_xxh64_batch_avx512() ? "avx512" : "scalar");
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();

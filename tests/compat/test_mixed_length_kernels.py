@@ -150,8 +150,9 @@ def test_simd_kernels_names_the_kernels() -> None:
     from shardhash.compat import _native
 
     kinds = _native.simd_kernels()
-    assert kinds.keys() == {"cassandra", "postgres"}
+    assert kinds.keys() == {"cassandra", "postgres", "vitess"}
     assert kinds["cassandra"] in ("avx512", "avx2", "scalar") and kinds["postgres"] in ("avx2", "scalar")
+    assert kinds["vitess"] in ("avx512", "scalar")
 
 
 def test_sequence_keys_stay_alive_and_unchanged() -> None:

@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_cassandra_avx512.c, src/shardhash/_core/compat/sh_cassandra_avx2.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/hash/sh_xxhash_avx512.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_cassandra_avx512.c, src/shardhash/_core/compat/sh_cassandra_avx2.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
 """Compiled bindings of the compatibility modes (private).
 
 One section per system -- Redis Cluster, Cassandra, ketama/twemproxy,
@@ -138,6 +138,10 @@ cdef extern from "sh_des.h" nogil:
 cdef extern from "sh_xxhash.h" nogil:
     uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
     void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
+    void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                uint64_t *out)
+    void sh_xxh64_batch_init()
+    int sh_xxh64_batch_avx512()
 
 cdef extern from "sh_pg.h" nogil:
     uint64_t SH_PG_HASH_PARTITION_SEED
@@ -1920,8 +1924,9 @@ cdef ptrdiff_t _k_des(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e)
 
 
 cdef ptrdiff_t _k_xxh64(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    # keys queued by length, eight at a time by code compiled per length (sh_xxhash.c)
-    sh_xxh64_offsets(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), 0, <uint64_t *>j.out + s)
+    # keys queued by length, eight at a time: in one AVX-512 vector where the CPU has it
+    # (sh_xxhash_avx512.c), else by code compiled per length (sh_xxhash.c)
+    sh_xxh64_offsets_batch(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), 0, <uint64_t *>j.out + s)
     return SH_OK
 
 
@@ -2108,14 +2113,17 @@ import_datetime()
 # Cassandra tokens of Arrow data and of bytes: the AVX-512 or AVX2 kernel
 sh_pg_init()
 sh_cassandra_init()
+sh_xxh64_batch_init()
 
 
 def simd_kernels():
     """The vector kernels this build and this CPU run for variable-length
     keys, by system: ``{"cassandra": "avx512", "avx2" or "scalar",
-    "postgres": "avx2" or "scalar"}`` (the answers are the same either way;
-    for benchmark reports and bug reports)."""
+    "postgres": "avx2" or "scalar", "vitess": "avx512" or "scalar"}`` (the
+    answers are the same either way; for benchmark reports and bug
+    reports)."""
     return {"cassandra": sh_cassandra_kernel().decode("ascii"),
+            "vitess": "avx512" if sh_xxh64_batch_avx512() else "scalar",
             "postgres": "avx2" if sh_pg_avx2_available() else "scalar"}
 
 cdef enum:

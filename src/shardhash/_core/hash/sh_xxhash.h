@@ -53,6 +53,16 @@ extern const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE];
  * sh_xxhash.c); only the keys' own bytes are read. */
 void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out);
 
+/* The same, with eight keys of one length per AVX-512 vector where the
+ * build and the CPU have AVX512F and AVX512DQ (sh_xxhash_avx512.c; chosen
+ * by sh_xxh64_batch_init, which runs once before any thread calls it; until
+ * then, and elsewhere, sh_xxh64_offsets). */
+void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                            uint64_t *out);
+void sh_xxh64_batch_init(void);
+/* 1 when sh_xxh64_offsets_batch runs the AVX-512 kernel, else 0. */
+int sh_xxh64_batch_avx512(void);
+
 /* ---- XXH32 of one 8-byte little-endian word ---------------------------- */
 SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
 {
