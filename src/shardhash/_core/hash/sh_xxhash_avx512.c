@@ -152,23 +152,29 @@ SH_X512_INLINE void sh_x512_lanes(const uint8_t *const *p, size_t len, uint64_t 
         off += 8;
         rem -= 8;
     }
-    /* the last rem < 8 bytes: a 4-byte word and then single bytes, all
-     * within the key's last four bytes once the word is taken (len >= 4) */
-    if (rem >= 4) {
-        acc = _mm512_xor_si512(acc,
-                               _mm512_mullo_epi64(sh_x512_words32(p, off), SH_X512_SET1(SH_XXH_PRIME64_1)));
-        acc = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_rol_epi64(acc, 23), SH_X512_SET1(SH_XXH_PRIME64_2)),
-                               SH_X512_SET1(SH_XXH_PRIME64_3));
-        rem -= 4;
-    }
-    if (rem > 0) {
+    /* the last rem < 8 bytes: a 4-byte word when rem >= 4, then single
+     * bytes, all within the key's last four bytes once the word is taken
+     * (len >= 4).  Both steps are computed whatever rem is and kept or not
+     * by a mask (rem varies from queue to queue: a branch on it would be
+     * mispredicted when the lengths are mixed); a step not kept reads the
+     * key's last four bytes, which are inside it. */
+    {
+        __mmask8 keep = (__mmask8)(0u - (unsigned)(rem >= 4)); /* all lanes or none */
+        __m512i x = sh_x512_words32(p, rem >= 4 ? off : len - 4), a;
+        a = _mm512_xor_si512(acc, _mm512_mullo_epi64(x, SH_X512_SET1(SH_XXH_PRIME64_1)));
+        a = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_rol_epi64(a, 23), SH_X512_SET1(SH_XXH_PRIME64_2)),
+                             SH_X512_SET1(SH_XXH_PRIME64_3));
+        acc = _mm512_mask_mov_epi64(acc, keep, a);
+        rem &= 3;
         tail = sh_x512_words32(p, len - 4); /* byte t of the rem left is byte 4 - rem + t of it */
-        for (t = 0; t < rem; t++) {
+        for (t = 0; t < 3; t++) {
             __m512i b =
                 _mm512_and_si512(_mm512_srlv_epi64(tail, _mm512_set1_epi64((int64_t)(8 * (4 - rem + t)))),
                                  _mm512_set1_epi64(0xff));
-            acc = _mm512_xor_si512(acc, _mm512_mullo_epi64(b, SH_X512_SET1(SH_XXH_PRIME64_5)));
-            acc = _mm512_mullo_epi64(_mm512_rol_epi64(acc, 11), SH_X512_SET1(SH_XXH_PRIME64_1));
+            keep = (__mmask8)(0u - (unsigned)(t < rem));
+            a = _mm512_xor_si512(acc, _mm512_mullo_epi64(b, SH_X512_SET1(SH_XXH_PRIME64_5)));
+            a = _mm512_mullo_epi64(_mm512_rol_epi64(a, 11), SH_X512_SET1(SH_XXH_PRIME64_1));
+            acc = _mm512_mask_mov_epi64(acc, keep, a);
         }
     }
     /* the avalanche */
