@@ -173,22 +173,15 @@ uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
  * more, and the keys left in the queues at the end, are hashed one by one.
  * Each key's arithmetic is exactly sh_xxh64's.
  */
-#define SH_XXH64_QUEUE   8
-#define SH_XXH64_GROUPED 64
-
-typedef struct {
-    const uint8_t *p[SH_XXH64_QUEUE];
-    size_t at[SH_XXH64_QUEUE];
-    size_t n;
-} sh_xxh64_queue;
-
-/* Hash a full queue of keys of length len < SH_XXH64_GROUPED. */
-static void xxh64_queue_run(const sh_xxh64_queue *q, size_t len, uint64_t seed, uint64_t *out)
+/* Hash a full queue of keys of length len < SH_XXH64_GROUPED: out[at[l]] is
+ * the hash of p[l][0 .. len). */
+static void xxh64_queue_run(const uint8_t *const *p, const size_t *at, size_t len, uint64_t seed,
+                            uint64_t *out)
 {
     size_t l;
     /* clang-format off */
 #define SH_XXH64_CASE(L) \
-    case (L): for (l = 0; l < SH_XXH64_QUEUE; l++) out[q->at[l]] = xxh64_body(q->p[l], (L), seed); break;
+    case (L): for (l = 0; l < SH_XXH64_QUEUE; l++) out[at[l]] = xxh64_body(p[l], (L), seed); break;
 #define SH_XXH64_CASE8(b) \
     SH_XXH64_CASE(b) SH_XXH64_CASE(b + 1) SH_XXH64_CASE(b + 2) SH_XXH64_CASE(b + 3) \
     SH_XXH64_CASE(b + 4) SH_XXH64_CASE(b + 5) SH_XXH64_CASE(b + 6) SH_XXH64_CASE(b + 7)
@@ -196,7 +189,7 @@ static void xxh64_queue_run(const sh_xxh64_queue *q, size_t len, uint64_t seed, 
     SH_XXH64_CASE8(0) SH_XXH64_CASE8(8) SH_XXH64_CASE8(16) SH_XXH64_CASE8(24)
     SH_XXH64_CASE8(32) SH_XXH64_CASE8(40) SH_XXH64_CASE8(48) SH_XXH64_CASE8(56)
     default:
-        for (l = 0; l < SH_XXH64_QUEUE; l++) out[q->at[l]] = sh_xxh64(q->p[l], len, seed);
+        for (l = 0; l < SH_XXH64_QUEUE; l++) out[at[l]] = sh_xxh64(p[l], len, seed);
         break;
     }
 #undef SH_XXH64_CASE8
@@ -204,28 +197,37 @@ static void xxh64_queue_run(const sh_xxh64_queue *q, size_t len, uint64_t seed, 
     /* clang-format on */
 }
 
-void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
+void sh_xxh64_offsets_queued(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                             uint64_t *out, size_t minlen, sh_xxh64_queue_fn run)
 {
-    sh_xxh64_queue q[SH_XXH64_GROUPED];
+    struct {
+        const uint8_t *p[SH_XXH64_QUEUE];
+        size_t at[SH_XXH64_QUEUE];
+        size_t n;
+    } q[SH_XXH64_GROUPED];
     size_t i, c, l;
     for (c = 0; c < SH_XXH64_GROUPED; c++) q[c].n = 0;
     for (i = 0; i < n; i++) {
         uint64_t len = (uint64_t)(offsets[i + 1] - offsets[i]);
-        sh_xxh64_queue *qc;
-        if (len >= SH_XXH64_GROUPED) {
+        if (len < minlen || len >= SH_XXH64_GROUPED) {
             out[i] = sh_xxh64(data + offsets[i], (size_t)len, seed);
             continue;
         }
-        qc = &q[len];
-        qc->p[qc->n] = data + offsets[i];
-        qc->at[qc->n] = i;
-        if (++qc->n == SH_XXH64_QUEUE) {
-            xxh64_queue_run(qc, (size_t)len, seed, out);
-            qc->n = 0;
+        c = (size_t)len;
+        q[c].p[q[c].n] = data + offsets[i];
+        q[c].at[q[c].n] = i;
+        if (++q[c].n == SH_XXH64_QUEUE) {
+            run(q[c].p, q[c].at, c, seed, out);
+            q[c].n = 0;
         }
     }
     for (c = 0; c < SH_XXH64_GROUPED; c++)
         for (l = 0; l < q[c].n; l++) out[q[c].at[l]] = sh_xxh64(q[c].p[l], c, seed);
+}
+
+void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
+{
+    sh_xxh64_offsets_queued(data, offsets, n, seed, out, 0, xxh64_queue_run);
 }
 
 /* ======================================================================== */

@@ -53,6 +53,18 @@ extern const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE];
  * sh_xxhash.c); only the keys' own bytes are read. */
 void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out);
 
+/* The queues behind sh_xxh64_offsets, for the vector kernels: keys of
+ * minlen .. SH_XXH64_GROUPED - 1 bytes wait in the queue of their length,
+ * and a full queue (SH_XXH64_QUEUE keys) is hashed by run(p, at, len, seed,
+ * out), which sets out[at[l]] to the hash of p[l][0 .. len); every other key
+ * is hashed one by one. */
+#define SH_XXH64_QUEUE   8
+#define SH_XXH64_GROUPED 64
+typedef void (*sh_xxh64_queue_fn)(const uint8_t *const *p, const size_t *at, size_t len, uint64_t seed,
+                                  uint64_t *out);
+void sh_xxh64_offsets_queued(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                             uint64_t *out, size_t minlen, sh_xxh64_queue_fn run);
+
 /* The same, with eight keys of one length per AVX-512 vector where the
  * build and the CPU have AVX512F and AVX512DQ (sh_xxhash_avx512.c; chosen
  * by sh_xxh64_batch_init, which runs once before any thread calls it; until

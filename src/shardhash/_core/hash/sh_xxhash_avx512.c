@@ -3,15 +3,16 @@
  * length per vector (x86-64, chosen at run time), bit-exact with sh_xxh64.
  *
  * sh_xxh64_offsets (sh_xxhash.c) queues the keys by length and hashes each
- * queue of eight with a copy of XXH64 compiled for that length.  Here a full
- * queue of keys of 4..63 bytes is hashed in the eight 64-bit lanes of one
- * vector instead (AVX512DQ's vpmullq multiplies, AVX512F's vprolq rotates):
- * the lanes share the length, so every step (32-byte stripes, 8-byte words,
- * the 4-byte word, the bytes) runs for all of them and nothing is masked.
- * Each step's words are read from the eight keys with plain loads; the last
- * bytes (after the 8-byte words) are cut out of the key's last four bytes
- * with shifts.  Other lengths, and the keys left in the queues at the end,
- * are hashed one by one.  Every load is inside its key.
+ * queue of eight with a copy of XXH64 compiled for that length.  Here the
+ * same queues (sh_xxh64_offsets_queued) hand a full queue of keys of 4..63
+ * bytes to the eight 64-bit lanes of one vector instead (AVX512DQ's vpmullq
+ * multiplies, AVX512F's vprolq rotates): the lanes share the length, so the
+ * 32-byte stripes and 8-byte words run for all of them; the 4-byte word and
+ * the last bytes, cut out of the key's last four bytes with shifts, are
+ * computed for every queue and kept by a mask (a branch on what is left of
+ * the length would be mispredicted between queues of different lengths).
+ * Other lengths, and the keys left in the queues at the end, are hashed one
+ * by one.  Every load is inside its key.
  *
  * Plain C99, no Python.h.  Compiled where sh_cpu.h defines SH_X86_AVX512,
  * through SH_TARGET("avx512f,avx512dq"); sh_xxh64_batch_init chooses it when
@@ -186,47 +187,24 @@ SH_X512_INLINE void sh_x512_lanes(const uint8_t *const *p, size_t len, uint64_t 
     _mm512_storeu_si512((void *)out8, acc);
 }
 
-#  define SH_X512_QUEUE  8
-#  define SH_X512_MAXLEN 64 /* lengths 4 .. 63 are queued */
-
-typedef struct {
-    const uint8_t *p[SH_X512_QUEUE];
-    size_t at[SH_X512_QUEUE];
-    size_t n;
-} sh_x512_queue;
-
-SH_X512_FN static void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n,
-                                               uint64_t seed, uint64_t *out)
+/* A full queue of sh_xxh64_offsets_queued: eight keys of one length, 4 ..
+ * 63 bytes. */
+SH_X512_FN static void sh_x512_queue_run(const uint8_t *const *p, const size_t *at, size_t len, uint64_t seed,
+                                         uint64_t *out)
 {
-    sh_x512_queue q[SH_X512_MAXLEN];
-    uint64_t h[SH_X512_QUEUE];
-    size_t i, c, l;
-    for (c = 0; c < SH_X512_MAXLEN; c++) q[c].n = 0;
-    for (i = 0; i < n; i++) {
-        uint64_t len = (uint64_t)(offsets[i + 1] - offsets[i]);
-        sh_x512_queue *qc;
-        if (len < 4 || len >= SH_X512_MAXLEN) {
-            out[i] = sh_xxh64(data + offsets[i], (size_t)len, seed);
-            continue;
-        }
-        qc = &q[len];
-        qc->p[qc->n] = data + offsets[i];
-        qc->at[qc->n] = i;
-        if (++qc->n == SH_X512_QUEUE) {
-            sh_x512_lanes(qc->p, (size_t)len, seed, h);
-            for (l = 0; l < SH_X512_QUEUE; l++) out[qc->at[l]] = h[l];
-            qc->n = 0;
-        }
-    }
-    for (c = 0; c < SH_X512_MAXLEN; c++)
-        for (l = 0; l < q[c].n; l++) out[q[c].at[l]] = sh_xxh64(q[c].p[l], c, seed);
+    uint64_t h[8];
+    size_t l;
+    sh_x512_lanes(p, len, seed, h);
+    for (l = 0; l < 8; l++) out[at[l]] = h[l];
 }
+
+typedef char sh_x512_queue_check[SH_XXH64_QUEUE == 8 ? 1 : -1]; /* one vector per queue */
 
 void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                             uint64_t *out)
 {
     if (sh_xxh_cpu & SH_CPU_AVX512)
-        sh_xxh64_offsets_avx512(data, offsets, n, seed, out);
+        sh_xxh64_offsets_queued(data, offsets, n, seed, out, 4, sh_x512_queue_run);
     else
         sh_xxh64_offsets(data, offsets, n, seed, out);
 }
