@@ -1311,20 +1311,21 @@ cdef extern from *:
 
     /* A value's n bytes at p copied to dst.  When p is the data of an exact
      * bytes or compact-ASCII str object `o` (at least SH_CQL_PAD bytes of
-     * header before the data, checked below) and n <= SH_CQL_PAD, the copy is
+     * header before the data: SH_CQL_HEADERS_FIT, true on 64-bit builds; a
+     * 32-bit build takes the plain copy) and n <= SH_CQL_PAD, the copy is
      * one 32-byte load ending where the data ends and one store ending at
      * dst + n, with the SH_CQL_PAD bytes before dst saved and put back: no
      * branch on the length, which varies from key to key.  The caller's
      * buffer must then have SH_CQL_PAD bytes before dst. */
     #define SH_CQL_PAD 32
     #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
-    typedef char sh_cql_bytes_pad_check[offsetof(PyBytesObject, ob_sval) >= SH_CQL_PAD ? 1 : -1];
-    typedef char sh_cql_ascii_pad_check[sizeof(PyASCIIObject) >= SH_CQL_PAD ? 1 : -1];
+    #define SH_CQL_HEADERS_FIT \
+        (offsetof(PyBytesObject, ob_sval) >= SH_CQL_PAD && sizeof(PyASCIIObject) >= SH_CQL_PAD)
     #endif
     static void sh_cql_copy(uint8_t *dst, const char *p, Py_ssize_t n, PyObject *o)
     {
     #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
-        if (o != NULL && n <= SH_CQL_PAD) {
+        if (SH_CQL_HEADERS_FIT && o != NULL && n <= SH_CQL_PAD) {
             uint8_t save[SH_CQL_PAD], v[SH_CQL_PAD];
             const char *end = (const char *)o + (p - (const char *)o) + n;   /* inside o */
             memcpy(save, dst - SH_CQL_PAD, SH_CQL_PAD);
