@@ -17,26 +17,14 @@
 
 #ifdef SH_X86_AVX512
 
-#  include <immintrin.h>
+#  include "sh_avx512.h"
 
-#  define SH_CV       __m512i
-#  define SH_CV_LANES 8
-#  define SH_CV_MASK  __mmask8
-#  define SH_CV_FN    SH_TARGET("avx512f,avx512dq")
-#  if defined(__GNUC__) || defined(__clang__)
-#    define SH_CV_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq")))
-#  else
-#    define SH_CV_INLINE static __forceinline
-#  endif
+#  define SH_CV         __m512i
+#  define SH_CV_LANES   8
+#  define SH_CV_MASK    __mmask8
+#  define SH_CV_FN      SH_TARGET("avx512f,avx512dq")
+#  define SH_CV_INLINE  SH_AVX512_INLINE
 #  define SH_CV_NAME(f) f##_avx512
-
-/* the bits of u as an int64 (the intrinsics take signed integers) */
-SH_FORCE_INLINE int64_t sh_cv512_i64(uint64_t u)
-{
-    int64_t s;
-    memcpy(&s, &u, sizeof s);
-    return s;
-}
 
 #  define SH_CV_SET1(x)      _mm512_set1_epi64(x)
 #  define SH_CV_ZERO()       _mm512_setzero_si512()
@@ -53,27 +41,11 @@ SH_FORCE_INLINE int64_t sh_cv512_i64(uint64_t u)
 #  define SH_CV_SRLV(v, n)   _mm512_srlv_epi64((v), (n))
 #  define SH_CV_ROTL(v, r)   _mm512_rol_epi64((v), (r))
 #  define SH_CV_MULC(v, hi, lo) \
-      _mm512_mullo_epi64((v), _mm512_set1_epi64(sh_cv512_i64(((uint64_t)(hi) << 32) | (lo))))
+      _mm512_mullo_epi64((v), _mm512_set1_epi64(sh_avx512_i64(((uint64_t)(hi) << 32) | (lo))))
 #  define SH_CV_GT(a, b)          _mm512_cmpgt_epi64_mask((a), (b))
 #  define SH_CV_EQ(a, b)          _mm512_cmpeq_epi64_mask((a), (b))
 #  define SH_CV_SELECT(m, a, b)   _mm512_mask_mov_epi64((a), (m), (b))
-#  define SH_CV_LOAD16(q, w0, w1) sh_cv512_load16(q, w0, w1)
-
-/* Four keys' 16 bytes in each of two registers, their words picked out with
- * one permute each. */
-SH_CV_INLINE void sh_cv512_load16(const uint8_t *const *q, __m512i *w0, __m512i *w1)
-{
-    __m512i z0 = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)q[0]));
-    __m512i z1 = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)q[4]));
-    z0 = _mm512_inserti32x4(z0, _mm_loadu_si128((const __m128i *)(const void *)q[1]), 1);
-    z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)q[5]), 1);
-    z0 = _mm512_inserti32x4(z0, _mm_loadu_si128((const __m128i *)(const void *)q[2]), 2);
-    z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)q[6]), 2);
-    z0 = _mm512_inserti32x4(z0, _mm_loadu_si128((const __m128i *)(const void *)q[3]), 3);
-    z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)q[7]), 3);
-    *w0 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), z1);
-    *w1 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), z1);
-}
+#  define SH_CV_LOAD16(q, w0, w1) sh_avx512_load16x8(q, 0, w0, w1)
 
 #  include "sh_cassandra_simd.h"
 

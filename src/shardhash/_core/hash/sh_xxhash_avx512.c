@@ -36,32 +36,20 @@ int sh_xxh64_batch_avx512(void)
 
 #ifdef SH_X86_AVX512
 
-#  include <immintrin.h>
+#  include "sh_avx512.h"
 
-#  define SH_X512_FN SH_TARGET("avx512f,avx512dq")
-#  if defined(__GNUC__) || defined(__clang__)
-#    define SH_X512_INLINE static inline __attribute__((always_inline, target("avx512f,avx512dq")))
-#  else
-#    define SH_X512_INLINE static __forceinline
-#  endif
+#  define SH_X512_FN     SH_TARGET("avx512f,avx512dq")
+#  define SH_X512_INLINE SH_AVX512_INLINE
 
-/* the bits of u as an int64 (the intrinsics take signed integers) */
-SH_FORCE_INLINE int64_t sh_x512_i64(uint64_t u)
-{
-    int64_t s;
-    memcpy(&s, &u, sizeof s);
-    return s;
-}
-
-#  define SH_X512_SET1(u) _mm512_set1_epi64(sh_x512_i64(u))
+#  define SH_X512_SET1(u) _mm512_set1_epi64(sh_avx512_i64(u))
 
 /* The 8 little-endian bytes at p[l] + off, key l in lane l. */
 SH_X512_INLINE __m512i sh_x512_words(const uint8_t *const *p, size_t off)
 {
-    return _mm512_set_epi64(sh_x512_i64(sh_read64le(p[7] + off)), sh_x512_i64(sh_read64le(p[6] + off)),
-                            sh_x512_i64(sh_read64le(p[5] + off)), sh_x512_i64(sh_read64le(p[4] + off)),
-                            sh_x512_i64(sh_read64le(p[3] + off)), sh_x512_i64(sh_read64le(p[2] + off)),
-                            sh_x512_i64(sh_read64le(p[1] + off)), sh_x512_i64(sh_read64le(p[0] + off)));
+    return _mm512_set_epi64(sh_avx512_i64(sh_read64le(p[7] + off)), sh_avx512_i64(sh_read64le(p[6] + off)),
+                            sh_avx512_i64(sh_read64le(p[5] + off)), sh_avx512_i64(sh_read64le(p[4] + off)),
+                            sh_avx512_i64(sh_read64le(p[3] + off)), sh_avx512_i64(sh_read64le(p[2] + off)),
+                            sh_avx512_i64(sh_read64le(p[1] + off)), sh_avx512_i64(sh_read64le(p[0] + off)));
 }
 
 /* The 4 little-endian bytes at p[l] + off, zero-extended. */
@@ -71,23 +59,6 @@ SH_X512_INLINE __m512i sh_x512_words32(const uint8_t *const *p, size_t off)
                             (int64_t)sh_read32le(p[5] + off), (int64_t)sh_read32le(p[4] + off),
                             (int64_t)sh_read32le(p[3] + off), (int64_t)sh_read32le(p[2] + off),
                             (int64_t)sh_read32le(p[1] + off), (int64_t)sh_read32le(p[0] + off));
-}
-
-/* The 16 bytes at p[l] + off as two words: *w0 (bytes 0..7), *w1 (8..15):
- * four keys' 16 bytes in each of two registers, their words picked out with
- * one permute each. */
-SH_X512_INLINE void sh_x512_words2(const uint8_t *const *p, size_t off, __m512i *w0, __m512i *w1)
-{
-    __m512i z0 = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p[0] + off)));
-    __m512i z1 = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)(p[4] + off)));
-    z0 = _mm512_inserti32x4(z0, _mm_loadu_si128((const __m128i *)(const void *)(p[1] + off)), 1);
-    z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)(p[5] + off)), 1);
-    z0 = _mm512_inserti32x4(z0, _mm_loadu_si128((const __m128i *)(const void *)(p[2] + off)), 2);
-    z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)(p[6] + off)), 2);
-    z0 = _mm512_inserti32x4(z0, _mm_loadu_si128((const __m128i *)(const void *)(p[3] + off)), 3);
-    z1 = _mm512_inserti32x4(z1, _mm_loadu_si128((const __m128i *)(const void *)(p[7] + off)), 3);
-    *w0 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0), z1);
-    *w1 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), z1);
 }
 
 SH_X512_INLINE __m512i sh_x512_round(__m512i acc, __m512i lane)
@@ -115,8 +86,8 @@ SH_X512_INLINE void sh_x512_lanes(const uint8_t *const *p, size_t len, uint64_t 
         __m512i a4 = SH_X512_SET1(seed - SH_XXH_PRIME64_1);
         do {
             __m512i w0, w1, w2, w3;
-            sh_x512_words2(p, off, &w0, &w1);
-            sh_x512_words2(p, off + 16, &w2, &w3);
+            sh_avx512_load16x8(p, off, &w0, &w1);
+            sh_avx512_load16x8(p, off + 16, &w2, &w3);
             a1 = sh_x512_round(a1, w0);
             a2 = sh_x512_round(a2, w1);
             a3 = sh_x512_round(a3, w2);
@@ -136,7 +107,7 @@ SH_X512_INLINE void sh_x512_lanes(const uint8_t *const *p, size_t len, uint64_t 
     acc = _mm512_add_epi64(acc, SH_X512_SET1((uint64_t)len));
     while (rem >= 16) {
         __m512i w0, w1;
-        sh_x512_words2(p, off, &w0, &w1);
+        sh_avx512_load16x8(p, off, &w0, &w1);
         acc = _mm512_xor_si512(acc, sh_x512_round(_mm512_setzero_si512(), w0));
         acc = _mm512_add_epi64(_mm512_mullo_epi64(_mm512_rol_epi64(acc, 27), SH_X512_SET1(SH_XXH_PRIME64_1)),
                                SH_X512_SET1(SH_XXH_PRIME64_4));
