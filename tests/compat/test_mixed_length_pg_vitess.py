@@ -2,16 +2,20 @@
 mixed lengths, against the pure-Python lookup3 reference, the one-key
 functions and (for xxh64) the xxhash package.
 
-The batch kernels group each chunk of keys by block count (lookup3: eight
-keys per AVX2 vector where the CPU has it) or by length (xxh64: four keys
-side by side), and skip the grouping when a chunk's keys are all alike; the
-keys that start in the first 16 bytes of an Arrow buffer and long keys take
-the one-key path.  So these tests use enough keys to fill groups and chunks
-(over 1024 keys), uniform chunks next to mixed ones, lengths past the grouped
-range, and sliced Arrow arrays.
+The lookup3 batch kernels group each chunk of keys by block count (eight
+keys per AVX2 vector where the CPU has it) and skip the grouping when a
+chunk's keys are all alike; xxh64's run eight keys per AVX-512 vector (the
+stripes of a block's long keys first) where the CPU has it, else queue the
+keys by length.  The keys that end in the first bytes of an Arrow buffer and
+long keys take the one-key path.  So these tests use enough keys to fill
+groups and chunks (over 1024 keys), uniform chunks next to mixed ones,
+lengths past the grouped range, and sliced Arrow arrays.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,3 +78,59 @@ def test_vitess_xxhash_kernel_matches_xxh64(seed: int) -> None:
         for threads in (None, 1, 2):
             got = vitess.keyspace_id_array(data, "xxhash", threads=threads)
             assert [int(x).to_bytes(8, "big") for x in got.tolist()] == want
+
+
+# Shapes of 256-key blocks for the AVX-512 xxh64 kernel, which hashes the
+# stripes of a block's long keys (32 bytes and more) eight at a time, then
+# every group of eight keys from those accumulators, with the word, 4-byte
+# and byte steps kept or not per lane; a group of long keys whose stripe
+# counts differ a lot takes the one-key path.
+_XXH_SHAPES: dict[str, Callable[[np.random.Generator, int], Any]] = {
+    "short only": lambda rng, n: rng.integers(0, 32, n),
+    "long only": lambda rng, n: rng.integers(32, 64, n),
+    "mixed 4..40": lambda rng, n: rng.integers(4, 41, n),
+    "one long key per group": lambda rng, n: [1000 + i % 97 if i % 8 == 5 else int(x)
+                                              for i, x in enumerate(rng.integers(0, 40, n))],
+    "several stripes": lambda rng, n: rng.choice([32, 63, 64, 95, 96, 127, 128, 200, 5], n),
+    "empty and tiny": lambda rng, n: rng.integers(0, 4, n),
+    "a few long keys": lambda rng, n: [33 + i % 40 if i % 61 == 0 else i % 32 for i in range(n)],
+    "one length per block": lambda rng, n: [(i // 256) * 7 % 80 for i in range(n)],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_XXH_SHAPES))
+def test_every_xxh64_kernel_matches_xxhash(shape: str) -> None:
+    xxhash = pytest.importorskip("xxhash")
+    from shardhash.compat import _native
+
+    rng = np.random.default_rng(sorted(_XXH_SHAPES).index(shape))
+    n = 2 * 256 + 3 * 8 + 5  # whole blocks, a short block, a last group of fewer than eight
+    ks = [bytes(rng.integers(0, 256, int(m), dtype=np.uint8)) for m in _XXH_SHAPES[shape](rng, n)]
+    want = [xxhash.xxh64_intdigest(k) for k in ks]
+    # keys before them in the buffer: none (the first keys end less than 32
+    # bytes into it), a few bytes, and more than 32
+    for pad in ([], [b"p" * 5], [b"q" * 40, b"r"]):
+        data, offsets = _native.pack_keys(pad + ks)
+        for kernel in _native.xxh64_kernels():
+            for threads in (1, 2):
+                got = _native._xxh64_offsets_with(kernel, data, offsets[len(pad):], threads=threads)
+                assert got.tolist() == want, (kernel, threads)
+        swapped = _native.xxh64_offsets(data, offsets[len(pad):], swap=True)
+        assert swapped.tolist() == [int.from_bytes(h.to_bytes(8, "little"), "big") for h in want]
+
+
+def test_an_unknown_xxh64_kernel_is_refused() -> None:
+    from shardhash.compat import _native
+
+    data, offsets = _native.pack_keys([b"a"])
+    assert "scalar" in _native.xxh64_kernels()
+    with pytest.raises(ValueError, match="not available"):
+        _native._xxh64_offsets_with("avx2", data, offsets)
+
+
+def test_vitess_xxhash_of_int_arrays_is_swapped_in_the_kernel() -> None:
+    # keyspace_id_array over an int64 array hashes each value's decimal text
+    # and byte-swaps in the kernel: the same ids as one value at a time
+    values = np.array([0, 1, -1, 2**63 - 1, -(2**63), 1234567890123], dtype=np.int64)
+    got = vitess.keyspace_id_array(values, "xxhash", threads=1)
+    assert [int(x).to_bytes(8, "big") for x in got.tolist()] == [vitess.keyspace_id(int(v), "xxhash") for v in values]

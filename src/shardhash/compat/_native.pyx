@@ -1,4 +1,4 @@
-# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/hash/sh_xxhash_avx512.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_cassandra_avx512.c, src/shardhash/_core/compat/sh_cassandra_avx2.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
+# distutils: sources = [src/shardhash/_core/hash/sh_md5.c, src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_crc16.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/hash/sh_xxhash_avx512.c, src/shardhash/_core/hash/sh_xxhash_batch.c, src/shardhash/_core/compat/sh_redis.c, src/shardhash/_core/compat/sh_cassandra.c, src/shardhash/_core/compat/sh_cassandra_avx512.c, src/shardhash/_core/compat/sh_cassandra_avx2.c, src/shardhash/_core/compat/sh_ketama.c, src/shardhash/_core/compat/sh_twemproxy.c, src/shardhash/_core/compat/sh_mongo.c, src/shardhash/_core/compat/sh_pg.c, src/shardhash/_core/compat/sh_pg_avx2.c, src/shardhash/_core/common/sh_cpu.c, src/shardhash/_core/compat/sh_guava.c]
 """Compiled bindings of the compatibility modes (private).
 
 One section per system -- Redis Cluster, Cassandra, ketama/twemproxy,
@@ -70,7 +70,7 @@ __all__ = [
     "hash_bytes", "float8_extended", "float8_32", "int_extended", "int_32", "float8_extended_array",
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
-    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels",
+    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels",
 ]
 
 cdef extern from "Python.h":
@@ -141,7 +141,13 @@ cdef extern from "sh_xxhash.h" nogil:
     void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                                 uint64_t *out)
     void sh_xxh64_batch_init()
-    int sh_xxh64_batch_avx512()
+    const char *sh_xxh64_batch_kernel()
+    int sh_xxh64_avx512_available()
+    void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                 uint64_t *out)
+
+cdef extern from "sh_common.h" nogil:
+    uint64_t sh_swap64(uint64_t x)
 
 cdef extern from "sh_pg.h" nogil:
     uint64_t SH_PG_HASH_PARTITION_SEED
@@ -1924,20 +1930,50 @@ cdef ptrdiff_t _k_des(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e)
     return SH_OK
 
 
+cdef int _XXH_MODES[6]  # the ctx of _k_xxh64 and _k_xxh64_decimal: kernel * 2 + swap
+for _i in range(6):
+    _XXH_MODES[_i] = _i
+_XXH_KERNELS = ("batch", "scalar", "avx512")  # kernel 0: the one chosen for this CPU
+
+
+cdef inline void _swap_u64(uint64_t *out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = sh_swap64(out[i])
+
+
 cdef ptrdiff_t _k_xxh64(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    # keys queued by length, eight at a time: in one AVX-512 vector where the CPU has it
-    # (sh_xxhash_avx512.c), else by code compiled per length (sh_xxhash.c)
-    sh_xxh64_offsets_batch(<const uint8_t *>j.data, _offs(j, s), <size_t>(e - s), 0, <uint64_t *>j.out + s)
+    # job.ctx: an entry of _XXH_MODES.  Kernel 0 is the one chosen for this CPU: eight keys per
+    # AVX-512 vector (sh_xxhash_simd.h), else keys queued by length and hashed by code compiled
+    # per length (sh_xxhash.c).  With swap, each hash is byte-swapped
+    # (its big-endian bytes: Vitess's keyspace id) while the chunk is in the cache.
+    cdef int mode = (<const int *>j.ctx)[0]
+    cdef const uint8_t *data = <const uint8_t *>j.data
+    cdef uint64_t *out = <uint64_t *>j.out + s
+    cdef size_t n = <size_t>(e - s)
+    cdef int kernel = mode >> 1
+    if kernel == 2:
+        sh_xxh64_offsets_avx512(data, _offs(j, s), n, 0, out)
+    elif kernel == 1:
+        sh_xxh64_offsets(data, _offs(j, s), n, 0, out)
+    else:
+        sh_xxh64_offsets_batch(data, _offs(j, s), n, 0, out)
+    if mode & 1:
+        _swap_u64(out, e - s)
     return SH_OK
 
 
 cdef ptrdiff_t _k_xxh64_decimal(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.ctx: an entry of _XXH_MODES (only its swap bit counts)
     cdef const int64_t *v = <const int64_t *>j.data
     cdef uint64_t *out = <uint64_t *>j.out
+    cdef bint swap = (<const int *>j.ctx)[0] & 1
     cdef char buf[24]
     cdef Py_ssize_t i
     for i in range(s, e):
         out[i] = sh_xxh64(buf, <size_t>sh_decimal(v[i], buf), 0)
+    if swap:
+        _swap_u64(out + s, e - s)
     return SH_OK
 
 
@@ -1947,14 +1983,33 @@ def des_encrypt_zero_key_array(const uint64_t[::1] blocks not None, threads=None
 
 
 def xxh64_offsets(const uint8_t[::1] data not None, const int64_t[::1] offsets not None,
-                  threads=None):
-    """xxh64 (seed 0) of every (data, offsets) key."""
-    return _map_offsets(_k_xxh64, data, offsets, None, _DT_U64, False, threads)
+                  threads=None, *, bint swap=False):
+    """xxh64 (seed 0) of every (data, offsets) key; with ``swap``, each
+    byte-swapped (read as a big-endian number: a Vitess keyspace id)."""
+    return _map_offsets(_k_xxh64, data, offsets, None, _DT_U64, False, threads, 0, &_XXH_MODES[swap])
 
 
-def xxh64_decimal_int64(const int64_t[::1] values not None, threads=None):
-    """xxh64 (seed 0) of each value's decimal text (Vitess ``xxhash`` over ints)."""
-    return _map(_k_xxh64_decimal, values, None, _DT_U64, False, threads)
+def xxh64_kernels():
+    """The XXH64 batch kernels this build and CPU can run: "scalar", and
+    "avx512" where the CPU has it (see :func:`_xxh64_offsets_with`)."""
+    return ["scalar"] + (["avx512"] if sh_xxh64_avx512_available() else [])
+
+
+def _xxh64_offsets_with(str kernel, const uint8_t[::1] data not None, const int64_t[::1] offsets not None,
+                        threads=None):
+    """:func:`xxh64_offsets` with a named kernel instead of the one chosen
+    for this CPU (for the tests that hold every kernel to the reference, and
+    the benchmarks that compare them)."""
+    if kernel not in xxh64_kernels():
+        raise ValueError(f"the {kernel!r} XXH64 kernel is not available here ({xxh64_kernels()})")
+    cdef int which = _XXH_KERNELS.index(kernel)
+    return _map_offsets(_k_xxh64, data, offsets, None, _DT_U64, False, threads, 0, &_XXH_MODES[2 * which])
+
+
+def xxh64_decimal_int64(const int64_t[::1] values not None, threads=None, *, bint swap=False):
+    """xxh64 (seed 0) of each value's decimal text (Vitess ``xxhash`` over
+    ints); with ``swap``, each byte-swapped (a Vitess keyspace id)."""
+    return _map(_k_xxh64_decimal, values, None, _DT_U64, False, threads, 0, &_XXH_MODES[swap])
 
 
 cdef class VitessKeys(_RangeKeys):
@@ -2124,7 +2179,7 @@ def simd_kernels():
     answers are the same either way; for benchmark reports and bug
     reports)."""
     return {"cassandra": sh_cassandra_kernel().decode("ascii"),
-            "vitess": "avx512" if sh_xxh64_batch_avx512() else "scalar",
+            "vitess": sh_xxh64_batch_kernel().decode("ascii"),
             "postgres": "avx2" if sh_pg_avx2_available() else "scalar"}
 
 cdef enum:

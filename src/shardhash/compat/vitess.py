@@ -163,13 +163,13 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
                     raise ValueError(f"value at position {i} is NULL: it maps to no keyspace id")
                 u[i] = _int_value(v, f"value at position {i}") & _M64
         return _native.des_encrypt_zero_key_array(kernel_array(u), threads)
+    # the hashes byte-swapped in the kernel, chunk by chunk (a keyspace id is the big-endian bytes)
     if u is not None and isinstance(values, np.ndarray) and values.dtype.kind == "i":
-        h = _native.xxh64_decimal_int64(kernel_array(values, dtype=np.int64), threads)
+        ksids: np.ndarray = _native.xxh64_decimal_int64(kernel_array(values, dtype=np.int64), threads, swap=True)
     else:
         data, offsets = _sql_keys(values)
-        h = _native.xxh64_offsets(data, offsets, threads)
-    swapped: np.ndarray = h.byteswap()
-    return swapped
+        ksids = _native.xxh64_offsets(data, offsets, threads, swap=True)
+    return ksids
 
 
 def _parse_bound(text: str, name: str) -> int | None:

@@ -34,19 +34,8 @@
  * ones) would run the long key's rounds in every lane for one; such a group
  * takes the scalar path instead (sh_cassandra_lanes_worth).
  *
- * The including file defines, for its vector type SH_CV:
- *   SH_CV_LANES, SH_CV_INLINE (forced inline, compiled for the ISA),
- *   SH_CV_FN (an entry point compiled for the ISA), SH_CV_NAME(f) (f with
- *   the ISA's suffix), SH_CV_MASK (the type of a per-lane condition);
- *   SH_CV_SET1(int64), SH_CV_ZERO(), SH_CV_LOADU(p), SH_CV_STOREU(p, v),
- *   SH_CV_XOR, SH_CV_OR, SH_CV_AND, SH_CV_ADD, SH_CV_SUB (lane-wise 64-bit),
- *   SH_CV_SLLI(v, n), SH_CV_SRLI(v, n) (constant shifts), SH_CV_SLLV(v, n),
- *   SH_CV_SRLV(v, n) (per-lane shifts, 0 for counts of 64 and more),
- *   SH_CV_ROTL(v, r), SH_CV_MULC(v, hi, lo) (times the constant
- *   (hi << 32) | lo, mod 2^64), SH_CV_GT(a, b), SH_CV_EQ(a, b) (signed
- *   comparisons, as SH_CV_MASK), SH_CV_SELECT(m, a, b) (b where m, else a),
- *   and SH_CV_LOAD16(q, w0, w1): the 16 bytes at q[l] for every lane l, as
- *   bytes 0..7 (*w0) and 8..15 (*w1) read little-endian, key l in lane l.
+ * The including file first includes the vector operations of its
+ * instruction set (sh_cv_avx512.h or sh_cv_avx2.h, which list them).
  */
 #ifndef SH_CV_LANES
 #  error "sh_cassandra_simd.h is included by the kernels that define its vector operations"

@@ -105,6 +105,36 @@ SH_FORCE_INLINE uint64_t xxh64_avalanche(uint64_t h)
     return h;
 }
 
+/* XXH64's 32-byte stripes of p[0 .. len), len >= 32, and their merge: the
+ * accumulator the steps after the stripes start from. */
+SH_FORCE_INLINE uint64_t xxh64_stripes(const uint8_t *p, size_t len, uint64_t seed)
+{
+    uint64_t a1 = seed + SH_XXH_PRIME64_1 + SH_XXH_PRIME64_2;
+    uint64_t a2 = seed + SH_XXH_PRIME64_2;
+    uint64_t a3 = seed;
+    uint64_t a4 = seed - SH_XXH_PRIME64_1;
+    uint64_t acc;
+    size_t rem = len;
+    do {
+        a1 = xxh64_round(a1, sh_read64le(p));
+        a2 = xxh64_round(a2, sh_read64le(p + 8));
+        a3 = xxh64_round(a3, sh_read64le(p + 16));
+        a4 = xxh64_round(a4, sh_read64le(p + 24));
+        p += 32;
+        rem -= 32;
+    } while (rem >= 32);
+    acc = sh_rotl64(a1, 1) + sh_rotl64(a2, 7) + sh_rotl64(a3, 12) + sh_rotl64(a4, 18);
+    acc = xxh64_merge(acc, a1);
+    acc = xxh64_merge(acc, a2);
+    acc = xxh64_merge(acc, a3);
+    return xxh64_merge(acc, a4);
+}
+
+uint64_t sh_xxh64_stripes(const uint8_t *p, size_t len, uint64_t seed)
+{
+    return xxh64_stripes(p, len, seed);
+}
+
 /* The whole of XXH64; inlined where the length is a constant (the batch
  * kernel below), so that every length-dependent branch folds away. */
 SH_FORCE_INLINE uint64_t xxh64_body(const uint8_t *p, size_t len, uint64_t seed)
@@ -113,23 +143,9 @@ SH_FORCE_INLINE uint64_t xxh64_body(const uint8_t *p, size_t len, uint64_t seed)
     uint64_t acc;
 
     if (len >= 32) {
-        uint64_t a1 = seed + SH_XXH_PRIME64_1 + SH_XXH_PRIME64_2;
-        uint64_t a2 = seed + SH_XXH_PRIME64_2;
-        uint64_t a3 = seed;
-        uint64_t a4 = seed - SH_XXH_PRIME64_1;
-        do {
-            a1 = xxh64_round(a1, sh_read64le(p));
-            a2 = xxh64_round(a2, sh_read64le(p + 8));
-            a3 = xxh64_round(a3, sh_read64le(p + 16));
-            a4 = xxh64_round(a4, sh_read64le(p + 24));
-            p += 32;
-            rem -= 32;
-        } while (rem >= 32);
-        acc = sh_rotl64(a1, 1) + sh_rotl64(a2, 7) + sh_rotl64(a3, 12) + sh_rotl64(a4, 18);
-        acc = xxh64_merge(acc, a1);
-        acc = xxh64_merge(acc, a2);
-        acc = xxh64_merge(acc, a3);
-        acc = xxh64_merge(acc, a4);
+        acc = xxh64_stripes(p, len, seed);
+        p += len & ~(size_t)31;
+        rem = len & 31;
     } else {
         acc = seed + SH_XXH_PRIME64_5;
     }
@@ -173,6 +189,9 @@ uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
  * more, and the keys left in the queues at the end, are hashed one by one.
  * Each key's arithmetic is exactly sh_xxh64's.
  */
+#define SH_XXH64_QUEUE   8
+#define SH_XXH64_GROUPED 64
+
 /* Hash a full queue of keys of length len < SH_XXH64_GROUPED: out[at[l]] is
  * the hash of p[l][0 .. len). */
 static void xxh64_queue_run(const uint8_t *const *p, const size_t *at, size_t len, uint64_t seed,
@@ -197,8 +216,7 @@ static void xxh64_queue_run(const uint8_t *const *p, const size_t *at, size_t le
     /* clang-format on */
 }
 
-void sh_xxh64_offsets_queued(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
-                             uint64_t *out, size_t minlen, sh_xxh64_queue_fn run)
+void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
 {
     struct {
         const uint8_t *p[SH_XXH64_QUEUE];
@@ -209,7 +227,7 @@ void sh_xxh64_offsets_queued(const uint8_t *data, const int64_t *offsets, size_t
     for (c = 0; c < SH_XXH64_GROUPED; c++) q[c].n = 0;
     for (i = 0; i < n; i++) {
         uint64_t len = (uint64_t)(offsets[i + 1] - offsets[i]);
-        if (len < minlen || len >= SH_XXH64_GROUPED) {
+        if (len >= SH_XXH64_GROUPED) {
             out[i] = sh_xxh64(data + offsets[i], (size_t)len, seed);
             continue;
         }
@@ -217,17 +235,12 @@ void sh_xxh64_offsets_queued(const uint8_t *data, const int64_t *offsets, size_t
         q[c].p[q[c].n] = data + offsets[i];
         q[c].at[q[c].n] = i;
         if (++q[c].n == SH_XXH64_QUEUE) {
-            run(q[c].p, q[c].at, c, seed, out);
+            xxh64_queue_run(q[c].p, q[c].at, c, seed, out);
             q[c].n = 0;
         }
     }
     for (c = 0; c < SH_XXH64_GROUPED; c++)
         for (l = 0; l < q[c].n; l++) out[q[c].at[l]] = sh_xxh64(q[c].p[l], c, seed);
-}
-
-void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
-{
-    sh_xxh64_offsets_queued(data, offsets, n, seed, out, 0, xxh64_queue_run);
 }
 
 /* ======================================================================== */

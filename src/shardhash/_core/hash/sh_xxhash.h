@@ -53,27 +53,29 @@ extern const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE];
  * sh_xxhash.c); only the keys' own bytes are read. */
 void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out);
 
-/* The queues behind sh_xxh64_offsets, for the vector kernels: keys of
- * minlen .. SH_XXH64_GROUPED - 1 bytes wait in the queue of their length,
- * and a full queue (SH_XXH64_QUEUE keys) is hashed by run(p, at, len, seed,
- * out), which sets out[at[l]] to the hash of p[l][0 .. len); every other key
- * is hashed one by one. */
-#define SH_XXH64_QUEUE   8
-#define SH_XXH64_GROUPED 64
-typedef void (*sh_xxh64_queue_fn)(const uint8_t *const *p, const size_t *at, size_t len, uint64_t seed,
-                                  uint64_t *out);
-void sh_xxh64_offsets_queued(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
-                             uint64_t *out, size_t minlen, sh_xxh64_queue_fn run);
+/* XXH64's accumulator after the 32-byte stripes of p[0 .. len), len >= 32,
+ * and their merge (for the vector kernels' long keys). */
+uint64_t sh_xxh64_stripes(const uint8_t *p, size_t len, uint64_t seed);
 
-/* The same, with eight keys of one length per AVX-512 vector where the
- * build and the CPU have AVX512F and AVX512DQ (sh_xxhash_avx512.c; chosen
- * by sh_xxh64_batch_init, which runs once before any thread calls it; until
- * then, and elsewhere, sh_xxh64_offsets). */
+/* The same, with eight keys per AVX-512 vector where the build and the CPU
+ * have AVX512F and AVX512DQ (sh_xxhash_avx512.c, the kernel written in
+ * sh_xxhash_simd.h); chosen by sh_xxh64_batch_init, which runs once before
+ * any thread calls it (until then, and on other CPUs, sh_xxh64_offsets).
+ * The vector kernel reads up to 32 bytes before a key's end, so every byte
+ * of data[0 .. offsets[n]) must be readable (the bytes before offsets[0]
+ * are read, and ignored). */
 void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                             uint64_t *out);
 void sh_xxh64_batch_init(void);
-/* 1 when sh_xxh64_offsets_batch runs the AVX-512 kernel, else 0. */
-int sh_xxh64_batch_avx512(void);
+/* The kernel sh_xxh64_offsets_batch runs: "avx512" or "scalar". */
+const char *sh_xxh64_batch_kernel(void);
+/* 1 when this build has the AVX-512 kernel and sh_xxh64_batch_init found
+ * the CPU's AVX512F and AVX512DQ, else 0. */
+int sh_xxh64_avx512_available(void);
+/* The AVX-512 kernel itself (sh_xxh64_offsets where the build has no
+ * AVX-512 code; on a CPU without AVX-512 it must not be called). */
+void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                             uint64_t *out);
 
 /* ---- XXH32 of one 8-byte little-endian word ---------------------------- */
 SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
