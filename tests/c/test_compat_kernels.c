@@ -68,7 +68,8 @@ static uint16_t crc16_bits(const uint8_t *p, size_t len)
 
 /* Keys laid out Arrow-style in `data`, plus each key copied alone into its
  * own exactly-sized allocation (for the pointer kernels), and once more after
- * 16 bytes of noise (for the *_ptrs16 kernels, which may read them). */
+ * 32 bytes of noise (for the *_ptrs16 and *_ptrs32 kernels, which may read
+ * them). */
 typedef struct {
     size_t n;
     int64_t offsets[NKEYS + 1];
@@ -105,10 +106,10 @@ static void keys_make(keyset *ks, const size_t *lengths, size_t n, int alphabet)
         ks->own[i] = (uint8_t *)malloc(lengths[i] ? lengths[i] : 1);
         if (lengths[i]) memcpy(ks->own[i], k, lengths[i]);
         ks->ptrs[i] = ks->own[i];
-        ks->own16[i] = (uint8_t *)malloc(16 + lengths[i]);
-        for (j = 0; j < 16; j++) ks->own16[i][j] = rbyte(2);
-        if (lengths[i]) memcpy(ks->own16[i] + 16, k, lengths[i]);
-        ks->ptrs16[i] = ks->own16[i] + 16;
+        ks->own16[i] = (uint8_t *)malloc(32 + lengths[i]);
+        for (j = 0; j < 32; j++) ks->own16[i][j] = rbyte(2);
+        if (lengths[i]) memcpy(ks->own16[i] + 32, k, lengths[i]);
+        ks->ptrs16[i] = ks->own16[i] + 32;
         ks->lens[i] = (int64_t)lengths[i];
     }
 }
@@ -202,8 +203,38 @@ static void check_xxh64_kernel(const keyset *ks, const char *what, const char *n
     CHECK(bad == 0, "%s: %s != sh_xxh64 on %d keys", what, name, bad);
 }
 
+typedef void (*xxh_ptr_fn)(const uint8_t *const *, const int64_t *, size_t, uint64_t, uint64_t *);
+
+/* The same for a kernel over keys by pointer (32 bytes readable before
+ * each). */
+static void check_xxh64_ptr_kernel(const keyset *ks, const char *what, const char *name, xxh_ptr_fn fn)
+{
+    static const uint64_t seeds[] = {0, UINT64_C(0x9E3779B185EBCA87)};
+    size_t i, si, s;
+    int bad = 0;
+    for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
+        for (s = 0; s < ks->n; s += ks->n / 3 + 1) {
+            fn(ks->ptrs16 + s, ks->lens + s, ks->n - s, seeds[si], xxh_out);
+            for (i = s; i < ks->n; i++) {
+                if (xxh_out[i - s] != sh_xxh64(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si])) {
+                    if (bad++ < 3)
+                        fprintf(stderr, "  %s: %s key %zu (length %zu)\n", what, name, i,
+                                (size_t)ks->lens[i]);
+                }
+            }
+        }
+    }
+    CHECK(bad == 0, "%s: %s != sh_xxh64 on %d keys", what, name, bad);
+}
+
 static void check_xxh64(const keyset *ks, const char *what)
 {
+    check_xxh64_ptr_kernel(ks, what, "sh_xxh64_ptrs", sh_xxh64_ptrs);
+    check_xxh64_ptr_kernel(ks, what, "sh_xxh64_ptrs32_batch", sh_xxh64_ptrs32_batch);
+    if (sh_xxh64_avx512_available())
+        check_xxh64_ptr_kernel(ks, what, "xxh64 ptrs32 avx512", sh_xxh64_ptrs32_avx512);
+    else
+        check_xxh64_ptr_kernel(ks, what, "sh_xxh64_ptrs", sh_xxh64_ptrs);
     check_xxh64_kernel(ks, what, "sh_xxh64_offsets", sh_xxh64_offsets);
     check_xxh64_kernel(ks, what, "sh_xxh64_offsets_batch", sh_xxh64_offsets_batch);
     /* the AVX-512 kernel where the CPU has it, else the scalar one again (the

@@ -134,3 +134,51 @@ def test_vitess_xxhash_of_int_arrays_is_swapped_in_the_kernel() -> None:
     values = np.array([0, 1, -1, 2**63 - 1, -(2**63), 1234567890123], dtype=np.int64)
     got = vitess.keyspace_id_array(values, "xxhash", threads=1)
     assert [int(x).to_bytes(8, "big") for x in got.tolist()] == [vitess.keyspace_id(int(v), "xxhash") for v in values]
+
+
+class _Bytes(bytes):
+    pass
+
+
+def test_vitess_xxhash_of_a_list_is_read_in_place() -> None:
+    # A list of keys goes through the pointer walk (no packing): exact bytes
+    # and ASCII str read in place, every other kind by its SQL byte form, in
+    # chunks of 256 with the AVX-512 kernel's blocks inside them.
+    rng = np.random.default_rng(9)
+    kinds: list[object] = []
+    for i in range(3000):
+        n = int(rng.integers(0, 70))
+        raw = bytes(rng.integers(0, 256, n, dtype=np.uint8))
+        pick = i % 11
+        value: object = raw
+        if pick == 1:
+            value = raw.hex()[:n]
+        elif pick == 2:
+            value = "é€" * (n % 9) + "x"
+        elif pick == 3:
+            value = bytearray(raw)
+        elif pick == 4:
+            value = memoryview(raw)
+        elif pick == 5:
+            value = int(rng.integers(-(2**62), 2**62))
+        elif pick == 6:
+            value = None
+        elif pick == 7:
+            value = np.int64(n * 1000 - 7)
+        elif pick == 8:
+            value = _Bytes(raw)
+        kinds.append(value)
+    before = list(kinds)
+    want = [int.from_bytes(vitess.keyspace_id(v, "xxhash"), "big") for v in kinds]
+    assert vitess.keyspace_id_array(kinds, "xxhash").tolist() == want
+    assert vitess.keyspace_id_array(tuple(kinds), "xxhash").tolist() == want
+    assert vitess.keyspace_id_array(np.array(kinds + [b""], dtype=object)[:-1], "xxhash").tolist() == want
+    assert kinds == before
+
+
+@pytest.mark.parametrize(("bad", "error"), [(True, TypeError), (2.5, TypeError), (2**64, OverflowError),
+                                            (object(), TypeError)])
+def test_vitess_xxhash_list_errors_name_the_position(bad: object, error: type[Exception]) -> None:
+    values: list[object] = [b"a"] * 700 + [bad, b"b"]
+    with pytest.raises(error, match="position 700"):
+        vitess.keyspace_id_array(values, "xxhash")

@@ -24,7 +24,7 @@ __all__ = [
     "hash_bytes", "float8_extended", "float8_32", "int_extended", "int_32", "float8_extended_array",
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
-    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels",
+    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels", "vitess_xxhash_seq",
 ]
 
 _Buffer = bytes | bytearray | memoryview | npt.NDArray[np.uint8]
@@ -131,6 +131,7 @@ def des_encrypt_zero_key_array(
 def xxh64_offsets(data: _Data, offsets: _Offsets, threads: int | None = None, *,
                   swap: bool = False) -> npt.NDArray[np.uint64]: ...
 def xxh64_kernels() -> list[str]: ...
+def vitess_xxhash_seq(keys: object, convert: Callable[[Any], bytes] | None) -> npt.NDArray[np.uint64] | None: ...
 def _xxh64_offsets_with(kernel: str, data: _Data, offsets: _Offsets,
                         threads: int | None = None) -> npt.NDArray[np.uint64]: ...
 def xxh64_decimal_int64(values: npt.NDArray[np.int64], threads: int | None = None, *,

@@ -70,7 +70,7 @@ __all__ = [
     "hash_bytes", "float8_extended", "float8_32", "int_extended", "int_32", "float8_extended_array",
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
-    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels",
+    "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels", "vitess_xxhash_seq",
 ]
 
 cdef extern from "Python.h":
@@ -145,6 +145,9 @@ cdef extern from "sh_xxhash.h" nogil:
     int sh_xxh64_avx512_available()
     void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                                  uint64_t *out)
+    void sh_xxh64_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed, uint64_t *out)
+    void sh_xxh64_ptrs32_batch(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
+                               uint64_t *out)
 
 cdef extern from "sh_common.h" nogil:
     uint64_t sh_swap64(uint64_t x)
@@ -216,7 +219,7 @@ cdef inline bytes _as_bytes(object k, Py_ssize_t i, object convert, bint raw_byt
     if convert is not None:
         try:
             b = convert(k)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise type(e)(f"key at position {i}: {e}") from None
         if not PyBytes_Check(b):
             raise TypeError(f"key at position {i}: converter returned {type(b).__name__}, not bytes")
@@ -389,11 +392,17 @@ cdef extern from *:
     #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
     typedef char sh_bytes_header_check[offsetof(PyBytesObject, ob_sval) >= 16 ? 1 : -1];
     typedef char sh_ascii_header_check[sizeof(PyASCIIObject) >= 16 ? 1 : -1];
+    /* 1 when it is at least 32 bytes for both kinds of key (64-bit builds):
+     * the kernels that read 32 bytes before a key's end may run on them. */
+    #  define SH_SEQ_HEADER32 (offsetof(PyBytesObject, ob_sval) >= 32 && sizeof(PyASCIIObject) >= 32)
+    #else
+    #  define SH_SEQ_HEADER32 0
     #endif
     """
     Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
                            const uint8_t **ptrs, int64_t *lens)
     PyObject **PySequence_Fast_ITEMS(object o)
+    const bint SH_SEQ_HEADER32
 
 
 cdef extern from *:
@@ -618,14 +627,16 @@ cdef enum:
 
 cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
     """Run a pointer kernel over a list, tuple or 1-d numpy array of keys as
-    they are read (kind 0: Cassandra tokens, 1: Redis slots); None for any
-    other input (Arrow data and iterables go through :func:`pack_keys`).
+    they are read (kind 0: Cassandra tokens, 1: Redis slots, 2: Vitess
+    keyspace ids, xxh64 byte-swapped); None for any other input (Arrow data
+    and iterables go through :func:`pack_keys`).
 
     One walk reads each key's pointer and length, and every _SEQ_CHUNK keys
     the kernel runs on them while they are still in cache; no key's bytes
     are copied.  The kernels may read the 16 bytes before a key (they are
     the header of its bytes or str object; a str whose UTF-8 is kept outside
-    it is encoded to a bytes object).  Exact bytes and compact ASCII str keys are read by a C
+    it is encoded to a bytes object; xxh64 reads the 32 bytes before a key's
+    end where the headers are that long, as on 64-bit builds).  Exact bytes and compact ASCII str keys are read by a C
     walk (``sh_seq_walk``) that runs no Python code.  The walk holds the GIL
     throughout, so nothing but a key's own code (a converter,
     ``bytes(memoryview)``) can change the caller's list or free a key whose
@@ -644,6 +655,7 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
     cdef int64_t lens[_SEQ_CHUNK]
     cdef int64_t[::1] o64
     cdef uint16_t[::1] o16
+    cdef uint64_t[::1] ou64
     if isinstance(keys, np.ndarray):
         if keys.ndim != 1:
             raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
@@ -657,6 +669,9 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
     if kind == 0:
         out = np.empty(n, dtype=np.int64)
         o64 = out
+    elif kind == 2:
+        out = np.empty(n, dtype=np.uint64)
+        ou64 = out
     else:
         out = np.empty(n, dtype=np.uint16)
         o16 = out
@@ -696,6 +711,12 @@ cdef object _seq_kernel(object keys, int kind, object convert, bint raw_bytes):
         if j == _SEQ_CHUNK or i == n:
             if kind == 0:
                 sh_cassandra_token_ptrs16(ptrs, lens, <size_t>j, &o64[base])
+            elif kind == 2:
+                if SH_SEQ_HEADER32:
+                    sh_xxh64_ptrs32_batch(ptrs, lens, <size_t>j, 0, &ou64[base])
+                else:
+                    sh_xxh64_ptrs(ptrs, lens, <size_t>j, 0, &ou64[base])
+                _swap_u64(&ou64[base], j)
             else:
                 sh_redis_keyslot_ptrs16(ptrs, lens, <size_t>j, &o16[base])
             base += j
@@ -988,6 +1009,14 @@ def redis_keyslot_seq(keys):
     """Slots of a list, tuple or numpy array of bytes/str keys (read in
     place, see :func:`_seq_kernel`); None for other inputs."""
     return _seq_kernel(keys, 1, None, True)
+
+
+def vitess_xxhash_seq(keys, convert):
+    """Vitess ``xxhash`` keyspace ids (xxh64 of each key, byte-swapped, as
+    uint64) of a list, tuple or numpy array of keys (read in place, see
+    :func:`_seq_kernel`): bytes-like keys as they are, str as UTF-8, any
+    other key through ``convert(key) -> bytes``; None for other inputs."""
+    return _seq_kernel(keys, 2, convert, True)
 
 
 cdef ptrdiff_t _k_keyslot(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:

@@ -166,9 +166,13 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
     # the hashes byte-swapped in the kernel, chunk by chunk (a keyspace id is the big-endian bytes)
     if u is not None and isinstance(values, np.ndarray) and values.dtype.kind == "i":
         ksids: np.ndarray = _native.xxh64_decimal_int64(kernel_array(values, dtype=np.int64), threads, swap=True)
-    else:
-        data, offsets = _sql_keys(values)
-        ksids = _native.xxh64_offsets(data, offsets, threads, swap=True)
+        return ksids
+    # a list, tuple or numpy array: each key read in place (ints, None: their SQL bytes)
+    seq = _native.vitess_xxhash_seq(values, _sql_bytes)
+    if seq is not None:
+        return seq
+    data, offsets = _sql_keys(values)
+    ksids = _native.xxh64_offsets(data, offsets, threads, swap=True)
     return ksids
 
 

@@ -45,13 +45,14 @@ SH_AVX512_INLINE void sh_avx512_load16x8(const uint8_t *const *q, size_t off, __
     *w1 = _mm512_permutex2var_epi64(z0, _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1), z1);
 }
 
-/* The same for the 16 bytes at base + idx[l]. */
-SH_AVX512_INLINE void sh_avx512_load16x8_at(const uint8_t *base, const int64_t *idx, __m512i *w0, __m512i *w1)
+/* The same for the 16 bytes at the addresses addr[l] + off (pointers' bits
+ * as integers). */
+SH_AVX512_INLINE void sh_avx512_load16x8_abs(const int64_t *addr, size_t off, __m512i *w0, __m512i *w1)
 {
     const uint8_t *q[8];
     int l;
-    for (l = 0; l < 8; l++) q[l] = base + idx[l];
-    sh_avx512_load16x8(q, 0, w0, w1);
+    for (l = 0; l < 8; l++) q[l] = (const uint8_t *)(uintptr_t)addr[l];
+    sh_avx512_load16x8(q, off, w0, w1);
 }
 
 #endif /* SH_AVX512_H */

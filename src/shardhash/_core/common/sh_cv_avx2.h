@@ -2,8 +2,8 @@
  * shardhash core: the 64-bit-lane vector operations (SH_CV_*) of the
  * kernels written once for any vector width (compat/sh_cassandra_simd.h),
  * for AVX2: four lanes.  The list of operations is
- * in sh_cv_avx512.h, up to SH_CV_LOAD16_AT (the compress and expand ones are
- * AVX-512's only).  AVX2 has neither 64-bit multiplies nor rotations:
+ * in sh_cv_avx512.h, up to SH_CV_LOAD16 (the ones after it are AVX-512's
+ * only).  AVX2 has neither 64-bit multiplies nor rotations:
  *
  *  - a * c (mod 2^64) for a constant c is three 32 x 32 -> 64-bit multiplies
  *    (vpmuludq): lo(a) * lo(c) + ((hi(a) * lo(c) + lo(a) * hi(c)) << 32);
@@ -51,7 +51,6 @@
 #define SH_CV_EQ(a, b)          _mm256_cmpeq_epi64((a), (b))
 #define SH_CV_SELECT(m, a, b)   _mm256_blendv_epi8((a), (b), (m))
 #define SH_CV_LOAD16(q, w0, w1) sh_cv256_load16(q, w0, w1)
-#define SH_CV_LOAD16_AT(base, idx, w0, w1) sh_cv256_load16_at(base, idx, w0, w1)
 
 /* v * ((hi << 32) | lo) mod 2^64 in every lane */
 SH_CV_INLINE __m256i sh_cv256_mulc(__m256i v, uint32_t hi, uint32_t lo)
@@ -75,17 +74,6 @@ SH_CV_INLINE void sh_cv256_load16(const uint8_t *const *q, __m256i *w0, __m256i 
                                 _mm_loadu_si128((const __m128i *)(const void *)q[3]), 1);
     *w0 = _mm256_unpacklo_epi64(a, b);
     *w1 = _mm256_unpackhi_epi64(a, b);
-}
-
-/* The same for the 16 bytes at base + idx[l]. */
-SH_CV_INLINE void sh_cv256_load16_at(const uint8_t *base, const int64_t *idx, __m256i *w0, __m256i *w1)
-{
-    const uint8_t *q[4];
-    q[0] = base + idx[0];
-    q[1] = base + idx[1];
-    q[2] = base + idx[2];
-    q[3] = base + idx[3];
-    sh_cv256_load16(q, w0, w1);
 }
 
 #endif /* SH_CV_AVX2_H */

@@ -22,9 +22,9 @@
  *   SH_CV_SELECT(m, a, b) (b where m, else a);
  *   SH_CV_LOAD16(q, w0, w1): the 16 bytes at q[l] for every lane l, as
  *   bytes 0..7 (*w0) and 8..15 (*w1) read little-endian, key l in lane l;
- *   SH_CV_LOAD16_AT(base, idx, w0, w1): the same for the 16 bytes at
- *   base + idx[l] (idx: SH_CV_LANES int64);
  *   and for the kernels that run on AVX-512 only (sh_xxhash_simd.h):
+ *   SH_CV_LOAD16_ABS(addr, off, w0, w1): the same for the 16 bytes at the
+ *   addresses addr[l] + off (addr: SH_CV_LANES int64, pointers' bits);
  *   SH_CV_MASK_BITS(m): the condition as bits (lane l in bit l);
  *   SH_CV_COMPRESS(m, v): v's lanes where m, in order, in the first lanes
  *   (the others unspecified); SH_CV_EXPAND_LOADU(src, m, p): src with the
@@ -59,13 +59,13 @@
 #define SH_CV_ROTL(v, r)   _mm512_rol_epi64((v), (r))
 #define SH_CV_MULC(v, hi, lo) \
     _mm512_mullo_epi64((v), _mm512_set1_epi64(sh_avx512_i64(((uint64_t)(hi) << 32) | (lo))))
-#define SH_CV_GT(a, b)                     _mm512_cmpgt_epi64_mask((a), (b))
-#define SH_CV_EQ(a, b)                     _mm512_cmpeq_epi64_mask((a), (b))
-#define SH_CV_SELECT(m, a, b)              _mm512_mask_mov_epi64((a), (m), (b))
-#define SH_CV_LOAD16(q, w0, w1)            sh_avx512_load16x8(q, 0, w0, w1)
-#define SH_CV_LOAD16_AT(base, idx, w0, w1) sh_avx512_load16x8_at(base, idx, w0, w1)
-#define SH_CV_MASK_BITS(m)                 ((unsigned)(m))
-#define SH_CV_COMPRESS(m, v)               _mm512_maskz_compress_epi64((m), (v))
+#define SH_CV_GT(a, b)                      _mm512_cmpgt_epi64_mask((a), (b))
+#define SH_CV_EQ(a, b)                      _mm512_cmpeq_epi64_mask((a), (b))
+#define SH_CV_SELECT(m, a, b)               _mm512_mask_mov_epi64((a), (m), (b))
+#define SH_CV_LOAD16(q, w0, w1)             sh_avx512_load16x8(q, 0, w0, w1)
+#define SH_CV_LOAD16_ABS(addr, off, w0, w1) sh_avx512_load16x8_abs(addr, off, w0, w1)
+#define SH_CV_MASK_BITS(m)                  ((unsigned)(m))
+#define SH_CV_COMPRESS(m, v)                _mm512_maskz_compress_epi64((m), (v))
 #define SH_CV_EXPAND_LOADU(src, m, p) \
     _mm512_mask_expand_epi64((src), (m), _mm512_loadu_si512((const void *)(p)))
 

@@ -67,15 +67,27 @@ uint64_t sh_xxh64_stripes(const uint8_t *p, size_t len, uint64_t seed);
 void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                             uint64_t *out);
 void sh_xxh64_batch_init(void);
+/* XXH64 of n keys by pointer: out[i] = sh_xxh64(ptrs[i][0 .. lens[i]), seed).
+ * sh_xxh64_ptrs reads only the keys' own bytes.  sh_xxh64_ptrs32_batch
+ * needs the 32 bytes before each ptrs[i] readable too (as the header of a
+ * Python bytes or str object is, on a 64-bit build): it runs the AVX-512
+ * kernel where sh_xxh64_batch_init found the CPU's AVX-512, else
+ * sh_xxh64_ptrs. */
+void sh_xxh64_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed, uint64_t *out);
+void sh_xxh64_ptrs32_batch(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
+                           uint64_t *out);
+
 /* The kernel sh_xxh64_offsets_batch runs: "avx512" or "scalar". */
 const char *sh_xxh64_batch_kernel(void);
 /* 1 when this build has the AVX-512 kernel and sh_xxh64_batch_init found
  * the CPU's AVX512F and AVX512DQ, else 0. */
 int sh_xxh64_avx512_available(void);
-/* The AVX-512 kernel itself (sh_xxh64_offsets where the build has no
- * AVX-512 code; on a CPU without AVX-512 it must not be called). */
+/* The AVX-512 kernels themselves (sh_xxh64_offsets and sh_xxh64_ptrs where
+ * the build has no AVX-512 code; on a CPU without AVX-512 it must not be called). */
 void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                              uint64_t *out);
+void sh_xxh64_ptrs32_avx512(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
+                            uint64_t *out);
 
 /* ---- XXH32 of one 8-byte little-endian word ---------------------------- */
 SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)

@@ -8,8 +8,8 @@
  *
  * Plain C99, no Python.h.  Compiled where sh_cpu.h defines SH_X86_AVX512,
  * through SH_TARGET("avx512f,avx512dq"), so the rest of the build needs no
- * -mavx512f.  Elsewhere the entry point runs the scalar kernel (on a CPU
- * without AVX-512 it must not be called).
+ * -mavx512f.  Elsewhere the entry points run the scalar kernels (on a CPU
+ * without AVX-512 they must not be called).
  */
 #include "sh_cpu.h"
 #include "sh_xxhash.h"
@@ -25,6 +25,12 @@ void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t
                              uint64_t *out)
 {
     sh_xxh64_offsets(data, offsets, n, seed, out);
+}
+
+void sh_xxh64_ptrs32_avx512(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
+                            uint64_t *out)
+{
+    sh_xxh64_ptrs(ptrs, lens, n, seed, out);
 }
 
 #endif

@@ -39,3 +39,18 @@ void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t 
     else
         sh_xxh64_offsets(data, offsets, n, seed, out);
 }
+
+void sh_xxh64_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed, uint64_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_xxh64(ptrs[i], (size_t)lens[i], seed);
+}
+
+void sh_xxh64_ptrs32_batch(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
+                           uint64_t *out)
+{
+    if (sh_xxh_cpu & SH_CPU_AVX512)
+        sh_xxh64_ptrs32_avx512(ptrs, lens, n, seed, out);
+    else
+        sh_xxh64_ptrs(ptrs, lens, n, seed, out);
+}
