@@ -863,6 +863,14 @@ cdef class _Keys:
     cdef key_index_fn _fn(self):
         return NULL
 
+    cdef _fresh(self):
+        """Refuse a second __init__: the tables of a built object are read by
+        the routers that hold it (replacing them would change their answers,
+        and a replacement that failed half-way would leave tables that do not
+        fit together)."""
+        if self._keep:
+            raise AttributeError(f"{type(self).__name__} is immutable: build a new one")
+
     def capsule(self):
         """PyCapsule("shardhash.key_index") of the C function; its context is this object."""
         cdef key_index_fn f = self._fn()
@@ -1035,6 +1043,7 @@ cdef class RedisKeys(_Keys):
     cdef const int32_t *table
 
     def __init__(self, table):
+        self._fresh()
         t = self._own(table, np.int32)
         if t.shape[0] != 16384:
             raise ValueError("a slot table has 16384 entries")
@@ -1676,6 +1685,7 @@ cdef class CassandraKeys(_RangeKeys):
     def __init__(self, ring, owners, cql_type):
         """cql_type: a canonical CQL type name (cassandra._ALIASES's values)
         or a tuple of them (a composite key)."""
+        self._fresh()
         self._ranges(ring, owners, np.int64, "one owner per ring token")
         self.cql = _CQL_CODES.get(cql_type, CQL_OTHER) if isinstance(cql_type, str) else CQL_OTHER
         if self.cql == CQL_OTHER:
@@ -1881,6 +1891,7 @@ cdef class KetamaKeys(_Keys):
 
     def __init__(self, points, owners, index, int bits, *, bint upper, bint fnv, bint empty_zero,
                  bint str_all):
+        self._fresh()
         p = self._own(points, np.uint32)
         o = self._own(owners, np.int32)
         x = self._own(index, np.int32)
@@ -2047,6 +2058,7 @@ cdef class VitessKeys(_RangeKeys):
     cdef bint xx
 
     def __init__(self, starts, owners, bint xxhash):
+        self._fresh()
         a = self._ranges(starts, owners, np.uint64, "one owner per range, the first starting at 0")
         if a[0] != 0:
             raise ValueError("one owner per range, the first starting at 0")
@@ -2134,6 +2146,7 @@ cdef class MongoKeys(_RangeKeys):
     and their shards; int, float and ASCII str values are hashed here."""
 
     def __init__(self, mins, owners):
+        self._fresh()
         a = self._ranges(mins, owners, np.int64, "one owner per chunk, the first starting at MinKey")
         if a[0] != -(1 << 63):
             raise ValueError("one owner per chunk, the first starting at MinKey")
@@ -2374,6 +2387,7 @@ cdef class PgPartitionKeys(_Keys):
     cdef uint64_t modulus
 
     def __init__(self, types, table):
+        self._fresh()
         t = self._own(table, np.int32)
         self.table = <const int32_t *>address(t)
         self.modulus = <uint64_t>t.shape[0]
@@ -2423,6 +2437,7 @@ cdef class CitusKeys(_RangeKeys):
     cdef int type_code
 
     def __init__(self, type_name, mins, owner):
+        self._fresh()
         self._ranges(mins, owner, np.int64, "one owner per range")
         self.type_code = PG_CODES.get(type_name, PG_OTHER)
 
