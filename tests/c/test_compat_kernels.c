@@ -503,6 +503,50 @@ static void test_cassandra_ints(void)
     CHECK(bad32 == 0, "sh_cassandra_token_int != sh_cassandra_token on %d values", bad32);
 }
 
+/* The ring lookups (branch-free, four at a time) against a plain binary
+ * search, on rings of 1..40 and 300 tokens with repeated tokens, for tokens
+ * on, between and beyond the ring's. */
+static void test_cassandra_ring(void)
+{
+    static int64_t ring[300], tokens[NKEYS], idx[NKEYS];
+    static int32_t owners[300], own[NKEYS];
+    size_t m, i, n;
+    int bad = 0;
+    for (m = 1; m <= 300; m = m < 40 ? m + 1 : 300) {
+        for (i = 0; i < m; i++) {
+            /* sorted, with runs of equal tokens */
+            ring[i] = i == 0 ? -(int64_t)(rnd() % 1000) * 1000000
+                             : ring[i - 1] + (rnd() % 3 == 0 ? 0 : (int64_t)(rnd() % 1000000));
+            owners[i] = (int32_t)(rnd() % 7);
+        }
+        n = 0;
+        for (i = 0; i < m && n + 3 <= NKEYS - 8; i++) {
+            tokens[n++] = ring[i];
+            tokens[n++] = ring[i] - 1;
+            tokens[n++] = ring[i] + 1;
+        }
+        tokens[n++] = INT64_MIN;
+        tokens[n++] = INT64_MAX;
+        while (n < NKEYS) tokens[n++] = (int64_t)(((uint64_t)rnd() << 32) | rnd()) >> (rnd() % 40);
+        sh_cassandra_ring_index(ring, m, tokens, n, idx);
+        sh_cassandra_ring_owner(ring, owners, m, tokens, n, own);
+        for (i = 0; i < n; i++) {
+            size_t lo = 0, hi = m, want;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (ring[mid] < tokens[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            want = lo == m ? 0 : lo;
+            bad += idx[i] != (int64_t)want || own[i] != owners[want];
+        }
+        if (m == 300) break;
+    }
+    CHECK(bad == 0, "sh_cassandra_ring_index/owner != a binary search on %d tokens", bad);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -511,6 +555,7 @@ int main(int argc, char **argv)
     test_redis_tags();
     test_md5_vectors();
     test_cassandra_ints();
+    test_cassandra_ring();
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();

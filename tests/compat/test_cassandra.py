@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from shardhash import plan
 from shardhash._reference import cassandra as ref
-from shardhash.compat import cassandra
+from shardhash.compat import _native, cassandra
 from shardhash.routing import load_router
 from tests._support import VECTORS as VECTOR_ROOT
 from tests._support import oracle_missing
@@ -239,3 +239,63 @@ def test_random_tokens_and_a_vnode_ring_growing() -> None:
     assert 0.05 < rep.moved_fraction < 0.3
     with pytest.raises(ValueError, match="num_tokens"):
         cassandra.random_tokens(0)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 256, 1001])
+def test_ring_lookups_match_searchsorted(m: int) -> None:
+    # the branch-free lower bound, four tokens at a time, against numpy's
+    # search: repeated ring tokens, tokens on, next to and beyond them, and
+    # batches whose length is not a multiple of four
+    rng = np.random.default_rng(m)
+    ring = np.sort(rng.integers(-(2**63), 2**63 - 1, m, dtype=np.int64))
+    if m > 4:
+        ring[1:4] = ring[1]
+    owners = rng.integers(0, 9, m).astype(np.int32)
+    edge = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max], dtype=np.int64)
+    tokens = np.concatenate([ring, ring - 1, ring + 1, edge, rng.integers(-(2**63), 2**63 - 1, 4099, dtype=np.int64)])
+    want = np.searchsorted(ring, tokens, side="left")
+    want[want == m] = 0
+    for n in (len(tokens), len(tokens) - 1, 3, 0):
+        assert _native.cassandra_ring_index(ring, tokens[:n]).tolist() == want[:n].tolist()
+        assert _native.cassandra_ring_owner(ring, owners, tokens[:n]).tolist() == owners[want[:n]].tolist()
+    assert _native.cassandra_ring_owner(ring, owners, tokens, threads=2).tolist() == owners[want].tolist()
+
+
+def test_ring_owner_checks_its_tables() -> None:
+    ring = np.array([1, 5, 9], dtype=np.int64)
+    with pytest.raises(ValueError, match="2 owners for 3 ring tokens"):
+        _native.cassandra_ring_owner(ring, np.zeros(2, np.int32), np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="sorted"):
+        _native.cassandra_ring_owner(ring[::-1].copy(), np.zeros(3, np.int32), np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="no tokens"):
+        _native.cassandra_ring_owner(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(1, np.int64))
+
+
+class _B(bytes):
+    pass
+
+
+class _BA(bytearray):
+    pass
+
+
+def test_first_not_bytes_like_finds_the_first_other_key() -> None:
+    ok: list[object] = [b"a", _B(b"b"), bytearray(b"c"), _BA(b"d"), memoryview(b"e")] * 300
+    assert _native.first_not_bytes_like(ok) == -1
+    assert _native.first_not_bytes_like(tuple(ok)) == -1
+    assert _native.first_not_bytes_like([]) == -1
+    for bad in ("text", 1, None, np.frombuffer(b"ab", np.uint8), np.int64(3)):
+        assert _native.first_not_bytes_like([*ok, bad, "later"]) == len(ok)
+    with pytest.raises(TypeError, match="list or tuple"):
+        _native.first_not_bytes_like(iter(ok))
+
+
+@pytest.mark.parametrize("bad", ["a str key", 7, None])
+def test_blob_route_many_names_the_first_key_that_is_not_bytes(bad: object) -> None:
+    r = cassandra.TokenRouter({"a": [-(2**62)], "b": [0], "c": [2**62]})
+    keys: list[object] = [b"k%d" % i for i in range(5000)]
+    keys[3210] = bad
+    with pytest.raises(TypeError, match="position 3210"):
+        r.route_many(keys)
+    keys[3210] = b"k3210"
+    assert r.route_many(keys).tolist() == [r.route_index(k) for k in keys]

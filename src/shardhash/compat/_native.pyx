@@ -71,6 +71,7 @@ __all__ = [
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
     "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels", "vitess_xxhash_seq",
+    "cassandra_ring_owner", "first_not_bytes_like",
 ]
 
 cdef extern from "Python.h":
@@ -95,6 +96,8 @@ cdef extern from "sh_cassandra.h" nogil:
     void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
     void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n,
                                  int64_t *out)
+    void sh_cassandra_ring_owner(const int64_t *ring, const int32_t *owners, size_t m, const int64_t *tokens,
+                                 size_t n, int32_t *out)
     void sh_cassandra_init()
     const char *sh_cassandra_kernel()
     int sh_cassandra_avx512_available()
@@ -388,6 +391,18 @@ cdef extern from *:
         return i;
     #endif
     }
+    /* The first of items[0..n) that is not a bytes (or subclass), bytearray
+     * (or subclass) or memoryview object; n when there is none.  Borrowed
+     * references only, no Python code. */
+    static Py_ssize_t sh_first_not_bytes_like(PyObject *const *items, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            PyObject *o = items[i];
+            if (!PyBytes_Check(o) && !PyByteArray_Check(o) && !PyMemoryView_Check(o)) break;
+        }
+        return i;
+    }
     /* The header before the data of a bytes object is at least 16 bytes. */
     #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
     typedef char sh_bytes_header_check[offsetof(PyBytesObject, ob_sval) >= 16 ? 1 : -1];
@@ -401,6 +416,7 @@ cdef extern from *:
     """
     Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
                            const uint8_t **ptrs, int64_t *lens)
+    Py_ssize_t sh_first_not_bytes_like(PyObject *const *items, Py_ssize_t n)
     PyObject **PySequence_Fast_ITEMS(object o)
     const bint SH_SEQ_HEADER32
 
@@ -1019,6 +1035,18 @@ def redis_keyslot_seq(keys):
     return _seq_kernel(keys, 1, None, True)
 
 
+def first_not_bytes_like(keys):
+    """The position of the first key of a list or tuple that is not bytes,
+    bytearray or memoryview (subclasses included); -1 when every key is.
+    A C loop that runs no Python code (for the routers that take only
+    serialized keys)."""
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
+    cdef Py_ssize_t n = len(keys)
+    cdef Py_ssize_t i = sh_first_not_bytes_like(PySequence_Fast_ITEMS(keys), n)
+    return -1 if i == n else i
+
+
 def vitess_xxhash_seq(keys, convert):
     """Vitess ``xxhash`` keyspace ids (xxh64 of each key, byte-swapped, as
     uint64) of a list, tuple or numpy array of keys (read in place, see
@@ -1245,15 +1273,54 @@ def cassandra_token_int(const int32_t[::1] values not None, threads=None):
     return _map(_k_token_int, values, None, _DT_I64, False, threads)
 
 
-def cassandra_ring_index(const int64_t[::1] ring not None, const int64_t[::1] tokens not None,
-                         threads=None):
-    """Index of the first ring token >= each token, wrapping to 0."""
+ctypedef struct _ring_tables:
+    const int64_t *ring
+    const int32_t *owners
+
+
+cdef ptrdiff_t _k_ring_owner(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.ctx: a _ring_tables, job.width tokens
+    cdef const _ring_tables *t = <const _ring_tables *>j.ctx
+    sh_cassandra_ring_owner(t.ring, t.owners, j.width, <const int64_t *>j.data + s, <size_t>(e - s),
+                            <int32_t *>j.out + s)
+    return SH_OK
+
+
+cdef _check_ring(const int64_t[::1] ring):
     cdef Py_ssize_t i, m = ring.shape[0]
     if m == 0:
         raise ValueError("the ring has no tokens")
     for i in range(m - 1):
         if ring[i + 1] < ring[i]:
             raise ValueError(f"ring tokens must be sorted (position {i + 1} is below position {i})")
+
+
+def cassandra_ring_owner(const int64_t[::1] ring not None, const int32_t[::1] owners not None,
+                         const int64_t[::1] tokens not None, threads=None):
+    """owners[i] (int32) for each token, i the index of the first ring token
+    >= the token, wrapping to 0 (the node of each token)."""
+    _check_ring(ring)
+    if owners.shape[0] != ring.shape[0]:
+        raise ValueError(f"{owners.shape[0]} owners for {ring.shape[0]} ring tokens")
+    cdef sh_job job
+    cdef _ring_tables tables
+    memset(&job, 0, sizeof(sh_job))
+    out = check_out(None, tokens.shape[0], _DT_I32)
+    tables.ring = &ring[0]
+    tables.owners = &owners[0]
+    job.ctx = &tables
+    job.width = <size_t>ring.shape[0]
+    job.data = &tokens[0] if tokens.shape[0] else NULL
+    job.out = address(out)
+    run(_k_ring_owner, &job, tokens.shape[0], threads)
+    return out
+
+
+def cassandra_ring_index(const int64_t[::1] ring not None, const int64_t[::1] tokens not None,
+                         threads=None):
+    """Index of the first ring token >= each token, wrapping to 0."""
+    _check_ring(ring)
+    cdef Py_ssize_t m = ring.shape[0]
     cdef sh_job job
     memset(&job, 0, sizeof(sh_job))
     out = check_out(None, tokens.shape[0], _DT_I64)

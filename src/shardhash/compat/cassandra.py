@@ -107,10 +107,11 @@ def _blob_keys(keys: Any) -> Any:
     if isinstance(keys, np.ndarray) and keys.dtype.kind == "O":
         keys = keys.tolist()
     if isinstance(keys, (list, tuple)):
-        keys = list(keys)  # a private copy, checked once and packed as checked
-        for i, k in enumerate(keys):
-            if not isinstance(k, (bytes, bytearray, memoryview)):
-                _bytes_like(k, f"key at position {i}")
+        # checked in C (no key's code runs, so the keys stay as checked
+        # until token_array reads them)
+        i = _native.first_not_bytes_like(keys)
+        if i >= 0:
+            _bytes_like(keys[i], f"key at position {i}")  # raises
         return keys
     t = getattr(keys, "type", None)
     if t is not None and str(t) in ("string", "large_string", "string_view"):
@@ -542,8 +543,7 @@ class TokenRouter(RawKeyRouter):
     def route_tokens(self, tokens: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32) for precomputed tokens (int64)."""
         t = kernel_array(as_int64(tokens, "tokens"))  # checked: a cast would wrap a uint64 or truncate a float
-        idx = _native.cassandra_ring_index(self._ring, t, threads)
-        res: np.ndarray = self._owners[idx]
+        res: np.ndarray = _native.cassandra_ring_owner(self._ring, self._owners, t, threads)
         return fill_out(out, res)
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:

@@ -242,19 +242,67 @@ void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out)
     for (i = 0; i < n; i++) out[i] = sh_cass_token_short((uint64_t)sh_swap32((uint32_t)values[i]), 4);
 }
 
+/* The first ring[k] >= t (m when there is none; m >= 1), without a branch
+ * on the comparisons: each step moves the base of the range by half its
+ * length or not (Khuong and Morin's branch-free lower bound).  Random
+ * tokens took every other branch of the plain binary search the wrong way
+ * (about 8 mispredictions per key on a ring of 256 tokens). */
+SH_FORCE_INLINE size_t sh_cass_lower_bound(const int64_t *ring, size_t m, int64_t t)
+{
+    size_t base = 0, n = m;
+    while (n > 1) {
+        size_t half = n / 2;
+        base += (size_t)(ring[base + half] < t) * half;
+        n -= half;
+    }
+    return base + (size_t)(ring[base] < t);
+}
+
+/* Four searches side by side: the same number of steps for any token, so
+ * their loads overlap. */
+#define SH_CASS_RING_WAYS 4
+
 void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n, int64_t *out)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        int64_t t = tokens[i];
-        size_t lo = 0, hi = m; /* lower_bound: first ring[k] >= t */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (ring[mid] < t)
-                lo = mid + 1;
-            else
-                hi = mid;
+    size_t i = 0, k;
+    for (; i + SH_CASS_RING_WAYS <= n; i += SH_CASS_RING_WAYS) {
+        size_t base[SH_CASS_RING_WAYS] = {0}, len = m;
+        while (len > 1) {
+            size_t half = len / 2;
+            for (k = 0; k < SH_CASS_RING_WAYS; k++)
+                base[k] += (size_t)(ring[base[k] + half] < tokens[i + k]) * half;
+            len -= half;
         }
+        for (k = 0; k < SH_CASS_RING_WAYS; k++) {
+            size_t lo = base[k] + (size_t)(ring[base[k]] < tokens[i + k]);
+            out[i + k] = (int64_t)(lo == m ? 0 : lo);
+        }
+    }
+    for (; i < n; i++) {
+        size_t lo = sh_cass_lower_bound(ring, m, tokens[i]);
         out[i] = (int64_t)(lo == m ? 0 : lo);
+    }
+}
+
+void sh_cassandra_ring_owner(const int64_t *ring, const int32_t *owners, size_t m, const int64_t *tokens,
+                             size_t n, int32_t *out)
+{
+    size_t i = 0, k;
+    for (; i + SH_CASS_RING_WAYS <= n; i += SH_CASS_RING_WAYS) {
+        size_t base[SH_CASS_RING_WAYS] = {0}, len = m;
+        while (len > 1) {
+            size_t half = len / 2;
+            for (k = 0; k < SH_CASS_RING_WAYS; k++)
+                base[k] += (size_t)(ring[base[k] + half] < tokens[i + k]) * half;
+            len -= half;
+        }
+        for (k = 0; k < SH_CASS_RING_WAYS; k++) {
+            size_t lo = base[k] + (size_t)(ring[base[k]] < tokens[i + k]);
+            out[i + k] = owners[lo == m ? 0 : lo];
+        }
+    }
+    for (; i < n; i++) {
+        size_t lo = sh_cass_lower_bound(ring, m, tokens[i]);
+        out[i] = owners[lo == m ? 0 : lo];
     }
 }

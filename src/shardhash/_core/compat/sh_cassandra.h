@@ -91,6 +91,9 @@ void sh_cassandra_token_int(const int32_t *values, size_t n, int64_t *out);
 /* Ring lookup: the index of the first ring token >= t, wrapping to 0.
  * `ring` is sorted ascending, m >= 1. */
 void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n, int64_t *out);
+/* owners[the same index] for each token (owners: m shard indices). */
+void sh_cassandra_ring_owner(const int64_t *ring, const int32_t *owners, size_t m, const int64_t *tokens,
+                             size_t n, int32_t *out);
 
 #ifdef __cplusplus
 }
