@@ -287,7 +287,7 @@ def test_first_not_bytes_like_finds_the_first_other_key() -> None:
     for bad in ("text", 1, None, np.frombuffer(b"ab", np.uint8), np.int64(3)):
         assert _native.first_not_bytes_like([*ok, bad, "later"]) == len(ok)
     with pytest.raises(TypeError, match="list or tuple"):
-        _native.first_not_bytes_like(iter(ok))
+        _native.first_not_bytes_like(iter(ok))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", ["a str key", 7, None])
