@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import uuid
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,9 +86,9 @@ def test_bad_arrays_name_the_position() -> None:
         pg.hash_extended_array(np.array([1], dtype="datetime64[ns]"), "timestamp")
     with pytest.raises(ValueError, match="out of range for float4"):
         pg.hash_extended_array(np.array([1e300]), "float4")
-    with pytest.raises(ValueError, match="out has 2 elements"):
+    with pytest.raises(ValueError, match="out has length 2 but there are 3 keys"):
         pg.hash_extended_array([1, 2, 3], "int8", out=np.empty(2, dtype=np.uint64))
-    with pytest.raises(TypeError, match="out must be"):
+    with pytest.raises(TypeError, match="out must have dtype uint64"):
         pg.hash_extended_array([1, 2], "int8", out=np.empty(2, dtype=np.int64))
     with pytest.raises(ValueError, match="threads"):
         pg.hash_extended_array([1, 2], "int8", threads=0)
@@ -252,7 +253,7 @@ def test_guava_bad_arrays() -> None:
         guava.consistent_hash_array([1, "2"], 10)
     with pytest.raises(ValueError, match="1-D"):
         guava.consistent_hash_array(np.zeros((2, 2), dtype=np.int64), 10)
-    with pytest.raises(ValueError, match="out has 1 elements"):
+    with pytest.raises(ValueError, match="out has length 1 but there are 2 keys"):
         guava.consistent_hash_array([1, 2], 10, out=np.empty(1, dtype=np.int32))
     with pytest.raises(ValueError, match="buckets"):
         guava.consistent_hash_array([1, 2], 0)
@@ -491,3 +492,36 @@ def test_kernels_validate_offsets() -> None:
         redis.keyslot_array(pa.array(["a", None]))
     with pytest.raises(ValueError, match="one-dimensional"):
         redis.keyslot_array(np.array([["a"]]))
+
+
+@pytest.mark.parametrize("call", ["pg_extended", "pg_32", "guava"])
+def test_compat_out_follows_the_routers_rules(call: str) -> None:
+    # every out= is checked alike: TypeError for what is not an array of the
+    # dtype in native byte order, ValueError for shape, layout, writability
+    dtype = np.uint64 if call == "pg_extended" else np.int32
+
+    def run(out: Any) -> object:
+        if call == "pg_extended":
+            return pg.hash_extended_array([1, 2, 3, 4], "int8", out=out)
+        if call == "pg_32":
+            return pg.hash32_array([1, 2, 3, 4], "int8", out=out)
+        return guava.consistent_hash_array([1, 2, 3, 4], 10, out=out)
+
+    good = np.zeros(4, dtype=dtype)
+    assert run(good) is good
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        run([0, 0, 0, 0])
+    with pytest.raises(TypeError, match="dtype"):
+        run(np.zeros(4, dtype=np.float64))
+    with pytest.raises(TypeError, match="native byte order"):
+        run(np.zeros(4, dtype=np.dtype(dtype).newbyteorder()))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        run(np.zeros(8, dtype=dtype)[::2])
+    with pytest.raises(ValueError, match="1-dimensional"):
+        run(np.zeros((2, 2), dtype=dtype))
+    with pytest.raises(ValueError, match="length 3"):
+        run(np.zeros(3, dtype=dtype))
+    ro = np.zeros(4, dtype=dtype)
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        run(ro)

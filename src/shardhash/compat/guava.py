@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from shardhash._parallel import kernel_array
+from shardhash.routing._kernels import prepare_out
 
 from . import _native
 
@@ -99,16 +100,8 @@ def consistent_hash_array(keys: Any, buckets: int, *, out: np.ndarray | None = N
         items = list(keys)
         arr = np.fromiter((_java_long(k) for k in items), dtype=np.int64, count=len(items))
     n = len(arr)
-    if out is None:
-        res = np.empty(n, dtype=np.int32)
-    else:
-        if not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.ndim != 1 \
-                or not out.flags.c_contiguous:
-            raise TypeError("out must be a contiguous 1-D numpy array of int32")
-        if len(out) != n:
-            raise ValueError(f"out has {len(out)} elements, expected {n}")
-        if np.may_share_memory(out, arr):
-            raise ValueError("out must not share memory with the keys")
-        res = out
+    res: np.ndarray = prepare_out(out, n)
+    if out is not None and np.may_share_memory(out, arr):
+        raise ValueError("out must not share memory with the keys")
     _native.guava_consistent_hash_array(arr, b, res, threads)
     return res

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from shardhash._parallel import kernel_array
+from shardhash.routing._kernels import prepare_out
 
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
@@ -579,17 +580,12 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
 
 
 def _out_array(out: Any, n: int, dtype: type) -> np.ndarray:
-    if out is None:
-        return np.empty(n, dtype=dtype)
-    if not isinstance(out, np.ndarray) or out.dtype != dtype or out.ndim != 1 or not out.flags.c_contiguous:
-        raise TypeError(f"out must be a contiguous 1-D numpy array of {np.dtype(dtype).name}")
-    if len(out) != n:
-        raise ValueError(f"out has {len(out)} elements, expected {n}")
-    if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
-        raise ValueError("out must be aligned (its items start off their alignment)")
-    if not out.flags.writeable:
-        raise ValueError("out is read-only")
-    return out
+    """A new output array, or ``out`` checked as every ``out=`` is (the
+    routers' rules and errors: TypeError for what is not an array of the
+    dtype in native byte order, ValueError for its shape, layout and
+    writability)."""
+    res: np.ndarray = prepare_out(out, n, dtype)
+    return res
 
 
 def _check_overlap(out: np.ndarray | None, keys: _Keys) -> None:

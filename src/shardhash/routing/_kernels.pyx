@@ -281,9 +281,10 @@ def as_hashes(hashes, name="hashes"):
     raise TypeError(f"{name} must hold unsigned 64-bit integers, got dtype {dt}")
 
 
-def prepare_out(out, Py_ssize_t n):
-    """Allocate, or check, an int32 output array of length ``n``."""
-    return check_out(out, n, _DT_INT32)
+def prepare_out(out, Py_ssize_t n, dtype=None):
+    """Allocate, or check, an output array of length ``n`` (int32, or
+    ``dtype``): the rules and errors of every ``out=``."""
+    return check_out(out, n, _DT_INT32 if dtype is None else np.dtype(dtype))
 
 
 def unalias(a, out):
