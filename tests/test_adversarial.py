@@ -443,3 +443,29 @@ def test_md5_counts_validates_like_the_router(weights: list[Any], flavor: str) -
     if weights:
         with pytest.raises(e.type):
             ketama.KetamaRouter([f"h{i}:1" for i in range(len(weights))], weights, flavor)
+
+
+def test_pack_keys_of_plain_keys_matches_the_general_path() -> None:
+    # a list or tuple of exact bytes and ASCII str keys is packed by two C
+    # passes; anything else (a non-ASCII str, a bytes subclass, an int with
+    # a converter) by the general path: the same layout either way
+    from shardhash.compat import _native
+
+    class B(bytes):
+        pass
+
+    plain: list[Any] = [b"", "", b"abc", "xyz" * 20, b"\x00\xff", "k"] * 50
+    want = b"".join(k if isinstance(k, bytes) else k.encode() for k in plain)
+    for keys in (plain, tuple(plain), [], [b""], [""]):
+        data, offsets = _native.pack_keys(keys)
+        assert len(offsets) == len(keys) + 1 and offsets[0] == 0
+        got = [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(len(keys))]
+        assert got == [k if isinstance(k, bytes) else k.encode() for k in keys]
+    data, offsets = _native.pack_keys(plain)
+    assert bytes(data[: offsets[-1]]) == want
+    for odd in ("é", B(b"sub"), 7):
+        keys = [*plain, odd, b"tail"]
+        data, offsets = _native.pack_keys(keys, convert=lambda v: str(v).encode())
+        got = [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(len(keys))]
+        assert got[-2] == (odd.encode() if isinstance(odd, str) else bytes(odd) if isinstance(odd, bytes) else b"7")
+        assert got[-1] == b"tail" and b"".join(got[:-2]) == want

@@ -71,7 +71,8 @@ __all__ = [
     "float8_32_array", "fixed_extended", "fixed_32", "varlen_extended", "varlen_32", "combine64",
     "remainder", "guava_consistent_hash", "guava_consistent_hash_array", "PG_CODES",
     "HASH_PARTITION_SEED", "simd_kernels", "cassandra_kernels", "xxh64_kernels", "vitess_xxhash_seq",
-    "cassandra_ring_owner", "first_not_bytes_like",
+    "cassandra_ring_owner", "first_not_bytes_like", "first_not_type", "first_of_type", "first_not_ascii_str",
+    "find_byte",
 ]
 
 cdef extern from "Python.h":
@@ -274,6 +275,70 @@ def _arrow_pack(obj, bint as_text=False):
     return data, offsets
 
 
+cdef extern from *:
+    """
+    /* pack_keys of a list or tuple of exact bytes and compact ASCII str
+     * keys, in C (borrowed references only, no Python code): pass 1 sums
+     * their sizes and returns the index of the first other key (n when
+     * there is none); pass 2 copies them and their offsets, and returns -1
+     * if a key is no longer one of those or no longer fits (the sequence
+     * changed in between: allocating the output can run a finalizer). */
+    static Py_ssize_t sh_pack_total(PyObject *const *items, Py_ssize_t n, Py_ssize_t *total)
+    {
+    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
+        (void)items; (void)n; *total = 0;
+        return 0;
+    #else
+        Py_ssize_t i, t = 0;
+        for (i = 0; i < n; i++) {
+            PyObject *o = items[i];
+            if (PyBytes_CheckExact(o))
+                t += PyBytes_GET_SIZE(o);
+            else if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o))
+                t += PyUnicode_GET_LENGTH(o);
+            else
+                break;
+        }
+        *total = t;
+        return i;
+    #endif
+    }
+    static int sh_pack_copy(PyObject *const *items, Py_ssize_t n, uint8_t *data, Py_ssize_t total,
+                            int64_t *offsets)
+    {
+    #if defined(PYPY_VERSION) || defined(Py_LIMITED_API)
+        (void)items; (void)n; (void)data; (void)total; (void)offsets;
+        return -1;
+    #else
+        Py_ssize_t i, pos = 0;
+        offsets[0] = 0;
+        for (i = 0; i < n; i++) {
+            PyObject *o = items[i];
+            const void *p;
+            Py_ssize_t m;
+            if (PyBytes_CheckExact(o)) {
+                p = PyBytes_AS_STRING(o);
+                m = PyBytes_GET_SIZE(o);
+            } else if (PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o)) {
+                p = PyUnicode_DATA(o);
+                m = PyUnicode_GET_LENGTH(o);
+            } else {
+                return -1;
+            }
+            if (m > total - pos) return -1;
+            if (m) memcpy(data + pos, p, (size_t)m);
+            pos += m;
+            offsets[i + 1] = (int64_t)pos;
+        }
+        return pos == total ? 0 : -1;
+    #endif
+    }
+    """
+    Py_ssize_t sh_pack_total(PyObject *const *items, Py_ssize_t n, Py_ssize_t *total)
+    int sh_pack_copy(PyObject *const *items, Py_ssize_t n, uint8_t *data, Py_ssize_t total, int64_t *offsets)
+    PyObject **PySequence_Fast_ITEMS(object o)
+
+
 def pack_keys(keys, convert=None, bint raw_bytes=True):
     """Lay out keys as Arrow-style ``(data, offsets)``: key i is
     ``data[offsets[i]:offsets[i+1]]``.
@@ -298,6 +363,18 @@ def pack_keys(keys, convert=None, bint raw_bytes=True):
             raise ValueError(f"keys must be one-dimensional, got shape {keys.shape}")
         seq = keys.tolist()
     elif isinstance(keys, (list, tuple)):
+        # exact bytes (taken as they are) and ASCII str keys: both passes in
+        # C, no copy of the list (no key's code runs)
+        n = len(keys)
+        if raw_bytes and sh_pack_total(PySequence_Fast_ITEMS(keys), n, &total) == n:
+            offsets = np.empty(n + 1, dtype=np.int64)
+            data = np.empty(max(total, 1), dtype=np.uint8)
+            off = offsets
+            dat = data
+            if n == len(keys) and sh_pack_copy(PySequence_Fast_ITEMS(keys), n, &dat[0], total, &off[0]) == 0:
+                return data, offsets
+            raise RuntimeError("keys changed while being packed")
+        total = 0
         # a private copy: a key's own code (__str__, __bytes__, convert) may
         # change the caller's list while it is being packed
         seq = list(keys)
@@ -403,6 +480,32 @@ cdef extern from *:
         }
         return i;
     }
+    /* The first of items[0..n) whose type is not exactly tp; n when there is
+     * none.  Borrowed references only, no Python code. */
+    static Py_ssize_t sh_first_not_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
+    {
+        Py_ssize_t i;
+        for (i = 0; i < n; i++)
+            if ((PyObject *)Py_TYPE(items[i]) != tp) break;
+        return i;
+    }
+    /* The first of items[0..n) whose type is exactly tp; n when there is none. */
+    static Py_ssize_t sh_first_of_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
+    {
+        Py_ssize_t i;
+        for (i = 0; i < n; i++)
+            if ((PyObject *)Py_TYPE(items[i]) == tp) break;
+        return i;
+    }
+    /* The first of items[0..n) that is not a str of ASCII characters only;
+     * n when there is none. */
+    static Py_ssize_t sh_first_not_ascii_str(PyObject *const *items, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        for (i = 0; i < n; i++)
+            if (!PyUnicode_Check(items[i]) || !PyUnicode_IS_ASCII(items[i])) break;
+        return i;
+    }
     /* The header before the data of a bytes object is at least 16 bytes. */
     #if !defined(PYPY_VERSION) && !defined(Py_LIMITED_API)
     typedef char sh_bytes_header_check[offsetof(PyBytesObject, ob_sval) >= 16 ? 1 : -1];
@@ -417,6 +520,9 @@ cdef extern from *:
     Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
                            const uint8_t **ptrs, int64_t *lens)
     Py_ssize_t sh_first_not_bytes_like(PyObject *const *items, Py_ssize_t n)
+    Py_ssize_t sh_first_not_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
+    Py_ssize_t sh_first_of_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
+    Py_ssize_t sh_first_not_ascii_str(PyObject *const *items, Py_ssize_t n)
     PyObject **PySequence_Fast_ITEMS(object o)
     const bint SH_SEQ_HEADER32
 
@@ -1045,6 +1151,46 @@ def first_not_bytes_like(keys):
     cdef Py_ssize_t n = len(keys)
     cdef Py_ssize_t i = sh_first_not_bytes_like(PySequence_Fast_ITEMS(keys), n)
     return -1 if i == n else i
+
+
+def first_not_type(keys, type tp):
+    """The position of the first key of a list or tuple whose type is not
+    exactly ``tp``; -1 when every key's is.  A C loop that runs no Python
+    code."""
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
+    cdef Py_ssize_t n = len(keys)
+    cdef Py_ssize_t i = sh_first_not_type(PySequence_Fast_ITEMS(keys), n, <PyObject *>tp)
+    return -1 if i == n else i
+
+
+def first_of_type(keys, type tp):
+    """The position of the first key of a list or tuple whose type is
+    exactly ``tp`` (``type(None)``: the first None); -1 when there is none."""
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
+    cdef Py_ssize_t n = len(keys)
+    cdef Py_ssize_t i = sh_first_of_type(PySequence_Fast_ITEMS(keys), n, <PyObject *>tp)
+    return -1 if i == n else i
+
+
+def first_not_ascii_str(keys):
+    """The position of the first key of a list or tuple that is not a str
+    of ASCII characters only; -1 when every key is one."""
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
+    cdef Py_ssize_t n = len(keys)
+    cdef Py_ssize_t i = sh_first_not_ascii_str(PySequence_Fast_ITEMS(keys), n)
+    return -1 if i == n else i
+
+
+def find_byte(const uint8_t[::1] data not None, int byte=0):
+    """The position of the first byte of ``data`` equal to ``byte``; -1 when
+    there is none (memchr)."""
+    if data.shape[0] == 0:
+        return -1
+    cdef const void *p = memchr(&data[0], byte & 0xff, <size_t>data.shape[0])
+    return -1 if p == NULL else <Py_ssize_t>(<const uint8_t *>p - &data[0])
 
 
 def vitess_xxhash_seq(keys, convert):

@@ -46,7 +46,6 @@ arm64: byte-string types hash differently on big-endian servers).
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
 import math
 import numbers
 import operator
@@ -449,44 +448,37 @@ def _numpy_keys(arr: np.ndarray, t: str, allow_null: bool) -> _Keys:
 
 
 def _varlen_fast(items: list[Any], t: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Data and offsets of a list of plain str (text) or bytes (bytea), encoded
-    in one pass; None when the general per-value path is needed (other types,
-    NUL characters, unencodable text), which also reports errors."""
-    n = len(items)
-    offsets = np.zeros(n + 1, dtype=np.int64)
+    """Data and offsets of a list of plain str (text) or bytes (bytea),
+    packed in C; None when the general per-value path is needed (other
+    types, subclasses, NUL characters, unencodable text), which also reports
+    errors."""
     if t == "bytea":
-        if set(map(type, items)) - {bytes}:
+        if _native.first_not_type(items, bytes) >= 0:
             return None
-        blob = b"".join(items)
-        if n:
-            np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=n), out=offsets[1:])
-        return np.frombuffer(blob, dtype=np.uint8), offsets
-    if set(map(type, items)) - {str}:
+        packed: tuple[np.ndarray, np.ndarray] = _native.pack_keys(items)
+        return packed
+    if _native.first_not_type(items, str) >= 0:
         return None
     if t == "bpchar":
         items = [x.rstrip(" ") for x in items]
-    big = "".join(items)
-    if "\x00" in big or _beyond_unicode(big):
+    first = _native.first_not_ascii_str(items)
+    if first >= 0 and _beyond_unicode("".join(items[first:])):  # (numpy's str can hold them)
         return None
     try:
-        blob = big.encode("utf-8")
-    except UnicodeEncodeError:
+        packed = _native.pack_keys(items)
+    except ValueError:  # a lone surrogate has no UTF-8 (UnicodeEncodeError)
         return None
-    if n:
-        if len(blob) == len(big):                    # ASCII: bytes = characters
-            lengths = np.fromiter(map(len, items), dtype=np.int64, count=n)
-        else:
-            lengths = np.fromiter((len(x.encode("utf-8")) for x in items), dtype=np.int64, count=n)
-        np.cumsum(lengths, out=offsets[1:])
-    return np.frombuffer(blob, dtype=np.uint8), offsets
+    if _native.find_byte(packed[0], 0) >= 0:  # NUL: refused, with its position, by the general path
+        return None
+    return packed
 
 
 def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
     n = len(items)
     isnull = None
-    if any(map(operator.is_, items, itertools.repeat(None))):
+    pos = _native.first_of_type(items, type(None))  # the first NULL, by a C loop
+    if pos >= 0:
         if not allow_null:
-            pos = next(i for i, x in enumerate(items) if x is None)
             raise TypeError(f"cannot hash NULL (None) at position {pos} as {t}")
         isnull = np.fromiter((x is None for x in items), dtype=np.uint8, count=n)
     try:
@@ -563,10 +555,10 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
             arr[missing] = None
         return _list_keys(arr.tolist(), t, allow_null)
     try:
-        items = list(values)
+        items = list(values)  # a private copy: a key's own code (__index__, ...) may change the caller's
     except TypeError:
         raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}") from None
-    kinds = set(map(type, items))
+    kinds = set(map(type, items)) if t in _INT_RANGE or t in ("float8", "float4") else set()
     if t in _INT_RANGE and kinds == {int}:
         try:
             arr = np.asarray(items)
