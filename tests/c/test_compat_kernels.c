@@ -180,41 +180,23 @@ static void check_pg(const keyset *ks, const char *what)
 static uint64_t xxh_out[NKEYS];
 
 typedef void (*xxh_off_fn)(const uint8_t *, const int64_t *, size_t, uint64_t, uint64_t *);
+typedef void (*xxh_ptr_fn)(const uint8_t *const *, const int64_t *, size_t, uint64_t, uint64_t *);
 
-/* One XXH64 batch kernel against sh_xxh64, on batches that start at the
- * first key, a third of the way in, and so on. */
-static void check_xxh64_kernel(const keyset *ks, const char *what, const char *name, xxh_off_fn fn)
+/* One XXH64 batch kernel, over Arrow offsets (off) or over pointers with 32
+ * bytes readable before each key (ptr), against sh_xxh64, on batches that
+ * start at the first key, a third of the way in, and so on. */
+static void check_xxh64_kernel(const keyset *ks, const char *what, const char *name, xxh_off_fn off,
+                               xxh_ptr_fn ptr)
 {
     static const uint64_t seeds[] = {0, 1, UINT64_C(0x9E3779B185EBCA87)};
     size_t i, si, s;
     int bad = 0;
     for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
         for (s = 0; s < ks->n; s += ks->n / 3 + 1) {
-            fn(ks->data, ks->offsets + s, ks->n - s, seeds[si], xxh_out);
-            for (i = s; i < ks->n; i++) {
-                if (xxh_out[i - s] != sh_xxh64(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si])) {
-                    if (bad++ < 3)
-                        fprintf(stderr, "  %s: %s key %zu (length %zu)\n", what, name, i,
-                                (size_t)ks->lens[i]);
-                }
-            }
-        }
-    }
-    CHECK(bad == 0, "%s: %s != sh_xxh64 on %d keys", what, name, bad);
-}
-
-typedef void (*xxh_ptr_fn)(const uint8_t *const *, const int64_t *, size_t, uint64_t, uint64_t *);
-
-/* The same for a kernel over keys by pointer (32 bytes readable before
- * each). */
-static void check_xxh64_ptr_kernel(const keyset *ks, const char *what, const char *name, xxh_ptr_fn fn)
-{
-    static const uint64_t seeds[] = {0, UINT64_C(0x9E3779B185EBCA87)};
-    size_t i, si, s;
-    int bad = 0;
-    for (si = 0; si < sizeof seeds / sizeof seeds[0]; si++) {
-        for (s = 0; s < ks->n; s += ks->n / 3 + 1) {
-            fn(ks->ptrs16 + s, ks->lens + s, ks->n - s, seeds[si], xxh_out);
+            if (off)
+                off(ks->data, ks->offsets + s, ks->n - s, seeds[si], xxh_out);
+            else
+                ptr(ks->ptrs16 + s, ks->lens + s, ks->n - s, seeds[si], xxh_out);
             for (i = s; i < ks->n; i++) {
                 if (xxh_out[i - s] != sh_xxh64(ks->data + ks->offsets[i], (size_t)ks->lens[i], seeds[si])) {
                     if (bad++ < 3)
@@ -229,20 +211,19 @@ static void check_xxh64_ptr_kernel(const keyset *ks, const char *what, const cha
 
 static void check_xxh64(const keyset *ks, const char *what)
 {
-    check_xxh64_ptr_kernel(ks, what, "sh_xxh64_ptrs", sh_xxh64_ptrs);
-    check_xxh64_ptr_kernel(ks, what, "sh_xxh64_ptrs32_batch", sh_xxh64_ptrs32_batch);
-    if (sh_xxh64_avx512_available())
-        check_xxh64_ptr_kernel(ks, what, "xxh64 ptrs32 avx512", sh_xxh64_ptrs32_avx512);
-    else
-        check_xxh64_ptr_kernel(ks, what, "sh_xxh64_ptrs", sh_xxh64_ptrs);
-    check_xxh64_kernel(ks, what, "sh_xxh64_offsets", sh_xxh64_offsets);
-    check_xxh64_kernel(ks, what, "sh_xxh64_offsets_batch", sh_xxh64_offsets_batch);
-    /* the AVX-512 kernel where the CPU has it, else the scalar one again (the
-     * same number of checks on every target) */
-    if (sh_xxh64_avx512_available())
-        check_xxh64_kernel(ks, what, "xxh64 avx512", sh_xxh64_offsets_avx512);
-    else
-        check_xxh64_kernel(ks, what, "sh_xxh64_offsets", sh_xxh64_offsets);
+    check_xxh64_kernel(ks, what, "sh_xxh64_ptrs", NULL, sh_xxh64_ptrs);
+    check_xxh64_kernel(ks, what, "sh_xxh64_ptrs32_batch", NULL, sh_xxh64_ptrs32_batch);
+    check_xxh64_kernel(ks, what, "sh_xxh64_offsets", sh_xxh64_offsets, NULL);
+    check_xxh64_kernel(ks, what, "sh_xxh64_offsets_batch", sh_xxh64_offsets_batch, NULL);
+    /* the AVX-512 kernels where the CPU has them, else the scalar ones again
+     * (the same number of checks on every target) */
+    if (sh_xxh64_avx512_available()) {
+        check_xxh64_kernel(ks, what, "xxh64 ptrs32 avx512", NULL, sh_xxh64_ptrs32_avx512);
+        check_xxh64_kernel(ks, what, "xxh64 avx512", sh_xxh64_offsets_avx512, NULL);
+    } else {
+        check_xxh64_kernel(ks, what, "sh_xxh64_ptrs", NULL, sh_xxh64_ptrs);
+        check_xxh64_kernel(ks, what, "sh_xxh64_offsets", sh_xxh64_offsets, NULL);
+    }
 }
 
 typedef void (*cass_off_fn)(const uint8_t *, const int64_t *, size_t, int64_t *);

@@ -258,25 +258,32 @@ SH_FORCE_INLINE size_t sh_cass_lower_bound(const int64_t *ring, size_t m, int64_
     return base + (size_t)(ring[base] < t);
 }
 
-/* Four searches side by side: the same number of steps for any token, so
- * their loads overlap. */
+/* The ring positions of tokens[0 .. SH_CASS_RING_WAYS): four searches side
+ * by side (the same number of steps for any token, so their loads overlap),
+ * each wrapped to 0 past the last ring token. */
 #define SH_CASS_RING_WAYS 4
+
+SH_FORCE_INLINE void sh_cass_ring_ways(const int64_t *ring, size_t m, const int64_t *tokens, size_t *pos)
+{
+    size_t k, len = m;
+    for (k = 0; k < SH_CASS_RING_WAYS; k++) pos[k] = 0;
+    while (len > 1) {
+        size_t half = len / 2;
+        for (k = 0; k < SH_CASS_RING_WAYS; k++) pos[k] += (size_t)(ring[pos[k] + half] < tokens[k]) * half;
+        len -= half;
+    }
+    for (k = 0; k < SH_CASS_RING_WAYS; k++) {
+        pos[k] += (size_t)(ring[pos[k]] < tokens[k]);
+        if (pos[k] == m) pos[k] = 0;
+    }
+}
 
 void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *tokens, size_t n, int64_t *out)
 {
-    size_t i = 0, k;
+    size_t i = 0, k, pos[SH_CASS_RING_WAYS];
     for (; i + SH_CASS_RING_WAYS <= n; i += SH_CASS_RING_WAYS) {
-        size_t base[SH_CASS_RING_WAYS] = {0}, len = m;
-        while (len > 1) {
-            size_t half = len / 2;
-            for (k = 0; k < SH_CASS_RING_WAYS; k++)
-                base[k] += (size_t)(ring[base[k] + half] < tokens[i + k]) * half;
-            len -= half;
-        }
-        for (k = 0; k < SH_CASS_RING_WAYS; k++) {
-            size_t lo = base[k] + (size_t)(ring[base[k]] < tokens[i + k]);
-            out[i + k] = (int64_t)(lo == m ? 0 : lo);
-        }
+        sh_cass_ring_ways(ring, m, tokens + i, pos);
+        for (k = 0; k < SH_CASS_RING_WAYS; k++) out[i + k] = (int64_t)pos[k];
     }
     for (; i < n; i++) {
         size_t lo = sh_cass_lower_bound(ring, m, tokens[i]);
@@ -287,19 +294,10 @@ void sh_cassandra_ring_index(const int64_t *ring, size_t m, const int64_t *token
 void sh_cassandra_ring_owner(const int64_t *ring, const int32_t *owners, size_t m, const int64_t *tokens,
                              size_t n, int32_t *out)
 {
-    size_t i = 0, k;
+    size_t i = 0, k, pos[SH_CASS_RING_WAYS];
     for (; i + SH_CASS_RING_WAYS <= n; i += SH_CASS_RING_WAYS) {
-        size_t base[SH_CASS_RING_WAYS] = {0}, len = m;
-        while (len > 1) {
-            size_t half = len / 2;
-            for (k = 0; k < SH_CASS_RING_WAYS; k++)
-                base[k] += (size_t)(ring[base[k] + half] < tokens[i + k]) * half;
-            len -= half;
-        }
-        for (k = 0; k < SH_CASS_RING_WAYS; k++) {
-            size_t lo = base[k] + (size_t)(ring[base[k]] < tokens[i + k]);
-            out[i + k] = owners[lo == m ? 0 : lo];
-        }
+        sh_cass_ring_ways(ring, m, tokens + i, pos);
+        for (k = 0; k < SH_CASS_RING_WAYS; k++) out[i + k] = owners[pos[k]];
     }
     for (; i < n; i++) {
         size_t lo = sh_cass_lower_bound(ring, m, tokens[i]);
