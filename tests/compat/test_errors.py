@@ -525,3 +525,12 @@ def test_compat_out_follows_the_routers_rules(call: str) -> None:
     ro.setflags(write=False)
     with pytest.raises(ValueError, match="read-only"):
         run(ro)
+
+
+def test_find_byte_refuses_a_value_that_is_not_a_byte() -> None:
+    data = np.frombuffer(b"ab\x00c", dtype=np.uint8)
+    assert _native.find_byte(data, 0) == 2 and _native.find_byte(data, ord("c")) == 3
+    assert _native.find_byte(data, 255) == -1
+    for bad in (256, -1):
+        with pytest.raises(ValueError, match="0 .. 255"):
+            _native.find_byte(data, bad)

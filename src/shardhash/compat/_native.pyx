@@ -468,42 +468,25 @@ cdef extern from *:
         return i;
     #endif
     }
-    /* The first of items[0..n) that is not a bytes (or subclass), bytearray
-     * (or subclass) or memoryview object; n when there is none.  Borrowed
-     * references only, no Python code. */
-    static Py_ssize_t sh_first_not_bytes_like(PyObject *const *items, Py_ssize_t n)
+    /* The first of items[0..n) that fails a test; n when none does.
+     * Borrowed references only, no Python code.  The tests: 0, a bytes
+     * (or subclass), bytearray (or subclass) or memoryview object; 1, an
+     * object of type exactly tp; 2, an object of any other type than tp;
+     * 3, an exact str of ASCII characters only. */
+    static Py_ssize_t sh_first_failing(PyObject *const *items, Py_ssize_t n, int test, PyObject *tp)
     {
         Py_ssize_t i;
         for (i = 0; i < n; i++) {
             PyObject *o = items[i];
-            if (!PyBytes_Check(o) && !PyByteArray_Check(o) && !PyMemoryView_Check(o)) break;
+            int ok;
+            switch (test) {
+            case 0: ok = PyBytes_Check(o) || PyByteArray_Check(o) || PyMemoryView_Check(o); break;
+            case 1: ok = (PyObject *)Py_TYPE(o) == tp; break;
+            case 2: ok = (PyObject *)Py_TYPE(o) != tp; break;
+            default: ok = PyUnicode_CheckExact(o) && PyUnicode_IS_ASCII(o); break;
+            }
+            if (!ok) break;
         }
-        return i;
-    }
-    /* The first of items[0..n) whose type is not exactly tp; n when there is
-     * none.  Borrowed references only, no Python code. */
-    static Py_ssize_t sh_first_not_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
-    {
-        Py_ssize_t i;
-        for (i = 0; i < n; i++)
-            if ((PyObject *)Py_TYPE(items[i]) != tp) break;
-        return i;
-    }
-    /* The first of items[0..n) whose type is exactly tp; n when there is none. */
-    static Py_ssize_t sh_first_of_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
-    {
-        Py_ssize_t i;
-        for (i = 0; i < n; i++)
-            if ((PyObject *)Py_TYPE(items[i]) == tp) break;
-        return i;
-    }
-    /* The first of items[0..n) that is not a str of ASCII characters only;
-     * n when there is none. */
-    static Py_ssize_t sh_first_not_ascii_str(PyObject *const *items, Py_ssize_t n)
-    {
-        Py_ssize_t i;
-        for (i = 0; i < n; i++)
-            if (!PyUnicode_Check(items[i]) || !PyUnicode_IS_ASCII(items[i])) break;
         return i;
     }
     /* The header before the data of a bytes object is at least 16 bytes. */
@@ -519,10 +502,7 @@ cdef extern from *:
     """
     Py_ssize_t sh_seq_walk(PyObject *const *items, Py_ssize_t i, Py_ssize_t end, Py_ssize_t n,
                            const uint8_t **ptrs, int64_t *lens)
-    Py_ssize_t sh_first_not_bytes_like(PyObject *const *items, Py_ssize_t n)
-    Py_ssize_t sh_first_not_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
-    Py_ssize_t sh_first_of_type(PyObject *const *items, Py_ssize_t n, PyObject *tp)
-    Py_ssize_t sh_first_not_ascii_str(PyObject *const *items, Py_ssize_t n)
+    Py_ssize_t sh_first_failing(PyObject *const *items, Py_ssize_t n, int test, PyObject *tp)
     PyObject **PySequence_Fast_ITEMS(object o)
     const bint SH_SEQ_HEADER32
 
@@ -1141,55 +1121,51 @@ def redis_keyslot_seq(keys):
     return _seq_kernel(keys, 1, None, True)
 
 
+cdef Py_ssize_t _first_failing(object keys, int test, object tp) except -2:
+    """The position of the first key of a list or tuple that fails the test
+    of sh_first_failing; -1 when every key passes."""
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
+    cdef Py_ssize_t n = len(keys)
+    cdef Py_ssize_t i = sh_first_failing(PySequence_Fast_ITEMS(keys), n, test, <PyObject *>tp)
+    return -1 if i == n else i
+
+
 def first_not_bytes_like(keys):
     """The position of the first key of a list or tuple that is not bytes,
     bytearray or memoryview (subclasses included); -1 when every key is.
     A C loop that runs no Python code (for the routers that take only
     serialized keys)."""
-    if not isinstance(keys, (list, tuple)):
-        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
-    cdef Py_ssize_t n = len(keys)
-    cdef Py_ssize_t i = sh_first_not_bytes_like(PySequence_Fast_ITEMS(keys), n)
-    return -1 if i == n else i
+    return _first_failing(keys, 0, None)
 
 
 def first_not_type(keys, type tp):
     """The position of the first key of a list or tuple whose type is not
     exactly ``tp``; -1 when every key's is.  A C loop that runs no Python
     code."""
-    if not isinstance(keys, (list, tuple)):
-        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
-    cdef Py_ssize_t n = len(keys)
-    cdef Py_ssize_t i = sh_first_not_type(PySequence_Fast_ITEMS(keys), n, <PyObject *>tp)
-    return -1 if i == n else i
+    return _first_failing(keys, 1, tp)
 
 
 def first_of_type(keys, type tp):
     """The position of the first key of a list or tuple whose type is
     exactly ``tp`` (``type(None)``: the first None); -1 when there is none."""
-    if not isinstance(keys, (list, tuple)):
-        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
-    cdef Py_ssize_t n = len(keys)
-    cdef Py_ssize_t i = sh_first_of_type(PySequence_Fast_ITEMS(keys), n, <PyObject *>tp)
-    return -1 if i == n else i
+    return _first_failing(keys, 2, tp)
 
 
 def first_not_ascii_str(keys):
-    """The position of the first key of a list or tuple that is not a str
-    of ASCII characters only; -1 when every key is one."""
-    if not isinstance(keys, (list, tuple)):
-        raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
-    cdef Py_ssize_t n = len(keys)
-    cdef Py_ssize_t i = sh_first_not_ascii_str(PySequence_Fast_ITEMS(keys), n)
-    return -1 if i == n else i
+    """The position of the first key of a list or tuple that is not an
+    exact str of ASCII characters only; -1 when every key is one."""
+    return _first_failing(keys, 3, None)
 
 
 def find_byte(const uint8_t[::1] data not None, int byte=0):
-    """The position of the first byte of ``data`` equal to ``byte``; -1 when
-    there is none (memchr)."""
+    """The position of the first byte of ``data`` equal to ``byte`` (0 ..
+    255); -1 when there is none (memchr)."""
+    if not 0 <= byte <= 255:
+        raise ValueError(f"byte must be 0 .. 255, got {byte}")
     if data.shape[0] == 0:
         return -1
-    cdef const void *p = memchr(&data[0], byte & 0xff, <size_t>data.shape[0])
+    cdef const void *p = memchr(&data[0], byte, <size_t>data.shape[0])
     return -1 if p == NULL else <Py_ssize_t>(<const uint8_t *>p - &data[0])
 
 

@@ -457,11 +457,12 @@ def _varlen_fast(items: list[Any], t: str) -> tuple[np.ndarray, np.ndarray] | No
             return None
         packed: tuple[np.ndarray, np.ndarray] = _native.pack_keys(items)
         return packed
-    if _native.first_not_type(items, str) >= 0:
+    # one C pass for a list of ASCII str (the usual case), a second for the others
+    first = _native.first_not_ascii_str(items)
+    if first >= 0 and _native.first_not_type(items, str) >= 0:
         return None
     if t == "bpchar":
         items = [x.rstrip(" ") for x in items]
-    first = _native.first_not_ascii_str(items)
     if first >= 0 and _beyond_unicode("".join(items[first:])):  # (numpy's str can hold them)
         return None
     try:
