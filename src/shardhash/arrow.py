@@ -938,15 +938,6 @@ def read_unit(unit: ParquetUnit, columns: Sequence[str], column: str, kind: str,
             offset += b.num_rows
 
 
-def iter_parquet(path: str, columns: Sequence[str] | None = None, batch_size: int = 1 << 20) -> Iterable[Any]:
-    """Record batches of one Parquet file."""
-    require_pyarrow("Parquet input")
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path) as f:
-        yield from f.iter_batches(batch_size=batch_size, columns=list(columns) if columns else None)
-
-
 # ------------------------------------------------------- streams of batches
 
 

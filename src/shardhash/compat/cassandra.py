@@ -526,10 +526,6 @@ class TokenRouter(RawKeyRouter):
             return token(key)
         return token(serialize(key, ct))
 
-    def token_of(self, key: Any) -> int:
-        """The token of ``key`` (serialized with this router's ``cql_type``)."""
-        return self._key_token(key)
-
     def _index_of_token(self, t: int) -> int:
         i = int(np.searchsorted(self._ring, t, side="left"))
         return 0 if i == len(self._ring) else i

@@ -10,7 +10,7 @@ from typing_extensions import disjoint_base
 from shardhash._hashing import Hasher
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
-           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
+           "ring_index_bits", "maglev_populate", "mix64",
            "bounded_capacity", "bounded_assign",
            "ReplicaZones", "replicas_key", "replicas_hash", "replicas_keys", "replicas_hashes"]
 
@@ -28,7 +28,6 @@ def jump_hash_array(
     keys: Any, num_buckets: int, *, out: npt.NDArray[np.int32] | None = ...
 ) -> npt.NDArray[np.int32]: ...
 def mix64(x: int) -> int: ...
-def fastmod_constant(d: int) -> int: ...
 def ring_index_bits(ntokens: int, width: int) -> int: ...
 def maglev_populate(
     shard_hashes: Any, weights: Any, m: int

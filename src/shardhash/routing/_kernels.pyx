@@ -41,7 +41,7 @@ import_numpy()
 from shardhash._parallel import kernel_array, resolve_threads
 
 __all__ = ["RouterCore", "jump_hash", "jump_hash_array", "as_hashes", "prepare_out", "unalias", "fill_out",
-           "fastmod_constant", "ring_index_bits", "maglev_populate", "mix64",
+           "ring_index_bits", "maglev_populate", "mix64",
            "bounded_capacity", "bounded_assign",
            "ReplicaZones", "replicas_key", "replicas_hash", "replicas_keys", "replicas_hashes"]
 
@@ -370,13 +370,6 @@ cdef ptrdiff_t _k_route(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t 
 def mix64(x):
     """The SplitMix64 finaliser used by rendezvous and Maglev (a bijection)."""
     return sh_mix64(<uint64_t>int(x))
-
-
-def fastmod_constant(d):
-    """Lemire's 128-bit constant M for divisor ``d`` (as a Python int)."""
-    cdef sh_fastmod f
-    sh_fastmod_init(&f, <uint64_t>int(d))
-    return (int(f.m_hi) << 64) | int(f.m_lo)
 
 
 def ring_index_bits(size_t ntokens, unsigned width):

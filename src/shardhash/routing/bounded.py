@@ -211,13 +211,6 @@ class ItemPlacement:
         """``moved_size / total_size`` (0.0 for an empty placement)."""
         return self.moved_size / self.total_size if self.total_size else 0.0
 
-    @property
-    def max_over_mean(self) -> float:
-        """The largest load over the mean load."""
-        vals = list(self.loads.values())
-        mean = sum(vals) / len(vals)
-        return max(vals) / mean if mean else 0.0
-
 
 def place_items(router: BoundedLoadRouter, items: Mapping[Any, int], *,
                 previous: Mapping[Any, str] | None = None) -> ItemPlacement:

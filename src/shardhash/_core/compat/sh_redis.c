@@ -27,11 +27,6 @@ SH_FORCE_INLINE uint16_t sh_redis_slot(const uint8_t *k, size_t len)
     return (uint16_t)(sh_crc16_xmodem_inline(k + start, n) & (SH_REDIS_SLOTS - 1));
 }
 
-size_t sh_redis_hash_part(const uint8_t *key, size_t len, size_t *start)
-{
-    return sh_redis_part(key, len, start);
-}
-
 uint16_t sh_redis_keyslot(const void *key, size_t len)
 {
     return sh_redis_slot((const uint8_t *)key, len);

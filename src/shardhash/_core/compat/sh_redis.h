@@ -16,9 +16,6 @@ extern "C" {
 
 #define SH_REDIS_SLOTS 16384
 
-/* The part of a key Redis hashes: sets *start and returns its length. */
-size_t sh_redis_hash_part(const uint8_t *key, size_t len, size_t *start);
-
 uint16_t sh_redis_keyslot(const void *key, size_t len);
 
 /* Batch over Arrow-style binary data: key i is data[offsets[i] .. offsets[i+1]). */

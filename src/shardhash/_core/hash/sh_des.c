@@ -226,10 +226,3 @@ void sh_des_encrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, u
     for (i = 0; i + 2 <= n; i += 2) sh_des_crypt2(ctx, in + i, out + i, 0);
     if (i < n) out[i] = sh_des_crypt(ctx, in[i], 0);
 }
-
-void sh_des_decrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, uint64_t *out)
-{
-    size_t i;
-    for (i = 0; i + 2 <= n; i += 2) sh_des_crypt2(ctx, in + i, out + i, 1);
-    if (i < n) out[i] = sh_des_crypt(ctx, in[i], 1);
-}

@@ -30,7 +30,6 @@ uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block);
 uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block);
 
 void sh_des_encrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, uint64_t *out);
-void sh_des_decrypt_batch(const sh_des_ctx *ctx, const uint64_t *in, size_t n, uint64_t *out);
 
 #ifdef __cplusplus
 }

@@ -85,7 +85,11 @@ void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_
     if (sh_place_cpu & SH_CPU_AVX2)
         sh_jump_batch_avx2(hashes, n, num_buckets, out);
     else
+#ifdef SH_ARM_NEON
         sh_jump_batch_neon(hashes, n, num_buckets, out);
+#else
+        sh_jump_batch_scalar(hashes, n, num_buckets, out);
+#endif
 }
 
 void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)

@@ -22,8 +22,8 @@ int32_t sh_jump(uint64_t key, int32_t num_buckets);
 int32_t sh_jump_reference(uint64_t key, int32_t num_buckets);
 /* Same over a batch: out[i] = sh_jump(hashes[i], num_buckets).  Runs
  * sh_jump_batch_avx2 when sh_jump_avx2_available(), else sh_jump_batch_neon
- * (sh_jump_batch_scalar where there is no NEON kernel); all give identical
- * outputs. */
+ * where the build has it (SH_ARM_NEON), else sh_jump_batch_scalar; all give
+ * identical outputs. */
 void sh_jump_batch(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 /* Portable kernel: eight independent keys interleaved per iteration. */
 void sh_jump_batch_scalar(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
@@ -43,10 +43,12 @@ int sh_jump_avx2_available(void);
 void sh_jump_batch_avx2(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
 /* sh_jump_neon.c: 1 when this build has the aarch64 NEON kernel (SH_ARM_NEON). */
 int sh_jump_neon_available(void);
+#ifdef SH_ARM_NEON
 /* The NEON kernel (four keys in flight, their divisions two per fdiv;
- * arithmetic identical to sh_jump's); sh_jump_batch_scalar where there is
- * no NEON kernel and for batches under 16 keys. */
+ * arithmetic identical to sh_jump's; sh_jump_batch_scalar for batches under
+ * 16 keys).  Defined only in builds that have it (sh_cpu.h). */
 void sh_jump_batch_neon(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out);
+#endif
 
 #ifdef __cplusplus
 }

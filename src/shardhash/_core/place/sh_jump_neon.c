@@ -4,7 +4,9 @@
  *
  * Plain C99, no Python.h.  Compiled where sh_cpu.h defines SH_ARM_NEON
  * (aarch64 with gcc or clang: NEON is part of the architecture, so there is
- * no run-time check); elsewhere sh_jump_batch_neon is the scalar kernel.
+ * no run-time check); elsewhere this file defines only
+ * sh_jump_neon_available, which answers 0, and there is no
+ * sh_jump_batch_neon (sh_jump_batch runs the portable kernel instead).
  *
  * A key's steps form one long dependency chain whose slowest link is the
  * double division 2^31 / d.  Four keys are in flight; their 64-bit LCG steps
@@ -112,11 +114,6 @@ drain:
 int sh_jump_neon_available(void)
 {
     return 0;
-}
-
-void sh_jump_batch_neon(const uint64_t *hashes, size_t n, int32_t num_buckets, int32_t *out)
-{
-    sh_jump_batch_scalar(hashes, n, num_buckets, out);
 }
 
 #endif
