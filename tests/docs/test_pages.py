@@ -71,8 +71,6 @@ ALLOWED: dict[tuple[str, str], str] = {
 KNOWN_BROKEN: dict[tuple[str, str], str] = {
     ("docs/migrate.md", "from shardhash import plan"):
         "no cluster.toml in a fresh folder, and `user_id`, `name` are not defined",
-    ("docs/metrics.md", "shardhash analyze log.parquet --column user_id --topology users.json \\"):
-        "log.parquet and users.json are not made by anything on the page",
 }
 
 # Pages whose blocks start engines (JVM, Ray, Dask workers): tens of seconds.
