@@ -4,8 +4,10 @@ for what each kind of block does and ``ALLOWED`` for the blocks that do not run,
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._support import child_env, oracle_missing
 from tests.docs._markdown import PAGES, ROOT, Block, blocks, output_matches, transcript
 
 RUNNER = Path(__file__).resolve().parent / "_run_block.py"
@@ -73,18 +76,30 @@ KNOWN_BROKEN: dict[tuple[str, str], str] = {
         "no cluster.toml in a fresh folder, and `user_id`, `name` are not defined",
 }
 
-# Pages whose blocks start engines (JVM, Ray, Dask workers): tens of seconds.
+# Pages whose blocks start engines (a JVM, Ray, Dask workers): about 45 s on 2 idle cores, Spark's
+# block alone more than 20 s.
 SLOW_PAGES = {"docs/distributed.md"}
+REQUIRES = {"docs/distributed.md": ("dask", "distributed", "pyspark", "ray", "pyarrow")}
+NEEDS_JAVA = {"docs/distributed.md"}
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    bin_dir = str(Path(sys.executable).parent)
-    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
-    if env.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
+    """This run's environment, importing the same shardhash, with this interpreter's bin folder (the
+    ``shardhash`` command, ``python3`` for Spark's workers) first on PATH."""
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.pop("PYTHONSTARTUP", None)
     return env
+
+
+def _require(page: str) -> None:
+    """The systems a page's blocks run: missing, they fail in CI and skip elsewhere."""
+    for mod in REQUIRES.get(page, ()):
+        if importlib.util.find_spec(mod) is None:
+            oracle_missing(f"{page}: {mod}", "pip install '.[test]'")
+    if page in NEEDS_JAVA and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        oracle_missing(f"{page}: Java", "Spark needs Java 17 (Debian: openjdk-17-jdk-headless)")
 
 
 def _run(args: list[str], cwd: Path, *, merge: bool = False) -> subprocess.CompletedProcess[str]:
@@ -162,6 +177,7 @@ def run_page(page: str, folder: Path) -> list[str]:
 def test_page_runs(page: str, tmp_path: Path) -> None:
     if not (ROOT / "docs").is_dir():  # wheels are tested with a copy of tests/ and bench/ only
         pytest.skip("docs/ is not beside tests/")
+    _require(page)
     failures = run_page(page, tmp_path)
     assert not failures, "\n\n".join(failures)
 
@@ -169,9 +185,12 @@ def test_page_runs(page: str, tmp_path: Path) -> None:
 def test_every_block_runs_or_has_a_reason() -> None:
     if not (ROOT / "docs").is_dir():
         pytest.skip("docs/ is not beside tests/")
-    keys = {_key(b): b for p in PAGES for b in blocks(p)}
+    every = [b for p in PAGES for b in blocks(p)]
+    keys = {_key(b): b for b in every}
     stale = [k for k in [*ALLOWED, *KNOWN_BROKEN] if k not in keys]
     assert not stale, f"entries that match no block: {stale}"
+    ambiguous = [k for k in [*ALLOWED, *KNOWN_BROKEN] if sum(_key(b) == k for b in every) > 1]
+    assert not ambiguous, f"entries that match more than one block: {ambiguous}"
     assert not set(ALLOWED) & set(KNOWN_BROKEN)
     silent = [b.where for b in keys.values() if b.kind == "other" and _key(b) not in ALLOWED]
     assert not silent, f"blocks that neither run nor have a reason: {silent}"
