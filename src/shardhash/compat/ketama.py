@@ -303,7 +303,10 @@ class KetamaRouter(RawKeyRouter):
                      key_prefix: int | None) -> KetamaRouter:
         if key_prefix is not None:
             raise ValueError("a ketama router has no key_prefix")
-        return cls(list(shards), params["weights"], params["flavor"], key_hash=params.get("key_hash"),
+        weights = params["weights"]
+        if weights is not None and not isinstance(weights, (list, Mapping)):
+            raise TypeError(f"params.weights must be a list or an object of node weights, not {weights!r}")
+        return cls(list(shards), weights, params["flavor"], key_hash=params.get("key_hash"),
                    version=version)
 
     # -- introspection -----------------------------------------------------------

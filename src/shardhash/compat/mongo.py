@@ -39,6 +39,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
+from ._doc import doc_field
 
 __all__ = [
     "MIN_KEY",
@@ -409,8 +410,12 @@ class HashedChunkRouter(RawKeyRouter):
         for o in owners:
             if isinstance(o, bool) or not isinstance(o, int) or not 0 <= o < len(shards):
                 raise ValueError(f"params.owners holds an invalid shard index {o!r}")
+        idle = [shards[i] for i in range(len(shards)) if i not in set(owners)]
+        if idle:
+            raise ValueError(f"params.owners gives no chunk to shard(s) {idle!r} of the document's shards")
         edges: list[Any] = [MIN_KEY] + list(bounds) + [MAX_KEY]
-        return cls([(edges[i], edges[i + 1], shards[owners[i]]) for i in range(len(owners))], version=version)
+        with doc_field("bounds"):
+            return cls([(edges[i], edges[i + 1], shards[owners[i]]) for i in range(len(owners))], version=version)
 
     def route_hashed(self, values: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for precomputed hashed values (int64)."""
