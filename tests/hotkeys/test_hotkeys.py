@@ -365,3 +365,47 @@ def test_propose_hot_set_refuses_an_overflowing_total() -> None:
     """Weights whose sum overflows to inf used to give an empty hot set silently."""
     with pytest.raises(ValueError, match="total weight"):
         propose_hot_set(["star"] * 10 + ["x", "y"], JumpRouter(SHARDS), weights=[1e308] * 12)
+
+
+def _param_paths(o: Any, p: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [p] if p else []
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k != "base":  # the base document has its own fuzz (tests/test_fuzz.py)
+                out += _param_paths(v, p + (k,))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            out += _param_paths(v, p + (i,))
+    return out
+
+
+_JSONISH = st.recursive(
+    _NUMBERS | st.none() | st.sampled_from(["time", "random", "round_robin", "k", ""]),
+    lambda c: st.lists(c, max_size=3), max_leaves=5)
+
+
+@given(write=st.sampled_from(["time", "random", "round_robin"]), data=st.data())
+def test_mutated_hot_documents_load_only_if_they_route(write: str, data: st.DataObject) -> None:
+    """Any one value of a hot document's params replaced: the load is refused
+    with a TypeError/ValueError naming the field, or every hot key routes
+    (write and read) at unix times 0, now and the end of year 9999."""
+    import time as time_mod
+
+    doc = HotKeyRouter(JumpRouter(SHARDS), {"k": 3, 7: 2}, write=write,
+                       bucket_seconds=60 if write == "time" else None).to_dict()
+    del doc["fingerprint"]
+    path = data.draw(st.sampled_from(_param_paths(doc["params"])), label="path")
+    target = doc["params"]
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = data.draw(_JSONISH, label="value")
+    try:
+        r = load_router(doc)
+    except (TypeError, ValueError) as e:
+        assert any(w in str(e) for w in (str(path[0]), "fan_out", "hot")), e
+        return
+    assert isinstance(r, HotKeyRouter)
+    for now in (0.0, time_mod.time(), 253402300799.0):
+        with mock.patch("time.time", return_value=now):
+            for key in r.hot:
+                assert r.route_write(key) in r.route_read(key)
