@@ -571,13 +571,13 @@ _JSONISH = st.recursive(
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=2), c, max_size=2), max_leaves=6)
 
 
-def _check_compat_doc(doc: dict[str, Any], field: str) -> None:
-    """``doc`` loads, or is refused with a TypeError/ValueError naming ``field``."""
+def _check_compat_doc(doc: dict[str, Any], names: tuple[str, ...]) -> None:
+    """``doc`` loads, or is refused with a TypeError/ValueError naming one of ``names``."""
     try:
         load_router(doc)
     except (TypeError, ValueError) as e:
         msg = str(e)
-        assert field in msg or field.rstrip("s") in msg, f"{type(e).__name__} names no field: {msg}"
+        assert any(n in msg or n.rstrip("s") in msg for n in names), f"{type(e).__name__} names no field: {msg}"
 
 
 @given(which=st.sampled_from([n for n, _ in _compat_routers()]), data=st.data())
@@ -588,13 +588,16 @@ def test_mutated_compat_documents_name_the_field(which: str, data: st.DataObject
     router = dict(_compat_routers())[which]
     doc = router.to_dict()
     del doc["fingerprint"]
-    path = data.draw(st.sampled_from(_paths(doc["params"])), label="path")
+    paths = [("params",) + p for p in _paths(doc["params"])] + [("shards",) + p for p in _paths(doc["shards"])]
+    path = data.draw(st.sampled_from(paths + [("shards",)]), label="path")
     value = data.draw(_JSONISH, label="value")
-    target = doc["params"]
+    target: Any = doc
     for k in path[:-1]:
         target = target[k]
     target[path[-1]] = value
-    _check_compat_doc(doc, str(path[0]))
+    # a changed shard list may instead be reported by the params field it no
+    # longer matches (e.g. "params.bounds: 2 bounds given for 1 partitions")
+    _check_compat_doc(doc, (str(path[1]),) if path[0] == "params" else ("shard", "params."))
 
 
 @pytest.mark.parametrize("which, path, value, exc, match", [
@@ -615,6 +618,9 @@ def test_mutated_compat_documents_name_the_field(which: str, data: st.DataObject
     ("mongo", ("owners", 1), 0, ValueError, r"params\.owners gives no chunk to shard\(s\) \['b'\]"),
     ("mongo", ("bounds", 0), 1.5, TypeError, r"params\.bounds: chunk 0 max"),
     ("postgres", ("types", 0), 5, TypeError, r"params\.types: type must be a str"),
+    ("redis", ("..", "shards", 0), [1], TypeError, r"shards\[0\]: shard ids must be str, got \[1\]"),
+    ("cassandra", ("..", "shards", 1), None, TypeError, r"shards\[1\]: shard ids must be str"),
+    ("vitess", ("..", "shards", 1), {}, TypeError, r"shards\[1\]: shard ids must be str"),
 ])
 def test_malformed_compat_documents(which: str, path: tuple[Any, ...], value: Any, exc: type[Exception],
                                     match: str) -> None:
@@ -624,6 +630,8 @@ def test_malformed_compat_documents(which: str, path: tuple[Any, ...], value: An
     doc = dict(_compat_routers())[which].to_dict()
     del doc["fingerprint"]
     target = doc["params"]
+    if path[0] == "..":  # a top-level field
+        target, path = doc, path[1:]
     for k in path[:-1]:
         target = target[k]
     target[path[-1]] = value

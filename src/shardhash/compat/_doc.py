@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..routing.base import _describe
+from ..routing.base import _check_shard_id, _describe
 
 
 @contextmanager
@@ -60,3 +60,13 @@ def node_map(value: Any, where: str, shards: tuple[str, ...], what: str) -> Mapp
         raise ValueError(f"{where} must map exactly the document's shards to their {what} "
                          f"(missing: {missing}, not a shard: {extra})")
     return value
+
+
+def doc_shards(shards: tuple[Any, ...]) -> tuple[str, ...]:
+    """The document's ``shards``: at least one, each a non-empty str, refused
+    with its position."""
+    if not shards:
+        raise ValueError("shards: a router needs at least one shard")
+    for i, s in enumerate(shards):
+        _check_shard_id(s, f"shards[{i}]")
+    return shards

@@ -44,7 +44,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, int_list, node_map
+from ._doc import doc_field, doc_shards, int_list, node_map
 
 __all__ = [
     "MIN_TOKEN",
@@ -496,6 +496,7 @@ class TokenRouter(RawKeyRouter):
                      key_prefix: int | None) -> TokenRouter:
         if key_prefix is not None:
             raise ValueError("a Cassandra token router has no key_prefix")
+        shards = doc_shards(shards)
         toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
         tokens = {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
         cql_type = params.get("cql_type", "blob")

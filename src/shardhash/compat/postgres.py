@@ -63,7 +63,7 @@ from shardhash.routing._kernels import prepare_out
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
-from ._doc import doc_field
+from ._doc import doc_field, doc_shards
 
 __all__ = [
     "HASH_PARTITION_SEED",
@@ -925,6 +925,7 @@ class HashPartitionRouter(RawKeyRouter):
                      key_prefix: int | None) -> HashPartitionRouter:
         if key_prefix is not None:
             raise ValueError("a PostgreSQL hash-partition router has no key_prefix")
+        shards = doc_shards(shards)
         types = params["types"]
         if not isinstance(types, list) or not types:
             raise ValueError("params.types must be a non-empty list of type names")

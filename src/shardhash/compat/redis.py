@@ -30,7 +30,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, int_pairs, node_map
+from ._doc import doc_field, doc_shards, int_pairs, node_map
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
 
@@ -236,6 +236,7 @@ class ClusterRouter(RawKeyRouter):
                      key_prefix: int | None) -> ClusterRouter:
         if key_prefix is not None:
             raise ValueError("a Redis Cluster router has no key_prefix")
+        shards = doc_shards(shards)
         sr = node_map(params["slot_ranges"], "params.slot_ranges", shards, "slot ranges")
         ranges = {s: int_pairs(sr[s], f"params.slot_ranges[{s!r}]", "start, end") for s in shards}
         with doc_field("slot_ranges"):
