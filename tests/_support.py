@@ -49,3 +49,22 @@ def present(value: T | None) -> T:
     field that this kind of object always sets)."""
     assert value is not None
     return value
+
+
+def examples(n: int) -> int:
+    """``max_examples`` for a property test that runs ``n`` examples in the
+    default Hypothesis profile: ``n`` there, scaled by the loaded profile's
+    ``max_examples`` over the default profile's (x20 under
+    SHARDHASH_HYPOTHESIS=thorough; tests/conftest.py registers both).  An
+    explicit ``@settings(max_examples=N)`` overrides the profile, so every
+    one goes through this."""
+    from hypothesis import settings
+
+    try:
+        base = settings.get_profile("default").max_examples
+    except Exception:  # profiles not registered (tests/conftest.py not loaded)
+        return n
+    current = settings.default
+    if current is None:
+        return n
+    return max(1, round(n * current.max_examples / base))

@@ -7,10 +7,11 @@
 #   - cross-compiled for aarch64 and run under qemu-user,
 #   - cross-compiled for s390x (big-endian) and run under qemu-user,
 #   - cross-compiled for Windows x86-64 with mingw-w64 and, when wine is
-#     installed, run under wine (LLP64: `long` is 32 bits there),
+#     installed, run under wine (LLP64: `long` is 32 bits there; in CI,
+#     SHARDHASH_CI set, a missing wine is a failure),
 # every build warning-free (-Werror), and every run must print exactly what
 # the native run printed.  With clang installed, the core and the tests are
-# also compiled warning-free with clang.
+# also compiled warning-free with clang (in CI a missing clang is a failure).
 #
 # Run from the repository root (as .ci/run does); the compilers and emulators
 # come from .ci/apt.d/portability.txt.  Exits non-zero on any failure.
@@ -31,6 +32,12 @@ failures=()
 ok()   { echo "PASS: $1"; passed=$((passed + 1)); }
 bad()  { echo "FAIL: $1" >&2; failed=$((failed + 1)); failures+=("$1"); }
 skip() { echo "SKIP: $1"; }
+# In CI (SHARDHASH_CI set and not 0) a missing optional tool (wine, clang) is a
+# failure, as a missing oracle is in the Python tests; elsewhere a skip.
+in_ci() { [ -n "${SHARDHASH_CI:-}" ] && [ "${SHARDHASH_CI}" != 0 ]; }
+optional_missing() {  # optional_missing WHAT
+  if in_ci; then bad "$1 (required in CI: SHARDHASH_CI is set)"; else skip "$1"; fi
+}
 section() { printf '\n--- %s\n' "$*"; }
 
 need() {  # need TOOL DEBIAN-PACKAGE
@@ -151,7 +158,7 @@ if need $MINGW gcc-mingw-w64-x86-64; then
     if command -v "$w" >/dev/null 2>&1; then wine=$(command -v "$w"); break; fi
   done
   if [ -z "$wine" ]; then
-    skip "Windows programs not run: wine is not installed"
+    optional_missing "Windows programs not run: wine is not installed (Debian package wine64)"
   elif [ $mingw_ok = 1 ]; then
     # A throwaway prefix; no display, and no Mono/Gecko installation prompts.
     export WINEPREFIX="$work/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
@@ -181,7 +188,7 @@ if command -v clang >/dev/null 2>&1; then
     bad "clang: the core or a test does not compile warning-free"
   fi
 else
-  skip "clang is not installed"
+  optional_missing "clang is not installed (Debian package clang)"
 fi
 
 echo

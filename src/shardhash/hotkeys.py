@@ -59,6 +59,11 @@ from shardhash.routing.base import _check_int, _describe
 __all__ = ["HotKeyRouter", "HotChange", "hot_changes", "propose_hot_set", "subkey", "MAX_FAN_OUT"]
 
 MAX_FAN_OUT = 1024
+#: the shortest ``bucket_seconds`` of ``write="time"``: any shorter bucket and
+#: ``unix_time / bucket_seconds`` (up to the year 9999) could overflow a double
+MIN_BUCKET_SECONDS = 1e-6
+#: the largest unix time ``write="time"`` is checked against (9999-12-31)
+_LAST_UNIX_TIME = 253402300799.0
 _WRITE_POLICIES = ("random", "round_robin", "time")
 
 
@@ -79,6 +84,25 @@ def _hot_key(k: Any, where: str) -> Any:
         raise TypeError(f"{where}: hot keys must be int or str (they are stored in the document), "
                         f"got {_describe(k)} (type {type(k).__name__})")
     return k
+
+
+def _check_bucket_seconds(v: Any) -> float:
+    """``bucket_seconds`` of ``write="time"`` as a float, refused unless every
+    ``floor(unix_time / bucket_seconds)`` route_write computes is finite."""
+    if not (_finite(v) and v >= MIN_BUCKET_SECONDS and math.isfinite(_LAST_UNIX_TIME / float(v))):
+        raise ValueError(f"write='time' needs bucket_seconds, a finite number >= {MIN_BUCKET_SECONDS:g}, "
+                         f"got {_describe(v)} (type {type(v).__name__})")
+    return float(v)
+
+
+def _finite(v: Any) -> bool:
+    """``v`` is an int or float (not bool) that is finite as a float."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:  # an int beyond the float range
+        return False
 
 
 def _sort_key(k: Any) -> tuple[int, Any]:
@@ -120,10 +144,7 @@ class HotKeyRouter(WrappingRouter):
         if write not in _WRITE_POLICIES:
             raise ValueError(f"write must be one of {_WRITE_POLICIES}, got {write!r}")
         if write == "time":
-            if isinstance(bucket_seconds, bool) or not isinstance(bucket_seconds, (int, float)) \
-                    or not math.isfinite(bucket_seconds) or bucket_seconds <= 0:
-                raise ValueError(f"write='time' needs bucket_seconds > 0, got {bucket_seconds!r}")
-            bucket_seconds = float(bucket_seconds)
+            bucket_seconds = _check_bucket_seconds(bucket_seconds)
         elif bucket_seconds is not None:
             raise ValueError("bucket_seconds only applies to write='time'")
         items = list(hot.items()) if isinstance(hot, Mapping) else list(hot)
@@ -342,23 +363,28 @@ def propose_hot_set(keys: Any, router: Router, *, weights: Any = None, target_lo
     if not isinstance(router, Router):
         raise TypeError(f"router must be a Router, not {type(router).__name__}")
     base = router.base if isinstance(router, HotKeyRouter) else router
-    if not (isinstance(headroom, (int, float)) and 0 < headroom <= 1):
-        raise ValueError(f"headroom must be in (0, 1], got {headroom!r}")
+    if isinstance(headroom, bool) or not (isinstance(headroom, (int, float)) and 0 < headroom <= 1):
+        raise ValueError(f"headroom must be a number in (0, 1], got {_describe(headroom)}")
     max_fan_out = _check_int(max_fan_out, "max_fan_out", 2, MAX_FAN_OUT)
+    candidates = _check_int(candidates, "candidates", 1)
     if isinstance(keys, HeavyHitters):
         if weights is not None:
             raise ValueError("weights do not apply to a HeavyHitters summary (it holds weighted counts)")
         hh = keys
     else:
-        hh = HeavyHitters(capacity)
+        hh = HeavyHitters(_check_int(capacity, "capacity", 1))
         hh.update(keys, weights)
+    if not math.isfinite(hh.total):
+        raise ValueError(f"the total weight of the traffic is not a finite number ({hh.total!r})")
+    if target_load is not None and not (_finite(target_load) and target_load > 0):
+        raise ValueError(f"target_load must be a finite number > 0, got {_describe(target_load)}")
     if hh.total <= 0:
         return {}
     if target_load is None:
         target_load = hh.total / len(base.shards)
-    elif not (isinstance(target_load, (int, float)) and target_load > 0 and math.isfinite(target_load)):
-        raise ValueError(f"target_load must be a positive number, got {target_load!r}")
     cap = headroom * float(target_load)
+    if not cap > 0:
+        raise ValueError(f"headroom * target_load = {headroom!r} * {target_load!r} is 0 as a float")
     out: dict[Any, int] = {}
     for key, _lo, hi in hh.top(candidates):
         if hi <= cap:
@@ -367,7 +393,8 @@ def propose_hot_set(keys: Any, router: Router, *, weights: Any = None, target_lo
             key = int(key)
         if isinstance(key, bool) or not isinstance(key, (int, str)):
             continue
-        n = max(2, math.ceil(hi / cap))
+        q = hi / cap  # inf when cap is tiny: then no fan-out is enough
+        n = max(2, math.ceil(q)) if q < max_fan_out else max_fan_out
         while n < max_fan_out:
             per: dict[str, int] = {}
             for i in range(n):

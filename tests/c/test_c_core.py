@@ -12,9 +12,11 @@ Cross builds run the same script by hand, e.g.::
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -79,12 +81,97 @@ def test_core_sources_are_installed() -> None:
 
 
 def test_c_programs_pass() -> None:
-    """Every tests/c/test_*.c builds warning-free and passes."""
+    """Every tests/c/test_*.c builds warning-free and passes, and every vector
+    kernel this CPU has ran (in CI; elsewhere a missing one is reported)."""
     res = _run(VECTORS)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "passed, 0 failed" in res.stdout, out
     assert "BUILD FAILED" not in out
+    check_vector_kernels_ran(res.stdout, cpu_flags(), platform.machine(), os.environ.get("CC", ""))
+
+
+# The vector kernels the C programs print as run ("core: vector kernels run:
+# ..."), with the /proc/cpuinfo flags each needs.  The kernels are built by gcc
+# outside Windows and by clang (tests/c/run_c_tests.sh on Linux here).
+_KERNEL_FLAGS = {
+    "cassandra-avx512": ("avx512f", "avx512dq"),
+    "xxh64-avx512": ("avx512f", "avx512dq"),
+    "cassandra-avx2": ("avx2",),
+    "lookup3-avx2": ("avx2",),
+    "jump-avx2": ("avx2",),
+}
+
+
+def cpu_flags() -> set[str] | None:
+    """The CPU's flags from /proc/cpuinfo (Linux), or None where there is none."""
+    info = Path("/proc/cpuinfo")
+    if not sys.platform.startswith("linux") or not info.exists():
+        return None
+    for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def kernels_run(stdout: str) -> set[str]:
+    """The vector kernels the programs report as run."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("core: vector kernels run:")]
+    assert len(lines) >= 2, f"no 'core: vector kernels run:' lines from test_compat_kernels and test_place:\n{stdout}"
+    return {k for ln in lines for k in ln.split(":", 2)[2].split() if k != "none"}
+
+
+def check_vector_kernels_ran(stdout: str, flags: set[str] | None, machine: str, cc: str) -> None:
+    """Compare the kernels run with the CPU's flags: every kernel reported run
+    needs its flags; in CI (SHARDHASH_CI) every kernel the CPU supports must
+    have run, elsewhere a missing one is reported (printed and warned)."""
+    ran = kernels_run(stdout)
+    print(f"vector kernels run: {' '.join(sorted(ran)) or 'none'}")
+    if flags is None:
+        return  # no /proc/cpuinfo: nothing to compare with
+    if machine.lower() in ("x86_64", "amd64"):
+        unknown = ran - set(_KERNEL_FLAGS)
+        assert not unknown, f"kernels {sorted(unknown)} have no known CPU flags (add them to _KERNEL_FLAGS)"
+        lacking = sorted(k for k in ran if not set(_KERNEL_FLAGS[k]) <= flags)
+        assert not lacking, f"kernels {lacking} ran on a CPU without their flags"
+        built = "mingw" not in cc  # gcc for Windows builds no AVX kernel (src/shardhash/_core/common/sh_cpu.h)
+        expected = {k for k, need in _KERNEL_FLAGS.items() if built and set(need) <= flags}
+    elif machine.lower() in ("aarch64", "arm64"):
+        expected = {"jump-neon"}
+    else:
+        expected = set()
+    missing = sorted(expected - ran)
+    if missing:
+        msg = (f"vector kernels this CPU supports did not run: {missing} "
+               f"(ran: {sorted(ran)}; CPU flags include {sorted(f for f in flags if f.startswith(('avx', 'sse4')))})")
+        if oracle_required():
+            pytest.fail(msg + " -- required when SHARDHASH_CI=1")
+        print(msg)
+        warnings.warn(msg, stacklevel=2)
+
+
+_AVX512_CPU = {"avx2", "avx512f", "avx512dq", "sse4_1"}
+_ALL_RUN = ("core: vector kernels run: cassandra-avx512 cassandra-avx2 xxh64-avx512 lookup3-avx2\n"
+            "core: vector kernels run: jump-avx2\n")
+
+
+def test_kernel_check_requires_every_supported_kernel_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison itself: a kernel the CPU has that did not run fails in CI
+    and is warned about elsewhere; a kernel the CPU lacks never passes."""
+    scalar_only = _ALL_RUN.replace(" xxh64-avx512", "")
+    monkeypatch.setenv("SHARDHASH_CI", "1")
+    check_vector_kernels_ran(_ALL_RUN, _AVX512_CPU, "x86_64", "gcc")
+    check_vector_kernels_ran(_ALL_RUN.replace("cassandra-avx512 ", "").replace("xxh64-avx512 ", ""),
+                             {"avx2"}, "x86_64", "gcc")
+    with pytest.raises(pytest.fail.Exception, match="xxh64-avx512"):
+        check_vector_kernels_ran(scalar_only, _AVX512_CPU, "x86_64", "gcc")
+    with pytest.raises(AssertionError, match="without their flags"):
+        check_vector_kernels_ran(_ALL_RUN, {"avx2"}, "x86_64", "gcc")
+    with pytest.raises(pytest.fail.Exception, match="jump-neon"):
+        check_vector_kernels_ran("core: vector kernels run: none\n" * 2, set(), "aarch64", "gcc")
+    monkeypatch.setenv("SHARDHASH_CI", "0")
+    with pytest.warns(UserWarning, match="xxh64-avx512"):
+        check_vector_kernels_ran(scalar_only, _AVX512_CPU, "x86_64", "gcc")
 
 
 def test_c_vector_program_detects_a_wrong_vector(tmp_path: Path) -> None:

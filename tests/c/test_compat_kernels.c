@@ -30,6 +30,11 @@
 
 #include "sh_check.h"
 
+/* The vector kernels that ran (not a scalar stand-in), printed at the end as a
+ * "core: vector kernels run:" line that tests/c/test_c_core.py compares, in CI,
+ * with the CPU's flags: a kernel this CPU has must have run. */
+static int ran_cass_avx512, ran_cass_avx2, ran_xxh64_avx512, ran_lookup3_avx2;
+
 static uint64_t rng_state = UINT64_C(0x243F6A8885A308D3);
 static uint32_t rnd(void)
 {
@@ -175,6 +180,7 @@ static void check_pg(const keyset *ks, const char *what)
     check_pg_kernels(ks, what, "sh_pg_varlen scalar", sh_pg_varlen_extended_scalar, sh_pg_varlen_32_scalar);
     /* the AVX2 kernel where the CPU has it (else its scalar fallback) */
     check_pg_kernels(ks, what, "sh_pg_varlen avx2", sh_pg_varlen_extended_avx2, sh_pg_varlen_32_avx2);
+    if (sh_pg_avx2_available()) ran_lookup3_avx2 = 1;
 }
 
 static uint64_t xxh_out[NKEYS];
@@ -220,6 +226,7 @@ static void check_xxh64(const keyset *ks, const char *what)
     if (sh_xxh64_avx512_available()) {
         check_xxh64_kernel(ks, what, "xxh64 ptrs32 avx512", NULL, sh_xxh64_ptrs32_avx512);
         check_xxh64_kernel(ks, what, "xxh64 avx512", sh_xxh64_offsets_avx512, NULL);
+        ran_xxh64_avx512 = 1;
     } else {
         check_xxh64_kernel(ks, what, "sh_xxh64_ptrs", NULL, sh_xxh64_ptrs);
         check_xxh64_kernel(ks, what, "sh_xxh64_offsets", sh_xxh64_offsets, NULL);
@@ -293,16 +300,18 @@ static void check_keyset(const keyset *ks, const char *what)
     /* the vector kernels where the CPU has them, else the scalar ones again
      * (the same number of checks on every target: the portability check
      * compares the programs' output across targets) */
-    if (sh_cassandra_avx512_available())
+    if (sh_cassandra_avx512_available()) {
         check_cass_kernels(ks, what, "cassandra avx512", sh_cassandra_token_offsets_avx512,
                            sh_cassandra_token_ptrs16_avx512);
-    else
+        ran_cass_avx512 = 1;
+    } else
         check_cass_kernels(ks, what, "cassandra scalar", sh_cassandra_token_offsets_scalar,
                            sh_cassandra_token_ptrs16_scalar);
-    if (sh_cassandra_avx2_available())
+    if (sh_cassandra_avx2_available()) {
         check_cass_kernels(ks, what, "cassandra avx2", sh_cassandra_token_offsets_avx2,
                            sh_cassandra_token_ptrs16_avx2);
-    else
+        ran_cass_avx2 = 1;
+    } else
         check_cass_kernels(ks, what, "cassandra scalar", sh_cassandra_token_offsets_scalar,
                            sh_cassandra_token_ptrs16_scalar);
     check_pg(ks, what);
@@ -552,6 +561,10 @@ int main(int argc, char **argv)
     test_every_length();
     test_random_mixed();
     test_uniform_and_random();
+    printf("core: vector kernels run:%s%s%s%s%s\n", ran_cass_avx512 ? " cassandra-avx512" : "",
+           ran_cass_avx2 ? " cassandra-avx2" : "", ran_xxh64_avx512 ? " xxh64-avx512" : "",
+           ran_lookup3_avx2 ? " lookup3-avx2" : "",
+           ran_cass_avx512 || ran_cass_avx2 || ran_xxh64_avx512 || ran_lookup3_avx2 ? "" : " none");
     printf("test_compat_kernels: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

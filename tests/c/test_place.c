@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sh_cpu.h"
 #include "sh_place.h"
 
 #include "sh_check.h"
@@ -298,6 +299,14 @@ int main(int argc, char **argv)
     test_ring(64, 1, 0);
     test_ring(20, 3, 0);
     test_maglev_rendezvous_overrides();
+    /* which vector jump kernel test_jump_kernels ran (sh_jump_batch_avx2 is the
+     * portable kernel where the CPU lacks AVX2): a target fact, compared with
+     * the CPU's flags by tests/c/test_c_core.py */
+#ifdef SH_ARM_NEON
+    printf("core: vector kernels run: jump-neon\n");
+#else
+    printf("core: vector kernels run: %s\n", sh_jump_avx2_available() ? "jump-avx2" : "none");
+#endif
     printf("test_place: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from shardhash._reference import cassandra as ref
 from shardhash.compat import cassandra
+from tests._support import examples
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TYPES = ["text", "varchar", "ascii", "int", "bigint", "counter", "timestamp", "smallint", "tinyint", "blob",
          "uuid", "timeuuid", "boolean"]

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shardhash.compat import _native, cassandra, citus, guava, ketama, mongo, redis, vitess
 from shardhash.compat import postgres as pg
@@ -534,3 +536,104 @@ def test_find_byte_refuses_a_value_that_is_not_a_byte() -> None:
     for bad in (256, -1):
         with pytest.raises(ValueError, match="0 .. 255"):
             _native.find_byte(data, bad)
+
+
+# -- compat router documents ------------------------------------------------------
+
+def _compat_routers() -> list[tuple[str, Any]]:
+    return [
+        ("citus", citus.CitusRouter(["a", "b", "c"], "int4")),
+        ("redis", redis.ClusterRouter({"a": [(0, 5000)], "b": [(5001, 10000), (10001, 16383)]})),
+        ("cassandra", cassandra.TokenRouter({"a": [0, -100], "b": [100], "c": [2**62]})),
+        ("cassandra composite", cassandra.TokenRouter({"a": [0], "b": [100]}, cql_type=("int", "text"))),
+        ("ketama", ketama.KetamaRouter(["a", "b"], [1, 2], "libmemcached")),
+        ("mongo", mongo.HashedChunkRouter([(mongo.MIN_KEY, 0, "a"), (0, mongo.MAX_KEY, "b")])),
+        ("postgres", pg.HashPartitionRouter(["a", "b", "c"], ("int4",))),
+        ("postgres bounds", pg.HashPartitionRouter(["a", "b"], ("int8", "text"), bounds=[(2, 0), (2, 1)])),
+        ("vitess", vitess.VitessRouter(["-80", "80-"], "hash")),
+    ]
+
+
+def _paths(o: Any, p: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [p] if p else []
+    if isinstance(o, dict):
+        for k, v in o.items():
+            out += _paths(v, p + (k,))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            out += _paths(v, p + (i,))
+    return out
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from([-2**63 - 1, 2**63, 2**64, 16384, 2**31])
+    | st.floats() | st.text(max_size=3),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=2), c, max_size=2), max_leaves=6)
+
+
+def _check_compat_doc(doc: dict[str, Any], names: tuple[str, ...]) -> None:
+    """``doc`` loads, or is refused with a TypeError/ValueError naming one of ``names``."""
+    try:
+        load_router(doc)
+    except (TypeError, ValueError) as e:
+        msg = str(e)
+        assert any(n in msg or n.rstrip("s") in msg for n in names), f"{type(e).__name__} names no field: {msg}"
+
+
+@given(which=st.sampled_from([n for n, _ in _compat_routers()]), data=st.data())
+def test_mutated_compat_documents_name_the_field(which: str, data: st.DataObject) -> None:
+    """Every compat router document with one value replaced (at any depth of its
+    params) loads or raises TypeError/ValueError naming the params field: never
+    a bare "'bool' object is not iterable"."""
+    router = dict(_compat_routers())[which]
+    doc = router.to_dict()
+    del doc["fingerprint"]
+    paths = [("params",) + p for p in _paths(doc["params"])] + [("shards",) + p for p in _paths(doc["shards"])]
+    path = data.draw(st.sampled_from(paths + [("shards",)]), label="path")
+    value = data.draw(_JSONISH, label="value")
+    target: Any = doc
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = value
+    # a changed shard list may instead be reported by the params field it no
+    # longer matches (e.g. "params.bounds: 2 bounds given for 1 partitions")
+    _check_compat_doc(doc, (str(path[1]),) if path[0] == "params" else ("shard", "params."))
+
+
+@pytest.mark.parametrize("which, path, value, exc, match", [
+    ("citus", ("ranges",), [True, 1], TypeError, r"params\.ranges\[0\] must be a \[min, max\] pair, not True"),
+    ("citus", ("ranges", 1), [1.5, 2], TypeError, r"params\.ranges\[1\]\[0\] must be an int"),
+    ("citus", ("ranges",), "x", TypeError, r"params\.ranges must be a list"),
+    ("citus", ("ranges", 1, 1), 5, ValueError, r"params\.ranges: hash values 6\.\.715827881 belong to no shard"),
+    ("redis", ("slot_ranges", "a"), True, TypeError, r"params\.slot_ranges\['a'\] must be a list"),
+    ("redis", ("slot_ranges", "b", 0), [1], TypeError, r"params\.slot_ranges\['b'\]\[0\] must be a \[start, end\]"),
+    ("redis", ("slot_ranges",), [], TypeError, r"params\.slot_ranges must be an object"),
+    ("redis", ("slot_ranges", "a", 0, 0), -1, ValueError, r"params\.slot_ranges: slot range \(-1, 5000\) of node 'a'"),
+    ("cassandra", ("tokens", "a"), True, TypeError, r"params\.tokens\['a'\] must be a list of ints, not True"),
+    ("cassandra", ("tokens", "b", 0), None, TypeError, r"params\.tokens\['b'\]\[0\] must be an int"),
+    ("cassandra", ("tokens", "c"), [2**63], ValueError, r"params\.tokens: token 9223372036854775808 of node 'c'"),
+    ("cassandra composite", ("cql_type", 1), 7, TypeError, r"params\.cql_type\[1\]"),
+    ("cassandra composite", ("cql_type", 1), "x", ValueError, r"params\.cql_type: \[1\]: unsupported CQL type 'x'"),
+    ("ketama", ("weights",), True, TypeError, r"params\.weights must be a list"),
+    ("mongo", ("owners", 1), 0, ValueError, r"params\.owners gives no chunk to shard\(s\) \['b'\]"),
+    ("mongo", ("bounds", 0), 1.5, TypeError, r"params\.bounds: chunk 0 max"),
+    ("postgres", ("types", 0), 5, TypeError, r"params\.types: type must be a str"),
+    ("redis", ("..", "shards", 0), [1], TypeError, r"shards\[0\]: shard ids must be str, got \[1\]"),
+    ("cassandra", ("..", "shards", 1), None, TypeError, r"shards\[1\]: shard ids must be str"),
+    ("vitess", ("..", "shards", 1), {}, TypeError, r"shards\[1\]: shard ids must be str"),
+])
+def test_malformed_compat_documents(which: str, path: tuple[Any, ...], value: Any, exc: type[Exception],
+                                    match: str) -> None:
+    """Malformed ranges, slot ranges, tokens and the other compat fields are
+    refused naming the field and the position (these gave bare TypeErrors such
+    as "'bool' object is not iterable", or messages naming no field)."""
+    doc = dict(_compat_routers())[which].to_dict()
+    del doc["fingerprint"]
+    target = doc["params"]
+    if path[0] == "..":  # a top-level field
+        target, path = doc, path[1:]
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = value
+    with pytest.raises(exc, match=match):
+        load_router(doc)

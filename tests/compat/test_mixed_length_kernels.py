@@ -26,6 +26,7 @@ from shardhash._reference import postgres as pg_ref
 from shardhash._reference import redis as redis_ref
 from shardhash.compat import cassandra, redis
 from shardhash.compat import postgres as pg
+from tests._support import examples
 
 pa = pytest.importorskip("pyarrow")
 
@@ -36,7 +37,7 @@ _tag_bytes = st.sampled_from(b"{}z|\x00\x7a\x7b\x7c\x7d\x80\xff\x01a")
 _any_bytes = st.integers(0, 255)
 key = st.lists(st.one_of(_tag_bytes, _any_bytes), max_size=80).map(bytes)
 keys = st.lists(key, max_size=60)
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _layouts(ks: list[bytes], pad: list[bytes]) -> list[object]:
@@ -73,7 +74,7 @@ def test_redis_keyslot_array_of_text_matches_the_reference(ks: list[str]) -> Non
     assert redis.keyslot_array(pa.array(ks, pa.string())).tolist() == want
 
 
-@settings(SETTINGS, max_examples=50)
+@settings(SETTINGS, max_examples=examples(50))
 @given(keys, st.lists(key, max_size=4), st.sampled_from([0, pg.HASH_PARTITION_SEED, 1, 2**64 - 1]))
 def test_postgres_varlen_kernels_match_the_reference(ks: list[bytes], pad: list[bytes], seed: int) -> None:
     want_ext = [pg_ref.hash_bytes_extended(k, seed) for k in ks]

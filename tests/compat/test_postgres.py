@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from shardhash._reference import postgres as ref
 from shardhash.compat import postgres as pg
 from tests._support import VECTORS as VECTOR_ROOT
-from tests._support import oracle_missing
+from tests._support import examples, oracle_missing
 
 VECTORS = VECTOR_ROOT / "compat"
 M64 = (1 << 64) - 1
@@ -144,7 +144,7 @@ strategies = {
 
 @pytest.mark.parametrize("t", pg.TYPES)
 def test_reference_matches_compiled(t: str) -> None:
-    @settings(max_examples=30)
+    @settings(max_examples=examples(30))
     @given(st.lists(strategies[t], min_size=1, max_size=20), st.integers(0, M64))
     def check(values: list[Any], seed: int) -> None:
         want = [ref.hash_extended(v, t, seed) for v in values]

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardhash import ALGORITHMS, Hasher, KeyCodec, hash_array, hash_key
-from tests._support import child_env
+from tests._support import child_env, examples
 from tests.hashing._oracles import M64, SEED_TOP, WORD
 
 
@@ -189,7 +189,7 @@ def run_child(keys: list[Any], specs: list[dict[str, Any]], hashseed: str) -> An
     return pickle.loads(proc.stdout)
 
 
-@settings(max_examples=4)
+@settings(max_examples=examples(4))
 @given(st.lists(keys_st, min_size=1, max_size=40), st.lists(hashers(), min_size=1, max_size=4),
        st.sampled_from(["0", "1", "12345", "4294967295"]))
 def test_same_values_in_another_process(keys: list[Any], hs: list[Hasher], hashseed: str) -> None:

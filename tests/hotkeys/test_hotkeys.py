@@ -7,9 +7,12 @@ import json
 import pickle
 from collections.abc import Callable
 from typing import Any, cast
+from unittest import mock
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shardhash import DirectoryRouter, Hasher, JumpRouter, RangeRouter, RingRouter, Router, load_router, plan
 from shardhash.hotkeys import HotKeyRouter, hot_changes, propose_hot_set, subkey
@@ -289,3 +292,120 @@ def test_compiled_paths_defer_to_an_overridden_route_and_key_prefix() -> None:
         assert _outcome(rt.route_read, k) == _outcome(lambda k: HotKeyRouter.route_read(rt, k), k)
         assert _outcome(rt.route_write, k) == _outcome(lambda k: HotKeyRouter.route_write(rt, k), k)
     assert rt.route_read(("x", 1)) == [(t.route(("x", 1)), 0)]
+
+
+_NUMBERS = (st.floats() | st.integers() | st.sampled_from([1e-300, 5e-324, 1e-6, 9.99e-7, 1e308, 2**1024, -0.0, True]))
+
+
+@given(bucket=_NUMBERS, fan=_NUMBERS)
+def test_hot_document_numbers_load_only_if_they_route(bucket: Any, fan: Any) -> None:
+    """A hot document's numeric fields (bucket_seconds, a fan_out) either are
+    refused at load with a ValueError/TypeError naming the field, or every
+    route_write/route_read works at any unix time up to the year 9999."""
+    import time as time_mod
+
+    doc = HotKeyRouter(JumpRouter(SHARDS), {"k": 3, 7: 2}, write="time", bucket_seconds=60).to_dict()
+    del doc["fingerprint"]
+    doc["params"]["bucket_seconds"] = bucket
+    doc["params"]["hot"] = [[7, 2], ["k", fan]]
+    try:
+        r = load_router(json.loads(json.dumps(doc)))
+    except (ValueError, TypeError) as e:
+        assert "bucket_seconds" in str(e) or "fan_out" in str(e), e
+        return
+    assert isinstance(r, HotKeyRouter)
+    for now in (0.0, time_mod.time(), 253402300799.0):
+        with mock.patch("time.time", return_value=now):
+            for key in ("k", 7):
+                shard, sub = r.route_write(key)
+                assert (shard, sub) in r.route_read(key)
+
+
+def test_tiny_bucket_seconds_refused_at_load() -> None:
+    """bucket_seconds = 1e-300 used to load, then every route_write raised OverflowError."""
+    doc = HotKeyRouter(JumpRouter(SHARDS), {"k": 3}, write="time", bucket_seconds=60).to_dict()
+    del doc["fingerprint"]
+    for bad in (1e-300, 5e-324, 1e-7, 10**400):
+        doc["params"]["bucket_seconds"] = bad
+        with pytest.raises(ValueError, match="bucket_seconds"):
+            load_router(doc)
+        with pytest.raises(ValueError, match="bucket_seconds"):
+            HotKeyRouter(JumpRouter(SHARDS), {"k": 3}, write="time", bucket_seconds=bad)
+    doc["params"]["bucket_seconds"] = 1e-6
+    r = load_router(doc)
+    assert isinstance(r, HotKeyRouter) and r.route_write("k")[1] in (0, 1, 2)
+
+
+@pytest.mark.parametrize("kw", [
+    {"headroom": 1e-300, "target_load": 1e-300},  # cap 0.0: hi / cap divided by zero
+    {"headroom": 5e-324},  # hi / cap = inf: math.ceil raised OverflowError
+    {"target_load": 1e-320},
+    {"target_load": 10**400},
+    {"headroom": True},
+    {"target_load": float("nan")},
+    {"candidates": 0},
+    {"capacity": 0},
+])
+def test_propose_hot_set_numbers(kw: dict[str, Any]) -> None:
+    """Every numeric argument of propose_hot_set is refused with a ValueError
+    or TypeError naming it, or gives a valid hot set: never ZeroDivisionError
+    or OverflowError from the arithmetic done with it."""
+    r = JumpRouter(SHARDS)
+    traffic = ["star"] * 3000 + [f"u{i}" for i in range(700)]
+    try:
+        hot = propose_hot_set(traffic, r, **kw)
+    except (ValueError, TypeError) as e:
+        assert any(name in str(e) for name in kw), e
+        return
+    assert hot and all(2 <= n <= 64 for n in hot.values())
+    HotKeyRouter(r, hot)
+
+
+def test_propose_hot_set_refuses_an_overflowing_total() -> None:
+    """Weights whose sum overflows to inf used to give an empty hot set silently."""
+    with pytest.raises(ValueError, match="total weight"):
+        propose_hot_set(["star"] * 10 + ["x", "y"], JumpRouter(SHARDS), weights=[1e308] * 12)
+
+
+def _param_paths(o: Any, p: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [p] if p else []
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k != "base":  # the base document has its own fuzz (tests/test_fuzz.py)
+                out += _param_paths(v, p + (k,))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            out += _param_paths(v, p + (i,))
+    return out
+
+
+_JSONISH = st.recursive(
+    _NUMBERS | st.none() | st.sampled_from(["time", "random", "round_robin", "k", ""]),
+    lambda c: st.lists(c, max_size=3), max_leaves=5)
+
+
+@given(write=st.sampled_from(["time", "random", "round_robin"]), data=st.data())
+def test_mutated_hot_documents_load_only_if_they_route(write: str, data: st.DataObject) -> None:
+    """Any one value of a hot document's params replaced: the load is refused
+    with a TypeError/ValueError naming the field, or every hot key routes
+    (write and read) at unix times 0, now and the end of year 9999."""
+    import time as time_mod
+
+    doc = HotKeyRouter(JumpRouter(SHARDS), {"k": 3, 7: 2}, write=write,
+                       bucket_seconds=60 if write == "time" else None).to_dict()
+    del doc["fingerprint"]
+    path = data.draw(st.sampled_from(_param_paths(doc["params"])), label="path")
+    target = doc["params"]
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = data.draw(_JSONISH, label="value")
+    try:
+        r = load_router(doc)
+    except (TypeError, ValueError) as e:
+        assert any(w in str(e) for w in (str(path[0]), "fan_out", "hot")), e
+        return
+    assert isinstance(r, HotKeyRouter)
+    for now in (0.0, time_mod.time(), 253402300799.0):
+        with mock.patch("time.time", return_value=now):
+            for key in r.hot:
+                assert r.route_write(key) in r.route_read(key)

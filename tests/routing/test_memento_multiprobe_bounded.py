@@ -31,6 +31,7 @@ from shardhash.routing import (
     place_items,
 )
 from shardhash.routing.base import bounded_assign
+from tests._support import examples
 
 U64 = 2**64 - 1
 hashes = st.lists(st.integers(0, U64), min_size=1, max_size=40)
@@ -54,7 +55,7 @@ def _rand_hashes(n: int, seed: int) -> np.ndarray:
 # -- reference == native -------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(n=st.integers(1, 60), data=st.data(), hs=hashes, hasher=hashers)
 def test_memento_matches_reference(n: int, data: st.DataObject, hs: list[int], hasher: Hasher) -> None:
     removed = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n - 1))
@@ -64,7 +65,7 @@ def test_memento_matches_reference(n: int, data: st.DataObject, hs: list[int], h
     _agree(r, hs)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(shards=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=30, unique=True),
        probes=st.integers(1, 64), hs=hashes, hasher=hashers)
 def test_multiprobe_matches_reference(shards: list[str], probes: int, hs: list[int], hasher: Hasher) -> None:
@@ -76,7 +77,7 @@ def test_multiprobe_matches_reference(shards: list[str], probes: int, hs: list[i
     _agree(r, hs)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(n=st.integers(1, 12), vnodes=st.integers(1, 20), f=st.integers(100, 300), hs=hashes,
        sizes=st.lists(st.integers(0, 50), max_size=40), seed=st.integers(0, 1000))
 def test_bounded_matches_reference(n: int, vnodes: int, f: int, hs: list[int], sizes: list[int],

@@ -37,7 +37,7 @@ from shardhash.routing import (
     load_router,
 )
 from tests._router_cases import ALL_ROUTERS, HASH_ROUTERS, KEY_ROUTERS
-from tests._support import child_env
+from tests._support import child_env, examples
 
 U64 = 2**64 - 1
 ROUTERS = {name: f() for name, f in ALL_ROUTERS.items()}
@@ -64,7 +64,7 @@ def _check_scalar_batch(r: Router, keys: list[Any]) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(HASH_ROUTERS))
-@settings(max_examples=40)  # x 15 routers
+@settings(max_examples=examples(40))  # x 15 routers
 @given(keys=st.lists(st.one_of(int_keys, text_keys, byte_keys), max_size=30))
 def test_scalar_equals_batch_mixed_keys(name: str, keys: list[int | str | bytes]) -> None:
     r = ROUTERS[name]
@@ -72,7 +72,7 @@ def test_scalar_equals_batch_mixed_keys(name: str, keys: list[int | str | bytes]
 
 
 @pytest.mark.parametrize("name", sorted(n for n in HASH_ROUTERS if not ROUTERS[n].key_prefix))
-@settings(max_examples=30)  # x 14 routers
+@settings(max_examples=examples(30))  # x 14 routers
 @given(data=st.data())
 def test_scalar_equals_batch_array_kinds(name: str, data: st.DataObject) -> None:
     r = ROUTERS[name]
@@ -246,7 +246,7 @@ def _grow(kind: str, n: int) -> tuple[Router, Router]:
 
 
 @pytest.mark.parametrize("kind", ["jump", "ring", "rendezvous", "rendezvous_weighted"])
-@settings(max_examples=10)
+@settings(max_examples=examples(10))
 @given(n=st.integers(1, 30), seed=st.integers(0, 2**32))
 def test_adding_a_shard_moves_keys_only_onto_it(kind: str, n: int, seed: int) -> None:
     before, after = _grow(kind, n)
@@ -265,7 +265,7 @@ def test_adding_a_shard_moves_keys_only_onto_it(kind: str, n: int, seed: int) ->
 
 
 @pytest.mark.parametrize("kind", ["ring", "rendezvous"])
-@settings(max_examples=10)
+@settings(max_examples=examples(10))
 @given(n=st.integers(2, 30), seed=st.integers(0, 2**32), data=st.data())
 def test_removing_a_shard_moves_only_its_keys(kind: str, n: int, seed: int, data: st.DataObject) -> None:
     names = [f"node-{i}" for i in range(n)]

@@ -31,6 +31,7 @@ from shardhash.routing import (
     Router,
 )
 from tests._router_cases import HASH_ROUTERS, KEY_ROUTERS
+from tests._support import examples
 
 U64 = 2**64 - 1
 NO_LISTS = {"directory"}  # overrides: no replica rule
@@ -48,7 +49,7 @@ def _hash_routed(r: Router) -> bool:
 
 
 @pytest.mark.parametrize("name", sorted(LISTED))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(hs=st.lists(st.integers(0, U64), min_size=1, max_size=12), data=st.data())
 def test_native_equals_reference(name: str, hs: list[int], data: Any) -> None:
     r = LISTED[name]
@@ -66,7 +67,7 @@ def test_native_equals_reference(name: str, hs: list[int], data: Any) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(LISTED))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(keys=st.lists(st.one_of(st.integers(-(2**63), U64), st.text(max_size=20), st.binary(max_size=20)),
                      min_size=1, max_size=80),
        data=st.data())
@@ -96,7 +97,7 @@ def test_full_list_is_a_permutation(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(LISTED))
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(hs=st.lists(st.integers(0, U64), min_size=1, max_size=20), picks=st.lists(st.integers(0, 3), min_size=1,
                                                                                  max_size=6), data=st.data())
 def test_zone_rule(name: str, hs: list[int], picks: list[int], data: Any) -> None:

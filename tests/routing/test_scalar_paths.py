@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from shardhash import Hasher, KeyCodec, hash_key
 from shardhash._reference.routing import ReferenceRouter
 from shardhash.routing import BucketRouter, JumpRouter, MaglevRouter, RingRouter, Router
+from tests._support import examples
 
 U64 = 2**64 - 1
 RNG = np.random.default_rng(20261129)
@@ -81,7 +82,7 @@ def test_ring_scalar_index(nshards: int, vnodes: int) -> None:
         assert [r.route_hash(h) for h in sample] == [ref.route_hash(h) for h in sample]
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(tokens=st.dictionaries(st.sampled_from("ABCDEFGH"),
                               st.lists(st.sampled_from([0, 1, 2, 2**63, U64 - 1, U64])
                                        | st.integers(0, U64), min_size=1, max_size=6, unique=True),

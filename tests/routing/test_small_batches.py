@@ -62,18 +62,35 @@ def test_route_many_small_equals_scalar_and_hashes(name: str, n: int) -> None:
                 assert np.array_equal(r.route_many(sw), want_a)
 
 
+# The key kinds each router takes (the others: int and str); every other kind
+# must be refused by route_many as by route_index.
+_KEY_KINDS = {"range_int": ("int",), "watermark": ("int",), "range_str": ("str",)}
+
+
+def _keys_of_kind(kind: str, n: int) -> list[Any]:
+    return list(range(1, n + 1)) if kind == "int" else [f"user:{i:04d}" for i in range(n)]
+
+
 @pytest.mark.parametrize("name", sorted(ALL_ROUTERS))
 def test_route_many_small_every_router(name: str) -> None:
     r = ALL_ROUTERS[name]()
+    takes = _KEY_KINDS.get(name, ("int", "str"))
     for n in (1, 16, 64, 65):
-        keys = list(range(1, n + 1))
-        try:
+        for kind in ("int", "str"):
+            keys = _keys_of_kind(kind, n)
+            if kind not in takes:  # refused alike, one by one and in a batch
+                with pytest.raises((TypeError, ValueError)):
+                    _one_by_one(r, keys)
+                with pytest.raises((TypeError, ValueError)):
+                    r.route_many(keys)
+                continue
             want = _one_by_one(r, keys)
-        except (TypeError, ValueError):
-            continue
-        assert np.array_equal(r.route_many(keys), want)
-        if r.key_prefix is None:
-            assert np.array_equal(r.route_many(np.array(keys, dtype=np.int64)), want)
+            assert np.array_equal(r.route_many(keys), want), (name, kind, n)
+            assert np.array_equal(r.route_many(tuple(keys)), want), (name, kind, n)
+            if kind == "int" and r.key_prefix is None:
+                assert np.array_equal(r.route_many(np.array(keys, dtype=np.int64)), want)
+            if kind == "str":
+                assert np.array_equal(r.route_many(np.array(keys, dtype=object)), want)
 
 
 def test_route_many_small_mixed_and_bad_keys_take_the_general_path() -> None:

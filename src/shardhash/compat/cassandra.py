@@ -44,6 +44,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
+from ._doc import doc_field, doc_shards, int_list, node_map
 
 __all__ = [
     "MIN_TOKEN",
@@ -495,10 +496,27 @@ class TokenRouter(RawKeyRouter):
                      key_prefix: int | None) -> TokenRouter:
         if key_prefix is not None:
             raise ValueError("a Cassandra token router has no key_prefix")
-        toks = params["tokens"]
-        if not isinstance(toks, Mapping) or set(toks) != set(shards):
-            raise ValueError("params.tokens must map exactly the document's shards to their tokens")
-        return cls({s: toks[s] for s in shards}, cql_type=params.get("cql_type", "blob"), version=version)
+        shards = doc_shards(shards)
+        toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
+        tokens = {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
+        cql_type = params.get("cql_type", "blob")
+        if isinstance(cql_type, list):
+            for i, t in enumerate(cql_type):
+                if not isinstance(t, str):
+                    raise TypeError(f"params.cql_type[{i}] must be a CQL type name (str), not {t!r}")
+            cql_type = tuple(cql_type)
+        elif not isinstance(cql_type, str):
+            raise TypeError(f"params.cql_type must be a CQL type name or a list of them, not {cql_type!r}")
+        with doc_field("cql_type"):
+            for i, t in enumerate((cql_type,) if isinstance(cql_type, str) else cql_type):
+                try:
+                    _type_name(t)
+                except ValueError as e:
+                    raise ValueError(str(e) if isinstance(cql_type, str) else f"[{i}]: {e}") from None
+            if not cql_type:
+                raise ValueError("a composite cql_type needs at least one column type")
+        with doc_field("tokens"):
+            return cls(tokens, cql_type=cql_type, version=version)
 
     # -- ring --------------------------------------------------------------------
 

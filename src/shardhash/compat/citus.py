@@ -29,6 +29,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
+from ._doc import doc_field, doc_shards, int_pairs
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
 __all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
@@ -169,10 +170,11 @@ class CitusRouter(RawKeyRouter):
                      key_prefix: int | None) -> CitusRouter:
         if key_prefix is not None:
             raise ValueError("a Citus router has no key_prefix")
-        ranges = params["ranges"]
-        if not isinstance(ranges, list):
-            raise ValueError("params.ranges must be a list of [min, max] pairs")
-        return cls(shards, params["type"], [tuple(r) for r in ranges], version=version)
+        shards = doc_shards(shards)
+        ranges = int_pairs(params["ranges"], "params.ranges", "min, max")
+        typ = params["type"]
+        with doc_field("type" if not isinstance(typ, str) else "ranges"):
+            return cls(shards, typ, ranges, version=version)
 
     def shard_of_hash(self, h: int) -> int:
         """Shard index owning the 32-bit hash value ``h`` (``worker_hash`` output)."""

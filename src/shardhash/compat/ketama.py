@@ -58,6 +58,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
+from ._doc import doc_field, doc_shards
 
 __all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
@@ -303,8 +304,18 @@ class KetamaRouter(RawKeyRouter):
                      key_prefix: int | None) -> KetamaRouter:
         if key_prefix is not None:
             raise ValueError("a ketama router has no key_prefix")
-        return cls(list(shards), params["weights"], params["flavor"], key_hash=params.get("key_hash"),
-                   version=version)
+        shards = doc_shards(shards)
+        weights = params["weights"]
+        if weights is not None and not isinstance(weights, (list, Mapping)):
+            raise TypeError(f"params.weights must be a list or an object of node weights, not {weights!r}")
+        if isinstance(weights, list) and len(weights) != len(shards):
+            raise ValueError(f"params.weights: {len(weights)} weights for {len(shards)} shards")
+        with doc_field("flavor"):
+            flavor = _check_flavor(params["flavor"])
+        with doc_field("key_hash"):
+            _check_key_hash(params.get("key_hash"), flavor)
+        with doc_field("weights"):
+            return cls(list(shards), weights, flavor, key_hash=params.get("key_hash"), version=version)
 
     # -- introspection -----------------------------------------------------------
 

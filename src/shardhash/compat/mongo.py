@@ -39,6 +39,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
+from ._doc import doc_field, doc_shards
 
 __all__ = [
     "MIN_KEY",
@@ -403,14 +404,19 @@ class HashedChunkRouter(RawKeyRouter):
                      key_prefix: int | None) -> HashedChunkRouter:
         if key_prefix is not None:
             raise ValueError("a MongoDB chunk router has no key_prefix")
+        shards = doc_shards(shards)
         bounds, owners = params["bounds"], params["owners"]
         if not isinstance(bounds, list) or not isinstance(owners, list) or len(owners) != len(bounds) + 1:
             raise ValueError("params.owners must list one shard index per chunk (len(bounds) + 1)")
         for o in owners:
             if isinstance(o, bool) or not isinstance(o, int) or not 0 <= o < len(shards):
                 raise ValueError(f"params.owners holds an invalid shard index {o!r}")
+        idle = [shards[i] for i in range(len(shards)) if i not in set(owners)]
+        if idle:
+            raise ValueError(f"params.owners gives no chunk to shard(s) {idle!r} of the document's shards")
         edges: list[Any] = [MIN_KEY] + list(bounds) + [MAX_KEY]
-        return cls([(edges[i], edges[i + 1], shards[owners[i]]) for i in range(len(owners))], version=version)
+        with doc_field("bounds"):
+            return cls([(edges[i], edges[i + 1], shards[owners[i]]) for i in range(len(owners))], version=version)
 
     def route_hashed(self, values: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Shard indices (int32) for precomputed hashed values (int64)."""

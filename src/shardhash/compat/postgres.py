@@ -63,6 +63,7 @@ from shardhash.routing._kernels import prepare_out
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
+from ._doc import doc_field, doc_shards
 
 __all__ = [
     "HASH_PARTITION_SEED",
@@ -924,6 +925,7 @@ class HashPartitionRouter(RawKeyRouter):
                      key_prefix: int | None) -> HashPartitionRouter:
         if key_prefix is not None:
             raise ValueError("a PostgreSQL hash-partition router has no key_prefix")
+        shards = doc_shards(shards)
         types = params["types"]
         if not isinstance(types, list) or not types:
             raise ValueError("params.types must be a non-empty list of type names")
@@ -932,7 +934,10 @@ class HashPartitionRouter(RawKeyRouter):
             if not isinstance(bounds, list):
                 raise ValueError("params.bounds must be a list of [modulus, remainder] pairs")
             bounds = [tuple(b) if isinstance(b, list) else b for b in bounds]
-        return cls(shards, tuple(types), bounds=bounds, version=version)
+        with doc_field("types"):
+            _check_types(tuple(types))
+        with doc_field("bounds"):
+            return cls(shards, tuple(types), bounds=bounds, version=version)
 
     def _owner(self, rem: np.ndarray) -> np.ndarray:
         idx: np.ndarray = np.take(self._table, rem)

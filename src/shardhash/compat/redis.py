@@ -30,6 +30,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
+from ._doc import doc_field, doc_shards, int_pairs, node_map
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
 
@@ -235,10 +236,11 @@ class ClusterRouter(RawKeyRouter):
                      key_prefix: int | None) -> ClusterRouter:
         if key_prefix is not None:
             raise ValueError("a Redis Cluster router has no key_prefix")
-        sr = params["slot_ranges"]
-        if not isinstance(sr, Mapping) or set(sr) != set(shards):
-            raise ValueError("params.slot_ranges must map exactly the document's shards to slot ranges")
-        return cls({s: [tuple(r) for r in sr[s]] for s in shards}, version=version)
+        shards = doc_shards(shards)
+        sr = node_map(params["slot_ranges"], "params.slot_ranges", shards, "slot ranges")
+        ranges = {s: int_pairs(sr[s], f"params.slot_ranges[{s!r}]", "start, end") for s in shards}
+        with doc_field("slot_ranges"):
+            return cls(ranges, version=version)
 
     @property
     def slot_ranges(self) -> dict[str, list[tuple[int, int]]]:
