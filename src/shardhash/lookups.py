@@ -247,6 +247,8 @@ class LookupIndex:
         # unknown bare "name" as a string literal, an unknown "table"."name" is an error.
         self._ot, self._ok, self._ov, self._tok, self._tov = ot, ok, ov, ot + "." + ok, ot + "." + ov
         tok, tov = self._tok, self._tov
+        value, owner_id, state, created = (t + "." + _ident("column", c) for c in ("value", "owner_id", "state",
+                                                                                    "created"))
         # Every fixed statement, built once from the quoted names and the
         # placeholders (values are always bound parameters).
         self._sql = {
@@ -254,15 +256,15 @@ class LookupIndex:
                       f'"state" TEXT NOT NULL, "created" DOUBLE PRECISION NOT NULL)',
             "reserve": f'INSERT INTO {t} ("value", "owner_id", "state", "created") VALUES ({p}, {p}, {p}, {p}) '
                        f'ON CONFLICT ("value") DO NOTHING',
-            "holder": f'SELECT "owner_id", "state", "created" FROM {t} WHERE "value" = {p}',
+            "holder": f"SELECT {owner_id}, {state}, {created} FROM {t} WHERE {value} = {p}",
             "takeover": f'UPDATE {t} SET "owner_id" = {p}, "state" = {p}, "created" = {p} '
-                        f'WHERE "value" = {p} AND "owner_id" = {p} AND "created" = {p}',
-            "commit": f'UPDATE {t} SET "state" = {p} WHERE "value" = {p} AND "owner_id" = {p}',
-            "release": f'DELETE FROM {t} WHERE "value" = {p} AND "owner_id" = {p}',
-            "unreserve": f'DELETE FROM {t} WHERE "value" = {p} AND "owner_id" = {p} AND "state" = {p} '
-                         f'AND "created" = {p}',
-            "scan": f'SELECT "value", "owner_id", "state", "created" FROM {t} WHERE "created" <= {p}',
-            "orphan": f'DELETE FROM {t} WHERE "value" = {p} AND "owner_id" = {p} AND "created" = {p}',
+                        f"WHERE {value} = {p} AND {owner_id} = {p} AND {created} = {p}",
+            "commit": f'UPDATE {t} SET "state" = {p} WHERE {value} = {p} AND {owner_id} = {p}',
+            "release": f"DELETE FROM {t} WHERE {value} = {p} AND {owner_id} = {p}",
+            "unreserve": f"DELETE FROM {t} WHERE {value} = {p} AND {owner_id} = {p} AND {state} = {p} "
+                         f"AND {created} = {p}",
+            "scan": f"SELECT {value}, {owner_id}, {state}, {created} FROM {t} WHERE {created} <= {p}",
+            "orphan": f"DELETE FROM {t} WHERE {value} = {p} AND {owner_id} = {p} AND {created} = {p}",
             "owner_value": f"SELECT {tov} FROM {ot} WHERE {tok} = {po}",
             "owner_row": f"SELECT * FROM {ot} WHERE {tok} = {po}",
             "owner_change": f"UPDATE {ot} SET {ov} = {po} WHERE {tok} = {po} AND {tov} = {po}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,38 @@ def test_names_are_quoted_identifiers(tmp_path: Path) -> None:
 def test_placeholder_is_checked(shards: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="placeholder"):
         FactoryStore(shards, JumpRouter(NAMES), placeholder="$1")
+
+
+def test_unknown_column_names_are_errors_not_strings(shards: dict[str, Any]) -> None:
+    # SQLite reads an unknown bare "name" as a string literal; every column in an expression is
+    # qualified by its table, so a wrong name is an error, never a silent comparison with a string
+    idx = _index(shards, owner_key="uid")
+    with pytest.raises(sqlite3.OperationalError, match="no such column"):
+        idx.remove(1, "a@example.com")
+    idx = _index(shards, owner_value="mail")
+    with pytest.raises(sqlite3.OperationalError, match="no such column"):
+        idx.change(1, "a@example.com", "b@example.com")
+    assert _state(shards)[1] == []
+
+
+def test_concurrent_double_submits_all_succeed(shards: dict[str, Any]) -> None:
+    idx = _index(shards)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def submit() -> None:
+        barrier.wait()
+        try:
+            idx.register(7, "same@example.com", {"name": "n"})
+        except BaseException as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=submit) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    lookups, users = _state(shards)
+    assert [r[:3] for r in lookups] == [("same@example.com", "7", "committed")]
+    assert users == [(7, "same@example.com", "n")]
