@@ -14,25 +14,17 @@ The owner row must then be as before the call or as after it, and repeating the 
 from __future__ import annotations
 
 import contextlib
-import functools
-import os
-import sqlite3
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from shardhash import JumpRouter, RingRouter
 from shardhash.lookups import DuplicateValue, FactoryStore, LookupIndex
-from tests._support import oracle_missing
+from tests.lookups._backends import NAMES, Backend
 
-NAMES = ["s0", "s1", "s2"]
 GRACE = 100
 OWNERS = st.integers(1, 4)
 VALUES = st.sampled_from(["a@x", "b@x", "c@x", "d@x"])
@@ -99,116 +91,6 @@ class FaultyStore:
 
     def write_shard(self, shard: str) -> contextlib.AbstractContextManager[Any]:
         return self._tx(lambda: self.inner.write_shard(shard), True)
-
-
-@dataclass
-class Backend:
-    factories: dict[str, Callable[[], Any]]
-    placeholder: str
-    integrity: tuple[type[BaseException], ...]
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def query(self, shard: str, sql: str) -> list[tuple[Any, ...]]:
-        c = self.factories[shard]()
-        try:
-            return [tuple(r) for r in _cursor(c).execute(sql).fetchall()]
-        finally:
-            c.rollback()
-            c.close()
-
-    def execute(self, shard: str, sql: str) -> None:
-        c = self.factories[shard]()
-        try:
-            _cursor(c).execute(sql)
-            c.commit()
-        finally:
-            c.close()
-
-
-def _cursor(c: Any) -> Any:
-    return c if isinstance(c, sqlite3.Connection) else c.cursor()
-
-
-def _sqlite(root: Path) -> Backend:
-    def connect(path: str) -> sqlite3.Connection:
-        c = sqlite3.connect(path, timeout=30)
-        c.execute("PRAGMA synchronous=OFF")  # a test: no fsync per commit
-        return c
-
-    return Backend({s: functools.partial(connect, str(root / f"{s}.db")) for s in NAMES}, "?",
-                   (sqlite3.IntegrityError,))
-
-
-class _Pooled:
-    """A pooled psycopg connection: ``close`` rolls back and returns it to the pool."""
-
-    def __init__(self, raw: Any, pool: list[Any]) -> None:
-        self.raw, self.pool = raw, pool
-
-    def cursor(self) -> Any:
-        return self.raw.cursor()
-
-    def commit(self) -> None:
-        self.raw.commit()
-
-    def rollback(self) -> None:
-        self.raw.rollback()
-
-    def close(self) -> None:
-        self.raw.rollback()
-        self.pool.append(self.raw)
-
-
-def _postgres() -> Backend:
-    dsn = os.environ.get("SHARDHASH_PG_DSN")
-    if not dsn and os.environ.get("PGHOST"):
-        dsn = f"host={os.environ['PGHOST']}" + "".join(
-            f" {k}={os.environ[v]}" for v, k in (("PGPORT", "port"), ("PGUSER", "user"), ("PGDATABASE", "dbname"))
-            if os.environ.get(v))
-    if not dsn:
-        oracle_missing("PostgreSQL", "set SHARDHASH_PG_DSN or PGHOST")
-    try:
-        import psycopg
-
-        psycopg.connect(dsn, connect_timeout=10).close()
-    except ImportError as e:
-        oracle_missing("psycopg", str(e))
-    except Exception as e:  # psycopg.Error
-        oracle_missing("PostgreSQL", f"cannot connect to {dsn}: {e}")
-    tag = uuid.uuid4().hex[:10]
-    schemas = {s: f"lsm{tag}_{s}" for s in NAMES}
-    pools: dict[str, list[Any]] = {s: [] for s in NAMES}
-
-    def connect(shard: str) -> _Pooled:
-        pool = pools[shard]
-        raw = pool.pop() if pool else psycopg.connect(dsn, options=f"-csearch_path={schemas[shard]}")
-        return _Pooled(raw, pool)
-
-    with psycopg.connect(dsn, autocommit=True) as c:
-        for sch in schemas.values():
-            c.execute(f'CREATE SCHEMA "{sch}"')
-
-    def drop() -> None:
-        for pool in pools.values():
-            while pool:
-                pool.pop().close()
-        with psycopg.connect(dsn, autocommit=True) as c:
-            for sch in schemas.values():
-                c.execute(f'DROP SCHEMA IF EXISTS "{sch}" CASCADE')
-
-    return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (psycopg.IntegrityError,), [drop])
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.oracle)])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    b = _sqlite(tmp_path) if request.param == "sqlite" else _postgres()
-    try:
-        for s in NAMES:
-            b.execute(s, "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL, name TEXT)")
-        yield b
-    finally:
-        for close in b.closers:
-            close()
 
 
 class Clock:
