@@ -15,6 +15,10 @@ lookup index is a second table, ``value -> owner id``, sharded by the
   visible; a later registration of the same value takes an orphan over once
   it is older than ``grace`` seconds (a pending row younger than that may be
   a registration still in flight); :meth:`LookupIndex.cleanup` deletes them;
+* **repeats**: a repeated call (a client retry, a double submit, a retry
+  after a crash) finishes what is missing and succeeds, or is refused with
+  nothing written; a failing call undoes only what it wrote itself, so it
+  never frees a value another call committed;
 * **reads**: :meth:`LookupIndex.lookup` reads the lookup row on the value's
   shard, then :meth:`LookupIndex.get` reads the owner row with one routed
   read: one extra round trip, never a scatter.
@@ -40,6 +44,7 @@ Traceback (most recent call last):
 shardhash.lookups.DuplicateValue: email 'ada@example.com' already belongs to 1
 >>> emails.lookup("ada@example.com"), emails.get("ada@example.com")["name"]
 (1, 'Ada')
+>>> emails.register(1, "ada@example.com", {"name": "Ada"})  # a retry: nothing changes
 >>> emails.change(1, "ada@example.com", "ada@lovelace.org")
 >>> emails.lookup("ada@example.com") is None, emails.lookup("ada@lovelace.org")
 (True, 1)

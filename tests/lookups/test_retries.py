@@ -237,3 +237,40 @@ def test_concurrent_double_submits_all_succeed(backend: Backend) -> None:
     users = [r for s in NAMES_B for r in backend.query(s, "SELECT id, email, name FROM users")]
     assert lookups == [("same@example.com", "7", "committed")]
     assert users == [(7, "same@example.com", "n")]
+
+
+def test_repeats_through_a_cluster(tmp_path: Path) -> None:
+    from shardhash.migrate import Cluster
+
+    for s in NAMES:
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL, name TEXT)")
+        c.commit()
+        c.close()
+    cl = Cluster.from_dict({
+        "metadata": "sqlite:meta.db",
+        "shards": {s: {"primary": f"sqlite:{s}.db"} for s in NAMES},
+        "groups": {
+            "users": {"router": JumpRouter(NAMES).to_dict(), "tables": [{"name": "users", "key": "id"}]},
+            "email_lookup": {"router": RingRouter(NAMES, vnodes=16).to_dict(),
+                             "tables": [{"name": "email_lookup", "key": "value"}]},
+        },
+    }, base_dir=tmp_path)
+    try:
+        idx = cl.add_lookup("email", group="email_lookup", owner_group="users", owner_table="users")
+        cl.init()
+        idx.register(1, "a@example.com", {"name": "u1"})
+        idx.register(1, "a@example.com", {"name": "u1"})  # a repeat through the Cluster's transactions
+        idx.change(1, "a@example.com", "b@example.com")
+        idx.change(1, "a@example.com", "b@example.com")
+        with pytest.raises(sqlite3.IntegrityError):
+            idx.register(1, "c@example.com")
+        with pytest.raises(ValueError, match="'email'"):
+            idx.register(2, "d@example.com", {"email": "b@example.com"})
+        assert cl.lookup("email", "b@example.com") == 1
+        assert cl.lookup("email", "a@example.com") is None and cl.lookup("email", "c@example.com") is None
+        with pytest.raises(DuplicateValue):
+            idx.register(2, "b@example.com")
+        assert cl.lookup_row("email", "b@example.com") == {"id": 1, "email": "b@example.com", "name": "u1"}
+    finally:
+        cl.close()
