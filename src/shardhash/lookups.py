@@ -15,6 +15,10 @@ lookup index is a second table, ``value -> owner id``, sharded by the
   visible; a later registration of the same value takes an orphan over once
   it is older than ``grace`` seconds (a pending row younger than that may be
   a registration still in flight); :meth:`LookupIndex.cleanup` deletes them;
+* **repeats**: a repeated call (a client retry, a double submit, a retry
+  after a crash) finishes what is missing and succeeds, or is refused with
+  nothing written; a failing call undoes only what it wrote itself, so it
+  never frees a value another call committed;
 * **reads**: :meth:`LookupIndex.lookup` reads the lookup row on the value's
   shard, then :meth:`LookupIndex.get` reads the owner row with one routed
   read: one extra round trip, never a scatter.
@@ -40,6 +44,7 @@ Traceback (most recent call last):
 shardhash.lookups.DuplicateValue: email 'ada@example.com' already belongs to 1
 >>> emails.lookup("ada@example.com"), emails.get("ada@example.com")["name"]
 (1, 'Ada')
+>>> emails.register(1, "ada@example.com", {"name": "Ada"})  # a retry: nothing changes
 >>> emails.change(1, "ada@example.com", "ada@lovelace.org")
 >>> emails.lookup("ada@example.com") is None, emails.lookup("ada@lovelace.org")
 (True, 1)
@@ -58,6 +63,23 @@ from shardhash import _events
 __all__ = ["LookupIndex", "DuplicateValue", "FactoryStore", "ClusterStore", "Store"]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _ident(what: str, name: Any) -> str:
+    """``name`` checked (a plain SQL identifier: ASCII letters, digits and
+    underscores, not starting with a digit) and quoted: the one place a name
+    becomes SQL text, the same for SQLite and PostgreSQL."""
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise ValueError(f"{what} must be a plain SQL identifier (letters, digits, underscores, "
+                         f"not starting with a digit), got {name!r}")
+    return '"' + name + '"'
+
+
+def _placeholder(what: str, placeholder: Any) -> str:
+    if not isinstance(placeholder, str) or placeholder not in ("?", "%s"):
+        raise ValueError(f"{what} placeholder must be '?' (sqlite3, a Cluster) or '%s' (psycopg), "
+                         f"got {placeholder!r}")
+    return placeholder
 
 
 class DuplicateValue(ValueError):
@@ -116,7 +138,7 @@ class FactoryStore:
             raise ValueError(f"the router names shard(s) {missing!r} that have no connection factory")
         self._f = dict(shards)
         self.router = router
-        self.placeholder = placeholder
+        self.placeholder = _placeholder("the", placeholder)
 
     def shard_of(self, key: Any) -> str:
         return str(self.router.route(key))
@@ -166,7 +188,7 @@ class ClusterStore:
     def __init__(self, cluster: Any, group: str, *, placeholder: str = "?") -> None:
         self.cluster = cluster
         self.group = group
-        self.placeholder = placeholder
+        self.placeholder = _placeholder("the", placeholder)
         cluster.group(group)  # fails early on an unknown group
 
     def shard_of(self, key: Any) -> str:
@@ -196,28 +218,63 @@ class LookupIndex:
     sharded by ``owner_key``, whose column ``owner_value`` holds the value.
     ``grace``: seconds after which a pending lookup row whose owner row is
     missing counts as an orphan (registrations must finish within it).
+
+    Every name is a plain SQL identifier (letters, digits, underscores, not
+    starting with a digit) and is quoted in the SQL (on PostgreSQL it then
+    matches case-sensitively, as a Cluster's migrations do); every value is a
+    bound parameter.
     """
 
     def __init__(self, name: str, *, lookup: Any, owner: Any, owner_table: str, owner_key: str = "id",
                  owner_value: str | None = None, table: str | None = None, grace: float = 60.0,
                  clock: Callable[[], float] = time.time) -> None:
+        _ident("name", name)
         self.name = name
         self.table = table or f"{name}_lookup"
         self.owner_table = owner_table
         self.owner_key = owner_key
         self.owner_value = owner_value or name
-        for what, v in (("name", name), ("table", self.table), ("owner_table", owner_table),
-                        ("owner_key", owner_key), ("owner_value", self.owner_value)):
-            if not isinstance(v, str) or not _IDENT.match(v):
-                raise ValueError(f"{what} must be a plain SQL identifier, got {v!r}")
+        t = _ident("table", self.table)
+        ot = _ident("owner_table", owner_table)
+        ok = _ident("owner_key", owner_key)
+        ov = _ident("owner_value", self.owner_value)
+        if self.owner_key.lower() == self.owner_value.lower():
+            raise ValueError(f"owner_key and owner_value must be two columns, both are {owner_key!r}")
         if not (isinstance(grace, (int, float)) and grace >= 0):
             raise ValueError(f"grace must be a number of seconds >= 0, got {grace!r}")
         self.lookup_store = lookup
         self.owner_store = owner
         self.grace = float(grace)
         self.clock = clock
-        self._p = getattr(lookup, "placeholder", "?")
-        self._po = getattr(owner, "placeholder", "?")
+        p = self._p = _placeholder("the lookup store's", getattr(lookup, "placeholder", "?"))
+        po = self._po = _placeholder("the owner store's", getattr(owner, "placeholder", "?"))
+        # Columns in expressions are qualified by the table: SQLite reads an
+        # unknown bare "name" as a string literal, an unknown "table"."name" is an error.
+        self._ot, self._ok, self._ov, self._tok, self._tov = ot, ok, ov, ot + "." + ok, ot + "." + ov
+        tok, tov = self._tok, self._tov
+        value, owner_id, state, created = (t + "." + _ident("column", c) for c in ("value", "owner_id", "state",
+                                                                                    "created"))
+        # Every fixed statement, built once from the quoted names and the
+        # placeholders (values are always bound parameters).
+        self._sql = {
+            "create": f'CREATE TABLE IF NOT EXISTS {t} ("value" TEXT PRIMARY KEY, "owner_id" TEXT NOT NULL, '
+                      f'"state" TEXT NOT NULL, "created" DOUBLE PRECISION NOT NULL)',
+            "reserve": f'INSERT INTO {t} ("value", "owner_id", "state", "created") VALUES ({p}, {p}, {p}, {p}) '
+                       f'ON CONFLICT ("value") DO NOTHING',
+            "holder": f"SELECT {owner_id}, {state}, {created} FROM {t} WHERE {value} = {p}",
+            "takeover": f'UPDATE {t} SET "owner_id" = {p}, "state" = {p}, "created" = {p} '
+                        f"WHERE {value} = {p} AND {owner_id} = {p} AND {created} = {p}",
+            "commit": f'UPDATE {t} SET "state" = {p} WHERE {value} = {p} AND {owner_id} = {p}',
+            "release": f"DELETE FROM {t} WHERE {value} = {p} AND {owner_id} = {p}",
+            "unreserve": f"DELETE FROM {t} WHERE {value} = {p} AND {owner_id} = {p} AND {state} = {p} "
+                         f"AND {created} = {p}",
+            "scan": f"SELECT {value}, {owner_id}, {state}, {created} FROM {t} WHERE {created} <= {p}",
+            "orphan": f"DELETE FROM {t} WHERE {value} = {p} AND {owner_id} = {p} AND {created} = {p}",
+            "owner_value": f"SELECT {tov} FROM {ot} WHERE {tok} = {po}",
+            "owner_row": f"SELECT * FROM {ot} WHERE {tok} = {po}",
+            "owner_change": f"UPDATE {ot} SET {ov} = {po} WHERE {tok} = {po} AND {tov} = {po}",
+            "owner_delete": f"DELETE FROM {ot} WHERE {tok} = {po} AND {tov} = {po}",
+        }
         # test hook: called between the lookup row and the owner row
         self._between: Callable[[], None] | None = None
 
@@ -225,36 +282,67 @@ class LookupIndex:
 
     def create_table(self, shards: Iterable[str] | None = None) -> None:
         """Create the lookup table on every lookup shard, or on ``shards`` (if absent)."""
-        ddl = (f"CREATE TABLE IF NOT EXISTS {self.table} (value TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
-               f"state TEXT NOT NULL, created DOUBLE PRECISION NOT NULL)")
         for s in self.lookup_store.shards() if shards is None else list(shards):
             with self.lookup_store.write_shard(s) as tx:
-                tx.execute(ddl)
+                tx.execute(self._sql["create"])
 
     # -- helpers -------------------------------------------------------------------
 
     def _owner_holds(self, owner_id: Any, value: Any) -> bool:
         """Does the owner row exist and hold ``value``?  (One routed read.)"""
-        p = self._po
         with self.owner_store.read(owner_id) as tx:
-            row = tx.execute(f"SELECT {self.owner_value} FROM {self.owner_table} WHERE {self.owner_key} = {p}",
-                             (owner_id,)).fetchone()
+            row = tx.execute(self._sql["owner_value"], (owner_id,)).fetchone()
         return row is not None and row[0] == value
 
-    def _reserve(self, owner_id: Any, value: Any) -> None:
+    def _row_columns(self, row: Mapping[str, Any] | None) -> list[tuple[str, str, Any]]:
+        """``row`` as (name, quoted name, value): every name a plain SQL
+        identifier, none of them the owner key or the value column."""
+        if row is None:
+            return []
+        if not isinstance(row, Mapping):
+            raise TypeError(f"row must be a mapping {{column: value}}, got {type(row).__name__}")
+        out = []
+        for c, v in row.items():
+            q = _ident("a row column", c)
+            for what, col, arg in (("owner_key", self.owner_key, "owner id"),
+                                   ("owner_value", self.owner_value, "value")):
+                if c.lower() == col.lower():
+                    raise ValueError(f"row names the column {c!r}, the index's {what} ({col!r}): "
+                                     f"the {arg} is register's own argument, not part of row")
+            out.append((c, q, v))
+        return out
+
+    def _registered(self, owner_id: Any, value: Any, extra: list[tuple[str, str, Any]]) -> bool:
+        """Does the owner row exist holding ``value``?  If it does but its
+        ``extra`` columns hold other values, ValueError: a repeat of a
+        registration must repeat its row (register never updates one)."""
+        po, ot = self._po, self._ot
+        checks = ["CASE WHEN " + ot + "." + q + (" IS NULL" if v is None else " = " + po) + " THEN 1 ELSE 0 END"
+                  for _, q, v in extra]
+        sql = "SELECT " + ", ".join([self._tov, *checks]) + " FROM " + ot + " WHERE " + self._tok + " = " + po
+        params = [v for _, _, v in extra if v is not None] + [owner_id]
+        with self.owner_store.read(owner_id) as tx:
+            r = tx.execute(sql, params).fetchone()
+        if r is None or r[0] != value:
+            return False
+        differ = [c for (c, _, _), same in zip(extra, r[1:]) if not same]
+        if differ:
+            raise ValueError(f"owner {owner_id!r} already holds {self.name} {value!r} with other values in "
+                             f"{differ!r}: register does not change an existing owner row")
+        return True
+
+    def _reserve(self, owner_id: Any, value: Any) -> float | None:
         """Insert-if-absent the lookup row (pending) for ``owner_id``, taking
-        over an orphan; DuplicateValue when another owner holds the value."""
-        p = self._p
-        oid = _oid(owner_id)
-        now = self.clock()
+        over an orphan; DuplicateValue when another owner holds the value.
+        Returns the row's ``created`` stamp when this call wrote the row
+        (inserted it or took it over), None when the row was already the
+        owner's (a repeat, or a retry after a crash)."""
+        sql, oid, now = self._sql, _oid(owner_id), self.clock()
         with self.lookup_store.write(value) as tx:
-            tx.execute(f"INSERT INTO {self.table} (value, owner_id, state, created) VALUES ({p}, {p}, 'pending', {p}) "
-                       f"ON CONFLICT (value) DO NOTHING", (value, oid, now))
-            row = tx.execute(f"SELECT owner_id, state, created FROM {self.table} WHERE value = {p}",
-                             (value,)).fetchone()
-        holder, state, created = row
+            n = tx.execute(sql["reserve"], (value, oid, "pending", now)).rowcount
+            holder, state, created = tx.execute(sql["holder"], (value,)).fetchone()
         if holder == oid:
-            return
+            return now if n == 1 else None
         # Another owner's row: a real owner, a registration in flight, or an orphan.
         if self._owner_holds(_typed(holder, owner_id), value):
             raise DuplicateValue(self.name, value, _typed(holder, owner_id))
@@ -262,25 +350,26 @@ class LookupIndex:
             raise DuplicateValue(self.name, value, _typed(holder, owner_id))  # maybe still in flight
         # An orphan: take it over, unless someone else did first (compare-and-set).
         with self.lookup_store.write(value) as tx:
-            n = tx.execute(f"UPDATE {self.table} SET owner_id = {p}, state = 'pending', created = {p} "
-                           f"WHERE value = {p} AND owner_id = {p} AND created = {p}",
-                           (oid, now, value, holder, created)).rowcount
+            n = tx.execute(sql["takeover"], (oid, "pending", now, value, holder, created)).rowcount
         if n != 1:
             raise DuplicateValue(self.name, value, "another registration")
         _events.emit("lookup", index=self.name, shard=self.lookup_store.shard_of(value), found=True,
                      orphan=True, op="takeover")
+        return now
+
+    def _unreserve(self, owner_id: Any, value: Any, created: float) -> None:
+        """Delete the pending lookup row this call wrote (stamped ``created``), and only that."""
+        with self.lookup_store.write(value) as tx:
+            tx.execute(self._sql["unreserve"], (value, _oid(owner_id), "pending", created))
 
     def _commit(self, owner_id: Any, value: Any) -> bool:
-        p = self._p
         with self.lookup_store.write(value) as tx:
-            n = tx.execute(f"UPDATE {self.table} SET state = 'committed' WHERE value = {p} AND owner_id = {p}",
-                           (value, _oid(owner_id))).rowcount
+            n = tx.execute(self._sql["commit"], ("committed", value, _oid(owner_id))).rowcount
         return bool(n == 1)
 
     def _release(self, owner_id: Any, value: Any) -> None:
-        p = self._p
         with self.lookup_store.write(value) as tx:
-            tx.execute(f"DELETE FROM {self.table} WHERE value = {p} AND owner_id = {p}", (value, _oid(owner_id)))
+            tx.execute(self._sql["release"], (value, _oid(owner_id)))
 
     # -- writes --------------------------------------------------------------------
 
@@ -289,57 +378,86 @@ class LookupIndex:
         **row}`` with ``value`` unique across every shard.
 
         Raises :class:`DuplicateValue` (nothing written) when another owner
-        has the value.
+        has the value.  A repeat (the owner row already holds ``value``)
+        succeeds and changes nothing, or raises ValueError (nothing written)
+        when that row holds other values in ``row``'s columns.  ``row`` may
+        not name the owner key or the value column (ValueError).  A call that
+        fails undoes only what it wrote itself.
         """
-        self._reserve(owner_id, value)
+        _oid(owner_id)
+        extra = self._row_columns(row)
+        wrote = self._reserve(owner_id, value)
         if self._between is not None:
             self._between()
-        cols = {self.owner_key: owner_id, self.owner_value: value, **(row or {})}
-        for c in cols:
-            if not _IDENT.match(c):
-                raise ValueError(f"column name {c!r} is not a plain SQL identifier")
-        p = self._po
+        inserted = False
         try:
-            with self.owner_store.write(owner_id) as tx:
-                tx.execute(f"INSERT INTO {self.owner_table} ({', '.join(cols)}) VALUES "
-                           f"({', '.join([p] * len(cols))})", tuple(cols.values()))
+            if not self._registered(owner_id, value, extra):
+                cols = [self._ok, self._ov, *(q for _, q, _ in extra)]
+                sql = ("INSERT INTO " + self._ot + " (" + ", ".join(cols) + ") VALUES ("
+                       + ", ".join([self._po] * len(cols)) + ")")
+                try:
+                    with self.owner_store.write(owner_id) as tx:
+                        tx.execute(sql, (owner_id, value, *(v for _, _, v in extra)))
+                    inserted = True
+                except Exception:
+                    if not self._registered(owner_id, value, extra):  # not a concurrent repeat of this call
+                        raise
         except BaseException:
-            self._release(owner_id, value)  # the owner row was not written: free the value
+            if wrote is not None:
+                self._unreserve(owner_id, value, wrote)  # free the value only if this call took it
             raise
         if not self._commit(owner_id, value):
             # An orphan takeover beat us (we outlived `grace`): undo our row.
-            with self.owner_store.write(owner_id) as tx:
-                tx.execute(f"DELETE FROM {self.owner_table} WHERE {self.owner_key} = {p} AND "
-                           f"{self.owner_value} = {p}", (owner_id, value))
+            if inserted:
+                with self.owner_store.write(owner_id) as tx:
+                    tx.execute(self._sql["owner_delete"], (owner_id, value))
             raise DuplicateValue(self.name, value, "a later registration (this one outlived the grace period)")
 
     def change(self, owner_id: Any, old: Any, new: Any) -> None:
         """Change an owner's value from ``old`` to ``new`` (new lookup row
-        first, then the owner row, then the old lookup row goes)."""
+        first, then the owner row, then the old lookup row goes).
+
+        Raises :class:`DuplicateValue` when another owner has ``new``, and
+        LookupError when the owner row holds neither ``old`` nor ``new``
+        (nothing changed either way).  A repeat (the owner row already holds
+        ``new``) succeeds: it only finishes what a crashed call left (the
+        commit mark of ``new``, the removal of ``old``'s lookup row).
+        """
+        _oid(owner_id)
         if old == new:
             return
-        self._reserve(owner_id, new)
+        wrote = self._reserve(owner_id, new)
         if self._between is not None:
             self._between()
-        p = self._po
         try:
             with self.owner_store.write(owner_id) as tx:
-                n = tx.execute(f"UPDATE {self.owner_table} SET {self.owner_value} = {p} WHERE "
-                               f"{self.owner_key} = {p} AND {self.owner_value} = {p}", (new, owner_id, old)).rowcount
-            if n != 1:
+                n = tx.execute(self._sql["owner_change"], (new, owner_id, old)).rowcount
+            if n != 1 and not self._owner_holds(owner_id, new):
                 raise LookupError(f"owner {owner_id!r} does not hold {self.name} {old!r}")
         except BaseException:
-            self._release(owner_id, new)
+            if wrote is not None:
+                self._unreserve(owner_id, new, wrote)
             raise
-        if not self._commit(owner_id, new):  # pragma: no cover - needs a takeover race past `grace`
-            raise DuplicateValue(self.name, new, "a later registration")
+        if not self._commit(owner_id, new):
+            # A takeover beat us (we outlived `grace`): put our owner row back
+            # (old's lookup row is still ours).
+            if n == 1:
+                with self.owner_store.write(owner_id) as tx:
+                    tx.execute(self._sql["owner_change"], (old, owner_id, new))
+            raise DuplicateValue(self.name, new, "a later registration (this change outlived the grace period)")
         self._release(owner_id, old)
 
     def remove(self, owner_id: Any, value: Any) -> None:
-        """Delete the owner row, then its lookup row."""
-        p = self._po
+        """Delete the owner row (if it holds ``value``), then its lookup row.
+        LookupError (nothing removed) when the owner row holds another value;
+        a repeat (no owner row) only makes sure the lookup row is gone."""
+        _oid(owner_id)
         with self.owner_store.write(owner_id) as tx:
-            tx.execute(f"DELETE FROM {self.owner_table} WHERE {self.owner_key} = {p}", (owner_id,))
+            n = tx.execute(self._sql["owner_delete"], (owner_id, value)).rowcount
+            if n != 1:
+                held = tx.execute(self._sql["owner_value"], (owner_id,)).fetchone()
+                if held is not None:
+                    raise LookupError(f"owner {owner_id!r} does not hold {self.name} {value!r}: nothing removed")
         self._release(owner_id, value)
 
     # -- reads ---------------------------------------------------------------------
@@ -347,17 +465,15 @@ class LookupIndex:
     def _resolve(self, value: Any, owner_type: type | None) -> tuple[Any, dict[str, Any] | None]:
         """(owner id, owner row) of ``value``: the lookup row, then the owner
         row in one routed read that also verifies it (an orphan gives None)."""
-        p = self._p
         with self.lookup_store.read(value) as tx:
-            row = tx.execute(f"SELECT owner_id, state FROM {self.table} WHERE value = {p}", (value,)).fetchone()
+            row = tx.execute(self._sql["holder"], (value,)).fetchone()
         shard = self.lookup_store.shard_of(value)
         if row is None:
             _events.emit("lookup", index=self.name, shard=shard, found=False, orphan=False)
             return None, None
         oid = _typed(row[0], owner_type)
-        po = self._po
         with self.owner_store.read(oid) as tx:
-            cur = tx.execute(f"SELECT * FROM {self.owner_table} WHERE {self.owner_key} = {po}", (oid,))
+            cur = tx.execute(self._sql["owner_row"], (oid,))
             r = cur.fetchone()
             cols = [d[0] for d in cur.description]
         owner = None if r is None else dict(zip(cols, r))
@@ -390,12 +506,10 @@ class LookupIndex:
         rows deleted."""
         age = self.grace if older_than is None else float(older_than)
         now = self.clock()
-        p = self._p
         deleted = 0
         for s in self.lookup_store.shards():
             with self.lookup_store.write_shard(s) as tx:
-                rows = tx.execute(f"SELECT value, owner_id, state, created FROM {self.table} "
-                                  f"WHERE created <= {p}", (now - age,)).fetchall()
+                rows = tx.execute(self._sql["scan"], (now - age,)).fetchall()
             for value, oid, state, created in rows:
                 if self.lookup_store.shard_of(value) != s:
                     continue  # a row left behind by a migration of the lookup table: not ours to judge
@@ -404,8 +518,7 @@ class LookupIndex:
                         self._commit(oid, value)
                     continue
                 with self.lookup_store.write(value) as tx:
-                    deleted += tx.execute(f"DELETE FROM {self.table} WHERE value = {p} AND owner_id = {p} "
-                                          f"AND created = {p}", (value, oid, created)).rowcount
+                    deleted += tx.execute(self._sql["orphan"], (value, oid, created)).rowcount
         return deleted
 
 

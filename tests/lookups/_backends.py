@@ -1,0 +1,116 @@
+"""The databases the lookups tests run on: SQLite files, and PostgreSQL (one schema per shard) when
+SHARDHASH_PG_DSN or PGHOST names a server (in CI a missing server fails)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests._support import oracle_missing
+
+NAMES = ["s0", "s1", "s2"]
+USERS = "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL, name TEXT)"
+
+
+@dataclass
+class Backend:
+    factories: dict[str, Callable[[], Any]]
+    placeholder: str
+    integrity: tuple[type[BaseException], ...]
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def query(self, shard: str, sql: str) -> list[tuple[Any, ...]]:
+        c = self.factories[shard]()
+        try:
+            return [tuple(r) for r in _cursor(c).execute(sql).fetchall()]
+        finally:
+            c.rollback()
+            c.close()
+
+    def execute(self, shard: str, sql: str) -> None:
+        c = self.factories[shard]()
+        try:
+            _cursor(c).execute(sql)
+            c.commit()
+        finally:
+            c.close()
+
+
+def _cursor(c: Any) -> Any:
+    return c if isinstance(c, sqlite3.Connection) else c.cursor()
+
+
+def sqlite_backend(root: Path) -> Backend:
+    def connect(path: str) -> sqlite3.Connection:
+        c = sqlite3.connect(path, timeout=30)
+        c.execute("PRAGMA synchronous=OFF")  # a test: no fsync per commit
+        return c
+
+    return Backend({s: functools.partial(connect, str(root / f"{s}.db")) for s in NAMES}, "?",
+                   (sqlite3.IntegrityError,))
+
+
+class _Pooled:
+    """A pooled psycopg connection: ``close`` rolls back and returns it to the pool."""
+
+    def __init__(self, raw: Any, pool: list[Any]) -> None:
+        self.raw, self.pool = raw, pool
+
+    def cursor(self) -> Any:
+        return self.raw.cursor()
+
+    def commit(self) -> None:
+        self.raw.commit()
+
+    def rollback(self) -> None:
+        self.raw.rollback()
+
+    def close(self) -> None:
+        self.raw.rollback()
+        self.pool.append(self.raw)
+
+
+def postgres_backend() -> Backend:
+    dsn = os.environ.get("SHARDHASH_PG_DSN")
+    if not dsn and os.environ.get("PGHOST"):
+        dsn = f"host={os.environ['PGHOST']}" + "".join(
+            f" {k}={os.environ[v]}" for v, k in (("PGPORT", "port"), ("PGUSER", "user"), ("PGDATABASE", "dbname"))
+            if os.environ.get(v))
+    if not dsn:
+        oracle_missing("PostgreSQL", "set SHARDHASH_PG_DSN or PGHOST")
+    try:
+        import psycopg
+
+        psycopg.connect(dsn, connect_timeout=10).close()
+    except ImportError as e:
+        oracle_missing("psycopg", str(e))
+    except Exception as e:  # psycopg.Error
+        oracle_missing("PostgreSQL", f"cannot connect to {dsn}: {e}")
+    tag = uuid.uuid4().hex[:10]
+    schemas = {s: f"lsm{tag}_{s}" for s in NAMES}
+    pools: dict[str, list[Any]] = {s: [] for s in NAMES}
+
+    def connect(shard: str) -> _Pooled:
+        pool = pools[shard]
+        raw = pool.pop() if pool else psycopg.connect(dsn, options=f"-csearch_path={schemas[shard]}")
+        return _Pooled(raw, pool)
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        for sch in schemas.values():
+            c.execute(f'CREATE SCHEMA "{sch}"')
+
+    def drop() -> None:
+        for pool in pools.values():
+            while pool:
+                pool.pop().close()
+        with psycopg.connect(dsn, autocommit=True) as c:
+            for sch in schemas.values():
+                c.execute(f'DROP SCHEMA IF EXISTS "{sch}" CASCADE')
+
+    return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (psycopg.IntegrityError,), [drop])
