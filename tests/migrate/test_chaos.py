@@ -299,8 +299,11 @@ def _in_force(hist: list[tuple[float, Router]], t: float) -> int:
 
 
 def _moved(cl: Cluster, mig: str) -> set[int]:
+    """The keys migration ``mig`` moves (it must move some)."""
     m = Migration(cl, mig)
-    return {k for k in range(1, KEYS + 1) if m.old.route(k) != m.new.route(k)}
+    moved = {k for k in range(1, KEYS + 1) if m.old.route(k) != m.new.route(k)}
+    assert moved, f"migration {mig} moves no key"
+    return moved
 
 
 def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, backend: str) -> dict[str, Any]:
