@@ -9,7 +9,9 @@ in the child), or after a random delay; the next attempt resumes.  Besides
 the random kills, every cluster of (up to) 10 migrations gets forced ones:
 in the first attempts of five migrations, one at each point every run
 reaches (SURE), in one resumed attempt, in a rollback and in a cleanup; and
-at least one rollback.  A forced kill that does not happen (a crash point
+at least one rollback.  Some runs killed before their cutover are rolled
+back instead of resumed (the rollback that deletes the destinations'
+copies).  A forced kill that does not happen (a crash point
 renamed or no longer reached) fails the test.
 
 The writers own disjoint keys.  Each write reads the row first (the read is
@@ -80,7 +82,8 @@ def _fork(fn: Callable[[], object], env: dict[str, str] | None = None) -> int:
                 os.environ.update(env)
             fn()
         except BaseException:  # noqa: BLE001
-            traceback.print_exc()
+            # (to the file descriptor: sys.stderr may be a pytest buffer, lost with the child)
+            os.write(2, traceback.format_exc().encode())
             code = 1
         finally:
             os._exit(code)
@@ -259,10 +262,11 @@ def _attempt(path: str, action: str, mig: str, rnd: random.Random, cs: dict[str,
 
 
 def _drive(path: str, action: str, mig: str, rnd: random.Random, cs: dict[str, Any],
-           forced: tuple[str, ...] = ()) -> None:
-    """Attempts until one finishes; the first ones are killed at ``forced``."""
+           forced: tuple[str, ...] = (), resumed: bool = False) -> None:
+    """Attempts until one finishes; the first ones are killed at ``forced``.
+    ``resumed``: a first attempt was made already."""
     for i in range(40):
-        label = ("start" if i == 0 else "resume") if action == "run" else action
+        label = ("start" if i == 0 and not resumed else "resume") if action == "run" else action
         if _attempt(path, action, mig, rnd, cs, label, forced[i] if i < len(forced) else None):
             return
     raise AssertionError(f"{action} {mig} did not finish in 40 attempts")
@@ -298,6 +302,16 @@ def _in_force(hist: list[tuple[float, Router]], t: float) -> int:
     return i
 
 
+def _anomalies(logs: _Logs) -> str | None:
+    """What the writers found that their writes had not left, if anything."""
+    anomalies = [r for recs in logs.recs for r in recs if "anomaly" in r]
+    if not anomalies:
+        return None
+    return (f"{len(anomalies)} writes found a row other than their writer left it, e.g. "
+            + "; ".join(f"key {r['k']} on {r.get('shard')} (router version {r.get('ver')}): {r['anomaly']}"
+                        for r in anomalies[:5]))
+
+
 def _moved(cl: Cluster, mig: str) -> set[int]:
     """The keys migration ``mig`` moves (it must move some)."""
     m = Migration(cl, mig)
@@ -307,7 +321,8 @@ def _moved(cl: Cluster, mig: str) -> set[int]:
 
 
 def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, backend: str) -> dict[str, Any]:
-    cs: dict[str, Any] = {"migrations": 0, "rollbacks": 0, "kills": dict.fromkeys(ACTIONS, 0), "killed_at": {},
+    cs: dict[str, Any] = {"migrations": 0, "rollbacks": 0, "early_rollbacks": 0, "kills": dict.fromkeys(ACTIONS, 0),
+                          "killed_at": {},
                           "acks": 0, "deleted_at_end": 0, "errors": {}, "min_acks_in_window": None,
                           "min_acks_moved_after_cutover": None, "stale_checked": 0, "stale_refused": 0}
     initial = JumpRouter(["s0", "s1", "s2"])
@@ -343,7 +358,19 @@ def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, backend: str
             forced: tuple[str, ...] = (f_start[j],) if j in f_start else ()
             if j == f_resume:
                 forced += (_resume_point(f_start[j], rnd),)
-            _drive(path, "run", mig, rnd, cs, forced)
+            resumed = False
+            if not forced and rnd.random() < 0.15:
+                # killed before its cutover, this one is rolled back instead of resumed
+                resumed = not _attempt(path, "run", mig, rnd, cs, "start", None)
+                if resumed and Migration(cl, mig).state not in ("cutover", "retained"):
+                    windows.pop()
+                    _drive(path, "rollback", mig, rnd, cs)
+                    assert Migration(cl, mig).state == "rolled-back"
+                    cs["migrations"] += 1
+                    cs["early_rollbacks"] += 1
+                    cl.close()
+                    continue
+            _drive(path, "run", mig, rnd, cs, forced, resumed=resumed)
             cs["migrations"] += 1
             assert Migration(cl, mig).state == "retained"
             # writes reach the moved keys on their new owner before the rollback or cleanup
@@ -358,6 +385,12 @@ def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, backend: str
             cl.close()
             _drive(path, "cleanup", mig, rnd, cs, (rnd.choice(CLEANUP_SURE),) if j == f_cleanup else ())
             time.sleep(rnd.random() * 0.2)
+    except AssertionError as e:
+        logs.poll()
+        found = _anomalies(logs)
+        if found is not None:
+            raise AssertionError(f"{e}; before that, {found}") from e
+        raise
     finally:
         Path(stop).touch()
         for pid in writers:
@@ -379,10 +412,8 @@ def _check(root: Path, path: str, logs: _Logs, initial: Router, windows: list[tu
     assert hist[-1][1].version == final.version
 
     # what the writers found, and their replayed acknowledged values
-    anomalies = [r for recs in logs.recs for r in recs if "anomaly" in r]
-    assert not anomalies, (f"{len(anomalies)} writes found a row other than their writer left it, e.g. "
-                           + "; ".join(f"key {r['k']} on {r.get('shard')} (router version {r.get('ver')}): "
-                                       f"{r['anomaly']}" for r in anomalies[:5]))
+    found = _anomalies(logs)
+    assert found is None, found
     expect: dict[int, list[Any] | None] = {k: [f"u{k}", 0] for k in range(1, KEYS + 1)}
     for recs in logs.recs:  # (each key has one writer: its log is the key's order)
         for rec in recs:
