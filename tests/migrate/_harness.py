@@ -111,12 +111,17 @@ def drop_cluster(root: Path, backend: str) -> None:
 
 
 def shard_rows(root: Path, shard: str, table: str = "users") -> dict[Any, tuple[Any, ...]]:
-    c = connect(root, shard)
+    """Every row of ``table`` on ``shard``, by its first column; ``{}`` only
+    when the table does not exist there (a spare shard no migration has
+    prepared).  Any other read error is raised: read as "no rows", it could
+    hide a duplicate or a row on the wrong shard."""
+    doc = json.loads((root / "cluster.json").read_text())
+    b = open_backend(doc["shards"][shard]["primary"], root)
+    c = b.connect()
     try:
-        try:
-            rows = c.execute(f"SELECT * FROM {table}").fetchall()
-        except Exception:  # noqa: BLE001 - the table was never created there
+        if not b.has_table(c, table):
             return {}
+        rows = c.execute(f"SELECT * FROM {table}").fetchall()
     finally:
         c.close()
     return {r[0]: tuple(r) for r in rows}

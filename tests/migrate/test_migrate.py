@@ -65,12 +65,14 @@ def test_jump_four_to_five_moves_exactly_the_planned_keys(root: Path, backend: s
 class LiveWriters:
     """Writer threads upserting and deleting users (with an event row per
     upsert) through the cluster's client until stopped; ``acks`` holds every
-    acknowledged final value (None: deleted)."""
+    acknowledged final value (None: deleted), ``writes`` each writer's count
+    of acknowledged writes."""
 
     def __init__(self, cl: Cluster, n: int, keys: int) -> None:
         self.cl, self.keys = cl, keys
         self.acks: dict[int, object] = {}
         self.errors: list[BaseException] = []
+        self.writes = [0] * n
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._write, args=(w, n)) for w in range(n)]
 
@@ -89,6 +91,7 @@ class LiveWriters:
                         tx.execute("INSERT INTO events VALUES (?, ?, ?)", (k * 100_000 + n, k, f"p{n}"))
                         v = n
                 self.acks[k] = v
+                self.writes[wid] += 1
                 time.sleep(0.001)  # (writers that outpace catch-up would only delay the fence)
         except BaseException as e:  # noqa: BLE001
             self.errors.append(e)
@@ -103,10 +106,13 @@ class LiveWriters:
         for t in self.threads:
             t.join()
 
-    def check(self, root: Path, router: Router, shards: list[str]) -> None:
-        """Every acknowledged write is on its owner exactly once, and every
-        event row is on its user's owner."""
+    def check(self, root: Path, router: Router, shards: list[str], min_writes: int = 50) -> None:
+        """Every writer wrote, at least ``min_writes`` writes were acknowledged
+        in all (fewer: the writers did not really run alongside the
+        migration), every acknowledged write is on its owner exactly once,
+        and every event row is on its user's owner."""
         assert not self.errors, self.errors
+        assert min(self.writes) > 0 and sum(self.writes) >= min_writes, f"acknowledged writes {self.writes}"
         final = owners_ok(root, router, shards, exact=True)
         for k, v in self.acks.items():
             if v is None:
