@@ -404,6 +404,8 @@ class Migration:
         rows per snapshot-copy chunk (default: adaptive, see :meth:`_copy`)."""
         try:
             st = self.state
+            if st == "rolled-back" and self._reverse_unfinished():
+                return self.rollback()
             if st in ("retained", "cleaning", "cleaned", "rolled-back"):
                 return st
             if st == "rolling-back":
@@ -437,7 +439,7 @@ class Migration:
                 st = "cutover"
             if st == "cutover":
                 self._reconcile()
-                self._set("retained")
+                self._retain()
             self.meta.set_state(self.id, self.state, error=None)
             return self.state
         except VerifyMismatch:
@@ -981,6 +983,8 @@ class Migration:
         if diffs:
             for s in self.mem.sources:
                 self._set_units(s, "source", ("frozen",), "copying")
+            # (the writers are released: the next freeze is timed from its own start)
+            self.meta.put(self.id, "frozen_at", None)
             self.meta.put(self.id, "verify_result", {"mismatches": len(diffs), "first": diffs[:10], "final": True})
             self.meta.put(self.id, "verify", {"verified": []})
             self._set("verify-failed")
@@ -1007,24 +1011,76 @@ class Migration:
         crash_point("after-commit")
 
     def _reconcile(self) -> None:
-        """Bring the shards' ownership records in line with the metadata commit."""
+        """Bring the shards' ownership records in line with the metadata commit.
+
+        The write pause (freeze to release) is recorded from the two events:
+        the freeze time, and the time this call released the sources' units
+        (``released_at``).  A re-run after a crash that came after the
+        release keeps the recorded figure, never "now minus the freeze"."""
         for d in self.mem.destinations:
-            self._set_units(d, "destination", ("importing",), "owned")
+            with self._on(d, "destination", "taking ownership of the moved units"):
+                self._set_units(d, "destination", ("importing",), "owned")
         crash_point("after-destination-owned")
-        for s in self.mem.sources:
-            self._set_units(s, "source", ("copying", "frozen"), "moved")
-        now = time.time()
-        frozen_at = self.meta.get(self.id, "frozen_at") or now
-        self.meta.put(self.id, "unit_pause_seconds", now - frozen_at)
+        held = False
         for s in self.mem.sources:
             b = self.cluster.backend(s)
-            with b.writing() as c:
+            with self._on(s, "source", "reading its unit records"):
+                held = held or any(r[1] == self.id and r[3] == "source" and r[4] in ("copying", "frozen")
+                                   for r in b.unit_rows(b.conn(), self.group.name))
+        for s in self.mem.sources:
+            with self._on(s, "source", "releasing the moved units"):
+                self._set_units(s, "source", ("copying", "frozen"), "moved")
+        released = time.time()
+        crash_point("after-sources-moved")
+        frozen_at = self.meta.get(self.id, "frozen_at")
+        if held:
+            pause = None if frozen_at is None else released - float(frozen_at)
+            with self.meta.tx() as c:
+                self.meta.put(self.id, "released_at", released, c)
+                self.meta.put(self.id, "unit_pause_seconds", pause, c)
+            note = "unknown" if pause is None else f"{pause:.3f} s"
+        elif self.meta.get(self.id, "released_at") is None:
+            # Released by an executor that was killed before it recorded the
+            # time: the figure is unknown (not the time since the freeze).
+            self.meta.put(self.id, "unit_pause_seconds", None)
+            note = "not recorded (the executor that released the units was killed before recording it)"
+        else:
+            pause = self.meta.get(self.id, "unit_pause_seconds")
+            note = "unknown" if pause is None else f"{float(pause):.3f} s (recorded at the release)"
+        for s in self.mem.sources:
+            b = self.cluster.backend(s)
+            with self._on(s, "source", "dropping its change capture"), b.writing() as c:
                 b.drop_capture(c, self.capture)
-        if self.info.get("reverse_of"):
-            # A completed rollback: the forward migration's copy is the retained one now.
-            fwd = self.info["reverse_of"]
-            self.meta.set_state(fwd, "rolled-back")
-        self.log(f"ownership reconciled; write pause {now - frozen_at:.3f} s")
+        crash_point("after-reconcile")
+        self.log(f"ownership reconciled; write pause {note}")
+
+    def _retain(self) -> None:
+        """``cutover`` -> ``retained``; for a reverse migration, in the same
+        metadata transaction, its forward migration becomes ``rolled-back``
+        (never one without the other)."""
+        fwd = self.info.get("reverse_of")
+        with self.meta.tx() as c:
+            self.meta.set_state(self.id, "retained", c=c)
+            if fwd:
+                # A completed rollback: the forward migration's copy is the retained one now.
+                self.meta.set_state(fwd, "rolled-back", c=c)
+        self.log("state -> retained" + (f"; migration {fwd} is rolled-back" if fwd else ""))
+        crash_point("after-retained")
+
+    def _info(self) -> dict[str, Any]:
+        """The recorded ``info`` (another executor may have changed it)."""
+        rec = self.meta.migration(self.id)
+        assert rec is not None
+        return dict(rec["info"])
+
+    def _reverse_unfinished(self) -> bool:
+        """Whether this (forward) migration has a reverse migration that has
+        not reached ``retained`` yet."""
+        rev_id = self._info().get("reverse")
+        if not rev_id:
+            return False
+        rec = self.meta.migration(rev_id)
+        return rec is not None and rec["state"] not in ("retained", "cleaning", "cleaned")
 
     # ---------------------------------------------------------- rollback
 
@@ -1035,12 +1091,20 @@ class Migration:
         destination copies.  After it (until cleanup): the changes the
         destinations accepted since the cutover are applied back to the
         sources by a reverse migration to a new version that routes like the
-        old one; ownership returns at its own cutover."""
+        old one; ownership returns at its own cutover, and this migration
+        becomes ``rolled-back`` in the metadata transaction that makes the
+        reverse one ``retained``.  Call again after any crash: it resumes the
+        reverse migration."""
         st = self.state
         if st in ("cleaning", "cleaned"):
             raise MigrationError(f"migration {self.id} is {st}: the source copy is gone, rollback is impossible")
         if st == "rolled-back":
-            return st
+            if self._reverse_unfinished():
+                # (recorded by an older executor before its reverse finished: finish it)
+                rev = Migration(self.cluster, self._info()["reverse"])
+                rev.log_fn = self.log_fn
+                rev.run()
+            return self.state
         later = [m["id"] for m in self.meta.migrations(self.group.name)
                  if m["state"] not in DONE and m["id"] != self.id and m["info"].get("after") == self.id
                  and m["id"] != self.info.get("reverse")]
@@ -1048,26 +1112,36 @@ class Migration:
             raise MigrationError(f"migration {self.id} cannot be rolled back while migration(s) "
                                  f"{', '.join(later)} planned on top of it hold the group: roll those back "
                                  f"(or finish them) first")
+        # (``committed_at`` is written by the cutover's metadata transaction)
+        committed = self.meta.get(self.id, "committed_at") is not None or st in COMMITTED
         if st in ("retained", "cutover") and not self.info.get("reverse"):
             top = self.meta.topology(self.group.name)
             if top is not None and int(top[0]) != self.new.version:
                 raise MigrationError(f"migration {self.id} cannot be rolled back: group {self.group.name!r} has "
                                      f"moved on to version {top[0]} since its cutover (version "
                                      f"{self.new.version}); a rollback would undo the later migration too")
-        if st in ("retained", "cutover", "rolling-back"):
+        if committed:
             if st == "cutover":
                 self._reconcile()
-                self._set("retained")
+                self._retain()
             rev_id = self.info.get("reverse") or f"{self.id}-rollback"
             if self.meta.migration(rev_id) is None:
                 cur = self.cluster.refresh(self.group.name)
                 back = self.old.with_version(cur.version + 1)
                 units = [Unit.from_dict(dict(u.to_dict(), source=u.destination, destination=u.source))
                          for u in self.units]
-                # The group is held by this migration: mark it rolling back first.
-                self.meta.set_info(self.id, reverse=rev_id)
-                self._set("rolling-back")
+                # The group is held by this migration: mark it rolling back
+                # (and name its reverse migration) first, in one transaction.
+                with self.meta.tx() as c:
+                    r = c.execute("SELECT info FROM migrations WHERE id = ?", (self.id,)).fetchone()
+                    info = dict(json.loads(r[0]), reverse=rev_id)
+                    c.execute("UPDATE migrations SET info = ? WHERE id = ?", (json.dumps(info), self.id))
+                    self.meta.set_state(self.id, "rolling-back", c=c)
+                self.info["reverse"] = rev_id
+                self.log("state -> rolling-back")
+                crash_point("rollback-marked")
                 rev = self._create_reverse(rev_id, cur, back, units)
+                crash_point("rollback-reverse-created")
             else:
                 if self.state != "rolling-back":
                     self._set("rolling-back")
@@ -1077,17 +1151,23 @@ class Migration:
             return self.state
         # Before the cutover.
         for s in self.mem.sources:
-            self._set_units(s, "source", ("frozen",), "copying")
+            with self._on(s, "source", "unfreezing its units for the rollback"):
+                self._set_units(s, "source", ("frozen",), "copying")
+        self.meta.put(self.id, "frozen_at", None)
         self._set("rolling-back")
+        crash_point("rollback-before-cutover-marked")
         for shard in self._involved():
             b = self.cluster.backend(shard)
-            with b.writing() as c:
+            with self._on(shard, "source" if shard in self.mem.sources else "destination",
+                          "dropping its captures and unit records for the rollback"), b.writing() as c:
                 b.ensure_system(c)
                 b.drop_capture(c, self.capture)
                 b.drop_capture(c, self.id + ":reverse")
                 b.delete_units(c, self.id)
                 b.bump_epoch(c)
+            crash_point("rollback-before-cutover-shard")
         self._delete_members("destination")
+        crash_point("rollback-before-cutover-deleted")
         self._set("rolled-back")
         return "rolled-back"
 
@@ -1110,40 +1190,107 @@ class Migration:
             return self.units[u].source if side == "source" else self.units[u].destination
 
         total = 0
+        what = "the retained copy" if side == "source" else "the copy"
         for sh in shards:
             b = cl.backend(sh)
-            c = b.conn()
             for t in self.group.tables:
-                if not b.has_table(c, t.name):
-                    continue
-                cols, pk, kx = self._table(sh, t.name)
-                pkx = [cols.index(k) for k in pk]
-                for rows in b.scan_chunks(c, t.name, cols, pk, chunk):
-                    ui = self.mem.assign([r[kx] for r in rows]).tolist()
-                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui) if u >= 0 and holder(u) == sh]
-                    if dels:
-                        with b.writing(c):
-                            b.delete(c, t.name, pk, dels)
-                        total += len(dels)
+                with self._on(sh, side, f"deleting {what} of {t.name!r}"):
+                    c = b.conn()
+                    if not b.has_table(c, t.name):
+                        continue
+                    cols, pk, kx = self._table(sh, t.name)
+                    pkx = [cols.index(k) for k in pk]
+                    for rows in b.scan_chunks(c, t.name, cols, pk, chunk):
+                        ui = self.mem.assign([r[kx] for r in rows]).tolist()
+                        dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui) if u >= 0 and holder(u) == sh]
+                        if dels:
+                            with b.writing(c):
+                                b.delete(c, t.name, pk, dels)
+                            total += len(dels)
+                            crash_point("cleanup-chunk")
         return total
 
     def cleanup(self) -> int:
         """Delete the retained source copy of the moved rows (in chunks) and
-        stop the reverse capture: rollback is impossible afterwards."""
+        stop the reverse capture: rollback is impossible afterwards.
+
+        A migration in ``cutover`` (a crash after its metadata commit) is
+        reconciled first.  A ``rolled-back`` migration's cleanup is its
+        reverse migration's: the copy the rollback left on the old
+        destinations is deleted and the old sources' reverse capture is
+        stopped.  Returns the number of rows deleted."""
         st = self.state
+        if st == "rolled-back":
+            rev_id = self._info().get("reverse")
+            if not rev_id or self.meta.migration(rev_id) is None:
+                return 0  # (rolled back before its cutover: nothing was retained)
+            if self._reverse_unfinished():
+                self.rollback()
+            rev = Migration(self.cluster, rev_id)
+            rev.log_fn = self.log_fn
+            return rev.cleanup()
         if st == "cleaned":
             return 0  # (idempotent: a crash may have come after the last step)
+        if st == "cutover":
+            self.run()  # (reconciles: cutover -> retained)
+            st = self.state
         if st not in ("retained", "cleaning"):
-            raise MigrationError(f"migration {self.id} is {st}: only a retained migration can be cleaned up")
-        self._set("cleaning")
-        n = self._delete_members("source")
-        for d in self.mem.destinations:
-            b = self.cluster.backend(d)
-            with b.writing() as c:
-                b.drop_capture(c, self.id + ":reverse")
-        self._set("cleaned")
+            raise MigrationError(f"migration {self.id} is {st}: only a retained migration can be cleaned up; "
+                                 f"{self.next_step(st)}")
+        try:
+            self._set("cleaning")
+            crash_point("cleanup-marked")
+            n = self._delete_members("source")
+            crash_point("cleanup-deleted")
+            for d in self.mem.destinations:
+                b = self.cluster.backend(d)
+                with self._on(d, "destination", "dropping its reverse capture"), b.writing() as c:
+                    b.drop_capture(c, self.id + ":reverse")
+            crash_point("cleanup-capture-dropped")
+            self._set("cleaned")
+        except MigrationError:
+            raise
+        except Exception as e:
+            if not _is_db_error(e):
+                raise
+            raise MigrationError(f"migration {self.id}: the metadata store failed while cleaning up: "
+                                 f"{describe_fault(e)}") from e
         self.log(f"cleanup: {n} retained rows deleted")
         return n
+
+    def next_step(self, state: str | None = None) -> str:
+        """What to run next, for an operator (the CLI's words)."""
+        st = self.state if state is None else state
+        rec = self.meta.migration(self.id)
+        assert rec is not None
+        info = rec["info"]
+        fwd = info.get("reverse_of")
+        if fwd:  # a reverse migration (a rollback of ``fwd``)
+            if st in ("retained", "cleaning"):
+                return (f"run `cleanup {fwd}` (deletes the copy the rollback left on the old destinations "
+                        f"and stops the reverse capture)")
+            if st == "cleaned":
+                return "nothing: the rollback is complete and cleaned up"
+            return f"run `rollback {fwd}` (or `resume {self.id}`) to finish the rollback"
+        if st == "rolled-back":
+            rev = info.get("reverse")
+            rrec = self.meta.migration(rev) if rev else None
+            if rrec is None or rrec["state"] == "cleaned":
+                return "nothing: the migration is rolled back" + (" and cleaned up" if rrec else "")
+            if rrec["state"] in ("retained", "cleaning"):
+                return (f"run `cleanup {self.id}` (deletes the copy the rollback left on the old destinations "
+                        f"and stops the reverse capture)")
+            return f"run `rollback {self.id}` to finish the rollback"
+        if st == "rolling-back":
+            return f"run `rollback {self.id}` (or `resume {self.id}`) to finish the rollback"
+        if st in ("retained", "cleaning"):
+            return (f"run `cleanup {self.id}` after the retention window, or `rollback {self.id}`"
+                    if st == "retained" else f"run `cleanup {self.id}` to finish the cleanup")
+        if st == "cleaned":
+            return "nothing: the migration is complete"
+        if st == "cutover":
+            return f"run `resume {self.id}` (or `cleanup {self.id}`, which reconciles first)"
+        return f"run `resume {self.id}` to finish it (then `cleanup {self.id}`), or `rollback {self.id}`"
 
     # ------------------------------------------------------------ status
 
@@ -1158,8 +1305,32 @@ class Migration:
             "rows_copied": prog.get("copied", 0), "copy_rows_per_s": prog.get("copy_rows_per_s"),
             "lag": prog.get("lag"), "catchup_rows_per_s": prog.get("catchup_rate"),
             "verify": prog.get("verify_result"), "write_pause_seconds": prog.get("unit_pause_seconds"),
-            "info": rec["info"],
+            "frozen_at": prog.get("frozen_at"), "released_at": prog.get("released_at"),
+            "info": rec["info"], "captures": self.captures(), "next": self.next_step(rec["state"]),
         }
+        return out
+
+    def captures(self) -> list[dict[str, Any]]:
+        """This migration's change captures that still exist on a shard, with
+        their pending (not yet applied) change rows: a capture nobody
+        consumes shows here as a growing ``pending``."""
+        out = []
+        names = [(s, self.capture) for s in self.mem.sources] + \
+                [(d, self.id + ":reverse") for d in self.mem.destinations]
+        for shard, name in names:
+            b = self.cluster.backend(shard)
+            try:
+                c = b.conn()
+                cid = b.capture_id(c, name)
+                if cid is None:
+                    continue
+                out.append({"shard": shard, "capture": name, "pending": b.pending_count(c, cid)})
+            except Exception as e:  # noqa: BLE001 - status reports, never fails on one shard
+                if not _is_db_error(e):
+                    raise
+                if "no such table" in str(e) or "does not exist" in str(e):
+                    continue  # (a shard never prepared: no capture)
+                out.append({"shard": shard, "capture": name, "error": describe_fault(e)})
         return out
 
 
