@@ -16,6 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -404,3 +405,54 @@ def test_a_resumed_reconcile_keeps_the_recorded_pause(root: Path, backend: str) 
     assert m.status()["write_pause_seconds"] == first
     cl.close()
     _check(path, fid, expected)
+
+
+def _fail(what: str) -> Callable[..., Any]:
+    def boom(*_a: Any, **_k: Any) -> Any:
+        raise sqlite3.OperationalError(what)
+    return boom
+
+
+def test_a_database_error_in_any_step_names_the_shard_and_the_step(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Catch-up, verify, freeze, cleanup, rollback and the metadata store:
+    each database error becomes a MigrationError naming where it happened."""
+    path = make_cluster(tmp_path, FOUR, users=USERS, extra_shards=["s4"])
+    cl = Cluster.load(path)
+    new, _ = plan.add_shards(cl.router(), "s4")
+    m = Migration.create(cl, "users", new)
+    assert m.run(cutover=False, chunk=50) == "catching-up"
+    src = m.mem.sources[0]
+    cases: list[tuple[str, str, str, Callable[[], object]]] = [
+        (src, "pending", f"source shard {src!r} failed while reading its captured changes", m.run),
+        ("s4", "scan_chunks", "destination shard 's4' failed while verifying", m.verify),
+        (src, "set_unit_state", f"source shard {src!r} failed while freezing its units", m.run),
+    ]
+    for shard, method, words, call in cases:
+        with monkeypatch.context() as mp:
+            mp.setattr(cl.backend(shard), method, _fail("disk I/O error"))
+            with pytest.raises(MigrationError) as ei:
+                call()
+        assert words in str(ei.value) and "unreachable" in str(ei.value), (method, str(ei.value))
+    assert m.run(chunk=50) == "retained"
+    with monkeypatch.context() as mp:
+        mp.setattr(cl.backend(src), "delete", _fail("database or disk is full"))
+        with pytest.raises(MigrationError, match=f"source shard {src!r} failed while deleting the retained copy"):
+            m.cleanup()
+    with monkeypatch.context() as mp:
+        mp.setattr(cl.metadata, "set_state", _fail("database or disk is full"))
+        with pytest.raises(MigrationError, match="a database error while cleaning up: the disk is full"):
+            m.cleanup()
+    assert m.cleanup() > 0  # (resumes once the cause is gone)
+    cl.close()
+    # a rollback before the cutover
+    path2 = make_cluster(tmp_path / "b", FOUR, users=USERS, extra_shards=["s4"])
+    cl2 = Cluster.load(path2)
+    m2 = Migration.create(cl2, "users", plan.add_shards(cl2.router(), "s4")[0])
+    assert m2.run(cutover=False, chunk=50) == "catching-up"
+    with monkeypatch.context() as mp:
+        mp.setattr(cl2.backend("s4"), "drop_capture", _fail("disk I/O error"))
+        with pytest.raises(MigrationError, match="destination shard 's4' failed while dropping its captures"):
+            m2.rollback()
+    assert m2.rollback() == "rolled-back"
+    cl2.close()

@@ -402,6 +402,7 @@ class Migration:
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
         rows per snapshot-copy chunk (default: adaptive, see :meth:`_copy`)."""
+        st = "reading its state"
         try:
             st = self.state
             if st == "rolled-back" and self._reverse_unfinished():
@@ -445,12 +446,22 @@ class Migration:
         except VerifyMismatch:
             raise
         except Exception as e:
+            err = self._db_error(e, f"running step {st!r}")
             try:
-                self.meta.set_state(self.id, self.state, error=f"{type(e).__name__}: {e}")
-                self.log(f"error: {type(e).__name__}: {e}")
+                self.meta.set_state(self.id, self.state, error=f"{type(err).__name__}: {err}")
+                self.log(f"error: {type(err).__name__}: {err}")
             except Exception:
                 pass
+            if err is not e:
+                raise err from e
             raise
+
+    def _db_error(self, e: BaseException, what: str) -> BaseException:
+        """A database error that no step named (the metadata store's, say) as
+        a :class:`MigrationError` naming the step; anything else as it is."""
+        if isinstance(e, MigrationError) or not isinstance(e, Exception) or not _is_db_error(e):
+            return e
+        return MigrationError(f"migration {self.id}: a database error while {what}: {describe_fault(e)}")
 
     # ------------------------------------------------------------ prepare
 
@@ -655,17 +666,19 @@ class Migration:
         pending = 0
         for s in self.mem.sources:
             sb = cl.backend(s)
-            sc = sb.conn()
-            cid = self._cid(s)
-            batch = sb.pending(sc, cid, limit)
+            with self._on(s, "source", "reading its captured changes"):
+                sc = sb.conn()
+                cid = self._cid(s)
+                batch = sb.pending(sc, cid, limit)
             if upto is not None:
                 batch = [r for r in batch if r[0] <= upto[s]]
             if batch:
                 self._sync(s, batch)
-                with sb.writing(sc):
+                with self._on(s, "source", "marking captured changes applied"), sb.writing(sc):
                     sb.mark_applied(sc, [r[0] for r in batch])
                 applied += len(batch)
-            pending += sb.pending_count(sc, cid)
+            with self._on(s, "source", "counting its captured changes"):
+                pending += sb.pending_count(sc, cid)
         return applied, pending
 
     def _sync(self, s: str, batch: Sequence[tuple[int, str, str]]) -> None:
@@ -759,6 +772,11 @@ class Migration:
     def _unit_sums(self, shard: str, side: str, units: set[int], keys_of: set[int] | None = None
                    ) -> tuple[dict[tuple[str, int], list[int]], dict[tuple[str, int], dict[Any, int]]]:
         """Per (table, unit): [count, checksum]; with keys_of, per-key row hashes of those units."""
+        with self._on(shard, side, "verifying (reading its rows)"):
+            return self._unit_sums_of(shard, side, units, keys_of)
+
+    def _unit_sums_of(self, shard: str, side: str, units: set[int], keys_of: set[int] | None
+                      ) -> tuple[dict[tuple[str, int], list[int]], dict[tuple[str, int], dict[Any, int]]]:
         b = self.cluster.backend(shard)
         c = b.connect()
         sums: dict[tuple[str, int], list[int]] = {}
@@ -803,7 +821,7 @@ class Migration:
             # changes applied from now on are the ones checked under the fence.
             for s in self.mem.sources:
                 b = self.cluster.backend(s)
-                with b.writing() as c:
+                with self._on(s, "source", "starting a verify"), b.writing() as c:
                     b.forget_applied(c, self._cid(s))
         todo = {u.index for u in self.units} - set(state["verified"])
         t0 = time.perf_counter()
@@ -850,9 +868,9 @@ class Migration:
         for s in self.mem.sources:
             b = self.cluster.backend(s)
             c = b.conn()
-            cid = self._cid(s)
-            for tbl, pk in b.all_keys(c, cid):
-                out.add((tbl, decode_pk(pk)))
+            with self._on(s, "source", "listing its changed keys"):
+                for tbl, pk in b.all_keys(c, self._cid(s)):
+                    out.add((tbl, decode_pk(pk)))
         return out
 
     def _compare(self, s: str, keys: dict[str, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
@@ -865,7 +883,8 @@ class Migration:
             pks = sorted(set(pks), key=repr)
             cols, pk, kx = self._table(s, tbl)
             pkx = [cols.index(k) for k in pk]
-            srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
+            with self._on(s, "source", "reading changed rows to compare"):
+                srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
             su = self.mem.assign([r[kx] for r in srows]).tolist()
             want = {tuple(r[j] for j in pkx): (self.units[u].destination, tuple(r))
                     for r, u in zip(srows, su) if u >= 0 and self.units[u].source == s}
@@ -878,7 +897,8 @@ class Migration:
                 continue
             for d in self.mem.destinations:
                 db = cl.backend(d)
-                drows = db.fetch(db.conn(), tbl, cols, pk, look)
+                with self._on(d, "destination", "reading changed rows to compare"):
+                    drows = db.fetch(db.conn(), tbl, cols, pk, look)
                 du = self.mem.assign([r[kx] for r in drows]).tolist()
                 have = {tuple(r[j] for j in pkx): tuple(r) for r, u in zip(drows, du)
                         if u >= 0 and self.units[u].source == s and self.units[u].destination == d}
@@ -897,29 +917,30 @@ class Migration:
             total = 0
             for s in self.mem.sources:
                 b = self.cluster.backend(s)
-                c = b.conn()
-                cid = self._cid(s)
-                while True:
-                    rows = b.dirty_rows(c, cid, 5000)
-                    if len(rows) < small:
-                        break
-                    total += len(rows)
-                    keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-                    for _, tbl, pk in rows:
-                        keys[tbl].append(decode_pk(pk))
-                    diffs = self._compare(s, keys)
-                    if diffs:
-                        pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
-                        real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
-                        if real:
-                            self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
-                            self.meta.put(self.id, "verify", {"verified": []})
-                            self._set("verify-failed")
-                            raise VerifyMismatch(self.id, real)
-                    with b.writing(c):
-                        b.forget(c, [r[0] for r in rows])
-                    if len(rows) < 5000:
-                        break
+                with self._on(s, "source", "checking the rows changed since the verify"):
+                    c = b.conn()
+                    cid = self._cid(s)
+                    while True:
+                        rows = b.dirty_rows(c, cid, 5000)
+                        if len(rows) < small:
+                            break
+                        total += len(rows)
+                        keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+                        for _, tbl, pk in rows:
+                            keys[tbl].append(decode_pk(pk))
+                        diffs = self._compare(s, keys)
+                        if diffs:
+                            pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
+                            real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
+                            if real:
+                                self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
+                                self.meta.put(self.id, "verify", {"verified": []})
+                                self._set("verify-failed")
+                                raise VerifyMismatch(self.id, real)
+                        with b.writing(c):
+                            b.forget(c, [r[0] for r in rows])
+                        if len(rows) < 5000:
+                            break
             self.catch_up(limit=5000)
             if total < small * max(1, len(self.mem.sources)):
                 return
@@ -932,8 +953,9 @@ class Migration:
         for s in self.mem.sources:
             sb = self.cluster.backend(s)
             keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-            for tbl, pk in sb.dirty(sb.conn(), self._cid(s)):
-                keys[tbl].append(decode_pk(pk))
+            with self._on(s, "source", "listing the rows changed since the verify"):
+                for tbl, pk in sb.dirty(sb.conn(), self._cid(s)):
+                    keys[tbl].append(decode_pk(pk))
             diffs.extend(self._compare(s, keys))
         return diffs
 
@@ -966,9 +988,10 @@ class Migration:
         t0 = time.time()
         upto: dict[str, int] = {}
         for s in self.mem.sources:
-            self._set_units(s, "source", ("copying",), "frozen")
             b = cl.backend(s)
-            upto[s] = b.position(b.conn())
+            with self._on(s, "source", "freezing its units"):
+                self._set_units(s, "source", ("copying",), "frozen")
+                upto[s] = b.position(b.conn())
         self.meta.put(self.id, "frozen_at", self.meta.get(self.id, "frozen_at") or t0)
         timings = {"freeze": time.time() - t0}
         crash_point("after-freeze")
@@ -992,7 +1015,7 @@ class Migration:
             raise VerifyMismatch(self.id, diffs)
         for d in self.mem.destinations:
             b = cl.backend(d)
-            with b.writing() as c:
+            with self._on(d, "destination", "starting the reverse capture"), b.writing() as c:
                 b.start_capture(c, self.id + ":reverse", self.group.name)
                 b.bump_epoch(c)  # (clients learn that the group has a capture here)
         crash_point("before-commit")
@@ -1085,6 +1108,17 @@ class Migration:
     # ---------------------------------------------------------- rollback
 
     def rollback(self) -> str:
+        """Undo the migration (see :meth:`_rollback`); a database error no
+        step named is a :class:`MigrationError` naming the rollback."""
+        try:
+            return self._rollback()
+        except Exception as e:
+            err = self._db_error(e, "rolling back")
+            if err is not e:
+                raise err from e
+            raise
+
+    def _rollback(self) -> str:
         """Undo the migration.
 
         Before the cutover: unfreeze the sources, drop the captures, delete the
@@ -1248,13 +1282,11 @@ class Migration:
                     b.drop_capture(c, self.id + ":reverse")
             crash_point("cleanup-capture-dropped")
             self._set("cleaned")
-        except MigrationError:
-            raise
         except Exception as e:
-            if not _is_db_error(e):
-                raise
-            raise MigrationError(f"migration {self.id}: the metadata store failed while cleaning up: "
-                                 f"{describe_fault(e)}") from e
+            err = self._db_error(e, "cleaning up")
+            if err is not e:
+                raise err from e
+            raise
         self.log(f"cleanup: {n} retained rows deleted")
         return n
 
