@@ -456,3 +456,23 @@ def test_a_database_error_in_any_step_names_the_shard_and_the_step(tmp_path: Pat
             m2.rollback()
     assert m2.rollback() == "rolled-back"
     cl2.close()
+
+
+def test_cleanup_of_a_migration_left_in_cutover_reconciles_first(root: Path, backend: str) -> None:
+    """A forward migration killed between its metadata commit and its
+    reconcile: ``status`` says what to run, and ``cleanup`` reconciles, then
+    cleans up."""
+    path = make_cluster(root, FOUR, users=USERS, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path)
+    new, _ = plan.add_shards(cl.router(), "s4")
+    fid = Migration.create(cl, "users", new).id
+    cl.close()
+    assert _attempt(path, "run", fid, "after-commit")
+    cl = Cluster.load(path)
+    m = Migration(cl, fid)
+    assert m.state == "cutover"
+    hint = m.status().get("next")
+    assert m.cleanup() > 0 and m.state == "cleaned"
+    assert hint is not None and f"cleanup {fid}" in hint
+    cl.close()
+    _exactly_once(root, new, {k: 0 for k in range(1, USERS + 1)})
