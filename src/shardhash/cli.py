@@ -1772,8 +1772,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    except SystemExit as exc:  # --help / --version
-        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 2
+    except SystemExit as exc:  # --help / --version (printed); a message: print it
+        if isinstance(exc.code, int) or exc.code is None:
+            return int(exc.code or 0)
+        print(exc.code if str(exc.code).startswith(PROG) else f"{PROG}: error: {exc.code}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -50,11 +50,14 @@ def _err(text: str) -> None:
     sys.stderr.flush()
 
 
-def _latest(cluster: Any, group: str | None) -> str:
+def _latest(cluster: Any, group: str | None, action: str) -> str:
+    from .executor import MigrationError
+
     g = cluster.group(group)
     ms = cluster.metadata.migrations(g.name)
     if not ms:
-        raise SystemExit(f"shardhash migrate: error: group {g.name!r} has no migration")
+        raise MigrationError(f"group {g.name!r} has no migration recorded (nothing to {action}); "
+                             f"start one with `shardhash migrate start`")
     return str(ms[-1]["id"])
 
 
@@ -71,7 +74,7 @@ def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
         return plan.add_shards(cur, args.add.split(","))[0]
     if args.remove:
         return plan.remove_shards(cur, args.remove.split(","))[0]
-    raise SystemExit("shardhash migrate: error: start needs --to ROUTER, --add IDS or --remove IDS")
+    raise ValueError("start needs --to ROUTER, --add IDS or --remove IDS")
 
 
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
@@ -141,9 +144,13 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """Run one ``shardhash migrate`` action; returns the exit status."""
     from .cluster import Cluster
-    from .executor import Migration, MigrationError, VerifyMismatch
+    from .executor import Migration, MigrationError, VerifyMismatch, _is_db_error, describe_fault
 
-    cluster = Cluster.load(args.config)
+    try:
+        cluster = Cluster.load(args.config)
+    except (ValueError, TypeError, OSError) as e:
+        _err(f"shardhash migrate: error: {args.config}: {e}")
+        return 2
     try:
         if args.action == "init":
             cluster.init()
@@ -159,7 +166,10 @@ def run(args: argparse.Namespace) -> int:
             m = Migration.create(cluster, args.group, new, max_step_share=args.max_step_share,
                                  from_version=args.from_version, mig_id=args.migration)
         else:
-            m = Migration(cluster, args.migration or _latest(cluster, args.group))
+            mid = args.migration or _latest(cluster, args.group, args.action)
+            if cluster.metadata.migration(mid) is None:
+                raise MigrationError(f"no migration {mid!r} is recorded (see `shardhash migrate status`)")
+            m = Migration(cluster, mid)
         prog = _Progress(m, args.json or getattr(args, "quiet", False))
         m.log_fn = prog
         m.progress_fn = prog.progress
@@ -195,14 +205,29 @@ def run(args: argparse.Namespace) -> int:
                 v = st["verify"]
                 _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"
                      + (f", first {v['first']}" if v.get("first") else ""))
+            pend = [f"{c['capture']} on {c['shard']}: {c.get('pending', '?')} pending" for c in st["captures"]]
+            if pend:
+                _out("  change captures: " + "; ".join(pend))
+            if st.get("write_pause_seconds") is not None:
+                _out(f"  write pause (freeze to release): {st['write_pause_seconds']:.3f} s")
             if st.get("error"):
                 _out(f"  last error: {st['error']}")
+            _out(f"  next: {st['next']}")
         return 0
     except VerifyMismatch as e:
         _err(f"shardhash migrate: verify failed: {e}")
         return 3
-    except (MigrationError, KeyError, ValueError, TypeError, ConnectionError, OSError) as e:
+    except (MigrationError, ValueError, TypeError, ConnectionError, OSError) as e:
         _err(f"shardhash migrate: error: {e}")
+        return 2
+    except KeyError as e:
+        _err(f"shardhash migrate: error: {e.args[0] if e.args else e}")
+        return 2
+    except Exception as e:
+        if not _is_db_error(e):
+            raise
+        # (a database error outside a migration step: the metadata store, say)
+        _err(f"shardhash migrate: error: {args.action}: {describe_fault(e)}")
         return 2
     finally:
         cluster.close()

@@ -402,8 +402,11 @@ class Migration:
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
         rows per snapshot-copy chunk (default: adaptive, see :meth:`_copy`)."""
+        st = "reading its state"
         try:
             st = self.state
+            if st == "rolled-back" and self._reverse_unfinished():
+                return self.rollback()
             if st in ("retained", "cleaning", "cleaned", "rolled-back"):
                 return st
             if st == "rolling-back":
@@ -437,18 +440,28 @@ class Migration:
                 st = "cutover"
             if st == "cutover":
                 self._reconcile()
-                self._set("retained")
+                self._retain()
             self.meta.set_state(self.id, self.state, error=None)
             return self.state
         except VerifyMismatch:
             raise
         except Exception as e:
+            err = self._db_error(e, f"running step {st!r}")
             try:
-                self.meta.set_state(self.id, self.state, error=f"{type(e).__name__}: {e}")
-                self.log(f"error: {type(e).__name__}: {e}")
+                self.meta.set_state(self.id, self.state, error=f"{type(err).__name__}: {err}")
+                self.log(f"error: {type(err).__name__}: {err}")
             except Exception:
                 pass
+            if err is not e:
+                raise err from e
             raise
+
+    def _db_error(self, e: BaseException, what: str) -> BaseException:
+        """A database error that no step named (the metadata store's, say) as
+        a :class:`MigrationError` naming the step; anything else as it is."""
+        if isinstance(e, MigrationError) or not isinstance(e, Exception) or not _is_db_error(e):
+            return e
+        return MigrationError(f"migration {self.id}: a database error while {what}: {describe_fault(e)}")
 
     # ------------------------------------------------------------ prepare
 
@@ -653,17 +666,19 @@ class Migration:
         pending = 0
         for s in self.mem.sources:
             sb = cl.backend(s)
-            sc = sb.conn()
-            cid = self._cid(s)
-            batch = sb.pending(sc, cid, limit)
+            with self._on(s, "source", "reading its captured changes"):
+                sc = sb.conn()
+                cid = self._cid(s)
+                batch = sb.pending(sc, cid, limit)
             if upto is not None:
                 batch = [r for r in batch if r[0] <= upto[s]]
             if batch:
                 self._sync(s, batch)
-                with sb.writing(sc):
+                with self._on(s, "source", "marking captured changes applied"), sb.writing(sc):
                     sb.mark_applied(sc, [r[0] for r in batch])
                 applied += len(batch)
-            pending += sb.pending_count(sc, cid)
+            with self._on(s, "source", "counting its captured changes"):
+                pending += sb.pending_count(sc, cid)
         return applied, pending
 
     def _sync(self, s: str, batch: Sequence[tuple[int, str, str]]) -> None:
@@ -757,6 +772,11 @@ class Migration:
     def _unit_sums(self, shard: str, side: str, units: set[int], keys_of: set[int] | None = None
                    ) -> tuple[dict[tuple[str, int], list[int]], dict[tuple[str, int], dict[Any, int]]]:
         """Per (table, unit): [count, checksum]; with keys_of, per-key row hashes of those units."""
+        with self._on(shard, side, "verifying (reading its rows)"):
+            return self._unit_sums_of(shard, side, units, keys_of)
+
+    def _unit_sums_of(self, shard: str, side: str, units: set[int], keys_of: set[int] | None
+                      ) -> tuple[dict[tuple[str, int], list[int]], dict[tuple[str, int], dict[Any, int]]]:
         b = self.cluster.backend(shard)
         c = b.connect()
         sums: dict[tuple[str, int], list[int]] = {}
@@ -801,7 +821,7 @@ class Migration:
             # changes applied from now on are the ones checked under the fence.
             for s in self.mem.sources:
                 b = self.cluster.backend(s)
-                with b.writing() as c:
+                with self._on(s, "source", "starting a verify"), b.writing() as c:
                     b.forget_applied(c, self._cid(s))
         todo = {u.index for u in self.units} - set(state["verified"])
         t0 = time.perf_counter()
@@ -848,9 +868,9 @@ class Migration:
         for s in self.mem.sources:
             b = self.cluster.backend(s)
             c = b.conn()
-            cid = self._cid(s)
-            for tbl, pk in b.all_keys(c, cid):
-                out.add((tbl, decode_pk(pk)))
+            with self._on(s, "source", "listing its changed keys"):
+                for tbl, pk in b.all_keys(c, self._cid(s)):
+                    out.add((tbl, decode_pk(pk)))
         return out
 
     def _compare(self, s: str, keys: dict[str, list[tuple[Any, ...]]]) -> list[dict[str, Any]]:
@@ -863,7 +883,8 @@ class Migration:
             pks = sorted(set(pks), key=repr)
             cols, pk, kx = self._table(s, tbl)
             pkx = [cols.index(k) for k in pk]
-            srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
+            with self._on(s, "source", "reading changed rows to compare"):
+                srows = sb.fetch(sb.conn(), tbl, cols, pk, pks)
             su = self.mem.assign([r[kx] for r in srows]).tolist()
             want = {tuple(r[j] for j in pkx): (self.units[u].destination, tuple(r))
                     for r, u in zip(srows, su) if u >= 0 and self.units[u].source == s}
@@ -876,7 +897,8 @@ class Migration:
                 continue
             for d in self.mem.destinations:
                 db = cl.backend(d)
-                drows = db.fetch(db.conn(), tbl, cols, pk, look)
+                with self._on(d, "destination", "reading changed rows to compare"):
+                    drows = db.fetch(db.conn(), tbl, cols, pk, look)
                 du = self.mem.assign([r[kx] for r in drows]).tolist()
                 have = {tuple(r[j] for j in pkx): tuple(r) for r, u in zip(drows, du)
                         if u >= 0 and self.units[u].source == s and self.units[u].destination == d}
@@ -895,29 +917,30 @@ class Migration:
             total = 0
             for s in self.mem.sources:
                 b = self.cluster.backend(s)
-                c = b.conn()
-                cid = self._cid(s)
-                while True:
-                    rows = b.dirty_rows(c, cid, 5000)
-                    if len(rows) < small:
-                        break
-                    total += len(rows)
-                    keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-                    for _, tbl, pk in rows:
-                        keys[tbl].append(decode_pk(pk))
-                    diffs = self._compare(s, keys)
-                    if diffs:
-                        pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
-                        real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
-                        if real:
-                            self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
-                            self.meta.put(self.id, "verify", {"verified": []})
-                            self._set("verify-failed")
-                            raise VerifyMismatch(self.id, real)
-                    with b.writing(c):
-                        b.forget(c, [r[0] for r in rows])
-                    if len(rows) < 5000:
-                        break
+                with self._on(s, "source", "checking the rows changed since the verify"):
+                    c = b.conn()
+                    cid = self._cid(s)
+                    while True:
+                        rows = b.dirty_rows(c, cid, 5000)
+                        if len(rows) < small:
+                            break
+                        total += len(rows)
+                        keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+                        for _, tbl, pk in rows:
+                            keys[tbl].append(decode_pk(pk))
+                        diffs = self._compare(s, keys)
+                        if diffs:
+                            pend = {(t, decode_pk(p)) for t, p in b.pending_keys(c, cid)}
+                            real = [d for d in diffs if (d["table"], tuple(d["pk"])) not in pend]
+                            if real:
+                                self.meta.put(self.id, "verify_result", {"mismatches": len(real), "first": real[:10]})
+                                self.meta.put(self.id, "verify", {"verified": []})
+                                self._set("verify-failed")
+                                raise VerifyMismatch(self.id, real)
+                        with b.writing(c):
+                            b.forget(c, [r[0] for r in rows])
+                        if len(rows) < 5000:
+                            break
             self.catch_up(limit=5000)
             if total < small * max(1, len(self.mem.sources)):
                 return
@@ -930,8 +953,9 @@ class Migration:
         for s in self.mem.sources:
             sb = self.cluster.backend(s)
             keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-            for tbl, pk in sb.dirty(sb.conn(), self._cid(s)):
-                keys[tbl].append(decode_pk(pk))
+            with self._on(s, "source", "listing the rows changed since the verify"):
+                for tbl, pk in sb.dirty(sb.conn(), self._cid(s)):
+                    keys[tbl].append(decode_pk(pk))
             diffs.extend(self._compare(s, keys))
         return diffs
 
@@ -964,9 +988,10 @@ class Migration:
         t0 = time.time()
         upto: dict[str, int] = {}
         for s in self.mem.sources:
-            self._set_units(s, "source", ("copying",), "frozen")
             b = cl.backend(s)
-            upto[s] = b.position(b.conn())
+            with self._on(s, "source", "freezing its units"):
+                self._set_units(s, "source", ("copying",), "frozen")
+                upto[s] = b.position(b.conn())
         self.meta.put(self.id, "frozen_at", self.meta.get(self.id, "frozen_at") or t0)
         timings = {"freeze": time.time() - t0}
         crash_point("after-freeze")
@@ -981,6 +1006,8 @@ class Migration:
         if diffs:
             for s in self.mem.sources:
                 self._set_units(s, "source", ("frozen",), "copying")
+            # (the writers are released: the next freeze is timed from its own start)
+            self.meta.put(self.id, "frozen_at", None)
             self.meta.put(self.id, "verify_result", {"mismatches": len(diffs), "first": diffs[:10], "final": True})
             self.meta.put(self.id, "verify", {"verified": []})
             self._set("verify-failed")
@@ -988,7 +1015,7 @@ class Migration:
             raise VerifyMismatch(self.id, diffs)
         for d in self.mem.destinations:
             b = cl.backend(d)
-            with b.writing() as c:
+            with self._on(d, "destination", "starting the reverse capture"), b.writing() as c:
                 b.start_capture(c, self.id + ":reverse", self.group.name)
                 b.bump_epoch(c)  # (clients learn that the group has a capture here)
         crash_point("before-commit")
@@ -1007,40 +1034,111 @@ class Migration:
         crash_point("after-commit")
 
     def _reconcile(self) -> None:
-        """Bring the shards' ownership records in line with the metadata commit."""
+        """Bring the shards' ownership records in line with the metadata commit.
+
+        The write pause (freeze to release) is recorded from the two events:
+        the freeze time, and the time this call released the sources' units
+        (``released_at``).  A re-run after a crash that came after the
+        release keeps the recorded figure, never "now minus the freeze"."""
         for d in self.mem.destinations:
-            self._set_units(d, "destination", ("importing",), "owned")
+            with self._on(d, "destination", "taking ownership of the moved units"):
+                self._set_units(d, "destination", ("importing",), "owned")
         crash_point("after-destination-owned")
-        for s in self.mem.sources:
-            self._set_units(s, "source", ("copying", "frozen"), "moved")
-        now = time.time()
-        frozen_at = self.meta.get(self.id, "frozen_at") or now
-        self.meta.put(self.id, "unit_pause_seconds", now - frozen_at)
+        held = False
         for s in self.mem.sources:
             b = self.cluster.backend(s)
-            with b.writing() as c:
+            with self._on(s, "source", "reading its unit records"):
+                held = held or any(r[1] == self.id and r[3] == "source" and r[4] in ("copying", "frozen")
+                                   for r in b.unit_rows(b.conn(), self.group.name))
+        for s in self.mem.sources:
+            with self._on(s, "source", "releasing the moved units"):
+                self._set_units(s, "source", ("copying", "frozen"), "moved")
+        released = time.time()
+        crash_point("after-sources-moved")
+        frozen_at = self.meta.get(self.id, "frozen_at")
+        if held:
+            pause = None if frozen_at is None else released - float(frozen_at)
+            with self.meta.tx() as c:
+                self.meta.put(self.id, "released_at", released, c)
+                self.meta.put(self.id, "unit_pause_seconds", pause, c)
+            note = "unknown" if pause is None else f"{pause:.3f} s"
+        elif self.meta.get(self.id, "released_at") is None:
+            # Released by an executor that was killed before it recorded the
+            # time: the figure is unknown (not the time since the freeze).
+            self.meta.put(self.id, "unit_pause_seconds", None)
+            note = "not recorded (the executor that released the units was killed before recording it)"
+        else:
+            pause = self.meta.get(self.id, "unit_pause_seconds")
+            note = "unknown" if pause is None else f"{float(pause):.3f} s (recorded at the release)"
+        for s in self.mem.sources:
+            b = self.cluster.backend(s)
+            with self._on(s, "source", "dropping its change capture"), b.writing() as c:
                 b.drop_capture(c, self.capture)
-        if self.info.get("reverse_of"):
-            # A completed rollback: the forward migration's copy is the retained one now.
-            fwd = self.info["reverse_of"]
-            self.meta.set_state(fwd, "rolled-back")
-        self.log(f"ownership reconciled; write pause {now - frozen_at:.3f} s")
+        crash_point("after-reconcile")
+        self.log(f"ownership reconciled; write pause {note}")
+
+    def _retain(self) -> None:
+        """``cutover`` -> ``retained``; for a reverse migration, in the same
+        metadata transaction, its forward migration becomes ``rolled-back``
+        (never one without the other)."""
+        fwd = self.info.get("reverse_of")
+        with self.meta.tx() as c:
+            self.meta.set_state(self.id, "retained", c=c)
+            if fwd:
+                # A completed rollback: the forward migration's copy is the retained one now.
+                self.meta.set_state(fwd, "rolled-back", c=c)
+        self.log("state -> retained" + (f"; migration {fwd} is rolled-back" if fwd else ""))
+        crash_point("after-retained")
+
+    def _info(self) -> dict[str, Any]:
+        """The recorded ``info`` (another executor may have changed it)."""
+        rec = self.meta.migration(self.id)
+        assert rec is not None
+        return dict(rec["info"])
+
+    def _reverse_unfinished(self) -> bool:
+        """Whether this (forward) migration has a reverse migration that has
+        not reached ``retained`` yet."""
+        rev_id = self._info().get("reverse")
+        if not rev_id:
+            return False
+        rec = self.meta.migration(rev_id)
+        return rec is not None and rec["state"] not in ("retained", "cleaning", "cleaned")
 
     # ---------------------------------------------------------- rollback
 
     def rollback(self) -> str:
+        """Undo the migration (see :meth:`_rollback`); a database error no
+        step named is a :class:`MigrationError` naming the rollback."""
+        try:
+            return self._rollback()
+        except Exception as e:
+            err = self._db_error(e, "rolling back")
+            if err is not e:
+                raise err from e
+            raise
+
+    def _rollback(self) -> str:
         """Undo the migration.
 
         Before the cutover: unfreeze the sources, drop the captures, delete the
         destination copies.  After it (until cleanup): the changes the
         destinations accepted since the cutover are applied back to the
         sources by a reverse migration to a new version that routes like the
-        old one; ownership returns at its own cutover."""
+        old one; ownership returns at its own cutover, and this migration
+        becomes ``rolled-back`` in the metadata transaction that makes the
+        reverse one ``retained``.  Call again after any crash: it resumes the
+        reverse migration."""
         st = self.state
         if st in ("cleaning", "cleaned"):
             raise MigrationError(f"migration {self.id} is {st}: the source copy is gone, rollback is impossible")
         if st == "rolled-back":
-            return st
+            if self._reverse_unfinished():
+                # (recorded by an older executor before its reverse finished: finish it)
+                rev = Migration(self.cluster, self._info()["reverse"])
+                rev.log_fn = self.log_fn
+                rev.run()
+            return self.state
         later = [m["id"] for m in self.meta.migrations(self.group.name)
                  if m["state"] not in DONE and m["id"] != self.id and m["info"].get("after") == self.id
                  and m["id"] != self.info.get("reverse")]
@@ -1048,26 +1146,36 @@ class Migration:
             raise MigrationError(f"migration {self.id} cannot be rolled back while migration(s) "
                                  f"{', '.join(later)} planned on top of it hold the group: roll those back "
                                  f"(or finish them) first")
+        # (``committed_at`` is written by the cutover's metadata transaction)
+        committed = self.meta.get(self.id, "committed_at") is not None or st in COMMITTED
         if st in ("retained", "cutover") and not self.info.get("reverse"):
             top = self.meta.topology(self.group.name)
             if top is not None and int(top[0]) != self.new.version:
                 raise MigrationError(f"migration {self.id} cannot be rolled back: group {self.group.name!r} has "
                                      f"moved on to version {top[0]} since its cutover (version "
                                      f"{self.new.version}); a rollback would undo the later migration too")
-        if st in ("retained", "cutover", "rolling-back"):
+        if committed:
             if st == "cutover":
                 self._reconcile()
-                self._set("retained")
+                self._retain()
             rev_id = self.info.get("reverse") or f"{self.id}-rollback"
             if self.meta.migration(rev_id) is None:
                 cur = self.cluster.refresh(self.group.name)
                 back = self.old.with_version(cur.version + 1)
                 units = [Unit.from_dict(dict(u.to_dict(), source=u.destination, destination=u.source))
                          for u in self.units]
-                # The group is held by this migration: mark it rolling back first.
-                self.meta.set_info(self.id, reverse=rev_id)
-                self._set("rolling-back")
+                # The group is held by this migration: mark it rolling back
+                # (and name its reverse migration) first, in one transaction.
+                with self.meta.tx() as c:
+                    r = c.execute("SELECT info FROM migrations WHERE id = ?", (self.id,)).fetchone()
+                    info = dict(json.loads(r[0]), reverse=rev_id)
+                    c.execute("UPDATE migrations SET info = ? WHERE id = ?", (json.dumps(info), self.id))
+                    self.meta.set_state(self.id, "rolling-back", c=c)
+                self.info["reverse"] = rev_id
+                self.log("state -> rolling-back")
+                crash_point("rollback-marked")
                 rev = self._create_reverse(rev_id, cur, back, units)
+                crash_point("rollback-reverse-created")
             else:
                 if self.state != "rolling-back":
                     self._set("rolling-back")
@@ -1077,17 +1185,23 @@ class Migration:
             return self.state
         # Before the cutover.
         for s in self.mem.sources:
-            self._set_units(s, "source", ("frozen",), "copying")
+            with self._on(s, "source", "unfreezing its units for the rollback"):
+                self._set_units(s, "source", ("frozen",), "copying")
+        self.meta.put(self.id, "frozen_at", None)
         self._set("rolling-back")
+        crash_point("rollback-before-cutover-marked")
         for shard in self._involved():
             b = self.cluster.backend(shard)
-            with b.writing() as c:
+            with self._on(shard, "source" if shard in self.mem.sources else "destination",
+                          "dropping its captures and unit records for the rollback"), b.writing() as c:
                 b.ensure_system(c)
                 b.drop_capture(c, self.capture)
                 b.drop_capture(c, self.id + ":reverse")
                 b.delete_units(c, self.id)
                 b.bump_epoch(c)
+            crash_point("rollback-before-cutover-shard")
         self._delete_members("destination")
+        crash_point("rollback-before-cutover-deleted")
         self._set("rolled-back")
         return "rolled-back"
 
@@ -1110,40 +1224,105 @@ class Migration:
             return self.units[u].source if side == "source" else self.units[u].destination
 
         total = 0
+        what = "the retained copy" if side == "source" else "the copy"
         for sh in shards:
             b = cl.backend(sh)
-            c = b.conn()
             for t in self.group.tables:
-                if not b.has_table(c, t.name):
-                    continue
-                cols, pk, kx = self._table(sh, t.name)
-                pkx = [cols.index(k) for k in pk]
-                for rows in b.scan_chunks(c, t.name, cols, pk, chunk):
-                    ui = self.mem.assign([r[kx] for r in rows]).tolist()
-                    dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui) if u >= 0 and holder(u) == sh]
-                    if dels:
-                        with b.writing(c):
-                            b.delete(c, t.name, pk, dels)
-                        total += len(dels)
+                with self._on(sh, side, f"deleting {what} of {t.name!r}"):
+                    c = b.conn()
+                    if not b.has_table(c, t.name):
+                        continue
+                    cols, pk, kx = self._table(sh, t.name)
+                    pkx = [cols.index(k) for k in pk]
+                    for rows in b.scan_chunks(c, t.name, cols, pk, chunk):
+                        ui = self.mem.assign([r[kx] for r in rows]).tolist()
+                        dels = [tuple(r[j] for j in pkx) for r, u in zip(rows, ui) if u >= 0 and holder(u) == sh]
+                        if dels:
+                            with b.writing(c):
+                                b.delete(c, t.name, pk, dels)
+                            total += len(dels)
+                            crash_point("cleanup-chunk")
         return total
 
     def cleanup(self) -> int:
         """Delete the retained source copy of the moved rows (in chunks) and
-        stop the reverse capture: rollback is impossible afterwards."""
+        stop the reverse capture: rollback is impossible afterwards.
+
+        A migration in ``cutover`` (a crash after its metadata commit) is
+        reconciled first.  A ``rolled-back`` migration's cleanup is its
+        reverse migration's: the copy the rollback left on the old
+        destinations is deleted and the old sources' reverse capture is
+        stopped.  Returns the number of rows deleted."""
         st = self.state
+        if st == "rolled-back":
+            rev_id = self._info().get("reverse")
+            if not rev_id or self.meta.migration(rev_id) is None:
+                return 0  # (rolled back before its cutover: nothing was retained)
+            if self._reverse_unfinished():
+                self.rollback()
+            rev = Migration(self.cluster, rev_id)
+            rev.log_fn = self.log_fn
+            return rev.cleanup()
         if st == "cleaned":
             return 0  # (idempotent: a crash may have come after the last step)
+        if st == "cutover":
+            self.run()  # (reconciles: cutover -> retained)
+            st = self.state
         if st not in ("retained", "cleaning"):
-            raise MigrationError(f"migration {self.id} is {st}: only a retained migration can be cleaned up")
-        self._set("cleaning")
-        n = self._delete_members("source")
-        for d in self.mem.destinations:
-            b = self.cluster.backend(d)
-            with b.writing() as c:
-                b.drop_capture(c, self.id + ":reverse")
-        self._set("cleaned")
+            raise MigrationError(f"migration {self.id} is {st}: only a retained migration can be cleaned up; "
+                                 f"{self.next_step(st)}")
+        try:
+            self._set("cleaning")
+            crash_point("cleanup-marked")
+            n = self._delete_members("source")
+            crash_point("cleanup-deleted")
+            for d in self.mem.destinations:
+                b = self.cluster.backend(d)
+                with self._on(d, "destination", "dropping its reverse capture"), b.writing() as c:
+                    b.drop_capture(c, self.id + ":reverse")
+            crash_point("cleanup-capture-dropped")
+            self._set("cleaned")
+        except Exception as e:
+            err = self._db_error(e, "cleaning up")
+            if err is not e:
+                raise err from e
+            raise
         self.log(f"cleanup: {n} retained rows deleted")
         return n
+
+    def next_step(self, state: str | None = None) -> str:
+        """What to run next, for an operator (the CLI's words)."""
+        st = self.state if state is None else state
+        rec = self.meta.migration(self.id)
+        assert rec is not None
+        info = rec["info"]
+        fwd = info.get("reverse_of")
+        if fwd:  # a reverse migration (a rollback of ``fwd``)
+            if st in ("retained", "cleaning"):
+                return (f"run `cleanup {fwd}` (deletes the copy the rollback left on the old destinations "
+                        f"and stops the reverse capture)")
+            if st == "cleaned":
+                return "nothing: the rollback is complete and cleaned up"
+            return f"run `rollback {fwd}` (or `resume {self.id}`) to finish the rollback"
+        if st == "rolled-back":
+            rev = info.get("reverse")
+            rrec = self.meta.migration(rev) if rev else None
+            if rrec is None or rrec["state"] == "cleaned":
+                return "nothing: the migration is rolled back" + (" and cleaned up" if rrec else "")
+            if rrec["state"] in ("retained", "cleaning"):
+                return (f"run `cleanup {self.id}` (deletes the copy the rollback left on the old destinations "
+                        f"and stops the reverse capture)")
+            return f"run `rollback {self.id}` to finish the rollback"
+        if st == "rolling-back":
+            return f"run `rollback {self.id}` (or `resume {self.id}`) to finish the rollback"
+        if st in ("retained", "cleaning"):
+            return (f"run `cleanup {self.id}` after the retention window, or `rollback {self.id}`"
+                    if st == "retained" else f"run `cleanup {self.id}` to finish the cleanup")
+        if st == "cleaned":
+            return "nothing: the migration is complete"
+        if st == "cutover":
+            return f"run `resume {self.id}` (or `cleanup {self.id}`, which reconciles first)"
+        return f"run `resume {self.id}` to finish it (then `cleanup {self.id}`), or `rollback {self.id}`"
 
     # ------------------------------------------------------------ status
 
@@ -1158,8 +1337,32 @@ class Migration:
             "rows_copied": prog.get("copied", 0), "copy_rows_per_s": prog.get("copy_rows_per_s"),
             "lag": prog.get("lag"), "catchup_rows_per_s": prog.get("catchup_rate"),
             "verify": prog.get("verify_result"), "write_pause_seconds": prog.get("unit_pause_seconds"),
-            "info": rec["info"],
+            "frozen_at": prog.get("frozen_at"), "released_at": prog.get("released_at"),
+            "info": rec["info"], "captures": self.captures(), "next": self.next_step(rec["state"]),
         }
+        return out
+
+    def captures(self) -> list[dict[str, Any]]:
+        """This migration's change captures that still exist on a shard, with
+        their pending (not yet applied) change rows: a capture nobody
+        consumes shows here as a growing ``pending``."""
+        out = []
+        names = [(s, self.capture) for s in self.mem.sources] + \
+                [(d, self.id + ":reverse") for d in self.mem.destinations]
+        for shard, name in names:
+            b = self.cluster.backend(shard)
+            try:
+                c = b.conn()
+                cid = b.capture_id(c, name)
+                if cid is None:
+                    continue
+                out.append({"shard": shard, "capture": name, "pending": b.pending_count(c, cid)})
+            except Exception as e:  # noqa: BLE001 - status reports, never fails on one shard
+                if not _is_db_error(e):
+                    raise
+                if "no such table" in str(e) or "does not exist" in str(e):
+                    continue  # (a shard never prepared: no capture)
+                out.append({"shard": shard, "capture": name, "error": describe_fault(e)})
         return out
 
 
