@@ -70,11 +70,10 @@ CLEANUP_POINTS = [*CLEANUP_SURE, "cleanup:between-shards", "timer", None, None, 
 ACTIONS = ("start", "resume", "rollback", "cleanup")
 KEYS = 400
 WRITERS = 3
-# Rollbacks before the cutover (on SQLite, on PostgreSQL) and kills in them: off
-# where a known defect would fail the run (the xfail tests at the end pin
-# them); turn on when they are fixed.
-EARLY_ROLLBACKS = (True, False)
-EARLY_ROLLBACK_KILLS = False
+# Rollbacks before the cutover (on SQLite, on PostgreSQL) and kills in them
+# (the two tests at the end pin the defects these once found).
+EARLY_ROLLBACKS = (True, True)
+EARLY_ROLLBACK_KILLS = True
 WAIT = 60.0  # seconds to wait for the writers to reach a key (a failure after that)
 
 
@@ -565,9 +564,6 @@ def _child(path: str, action: str, mig: str, env: dict[str, str] | None = None,
     return True
 
 
-@pytest.mark.xfail(strict=True, reason="a rollback before the cutover killed after recording 'rolling-back' "
-                                       "is resumed as a rollback after the cutover (reverse migration), which "
-                                       "fails: no change capture '<id>:reverse'")
 def test_a_rollback_before_the_cutover_resumes_after_a_kill(tmp_path: Path, backend: str) -> None:
     initial = JumpRouter(["s0", "s1", "s2"])
     path = str(make_cluster(tmp_path, ["s0", "s1", "s2"], initial, users=300, extra_shards=["s3"],
@@ -590,9 +586,6 @@ def test_a_rollback_before_the_cutover_resumes_after_a_kill(tmp_path: Path, back
         drop_cluster(tmp_path, backend)
 
 
-@pytest.mark.xfail(strict=True, reason="PostgreSQL: a rollback before the cutover runs ensure_system (CREATE INDEX "
-                                       "IF NOT EXISTS on _shardhash_changes) and bump_epoch in one transaction, "
-                                       "so it deadlocks with a client write that holds the epoch row")
 def test_a_rollback_before_the_cutover_does_not_deadlock_with_a_writer(tmp_path: Path, backend: str) -> None:
     if backend == "sqlite":
         pytest.skip("PostgreSQL row and table locks (a SQLite write holds the whole shard)")

@@ -1193,12 +1193,23 @@ class Migration:
         for shard in self._involved():
             b = self.cluster.backend(shard)
             with self._on(shard, "source" if shard in self.mem.sources else "destination",
-                          "dropping its captures and unit records for the rollback"), b.writing() as c:
-                b.ensure_system(c)
-                b.drop_capture(c, self.capture)
-                b.drop_capture(c, self.id + ":reverse")
-                b.delete_units(c, self.id)
-                b.bump_epoch(c)
+                          "dropping its captures and unit records for the rollback"):
+                # The system tables in a transaction of their own (a shard the
+                # run never prepared may lack them); then the epoch before any
+                # table: a client write holds the epoch row (FOR SHARE) before
+                # it touches a table, so taking the row first waits for the
+                # writes in flight and then holds off new ones.  A table lock
+                # taken first (the index ensure_system creates, a dropped
+                # trigger) deadlocked with such a write on PostgreSQL: the
+                # write held the row and waited for the table, the rollback
+                # held the table and waited for the row.
+                with b.writing() as c:
+                    b.ensure_system(c)
+                with b.writing() as c:
+                    b.bump_epoch(c)
+                    b.drop_capture(c, self.capture)
+                    b.drop_capture(c, self.id + ":reverse")
+                    b.delete_units(c, self.id)
             crash_point("rollback-before-cutover-shard")
         self._delete_members("destination")
         crash_point("rollback-before-cutover-deleted")
