@@ -153,6 +153,17 @@ class Metadata:
         rows = self.db.conn().execute("SELECT shard, url, replicas FROM shard_map").fetchall()
         return {r[0]: (r[1], json.loads(r[2])) for r in rows}
 
+    def shard_map_or_none(self) -> dict[str, tuple[str, list[str]]] | None:
+        """:meth:`shard_map`, or None when the store is not initialised (no
+        ``shard_map`` table yet); any other error propagates."""
+        c = self.db.conn()
+        if self.kind == "postgresql":
+            exists = c.execute("SELECT to_regclass('shard_map')").fetchone()[0] is not None
+        else:
+            exists = c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'shard_map'"
+                               ).fetchone() is not None
+        return self.shard_map() if exists else None
+
     def set_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> None:
         c.execute("INSERT INTO shard_map VALUES (?, ?, ?) ON CONFLICT (shard) DO UPDATE SET url = excluded.url, "
                   "replicas = excluded.replicas", (shard, url, json.dumps(replicas)))
