@@ -74,16 +74,54 @@ def test_a_transaction_cannot_write_another_keys_row(root: Path, backend: str, s
     cl.close()
 
 
-def test_a_transaction_cannot_write_another_groups_table(root: Path, backend: str) -> None:
+def test_a_caught_guard_error_still_rolls_the_transaction_back(root: Path, backend: str) -> None:
+    path = make_cluster(root, ["a", "b"], users=10, backend=backend)
+    cl = Cluster.load(path)
+    before = _all_rows(root, ["a", "b"])
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(3) as tx:
+            tx.execute("UPDATE users SET name = 'mine' WHERE id = ?", (3,))
+            try:
+                tx.execute("INSERT INTO users VALUES (?, 'x', 0)", (5_000_003,))
+            except ShardKeyError:  # (PostgreSQL refuses the statement; SQLite reports at the end)
+                pass
+    assert _all_rows(root, ["a", "b"]) == before
+    cl.close()
+
+
+def test_a_transaction_writes_other_tables_of_its_group_for_its_key_only(root: Path, backend: str) -> None:
     path = make_cluster(root, ["a", "b"], users=10, events=True, backend=backend)
     cl = Cluster.load(path)
     key = 3
-    # events is of group users in the harness: within the group, a row of the key is fine
-    with cl.transaction(key) as tx:
+    with cl.transaction(key) as tx:  # events is of group users, keyed by user_id
         tx.execute("INSERT INTO events VALUES (?, ?, 'p')", (999_999, key))
     with pytest.raises(ShardKeyError, match="events"):
         with cl.transaction(key) as tx:
             tx.execute("INSERT INTO events VALUES (?, ?, 'p')", (999_998, key + 1000))
+    cl.close()
+
+
+def test_a_transaction_cannot_write_another_groups_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from shardhash import JumpRouter
+
+    for s in ("a", "b"):
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        c.execute("CREATE TABLE logs (lid INTEGER PRIMARY KEY, k INTEGER)")
+        c.close()
+    r = JumpRouter(["a", "b"])
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: f"sqlite:{s}.db" for s in ("a", "b")},
+           "groups": {"users": {"router": r.to_dict(), "tables": [{"name": "users", "key": "id"}]},
+                      "logs": {"router": r.to_dict(), "tables": [{"name": "logs", "key": "k"}]}}}
+    cl = Cluster.from_dict(doc, base_dir=tmp_path)
+    cl.init()
+    with pytest.raises(ShardKeyError, match="table 'logs' of group 'logs'"):
+        with cl.transaction(3, group="users") as tx:
+            tx.execute("INSERT INTO logs VALUES (1, 3)")  # same key, but another group's table
+    with cl.transaction(3, group="logs") as tx:
+        tx.execute("INSERT INTO logs VALUES (1, 3)")
     cl.close()
 
 

@@ -315,14 +315,33 @@ class ShardTransaction:
     routed the key, ``conn`` the raw connection (sqlite3, or the PostgreSQL
     adapter that takes ``?`` placeholders), ``backend`` the shard's backend."""
 
-    def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard) -> None:
+    def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard, group: str | None = None,
+                 key: Any = None) -> None:
         self.conn, self.shard, self.version, self.backend = conn, shard, version, backend
+        self.group, self.key = group, key
+        #: the guard's refusal of a statement (raised again at the end of the
+        #: block, should the application catch it inside)
+        self.violation: ShardKeyError | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
-        return self.conn.execute(sql, params)
+        try:
+            return self.conn.execute(sql, params)
+        except Exception as e:
+            self._guard(e)
+            raise
 
     def executemany(self, sql: str, rows: Any) -> Any:
-        return self.conn.executemany(sql, rows)
+        try:
+            return self.conn.executemany(sql, rows)
+        except Exception as e:
+            self._guard(e)
+            raise
+
+    def _guard(self, e: BaseException) -> None:
+        v = self.backend.guard_violation(e) if self.group is not None else None
+        if v is not None:
+            self.violation = ShardKeyError(v[1], v[2], self.key, str(self.group), v[0])
+            raise self.violation from e
 
 
 class Cluster(ClusterExtras):
@@ -673,7 +692,10 @@ class Cluster(ClusterExtras):
             c = b.conn()
             t_wait: float | None = None
             while True:
-                (b.begin_client_write if write else b.begin_read)(c)
+                if write:
+                    b.begin_client_write(c, (g.name, key))
+                else:
+                    b.begin_read(c)
                 try:
                     verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version, write)
                 except BaseException:
@@ -709,20 +731,22 @@ class Cluster(ClusterExtras):
                 self.refresh(g.name)
                 continue
             break
-        tx = ShardTransaction(c, shard, router.version, b)
+        tx = ShardTransaction(c, shard, router.version, b, g.name if write else None, key)
         _events.emit("route", shard=shard, keys=1, group=g.name, shard_key=key, topology_version=router.version)
         t0 = time.perf_counter()
         try:
-            if write:
-                b.begin_guard(c, g.name, key)
             yield tx
+            if tx.violation is not None:
+                raise tx.violation
             if write:
                 b.end_skip(c, g.name)
                 self._check_guard(b.end_guard(c), g.name, key)
-        except BaseException:
+        except BaseException as e:
             b.rollback(c)
             _events.emit("shard_op", shard=shard, op="write" if write else "read",
                          seconds=time.perf_counter() - t0, ok=False)
+            if write and not isinstance(e, ShardKeyError):
+                tx._guard(e)  # (a statement refused by the guard, run through tx.conn)
             raise
         b.commit(c)
         _events.emit("shard_op", shard=shard, op="write" if write else "read",

@@ -59,6 +59,15 @@ def _convert(m: re.Match[str]) -> str:
     return "%s" if t == "?" else t.replace("%", "%%")
 
 
+#: The SQLSTATE of the guard's refusal of a statement in a client transaction.
+GUARD_SQLSTATE = "SHK01"
+
+
+def _guard_key(key: Any) -> str:
+    # the key as PostgreSQL's json_build_array renders an int or a text value
+    return json.dumps([key], ensure_ascii=False)
+
+
 class PGConnection:
     """A psycopg connection in autocommit mode that takes ``?`` placeholders
     (converted to ``%s``; a literal ``%`` is escaped), like sqlite3."""
@@ -158,26 +167,31 @@ class PostgresShard(SQLiteShard):
     def begin_write(c: Any) -> None:
         c.execute("BEGIN")
 
-    def begin_client_write(self, c: Any) -> None:
+    def begin_client_write(self, c: Any, guard: tuple[str, Any] | None = None) -> None:
         c.execute("BEGIN")
         # Shares the epoch row with every other writer; the fence's update of
-        # the ownership records (which bumps it) waits for all of them.
-        c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
+        # the ownership records (which bumps it) waits for all of them.  The
+        # guard's settings ride on the same statement (no extra round trip).
+        if guard is None:
+            c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
+        else:
+            c.execute("SELECT n, set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, "
+                      "true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE", (guard[0], _guard_key(guard[1])))
 
     def begin_guard(self, c: Any, group: str, key: Any) -> None:
-        c.execute("SELECT set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, true), "
-                  "set_config('shardhash.touched', '', true)",
-                  (group, json.dumps([key], ensure_ascii=False)))
+        c.execute("SELECT set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, true)",
+                  (group, _guard_key(key)))
 
     def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
-        r = c.execute("SELECT current_setting('shardhash.touched', true), "
-                      "set_config('shardhash.guard_grp', '', true)").fetchone()
-        out: list[tuple[str, str, Any]] = []
-        for line in (r[0] or "").split("\n"):
-            if line:
-                g, t, k = json.loads(line)
-                out.append((str(g), str(t), k))
-        return out
+        # (the guard triggers refuse the statement itself: nothing to read here)
+        return []
+
+    def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
+        if getattr(exc, "sqlstate", None) != GUARD_SQLSTATE:
+            return None
+        diag = getattr(exc, "diag", None)
+        g, t, k = json.loads(getattr(diag, "message_detail", None) or "[null, null, null]")
+        return str(g), str(t), k
 
     @staticmethod
     def begin_read(c: Any) -> None:
@@ -297,33 +311,34 @@ class PostgresShard(SQLiteShard):
     def _install_guard(self, c: Any, group: str, table: str, key: str) -> None:
         # Inside a client transaction (the transaction-local settings
         # shardhash.guard_grp / shardhash.guard_key hold its group and its key
-        # as a JSON array) each statement appends the rows it wrote whose key
-        # differs, or whose table is of another group, to the setting
-        # shardhash.touched: no table write, nothing visible to any other
-        # transaction, gone at the commit.  Other writers set no guard.
+        # as a JSON array) a row written whose key differs, or a row of another
+        # group's table, fails its statement with SQLSTATE SHK01 and the row's
+        # [group, table, key] as the detail (:meth:`guard_violation`).  Row
+        # triggers whose WHEN condition is false call no function: a row of
+        # the transaction's key costs one expression, a writer that sets no
+        # guard (the executor, any other application) one current_setting.
         if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
                      ("_shardhash_gd1_" + table, qi(table))).fetchone():
             return
-        kc, lg = qi(key), ql(group)
-        on = "coalesce(current_setting('shardhash.guard_grp', true), '') <> ''"
+        kc, lg, lt = qi(key), ql(group), ql(table)
 
-        def rec(source: str) -> str:
-            rows = ("SELECT string_agg(DISTINCT json_build_array(" + lg + ", " + ql(table) + ", g." + kc
-                    + ")::text, chr(10)) FROM " + source + " g WHERE current_setting('shardhash.guard_grp') <> "
-                    + lg + " OR json_build_array(g." + kc + ")::text IS DISTINCT FROM "
-                    "current_setting('shardhash.guard_key', true)")
-            return ("IF " + on + " THEN PERFORM set_config('shardhash.touched', "
-                    "coalesce(current_setting('shardhash.touched', true), '') || coalesce((" + rows
-                    + ") || chr(10), ''), true); END IF;")
+        def other(ref: str) -> str:
+            return ("(current_setting('shardhash.guard_grp', true) <> '' AND (current_setting('shardhash.guard_grp', "
+                    "true) <> " + lg + " OR json_build_array(" + ref + "." + kc + ")::text IS DISTINCT FROM "
+                    "current_setting('shardhash.guard_key', true)))")
 
-        both = "(SELECT " + kc + " FROM _shardhash_new UNION ALL SELECT " + kc + " FROM _shardhash_old)"
-        bodies = {
-            "i": (rec("_shardhash_new"), "AFTER INSERT", "NEW TABLE AS _shardhash_new"),
-            "u": (rec(both), "AFTER UPDATE", "OLD TABLE AS _shardhash_old NEW TABLE AS _shardhash_new"),
-            "d": (rec("_shardhash_old"), "AFTER DELETE", "OLD TABLE AS _shardhash_old"),
-        }
-        for k, (body, when, refs) in bodies.items():
-            self._create_trigger(c, "_shardhash_g" + k + "1_" + table, table, body, when, refs)
+        fn = qi("_shardhash_g1_" + table)
+        body = ("DECLARE d text; BEGIN IF TG_OP <> 'DELETE' AND " + other("NEW") + " THEN d := json_build_array("
+                + lg + ", " + lt + ", NEW." + kc + ")::text; ELSE d := json_build_array(" + lg + ", " + lt + ", OLD."
+                + kc + ")::text; END IF; RAISE EXCEPTION USING ERRCODE = " + ql(GUARD_SQLSTATE) + ", MESSAGE = "
+                "'shardhash: a client transaction wrote a row of another shard key or table group', DETAIL = d; "
+                "RETURN NULL; END")
+        c.execute("CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + ql(body))
+        whens = {"i": ("INSERT", other("NEW")), "u": ("UPDATE", other("NEW") + " OR " + other("OLD")),
+                 "d": ("DELETE", other("OLD"))}
+        for k, (event, cond) in whens.items():
+            c.execute("CREATE TRIGGER " + qi("_shardhash_g" + k + "1_" + table) + " AFTER " + event + " ON "
+                      + qi(table) + " FOR EACH ROW WHEN (" + cond + ") EXECUTE FUNCTION " + fn + "()")
 
     def skip_capture(self, c: Any, group: str) -> None:
         # transaction-local: gone at the commit or rollback

@@ -186,10 +186,13 @@ class SQLiteShard:
     def begin_write(c: sqlite3.Connection) -> None:
         c.execute("BEGIN IMMEDIATE")
 
-    def begin_client_write(self, c: sqlite3.Connection) -> None:
+    def begin_client_write(self, c: sqlite3.Connection, guard: tuple[str, Any] | None = None) -> None:
         """A client's write transaction: it must exclude the fence's update
-        of the ownership records until it ends (SQLite: the write lock)."""
+        of the ownership records until it ends (SQLite: the write lock).
+        ``guard``: (group, key) of the transaction, for :meth:`begin_guard`."""
         c.execute("BEGIN IMMEDIATE")
+        if guard is not None:
+            self.begin_guard(c, guard[0], guard[1])
 
     @staticmethod
     def begin_read(c: sqlite3.Connection) -> None:
@@ -326,6 +329,12 @@ class SQLiteShard:
         :meth:`begin_guard`; the guard is off again (before the commit)."""
         rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
         return [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
+
+    def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
+        """(group, table, shard key) when ``exc`` is the guard's refusal of a
+        statement (PostgreSQL refuses at the statement; SQLite records, see
+        :meth:`end_guard`), else None."""
+        return None
 
     def skip_capture(self, c: Any, group: str) -> None:
         """In a client's write transaction whose key is in no moving unit of
