@@ -215,3 +215,16 @@ def test_uninitialised_store_uses_the_seed_map_with_a_log_record(tmp_path: Path,
     cl.failover("b", "sqlite:b2.db")
     assert cl.shard_map()["b"][0] == "sqlite:b2.db"
     cl.close()
+
+
+def test_a_cluster_built_directly_checks_its_names_too(tmp_path: Path) -> None:
+    from shardhash.migrate import GroupSpec, TableSpec
+
+    r = JumpRouter(["a", "b"])
+    shards = {"a": ("sqlite:a.db", []), "b": ("sqlite:b.db", [])}
+    bad = {"g": GroupSpec("g", (TableSpec("t{extra}", "id"),), r)}
+    with pytest.raises(ValueError, match="not a valid name"):
+        Cluster("sqlite:meta.db", shards, bad, base_dir=tmp_path)
+    with pytest.raises(ValueError, match="not a valid name"):
+        Cluster("sqlite:meta.db", shards, {"u{pk}": GroupSpec("u{pk}", (TableSpec("t", "id"),), r)},
+                base_dir=tmp_path)

@@ -364,6 +364,18 @@ class Cluster(ClusterExtras):
         self.groups = dict(groups)
         if not self.groups:
             raise ValueError("a cluster needs at least one table group")
+        # (from_dict checked these already; a Cluster built directly gets the same checks)
+        for sid, (url, reps) in self._seed_shards.items():
+            _check_shard_id(sid, "shards")
+            for u in (url, *reps):
+                _check_url(u, f"shards.{sid}")
+        for gname, g in self.groups.items():
+            if not isinstance(g, GroupSpec) or g.name != gname:
+                raise ValueError(f"groups[{gname!r}] must be the GroupSpec of group {gname!r}")
+            _check_name(g.name, "groups: a group name")
+            for i, t in enumerate(g.tables):
+                _check_name(t.name, f"groups.{g.name}.tables[{i}].name")
+                _check_name(t.key, f"groups.{g.name}.tables[{i}].key")
         self.retries = int(retries)
         self.wait_timeout = float(wait_timeout)
         self.metrics = Metrics()

@@ -42,7 +42,10 @@ from typing import Any
 
 from .sqlite import SQLiteShard
 
-_TABLES = """
+
+def _tables(real: str, serial: str) -> str:
+    # (the two backends' column types, composed once into constant DDL)
+    return f"""
 CREATE TABLE IF NOT EXISTS topology(grp TEXT PRIMARY KEY, version BIGINT NOT NULL, router TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS shard_map(shard TEXT PRIMARY KEY, url TEXT NOT NULL, replicas TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS migrations(
@@ -55,12 +58,13 @@ CREATE TABLE IF NOT EXISTS progress(mig TEXT NOT NULL, key TEXT NOT NULL, value 
 CREATE TABLE IF NOT EXISTS events(id {serial}, ts {real} NOT NULL, mig TEXT,
     msg TEXT NOT NULL)
 """
+
+
 #: The SQLite schema (BIGINT is an INTEGER there: same affinity).
-DDL = _TABLES.format(real="REAL", serial="INTEGER PRIMARY KEY AUTOINCREMENT") + ";"
+DDL = _tables("REAL", "INTEGER PRIMARY KEY AUTOINCREMENT") + ";"
 #: The PostgreSQL schema: 8-byte floats for the timestamps, a sequence for the
 #: event ids, and the lock row.
-PG_DDL = [s for s in _TABLES.format(real="DOUBLE PRECISION", serial="BIGSERIAL PRIMARY KEY").split(";")
-          if s.strip()] + [
+PG_DDL = [s for s in _tables("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY").split(";") if s.strip()] + [
     "CREATE TABLE IF NOT EXISTS meta_lock(id INTEGER PRIMARY KEY CHECK (id = 0))",
     "INSERT INTO meta_lock VALUES (0) ON CONFLICT DO NOTHING",
 ]
