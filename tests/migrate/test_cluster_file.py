@@ -221,7 +221,7 @@ def test_a_cluster_built_directly_checks_its_names_too(tmp_path: Path) -> None:
     from shardhash.migrate import GroupSpec, TableSpec
 
     r = JumpRouter(["a", "b"])
-    shards = {"a": ("sqlite:a.db", []), "b": ("sqlite:b.db", [])}
+    shards: dict[str, tuple[str, list[str]]] = {"a": ("sqlite:a.db", []), "b": ("sqlite:b.db", [])}
     bad = {"g": GroupSpec("g", (TableSpec("t{extra}", "id"),), r)}
     with pytest.raises(ValueError, match="not a valid name"):
         Cluster("sqlite:meta.db", shards, bad, base_dir=tmp_path)
