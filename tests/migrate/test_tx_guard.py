@@ -163,3 +163,28 @@ def test_sqlite_guard_is_invisible_to_other_writers(tmp_path: Path) -> None:
     assert b.conn().execute("SELECT count(*) FROM _shardhash_guard").fetchone()[0] == 0
     cl.close()
     shutil.rmtree(tmp_path / "c")
+
+
+def test_a_shard_set_up_before_the_guard_keeps_taking_writes_until_init(tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import sqlite3
+
+    path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
+    for s in ("a", "b"):  # as an older version left it: no guard table, no guard triggers
+        c = sqlite3.connect(tmp_path / "c" / f"{s}.db")
+        for (name,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                 "AND name LIKE '_shardhash_g%'").fetchall():
+            c.execute(f'DROP TRIGGER "{name}"')
+        c.execute("DROP TABLE _shardhash_guard")
+        c.close()
+    cl = Cluster.load(path)
+    with caplog.at_level(logging.WARNING, logger="shardhash.migrate"):
+        with cl.transaction(3) as tx:
+            tx.execute("UPDATE users SET name = 'w' WHERE id = ?", (3,))
+    assert any("run init" in r.getMessage() for r in caplog.records)
+    cl.init()  # installs the guard
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(3) as tx:
+            tx.execute("UPDATE users SET id = ? WHERE id = ?", (9_000_003, 3))
+    cl.close()

@@ -38,6 +38,7 @@ queue by row, not by position, so the same code is safe where that is false.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -322,12 +323,27 @@ class SQLiteShard:
         record every row of a group table written by it whose shard key is
         not ``key`` or whose table is not of ``group`` (:meth:`end_guard`
         reads them)."""
-        c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
+        try:
+            c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guard" not in str(e):
+                raise
+            # a shard set up by an older version (no guard table, no guard
+            # triggers): writes go on unguarded until init runs again
+            if not getattr(self, "_warned_guard", False):
+                self._warned_guard = True
+                logging.getLogger("shardhash.migrate").warning(
+                    "shard %s has no shard-key guard (set up by an older version): run init", self.path)
 
     def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
         """(group, table, shard key) of every row the guard recorded since
         :meth:`begin_guard`; the guard is off again (before the commit)."""
-        rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
+        try:
+            rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guard" not in str(e):
+                raise
+            return []  # (no guard table: see begin_guard)
         return [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
 
     def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
