@@ -188,3 +188,55 @@ def test_a_shard_set_up_before_the_guard_keeps_taking_writes_until_init(tmp_path
         with cl.transaction(3) as tx:
             tx.execute("UPDATE users SET id = ? WHERE id = ?", (9_000_003, 3))
     cl.close()
+
+
+def test_string_keys_of_any_text_pass_their_own_guard(tmp_path: Path, backend: str) -> None:
+    """The guard compares keys exactly (PostgreSQL: the key as JSON, as the
+    server renders it): a transaction writing its own key's row is never
+    refused, whatever the characters; another key's row is."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from shardhash import JumpRouter
+
+    root = tmp_path / "c"
+    root.mkdir()
+    import json as _json
+
+    from ._harness import shard_url
+
+    urls = {s: shard_url(backend, root, s) for s in ("a", "b")}
+    if backend != "sqlite":
+        import psycopg
+
+        from ._harness import _tag
+
+        with psycopg.connect(backend, autocommit=True) as pg:
+            for s in ("a", "b"):
+                pg.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+    from shardhash.migrate.cluster import open_backend
+
+    for s in ("a", "b"):
+        c = open_backend(urls[s], root).connect()
+        c.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
+        c.close()
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": u} for s, u in urls.items()},
+           "groups": {"kv": {"router": JumpRouter(["a", "b"]).to_dict(), "key_type": "str",
+                             "tables": [{"name": "kv", "key": "k"}]}}, "options": {"synchronous": "OFF"}}
+    (root / "cluster.json").write_text(_json.dumps(doc))
+    cl = Cluster.load(root / "cluster.json")
+    cl.init()
+    try:
+        @given(st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12))
+        def check(key: str) -> None:
+            with cl.transaction(key) as tx:
+                tx.execute("INSERT INTO kv VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", (key, "v"))
+            with pytest.raises(ShardKeyError):
+                with cl.transaction(key) as tx:
+                    other = key + "x" * 13  # (longer than any own key: never there yet)
+                    tx.execute("INSERT INTO kv VALUES (?, 'w') ON CONFLICT (k) DO NOTHING", (other,))
+
+        check()
+    finally:
+        cl.close()
+        drop_cluster(root, backend)
