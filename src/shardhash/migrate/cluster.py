@@ -264,6 +264,12 @@ def _check_shard_id(sid: Any, where: str) -> str:
     return sid
 
 
+def _check_version(v: Any, where: str) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+        raise ValueError(f"cluster document: {where} version must be an integer in 0..2**63-1 "
+                         f"(it is stored as a 64-bit integer), not {v!r}")
+
+
 def _check_keys(d: Mapping[str, Any], known: Sequence[str], where: str) -> None:
     for k in d:
         if k not in known:
@@ -373,6 +379,7 @@ class Cluster(ClusterExtras):
             if not isinstance(g, GroupSpec) or g.name != gname:
                 raise ValueError(f"groups[{gname!r}] must be the GroupSpec of group {gname!r}")
             _check_name(g.name, "groups: a group name")
+            _check_version(g.router.version, f"groups.{g.name}.router")
             for i, t in enumerate(g.tables):
                 _check_name(t.name, f"groups.{g.name}.tables[{i}].name")
                 _check_name(t.key, f"groups.{g.name}.tables[{i}].key")
@@ -445,10 +452,7 @@ class Cluster(ClusterExtras):
                 router = load_router(dict(rdoc))
             else:
                 raise ValueError(f"cluster document: {where}.router must be a router document or a file name")
-            v = router.version
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
-                raise ValueError(f"cluster document: {where}.router version must be an integer in 0..2**63-1 "
-                                 f"(it is stored as a 64-bit integer), not {v!r}")
+            _check_version(router.version, f"{where}.router")
             for s in router.shards:
                 if s not in shards:
                     raise ValueError(f"cluster document: {where}.router names shard {s!r}, "
