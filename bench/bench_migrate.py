@@ -298,3 +298,62 @@ def test_capture_write_overhead(benchmark: Any, backend_name: str) -> None:
           f"{r['writes']} writes, {r['moving']} of them to moving keys")
     assert r["moving"] <= r["logged"] <= r["writes"] * 2
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def _guard_run(n_writes: int, rounds: int, backend: str) -> dict[str, Any]:
+    """Single-key write transactions (one UPSERT each) with the client's
+    shard-key guard and with it switched off (its begin/end calls made
+    no-ops; the triggers stay and find no marker), in alternating rounds:
+    the median time per transaction of each."""
+    import statistics
+
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+        path, _old, _new = _cluster(Path(d), 5_000, backend)
+        try:
+            cl = Cluster.load(path)
+            keys = [1 + (i * 7919) % 10_000 for i in range(n_writes)]
+            b = cl.backend("a")
+
+            def writes(tag: int) -> float:
+                t0 = time.perf_counter()
+                for i, k in enumerate(keys):
+                    with cl.transaction(k) as tx:
+                        tx.execute(UPSERT, (k, "w", tag + i))
+                return (time.perf_counter() - t0) / len(keys)
+
+            def off() -> float:
+                begin = type(b).begin_client_write
+                b.begin_client_write = lambda c, guard=None: begin(b, c)  # type: ignore[method-assign]
+                b.end_guard = lambda c: []  # type: ignore[method-assign]
+                try:
+                    return writes(2)
+                finally:
+                    del b.begin_client_write, b.end_guard
+
+            writes(0)  # warm up
+            on_t, off_t = [], []
+            for _ in range(rounds):
+                on_t.append(writes(1))
+                off_t.append(off())
+            cl.close()
+            on_us, off_us = statistics.median(on_t) * 1e6, statistics.median(off_t) * 1e6
+            return {"guard_us": on_us, "no_guard_us": off_us, "cost_us": on_us - off_us, "writes": len(keys),
+                    "rounds": rounds}
+        finally:
+            _drop(backend, path)
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_guard_cost_per_transaction(benchmark: Any, backend_name: str) -> None:
+    """What the shard-key guard of client transactions costs a write
+    transaction (SQLite: a marker row and a DELETE … RETURNING; PostgreSQL:
+    two set_config calls on the transaction's first statement and the
+    triggers' check of each statement's rows)."""
+    backend = _resolve(backend_name)
+    r = _guard_run(1000 if _enabled(benchmark) else 100, 5 if _enabled(benchmark) else 1, backend)
+    for k, v in r.items():
+        benchmark.extra_info[k] = v
+    print(f"\n{backend_name}: write transaction {r['guard_us']:.0f} us with the guard, {r['no_guard_us']:.0f} us "
+          f"without (+{r['cost_us']:.0f} us per transaction; median of {r['rounds']} rounds of {r['writes']})")
+    assert r["guard_us"] > 0 and r["no_guard_us"] > 0
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)

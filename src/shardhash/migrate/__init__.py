@@ -12,7 +12,16 @@ that gave the key away.  See docs/migrate.md.
 
 from __future__ import annotations
 
-from .cluster import Cluster, FenceTimeout, GroupSpec, Metrics, ShardTransaction, StaleRouteError, TableSpec
+from .cluster import (
+    Cluster,
+    FenceTimeout,
+    GroupSpec,
+    Metrics,
+    ShardKeyError,
+    ShardTransaction,
+    StaleRouteError,
+    TableSpec,
+)
 from .executor import Migration, MigrationError, VerifyMismatch
 from .units import Membership, Unit, units_for
 
@@ -24,6 +33,7 @@ __all__ = [
     "Metrics",
     "Migration",
     "MigrationError",
+    "ShardKeyError",
     "ShardTransaction",
     "StaleRouteError",
     "TableSpec",

@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
+import math
 import os
 import sys
 import threading
@@ -69,12 +71,27 @@ from typing import Any
 
 from .. import _events
 from .._cluster_extras import ClusterExtras
+from .._limits import MAX_DOC_DEPTH, check_depth
+from .._limits import loads as _loads
 from ..routing import Router, load_router
 from .metadata import Metadata
-from .sqlite import SQLiteShard
+from .sqlite import SHARD_ID, SYNCHRONOUS, SQLiteShard, check_identifier
 from .units import Membership, Unit
 
-__all__ = ["Cluster", "StaleRouteError", "FenceTimeout", "TableSpec", "GroupSpec", "Metrics", "ShardTransaction"]
+__all__ = ["Cluster", "StaleRouteError", "FenceTimeout", "ShardKeyError", "TableSpec", "GroupSpec", "Metrics",
+           "ShardTransaction"]
+
+log = logging.getLogger("shardhash.migrate")
+
+#: The keys of a cluster document, of a group and of a table entry.
+_DOC_KEYS = ("metadata", "shards", "groups", "options")
+_GROUP_KEYS = ("router", "tables", "key_type")
+_TABLE_KEYS = ("name", "key")
+#: The ``[options]`` of a cluster file (also keyword arguments of load/from_dict).
+OPTIONS = ("retries", "wait_timeout", "synchronous")
+#: Bounds of the options: retries of a stale route, seconds a write waits for a cutover.
+MAX_RETRIES = 1000
+MAX_WAIT_TIMEOUT = 1e6
 
 
 class StaleRouteError(Exception):
@@ -93,6 +110,25 @@ class StaleRouteError(Exception):
 
 class FenceTimeout(TimeoutError):
     """A write waited longer than ``wait_timeout`` for a cutover to finish (nothing was written)."""
+
+
+class ShardKeyError(ValueError):
+    """A client transaction wrote a row of another shard key (or of another
+    group's table); it was rolled back, nothing was written.
+
+    Attributes: ``table``, ``key`` (the row's shard key), ``tx_key`` (the
+    transaction's) and ``group`` (the transaction's group)."""
+
+    def __init__(self, table: str, key: Any, tx_key: Any, group: str, table_group: str) -> None:
+        self.table, self.key, self.tx_key, self.group = table, key, tx_key, group
+        if table_group != group:
+            msg = (f"transaction({tx_key!r}) of group {group!r} wrote table {table!r} of group {table_group!r} "
+                   "(a transaction touches the tables of its own group only); rolled back")
+        else:
+            msg = (f"transaction({tx_key!r}) wrote a row of table {table!r} with shard key {key!r}, not "
+                   f"{tx_key!r} (a transaction touches the rows of its one key, and a row's shard key is "
+                   "immutable); rolled back")
+        super().__init__(msg)
 
 
 @dataclass(frozen=True)
@@ -175,15 +211,96 @@ def open_backend(url: str, base_dir: str | os.PathLike[str] | None = None, *, sy
 
 def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
-    text = p.read_bytes()
+    where = f"cluster file {p.name}"
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{where} is not UTF-8 text: {e}") from None
     if p.suffix.lower() == ".toml":
         try:  # tomllib is new in Python 3.11; tomli is the same parser for 3.10
             toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
         except ImportError:
             raise ImportError("reading a TOML cluster file needs Python 3.11+ (or the tomli package); "
                               "a JSON cluster file works everywhere") from None
-        return dict(toml.loads(text.decode("utf-8")))
-    return dict(json.loads(text))
+        try:
+            doc = toml.loads(text)
+        except RecursionError:  # (the parser recurses into nested arrays and inline tables)
+            raise ValueError(f"{where} nests arrays/tables more than {MAX_DOC_DEPTH} deep") from None
+        except ValueError as e:  # (tomllib.TOMLDecodeError)
+            raise ValueError(f"{where} is not valid TOML: {e}") from None
+    else:
+        doc = _loads(text, where)
+    check_depth(doc, where)
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where} must hold an object (a table of settings), not {type(doc).__name__}")
+    return doc
+
+
+def _check_url(url: Any, where: str) -> str:
+    if not isinstance(url, str):
+        raise ValueError(f"cluster document: {where} must be a connection URL (a string), "
+                         f"not {type(url).__name__}")
+    if not url.startswith(("sqlite:", "postgresql:", "postgres:")):
+        raise ValueError(f"cluster document: {where}: unsupported connection URL {url!r} "
+                         "(use sqlite:PATH or postgresql://...)")
+    if "\x00" in url or len(url) > 4096:
+        raise ValueError(f"cluster document: {where}: connection URL {url[:80]!r} holds a NUL or is too long")
+    return url
+
+
+def _check_name(name: Any, where: str) -> str:
+    try:
+        return check_identifier(name, where)
+    except TypeError as e:
+        raise ValueError(f"cluster document: {e}") from None
+    except ValueError as e:
+        raise ValueError(f"cluster document: {e}") from None
+
+
+def _check_shard_id(sid: Any, where: str) -> str:
+    if not isinstance(sid, str) or SHARD_ID.fullmatch(sid) is None:
+        raise ValueError(f"cluster document: {where}: {sid!r} is not a valid shard id (ASCII letters, "
+                         "digits and _ . : -, not starting with . : or -, 1-128 characters)")
+    return sid
+
+
+def _check_version(v: Any, where: str) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63:
+        raise ValueError(f"cluster document: {where} version must be an integer in 0..2**63-1 "
+                         f"(it is stored as a 64-bit integer), not {v!r}")
+
+
+def _check_keys(d: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+    for k in d:
+        if k not in known:
+            raise ValueError(f"cluster document: unknown key {k!r} in {where} (known: {', '.join(known)})")
+
+
+def check_options(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The cluster options, validated (ValueError naming the option):
+    ``retries`` an int in 0..1000, ``wait_timeout`` a finite number of
+    seconds in 0..1e6, ``synchronous`` one of OFF, NORMAL, FULL, EXTRA (any
+    case)."""
+    out: dict[str, Any] = {}
+    for k, v in opts.items():
+        if k not in OPTIONS:
+            raise ValueError(f"cluster options: unknown option {k!r} (options: {', '.join(OPTIONS)})")
+        if k == "retries":
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_RETRIES:
+                raise ValueError(f"cluster options: retries must be an integer in 0..{MAX_RETRIES}, not {v!r}")
+        elif k == "wait_timeout":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                    or not 0 <= v <= MAX_WAIT_TIMEOUT:
+                raise ValueError(f"cluster options: wait_timeout must be a finite number of seconds in "
+                                 f"0..{MAX_WAIT_TIMEOUT:g}, not {v!r}")
+            v = float(v)
+        else:
+            if not isinstance(v, str) or v.upper() not in SYNCHRONOUS:
+                raise ValueError(f"cluster options: synchronous must be one of {', '.join(SYNCHRONOUS)}, "
+                                 f"not {v!r}")
+            v = v.upper()
+        out[k] = v
+    return out
 
 
 @dataclass
@@ -204,14 +321,33 @@ class ShardTransaction:
     routed the key, ``conn`` the raw connection (sqlite3, or the PostgreSQL
     adapter that takes ``?`` placeholders), ``backend`` the shard's backend."""
 
-    def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard) -> None:
+    def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard, group: str | None = None,
+                 key: Any = None) -> None:
         self.conn, self.shard, self.version, self.backend = conn, shard, version, backend
+        self.group, self.key = group, key
+        #: the guard's refusal of a statement (raised again at the end of the
+        #: block, should the application catch it inside)
+        self.violation: ShardKeyError | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
-        return self.conn.execute(sql, params)
+        try:
+            return self.conn.execute(sql, params)
+        except Exception as e:
+            self._guard(e)
+            raise
 
     def executemany(self, sql: str, rows: Any) -> Any:
-        return self.conn.executemany(sql, rows)
+        try:
+            return self.conn.executemany(sql, rows)
+        except Exception as e:
+            self._guard(e)
+            raise
+
+    def _guard(self, e: BaseException) -> None:
+        v = self.backend.guard_violation(e) if self.group is not None else None
+        if v is not None:
+            self.violation = ShardKeyError(v[1], v[2], self.key, str(self.group), v[0])
+            raise self.violation from e
 
 
 class Cluster(ClusterExtras):
@@ -224,6 +360,8 @@ class Cluster(ClusterExtras):
     def __init__(self, metadata_url: str, shards: Mapping[str, tuple[str, list[str]]],
                  groups: Mapping[str, GroupSpec], *, base_dir: str | os.PathLike[str] | None = None,
                  retries: int = 3, wait_timeout: float = 30.0, synchronous: str = "FULL") -> None:
+        o = check_options({"retries": retries, "wait_timeout": wait_timeout, "synchronous": synchronous})
+        retries, wait_timeout, synchronous = o["retries"], o["wait_timeout"], o["synchronous"]
         self.base_dir = str(base_dir) if base_dir is not None else None
         self.synchronous = synchronous
         meta_backend = open_backend(metadata_url, self.base_dir)
@@ -232,12 +370,26 @@ class Cluster(ClusterExtras):
         self.groups = dict(groups)
         if not self.groups:
             raise ValueError("a cluster needs at least one table group")
+        # (from_dict checked these already; a Cluster built directly gets the same checks)
+        for sid, (url, reps) in self._seed_shards.items():
+            _check_shard_id(sid, "shards")
+            for u in (url, *reps):
+                _check_url(u, f"shards.{sid}")
+        for gname, g in self.groups.items():
+            if not isinstance(g, GroupSpec) or g.name != gname:
+                raise ValueError(f"groups[{gname!r}] must be the GroupSpec of group {gname!r}")
+            _check_name(g.name, "groups: a group name")
+            _check_version(g.router.version, f"groups.{g.name}.router")
+            for i, t in enumerate(g.tables):
+                _check_name(t.name, f"groups.{g.name}.tables[{i}].name")
+                _check_name(t.key, f"groups.{g.name}.tables[{i}].key")
         self.retries = int(retries)
         self.wait_timeout = float(wait_timeout)
         self.metrics = Metrics()
         self._lock = threading.Lock()
         self._backends: dict[str, SQLiteShard] = {}
         self._shard_map: dict[str, tuple[str, list[str]]] | None = None
+        self._seed_logged = False
         self._routers: dict[str, Router] = {}
         self._units: dict[str, _ShardUnits] = {}
         self._mig_cache: dict[tuple[str, str], tuple[Router, Router]] = {}
@@ -255,31 +407,41 @@ class Cluster(ClusterExtras):
         """A cluster from a parsed document (relative paths resolve against ``base_dir``)."""
         if not isinstance(doc, Mapping):
             raise TypeError(f"cluster document must be a mapping, not {type(doc).__name__}")
-        meta = doc.get("metadata")
-        if not isinstance(meta, str):
+        check_depth(doc, "cluster document")
+        _check_keys(doc, _DOC_KEYS, "the cluster document")
+        if "metadata" not in doc:
             raise ValueError("cluster document: 'metadata' (a connection URL) is required")
+        meta = _check_url(doc["metadata"], "metadata")
         shards_doc = doc.get("shards")
         if not isinstance(shards_doc, Mapping) or not shards_doc:
             raise ValueError("cluster document: 'shards' must map shard ids to {primary, replicas}")
         shards: dict[str, tuple[str, list[str]]] = {}
         for sid, s in shards_doc.items():
+            _check_shard_id(sid, "shards")
             if isinstance(s, str):
-                shards[sid] = (s, [])
+                shards[sid] = (_check_url(s, f"shards.{sid}"), [])
                 continue
-            if not isinstance(s, Mapping) or not isinstance(s.get("primary"), str):
+            if not isinstance(s, Mapping) or "primary" not in s:
                 raise ValueError(f"cluster document: shards.{sid} needs a 'primary' connection URL")
+            _check_keys(s, ("primary", "replicas"), f"shards.{sid}")
+            primary = _check_url(s["primary"], f"shards.{sid}.primary")
             reps = s.get("replicas", [])
-            if not isinstance(reps, list) or not all(isinstance(r, str) for r in reps):
+            if not isinstance(reps, list):
                 raise ValueError(f"cluster document: shards.{sid}.replicas must be a list of URLs")
-            shards[sid] = (s["primary"], list(reps))
+            for i, r in enumerate(reps):
+                _check_url(r, f"shards.{sid}.replicas[{i}]")
+            shards[sid] = (primary, list(reps))
         groups_doc = doc.get("groups")
         if not isinstance(groups_doc, Mapping) or not groups_doc:
             raise ValueError("cluster document: 'groups' must name at least one table group")
         groups: dict[str, GroupSpec] = {}
+        seen_tables: dict[str, str] = {}
         for gname, g in groups_doc.items():
+            _check_name(gname, "groups: a group name")
             where = f"groups.{gname}"
             if not isinstance(g, Mapping):
                 raise ValueError(f"cluster document: {where} must be a table")
+            _check_keys(g, _GROUP_KEYS, where)
             rdoc = g.get("router")
             if isinstance(rdoc, str):
                 rp = Path(rdoc)
@@ -290,6 +452,7 @@ class Cluster(ClusterExtras):
                 router = load_router(dict(rdoc))
             else:
                 raise ValueError(f"cluster document: {where}.router must be a router document or a file name")
+            _check_version(router.version, f"{where}.router")
             for s in router.shards:
                 if s not in shards:
                     raise ValueError(f"cluster document: {where}.router names shard {s!r}, "
@@ -299,16 +462,27 @@ class Cluster(ClusterExtras):
                 raise ValueError(f"cluster document: {where}.tables must list at least one table")
             specs = []
             for i, t in enumerate(tabs):
-                if not (isinstance(t, Mapping) and isinstance(t.get("name"), str)
-                        and isinstance(t.get("key"), str)):
+                if not (isinstance(t, Mapping) and "name" in t and "key" in t):
                     raise ValueError(f"cluster document: {where}.tables[{i}] needs 'name' and 'key' strings")
-                specs.append(TableSpec(t["name"], t["key"]))
+                _check_keys(t, _TABLE_KEYS, f"{where}.tables[{i}]")
+                name = _check_name(t["name"], f"{where}.tables[{i}].name")
+                key = _check_name(t["key"], f"{where}.tables[{i}].key")
+                other = seen_tables.get(name.lower())
+                if other is not None:
+                    raise ValueError(f"cluster document: {where}.tables[{i}]: table {name!r} is already listed "
+                                     f"(in {other}); a table belongs to one group, once")
+                seen_tables[name.lower()] = where
+                specs.append(TableSpec(name, key))
             kt = g.get("key_type", "auto")
             if kt not in ("auto", "int", "str"):
-                raise ValueError(f"cluster document: {where}.key_type must be auto, int or str")
+                raise ValueError(f"cluster document: {where}.key_type must be auto, int or str, not {kt!r}")
             groups[gname] = GroupSpec(gname, tuple(specs), router, kt)
-        opts = dict(doc.get("options", {}))
+        raw_opts = doc.get("options", {})
+        if not isinstance(raw_opts, Mapping):
+            raise ValueError(f"cluster document: 'options' must be a table, not {type(raw_opts).__name__}")
+        opts = dict(raw_opts)
         opts.update(kw)
+        opts = check_options(opts)
         return cls(meta, shards, groups, base_dir=base_dir, **opts)
 
     # ------------------------------------------------------------- setup
@@ -349,20 +523,32 @@ class Cluster(ClusterExtras):
                     if t.key not in cols:
                         raise ValueError(f"table {t.name!r} on shard {shard!r} has no column {t.key!r} "
                                          f"(the shard key of group {g.name!r})")
-                    b.install_triggers(c, g.name, t.name, pk)
+                    b.install_triggers(c, g.name, t.name, pk, t.key)
 
     # ------------------------------------------------------------ lookups
 
     def shard_map(self) -> dict[str, tuple[str, list[str]]]:
-        """Logical shard id -> (primary URL, replica URLs), from the metadata store."""
+        """Logical shard id -> (primary URL, replica URLs), from the metadata store.
+
+        Cached until :meth:`refresh` or :meth:`failover`.  Only a store that is
+        not initialised yet (no shard map recorded: before :meth:`init`) gives
+        the cluster file's seed map, with a log record, and that is not
+        cached; any error reading the store reaches the caller, and nothing
+        is cached from a failed read (a client must never fall back to a
+        primary that a failover replaced)."""
         with self._lock:
-            if self._shard_map is None:
-                try:
-                    m = self.metadata.shard_map()
-                except Exception:
-                    m = {}
-                self._shard_map = m or dict(self._seed_shards)
-            return dict(self._shard_map)
+            if self._shard_map is not None:
+                return dict(self._shard_map)
+        m = self.metadata.shard_map_or_none()  # (an error propagates: nothing cached)
+        if m is None or not m:
+            if not self._seed_logged:
+                self._seed_logged = True
+                log.warning("metadata store %r is not initialised (no shard map recorded): using the cluster "
+                            "file's shard map until init() records one", self.metadata)
+            return dict(self._seed_shards)
+        with self._lock:
+            self._shard_map = m
+            return dict(m)
 
     def shard_ids(self) -> list[str]:
         """Every logical shard id of the shard map, sorted."""
@@ -522,7 +708,10 @@ class Cluster(ClusterExtras):
             c = b.conn()
             t_wait: float | None = None
             while True:
-                (b.begin_client_write if write else b.begin_read)(c)
+                if write:
+                    b.begin_client_write(c, (g.name, key))
+                else:
+                    b.begin_read(c)
                 try:
                     verdict, cur, owner = self._verdict(shard, b, c, g.name, key, router.version, write)
                 except BaseException:
@@ -558,21 +747,35 @@ class Cluster(ClusterExtras):
                 self.refresh(g.name)
                 continue
             break
-        tx = ShardTransaction(c, shard, router.version, b)
+        tx = ShardTransaction(c, shard, router.version, b, g.name if write else None, key)
         _events.emit("route", shard=shard, keys=1, group=g.name, shard_key=key, topology_version=router.version)
         t0 = time.perf_counter()
         try:
             yield tx
+            if tx.violation is not None:
+                raise tx.violation
             if write:
                 b.end_skip(c, g.name)
-        except BaseException:
+                self._check_guard(b.end_guard(c), g.name, key)
+        except BaseException as e:
             b.rollback(c)
             _events.emit("shard_op", shard=shard, op="write" if write else "read",
                          seconds=time.perf_counter() - t0, ok=False)
+            if write and not isinstance(e, ShardKeyError):
+                tx._guard(e)  # (a statement refused by the guard, run through tx.conn)
             raise
         b.commit(c)
         _events.emit("shard_op", shard=shard, op="write" if write else "read",
                      seconds=time.perf_counter() - t0, ok=True)
+
+    @staticmethod
+    def _check_guard(touched: Sequence[tuple[str, str, Any]], group: str, key: Any) -> None:
+        """ShardKeyError for the first row the guard recorded that is not of
+        ``key`` (same value and kind: an int key is not its decimal string)
+        in a table of ``group``."""
+        for grp, table, k in touched:
+            if grp != group or type(k) is not type(key) or k != key:
+                raise ShardKeyError(table, k, key, group, grp)
 
     def transaction(self, key: Any, *, group: str | None = None) -> Any:
         """A write transaction on the shard that owns ``key`` (context manager

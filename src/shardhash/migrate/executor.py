@@ -30,7 +30,7 @@ from ..hashing import hash_array
 from ..routing import Router, load_router
 from .cluster import Cluster
 from .metadata import ACTIVE, COMMITTED
-from .sqlite import decode_pk
+from .sqlite import decode_pk, qi
 from .units import Membership, Unit, units_for
 
 __all__ = ["Migration", "MigrationError", "VerifyMismatch", "crash_point", "pending_router", "walk_watermark"]
@@ -553,7 +553,7 @@ class Migration:
                     pkx = [cols.index(k) for k in pk]
                     where, args = "", ()  # type: tuple[str, tuple[int, ...]]
                     if ids and len(ids) == len(self.units):
-                        where = f'"{cols[kx]}" BETWEEN ? AND ?'
+                        where = qi(cols[kx]) + " BETWEEN ? AND ?"
                         args = (min(u.lo for u in ids), max(u.hi for u in ids))
                     sb.begin_read(sc)
                     # (recorded with the first chunk's cursor)

@@ -42,7 +42,10 @@ from typing import Any
 
 from .sqlite import SQLiteShard
 
-_TABLES = """
+
+def _tables(real: str, serial: str) -> str:
+    # (the two backends' column types, composed once into constant DDL)
+    return f"""
 CREATE TABLE IF NOT EXISTS topology(grp TEXT PRIMARY KEY, version BIGINT NOT NULL, router TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS shard_map(shard TEXT PRIMARY KEY, url TEXT NOT NULL, replicas TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS migrations(
@@ -55,12 +58,13 @@ CREATE TABLE IF NOT EXISTS progress(mig TEXT NOT NULL, key TEXT NOT NULL, value 
 CREATE TABLE IF NOT EXISTS events(id {serial}, ts {real} NOT NULL, mig TEXT,
     msg TEXT NOT NULL)
 """
+
+
 #: The SQLite schema (BIGINT is an INTEGER there: same affinity).
-DDL = _TABLES.format(real="REAL", serial="INTEGER PRIMARY KEY AUTOINCREMENT") + ";"
+DDL = _tables("REAL", "INTEGER PRIMARY KEY AUTOINCREMENT") + ";"
 #: The PostgreSQL schema: 8-byte floats for the timestamps, a sequence for the
 #: event ids, and the lock row.
-PG_DDL = [s for s in _TABLES.format(real="DOUBLE PRECISION", serial="BIGSERIAL PRIMARY KEY").split(";")
-          if s.strip()] + [
+PG_DDL = [s for s in _tables("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY").split(";") if s.strip()] + [
     "CREATE TABLE IF NOT EXISTS meta_lock(id INTEGER PRIMARY KEY CHECK (id = 0))",
     "INSERT INTO meta_lock VALUES (0) ON CONFLICT DO NOTHING",
 ]
@@ -152,6 +156,17 @@ class Metadata:
     def shard_map(self) -> dict[str, tuple[str, list[str]]]:
         rows = self.db.conn().execute("SELECT shard, url, replicas FROM shard_map").fetchall()
         return {r[0]: (r[1], json.loads(r[2])) for r in rows}
+
+    def shard_map_or_none(self) -> dict[str, tuple[str, list[str]]] | None:
+        """:meth:`shard_map`, or None when the store is not initialised (no
+        ``shard_map`` table yet); any other error propagates."""
+        c = self.db.conn()
+        if self.kind == "postgresql":
+            exists = c.execute("SELECT to_regclass('shard_map')").fetchone()[0] is not None
+        else:
+            exists = c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'shard_map'"
+                               ).fetchone() is not None
+        return self.shard_map() if exists else None
 
     def set_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> None:
         c.execute("INSERT INTO shard_map VALUES (?, ?, ?) ON CONFLICT (shard) DO UPDATE SET url = excluded.url, "

@@ -25,6 +25,8 @@ Same tables and protocol as the SQLite backend (see
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -49,6 +51,23 @@ SYSTEM_DDL = [
 ]
 
 
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[?%]")
+
+
+def _convert(m: re.Match[str]) -> str:
+    t = m.group(0)
+    return "%s" if t == "?" else t.replace("%", "%%")
+
+
+#: The SQLSTATE of the guard's refusal of a statement in a client transaction.
+GUARD_SQLSTATE = "SHK01"
+
+
+def _guard_key(key: Any) -> str:
+    # the key as PostgreSQL's json_build_array renders an int or a text value
+    return json.dumps([key], ensure_ascii=False)
+
+
 class PGConnection:
     """A psycopg connection in autocommit mode that takes ``?`` placeholders
     (converted to ``%s``; a literal ``%`` is escaped), like sqlite3."""
@@ -58,7 +77,9 @@ class PGConnection:
 
     @staticmethod
     def _sql(sql: str) -> str:
-        return sql.replace("%", "%%").replace("?", "%s")
+        # ``?`` outside quoted names and string literals is a placeholder;
+        # every ``%`` is escaped (psycopg reads ``%`` everywhere)
+        return _PLACEHOLDER.sub(_convert, sql)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         if params is None or (not params and "?" not in sql):
@@ -146,11 +167,31 @@ class PostgresShard(SQLiteShard):
     def begin_write(c: Any) -> None:
         c.execute("BEGIN")
 
-    def begin_client_write(self, c: Any) -> None:
+    def begin_client_write(self, c: Any, guard: tuple[str, Any] | None = None) -> None:
         c.execute("BEGIN")
         # Shares the epoch row with every other writer; the fence's update of
-        # the ownership records (which bumps it) waits for all of them.
-        c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
+        # the ownership records (which bumps it) waits for all of them.  The
+        # guard's settings ride on the same statement (no extra round trip).
+        if guard is None:
+            c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
+        else:
+            c.execute("SELECT n, set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, "
+                      "true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE", (guard[0], _guard_key(guard[1])))
+
+    def begin_guard(self, c: Any, group: str, key: Any) -> None:
+        c.execute("SELECT set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, true)",
+                  (group, _guard_key(key)))
+
+    def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
+        # (the guard triggers refuse the statement itself: nothing to read here)
+        return []
+
+    def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
+        if getattr(exc, "sqlstate", None) != GUARD_SQLSTATE:
+            return None
+        diag = getattr(exc, "diag", None)
+        g, t, k = json.loads(getattr(diag, "message_detail", None) or "[null, null, null]")
+        return str(g), str(t), k
 
     @staticmethod
     def begin_read(c: Any) -> None:
@@ -215,22 +256,29 @@ class PostgresShard(SQLiteShard):
             s = re.sub(r" ON [A-Za-z_][A-Za-z0-9_]*\.", " ON ", s)
             c.execute(s)
 
-    def install_triggers(self, c: Any, group: str, table: str, pk: Sequence[str]) -> None:
+    def install_triggers(self, c: Any, group: str, table: str, pk: Sequence[str], key: str | None = None) -> None:
         """Statement-level triggers with transition tables: one set-based
         INSERT per statement into the change log (nothing when no capture is
         active, or when the writing transaction said its key is in no moving
         unit: the transaction-local setting ``shardhash.skip``, see
-        :meth:`skip_capture`), instead of a PL/pgSQL call per row."""
+        :meth:`skip_capture`), instead of a PL/pgSQL call per row.
+
+        With ``key`` (the table's shard-key column), also the guard triggers
+        of client transactions (:meth:`begin_client_write`).  Every name is
+        quoted once (:func:`qi` / :func:`ql`); a function body is a quoted
+        string literal, so no name can end it."""
+        if key is not None:
+            self._install_guard(c, group, table, key)
         if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
-                     (f"_shardhash_d3_{table}", qi(table))).fetchone():
+                     ("_shardhash_d3_" + table, qi(table))).fetchone():
             return
-        skip = f"coalesce(current_setting('shardhash.skip', true), '') <> {ql(group)}"
+        skip = "coalesce(current_setting('shardhash.skip', true), '') <> " + ql(group)
 
         def ins(alias: str, source: str | None = None) -> str:
-            key = "json_build_array(" + ", ".join(f"{alias}.{qi(k)}" for k in pk) + ")::text"
-            return (f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT c.id, {ql(table)}, {key} "
-                    f"FROM {source or alias} CROSS JOIN _shardhash_captures c WHERE c.grp = {ql(group)} "
-                    f"AND {skip};")
+            key = "json_build_array(" + ", ".join(alias + "." + qi(k) for k in pk) + ")::text"
+            return ("INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT c.id, " + ql(table) + ", " + key
+                    + " FROM " + (source or alias) + " CROSS JOIN _shardhash_captures c WHERE c.grp = "
+                    + ql(group) + " AND " + skip + ";")
 
         # An update logs the old keys only when a primary key changed: the old
         # keys EXCEPT the new ones (a hashed or sorted set difference, linear
@@ -238,8 +286,8 @@ class PostgresShard(SQLiteShard):
         # tables, which have no statistics, was planned as a nested loop:
         # a 40,000-row UPDATE took 39 s).
         keys = ", ".join(qi(k) for k in pk)
-        gone = (f"(SELECT {keys} FROM _shardhash_old EXCEPT SELECT {keys} FROM _shardhash_new) "
-                f"AS _shardhash_gone")
+        gone = ("(SELECT " + keys + " FROM _shardhash_old EXCEPT SELECT " + keys + " FROM _shardhash_new) "
+                "AS _shardhash_gone")
         bodies = {
             "i": (ins("_shardhash_new"), "AFTER INSERT", "NEW TABLE AS _shardhash_new"),
             "u": (ins("_shardhash_new") + " " + ins("_shardhash_gone", gone),
@@ -247,14 +295,50 @@ class PostgresShard(SQLiteShard):
             "d": (ins("_shardhash_old"), "AFTER DELETE", "OLD TABLE AS _shardhash_old"),
         }
         for k, (body, when, refs) in bodies.items():
-            for older in (f"_shardhash_{k}_{table}", f"_shardhash_{k}2_{table}"):  # (versions 1 and 2)
-                c.execute(f"DROP TRIGGER IF EXISTS {qi(older)} ON {qi(table)}")
-                c.execute(f"DROP FUNCTION IF EXISTS {qi(older)}()")
-            fn = qi(f"_shardhash_{k}3_{table}")
-            c.execute(f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-                      f"BEGIN {body} RETURN NULL; END $$")
-            c.execute(f"CREATE TRIGGER {fn} {when} ON {qi(table)} REFERENCING {refs} "
-                      f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+            for older in ("_shardhash_" + k + "_" + table, "_shardhash_" + k + "2_" + table):  # (versions 1, 2)
+                c.execute("DROP TRIGGER IF EXISTS " + qi(older) + " ON " + qi(table))
+                c.execute("DROP FUNCTION IF EXISTS " + qi(older) + "()")
+            self._create_trigger(c, "_shardhash_" + k + "3_" + table, table, body, when, refs)
+
+    @staticmethod
+    def _create_trigger(c: Any, name: str, table: str, body: str, when: str, refs: str) -> None:
+        fn = qi(name)
+        c.execute("CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS "
+                  + ql("BEGIN " + body + " RETURN NULL; END"))
+        c.execute("CREATE TRIGGER " + fn + " " + when + " ON " + qi(table) + " REFERENCING " + refs
+                  + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()")
+
+    def _install_guard(self, c: Any, group: str, table: str, key: str) -> None:
+        # Inside a client transaction (the transaction-local settings
+        # shardhash.guard_grp / shardhash.guard_key hold its group and its key
+        # as a JSON array) a row written whose key differs, or a row of another
+        # group's table, fails its statement with SQLSTATE SHK01 and the row's
+        # [group, table, key] as the detail (:meth:`guard_violation`).  Row
+        # triggers whose WHEN condition is false call no function: a row of
+        # the transaction's key costs one expression, a writer that sets no
+        # guard (the executor, any other application) one current_setting.
+        if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
+                     ("_shardhash_gd1_" + table, qi(table))).fetchone():
+            return
+        kc, lg, lt = qi(key), ql(group), ql(table)
+
+        def other(ref: str) -> str:
+            return ("(current_setting('shardhash.guard_grp', true) <> '' AND (current_setting('shardhash.guard_grp', "
+                    "true) <> " + lg + " OR json_build_array(" + ref + "." + kc + ")::text IS DISTINCT FROM "
+                    "current_setting('shardhash.guard_key', true)))")
+
+        fn = qi("_shardhash_g1_" + table)
+        body = ("DECLARE d text; BEGIN IF TG_OP <> 'DELETE' AND " + other("NEW") + " THEN d := json_build_array("
+                + lg + ", " + lt + ", NEW." + kc + ")::text; ELSE d := json_build_array(" + lg + ", " + lt + ", OLD."
+                + kc + ")::text; END IF; RAISE EXCEPTION USING ERRCODE = " + ql(GUARD_SQLSTATE) + ", MESSAGE = "
+                "'shardhash: a client transaction wrote a row of another shard key or table group', DETAIL = d; "
+                "RETURN NULL; END")
+        c.execute("CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + ql(body))
+        whens = {"i": ("INSERT", other("NEW")), "u": ("UPDATE", other("NEW") + " OR " + other("OLD")),
+                 "d": ("DELETE", other("OLD"))}
+        for k, (event, cond) in whens.items():
+            c.execute("CREATE TRIGGER " + qi("_shardhash_g" + k + "1_" + table) + " AFTER " + event + " ON "
+                      + qi(table) + " FOR EACH ROW WHEN (" + cond + ") EXECUTE FUNCTION " + fn + "()")
 
     def skip_capture(self, c: Any, group: str) -> None:
         # transaction-local: gone at the commit or rollback

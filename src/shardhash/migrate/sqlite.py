@@ -23,6 +23,12 @@ tables:
     empty but inside a client's write transaction whose key is in no moving
     unit: the triggers log nothing for it (writes to keys that do not move
     cost no change row).  Writers that bypass the client are always logged.
+``_shardhash_guard``
+    empty but inside a client's write transaction: its marker row holds the
+    transaction's group and key, and guard triggers on every group table
+    record each row written whose shard key is another (or whose table is of
+    another group); the client reads and removes them before its COMMIT and
+    rolls back when there is any (:class:`shardhash.migrate.ShardKeyError`).
 
 SQLite serialises writers (``BEGIN IMMEDIATE`` takes the write lock), so
 change ids are assigned in commit order; catch-up nevertheless consumes the
@@ -32,7 +38,9 @@ queue by row, not by position, so the same code is safe where that is false.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -57,6 +65,7 @@ CREATE TABLE IF NOT EXISTS _shardhash_changes(
     pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
 CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS _shardhash_guard(id INTEGER PRIMARY KEY, grp TEXT NOT NULL, tbl TEXT, k);
 """
 
 
@@ -65,13 +74,57 @@ CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 MULTI_ROWS = 200
 
 
+#: The names a cluster file may give a table group, a table or a shard-key
+#: column: ASCII letters, digits and ``_``, not starting with a digit, at
+#: most 48 characters (the longest name the package derives from one, e.g. a
+#: trigger's, stays within PostgreSQL's 63 bytes), and not starting with
+#: ``_shardhash`` (the package's own tables).
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
+#: Shard ids: ASCII letters, digits and ``_ . : -``, at most 128 characters.
+SHARD_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}")
+#: SQLite's ``PRAGMA synchronous`` levels (the ``synchronous`` option).
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def check_identifier(name: Any, what: str) -> str:
+    """``name`` when it is a valid table, column or group name (see
+    :data:`IDENTIFIER`); else TypeError/ValueError naming ``what``.
+
+    >>> check_identifier("users", "table")
+    'users'
+    >>> check_identifier('t"; DROP TABLE x; --', "table")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: table: 't"; DROP TABLE x; --' is not a valid name (ASCII letters, digits and _, ...)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a string, not {type(name).__name__}")
+    if IDENTIFIER.fullmatch(name) is None:
+        raise ValueError(f"{what}: {name!r} is not a valid name (ASCII letters, digits and _, "
+                         "not starting with a digit, 1-48 characters)")
+    if name.lower().startswith("_shardhash"):
+        raise ValueError(f"{what}: {name!r} starts with _shardhash, which is reserved for shardhash's own tables")
+    return name
+
+
 def qi(name: str) -> str:
-    """Quote an SQL identifier."""
+    """Quote an SQL identifier (any name the database can hold: ``"`` is
+    doubled; a NUL, which no database name can hold, is a ValueError).  The
+    one quoting helper of the SQLite and PostgreSQL backends: a quoted name
+    goes into SQL text once, after any templating."""
+    if not isinstance(name, str):
+        raise TypeError(f"an SQL identifier must be a string, not {type(name).__name__}")
+    if "\x00" in name:
+        raise ValueError(f"SQL identifier {name!r} contains a NUL character")
     return '"' + name.replace('"', '""') + '"'
 
 
 def ql(text: str) -> str:
-    """Quote an SQL string literal."""
+    """Quote an SQL string literal (``'`` doubled; a NUL is a ValueError)."""
+    if not isinstance(text, str):
+        raise TypeError(f"an SQL string literal must be a string, not {type(text).__name__}")
+    if "\x00" in text:
+        raise ValueError(f"SQL string literal {text!r} contains a NUL character")
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -92,8 +145,10 @@ class SQLiteShard:
     prefetch = False
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+        if not isinstance(synchronous, str) or synchronous.upper() not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
         self.path = str(path)
-        self.synchronous = synchronous
+        self.synchronous = synchronous.upper()
         self._local = threading.local()
 
     def __repr__(self) -> str:
@@ -132,10 +187,13 @@ class SQLiteShard:
     def begin_write(c: sqlite3.Connection) -> None:
         c.execute("BEGIN IMMEDIATE")
 
-    def begin_client_write(self, c: sqlite3.Connection) -> None:
+    def begin_client_write(self, c: sqlite3.Connection, guard: tuple[str, Any] | None = None) -> None:
         """A client's write transaction: it must exclude the fence's update
-        of the ownership records until it ends (SQLite: the write lock)."""
+        of the ownership records until it ends (SQLite: the write lock).
+        ``guard``: (group, key) of the transaction, for :meth:`begin_guard`."""
         c.execute("BEGIN IMMEDIATE")
+        if guard is not None:
+            self.begin_guard(c, guard[0], guard[1])
 
     @staticmethod
     def begin_read(c: sqlite3.Connection) -> None:
@@ -206,29 +264,93 @@ class SQLiteShard:
                     break
             c.execute(s)
 
-    def install_triggers(self, c: sqlite3.Connection, group: str, table: str, pk: Sequence[str]) -> None:
+    def install_triggers(self, c: sqlite3.Connection, group: str, table: str, pk: Sequence[str],
+                         key: str | None = None) -> None:
         """Row triggers that log the primary key of every inserted, updated or
         deleted row once per active capture of ``group`` -- unless the writing
         transaction said its key is in no moving unit (:meth:`skip_capture`).
-        An update logs the old key too only when the primary key changed."""
-        def arr(ref: str) -> str:
-            return "json_array(" + ", ".join(f"{ref}.{qi(k)}" for k in pk) + ")"
+        An update logs the old key too only when the primary key changed.
 
-        base = f"INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT id, {ql(table)}, {{pk}} " \
-               f"FROM _shardhash_captures WHERE grp = {ql(group)}{{extra}};"
-        t = qi(table)
-        skip = f" AND NOT EXISTS (SELECT 1 FROM _shardhash_skip WHERE grp = {ql(group)})"
-        moved = " AND (" + " OR ".join(f"OLD.{qi(k)} IS NOT NEW.{qi(k)}" for k in pk) + ")"
+        With ``key`` (the table's shard-key column), also the guard triggers
+        of client transactions (:meth:`begin_client_write`).
+
+        Every name is quoted once, by :func:`qi` / :func:`ql`, into text that
+        is never formatted again."""
+        t, lt, lg = qi(table), ql(table), ql(group)
+
+        def log(ref: str, extra: str = "") -> str:
+            arr = "json_array(" + ", ".join(ref + "." + qi(k) for k in pk) + ")"
+            return ("INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT id, " + lt + ", " + arr
+                    + " FROM _shardhash_captures WHERE grp = " + lg
+                    + " AND NOT EXISTS (SELECT 1 FROM _shardhash_skip WHERE grp = " + lg + ")" + extra + ";")
+
+        moved = " AND (" + " OR ".join("OLD." + qi(k) + " IS NOT NEW." + qi(k) for k in pk) + ")"
         stmts = {
-            "i": f"AFTER INSERT ON {t} BEGIN " + base.format(pk=arr("NEW"), extra=skip) + " END",
-            "d": f"AFTER DELETE ON {t} BEGIN " + base.format(pk=arr("OLD"), extra=skip) + " END",
-            "u": f"AFTER UPDATE ON {t} BEGIN " + base.format(pk=arr("NEW"), extra=skip) + " "
-                 + base.format(pk=arr("OLD"), extra=skip + moved) + " END",
+            "i": "AFTER INSERT ON " + t + " BEGIN " + log("NEW") + " END",
+            "d": "AFTER DELETE ON " + t + " BEGIN " + log("OLD") + " END",
+            "u": "AFTER UPDATE ON " + t + " BEGIN " + log("NEW") + " " + log("OLD", moved) + " END",
         }
         for k, body in stmts.items():
             # (version 2 of the triggers: an older cluster's are replaced)
-            c.execute(f"DROP TRIGGER IF EXISTS {qi(f'_shardhash_{k}_{table}')}")
-            c.execute(f"CREATE TRIGGER IF NOT EXISTS {qi(f'_shardhash_{k}2_{table}')} {body}")
+            c.execute("DROP TRIGGER IF EXISTS " + qi("_shardhash_" + k + "_" + table))
+            c.execute("CREATE TRIGGER IF NOT EXISTS " + qi("_shardhash_" + k + "2_" + table) + " " + body)
+        if key is not None:
+            self._install_guard(c, group, table, key)
+
+    def _install_guard(self, c: sqlite3.Connection, group: str, table: str, key: str) -> None:
+        # Inside a client transaction (its marker row, id 0, holds the
+        # transaction's group and key) every row written whose key differs,
+        # or that belongs to another group's table, is recorded; other writers
+        # (the executor, applications that bypass the client) find no marker.
+        t, lt, lg, kc = qi(table), ql(table), ql(group), qi(key)
+
+        def rec(ref: str) -> str:
+            return ("INSERT INTO _shardhash_guard(grp, tbl, k) SELECT " + lg + ", " + lt + ", " + ref + "." + kc
+                    + " WHERE (SELECT grp = " + lg + " AND k IS " + ref + "." + kc
+                    + " FROM _shardhash_guard WHERE id = 0) = 0;")
+
+        when = " WHEN EXISTS (SELECT 1 FROM _shardhash_guard WHERE id = 0) BEGIN "
+        stmts = {
+            "i": "AFTER INSERT ON " + t + when + rec("NEW") + " END",
+            "u": "AFTER UPDATE ON " + t + when + rec("NEW") + " " + rec("OLD") + " END",
+            "d": "AFTER DELETE ON " + t + when + rec("OLD") + " END",
+        }
+        for k, body in stmts.items():
+            c.execute("CREATE TRIGGER IF NOT EXISTS " + qi("_shardhash_g" + k + "1_" + table) + " " + body)
+
+    def begin_guard(self, c: Any, group: str, key: Any) -> None:
+        """Inside a client's write transaction (after :meth:`begin_client_write`):
+        record every row of a group table written by it whose shard key is
+        not ``key`` or whose table is not of ``group`` (:meth:`end_guard`
+        reads them)."""
+        try:
+            c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guard" not in str(e):
+                raise
+            # a shard set up by an older version (no guard table, no guard
+            # triggers): writes go on unguarded until init runs again
+            if not getattr(self, "_warned_guard", False):
+                self._warned_guard = True
+                logging.getLogger("shardhash.migrate").warning(
+                    "shard %s has no shard-key guard (set up by an older version): run init", self.path)
+
+    def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
+        """(group, table, shard key) of every row the guard recorded since
+        :meth:`begin_guard`; the guard is off again (before the commit)."""
+        try:
+            rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guard" not in str(e):
+                raise
+            return []  # (no guard table: see begin_guard)
+        return [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
+
+    def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
+        """(group, table, shard key) when ``exc`` is the guard's refusal of a
+        statement (PostgreSQL refuses at the statement; SQLite records, see
+        :meth:`end_guard`), else None."""
+        return None
 
     def skip_capture(self, c: Any, group: str) -> None:
         """In a client's write transaction whose key is in no moving unit of

@@ -1,0 +1,242 @@
+"""A client transaction writes the rows of its one key only: a row of
+another key (an INSERT, an UPDATE that changes the shard key or touches
+another key's row, a DELETE of another key's row) or a row of another
+group's table is refused before the COMMIT, and nothing is written.  The
+executor's own writes (copy, catch-up, cleanup) are not guarded."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shardhash import plan
+from shardhash.migrate import Cluster, Migration
+from shardhash.migrate.cluster import ShardKeyError
+
+from ._harness import drop_cluster, make_cluster, shard_rows
+
+
+@pytest.fixture
+def root(tmp_path: Path, backend: str) -> Iterator[Path]:
+    yield tmp_path / "c"
+    drop_cluster(tmp_path / "c", backend)
+
+
+def _other_key_on_same_shard(cl: Cluster, key: int) -> int:
+    r = cl.router()
+    return next(k for k in range(key + 1, key + 10_000) if r.route(k) == r.route(key))
+
+
+def _all_rows(root: Path, shards: list[str], table: str = "users") -> dict[Any, tuple[Any, ...]]:
+    out: dict[Any, tuple[Any, ...]] = {}
+    for s in shards:
+        out.update(shard_rows(root, s, table))
+    return out
+
+
+STATEMENTS = [
+    ("UPDATE users SET id = ? WHERE id = ?", "new", "key"),   # changes the row's shard key
+    ("INSERT INTO users VALUES (?, 'x', 0)", "new", None),    # inserts another key's row
+    ("UPDATE users SET n = n + 1 WHERE id = ?", "same", None),  # updates another key's row (same shard)
+    ("DELETE FROM users WHERE id = ?", "same", None),          # deletes another key's row (same shard)
+]
+
+
+@pytest.mark.parametrize("stmt", range(len(STATEMENTS)))
+def test_a_transaction_cannot_write_another_keys_row(root: Path, backend: str, stmt: int) -> None:
+    shards = ["a", "b", "c"]
+    path = make_cluster(root, shards, users=60, backend=backend)
+    cl = Cluster.load(path)
+    before = _all_rows(root, shards)
+    key = 5
+    other = _other_key_on_same_shard(cl, key) if STATEMENTS[stmt][1] == "same" else 101
+    if STATEMENTS[stmt][1] == "new":
+        other = next(k for k in range(1000, 2000) if cl.router().route(k) != cl.router().route(key))
+    sql, _, extra = STATEMENTS[stmt]
+    params = (other, key) if extra == "key" else (other,)
+    with pytest.raises(ShardKeyError) as e:
+        with cl.transaction(key) as tx:
+            tx.execute("UPDATE users SET name = 'mine' WHERE id = ?", (key,))
+            tx.execute(sql, params)
+    msg = str(e.value)
+    assert "users" in msg and repr(other) in msg and f"transaction({key!r})" in msg
+    assert (e.value.table, e.value.key, e.value.tx_key) == ("users", other, key)
+    assert _all_rows(root, shards) == before  # rolled back: the transaction's own row too
+    # the guard is off again: a good transaction commits, and the executor's writes go through
+    with cl.transaction(key) as tx:
+        tx.execute("UPDATE users SET name = 'mine' WHERE id = ?", (key,))
+    with cl.read(key) as tx:
+        assert tx.execute("SELECT name FROM users WHERE id = ?", (key,)).fetchone()[0] == "mine"
+    cl.close()
+
+
+def test_a_caught_guard_error_still_rolls_the_transaction_back(root: Path, backend: str) -> None:
+    path = make_cluster(root, ["a", "b"], users=10, backend=backend)
+    cl = Cluster.load(path)
+    before = _all_rows(root, ["a", "b"])
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(3) as tx:
+            tx.execute("UPDATE users SET name = 'mine' WHERE id = ?", (3,))
+            try:
+                tx.execute("INSERT INTO users VALUES (?, 'x', 0)", (5_000_003,))
+            except ShardKeyError:  # (PostgreSQL refuses the statement; SQLite reports at the end)
+                pass
+    assert _all_rows(root, ["a", "b"]) == before
+    cl.close()
+
+
+def test_a_transaction_writes_other_tables_of_its_group_for_its_key_only(root: Path, backend: str) -> None:
+    path = make_cluster(root, ["a", "b"], users=10, events=True, backend=backend)
+    cl = Cluster.load(path)
+    key = 3
+    with cl.transaction(key) as tx:  # events is of group users, keyed by user_id
+        tx.execute("INSERT INTO events VALUES (?, ?, 'p')", (999_999, key))
+    with pytest.raises(ShardKeyError, match="events"):
+        with cl.transaction(key) as tx:
+            tx.execute("INSERT INTO events VALUES (?, ?, 'p')", (999_998, key + 1000))
+    cl.close()
+
+
+def test_a_transaction_cannot_write_another_groups_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from shardhash import JumpRouter
+
+    for s in ("a", "b"):
+        c = sqlite3.connect(tmp_path / f"{s}.db")
+        c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        c.execute("CREATE TABLE logs (lid INTEGER PRIMARY KEY, k INTEGER)")
+        c.close()
+    r = JumpRouter(["a", "b"])
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: f"sqlite:{s}.db" for s in ("a", "b")},
+           "groups": {"users": {"router": r.to_dict(), "tables": [{"name": "users", "key": "id"}]},
+                      "logs": {"router": r.to_dict(), "tables": [{"name": "logs", "key": "k"}]}}}
+    cl = Cluster.from_dict(doc, base_dir=tmp_path)
+    cl.init()
+    with pytest.raises(ShardKeyError, match="table 'logs' of group 'logs'"):
+        with cl.transaction(3, group="users") as tx:
+            tx.execute("INSERT INTO logs VALUES (1, 3)")  # same key, but another group's table
+    with cl.transaction(3, group="logs") as tx:
+        tx.execute("INSERT INTO logs VALUES (1, 3)")
+    cl.close()
+
+
+def test_migration_with_guarded_writers_moves_every_row(root: Path, backend: str) -> None:
+    """The guard applies to client transactions only: a migration copies,
+    catches up and cleans up rows of every key, and clients keep writing."""
+    path = make_cluster(root, ["a", "b"], users=200, extra_shards=["c"], backend=backend)
+    cl = Cluster.load(path)
+    new, _ = plan.add_shards(cl.router(), "c")
+    m = Migration.create(cl, "users", new)
+    for k in range(1, 50):
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET n = n + 1 WHERE id = ?", (k,))
+    assert m.run(chunk=50) == "retained"
+    m.cleanup()
+    cl.refresh()
+    for k in range(1, 201):
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET n = n + 1 WHERE id = ?", (k,))
+        with cl.read(k) as tx:
+            row = tx.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()
+        assert row is not None and row[0] == (2 if k < 50 else 1), k
+    assert sorted(_all_rows(root, ["a", "b", "c"])) == list(range(1, 201))
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(7) as tx:
+            tx.execute("UPDATE users SET id = ? WHERE id = ?", (7_000_001, 7))
+    cl.close()
+
+
+def test_sqlite_guard_is_invisible_to_other_writers(tmp_path: Path) -> None:
+    """Writers that bypass the client (the executor, a maintenance script)
+    are not guarded, and leave nothing behind in the guard table."""
+    path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
+    cl = Cluster.load(path)
+    b = cl.backend("a")
+    with b.writing() as c:
+        c.execute("INSERT INTO users VALUES (?, 'raw', 0)", (10_001,))
+        c.execute("UPDATE users SET id = ? WHERE id = ?", (10_002, 10_001))
+    assert b.conn().execute("SELECT count(*) FROM _shardhash_guard").fetchone()[0] == 0
+    cl.close()
+    shutil.rmtree(tmp_path / "c")
+
+
+def test_a_shard_set_up_before_the_guard_keeps_taking_writes_until_init(tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import sqlite3
+
+    path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
+    for s in ("a", "b"):  # as an older version left it: no guard table, no guard triggers
+        c = sqlite3.connect(tmp_path / "c" / f"{s}.db")
+        for (name,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                 "AND name LIKE '_shardhash_g%'").fetchall():
+            c.execute(f'DROP TRIGGER "{name}"')
+        c.execute("DROP TABLE _shardhash_guard")
+        c.close()
+    cl = Cluster.load(path)
+    with caplog.at_level(logging.WARNING, logger="shardhash.migrate"):
+        with cl.transaction(3) as tx:
+            tx.execute("UPDATE users SET name = 'w' WHERE id = ?", (3,))
+    assert any("run init" in r.getMessage() for r in caplog.records)
+    cl.init()  # installs the guard
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(3) as tx:
+            tx.execute("UPDATE users SET id = ? WHERE id = ?", (9_000_003, 3))
+    cl.close()
+
+
+def test_string_keys_of_any_text_pass_their_own_guard(tmp_path: Path, backend: str) -> None:
+    """The guard compares keys exactly (PostgreSQL: the key as JSON, as the
+    server renders it): a transaction writing its own key's row is never
+    refused, whatever the characters; another key's row is."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from shardhash import JumpRouter
+
+    root = tmp_path / "c"
+    root.mkdir()
+    import json as _json
+
+    from ._harness import shard_url
+
+    urls = {s: shard_url(backend, root, s) for s in ("a", "b")}
+    if backend != "sqlite":
+        import psycopg
+
+        from ._harness import _tag
+
+        with psycopg.connect(backend, autocommit=True) as pg:
+            for s in ("a", "b"):
+                pg.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+    from shardhash.migrate.cluster import open_backend
+
+    for s in ("a", "b"):
+        c = open_backend(urls[s], root).connect()
+        c.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)")
+        c.close()
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": u} for s, u in urls.items()},
+           "groups": {"kv": {"router": JumpRouter(["a", "b"]).to_dict(), "key_type": "str",
+                             "tables": [{"name": "kv", "key": "k"}]}}, "options": {"synchronous": "OFF"}}
+    (root / "cluster.json").write_text(_json.dumps(doc))
+    cl = Cluster.load(root / "cluster.json")
+    cl.init()
+    try:
+        @given(st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12))
+        def check(key: str) -> None:
+            with cl.transaction(key) as tx:
+                tx.execute("INSERT INTO kv VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", (key, "v"))
+            with pytest.raises(ShardKeyError):
+                with cl.transaction(key) as tx:
+                    other = key + "x" * 13  # (longer than any own key: never there yet)
+                    tx.execute("INSERT INTO kv VALUES (?, 'w') ON CONFLICT (k) DO NOTHING", (other,))
+
+        check()
+    finally:
+        cl.close()
+        drop_cluster(root, backend)
