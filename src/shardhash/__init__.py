@@ -8,6 +8,8 @@ the same answer in every process, on every platform and in every release.
 
 from __future__ import annotations
 
+import logging as _logging
+
 __version__ = "0.1.0"
 
 # -- hashing -----------------------------------------------------------------
@@ -76,3 +78,9 @@ from shardhash import hotkeys  # noqa: E402
 from shardhash.hotkeys import HotKeyRouter  # noqa: E402
 
 __all__ += ["hotkeys", "HotKeyRouter"]
+
+# A library's loggers ("shardhash.events", "shardhash.migrate") end in a
+# NullHandler, as the logging HOWTO asks of libraries: a script that
+# configures no logging gets no bare records on stderr from Python's
+# last-resort handler; an application that configures logging sees them all.
+_logging.getLogger("shardhash").addHandler(_logging.NullHandler())
