@@ -134,6 +134,8 @@ def test_references_import_no_compiled_module() -> None:
 
 @pytest.mark.parametrize("tool, folder", [("make_router_vectors", "routers"), ("make_replica_vectors", "replicas")])
 def test_check_mode_fails_on_a_changed_digit(tool: str, folder: str, tmp_path: Path) -> None:
+    if not (ROOT / "tools").is_dir():
+        pytest.skip("the generators are not beside this test tree (a copy of tests/ without tools/)")
     copy = tmp_path / folder
     shutil.copytree(VECTORS / folder, copy)
     cmd = [sys.executable, str(ROOT / "tools" / f"{tool}.py"), "--check", "--out", str(copy)]
