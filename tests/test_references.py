@@ -17,12 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import shardhash
+from shardhash._reference.hasher import ALGORITHMS, ReferenceHasher, encode_key
 from shardhash._reference.jump import jump
 from shardhash._reference.replicas import replica_lists
 from shardhash._reference.routing import ReferenceRouter
@@ -73,6 +75,51 @@ def test_vector_files_are_all_covered() -> None:
     types = {_load(VECTORS / "routers" / n)["document"]["type"] for n in ROUTER_FILES}
     assert types >= {"jump", "modulo", "ring", "rendezvous", "maglev", "bucket", "hash_range", "directory",
                      "memento", "multiprobe", "bounded", "range", "watermark"}
+
+
+# ------------------------------------------------------------ the reference hasher
+
+
+def test_reference_hasher_reproduces_hashes_tsv() -> None:
+    """Every row of hashes.tsv (routing value: 32-bit zero-extended, murmur3_128's h1)."""
+    buf = bytes((((i * 2654435761 + 1013904223) & 0xFFFFFFFF) >> 24) for i in range(2048))
+    lines = [ln for ln in (VECTORS / "hashes.tsv").read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    assert lines[0].split("\t") == ["algorithm", "seed", "length", "expected"]
+    seen = set()
+    for ln in lines[1:]:
+        algorithm, seed, length, expected = ln.split("\t")
+        hz = ReferenceHasher(algorithm, int(seed), {"int_encoding": "le64", "normalization": None,
+                                                    "casefold": False, "strip": False})
+        assert hz.hash_bytes(buf[:int(length)]) == int(expected, 16) & (2**64 - 1), ln
+        seen.add(algorithm)
+    assert seen == set(ALGORITHMS)
+
+
+def _key(doc: Any) -> Any:
+    tag, value = doc
+    if tag == "tuple":
+        return tuple(_key(p) for p in value)
+    readers: dict[str, Any] = {"str": str, "bytes": bytes.fromhex, "int": int, "uuid": uuid.UUID,
+                               "bool": bool, "none": lambda v: None, "float": float}
+    return readers[tag](value)
+
+
+def test_reference_codec_reproduces_codec_tsv() -> None:
+    """Every row of codec.tsv: the bytes and xxh3_64 of a key, or the rejection's type."""
+    lines = [ln for ln in (VECTORS / "codec.tsv").read_text(encoding="utf-8").splitlines() if not ln.startswith("#")]
+    errors = {"!TypeError": TypeError, "!ValueError": ValueError, "!OverflowError": OverflowError}
+    for ln in lines[1:]:
+        int_encoding, form, casefold, strip, key, encoded, xxh3 = ln.split("\t")
+        codec = {"int_encoding": int_encoding, "normalization": None if form == "-" else form,
+                 "casefold": casefold == "1", "strip": strip == "1"}
+        k = _key(json.loads(key))
+        if encoded.startswith("!"):
+            with pytest.raises(errors[encoded]):
+                encode_key(k, codec)
+        else:
+            assert encode_key(k, codec).hex() == ("" if encoded == "-" else encoded), ln
+            assert ReferenceHasher("xxh3_64", 0, codec)(k) == int(xxh3, 16), ln
+    assert len(lines) > 700
 
 
 # ------------------------------------------------------- independent of the compiled code
