@@ -40,6 +40,23 @@ Run from the repository root, for every system or the ones named::
 ``--out`` writes elsewhere (to compare with the frozen files: see
 tests/vectors/README.md).  The files are frozen: regenerate only to add
 cases, and check in the diff.
+
+``--check`` regenerates into a temporary directory whatever this machine can
+make without a network or a database server, and compares it with the frozen
+files (exit 1 on any difference)::
+
+    python tools/make_compat_vectors.py --check [--out DIR] [SYSTEM ...]
+
+It always checks mongo.tsv and ketama_counts.tsv (published values) and
+vitess.tsv (without pycryptodome, all but its DES rows); cassandra.tsv,
+ketama_uhashring.tsv, ketama_libmemcached.tsv, guava.tsv and redis.tsv when
+cassandra-driver, uhashring, libmemcached-dev with a C compiler, javac with
+guava.jar, and redis-server (started here on a private socket) are installed;
+postgres_hash.tsv, postgres_partition.tsv and citus.tsv only when
+SHARDHASH_PG_DSN names a server (their first line, the server's version, is
+not compared).  ketama_twemproxy.tsv is never checked: its point names carry
+the ports of the run that made it.  Each file left out is named with the
+reason.
 """
 
 
@@ -47,6 +64,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
+import importlib.util
 import json
 import math
 import os
@@ -434,20 +453,110 @@ SYSTEMS: dict[str, list[Callable[[], None]]] = {
 }
 
 
-def main() -> None:
+# --------------------------------------------------------------------- --check
+
+def _missing(*modules: str) -> str | None:
+    gone = [m for m in modules if importlib.util.find_spec(m) is None]
+    return f"{', '.join(gone)} not installed" if gone else None
+
+
+def _cannot_make(make: Callable[[], None]) -> str | None:
+    """Why ``make`` cannot run offline on this machine (None: it can)."""
+    if make is postgres:
+        return None if os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql") else \
+            "needs a PostgreSQL server (SHARDHASH_PG_DSN) and psql"
+    if make is guava:
+        if shutil.which("javac") is None or shutil.which("java") is None:
+            return "needs javac and java"
+        tg, _ = _live_tests()
+        return None if any(Path(j).is_file() for j in tg.GUAVA_JARS) else "needs guava.jar"
+    if make is cassandra:
+        return _missing("cassandra")
+    if make is redis:
+        return None if os.environ.get("SHARDHASH_REDIS_SOCKET") or shutil.which("redis-server") else \
+            "needs redis-server"
+    if make is ketama_uhashring:
+        return _missing("uhashring")
+    if make is ketama_twemproxy:
+        return "its point names carry the ports of the run that made it (never the same twice)"
+    if make is vitess:
+        return _missing("xxhash")
+    return None
+
+
+FILES_OF: dict[Callable[[], None], tuple[str, ...]] = {
+    postgres: ("postgres_hash.tsv", "postgres_partition.tsv", "citus.tsv"), guava: ("guava.tsv",),
+    cassandra: ("cassandra.tsv",), redis: ("redis.tsv",), ketama_uhashring: ("ketama_uhashring.tsv",),
+    ketama_counts: ("ketama_counts.tsv",), ketama_libmemcached: ("ketama_libmemcached.tsv",),
+    ketama_twemproxy: ("ketama_twemproxy.tsv",), vitess: ("vitess.tsv",), mongo: ("mongo.tsv",),
+}
+
+
+def _comparable(name: str, text: str) -> list[str]:
+    """The lines of a file that a regeneration on this machine must reproduce."""
+    lines = text.splitlines(True)
+    if name in ("postgres_hash.tsv", "postgres_partition.tsv", "citus.tsv"):
+        lines = lines[1:]  # names the server's version
+    if name == "vitess.tsv" and importlib.util.find_spec("Crypto") is None:
+        lines = [ln for ln in lines if not ln.rstrip("\n").endswith("\tpycryptodome DES")]
+    return lines
+
+
+def check(systems: list[str], frozen: Path) -> int:
+    """Regenerate what can be made here into a temporary directory; compare
+    with the files in ``frozen``."""
+    global OUT
+    bad, checked, skipped = 0, [], []
+    with tempfile.TemporaryDirectory(prefix="shardhash-compat-check-") as tmp:
+        OUT = Path(tmp)
+        for name in systems:
+            for make in SYSTEMS[name]:
+                why = _cannot_make(make)
+                if why is not None:
+                    skipped += [(f, why) for f in FILES_OF[make]]
+                    continue
+                make()
+                for f in FILES_OF[make]:
+                    new = OUT / f
+                    if not new.exists():
+                        skipped.append((f, "its oracle is not available here (see above)"))
+                        continue
+                    old = _comparable(f, (frozen / f).read_text(encoding="utf-8"))
+                    got = _comparable(f, new.read_text(encoding="utf-8"))
+                    checked.append(f)
+                    if old != got:
+                        bad += 1
+                        diff = list(difflib.unified_diff(old, got, str(frozen / f), "regenerated"))
+                        sys.stdout.writelines(diff[:40])
+                        print(f"{frozen / f}: DIFFERS ({len(diff)} diff lines)")
+        OUT = frozen
+    for f, why in skipped:
+        print(f"not checked: {f}: {why}")
+    print(f"compat vectors: {len(checked)} checked ({', '.join(checked)}), {len(skipped)} not checked, "
+          f"{bad} differ")
+    return 1 if bad else 0
+
+
+def main() -> int:
     global OUT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
+    ap.add_argument("--out", type=Path, default=OUT,
+                    help="directory to write to, or with --check to compare with (default: %(default)s)")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate what this machine can make offline and compare with the frozen files")
     ap.add_argument("systems", nargs="*", choices=[[]] + list(SYSTEMS), metavar="SYSTEM",
                     help=f"some of: {', '.join(SYSTEMS)} (default: all)")
     args = ap.parse_args()
+    if args.check:
+        return check(args.systems or list(SYSTEMS), args.out)
     OUT = args.out
     OUT.mkdir(parents=True, exist_ok=True)
     for name in args.systems or list(SYSTEMS):
         for make in SYSTEMS[name]:
             make()
     print(f"wrote vectors to {OUT}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,9 +9,11 @@ which works from the document alone, never from the compiled routers.
 
 Run once when a router type gains replica lists; existing files are frozen
 (the tool refuses to overwrite a file whose content would change unless
---force).
+--force).  ``--check`` regenerates every file in memory and compares it, byte
+for byte, with the frozen one (exit 1 on any difference).
 
     python tools/make_replica_vectors.py [--force] [--out DIR]
+    python tools/make_replica_vectors.py --check [--out DIR]
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the router cases shared with the tests
 
-from shardhash._reference.replicas import router_replicas  # noqa: E402
+from shardhash._reference.replicas import replica_lists  # noqa: E402
 from shardhash._reference.routing import ReferenceRouter  # noqa: E402
 from shardhash.routing import RingRouter, Router  # noqa: E402
 from tests._router_cases import HASH_ROUTERS  # noqa: E402
-from tools.make_router_vectors import sample_hashes, write_frozen  # noqa: E402
+from tools.make_router_vectors import check_frozen, sample_hashes, write_frozen  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "replicas"
 NO_LISTS = ("directory",)
@@ -55,10 +57,10 @@ def replica_vectors(name: str, factory: Callable[[], Router]) -> dict[str, Any]:
     ns = sorted({1, 2, min(3, len(shards)), len(shards)} & set(range(1, len(shards) + 1)))
     cases: list[dict[str, Any]] = []
     for n in ns:
-        cases.append({"n": n, "zones": None, "lists": [router_replicas(doc, h, n) for h in hashes]})
+        cases.append({"n": n, "zones": None, "lists": replica_lists(doc, hashes, n)})
     zones = _zones(shards)
     for n in sorted({min(3, len(shards)), len(shards)}):
-        cases.append({"n": n, "zones": zones, "lists": [router_replicas(doc, h, n, zones) for h in hashes]})
+        cases.append({"n": n, "zones": zones, "lists": replica_lists(doc, hashes, n, zones)})
     return {"name": name, "document": doc, "hashes": hashes, "cases": cases,
             "source": "shardhash._reference.replicas (docs/routers.md 2.17)"}
 
@@ -71,22 +73,30 @@ def zoned_document_vectors() -> dict[str, Any]:
     # the document's own zones apply when a case gives none
     hashes = vec["hashes"] + [35]
     vec["hashes"] = hashes
-    vec["cases"] = [{"n": n, "zones": None, "lists": [router_replicas(vec["document"], h, n) for h in hashes]}
+    vec["cases"] = [{"n": n, "zones": None, "lists": replica_lists(vec["document"], hashes, n)}
                     for n in (1, 2, 3, 4)]
     return vec
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--force", action="store_true")
-    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
-    args = ap.parse_args()
-    out_dir: Path = args.out
-    out_dir.mkdir(parents=True, exist_ok=True)
+def all_files() -> dict[str, Any]:
     files = {f"{name}.json": replica_vectors(name, f) for name, f in HASH_ROUTERS.items() if name not in NO_LISTS}
     files["ring_zoned_document.json"] = zoned_document_vectors()
-    write_frozen(out_dir, files, force=args.force)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the files in --out")
+    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
+    args = ap.parse_args(argv)
+    out_dir: Path = args.out
+    if args.check:
+        return 1 if check_frozen(out_dir, all_files()) else 0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_frozen(out_dir, all_files(), force=args.force)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

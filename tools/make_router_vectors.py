@@ -15,13 +15,18 @@ routers:
 
 Run once when a router type is added; existing files are frozen (the tool
 refuses to overwrite a file whose content would change unless --force).
+``--check`` regenerates every file in memory and compares it, byte for byte,
+with the frozen one (exit 1 on any difference, a missing file or a frozen
+file the tool does not make).
 
     python tools/make_router_vectors.py [--force] [--out DIR]
+    python tools/make_router_vectors.py --check [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from collections.abc import Callable
@@ -99,12 +104,43 @@ def router_vectors(name: str, factory: Callable[[], Router], keyed: bool) -> dic
     return vec
 
 
+def render(data: Any) -> str:
+    """A vector file's text: indented JSON with sorted keys."""
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def check_frozen(out_dir: Path, files: dict[str, Any], *, ignore: tuple[str, ...] = ("README.md",)) -> int:
+    """Compare each regenerated ``{file name: data}`` with the file in ``out_dir``;
+    print what differs; return the number of files that differ, are missing,
+    or are in ``out_dir`` without being regenerated (``ignore`` aside)."""
+    bad = 0
+    for fname, data in sorted(files.items()):
+        path = out_dir / fname
+        text = render(data)
+        if not path.exists():
+            print(f"{path}: missing")
+            bad += 1
+            continue
+        frozen = path.read_text(encoding="utf-8")
+        if frozen != text:
+            bad += 1
+            diff = list(difflib.unified_diff(frozen.splitlines(True), text.splitlines(True), str(path), "regenerated"))
+            sys.stdout.writelines(diff[:40])
+            print(f"{path}: DIFFERS ({len(diff)} diff lines)")
+    for path in sorted(out_dir.iterdir()):
+        if path.name not in files and path.name not in ignore:
+            print(f"{path}: not made by this tool, so not checked")
+            bad += 1
+    print(f"{out_dir}: {len(files)} files regenerated, {bad} problem(s)")
+    return bad
+
+
 def write_frozen(out_dir: Path, files: dict[str, Any], *, force: bool) -> None:
     """Write each ``{file name: data}`` as indented JSON; a file that exists
     with other content is frozen: left alone (and said) unless ``force``."""
     for fname, data in files.items():
         path = out_dir / fname
-        text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        text = render(data)
         if path.exists() and path.read_text(encoding="utf-8") != text and not force:
             print(f"{fname}: differs from the frozen file; not overwritten (use --force)")
             continue
@@ -112,20 +148,28 @@ def write_frozen(out_dir: Path, files: dict[str, Any], *, force: bool) -> None:
         print(f"wrote {path}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--force", action="store_true")
-    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
-    args = ap.parse_args()
-    out_dir: Path = args.out
-    out_dir.mkdir(parents=True, exist_ok=True)
+def all_files() -> dict[str, Any]:
     files = {"jump_hash.json": jump_vectors()}
     for name, f in HASH_ROUTERS.items():
         files[f"{name}.json"] = router_vectors(name, FROZEN_WITH.get(name, f), False)
     for name, f in KEY_ROUTERS.items():
         files[f"{name}.json"] = router_vectors(name, f, True)
-    write_frozen(out_dir, files, force=args.force)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the files in --out")
+    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
+    args = ap.parse_args(argv)
+    out_dir: Path = args.out
+    if args.check:
+        return 1 if check_frozen(out_dir, all_files()) else 0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_frozen(out_dir, all_files(), force=args.force)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,8 +14,8 @@ from typing import Any
 from shardhash._reference.bounded import successor
 from shardhash._reference.memento import GOLDEN, MASK, mix64
 
-__all__ = ["rehash_preference", "rendezvous_preference", "ring_preference", "router_preference",
-           "router_replicas", "select", "zone_numbers"]
+__all__ = ["preference_of", "rehash_preference", "rendezvous_preference", "replica_lists", "ring_preference",
+           "router_preference", "router_replicas", "select", "zone_numbers"]
 
 REPLICA_SALT = 0x7265706C69636131  # "replica1"
 ATTEMPTS = 8
@@ -90,37 +90,49 @@ def zone_numbers(shards: Sequence[str], zones: dict[str, str]) -> tuple[list[int
     return out, len(num)
 
 
-def router_preference(doc: dict[str, Any], h: int) -> list[int]:
-    """P(h) of a router document (docs/routers.md 2.17), from the document alone."""
+def preference_of(doc: dict[str, Any]) -> Callable[[int], list[int]]:
+    """``P``: hash -> preference order of a router document (docs/routers.md
+    2.17), from the document alone; the document is read once."""
     from shardhash._reference.routing import ReferenceRouter
 
     ref = ReferenceRouter(doc)
     n = len(ref.shards)
     t = ref.type
     if t in ("ring", "bounded"):
-        return ring_preference(ref.tokens, ref.owners, h)
+        return lambda h: ring_preference(ref.tokens, ref.owners, h)
     if t == "multiprobe":
         from shardhash._reference.multiprobe import preference
 
-        return preference(ref.tokens, ref.owners, h, ref.probes)
+        return lambda h: preference(ref.tokens, ref.owners, h, ref.probes)
     if t == "hash_range":
         tokens = [s - 1 for s in ref.splits] + [MASK]
-        return ring_preference(tokens, ref.range_owners, h)
+        return lambda h: ring_preference(tokens, ref.range_owners, h)
     if t == "rendezvous":
-        return rendezvous_preference(ref.seeds, ref.weights, h)
+        return lambda h: rendezvous_preference(ref.seeds, ref.weights, h)
     if t in ("jump", "modulo", "bucket", "maglev", "memento"):
-        return rehash_preference(ref.route_hash, n, h)
+        return lambda h: rehash_preference(ref.route_hash, n, h)
     raise TypeError(f"{t} routers have no replica lists")
+
+
+def router_preference(doc: dict[str, Any], h: int) -> list[int]:
+    """P(h) of a router document (docs/routers.md 2.17), from the document alone."""
+    return preference_of(doc)(h)
+
+
+def replica_lists(doc: dict[str, Any], hashes: Iterable[int], r: int,
+                  zones: dict[str, str] | None = None) -> list[list[int]]:
+    """:func:`router_replicas` of each hash, reading the document once."""
+    if zones is None:
+        zones = doc.get("zones")
+    pref = preference_of(doc)
+    if zones is None:
+        return [select(pref(h), r) for h in hashes]
+    znum, nz = zone_numbers(doc["shards"], zones)
+    return [select(pref(h), r, znum, nz) for h in hashes]
 
 
 def router_replicas(doc: dict[str, Any], h: int, r: int,
                     zones: dict[str, str] | None = None) -> list[int]:
     """The replica list of hash ``h`` under a router document: its own
     ``zones`` field unless ``zones`` is given."""
-    if zones is None:
-        zones = doc.get("zones")
-    pref = router_preference(doc, h)
-    if zones is None:
-        return select(pref, r)
-    znum, nz = zone_numbers(doc["shards"], zones)
-    return select(pref, r, znum, nz)
+    return replica_lists(doc, [h], r, zones)[0]

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from typing import Any
-
-from shardhash import Hasher
 
 
 def ring_route(tokens: list[int], owners: list[int], h: int) -> int:
@@ -17,7 +16,9 @@ def ring_route(tokens: list[int], owners: list[int], h: int) -> int:
     return owners[i if i < len(tokens) else 0]
 
 
-def ring_tokens(doc: dict[str, Any], hasher: Hasher) -> tuple[list[int], list[int]]:
+def ring_tokens(doc: dict[str, Any], hasher: Callable[[Any], int]) -> tuple[list[int], list[int]]:
+    """(sorted tokens, owner index of each): the explicit ``tokens``, or
+    ``hasher(f"{shard}:{i}")`` for i below the shard's token count."""
     shards = doc["shards"]
     p = doc["params"]
     entries = []
@@ -28,7 +29,7 @@ def ring_tokens(doc: dict[str, Any], hasher: Hasher) -> tuple[list[int], list[in
         weights = p.get("weights") or {}
         for s in shards:
             count = max(1, math.floor(p["vnodes"] * weights.get(s, 1.0) + 0.5))
-            entries += [(int(hasher(f"{s}:{i}")), s, i) for i in range(count)]
+            entries += [(hasher(f"{s}:{i}"), s, i) for i in range(count)]
     entries.sort()
     tokens: list[int] = []
     owners: list[int] = []

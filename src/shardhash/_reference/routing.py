@@ -1,9 +1,10 @@
 """Pure-Python reference implementations of every placement algorithm.
 
 Test oracles only: slow, obviously correct, written from docs/routers.md and
-working from a router's *document* alone (plus the hasher, for identity
-strings), so that they check the compiled routers and the documentation at
-the same time.  The library never imports this module.
+working from a router's *document* alone (its hashing spec through
+:class:`shardhash._reference.hasher.ReferenceHasher`, which imports none of
+shardhash's compiled modules), so that they check the compiled routers and
+the documentation at the same time.  The library never imports this module.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from shardhash import Hasher
+from shardhash._reference.hasher import ReferenceHasher
 from shardhash._reference.jump import jump
 from shardhash._reference.maglev import maglev_table
 from shardhash._reference.memento import Memento
@@ -28,7 +29,7 @@ class ReferenceRouter:
         self.doc = doc
         self.type = doc["type"]
         self.shards = list(doc["shards"])
-        self.hasher = Hasher.from_dict(doc["hasher"])
+        self.hasher = ReferenceHasher.from_dict(doc["hasher"])
         self.prefix = doc.get("key_prefix")
         p = doc["params"]
         n = len(self.shards)
@@ -40,12 +41,12 @@ class ReferenceRouter:
                 self.memento.replacer[b] = p["buckets"] - len(self.memento.replacer) - 1
             self.bucket_shard = {b: i for i, b in enumerate(self.memento.working())}
         elif self.type == "multiprobe":
-            toks = sorted((mix64(int(self.hasher(s))), i) for i, s in enumerate(self.shards))
+            toks = sorted((mix64(self.hasher(s)), i) for i, s in enumerate(self.shards))
             self.tokens = [t for t, _ in toks]
             self.owners = [i for _, i in toks]
             self.probes = p["probes"]
         elif self.type == "rendezvous":
-            self.seeds = [mix64(int(self.hasher(s))) for s in self.shards]
+            self.seeds = [mix64(self.hasher(s)) for s in self.shards]
             w = p.get("weights") or {}
             full = [float(w.get(s, 1.0)) for s in self.shards]
             self.weights = full if len(set(full)) > 1 else None
@@ -53,7 +54,7 @@ class ReferenceRouter:
             w = p.get("weights") or {}
             full = [float(w.get(s, 1.0)) for s in self.shards]
             rel = [x / max(full) for x in full] if len(set(full)) > 1 else None
-            self.table = maglev_table([int(self.hasher(s)) for s in self.shards], rel, p["table_size"])
+            self.table = maglev_table([self.hasher(s) for s in self.shards], rel, p["table_size"])
         elif self.type == "bucket":
             self.table = list(p["placement"])
         elif self.type == "modulo":
@@ -63,7 +64,7 @@ class ReferenceRouter:
             self.range_owners = [self.shards.index(s) for s in p["owners"]]
         elif self.type == "directory":
             self.base = ReferenceRouter(p["base"])
-            self.over = {int(self.hasher(k)): self.shards.index(s) for k, s in p["overrides"]}
+            self.over = {self.hasher(k): self.shards.index(s) for k, s in p["overrides"]}
         elif self.type == "watermark":
             self.old = ReferenceRouter(p["old"])
             self.new = ReferenceRouter(p["new"])
@@ -98,4 +99,4 @@ class ReferenceRouter:
             if key >= self.wm:
                 return self.shards.index(self.new.shards[self.new.route_key(key)])
             return self.old.route_key(key)
-        return self.route_hash(int(self.hasher(key)))
+        return self.route_hash(self.hasher(key))

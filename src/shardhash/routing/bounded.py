@@ -151,7 +151,8 @@ class BoundedLoadRouter(RingRouter):
         if params.get("tokens") is not None:
             return cls(shards, balance_factor=f, tokens=params["tokens"], collisions=collisions, hasher=hasher,
                        version=version, key_prefix=key_prefix)
-        return cls(shards, balance_factor=f, vnodes=params["vnodes"], weights=params.get("weights"),
+        return cls(shards, balance_factor=f, vnodes=_check_int(params["vnodes"], "bounded params: vnodes"),
+                   weights=params.get("weights"),
                    collisions=collisions, hasher=hasher, version=version, key_prefix=key_prefix)
 
     # -- planning hooks ----------------------------------------------------------

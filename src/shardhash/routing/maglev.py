@@ -183,7 +183,8 @@ class MaglevRouter(Router):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        return cls(shards, table_size=params["table_size"], weights=params.get("weights"),
+        return cls(shards, table_size=_check_int(params["table_size"], "maglev params: table_size"),
+                   weights=params.get("weights"),
                    hasher=hasher, version=version, key_prefix=key_prefix)
 
     # -- `shardhash topology new` --------------------------------------------------

@@ -259,7 +259,7 @@ class RingRouter(Router):
         if params.get("tokens") is not None:
             return cls(shards, tokens=params["tokens"], collisions=collisions, hasher=hasher,
                        version=version, key_prefix=key_prefix)
-        return cls(shards, vnodes=params["vnodes"], weights=params.get("weights"),
+        return cls(shards, vnodes=_check_int(params["vnodes"], "ring params: vnodes"), weights=params.get("weights"),
                    collisions=collisions, hasher=hasher, version=version, key_prefix=key_prefix)
 
     # -- `shardhash topology new` --------------------------------------------------
