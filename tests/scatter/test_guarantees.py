@@ -353,3 +353,60 @@ def test_each_shard_gets_its_own_placeholder_style_on_every_page(tmp_path: Path)
         scatter_gather("SELECT id FROM t", shards, order_by=["id"], unique="id", placeholder={"g0": "?"})
     with pytest.raises(ValueError, match="expected '\\?'"):
         scatter_gather("SELECT id FROM t", shards, order_by=["id"], unique="id", placeholder="$1")
+
+
+def test_a_cursor_with_a_failed_shards_position_needs_that_shard(tmp_path: Path) -> None:
+    shards = _fleet(tmp_path, [[(i, 0) for i in range(0, 20, 2)], [(i, 0) for i in range(1, 20, 2)]])
+    page = scatter_gather("SELECT id, grp FROM t", {**shards, "g1": _down}, order_by=["id"], unique="id", limit=3,
+                          on_partial="partial")
+    assert list(page.failed) == ["g1"]
+    with pytest.raises(ValueError, match=r"not yet read from shard\(s\) \['g1'\].*does not name"):
+        scatter_gather("SELECT id, grp FROM t", {"g0": shards["g0"]}, order_by=["id"], unique="id", limit=3,
+                       cursor=page.cursor)
+    # under another epoch (who owns which rows changed) it is refused too
+    with pytest.raises(ValueError, match="ownership of rows changed"):
+        scatter_gather("SELECT id, grp FROM t", shards, order_by=["id"], unique="id", limit=3,
+                       cursor=page.cursor, epoch="v2")
+    # a cursor without lagging shards pages on over any set of shards
+    full = scatter_gather("SELECT id, grp FROM t", shards, order_by=["id"], unique="id", limit=3)
+    rest = scatter_gather("SELECT id, grp FROM t", {"g0": shards["g0"]}, order_by=["id"], unique="id",
+                          cursor=full.cursor, epoch="v2")
+    assert [r[0] for r in rest.rows] == list(range(4, 20, 2))
+
+
+class _Reversed:
+    """A sqlite3 connection whose results come back in reverse order."""
+
+    def __init__(self, path: str) -> None:
+        self.c = sqlite3.connect(path)
+
+    def cursor(self) -> Any:
+        outer = self
+
+        class Cur:
+            description: Any = None
+
+            def execute(self, sql: str, params: Any = ()) -> None:
+                self.cur = outer.c.execute(sql, params)
+                self.description = self.cur.description
+
+            def fetchall(self) -> list[Any]:
+                return self.cur.fetchall()[::-1]
+
+            def close(self) -> None:
+                pass
+
+        return Cur()
+
+    def rollback(self) -> None:
+        self.c.rollback()
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def test_a_shard_that_sorts_otherwise_is_refused(tmp_path: Path) -> None:
+    shards = _fleet(tmp_path, [[(i, 0) for i in range(0, 20, 2)], [(i, 0) for i in range(1, 20, 2)]])
+    shards["g1"] = functools.partial(_Reversed, str(tmp_path / "g1.db"))
+    with pytest.raises(ValueError, match="shard 'g1' returned rows out of the merge's order"):
+        scatter_gather("SELECT id, grp FROM t", shards, order_by=["id"], unique="id", limit=5)
