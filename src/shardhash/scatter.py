@@ -218,8 +218,9 @@ def _sql_key(v: Any) -> tuple[Any, ...]:
     """A sort key that orders values as SQLite does across storage classes:
     NULL < INTEGER/REAL (numerically) < TEXT (code points: BINARY collation
     of UTF-8) < BLOB (bytes).  Other types (e.g. PostgreSQL dates) come
-    after, compared among themselves; a float NaN sorts after every number
-    (as PostgreSQL orders it)."""
+    after, compared among themselves as Python compares them (types it
+    cannot compare are a ValueError in the merge); a float NaN sorts after
+    every number (as PostgreSQL orders it)."""
     if v is None:
         return (0,)
     if isinstance(v, (int, float, Decimal)):
@@ -230,7 +231,7 @@ def _sql_key(v: Any) -> tuple[Any, ...]:
         return (2, v)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return (3, bytes(v))
-    return (4, type(v).__name__, v)
+    return (4, v)
 
 
 class _Desc:
@@ -681,6 +682,53 @@ def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: An
     return _Plan(sh, order, limit, qid, state, start, jobs)
 
 
+def _walk(plan: _Plan, streams: list[list[tuple[tuple[Any, ...], int, tuple[Any, ...]]]],
+          bound: tuple[Any, ...] | None, columns: list[str], values: Callable[[tuple[Any, ...]], list[Any]],
+          less: Callable[[tuple[Any, ...], tuple[Any, ...]], bool], ocols: list[str],
+          keep: RowFilter | None) -> tuple[list[tuple[Any, ...]], list[int], list[Any] | None]:
+    """Merge the shards' sorted rows: the page's rows, how many rows of each
+    stream were consumed, and the ordering values of the last one (None)."""
+    consumed = [0] * len(streams)
+    out: list[tuple[Any, ...]] = []
+    reached: list[Any] | None = None
+    it = heapq.merge(*streams, key=lambda t: t[0])
+
+    def pull() -> tuple[tuple[Any, ...], int, tuple[Any, ...]] | None:
+        try:
+            return next(it, None)
+        except TypeError as e:  # values of types Python cannot order (e.g. a date and a time)
+            raise ValueError(f"ordering columns {ocols!r}: values of types that cannot be compared "
+                             f"({e})") from None
+
+    nxt = pull()
+    # The merge goes by groups of rows with equal ordering keys (copies of a
+    # row on several shards during a migration): a group is consumed whole
+    # or not at all, so no page boundary falls between two rows of one key,
+    # and a group that keeps two rows is a duplicate tie-breaker wherever it
+    # falls, also just past the end of a page.
+    while nxt is not None:
+        k = nxt[0]
+        if bound is not None and less(bound, k):
+            break
+        group = [nxt]
+        nxt = pull()
+        while nxt is not None and nxt[0] == k:
+            group.append(nxt)
+            nxt = pull()
+        kept = [(si, r) for _k, si, r in group if keep is None or keep(plan.shards[si][0], columns, r)]
+        if len(kept) > 1:
+            raise ValueError(f"the tie-breaker {ocols!r} is not unique: shards "
+                             f"{[plan.shards[si][0] for si, _ in kept]!r} hold rows with the same ordering "
+                             f"key {tuple(values(kept[0][1]))!r}")
+        if kept and plan.limit is not None and len(out) >= plan.limit:
+            break
+        for _k, si, _r in group:
+            consumed[si] += 1
+        out += [r for _si, r in kept]
+        reached = values(group[0][2])
+    return out, consumed, reached
+
+
 def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, kind: str,
            keep: RowFilter | None = None) -> ScatterResult:
     lat = _report(kind, plan.jobs, ok, failed, on_partial)
@@ -753,36 +801,7 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
     # with `keep` filtering rows out, it is what keeps the order exact.)
     bounds = [s[-1][0] for si, s in enumerate(streams) if s and more[si]]
     bound = min(bounds) if bounds else None
-    consumed = [0] * len(streams)
-    out: list[tuple[Any, ...]] = []
-    reached: list[Any] | None = None
-    it = heapq.merge(*streams, key=lambda t: t[0])
-    nxt = next(it, None)
-    # The merge goes by groups of rows with equal ordering keys (copies of a
-    # row on several shards during a migration): a group is consumed whole
-    # or not at all, so no page boundary falls between two rows of one key,
-    # and a group that keeps two rows is a duplicate tie-breaker wherever it
-    # falls, also just past the end of a page.
-    while nxt is not None:
-        k = nxt[0]
-        if bound is not None and less(bound, k):
-            break
-        group = [nxt]
-        nxt = next(it, None)
-        while nxt is not None and nxt[0] == k:
-            group.append(nxt)
-            nxt = next(it, None)
-        kept = [(si, r) for _k, si, r in group if keep is None or keep(plan.shards[si][0], columns, r)]
-        if len(kept) > 1:
-            raise ValueError(f"the tie-breaker {ocols!r} is not unique: shards "
-                             f"{[plan.shards[si][0] for si, _ in kept]!r} hold rows with the same ordering "
-                             f"key {tuple(values(kept[0][1]))!r}")
-        if kept and plan.limit is not None and len(out) >= plan.limit:
-            break
-        for _k, si, _r in group:
-            consumed[si] += 1
-        out += [r for _si, r in kept]
-        reached = values(group[0][2])
+    out, consumed, reached = _walk(plan, streams, bound, columns, values, less, ocols, keep)
     # Positions.  Every row up to `reached` of each shard that answered was
     # fetched and consumed (the merge is in order, and bounded by the last
     # fetched row of every shard with more), so the global position moves

@@ -410,3 +410,42 @@ def test_a_shard_that_sorts_otherwise_is_refused(tmp_path: Path) -> None:
     shards["g1"] = functools.partial(_Reversed, str(tmp_path / "g1.db"))
     with pytest.raises(ValueError, match="shard 'g1' returned rows out of the merge's order"):
         scatter_gather("SELECT id, grp FROM t", shards, order_by=["id"], unique="id", limit=5)
+
+
+class _Fixed:
+    """A connection whose every query returns the given rows (columns id, v)."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = rows
+
+    def cursor(self) -> Any:
+        rows = self.rows
+
+        class Cur:
+            description = [("id",), ("v",)]
+
+            def execute(self, sql: str, params: Any = ()) -> None:
+                pass
+
+            def fetchall(self) -> list[Row]:
+                return rows
+
+            def close(self) -> None:
+                pass
+
+        return Cur()
+
+    def rollback(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_values_python_cannot_order_are_a_value_error() -> None:
+    import datetime
+
+    shards = {"a": functools.partial(_Fixed, [(1, datetime.date(2024, 1, 1))]),
+              "b": functools.partial(_Fixed, [(2, datetime.time(1, 2))])}
+    with pytest.raises(ValueError, match="cannot be compared"):
+        scatter_gather("SELECT id, v FROM t", shards, order_by=["v", "id"], unique="id")
