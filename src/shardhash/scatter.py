@@ -43,6 +43,7 @@ import base64
 import concurrent.futures as cf
 import hashlib
 import heapq
+import itertools
 import json
 import re
 import threading
@@ -682,6 +683,10 @@ def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: An
     return _Plan(sh, order, limit, qid, state, start, jobs)
 
 
+def _first(t: tuple[Any, ...]) -> Any:
+    return t[0]
+
+
 def _walk(plan: _Plan, streams: list[list[tuple[tuple[Any, ...], int, tuple[Any, ...]]]],
           bound: tuple[Any, ...] | None, columns: list[str], values: Callable[[tuple[Any, ...]], list[Any]],
           less: Callable[[tuple[Any, ...], tuple[Any, ...]], bool], ocols: list[str],
@@ -690,42 +695,41 @@ def _walk(plan: _Plan, streams: list[list[tuple[tuple[Any, ...], int, tuple[Any,
     stream were consumed, and the ordering values of the last one (None)."""
     consumed = [0] * len(streams)
     out: list[tuple[Any, ...]] = []
-    reached: list[Any] | None = None
-    it = heapq.merge(*streams, key=lambda t: t[0])
-
-    def pull() -> tuple[tuple[Any, ...], int, tuple[Any, ...]] | None:
-        try:
-            return next(it, None)
-        except TypeError as e:  # values of types Python cannot order (e.g. a date and a time)
-            raise ValueError(f"ordering columns {ocols!r}: values of types that cannot be compared "
-                             f"({e})") from None
-
-    nxt = pull()
+    last: tuple[Any, ...] | None = None
+    limit = plan.limit
     # The merge goes by groups of rows with equal ordering keys (copies of a
     # row on several shards during a migration): a group is consumed whole
     # or not at all, so no page boundary falls between two rows of one key,
     # and a group that keeps two rows is a duplicate tie-breaker wherever it
     # falls, also just past the end of a page.
-    while nxt is not None:
-        k = nxt[0]
-        if bound is not None and less(bound, k):
-            break
-        group = [nxt]
-        nxt = pull()
-        while nxt is not None and nxt[0] == k:
-            group.append(nxt)
-            nxt = pull()
-        kept = [(si, r) for _k, si, r in group if keep is None or keep(plan.shards[si][0], columns, r)]
-        if len(kept) > 1:
-            raise ValueError(f"the tie-breaker {ocols!r} is not unique: shards "
-                             f"{[plan.shards[si][0] for si, _ in kept]!r} hold rows with the same ordering "
-                             f"key {tuple(values(kept[0][1]))!r}")
-        if kept and plan.limit is not None and len(out) >= plan.limit:
-            break
-        for _k, si, _r in group:
-            consumed[si] += 1
-        out += [r for _si, r in kept]
-        reached = values(group[0][2])
+    filtering = False
+    try:
+        for k, grp in itertools.groupby(heapq.merge(*streams, key=_first), key=_first):
+            if bound is not None and bound < k:
+                break
+            group = list(grp)
+            if keep is None:
+                kept = [(si, r) for _k, si, r in group]
+            else:
+                filtering = True
+                kept = [(si, r) for _k, si, r in group if keep(plan.shards[si][0], columns, r)]
+                filtering = False
+            if len(kept) > 1:
+                raise ValueError(f"the tie-breaker {ocols!r} is not unique: shards "
+                                 f"{[plan.shards[si][0] for si, _ in kept]!r} hold rows with the same "
+                                 f"ordering key {tuple(values(kept[0][1]))!r}")
+            if kept and limit is not None and len(out) >= limit:
+                break
+            for _k, si, _r in group:
+                consumed[si] += 1
+            if kept:
+                out.append(kept[0][1])
+            last = group[0][2]
+    except TypeError as e:
+        if filtering:  # the row_filter's own error
+            raise
+        raise ValueError(f"ordering columns {ocols!r}: values of types that cannot be compared ({e})") from None
+    reached = None if last is None else values(last)
     return out, consumed, reached
 
 
@@ -753,8 +757,29 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
     def values(row: tuple[Any, ...]) -> list[Any]:
         return [row[i] for i in idx]
 
+    st = plan.state
+    answered = [(si, n, ok[n][1]) for si, (n, _) in enumerate(plan.shards) if n in ok]
+    for _si, n, rows in answered:
+        for col, i in zip(ocols, idx):
+            bad = next((r for r in rows if r[i] is None), None)
+            if bad is not None:
+                raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {bad!r}; "
+                                 f"keyset pagination needs NOT NULL ordering columns")
+    # A column whose values (and positions) are all numbers, all text or all
+    # bytes orders as Python orders them; only a column that mixes storage
+    # classes (or holds a NaN) needs SQLite's cross-type key.
+    positions = [p for p in [st.g, *st.lag.values()] if p is not None]
+    plain: list[bool] = []
+    for j, i in enumerate(idx):
+        types = {type(r[i]) for _si, _n, rows in answered for r in rows} | {type(p[j]) for p in positions}
+        nums = types <= {int, float, bool}
+        nan = float in types and any(isinstance(v, float) and v != v for v in
+                                     [*(r[i] for _si, _n, rows in answered for r in rows), *(p[j] for p in positions)])
+        plain.append((nums and not nan) or types == {str} or types == {bytes})
+
     def key(vals: Sequence[Any]) -> tuple[Any, ...]:
-        return _order_key(descs, vals)
+        return tuple((v if pl else _sql_key(v)) if not d else _Desc(v if pl else _sql_key(v))
+                     for v, d, pl in zip(vals, descs, plain))
 
     def less(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
         try:
@@ -763,38 +788,31 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
             raise ValueError(f"ordering columns {ocols!r}: values of types that cannot be compared "
                              f"with each other ({a!r}, {b!r})") from None
 
-    streams: list[list[tuple[tuple[Any, ...], int, tuple[Any, ...]]]] = []
+    streams: list[list[tuple[tuple[Any, ...], int, tuple[Any, ...]]]] = [[] for _ in plan.shards]
     more: dict[int, bool] = {}
-    for si, (n, _) in enumerate(plan.shards):
-        if n not in ok:
-            streams.append([])
-            continue
-        rows = ok[n][1]
-        keyed = []
-        prev: tuple[Any, ...] | None = None
-        for r in rows:
-            vals = values(r)
-            for col, v in zip(ocols, vals):
-                if v is None:
-                    raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {r!r}; "
-                                     f"keyset pagination needs NOT NULL ordering columns")
-            k = key(vals)
-            # Each shard's rows must come strictly increasing in the merge's
-            # order: an equal key is a duplicate tie-breaker (keyset paging
-            # would skip the second copy), a smaller one a shard that sorts
-            # differently (e.g. a PostgreSQL text collation other than "C").
-            if prev is not None and not less(prev, k):
-                if prev == k:
-                    raise ValueError(f"the tie-breaker {ocols!r} is not unique: shard {n!r} holds two rows "
-                                     f"with the ordering key {tuple(vals)!r}")
-                raise ValueError(f"shard {n!r} returned rows out of the merge's order at {tuple(vals)!r} "
-                                 f"(text must sort by code point: COLLATE \"C\" on PostgreSQL)")
-            prev = k
-            keyed.append((k, si, r))
+    for si, n, rows in answered:
+        keyed = [(key([r[i] for i in idx]), si, r) for r in rows]
+        # Each shard's rows must come strictly increasing in the merge's
+        # order: an equal key is a duplicate tie-breaker (keyset paging
+        # would skip the second copy), a smaller one a shard that sorts
+        # differently (e.g. a PostgreSQL text collation other than "C").
+        try:
+            increasing = all(x[0] < y[0] for x, y in zip(keyed, keyed[1:]))
+        except TypeError:
+            increasing = False
+        if not increasing:
+            for x, y in zip(keyed, keyed[1:]):
+                if not less(x[0], y[0]):
+                    vals = tuple(values(y[2]))
+                    if x[0] == y[0]:
+                        raise ValueError(f"the tie-breaker {ocols!r} is not unique: shard {n!r} holds two "
+                                         f"rows with the ordering key {vals!r}")
+                    raise ValueError(f"shard {n!r} returned rows out of the merge's order at {vals!r} "
+                                     f"(text must sort by code point: COLLATE \"C\" on PostgreSQL)")
         more[si] = plan.limit is not None and len(keyed) > plan.limit
         if more[si]:
             keyed = keyed[: plan.limit]  # the over-fetched row was checked above
-        streams.append(keyed)
+        streams[si] = keyed
     # No row may be emitted past the last fetched row of a shard that has
     # more: that shard's next rows could sort before it.  (With every row
     # kept, `limit` rows per shard make this bound unreachable within a page;
