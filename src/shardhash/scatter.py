@@ -663,23 +663,28 @@ def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: An
              else _CursorState(None, {}, epoch))
     state.epoch = epoch
     cols = ", ".join(f"{_qi(c, 'order_by')} {'DESC' if d else 'ASC'}" for c, d in order)
-    base = f"SELECT * FROM ({query}) AS _sg_q"
     jobs: list[Job] = []
     start: dict[str, Pos | None] = {}
     for name, fac in sh:
         b = _Binder(styles[name], prm)
-        sql = base
+        tail = ""
         pos = state.lag[name] if name in state.lag else state.g
         start[name] = pos
         if pos is not None:
-            sql += " WHERE " + _keyset_sql(order, pos, b)
-        sql += " ORDER BY " + cols
+            tail += " WHERE " + _keyset_sql(order, pos, b)
+        tail += " ORDER BY " + cols
         if limit is not None:
             # Over-fetch: the global first `limit` rows can all come from one
             # shard, so each shard is asked for `limit`, plus one row that
             # tells whether the shard has more after this page.
-            sql += " LIMIT " + b.add(limit + 1)
-        jobs.append((name, fac, sql, b.values))
+            tail += " LIMIT " + b.add(limit + 1)
+        q = query
+        if styles[name] == "%s" and not prm and b.values:
+            # A query without params is literal text (psycopg does not parse
+            # it); with scatter's own params it is parsed: a literal % must be
+            # written %% then, on every page alike.
+            q = query.replace("%", "%%")
+        jobs.append((name, fac, "SELECT * FROM (" + q + ") AS _sg_q" + tail, b.values))
     return _Plan(sh, order, limit, qid, state, start, jobs)
 
 
