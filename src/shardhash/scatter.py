@@ -834,7 +834,6 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
     # that failed keeps its own position, as does one catching up whose
     # position is still behind `reached`: each resumes from where it was,
     # the others are not moved back.
-    st = plan.state
     g = st.g
     if reached is not None and (g is None or less(key(g), key(reached))):
         g = reached
