@@ -99,21 +99,24 @@ class ClusterExtras:
     # -- scatter-gather ----------------------------------------------------------------
 
     def _scatter_args(self, group: str | None, key_column: str | None,
-                      router: Any = None) -> tuple[dict[str, Any], Any, str, str]:
+                      router: Any = None) -> tuple[dict[str, Any], Any, str, dict[str, str]]:
+        """The group's shards as connection factories, its router, the shard-key
+        column, and each shard's placeholder style (``?`` SQLite, ``%s`` psycopg)."""
         g = self.group(group)
         r = self.router(g.name) if router is None else router
         shards: dict[str, Any] = {}
-        placeholder = "?"
+        styles: dict[str, str] = {}
         for s in r.shards:
             b = self.backend(s)
             if getattr(b, "kind", "") == "postgresql":
                 # the raw psycopg connection (the backend's adapter has no cursor())
                 shards[s] = (lambda b=b: b.connect().raw)
-                placeholder = "%s"
+                styles[s] = "%s"
             else:
                 shards[s] = b.connect
+                styles[s] = "?"
         col = key_column if key_column is not None else (g.tables[0].key if len(g.tables) == 1 else None)
-        return shards, r, col, placeholder  # type: ignore[return-value]
+        return shards, r, col, styles  # type: ignore[return-value]
 
     def scatter_gather(self, query: str, *, group: str | None = None, key_column: str | None = None,
                        owned_only: bool = True, **kw: Any) -> Any:
@@ -124,12 +127,30 @@ class ClusterExtras:
         of the group's table when it has one table), so copies a migration
         left on another shard are never returned twice; ``key_column`` must
         then be a column of the result.
+
+        Each shard gets its backend's placeholder style (``?`` SQLite, ``%s``
+        PostgreSQL) in the statements scatter-gather adds; ``query``'s own
+        parameters need one style, so a group whose shards mix the two
+        backends refuses ``params``.  A cursor stays valid across a cutover
+        (also one that adds or removes shards); one that still holds a failed
+        shard's own position (``on_partial="partial"``) is refused once the
+        router changed, since that shard's unread rows may have moved.
         """
         from shardhash.scatter import scatter_gather
 
         # The current router (not a cached one): ownership is decided by it.
-        shards, r, col, placeholder = self._scatter_args(group, key_column, self.refresh(self.group(group).name))
-        kw.setdefault("placeholder", placeholder)
+        shards, r, col, styles = self._scatter_args(group, key_column, self.refresh(self.group(group).name))
+        if "placeholder" in kw:
+            raise TypeError("Cluster.scatter_gather sets each shard's placeholder style from its backend; "
+                            "do not pass placeholder")
+        if "epoch" in kw:
+            raise TypeError("Cluster.scatter_gather sets the epoch from the group's router; do not pass epoch")
+        if len(set(styles.values())) > 1 and kw.get("params"):
+            raise ValueError("this group's shards mix SQLite (?) and PostgreSQL (%s) placeholders, so a query "
+                             "with params cannot be written for both; filter the returned rows instead, or "
+                             "query each backend's shards with shardhash.scatter.scatter_gather")
+        kw["placeholder"] = styles
+        kw["epoch"] = f"{r.version}:{r.fingerprint}"
         if owned_only:
             if col is None:
                 raise ValueError("name the shard-key column of the result (key_column=...) or pass owned_only=False")

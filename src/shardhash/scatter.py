@@ -1,9 +1,10 @@
 """Queries without the shard key: scatter-gather done right.
 
 Send one query to every shard, merge the sorted local results into the
-global order, apply the global LIMIT, and hand back a cursor that holds each
-shard's position (keyset pagination: the next page asks each shard only for
-rows after its own position, never re-reading from offset 0).  Aggregates
+global order, apply the global LIMIT, and hand back a cursor that holds the
+last ordering key the merge reached (keyset pagination: the next page asks
+each shard only for rows after it, never re-reading from offset 0; a shard
+that failed keeps a position of its own until it has caught up).  Aggregates
 are decomposed into per-shard partial aggregates and combined exactly
 (COUNT, SUM, MIN, MAX; AVG as SUM/COUNT); COUNT DISTINCT is refused, since
 per-shard distinct counts cannot be added.
@@ -42,12 +43,14 @@ import base64
 import concurrent.futures as cf
 import hashlib
 import heapq
+import itertools
 import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol
 
 from shardhash import _events
@@ -65,7 +68,7 @@ __all__ = [
 Factory = Callable[[], Any]
 RowFilter = Callable[[str, list[str], tuple[Any, ...]], bool]
 OwnsFilter = Callable[[str, Any], bool]
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _ON_PARTIAL = ("fail", "partial")
 
 
@@ -206,6 +209,32 @@ def _parse_order(order_by: Any, unique: Any) -> list[tuple[str, bool]]:
 # ordering and cursors
 
 
+def _qi(name: str, what: str) -> str:
+    """Validate a column name (a plain identifier) and quote it: the one place
+    an identifier enters scatter's SQL (SQLite and PostgreSQL quote alike)."""
+    return '"' + _ident(name, what) + '"'
+
+
+def _sql_key(v: Any) -> tuple[Any, ...]:
+    """A sort key that orders values as SQLite does across storage classes:
+    NULL < INTEGER/REAL (numerically) < TEXT (code points: BINARY collation
+    of UTF-8) < BLOB (bytes).  Other types (e.g. PostgreSQL dates) come
+    after, compared among themselves as Python compares them (types it
+    cannot compare are a ValueError in the merge); a float NaN sorts after
+    every number (as PostgreSQL orders it)."""
+    if v is None:
+        return (0,)
+    if isinstance(v, (int, float, Decimal)):
+        if v != v:  # NaN
+            return (1, 1)
+        return (1, 0, v)
+    if isinstance(v, str):
+        return (2, v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return (3, bytes(v))
+    return (4, v)
+
+
 class _Desc:
     """Reverses the order of a value inside a sort key."""
 
@@ -223,68 +252,202 @@ class _Desc:
     __hash__ = None  # type: ignore[assignment]
 
 
+def _order_key(descs: Sequence[bool], values: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(_Desc(_sql_key(v)) if d else _sql_key(v) for v, d in zip(values, descs))
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def _encode_value(v: Any) -> Any:
+    if isinstance(v, float) and v != v:
+        raise ValueError("a cursor cannot hold a NaN ordering value; order by a column without NaN")
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, (bytes, bytearray, memoryview)):
         return {"b": bytes(v).hex()}
-    raise TypeError(f"cursor cannot hold a value of type {type(v).__name__}")
+    raise ValueError(f"a cursor cannot hold an ordering value of type {type(v).__name__} "
+                     f"(only int, float, str and bytes)")
+
+
+def _param_id(v: Any) -> Any:
+    """A stable rendering of a query parameter for the query id."""
+    try:
+        return _encode_value(v)
+    except ValueError:
+        return {"r": type(v).__name__ + ":" + repr(v)}
+
+
+_BAD_CURSOR = "not a cursor of this query"
+
+
+def _bad(why: str) -> ValueError:
+    return ValueError(f"{_BAD_CURSOR}: {why}")
 
 
 def _decode_value(v: Any) -> Any:
-    if isinstance(v, dict):
-        return bytes.fromhex(v["b"])
-    return v
+    """A position value from a cursor: only what _encode_value writes, and only
+    values every driver binds (int64, non-NaN floats, UTF-8 text, bytes)."""
+    if isinstance(v, bool):
+        raise _bad("a position holds a boolean")
+    if isinstance(v, int):
+        if not _INT64[0] <= v <= _INT64[1]:
+            raise _bad("a position holds an integer outside 64 bits")
+        return v
+    if isinstance(v, float):
+        if v != v:
+            raise _bad("a position holds NaN")
+        return v
+    if isinstance(v, str):
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _bad("a position holds text that is not UTF-8") from None
+        return v
+    if isinstance(v, dict) and set(v) == {"b"} and isinstance(v["b"], str):
+        try:
+            return bytes.fromhex(v["b"])
+        except ValueError:
+            raise _bad("a position holds malformed bytes") from None
+    raise _bad(f"a position holds a {type(v).__name__}")
 
 
-def _query_id(query: str, params: Sequence[Any], order: list[tuple[str, bool]], names: list[str]) -> str:
-    blob = json.dumps([query, [_encode_value(p) for p in params], order, names], separators=(",", ":"))
+def _query_id(query: str, params: Sequence[Any] | Mapping[str, Any], order: list[tuple[str, bool]]) -> str:
+    ps: Any = ({"m": sorted([k, _param_id(v)] for k, v in params.items())} if isinstance(params, Mapping)
+               else [_param_id(p) for p in params])
+    blob = json.dumps([query, ps, order], separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def _make_cursor(qid: str, positions: dict[str, list[Any] | None]) -> str:
-    doc = {"q": qid, "pos": {k: None if v is None else [_encode_value(x) for x in v]
-                              for k, v in positions.items()}}
-    raw = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii")
+Pos = list[Any]
 
 
-def _read_cursor(cursor: str, qid: str, names: list[str], width: int) -> dict[str, list[Any] | None]:
+@dataclass
+class _CursorState:
+    """What a cursor holds.  ``g``: the global position, the ordering key of
+    the last row the merge reached (None: the start).  Every row up to ``g``
+    has been returned, except on the shards in ``lag``: a shard that failed
+    (``on_partial="partial"``), or is still catching up after it did, has
+    returned its rows only up to its own position ``lag[shard]`` (< ``g``).
+    ``epoch``: the caller's token for the ownership of rows (Cluster: the
+    router's version); lagging positions are only valid under it."""
+
+    g: Pos | None
+    lag: dict[str, Pos | None]
+    epoch: str | None
+
+
+def _digest(body: str) -> str:
+    return hashlib.sha256(b"shardhash-scatter-cursor\0" + body.encode("utf-8")).hexdigest()[:16]
+
+
+def _make_cursor(qid: str, st: _CursorState) -> str:
+    def enc(p: Pos | None) -> Any:
+        return None if p is None else [_encode_value(x) for x in p]
+
+    body = json.dumps({"q": qid, "g": enc(st.g), "lag": {k: enc(v) for k, v in st.lag.items()},
+                       "e": st.epoch}, separators=(",", ":"), sort_keys=True)
+    raw = json.dumps({"v": 2, "d": _digest(body), "b": body}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii")
+
+
+def _read_cursor(cursor: Any, qid: str, names: list[str], order: list[tuple[str, bool]],
+                 epoch: str | None) -> _CursorState:
+    """The cursor's state, checked whole before any shard is asked: any
+    defect is a ValueError (never a shard's failure)."""
     if not isinstance(cursor, str):
         raise TypeError(f"cursor must be the str a previous page returned, not {type(cursor).__name__}")
     try:
-        doc = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        pos = doc["pos"]
-        q = doc["q"]
+        outer = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        body = outer["b"]
+        ok = isinstance(outer, dict) and outer.get("v") == 2 and isinstance(body, str)
+        ok = ok and isinstance(outer.get("d"), str) and outer["d"] == _digest(body)
+        doc = json.loads(body) if ok else None
     except Exception:
-        raise ValueError("cursor is not one that scatter_gather returned") from None
-    if q != qid:
-        raise ValueError("cursor belongs to another query, parameters, ordering or set of shards")
-    if not isinstance(pos, dict) or set(pos) != set(names):
-        raise ValueError("cursor names other shards than this query")
-    out: dict[str, list[Any] | None] = {}
-    for k, v in pos.items():
-        if v is not None and (not isinstance(v, list) or len(v) != width):
-            raise ValueError(f"cursor position of shard {k!r} is malformed")
-        out[k] = None if v is None else [_decode_value(x) for x in v]
-    return out
+        raise _bad("it is not one that scatter_gather returned") from None
+    if not isinstance(doc, dict) or set(doc) != {"q", "g", "lag", "e"}:
+        raise _bad("it is not one that scatter_gather returned, or it was altered")
+    if doc["q"] != qid:
+        raise _bad("it belongs to another query, parameters or ordering")
+    width = len(order)
+    descs = [d for _, d in order]
+
+    def pos(v: Any, what: str) -> Pos | None:
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) != width:
+            raise _bad(f"the position {what} is malformed")
+        return [_decode_value(x) for x in v]
+
+    g = pos(doc["g"], "of the page")
+    lag_doc, e = doc["lag"], doc["e"]
+    if not isinstance(lag_doc, dict) or not (e is None or isinstance(e, str)):
+        raise _bad("it was altered")
+    lag: dict[str, Pos | None] = {}
+    for k, v in lag_doc.items():
+        p = pos(v, f"of shard {k!r}")
+        if g is None or (p is not None and not _order_key(descs, p) < _order_key(descs, g)):
+            raise _bad(f"the position of shard {k!r} is not behind the page's")
+        lag[k] = p
+    if lag:
+        gone = sorted(set(lag) - set(names))
+        if gone:
+            raise ValueError(f"the cursor holds rows not yet read from shard(s) {gone!r} (they failed or were "
+                             f"catching up), which this query does not name; start again from the first page")
+        if e != epoch:
+            raise ValueError(f"the cursor holds rows not yet read from shard(s) {sorted(lag)!r} (they failed or "
+                             f"were catching up), but the ownership of rows changed since (epoch {e!r}, now "
+                             f"{epoch!r}): those rows may have moved; start again from the first page")
+    return _CursorState(g, lag, e)
 
 
-def _keyset_sql(order: list[tuple[str, bool]], ph: str) -> str:
+_STYLES = ("?", "%s")
+
+
+class _Binder:
+    """Placeholders and values of one shard's statement: positional, or named
+    (``:name`` / ``%(name)s``) when the query's params are a mapping."""
+
+    def __init__(self, style: str, params: Sequence[Any] | Mapping[str, Any]) -> None:
+        self.style = style
+        self.named = isinstance(params, Mapping)
+        self.values: Any = dict(params) if isinstance(params, Mapping) else list(params)
+        self.n = 0
+
+    def add(self, v: Any) -> str:
+        if self.named:
+            name = f"_sg_{self.n}"
+            self.n += 1
+            self.values[name] = v
+            return f":{name}" if self.style == "?" else f"%({name})s"
+        self.values.append(v)
+        return self.style
+
+
+def _keyset_sql(order: list[tuple[str, bool]], pos: Pos, b: _Binder) -> str:
     """Rows strictly after a position: (a > ?) OR (a = ? AND b > ?) OR ..."""
     ors = []
     for i, (c, desc) in enumerate(order):
-        terms = [f'"{p}" = {ph}' for p, _ in order[:i]]
-        terms.append(f'"{c}" {"<" if desc else ">"} {ph}')
+        terms = [f"{_qi(p, 'order_by')} = {b.add(pos[j])}" for j, (p, _) in enumerate(order[:i])]
+        terms.append(f"{_qi(c, 'order_by')} {'<' if desc else '>'} {b.add(pos[i])}")
         ors.append("(" + " AND ".join(terms) + ")")
     return " OR ".join(ors)
 
 
-def _keyset_params(order: list[tuple[str, bool]], pos: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for i in range(len(order)):
-        out += pos[:i] + [pos[i]]
-    return out
+def _check_params(params: Any) -> Sequence[Any] | Mapping[str, Any]:
+    if params is None:
+        return []
+    if isinstance(params, Mapping):
+        for k in params:
+            if not isinstance(k, str) or not _IDENT.match(k):
+                raise ValueError(f"params: the name {k!r} is not a plain parameter name ([A-Za-z_][A-Za-z0-9_]*)")
+            if k.startswith("_sg_"):
+                raise ValueError(f"params: the name {k!r} is reserved (scatter's own parameters start with _sg_)")
+        return dict(params)
+    if isinstance(params, (str, bytes, bytearray)) or not isinstance(params, Sequence):
+        raise TypeError(f"params must be a sequence (positional placeholders) or a mapping (named ones), "
+                        f"not {type(params).__name__}")
+    return list(params)
 
 
 # ---------------------------------------------------------------------------
@@ -338,12 +501,15 @@ def _close(conn: Any) -> None:
 
 
 def _run_one(conns: _Conns, name: str, factory: Factory, sql: str,
-             params: Sequence[Any]) -> tuple[list[str], list[tuple[Any, ...]], float]:
+             params: Any) -> tuple[list[str], list[tuple[Any, ...]], float]:
     t0 = time.perf_counter()
     conn = conns.open(name, factory)
     try:
         cur = conn.cursor()
-        cur.execute(sql, tuple(params))
+        if params:  # a mapping for named placeholders, else a tuple
+            cur.execute(sql, dict(params) if isinstance(params, Mapping) else tuple(params))
+        else:  # no parameters: the driver does not parse placeholders (a literal % stays as it is)
+            cur.execute(sql)
         cols = [d[0] for d in cur.description]
         rows = [tuple(r) for r in cur.fetchall()]
         try:
@@ -376,7 +542,7 @@ def _check_common(query: Any, shards: Any, timeout: Any, concurrency: Any,
     return sh
 
 
-Job = tuple[str, Factory, str, list[Any]]
+Job = tuple[str, Factory, str, Any]  # name, factory, SQL, params (a list or a dict)
 Outcome = dict[str, tuple[list[str], list[tuple[Any, ...]], float]]
 
 
@@ -398,7 +564,7 @@ async def _run_async(jobs: list[Job], timeout: float | None,
     conns = _Conns()
     sem = asyncio.Semaphore(concurrency or len(jobs))
 
-    async def one(n: str, f: Factory, s: str, p: list[Any]) -> Any:
+    async def one(n: str, f: Factory, s: str, p: Any) -> Any:
         async with sem:
             return await asyncio.to_thread(_run_one, conns, n, f, s, p)
 
@@ -458,38 +624,118 @@ class _Plan:
     order: list[tuple[str, bool]]
     limit: int | None
     qid: str
-    positions: dict[str, list[Any] | None]
+    state: _CursorState
+    start: dict[str, Pos | None]  # each shard's position this page starts after
     jobs: list[Job]
 
 
+def _styles(placeholder: Any, names: list[str]) -> dict[str, str]:
+    """Each shard's placeholder style: one for all, or {shard: style}."""
+    if isinstance(placeholder, str):
+        per = {n: placeholder for n in names}
+    elif isinstance(placeholder, Mapping):
+        missing = [n for n in names if n not in placeholder]
+        if missing:
+            raise ValueError(f"placeholder: no style for shard(s) {missing!r}")
+        per = {n: placeholder[n] for n in names}
+    else:
+        raise TypeError(f"placeholder must be '?', '%s' or a mapping {{shard: style}}, not {placeholder!r}")
+    for n, st_ in per.items():
+        if st_ not in _STYLES:
+            raise ValueError(f"placeholder of shard {n!r}: expected '?' (sqlite3) or '%s' (psycopg), got {st_!r}")
+    return per
+
+
 def _plan_gather(query: Any, shards: Any, params: Any, order_by: Any, unique: Any, limit: Any,
-                 cursor: Any, timeout: Any, concurrency: Any, on_partial: Any, placeholder: str) -> _Plan:
+                 cursor: Any, timeout: Any, concurrency: Any, on_partial: Any, placeholder: Any,
+                 epoch: Any = None) -> _Plan:
     sh = _check_common(query, shards, timeout, concurrency, on_partial)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
-    params = list(params or ())
+    if epoch is not None and not isinstance(epoch, str):
+        raise TypeError(f"epoch must be a str or None, not {type(epoch).__name__}")
+    prm = _check_params(params)
     order = _parse_order(order_by, unique)
     names = [n for n, _ in sh]
-    qid = _query_id(query, params, order, names)
-    positions: dict[str, list[Any] | None] = (_read_cursor(cursor, qid, names, len(order)) if cursor is not None
-                                              else {n: None for n in names})
-    cols = ", ".join(f'"{c}" {"DESC" if d else "ASC"}' for c, d in order)
-    base = f"SELECT * FROM ({query}) AS _sg_q"
+    styles = _styles(placeholder, names)
+    qid = _query_id(query, prm, order)
+    state = (_read_cursor(cursor, qid, names, order, epoch) if cursor is not None
+             else _CursorState(None, {}, epoch))
+    state.epoch = epoch
+    cols = ", ".join(f"{_qi(c, 'order_by')} {'DESC' if d else 'ASC'}" for c, d in order)
     jobs: list[Job] = []
+    start: dict[str, Pos | None] = {}
     for name, fac in sh:
-        sql, p = base, list(params)
-        pos = positions[name]
+        b = _Binder(styles[name], prm)
+        tail = ""
+        pos = state.lag[name] if name in state.lag else state.g
+        start[name] = pos
         if pos is not None:
-            sql += f" WHERE {_keyset_sql(order, placeholder)}"
-            p += _keyset_params(order, pos)
-        sql += f" ORDER BY {cols}"
+            tail += " WHERE " + _keyset_sql(order, pos, b)
+        tail += " ORDER BY " + cols
         if limit is not None:
             # Over-fetch: the global first `limit` rows can all come from one
             # shard, so each shard is asked for `limit`, plus one row that
             # tells whether the shard has more after this page.
-            sql += f" LIMIT {limit + 1}"
-        jobs.append((name, fac, sql, p))
-    return _Plan(sh, order, limit, qid, positions, jobs)
+            tail += " LIMIT " + b.add(limit + 1)
+        q = query
+        if styles[name] == "%s" and not prm and b.values:
+            # A query without params is literal text (psycopg does not parse
+            # it); with scatter's own params it is parsed: a literal % must be
+            # written %% then, on every page alike.
+            q = query.replace("%", "%%")
+        jobs.append((name, fac, "SELECT * FROM (" + q + ") AS _sg_q" + tail, b.values))
+    return _Plan(sh, order, limit, qid, state, start, jobs)
+
+
+def _first(t: tuple[Any, ...]) -> Any:
+    return t[0]
+
+
+def _walk(plan: _Plan, streams: list[list[tuple[tuple[Any, ...], int, tuple[Any, ...]]]],
+          bound: tuple[Any, ...] | None, columns: list[str], values: Callable[[tuple[Any, ...]], list[Any]],
+          less: Callable[[tuple[Any, ...], tuple[Any, ...]], bool], ocols: list[str],
+          keep: RowFilter | None) -> tuple[list[tuple[Any, ...]], list[int], list[Any] | None]:
+    """Merge the shards' sorted rows: the page's rows, how many rows of each
+    stream were consumed, and the ordering values of the last one (None)."""
+    consumed = [0] * len(streams)
+    out: list[tuple[Any, ...]] = []
+    last: tuple[Any, ...] | None = None
+    limit = plan.limit
+    # The merge goes by groups of rows with equal ordering keys (copies of a
+    # row on several shards during a migration): a group is consumed whole
+    # or not at all, so no page boundary falls between two rows of one key,
+    # and a group that keeps two rows is a duplicate tie-breaker wherever it
+    # falls, also just past the end of a page.
+    filtering = False
+    try:
+        for k, grp in itertools.groupby(heapq.merge(*streams, key=_first), key=_first):
+            if bound is not None and bound < k:
+                break
+            group = list(grp)
+            if keep is None:
+                kept = [(si, r) for _k, si, r in group]
+            else:
+                filtering = True
+                kept = [(si, r) for _k, si, r in group if keep(plan.shards[si][0], columns, r)]
+                filtering = False
+            if len(kept) > 1:
+                raise ValueError(f"the tie-breaker {ocols!r} is not unique: shards "
+                                 f"{[plan.shards[si][0] for si, _ in kept]!r} hold rows with the same "
+                                 f"ordering key {tuple(values(kept[0][1]))!r}")
+            if kept and limit is not None and len(out) >= limit:
+                break
+            for _k, si, _r in group:
+                consumed[si] += 1
+            if kept:
+                out.append(kept[0][1])
+            last = group[0][2]
+    except TypeError as e:
+        if filtering:  # the row_filter's own error
+            raise
+        raise ValueError(f"ordering columns {ocols!r}: values of types that cannot be compared ({e})") from None
+    reached = None if last is None else values(last)
+    return out, consumed, reached
 
 
 def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, kind: str,
@@ -503,100 +749,120 @@ def _merge(plan: _Plan, ok: Outcome, failed: dict[str, str], on_partial: str, ki
                 columns = c
             elif c != columns:
                 raise ValueError(f"shard {n!r} returned columns {c!r}, others {columns!r}")
-    if columns is None:  # every shard failed
-        return ScatterResult([], [], _make_cursor(plan.qid, plan.positions), failed, lat)
+    if columns is None:  # every shard failed: every position stays
+        return ScatterResult([], [], _make_cursor(plan.qid, plan.state), failed, lat)
     try:
         idx = [columns.index(c) for c, _ in plan.order]
     except ValueError:
         raise ValueError(f"order_by columns {[c for c, _ in plan.order]!r} must be columns of the "
                          f"query's result {columns!r}") from None
     descs = [d for _, d in plan.order]
+    ocols = [c for c, _ in plan.order]
 
-    def sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(_Desc(row[i]) if d else row[i] for i, d in zip(idx, descs))
+    def values(row: tuple[Any, ...]) -> list[Any]:
+        return [row[i] for i in idx]
 
-    streams = []
+    st = plan.state
+    answered = [(si, n, ok[n][1]) for si, (n, _) in enumerate(plan.shards) if n in ok]
+    for _si, n, rows in answered:
+        for col, i in zip(ocols, idx):
+            bad = next((r for r in rows if r[i] is None), None)
+            if bad is not None:
+                raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {bad!r}; "
+                                 f"keyset pagination needs NOT NULL ordering columns")
+    # A column whose values (and positions) are all numbers, all text or all
+    # bytes orders as Python orders them; only a column that mixes storage
+    # classes (or holds a NaN) needs SQLite's cross-type key.
+    positions = [p for p in [st.g, *st.lag.values()] if p is not None]
+    plain: list[bool] = []
+    for j, i in enumerate(idx):
+        types = {type(r[i]) for _si, _n, rows in answered for r in rows} | {type(p[j]) for p in positions}
+        nums = types <= {int, float, bool}
+        nan = float in types and any(isinstance(v, float) and v != v for v in
+                                     [*(r[i] for _si, _n, rows in answered for r in rows), *(p[j] for p in positions)])
+        plain.append((nums and not nan) or types == {str} or types == {bytes})
+
+    def key(vals: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple((v if pl else _sql_key(v)) if not d else _Desc(v if pl else _sql_key(v))
+                     for v, d, pl in zip(vals, descs, plain))
+
+    def less(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        try:
+            return bool(a < b)
+        except TypeError:
+            raise ValueError(f"ordering columns {ocols!r}: values of types that cannot be compared "
+                             f"with each other ({a!r}, {b!r})") from None
+
+    streams: list[list[tuple[tuple[Any, ...], int, tuple[Any, ...]]]] = [[] for _ in plan.shards]
     more: dict[int, bool] = {}
-    after: dict[int, tuple[Any, ...]] = {}  # the over-fetched row's key, per shard that has more
-    for si, (n, _) in enumerate(plan.shards):
-        if n not in ok:
-            continue
-        rows = ok[n][1]
-        for r in rows:
-            for i, (col, _) in zip(idx, plan.order):
-                if r[i] is None:
-                    raise ValueError(f"shard {n!r}: ordering column {col!r} is NULL in row {r!r}; "
-                                     f"keyset pagination needs NOT NULL ordering columns")
-        more[si] = False
-        if plan.limit is not None and len(rows) > plan.limit:
-            more[si] = True
-            after[si] = sort_key(rows[plan.limit])
-            rows = rows[: plan.limit]
-        streams.append([(sort_key(r), si, r) for r in rows])
-    sizes = {s[0][1]: len(s) for s in streams if s}
+    for si, n, rows in answered:
+        keyed = [(key([r[i] for i in idx]), si, r) for r in rows]
+        # Each shard's rows must come strictly increasing in the merge's
+        # order: an equal key is a duplicate tie-breaker (keyset paging
+        # would skip the second copy), a smaller one a shard that sorts
+        # differently (e.g. a PostgreSQL text collation other than "C").
+        try:
+            increasing = all(x[0] < y[0] for x, y in zip(keyed, keyed[1:]))
+        except TypeError:
+            increasing = False
+        if not increasing:
+            for x, y in zip(keyed, keyed[1:]):
+                if not less(x[0], y[0]):
+                    vals = tuple(values(y[2]))
+                    if x[0] == y[0]:
+                        raise ValueError(f"the tie-breaker {ocols!r} is not unique: shard {n!r} holds two "
+                                         f"rows with the ordering key {vals!r}")
+                    raise ValueError(f"shard {n!r} returned rows out of the merge's order at {vals!r} "
+                                     f"(text must sort by code point: COLLATE \"C\" on PostgreSQL)")
+        more[si] = plan.limit is not None and len(keyed) > plan.limit
+        if more[si]:
+            keyed = keyed[: plan.limit]  # the over-fetched row was checked above
+        streams[si] = keyed
     # No row may be emitted past the last fetched row of a shard that has
     # more: that shard's next rows could sort before it.  (With every row
     # kept, `limit` rows per shard make this bound unreachable within a page;
     # with `keep` filtering rows out, it is what keeps the order exact.)
-    bounds = [s[-1][0] for s in streams if s and more[s[0][1]]]
+    bounds = [s[-1][0] for si, s in enumerate(streams) if s and more[si]]
     bound = min(bounds) if bounds else None
-    used: dict[int, int] = {}
-    out: list[tuple[Any, ...]] = []
-    last: dict[int, tuple[Any, ...]] = {}
-    prev: tuple[Any, ...] | None = None
-    prev_shard = -1
-    for k, si, r in heapq.merge(*streams, key=lambda t: t[0]):
-        if plan.limit is not None and len(out) >= plan.limit:
-            break
-        if bound is not None and bound < k:
-            break
-        last[si] = r
-        used[si] = used.get(si, 0) + 1
-        if keep is not None and not keep(plan.shards[si][0], columns, r):
-            continue  # skipped, but its shard's position moves past it
-        if prev is not None and not (prev < k):
-            raise ValueError(
-                f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shards "
-                f"{plan.shards[prev_shard][0]!r} and {plan.shards[si][0]!r} hold rows with the same "
-                f"ordering key {tuple(r[i] for i in idx)!r}")
-        prev, prev_shard = k, si
-        out.append(r)
-    for si, size in sizes.items():
-        if used.get(si, 0) < size:  # rows fetched but not reached by this page
-            more[si] = True
-    # A page boundary inside a run of equal keys on one shard would lose the
-    # rest of the run (the next page asks for keys after it): check the row
-    # after each shard's position too.
-    by_si = {s[0][1]: s for s in streams if s}
-    for si, r in last.items():
-        u = used[si]
-        nxt = by_si[si][u][0] if u < sizes[si] else after.get(si)
-        if nxt is not None and nxt == sort_key(r):
-            raise ValueError(
-                f"the tie-breaker {[c for c, _ in plan.order]!r} is not unique: shard "
-                f"{plan.shards[si][0]!r} holds two rows with the ordering key {tuple(r[i] for i in idx)!r}")
-    # Every shard that answered moves to the last key the merge reached: all
-    # of its rows up to that key were fetched and consumed (a shard with more
-    # rows bounds the merge by its last fetched row), so nothing is skipped,
-    # and the position means the same on every shard -- rows that a cutover
-    # moved between pages are neither returned twice nor missed.  A shard
-    # that failed keeps its position.
-    positions = dict(plan.positions)
-    if last:
-        reached = max(last.values(), key=sort_key)
-        for n, _ in plan.shards:
-            if n in ok:
-                positions[n] = [reached[i] for i in idx]
-    any_more = bool(failed) or any(more.values())
-    cursor = _make_cursor(plan.qid, positions) if any_more and plan.limit is not None else None
+    out, consumed, reached = _walk(plan, streams, bound, columns, values, less, ocols, keep)
+    # Positions.  Every row up to `reached` of each shard that answered was
+    # fetched and consumed (the merge is in order, and bounded by the last
+    # fetched row of every shard with more), so the global position moves
+    # to `reached`; it means the same on every shard, so rows that a
+    # cutover moves between shards between two pages are neither returned
+    # twice nor missed, and a shard added meanwhile starts there.  A shard
+    # that failed keeps its own position, as does one catching up whose
+    # position is still behind `reached`: each resumes from where it was,
+    # the others are not moved back.
+    g = st.g
+    if reached is not None and (g is None or less(key(g), key(reached))):
+        g = reached
+    exhausted: dict[str, bool] = {}
+    lag: dict[str, Pos | None] = {}
+    for si, (n, _) in enumerate(plan.shards):
+        p = plan.start[n]
+        if n in ok:
+            exhausted[n] = not more[si] and consumed[si] == len(streams[si])
+            if exhausted[n]:
+                p = g  # every row of the shard was returned
+            elif reached is not None and (p is None or less(key(p), key(reached))):
+                p = reached
+        if g is not None and (p is None or less(key(p), key(g))):
+            lag[n] = p
+    new = _CursorState(g, lag, st.epoch)
+    done = not failed and not lag and all(exhausted.get(n, False) for n, _ in plan.shards)
+    cursor = None if done else _make_cursor(plan.qid, new)
     return ScatterResult(out, list(columns), cursor, dict(failed), lat)
 
 
-def scatter_gather(query: str, shards: Mapping[str, Factory], *, params: Sequence[Any] = (),
+Params = Sequence[Any] | Mapping[str, Any]
+
+
+def scatter_gather(query: str, shards: Mapping[str, Factory], *, params: Params = (),
                    order_by: Sequence[Any] | str, unique: str | Sequence[str], limit: int | None = None,
                    cursor: str | None = None, timeout: float | None = None, concurrency: int | None = None,
-                   on_partial: str = "fail", placeholder: str = "?",
-                   row_filter: RowFilter | None = None) -> ScatterResult:
+                   on_partial: str = "fail", placeholder: str | Mapping[str, str] = "?",
+                   row_filter: RowFilter | None = None, epoch: str | None = None) -> ScatterResult:
     """Run ``query`` on every shard and merge the results in the global order.
 
     ``query`` is a SELECT; its result must include the ``order_by`` columns.
@@ -613,32 +879,42 @@ def scatter_gather(query: str, shards: Mapping[str, Factory], *, params: Sequenc
     interrupted); ``concurrency``: at most this many shards at once.
     ``on_partial="fail"`` raises ScatterError naming the failed shards;
     ``"partial"`` returns the rows of the shards that answered, with
-    ``failed`` naming the others (their position in the cursor is kept, so a
-    later page still reads their rows — after rows that sort later).
+    ``failed`` naming the others (the cursor keeps their own positions, so
+    once they answer again their missed rows are returned, once, in order,
+    before the rows that follow -- while the other shards go on from where
+    they were).
+    ``params``: a sequence for positional placeholders, or a mapping for
+    named ones (``:name`` in sqlite3, ``%(name)s`` in psycopg), bound as the
+    driver binds them.  ``placeholder``: ``"?"`` (sqlite3) or ``"%s"``
+    (psycopg), or a mapping ``{shard: style}`` for shards of both kinds.
     ``row_filter(shard, columns, row) -> bool``: rows it rejects are left
     out (their shard's position still moves past them); a page may then hold
     fewer than ``limit`` rows while the cursor goes on (Cluster.scatter_gather
     uses it to drop rows a shard holds but does not own during a migration).
+    ``epoch``: an opaque token for who owns which rows (Cluster passes its
+    router's version); a cursor still holding a failed shard's own position
+    is refused under another epoch (the rows it has not read may have moved).
+    A cursor that this query did not return is a ValueError.
     """
     plan = _plan_gather(query, shards, params, order_by, unique, limit, cursor, timeout, concurrency,
-                        on_partial, placeholder)
+                        on_partial, placeholder, epoch)
     ok, failed = _run_threads(plan.jobs, timeout, concurrency)
     return _merge(plan, ok, failed, on_partial, "gather", row_filter)
 
 
-async def scatter_gather_async(query: str, shards: Mapping[str, Factory], *, params: Sequence[Any] = (),
+async def scatter_gather_async(query: str, shards: Mapping[str, Factory], *, params: Params = (),
                                order_by: Sequence[Any] | str, unique: str | Sequence[str],
                                limit: int | None = None, cursor: str | None = None,
                                timeout: float | None = None, concurrency: int | None = None,
-                               on_partial: str = "fail", placeholder: str = "?",
-                               row_filter: RowFilter | None = None) -> ScatterResult:
+                               on_partial: str = "fail", placeholder: str | Mapping[str, str] = "?",
+                               row_filter: RowFilter | None = None, epoch: str | None = None) -> ScatterResult:
     """:func:`scatter_gather` for asyncio: the same arguments and result.
 
     Each shard's blocking DB-API query runs in ``asyncio.to_thread``; at most
     ``concurrency`` at once.
     """
     plan = _plan_gather(query, shards, params, order_by, unique, limit, cursor, timeout, concurrency,
-                        on_partial, placeholder)
+                        on_partial, placeholder, epoch)
     ok, failed = await _run_async(plan.jobs, timeout, concurrency)
     return _merge(plan, ok, failed, on_partial, "gather", row_filter)
 
@@ -689,26 +965,33 @@ def _plan_aggregate(query: Any, shards: Any, aggregates: Any, group_by: Any, par
     group = [group_by] if isinstance(group_by, str) else list(group_by or ())
     for g in group:
         _ident(g, "group_by")
+    if len(set(group)) != len(group):
+        raise ValueError(f"group_by names a column twice: {group!r}")
+    clash = [name for name, _fn, _col in aggs if name in group]
+    if clash:
+        raise ValueError(f"aggregate name(s) {clash!r} are also group_by columns: each result row holds both, "
+                         f"so name the aggregates otherwise")
     if (key_column is None) != (owns is None):
         raise TypeError("key_column and owns go together: both (an ownership filter) or neither")
     if owns is not None and not callable(owns):
         raise TypeError(f"owns must be callable (shard, key) -> bool, not {type(owns).__name__}")
-    sel = [f'"{g}"' for g in group]
+    prm = _check_params(params)
+    sel = [_qi(g, "group_by") for g in group]
     if key_column is not None:
         # Partial aggregates per (group, shard key): the merge keeps a
         # shard's partials only for the keys the shard owns.
-        sel.append(f'"{_ident(key_column, "key_column")}" AS _sg_key')
+        sel.append(f'{_qi(key_column, "key_column")} AS _sg_key')
     for i, (_, fn, col) in enumerate(aggs):
-        arg = "*" if col == "*" else f'"{col}"'
+        arg = "*" if col == "*" else _qi(col, "aggregate column")
         if fn == "avg":  # AVG = SUM / COUNT of the non-NULL values
             sel += [f"SUM({arg}) AS _a{i}s", f"COUNT({arg}) AS _a{i}c"]
         else:
             sel.append(f"{fn.upper()}({arg}) AS _a{i}")
     sql = f"SELECT {', '.join(sel)} FROM ({query}) AS _sg_q"
-    by = [f'"{g}"' for g in group] + ([f'"{key_column}"'] if key_column is not None else [])
+    by = [_qi(g, "group_by") for g in group] + ([_qi(key_column, "key_column")] if key_column is not None else [])
     if by:
         sql += " GROUP BY " + ", ".join(by)
-    jobs = [(n, f, sql, list(params or ())) for n, f in sh]
+    jobs: list[Job] = [(n, f, sql, prm) for n, f in sh]
     return _AggPlan(aggs, group, jobs, owns)
 
 
@@ -740,13 +1023,18 @@ def _combine(plan: _AggPlan, ok: Outcome, failed: dict[str, str], on_partial: st
                 a, b = cur[j], parts[j]
                 if fn in ("count", "sum"):
                     cur[j] = _add(a, b)
-                elif b is not None:
-                    cur[j] = b if a is None else (min(a, b) if fn == "min" else max(a, b))
+                elif b is not None:  # MIN and MAX in SQLite's order across types
+                    cur[j] = b if a is None else (min(a, b, key=_sql_key) if fn == "min"
+                                                  else max(a, b, key=_sql_key))
                 j += 1
     if not plan.group and not acc:
         acc[()] = [None] * sum(2 if fn == "avg" else 1 for _, fn, _ in plan.aggs)
     out = []
-    for g in sorted(acc, key=lambda t: tuple((x is not None, x) for x in t)):
+    try:
+        groups = sorted(acc, key=lambda t: tuple(_sql_key(x) for x in t))
+    except TypeError:
+        raise ValueError(f"group_by {plan.group!r}: group keys of types that cannot be compared") from None
+    for g in groups:
         parts = acc[g]
         row: dict[str, Any] = dict(zip(plan.group, g))
         j = 0
@@ -772,7 +1060,7 @@ def _add(a: Any, b: Any) -> Any:
 
 
 def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Mapping[str, str], *,
-                      group_by: Sequence[str] | str = (), params: Sequence[Any] = (),
+                      group_by: Sequence[str] | str = (), params: Params = (),
                       timeout: float | None = None, concurrency: int | None = None,
                       on_partial: str = "fail", key_column: str | None = None,
                       owns: OwnsFilter | None = None) -> AggregateResult:
@@ -802,7 +1090,7 @@ def scatter_aggregate(query: str, shards: Mapping[str, Factory], aggregates: Map
 
 
 async def scatter_aggregate_async(query: str, shards: Mapping[str, Factory], aggregates: Mapping[str, str], *,
-                                  group_by: Sequence[str] | str = (), params: Sequence[Any] = (),
+                                  group_by: Sequence[str] | str = (), params: Params = (),
                                   timeout: float | None = None, concurrency: int | None = None,
                                   on_partial: str = "fail", key_column: str | None = None,
                                   owns: OwnsFilter | None = None) -> AggregateResult:
