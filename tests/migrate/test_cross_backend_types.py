@@ -198,6 +198,31 @@ def test_a_bad_value_written_after_prepare_is_refused_at_copy(root: Path, pg: st
     cl.close()
 
 
+def test_a_bad_value_written_during_catch_up_is_refused(root: Path, pg: str) -> None:
+    cl = _cluster(root, pg, {"a": "sqlite", "b": "postgresql"},
+                  ["CREATE TABLE vals (id INTEGER PRIMARY KEY, t TEXT)"], rows=[(i, "x") for i in range(1, 50)])
+    m = _move_all(cl, "b")
+    assert m.run(cutover=False) == "catching-up"
+    with cl.transaction(12, group="g") as tx:  # (a client write: captured)
+        tx.execute("UPDATE vals SET t = ? WHERE id = ?", ("a\x00b", 12))
+    with pytest.raises(MigrationError, match=r"column 't', primary key \(12,\): .*text cannot hold NUL"):
+        m.catch_up()
+    assert _rows(cl, "b")[12] == (12, "x")  # (nothing of the batch was written)
+    cl.close()
+
+
+@pytest.mark.parametrize("index", ["CREATE INDEX vals_p ON vals(i) WHERE i > 0",
+                                   "CREATE INDEX vals_e ON vals((i + 1))"])
+@pytest.mark.parametrize("src", ["sqlite", "postgresql"])
+def test_partial_or_expression_index_is_refused(root: Path, pg: str, index: str, src: str) -> None:
+    kinds = {"a": src, "b": "postgresql" if src == "sqlite" else "sqlite"}
+    cl = _cluster(root, pg, kinds, ["CREATE TABLE vals (id bigint PRIMARY KEY, i bigint)", index])
+    m = _move_all(cl, "b")
+    with pytest.raises(ColumnTypeError, match=r"table 'vals': index .* is partial or on an expression"):
+        m.run()
+    cl.close()
+
+
 def test_numeric_affinity_column_is_refused_at_prepare(root: Path, pg: str) -> None:
     cl = _cluster(root, pg, {"a": "sqlite", "b": "postgresql"},
                   ["CREATE TABLE vals (id INTEGER PRIMARY KEY, price DECIMAL(10, 2))"], rows=[(1, 1.5)])
