@@ -95,7 +95,8 @@ def _same(a: Any, b: Any) -> bool:
 
 SQLITE_DDL = ["CREATE TABLE vals (id INTEGER PRIMARY KEY, i INTEGER, r REAL, t TEXT, b BLOB, u, "
               "v VARCHAR(20), d DOUBLE, n BIGINT NOT NULL)",
-              "CREATE UNIQUE INDEX vals_n ON vals(n)", "CREATE INDEX vals_it ON vals(i, t)"]
+              "CREATE UNIQUE INDEX vals_n ON vals(n)", "CREATE INDEX vals_it ON vals(i, t)",
+              'CREATE INDEX "odd.idx ""q""" ON vals(d)']
 
 INTS = [0, 1, -1, 2**31, -2**31 - 1, 2**53 + 1, 2**63 - 1, -2**63]
 FLOATS = [0.0, 3.1, 1234567.89, 0.1, 1e308, -1e308, 5e-324, -5e-324, 2.225073858507201e-308,
@@ -134,7 +135,7 @@ def test_sqlite_to_postgres_and_back_reads_every_value_back_exactly(root: Path, 
                      "u": "bytea", "v": "text", "d": "double precision", "n": "bigint"}
     idx = {r[0]: r[1] for r in c.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'vals' "
                                          "AND schemaname = current_schema()").fetchall()}
-    assert "UNIQUE" in idx["vals_n"] and "(i, t)" in idx["vals_it"]
+    assert "UNIQUE" in idx["vals_n"] and "(i, t)" in idx["vals_it"] and "(d)" in idx['odd.idx "q"']
     on_pg = _rows(cl, "b")
     assert set(on_pg) == set(before)
     for k, row in before.items():
@@ -153,6 +154,10 @@ def test_sqlite_to_postgres_and_back_reads_every_value_back_exactly(root: Path, 
     cs.close()
     assert decl == {"id": "INTEGER", "i": "INTEGER", "r": "REAL", "t": "TEXT", "b": "BLOB", "u": "BLOB",
                     "v": "TEXT", "d": "REAL", "n": "INTEGER"}
+    cs = sqlite3.connect(root / "c.db")
+    idx_back = {r[1]: bool(r[2]) for r in cs.execute("PRAGMA index_list(vals)").fetchall()}
+    cs.close()
+    assert idx_back == {"vals_n": True, "vals_it": False, 'odd.idx "q"': False}
     cl.close()
 
 
@@ -396,6 +401,11 @@ def test_faults_are_classified_by_code_not_by_words(tmp_path: Path) -> None:
     assert "prepared tables are gone" in describe_fault(pe.UndefinedTable('relation "users" does not exist'))
     assert "disk is full" in describe_fault(pe.DiskFull("could not extend file"))
     assert "cannot be written" in describe_fault(pe.ReadOnlySqlTransaction("read-only"))
+    import errno
+
+    assert "disk is full" in describe_fault(OSError(errno.ENOSPC, "No space left on device"))
+    assert "unreachable" in describe_fault(FileNotFoundError(errno.ENOENT, "gone"))
+    assert "unreachable" not in describe_fault(PermissionError(errno.EACCES, "connection refused by policy"))
     # Real SQLite errors, by their result codes.
     p = tmp_path / "x.db"
     c = sqlite3.connect(p)

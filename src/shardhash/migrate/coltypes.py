@@ -122,14 +122,15 @@ def _indexes_sqlite(c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
 def _indexes_pg(c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
     out = []
     for name, unique, partial, expr, keys in c.execute(
-            "SELECT i.indexrelid::regclass::text, i.indisunique, i.indpred IS NOT NULL, i.indexprs IS NOT NULL, "
+            "SELECT (SELECT relname FROM pg_class WHERE oid = i.indexrelid), i.indisunique, "
+            "i.indpred IS NOT NULL, i.indexprs IS NOT NULL, "
             "(SELECT array_agg(a.attname ORDER BY k.ord) FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
             "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) "
             "FROM pg_index i WHERE i.indrelid = ?::regclass AND NOT i.indisprimary", (qi(table),)).fetchall():
         if partial or expr:
             raise ColumnTypeError(f"table {table!r}: index {name!r} is partial or on an expression; create "
                                   f"the destination table yourself")
-        out.append((str(name).split(".")[-1].strip('"'), bool(unique), [str(k) for k in keys]))
+        out.append((str(name), bool(unique), [str(k) for k in keys]))
     return out
 
 
@@ -185,20 +186,21 @@ def check_source_values(src: SQLiteShard, sc: Any, table: str, kinds: dict[str, 
     keys = ", ".join(qi(k) for k in pk)
     for name, k in kinds.items():
         col = qi(name)
+        args: tuple[Any, ...] = ()
         if src.kind == "sqlite":
             want = {"int": "'integer'", "bool": "'integer'", "float": "'real'", "text": "'text'",
                     "bytes": "'blob'"}[k.kind]
             bad = f"typeof({col}) NOT IN ({want}, 'null')"
             if k.kind == "int" and k.bits < 64:
-                lo, hi = _INT_RANGE[k.bits]
-                bad += f" OR {col} NOT BETWEEN {lo} AND {hi}"
+                bad += f" OR {col} NOT BETWEEN ? AND ?"
+                args = _INT_RANGE[k.bits]
             if k.kind == "text":
                 bad += f" OR instr(CAST({col} AS BLOB), x'00') > 0"
         else:
             if k.kind != "float":
                 continue
             bad = f"{col} = 'NaN' OR ({col} = 0 AND {col}::text LIKE '-%')"
-        r = sc.execute(f"SELECT {keys}, {col} FROM {qi(table)} WHERE {bad} LIMIT 1").fetchone()
+        r = sc.execute(f"SELECT {keys}, {col} FROM {qi(table)} WHERE {bad} LIMIT 1", args).fetchone()
         if r is not None:
             raise ColumnTypeError(_bad_value(table, name, tuple(r[:-1]), r[-1], k, src.kind))
 

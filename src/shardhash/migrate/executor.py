@@ -78,12 +78,14 @@ def _fault_kind(e: BaseException) -> str | None:
     """What a database error is, from its class and code (SQLite's result
     code, PostgreSQL's SQLSTATE), never from words in its message: "full",
     "readonly", "unreachable", "gone" (a prepared table or schema is missing) or None."""
-    if isinstance(e, ConnectionError):
+    if isinstance(e, (ConnectionError, TimeoutError)):
         return "unreachable"
     if isinstance(e, OSError):
         import errno
 
-        return {errno.ENOSPC: "full", errno.EROFS: "readonly"}.get(e.errno or 0, "unreachable")
+        return {errno.ENOSPC: "full", errno.EROFS: "readonly", errno.ENOENT: "unreachable",
+                errno.ENOTDIR: "unreachable", errno.EIO: "unreachable", errno.ENXIO: "unreachable",
+                errno.ESTALE: "unreachable"}.get(e.errno or 0)
     mod = type(e).__module__
     if mod.startswith("sqlite3"):
         code = getattr(e, "sqlite_errorcode", None)
