@@ -518,7 +518,10 @@ class Cluster(ClusterExtras):
                         if create_from is None:
                             continue
                         sb = self.backend(create_from)
-                        b.create_from(c, sb.table_ddl(sb.conn(), t.name))
+                        from .coltypes import translate_ddl
+
+                        # (between SQLite and PostgreSQL: each column's exact counterpart)
+                        b.create_from(c, translate_ddl(sb, sb.conn(), t.name, b.kind))
                     cols, pk = b.table_info(c, t.name)
                     if t.key not in cols:
                         raise ValueError(f"table {t.name!r} on shard {shard!r} has no column {t.key!r} "

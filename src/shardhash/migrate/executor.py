@@ -29,6 +29,7 @@ from .. import _events
 from ..hashing import hash_array
 from ..routing import Router, load_router
 from .cluster import Cluster
+from .coltypes import ColumnTypeError, Kind, canonical_row, check_rows, check_source_values, pair_kinds
 from .metadata import ACTIVE, COMMITTED
 from .sqlite import decode_pk, qi
 from .units import Membership, Unit, units_for
@@ -64,19 +65,56 @@ def crash_point(name: str) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+#: SQLite's primary result codes and their fixed messages (sqlite3_errstr),
+#: for Pythons whose sqlite3 errors carry no code (before 3.11).
+_SQLITE_CODES = {13: ("full", "database or disk is full"), 8: ("readonly", "attempt to write a readonly database"),
+                 14: ("unreachable", "unable to open database file"), 10: ("unreachable", "disk I/O error")}
+#: PostgreSQL SQLSTATEs (or their two-character classes) and what they mean for an operator.
+_PG_STATES = {"53100": "full", "25006": "readonly", "08": "unreachable", "57P01": "unreachable",
+              "57P02": "unreachable", "57P03": "unreachable", "42P01": "gone", "3F000": "gone"}
+
+
+def _fault_kind(e: BaseException) -> str | None:
+    """What a database error is, from its class and code (SQLite's result
+    code, PostgreSQL's SQLSTATE), never from words in its message: "full",
+    "readonly", "unreachable", "gone" (a prepared table or schema is missing) or None."""
+    if isinstance(e, (ConnectionError, TimeoutError)):
+        return "unreachable"
+    if isinstance(e, OSError):
+        import errno
+
+        return {errno.ENOSPC: "full", errno.EROFS: "readonly", errno.ENOENT: "unreachable",
+                errno.ENOTDIR: "unreachable", errno.EIO: "unreachable", errno.ENXIO: "unreachable",
+                errno.ESTALE: "unreachable"}.get(e.errno or 0)
+    mod = type(e).__module__
+    if mod.startswith("sqlite3"):
+        code = getattr(e, "sqlite_errorcode", None)
+        if code is not None:
+            return _SQLITE_CODES.get(int(code) & 0xFF, (None, ""))[0]
+        return next((k for k, msg in _SQLITE_CODES.values() if str(e) == msg), None)
+    if mod.startswith("psycopg"):
+        state = getattr(e, "sqlstate", None)
+        if state is None:  # (a client-side error: the connection is lost or closed)
+            import psycopg
+
+            return "unreachable" if isinstance(e, (psycopg.OperationalError, psycopg.InterfaceError)) else None
+        return _PG_STATES.get(state) or _PG_STATES.get(state[:2])
+    return None
+
+
 def describe_fault(e: BaseException) -> str:
     """What a database error means for an operator (full disk, lost
     connection, read-only file), or its own text."""
     text = f"{type(e).__name__}: {e}".strip()
-    low = text.lower()
-    if "disk is full" in low or "no space left" in low or "diskfull" in low or "could not extend" in low:
+    kind = _fault_kind(e)
+    if kind == "full":
         return f"the disk is full ({text}); free space, then resume"
-    if "readonly" in low or "read-only" in low or "attempt to write a readonly" in low:
+    if kind == "readonly":
         return f"the database cannot be written ({text}); make it writable, then resume"
-    if isinstance(e, ConnectionError) or any(w in low for w in (
-            "terminat", "connection", "server closed", "unable to open", "cannot open", "does not exist",
-            "disk i/o error")):
+    if kind == "unreachable":
         return f"the shard is unreachable or its connection was lost ({text}); bring it back, then resume"
+    if kind == "gone":
+        return f"the shard is unreachable or its prepared tables are gone ({text}); bring them back, then resume"
     return text
 
 
@@ -87,9 +125,11 @@ def _is_db_error(e: BaseException) -> bool:
 
 
 def _row_hashes(rows: Sequence[Sequence[Any]]) -> np.ndarray:
+    """Hashes of the rows' canonical values (equal on two backends exactly
+    when the values are, see :func:`coltypes.canonical_row`)."""
     if not rows:
         return np.zeros(0, dtype=np.uint64)
-    return np.asarray(hash_array([repr(tuple(r)) for r in rows]), dtype=np.uint64)
+    return np.asarray(hash_array([canonical_row(r) for r in rows]), dtype=np.uint64)
 
 
 #: The adaptive snapshot copy (``run(chunk=None)``, the default): the first
@@ -251,6 +291,7 @@ class Migration:
         self._last_tick = 0.0
         self.meta = cluster.metadata
         self._tables: dict[str, tuple[list[str], list[str], int]] = {}
+        self._kinds: dict[str, dict[str, Kind]] = {}  # (see _column_kinds)
 
     # ------------------------------------------------------------- create
 
@@ -474,6 +515,7 @@ class Migration:
         for d in dsts:
             with self._on(d, "destination", "preparing (creating its tables)"):
                 cl.prepare_shard(d, create_from=srcs[0] if srcs else None)
+        self._check_column_types(values=True)
         for s in srcs:
             b = cl.backend(s)
             for t in self.group.tables:
@@ -643,12 +685,54 @@ class Migration:
         resumed chunk, or a primary key taken by another row -- the checked
         upsert."""
         db = self.cluster.backend(d)
+        self._check_values(s, d, table, cols, rows)
         with self._on(d, "destination", f"copying {table!r} from {s!r}"):
             if db.copy_new(dc, table, cols, rows):
                 return
             with db.writing(dc):
                 self._check_collisions(s, d, db, dc, table, rows)
                 db.upsert(dc, table, cols, rows)
+
+    def _column_kinds(self, s: str, d: str, table: str, values: bool = False) -> dict[str, Kind] | None:
+        """Between shards of different backends (SQLite and PostgreSQL): each
+        column's kind on the destination, checked against the source's type
+        (and, with ``values``, every value on the source); None between shards
+        of one backend."""
+        sb, db = self.cluster.backend(s), self.cluster.backend(d)
+        if sb.kind == db.kind:
+            return None
+        k = f"{s}>{d}/{table}"
+        kinds = self._kinds.get(k)
+        try:
+            if kinds is None:
+                with self._on(d, "destination", f"reading the column types of {table!r}"):
+                    kinds = pair_kinds(sb, sb.conn(), db, db.conn(), table)
+            if values:
+                with self._on(s, "source", f"checking the values of {table!r} for {d!r}"):
+                    check_source_values(sb, sb.conn(), table, kinds)
+        except ColumnTypeError as e:
+            raise MigrationError(f"migration {self.id}: cannot copy from shard {s!r} ({sb.kind}) to shard {d!r} "
+                                 f"({db.kind}): {e}") from e
+        self._kinds[k] = kinds
+        return kinds
+
+    def _check_column_types(self, values: bool = False) -> None:
+        for s in self.mem.sources:
+            for d in self.mem.destinations:
+                for t in self.group.tables:
+                    self._column_kinds(s, d, t.name, values)
+
+    def _check_values(self, s: str, d: str, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Refuse a row that the destination's columns cannot hold exactly
+        (between backends; before the write, which might convert it)."""
+        kinds = self._column_kinds(s, d, table)
+        if kinds is None:
+            return
+        _, pk, _kx = self._table(s, table)
+        try:
+            check_rows(table, cols, pk, kinds, self.cluster.backend(d).kind, rows)
+        except ColumnTypeError as e:
+            raise MigrationError(f"migration {self.id}: cannot copy from shard {s!r} to shard {d!r}: {e}") from e
 
     # ----------------------------------------------------------- catch-up
 
@@ -721,6 +805,7 @@ class Migration:
                     if dels:
                         db.delete(dc, tbl, pk, dels)
                     if ups:
+                        self._check_values(s, d, tbl, cols, ups)
                         self._check_collisions(s, d, db, dc, tbl, ups)
                         db.upsert(dc, tbl, cols, ups)
         crash_point("catch-up-batch")

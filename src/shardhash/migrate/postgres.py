@@ -159,6 +159,9 @@ class PostgresShard(SQLiteShard):
             raw = psycopg.connect(self.dsn, autocommit=True)
         except psycopg.Error as e:
             raise ConnectionError(f"cannot connect to {self.dsn}: {e}") from e
+        from .coltypes import register_exact_floats
+
+        register_exact_floats(raw)  # (floats read as their exact values)
         return PGConnection(raw)
 
     # -------------------------------------------------------- transactions
