@@ -359,10 +359,6 @@ def test_ketama_scalar_batch_reference(keys: list[str], flavor: str, weights: li
 
 # ============================================================ extension types
 
-pd = pytest.importorskip("pandas")
-pa = pytest.importorskip("pyarrow")
-
-
 class Pinned(NamedTuple):
     """What hashing a case must do: ``error`` None -> every path hashes it, as
     ``hash_key`` hashes each value; else every batch path raises ``error``
@@ -380,24 +376,25 @@ class Pinned(NamedTuple):
 HASHED = Pinned()
 
 
-def _pandas_cases() -> dict[str, tuple[Callable[[], Any], Pinned]]:
+def _pandas_cases() -> dict[str, tuple[Callable[[Any], Any], Pinned]]:
+    """name -> (a function of the pandas module making the Series, the pinned outcome)."""
     refused = Pinned(TypeError, "", values_are_keys=False)
     return {
-        "Int64_ints": (lambda: pd.Series([1, -2, 3], dtype="Int64"), HASHED),
-        "UInt8_ints": (lambda: pd.Series([1, 2, 255], dtype="UInt8"), HASHED),
-        "string_python_texts": (lambda: pd.Series(["a", "é", ""], dtype="string[python]"), HASHED),
-        "string_pyarrow_texts": (lambda: pd.Series(["a", "é", ""], dtype="string[pyarrow]"), HASHED),
-        "int64_pyarrow_ints": (lambda: pd.Series([1, 2, 2**62], dtype="int64[pyarrow]"), HASHED),
-        "sparse_ints": (lambda: pd.Series(pd.arrays.SparseArray([0, 0, 5])), HASHED),
-        "object_str_int_bytes": (lambda: pd.Series(["a", 1, b"x"], dtype=object), HASHED),
-        "bool_numpy": (lambda: pd.Series([True, False]), refused),
-        "boolean_masked": (lambda: pd.Series([True, False], dtype="boolean"), refused),
-        "Float64_floats": (lambda: pd.Series([1.0, 2.5], dtype="Float64"), refused),
-        "period_months": (lambda: pd.Series(pd.period_range("2020-01", periods=3, freq="M")), refused),
-        "interval_ranges": (lambda: pd.Series(pd.interval_range(0, 3)), refused),
-        "datetime_days": (lambda: pd.Series(pd.date_range("2020-01-01", periods=3)), refused),
-        "datetime_tz_days": (lambda: pd.Series(pd.date_range("2020-01-01", periods=3, tz="UTC")), refused),
-        "timedelta_seconds": (lambda: pd.Series(pd.to_timedelta([1, 2, 3], unit="s")), refused),
+        "Int64_ints": (lambda pd: pd.Series([1, -2, 3], dtype="Int64"), HASHED),
+        "UInt8_ints": (lambda pd: pd.Series([1, 2, 255], dtype="UInt8"), HASHED),
+        "string_python_texts": (lambda pd: pd.Series(["a", "é", ""], dtype="string[python]"), HASHED),
+        "string_pyarrow_texts": (lambda pd: pd.Series(["a", "é", ""], dtype="string[pyarrow]"), HASHED),
+        "int64_pyarrow_ints": (lambda pd: pd.Series([1, 2, 2**62], dtype="int64[pyarrow]"), HASHED),
+        "sparse_ints": (lambda pd: pd.Series(pd.arrays.SparseArray([0, 0, 5])), HASHED),
+        "object_str_int_bytes": (lambda pd: pd.Series(["a", 1, b"x"], dtype=object), HASHED),
+        "bool_numpy": (lambda pd: pd.Series([True, False]), refused),
+        "boolean_masked": (lambda pd: pd.Series([True, False], dtype="boolean"), refused),
+        "Float64_floats": (lambda pd: pd.Series([1.0, 2.5], dtype="Float64"), refused),
+        "period_months": (lambda pd: pd.Series(pd.period_range("2020-01", periods=3, freq="M")), refused),
+        "interval_ranges": (lambda pd: pd.Series(pd.interval_range(0, 3)), refused),
+        "datetime_days": (lambda pd: pd.Series(pd.date_range("2020-01-01", periods=3)), refused),
+        "datetime_tz_days": (lambda pd: pd.Series(pd.date_range("2020-01-01", periods=3, tz="UTC")), refused),
+        "timedelta_seconds": (lambda pd: pd.Series(pd.to_timedelta([1, 2, 3], unit="s")), refused),
     }
 
 
@@ -418,8 +415,12 @@ def _check_pinned(batch: tuple[str, Any], scalar: list[tuple[str, Any]], pin: Pi
 def test_pandas_extension_types_pinned(name: str) -> None:
     """Each Series hashes like its values one by one, or every path refuses it
     as pinned; its Arrow form (when pyarrow makes one) does the same."""
+    # (the imports here, not at module level: a platform without pandas or
+    # pyarrow skips these cases, not the whole file)
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
     make, pin = _pandas_cases()[name]
-    s = make()
+    s = make(pd)
     scalar = [_outcome(sh.hash_key, s.iloc[i]) for i in range(len(s))]
     _check_pinned(_outcome(sh.hash_array, s), scalar, pin, name)
     if name == "object_str_int_bytes":
@@ -432,29 +433,31 @@ def test_pandas_extension_types_pinned(name: str) -> None:
     _check_pinned(_outcome(sh.hash_array, pa_arr), scalar, pin, f"{name} as {pa_arr.type}")
 
 
-def _arrow_cases() -> dict[str, tuple[Callable[[], Any], Pinned]]:
+def _arrow_cases() -> dict[str, tuple[Callable[[Any], Any], Pinned]]:
+    """name -> (a function of the pyarrow module making the array, the pinned outcome)."""
     return {
-        "int8_ints": (lambda: pa.array([1, 2, 3], pa.int8()), HASHED),
-        "uint64_ints": (lambda: pa.array([1, 2, 2**64 - 1], pa.uint64()), HASHED),
-        "large_string_texts": (lambda: pa.array(["a", "b", ""], pa.large_string()), HASHED),
-        "binary_with_empty": (lambda: pa.array([b"a", b""], pa.binary()), HASHED),
-        "large_binary": (lambda: pa.array([b"\x00\xff", b"x"], pa.large_binary()), HASHED),
-        "string_view_texts": (lambda: pa.array(["x", "y" * 20], pa.string_view()), HASHED),
-        "binary_view_bytes": (lambda: pa.array([b"x", b"z" * 20], pa.binary_view()), HASHED),
-        "chunked_int64_two_chunks": (lambda: pa.chunked_array([[1, 2], [3]]), HASHED),
-        "int64_sliced_from_1": (lambda: pa.array([1, 2, 3]).slice(1), HASHED),
+        "int8_ints": (lambda pa: pa.array([1, 2, 3], pa.int8()), HASHED),
+        "uint64_ints": (lambda pa: pa.array([1, 2, 2**64 - 1], pa.uint64()), HASHED),
+        "large_string_texts": (lambda pa: pa.array(["a", "b", ""], pa.large_string()), HASHED),
+        "binary_with_empty": (lambda pa: pa.array([b"a", b""], pa.binary()), HASHED),
+        "large_binary": (lambda pa: pa.array([b"\x00\xff", b"x"], pa.large_binary()), HASHED),
+        "string_view_texts": (lambda pa: pa.array(["x", "y" * 20], pa.string_view()), HASHED),
+        "binary_view_bytes": (lambda pa: pa.array([b"x", b"z" * 20], pa.binary_view()), HASHED),
+        "chunked_int64_two_chunks": (lambda pa: pa.chunked_array([[1, 2], [3]]), HASHED),
+        "int64_sliced_from_1": (lambda pa: pa.array([1, 2, 3]).slice(1), HASHED),
         # each value is a key, but the batch path refuses the layout (documented)
-        "dictionary_of_strings": (lambda: pa.array(["a", "b", "a"]).dictionary_encode(),
+        "dictionary_of_strings": (lambda pa: pa.array(["a", "b", "a"]).dictionary_encode(),
                                   Pinned(TypeError, "dictionary-encoded")),
-        "fixed_size_binary_16": (lambda: pa.array([b"0" * 16, b"1" * 16], pa.binary(16)),
+        "fixed_size_binary_16": (lambda pa: pa.array([b"0" * 16, b"1" * 16], pa.binary(16)),
                                  Pinned(TypeError, "format 'w:16'")),
         # values that are not keys one by one either
-        "double_floats": (lambda: pa.array([1.5]), Pinned(TypeError, "floating-point", False)),
+        "double_floats": (lambda pa: pa.array([1.5]), Pinned(TypeError, "floating-point", False)),
         # an Arrow null is refused by position (ValueError); None alone is not a key (TypeError)
-        "int64_with_null_first": (lambda: pa.array([None, 1]),
+        "int64_with_null_first": (lambda pa: pa.array([None, 1]),
                                   Pinned(ValueError, "position 0 is null", False, TypeError)),
-        "list_of_int64": (lambda: pa.array([[1]]), Pinned(TypeError, "nested", False)),
-        "timestamp_seconds": (lambda: pa.array([1, 2], pa.timestamp("s")), Pinned(TypeError, "format 'tss:'", False)),
+        "list_of_int64": (lambda pa: pa.array([[1]]), Pinned(TypeError, "nested", False)),
+        "timestamp_seconds": (lambda pa: pa.array([1, 2], pa.timestamp("s")),
+                              Pinned(TypeError, "format 'tss:'", False)),
     }
 
 
@@ -463,7 +466,7 @@ def test_arrow_arrays_pinned(name: str) -> None:
     """Each Arrow array hashes like its values one by one (``hash_key``), or
     is refused as pinned, with the pinned exception and message."""
     make, pin = _arrow_cases()[name]
-    a = make()
+    a = make(pytest.importorskip("pyarrow"))
     scalar = [_outcome(sh.hash_key, v) for v in a.to_pylist()]
     _check_pinned(_outcome(sh.hash_array, a), scalar, pin, name)
     if pin.error is not None:

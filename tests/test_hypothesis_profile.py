@@ -19,7 +19,8 @@ _EXEMPT = {
     "conftest.py": "registers the profiles themselves",
     "_support.py": "defines examples()",
     "test_fuzz.py": "scales by its own fuzz(n) helper (x20 in thorough)",
-    "scatter/test_scatter.py": "to be moved to examples(n) by the owner of tests/scatter",
+    "lookups/test_state_machine.py": "a share of the loaded profile's max_examples",
+    "scatter/test_oracle.py": "a share of the loaded profile's max_examples",
 }
 
 

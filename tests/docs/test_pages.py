@@ -71,10 +71,7 @@ ALLOWED: dict[tuple[str, str], str] = {
 
 # Blocks known to fail as written, on pages this test does not edit: each must still fail
 # (so that a fixed block is noticed and moved out of here), and is reported.
-KNOWN_BROKEN: dict[tuple[str, str], str] = {
-    ("docs/migrate.md", "from shardhash import plan"):
-        "no cluster.toml in a fresh folder, and `user_id`, `name` are not defined",
-}
+KNOWN_BROKEN: dict[tuple[str, str], str] = {}
 
 # Pages whose blocks start engines (a JVM, Ray, Dask workers): about 45 s on 2 idle cores, Spark's
 # block alone more than 20 s.

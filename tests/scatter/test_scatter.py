@@ -23,7 +23,7 @@ from shardhash.scatter import (
     scatter_gather,
     scatter_gather_async,
 )
-from tests._support import ill_typed
+from tests._support import examples, ill_typed
 
 NSHARDS = 4
 SCHEMA = "CREATE TABLE t (id INTEGER PRIMARY KEY, grp INTEGER NOT NULL, name TEXT NOT NULL, amount REAL)"
@@ -419,7 +419,7 @@ def test_blob_and_float_positions_round_trip_through_the_cursor(tmp_path: Path) 
     assert got == sorted(rows, key=lambda r: (-r[2], r[1], r[0]))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     rows=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["", "a", "b", "ab", "é"]),
                             st.integers(0, 5)), max_size=60),
