@@ -80,6 +80,7 @@ def test_core_sources_are_installed() -> None:
         assert needed in names, f"{needed} missing from the installed package's _core/"
 
 
+@pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 def test_c_programs_pass() -> None:
     """Every tests/c/test_*.c builds warning-free and passes, and every vector
     kernel this CPU has ran (in CI; elsewhere a missing one is reported)."""

@@ -103,6 +103,7 @@ def test_dask_null_id_leaves_no_output(dask_client: Any, data: dict[str, Any],
     assert not out.exists() and os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 def test_spark_route(spark: Any, data: dict[str, Any], topologies: tuple[Router, Router, str, str],
                      tmp_path: Path) -> None:
     # (plan --engine spark is shardhash.spark.diff, tested in test_spark.py; the writer is the CLI's own)

@@ -41,6 +41,7 @@ def _table(ds: Any) -> Any:
     return pa.concat_tables(ray.get(ds.to_arrow_refs()))
 
 
+@pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 def test_route_and_diff_1m_ids_over_8_files(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     ids, w = data["ids"], data["w"]
     ds = _read(ray_ctx, data["main"])
@@ -63,6 +64,7 @@ def test_route_and_diff_1m_ids_over_8_files(shr: ModuleType, ray_ctx: Any, data:
     assert stats["partials"] >= len(stats["builds"])
 
 
+@pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 def test_every_router_type(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     ints, strs = sweep_routers()
     for key, routers in (("sweep_int", ints), ("sweep_str", strs)):
