@@ -18,7 +18,6 @@ for byte, with the frozen one (exit 1 on any difference).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ from shardhash._reference.replicas import replica_lists  # noqa: E402
 from shardhash._reference.routing import ReferenceRouter  # noqa: E402
 from shardhash.routing import RingRouter, Router  # noqa: E402
 from tests._router_cases import HASH_ROUTERS  # noqa: E402
-from tools.make_router_vectors import check_frozen, sample_hashes, write_frozen  # noqa: E402
+from tools.make_router_vectors import frozen_main, sample_hashes  # noqa: E402
 
 OUT = ROOT / "tests" / "vectors" / "replicas"
 NO_LISTS = ("directory",)
@@ -85,17 +84,7 @@ def all_files() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--force", action="store_true")
-    ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the files in --out")
-    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
-    args = ap.parse_args(argv)
-    out_dir: Path = args.out
-    if args.check:
-        return 1 if check_frozen(out_dir, all_files()) else 0
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_frozen(out_dir, all_files(), force=args.force)
-    return 0
+    return frozen_main(argv, OUT, all_files)
 
 
 if __name__ == "__main__":

@@ -157,18 +157,25 @@ def all_files() -> dict[str, Any]:
     return files
 
 
-def main(argv: list[str] | None = None) -> int:
+def frozen_main(argv: list[str] | None, default_out: Path, make: Callable[[], dict[str, Any]]) -> int:
+    """The command line of a tool that makes a folder of frozen JSON vector
+    files: write them (``--force`` to overwrite a differing one) or, with
+    ``--check``, regenerate them in memory and compare."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the files in --out")
-    ap.add_argument("--out", type=Path, default=OUT, help="directory to write to (default: %(default)s)")
+    ap.add_argument("--out", type=Path, default=default_out, help="directory to write to (default: %(default)s)")
     args = ap.parse_args(argv)
     out_dir: Path = args.out
     if args.check:
-        return 1 if check_frozen(out_dir, all_files()) else 0
+        return 1 if check_frozen(out_dir, make()) else 0
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_frozen(out_dir, all_files(), force=args.force)
+    write_frozen(out_dir, make(), force=args.force)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return frozen_main(argv, OUT, all_files)
 
 
 if __name__ == "__main__":
