@@ -43,8 +43,8 @@ def _postmasters(needle: str) -> list[str]:
 @pytest.mark.oracle
 def test_a_plain_run_starts_a_throwaway_server_and_leaves_nothing(tmp_path: Path) -> None:
     """A child pytest run with no server configured runs (not skips) a PostgreSQL test on a
-    server of its own, exports it to subprocesses and psql, then stops it and deletes its
-    folder."""
+    server of its own, exports it to later tests, subprocesses and psql (the probe), then stops
+    it and deletes its folder."""
     if _postgres.find_bindir() is None or shutil.which("pgrep") is None:
         _postgres.missing("initdb, pg_ctl and pgrep are needed for this test")
     # The child's temporary folders go into a folder of this test's (readable by the server's
@@ -68,8 +68,8 @@ def test_a_plain_run_starts_a_throwaway_server_and_leaves_nothing(tmp_path: Path
             "    print('SERVER', os.environ['PGHOST'])\n")
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-             "-c", str(ROOT / "pyproject.toml"), str(probe),
-             str(ROOT / "tests/test_postgres_backends.py") + "::test_scatter_gather_on_postgres"],
+             "-c", str(ROOT / "pyproject.toml"),
+             str(ROOT / "tests/test_postgres_backends.py") + "::test_scatter_gather_on_postgres", str(probe)],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out
@@ -80,6 +80,6 @@ def test_a_plain_run_starts_a_throwaway_server_and_leaves_nothing(tmp_path: Path
         assert server_dir.startswith(tmp + os.sep), server_dir
         assert not os.path.exists(server_dir)
         assert os.listdir(tmp) == []
-        assert _postmasters(server_dir) == []
+        assert _postmasters(tmp) == []
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
