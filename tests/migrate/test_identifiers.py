@@ -39,6 +39,15 @@ NAMES = st.text(ALPHABET, min_size=1, max_size=12)
 BACKENDS = ["sqlite", "postgres"]  # (postgres: tests/_postgres.py finds or starts a server, else skips)
 
 
+@pytest.fixture(autouse=True)
+def _server_for_postgres(request: pytest.FixtureRequest) -> None:
+    """A ``kind='postgres'`` case finds (or starts) its server before Hypothesis runs, so a
+    missing one is a plain skip."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("kind") == "postgres":
+        need_postgres()
+
+
 def _hostile(name: str) -> bool:
     return name.lower().startswith(("_shardhash", "sqlite_")) or name.lower() in ("canary",)
 
