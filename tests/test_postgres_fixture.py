@@ -65,6 +65,10 @@ def test_a_plain_run_starts_a_throwaway_server_and_leaves_nothing(tmp_path: Path
             "    out = subprocess.run(['psql', '-X', '-At', '-c', 'SELECT 6 * 7'], capture_output=True,\n"
             "                         text=True, check=True).stdout\n"
             "    assert out.strip() == '42'\n"
+            "    # one server for the session, although two test modules asked for one\n"
+            "    tmp = os.environ['TMPDIR']\n"
+            "    assert [d for d in os.listdir(tmp) if d.startswith('shardhash-pg-')] == \\\n"
+            "        [os.path.basename(os.environ['PGHOST'])]\n"
             "    print('SERVER', os.environ['PGHOST'])\n")
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
