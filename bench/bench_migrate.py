@@ -4,7 +4,8 @@ baseline (lock the units, copy, switch) run beside it.
 
 Unit sizes come from ``SHARDHASH_BENCH_MIGRATE_SIZES`` (default
 ``10000,100000``; ``1000000`` is a local setting: it takes minutes).
-PostgreSQL runs when ``SHARDHASH_PG_DSN`` / ``PGHOST`` name a server.
+PostgreSQL runs on the server tests/_postgres.py finds (``SHARDHASH_PG_DSN``,
+``PGHOST``) or starts (a throwaway one, when initdb and pg_ctl are on PATH).
 With ``--benchmark-disable`` (the test run) each benchmark runs once on a
 small unit, as a test.  Figures: bench/README.md.
 """
@@ -27,6 +28,7 @@ import pytest
 from shardhash import JumpRouter
 from shardhash.migrate import Cluster, Migration
 from shardhash.migrate.cluster import open_backend
+from tests._postgres import need_postgres
 
 UPSERT = ("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
           "n = excluded.n")
@@ -40,22 +42,6 @@ def _sizes(benchmark: Any) -> list[int]:
     if not _enabled(benchmark):
         return [1000]
     return [int(x) for x in os.environ.get("SHARDHASH_BENCH_MIGRATE_SIZES", "10000,100000").split(",")]
-
-
-def _pg() -> str | None:
-    dsn = os.environ.get("SHARDHASH_PG_DSN")
-    if not dsn and os.environ.get("PGHOST"):
-        dsn = f"host={os.environ['PGHOST']} port={os.environ.get('PGPORT', '5432')} " \
-              f"user={os.environ.get('PGUSER', 'postgres')} dbname={os.environ.get('PGDATABASE', 'postgres')}"
-    if not dsn:
-        return None
-    try:
-        import psycopg
-
-        psycopg.connect(dsn, connect_timeout=5).close()
-    except Exception:  # noqa: BLE001
-        return None
-    return dsn
 
 
 def _cluster(root: Path, unit_rows: int, backend: str) -> tuple[Path, Any, Any]:
@@ -112,10 +98,7 @@ def _backends() -> list[Any]:
 def _resolve(name: str) -> str:
     if name == "sqlite":
         return name
-    dsn = _pg()
-    if dsn is None:
-        pytest.skip("no PostgreSQL server (SHARDHASH_PG_DSN / PGHOST)")
-    return dsn
+    return need_postgres()
 
 
 @pytest.mark.parametrize("backend_name", _backends())

@@ -13,3 +13,12 @@ settings.register_profile("default", max_examples=100, deadline=None,
 settings.register_profile("thorough", max_examples=2000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("SHARDHASH_HYPOTHESIS", "default"))
+
+
+def pytest_sessionfinish() -> None:
+    """Stop the session's throwaway PostgreSQL server, if a test started one (tests/_postgres.py)."""
+    import sys
+
+    pg = sys.modules.get("tests._postgres")
+    if pg is not None:
+        pg.stop_throwaway()

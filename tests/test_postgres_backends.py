@@ -1,11 +1,10 @@
 """Scatter-gather, lookup indexes and the Cluster integration on a real PostgreSQL server
-(SHARDHASH_PG_DSN / PGHOST, as .ci/pre.d/10-postgres.sh exports; in CI a missing server fails)."""
+(tests/_postgres.py finds or starts one; without one these skip, and in CI fail)."""
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 import random
 import threading
 import uuid
@@ -18,39 +17,12 @@ import pytest
 from shardhash import JumpRouter, RingRouter
 from shardhash.lookups import DuplicateValue, FactoryStore, LookupIndex
 from shardhash.scatter import ScatterError, scatter_aggregate, scatter_gather
-from tests._support import oracle_required, present
+from tests._postgres import need_postgres
+from tests._support import present
 
 pytestmark = pytest.mark.oracle
 
 NAMES = ["s0", "s1", "s2"]
-
-
-def _dsn() -> str:
-    dsn = os.environ.get("SHARDHASH_PG_DSN")
-    if not dsn and os.environ.get("PGHOST"):
-        parts = [f"host={os.environ['PGHOST']}"]
-        for var, key in (("PGPORT", "port"), ("PGUSER", "user"), ("PGDATABASE", "dbname")):
-            if os.environ.get(var):
-                parts.append(f"{key}={os.environ[var]}")
-        dsn = " ".join(parts)
-    why = None
-    if not dsn:
-        why = "no PostgreSQL server (set SHARDHASH_PG_DSN or PGHOST)"
-    else:
-        try:
-            import psycopg
-
-            psycopg.connect(dsn, connect_timeout=10).close()
-        except ImportError:
-            why = "psycopg is not installed (pip install 'shardhash[postgres]')"
-        except Exception as e:  # psycopg.Error
-            why = f"cannot connect to PostgreSQL at {dsn}: {e}"
-    if why is not None:
-        if oracle_required():
-            pytest.fail(why)
-        pytest.skip(why)
-    assert dsn
-    return dsn
 
 
 @pytest.fixture
@@ -58,7 +30,7 @@ def pg() -> Iterator[tuple[str, dict[str, str]]]:
     """(dsn, {shard: schema}): one fresh schema per shard, dropped afterwards."""
     import psycopg
 
-    dsn = _dsn()
+    dsn = need_postgres()
     tag = uuid.uuid4().hex[:10]
     schemas = {s: f"b{tag}_{s}" for s in NAMES}
     with psycopg.connect(dsn, autocommit=True) as c:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -27,7 +26,9 @@ from shardhash import plan
 from shardhash.compat import citus
 from shardhash.compat import postgres as pg
 from shardhash.routing import load_router
+from tests._postgres import need_postgres
 from tests._support import VECTORS as VECTOR_ROOT
+from tests._support import oracle_missing
 
 VECTORS = VECTOR_ROOT / "compat"
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -140,12 +141,10 @@ def test_owned_ranges_cover_the_64bit_space() -> None:
 
 @pytest.mark.oracle
 def test_live_worker_hash() -> None:
-    exe, dsn = shutil.which("psql"), os.environ.get("SHARDHASH_PG_DSN", "")
-    if not exe or not dsn:
-        why = "psql is not installed" if not exe else "SHARDHASH_PG_DSN is not set"
-        if os.environ.get("SHARDHASH_CI", "") not in ("", "0"):
-            pytest.fail(f"PostgreSQL oracle missing in CI: {why}")
-        pytest.skip(f"PostgreSQL oracle not available: {why}")
+    exe = shutil.which("psql")
+    if not exe:
+        oracle_missing("PostgreSQL oracle", "psql is not installed")
+    dsn = need_postgres(psycopg=False)
     rnd = random.Random(77)
     values = [rnd.getrandbits(64) - (1 << 63) for _ in range(10_000)]
     sql = ("SELECT hashint8(v) FROM unnest('{" + ",".join(map(str, values)) +

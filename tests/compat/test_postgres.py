@@ -5,8 +5,8 @@ Three layers of evidence:
   tools/make_compat_vectors.py from a real PostgreSQL 15 server);
 * the pure-Python reference (shardhash._reference.postgres) against the compiled kernels,
   with Hypothesis;
-* a live PostgreSQL server when one is configured (SHARDHASH_PG_DSN, started
-  by .ci/pre.d/10-postgres.sh): >= 10,000 values per type through the
+* a live PostgreSQL server (tests/_postgres.py finds or starts one):
+  >= 10,000 values per type through the
   server's own hash functions in one query per type, and real
   INSERT ... RETURNING tableoid routing into hash-partitioned tables.
 """
@@ -17,7 +17,6 @@ import datetime as dt
 import functools
 import json
 import math
-import os
 import random
 import shutil
 import struct
@@ -32,6 +31,8 @@ from hypothesis import strategies as st
 
 from shardhash._reference import postgres as ref
 from shardhash.compat import postgres as pg
+from tests._postgres import missing as pg_missing
+from tests._postgres import need_postgres
 from tests._support import VECTORS as VECTOR_ROOT
 from tests._support import examples, oracle_missing
 
@@ -238,21 +239,16 @@ class Psql:
 @pytest.fixture(scope="module")
 def psql() -> Psql:
     exe = shutil.which("psql")
-    dsn = os.environ.get("SHARDHASH_PG_DSN", "")
-    why = None
     if not exe:
-        why = "psql is not installed"
-    elif not dsn:
-        why = "no PostgreSQL server configured (set SHARDHASH_PG_DSN; .ci/pre.d/10-postgres.sh starts one)"
-    if exe and why is None:
-        p = Psql(exe, dsn)
-        try:
-            if p.run("SELECT current_setting('server_version_num')::int >= 110000;") != [["t"]]:
-                why = "PostgreSQL 11 or later is needed"
-        except (AssertionError, OSError, subprocess.TimeoutExpired) as exc:
-            why = f"cannot reach PostgreSQL at {dsn!r}: {exc}"
-    if why is not None:
-        oracle_missing("PostgreSQL oracle", why)
+        oracle_missing("PostgreSQL oracle", "psql is not installed")
+    dsn = need_postgres(psycopg=False)
+    p = Psql(exe, dsn)
+    try:
+        new_enough = p.run("SELECT current_setting('server_version_num')::int >= 110000;") == [["t"]]
+    except (AssertionError, OSError, subprocess.TimeoutExpired) as exc:
+        pg_missing(f"cannot connect to {dsn}: {exc}")
+    if not new_enough:
+        oracle_missing("PostgreSQL oracle", "PostgreSQL 11 or later is needed")
     return p
 
 

@@ -1,10 +1,9 @@
 """The databases the lookups tests run on: SQLite files, and PostgreSQL (one schema per shard) when
-SHARDHASH_PG_DSN or PGHOST names a server (in CI a missing server fails)."""
+tests/_postgres.py finds or starts a server (without one they skip; in CI a missing server fails)."""
 
 from __future__ import annotations
 
 import functools
-import os
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests._support import oracle_missing
+from tests._postgres import need_postgres
 
 NAMES = ["s0", "s1", "s2"]
 USERS = "CREATE TABLE users (id BIGINT PRIMARY KEY, email TEXT NOT NULL, name TEXT)"
@@ -77,21 +76,9 @@ class _Pooled:
 
 
 def postgres_backend() -> Backend:
-    dsn = os.environ.get("SHARDHASH_PG_DSN")
-    if not dsn and os.environ.get("PGHOST"):
-        dsn = f"host={os.environ['PGHOST']}" + "".join(
-            f" {k}={os.environ[v]}" for v, k in (("PGPORT", "port"), ("PGUSER", "user"), ("PGDATABASE", "dbname"))
-            if os.environ.get(v))
-    if not dsn:
-        oracle_missing("PostgreSQL", "set SHARDHASH_PG_DSN or PGHOST")
-    try:
-        import psycopg
+    dsn = need_postgres()
+    import psycopg
 
-        psycopg.connect(dsn, connect_timeout=10).close()
-    except ImportError as e:
-        oracle_missing("psycopg", str(e))
-    except Exception as e:  # psycopg.Error
-        oracle_missing("PostgreSQL", f"cannot connect to {dsn}: {e}")
     tag = uuid.uuid4().hex[:10]
     schemas = {s: f"lsm{tag}_{s}" for s in NAMES}
     pools: dict[str, list[Any]] = {s: [] for s in NAMES}

@@ -1,5 +1,5 @@
 """LookupIndex as a state machine: register / change / remove / retries / a process dying at every write,
-against a dictionary model, on SQLite and (with SHARDHASH_PG_DSN or PGHOST) on PostgreSQL.
+against a dictionary model, on SQLite and (with a server, tests/_postgres.py) on PostgreSQL.
 
 After every step: the owner rows are the model's; one owner per value; every owner row's value has a
 lookup row pointing back at it, and ``lookup`` finds it; every other lookup row is an orphan that

@@ -1,50 +1,12 @@
 """Fixtures of the migration tests: the backend parameter (SQLite, and a real
-PostgreSQL server from SHARDHASH_PG_DSN / PGHOST, as .ci/pre.d/10-postgres.sh
-exports; in CI a missing server fails)."""
+PostgreSQL server: tests/_postgres.py finds or starts one; without one the case
+skips, and in CI fails)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests._support import oracle_required
-
-
-def pg_dsn() -> str | None:
-    dsn = os.environ.get("SHARDHASH_PG_DSN")
-    if dsn:
-        return dsn
-    if os.environ.get("PGHOST"):
-        parts = [f"host={os.environ['PGHOST']}"]
-        for var, key in (("PGPORT", "port"), ("PGUSER", "user"), ("PGDATABASE", "dbname")):
-            if os.environ.get(var):
-                parts.append(f"{key}={os.environ[var]}")
-        return " ".join(parts)
-    return None
-
-
-def _need_pg() -> str:
-    dsn = pg_dsn()
-    why = None
-    if dsn is None:
-        why = "no PostgreSQL server (set SHARDHASH_PG_DSN or PGHOST)"
-    else:
-        try:
-            import psycopg
-        except ImportError:
-            why = "psycopg is not installed (pip install 'shardhash[postgres]')"
-        else:
-            try:
-                psycopg.connect(dsn, connect_timeout=10).close()
-            except psycopg.Error as e:
-                why = f"cannot connect to PostgreSQL at {dsn}: {e}"
-    if why is not None:
-        if oracle_required():
-            pytest.fail(why)
-        pytest.skip(why)
-    assert dsn is not None
-    return dsn
+from tests._postgres import need_postgres
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -52,4 +14,4 @@ def backend(request: pytest.FixtureRequest) -> str:
     """'sqlite', or the DSN of a reachable PostgreSQL server."""
     if request.param == "sqlite":
         return "sqlite"
-    return _need_pg()
+    return need_postgres()

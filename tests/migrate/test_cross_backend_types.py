@@ -20,14 +20,14 @@ from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.cluster import open_backend
 from shardhash.migrate.coltypes import ColumnTypeError, canonical_row, float4_exact, sqlite_affinity, translate_ddl
 from shardhash.migrate.executor import describe_fault
+from tests._postgres import need_postgres
 
 from ._harness import _tag, drop_cluster
-from .conftest import _need_pg
 
 
 @pytest.fixture
 def pg() -> str:
-    return _need_pg()
+    return need_postgres()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ alphabet (quotes, braces, ``$$``, ``%``, ``?``, semicolons, NUL, unicode).
   row of another key, each row reads back as written, and a canary table
   survives.  A name no database can hold (NUL) is a ValueError.
 
-SQLite always; PostgreSQL too where SHARDHASH_PG_DSN (or PGHOST) is set.
+SQLite always; PostgreSQL too where tests/_postgres.py finds or starts a server.
 """
 
 from __future__ import annotations
@@ -29,28 +29,23 @@ from shardhash import JumpRouter
 from shardhash.migrate import Cluster
 from shardhash.migrate.cluster import ShardKeyError, open_backend
 from shardhash.migrate.sqlite import IDENTIFIER, SQLiteShard
-
-from .conftest import pg_dsn
+from tests._postgres import need_postgres, server_dsn
 
 HOSTILE = "\"'`{}$%?;\\\x00 -()*/=.,\n\té☃\u202e\U0001f600"
 ALPHABET = st.sampled_from(list(HOSTILE) + list("abcxyzABC_019"))
 NAMES = st.text(ALPHABET, min_size=1, max_size=12)
 
 
-def _pg_available() -> str | None:
-    dsn = pg_dsn()
-    if dsn is None:
-        return None
-    try:
-        import psycopg
-
-        psycopg.connect(dsn, connect_timeout=5).close()
-    except Exception:  # noqa: BLE001 - no server: the SQLite half still runs
-        return None
-    return dsn
+BACKENDS = ["sqlite", "postgres"]  # (postgres: tests/_postgres.py finds or starts a server, else skips)
 
 
-BACKENDS = ["sqlite"] + (["postgres"] if _pg_available() else [])
+@pytest.fixture(autouse=True)
+def _server_for_postgres(request: pytest.FixtureRequest) -> None:
+    """A ``kind='postgres'`` case finds (or starts) its server before Hypothesis runs, so a
+    missing one is a plain skip."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("kind") == "postgres":
+        need_postgres()
 
 
 def _hostile(name: str) -> bool:
@@ -60,8 +55,7 @@ def _hostile(name: str) -> bool:
 def _fresh(kind: str, d: Path) -> tuple[SQLiteShard, str | None]:
     if kind == "sqlite":
         return SQLiteShard(d / "s.db", synchronous="OFF"), None
-    dsn = pg_dsn()
-    assert dsn is not None
+    dsn = need_postgres()
     schema = "fz" + uuid.uuid4().hex[:12]
     import psycopg
 
@@ -75,7 +69,7 @@ def _drop(schema: str | None) -> None:
         return
     import psycopg
 
-    dsn = pg_dsn()
+    dsn = server_dsn()
     assert dsn is not None
     with psycopg.connect(dsn, autocommit=True) as pg:
         pg.execute(f"DROP SCHEMA {schema} CASCADE")
@@ -177,7 +171,7 @@ def _cluster_doc(kind: str, d: Path, schemas: dict[str, str], group: str, table:
     if kind == "sqlite":
         urls = {s: f"sqlite:{s}.db" for s in ("a", "b")}
     else:
-        urls = {s: f"postgresql:{pg_dsn()} options='-csearch_path={schemas[s]}'" for s in ("a", "b")}
+        urls = {s: f"postgresql:{server_dsn()} options='-csearch_path={schemas[s]}'" for s in ("a", "b")}
     return {"metadata": "sqlite:meta.db", "shards": {s: {"primary": u} for s, u in urls.items()},
             "groups": {group: {"router": JumpRouter(["a", "b"]).to_dict(),
                                "tables": [{"name": table, "key": key}]}},

@@ -17,9 +17,9 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.executor import pending_router
+from tests._postgres import need_postgres
 
 from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
-from .conftest import _need_pg
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -29,7 +29,7 @@ def meta(request: pytest.FixtureRequest) -> str:
     """'sqlite', or the DSN of a reachable PostgreSQL server (the store's home)."""
     if request.param == "sqlite":
         return "sqlite"
-    return _need_pg()
+    return need_postgres()
 
 
 @pytest.fixture

@@ -332,9 +332,9 @@ def test_unreachable_shard_is_a_clear_error(tmp_path: Path) -> None:
 def test_out_of_order_commits_are_never_skipped(tmp_path: Path) -> None:
     """PostgreSQL: a transaction that took change id 10 commits after the one
     that took 11; catch-up applies 11 first and still applies 10 later."""
-    from .conftest import _need_pg
+    from tests._postgres import need_postgres
 
-    dsn = _need_pg()
+    dsn = need_postgres()
     try:
         path = make_cluster(tmp_path, FOUR, users=400, extra_shards=["s4"], backend=dsn)
         cl = Cluster.load(path)

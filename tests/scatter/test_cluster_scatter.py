@@ -14,7 +14,7 @@ import pytest
 
 from shardhash import JumpRouter
 from shardhash.migrate import Cluster, Migration
-from tests.migrate.conftest import _need_pg
+from tests._postgres import need_postgres
 
 
 def _cluster(root: Path, all_shards: list[str], group_shards: list[str]) -> Cluster:
@@ -107,7 +107,7 @@ def test_a_cursor_with_a_failed_shards_position_is_refused_after_a_cutover(tmp_p
 def pg_schema() -> Iterator[tuple[str, str]]:
     import psycopg
 
-    dsn = _need_pg()
+    dsn = need_postgres()
     sch = f"m{uuid.uuid4().hex[:10]}"
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute(f"CREATE SCHEMA {sch}")

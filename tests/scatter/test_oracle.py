@@ -9,8 +9,8 @@ oracle's answer, or a documented refusal (a NULL in an ordering column).
 
 Expected pages are computed by the oracle's own ORDER BY: the last row
 returned is put back into the oracle's result as a marker row, and the page
-after a position is the rows SQLite sorts after the marker.  With
-SHARDHASH_PG_DSN set, a variant places some shards in PostgreSQL.
+after a position is the rows SQLite sorts after the marker.  With a
+PostgreSQL server (tests/_postgres.py), a variant places some shards in PostgreSQL.
 """
 
 from __future__ import annotations
@@ -379,9 +379,9 @@ def test_partial_failure_and_recovery_return_every_row_once(world: tuple[Schema,
 @pytest.fixture(scope="module")
 def pg_schemas() -> Iterator[list[Any]]:
     """Five PostgreSQL schemas (a skip without a server; in CI a failure)."""
-    from tests.migrate.conftest import _need_pg
+    from tests._postgres import need_postgres
 
-    dsn = _need_pg()
+    dsn = need_postgres()
     import psycopg
 
     tag = uuid.uuid4().hex[:8]
