@@ -567,6 +567,7 @@ class Migration:
         cl = self.cluster
         t0 = time.perf_counter()
         prog = {"copied": int(self.meta.get(self.id, "copied", 0)), "scanned": 0}
+        copied0 = prog["copied"]
         ids = [u for u in self.units if u.kind == "ids"]
         # unit index -> index of its destination in dsts (batch selection below)
         dsts = self.mem.destinations
@@ -674,9 +675,18 @@ class Migration:
             finally:
                 sc.close()
         dt = time.perf_counter() - t0
-        rate = prog["scanned"] / dt if dt > 0 else 0.0
-        self.meta.put(self.id, "copy_rows_per_s", rate)
-        self.log(f"copy done: {prog['copied']} rows copied ({prog['scanned']} scanned, {rate:,.0f} rows/s scanned)")
+        copied_now = prog["copied"] - copied0
+        if prog["scanned"] and dt > 0:
+            # (measured over this run only: a resume that finds the copy done
+            # keeps the rates the run that copied measured)
+            scan_rate, copy_rate = prog["scanned"] / dt, copied_now / dt
+            with self.meta.tx() as mc:
+                self.meta.put(self.id, "copy_scanned_rate", scan_rate, mc)
+                self.meta.put(self.id, "copy_copied_rate", copy_rate, mc)
+            self.log(f"copy done: {prog['copied']} rows copied ({prog['scanned']} scanned in {dt:.1f} s: "
+                     f"{scan_rate:,.0f} rows/s scanned, {copy_rate:,.0f} rows/s copied)")
+        else:
+            self.log(f"copy done: {prog['copied']} rows copied (no source row scanned in this run)")
 
     def _write_copy(self, s: str, d: str, dc: Any, table: str, cols: list[str], rows: list[tuple[Any, ...]]) -> None:
         """Write one chunk's rows for destination ``d`` (connection ``dc``):
@@ -829,24 +839,31 @@ class Migration:
 
     def _catch_up_until(self, threshold: float, max_seconds: float) -> None:
         t_start = time.perf_counter()
-        rate = float(self.meta.get(self.id, "catchup_rate", 0.0)) or 5000.0
+        # The apply rate is measured, never assumed: None until a batch of
+        # changes was applied (then a moving average, kept across runs); with
+        # no rate, the lag in seconds is 0 when nothing is pending, else unknown.
+        prev = self.meta.get(self.id, "catchup_rate")
+        rate: float | None = float(prev) if prev else None
         last_log = 0.0
         while True:
             t0 = time.perf_counter()
             applied, pending = self.catch_up()
             dt = time.perf_counter() - t0
             if applied and dt > 0:
-                rate = 0.7 * rate + 0.3 * (applied / dt)
-            est = pending / rate if rate > 0 else float("inf")
-            self._tick(phase="catch-up", lag_changes=pending, lag_s=est, rows_per_s=rate)
+                rate = applied / dt if rate is None else 0.7 * rate + 0.3 * (applied / dt)
+            est: float | None = 0.0 if pending == 0 else (pending / rate if rate else None)
+            if rate is not None:
+                # (the progress line names a rate: none before one is measured)
+                self._tick(phase="catch-up", lag_changes=pending, lag_s=est, rows_per_s=rate)
             now = time.perf_counter()
-            if now - last_log > 1.0:
-                self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})
-                self.meta.put(self.id, "catchup_rate", rate)
+            done = est is not None and est < threshold and applied < 2000
+            if done or now - last_log > 1.0:
+                with self.meta.tx() as mc:
+                    self.meta.put(self.id, "lag", {"changes": pending, "seconds": est}, mc)
+                    if rate is not None:
+                        self.meta.put(self.id, "catchup_rate", rate, mc)
                 last_log = now
-            if est < threshold and applied < 2000:
-                self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})
-                self.meta.put(self.id, "catchup_rate", rate)
+            if done:
                 return
             if now - t_start > max_seconds:
                 raise MigrationError(f"catch-up did not get below {threshold} s of lag in {max_seconds:.0f} s "
@@ -1430,8 +1447,11 @@ class Migration:
             "id": self.id, "group": rec["group"], "state": rec["state"], "error": rec["error"],
             "kind": rec["kind"], "from_version": rec["from_version"], "to_version": rec["to_version"],
             "units": len(self.units), "sources": self.mem.sources, "destinations": self.mem.destinations,
-            "rows_copied": prog.get("copied", 0), "copy_rows_per_s": prog.get("copy_rows_per_s"),
-            "lag": prog.get("lag"), "catchup_rows_per_s": prog.get("catchup_rate"),
+            "rows_copied": prog.get("copied", 0),
+            # (measured rates only: null when nothing was measured)
+            "copy_rows_scanned_per_s": prog.get("copy_scanned_rate"),
+            "copy_rows_copied_per_s": prog.get("copy_copied_rate"),
+            "lag": prog.get("lag"), "catchup_changes_per_s": prog.get("catchup_rate"),
             "verify": prog.get("verify_result"), "write_pause_seconds": prog.get("unit_pause_seconds"),
             "frozen_at": prog.get("frozen_at"), "released_at": prog.get("released_at"),
             "info": rec["info"], "captures": self.captures(), "next": self.next_step(rec["state"]),
