@@ -114,7 +114,8 @@ def describe_fault(e: BaseException) -> str:
     if kind == "unreachable":
         return f"the shard is unreachable or its connection was lost ({text}); bring it back, then resume"
     if kind == "gone":
-        return f"the shard is unreachable or its prepared tables are gone ({text}); bring them back, then resume"
+        return (f"the shard is unreachable or its prepared tables are gone ({text}); on a cluster that "
+                f"`shardhash migrate init` has not set up yet, run it; else bring them back, then resume")
     return text
 
 
