@@ -915,7 +915,12 @@ class Migration:
         checksum of the rows on the source and the destination.  Resumable
         (verified units are recorded).  Keys with changes still being caught
         up are excused here and checked again under the fence.  Raises
-        :class:`VerifyMismatch` listing the first differing primary keys."""
+        :class:`VerifyMismatch` listing the first differing primary keys.
+
+        On a ``retained`` migration (after the cutover, before the cleanup):
+        :meth:`verify_retained`."""
+        if self.state == "retained":
+            return self.verify_retained()
         state = self.meta.get(self.id, "verify") or {"verified": []}
         if len(state["verified"]) >= len(self.units):
             state = {"verified": []}  # a finished verify is never resumed: start over
@@ -964,6 +969,67 @@ class Migration:
             raise VerifyMismatch(self.id, diffs)
         self.meta.put(self.id, "verify", {"verified": sorted(set(state["verified"]) | todo)})
         self.log(f"verify: {len(todo)} unit(s), {rows} rows, 0 mismatches ({result['seconds']:.2f} s)")
+        return result
+
+    def verify_retained(self) -> dict[str, Any]:
+        """After the cutover, before the cleanup (state ``retained``): compare
+        the retained copies on the old sources with the rows on their owners,
+        row by row, for every moved unit.  The retained copy is the rows as
+        they were at the cutover; the owners take writes since, and each of
+        those is in the owner's reverse capture (started before the cutover
+        committed).  So a row that differs (or exists on one side only) is
+        ``changed_since_cutover`` when its key was written on the owner after
+        the cutover, and a mismatch otherwise: equality is promised only for
+        rows nobody wrote since.  Changes nothing but the recorded verify
+        result (the migration stays ``retained``); raises
+        :class:`VerifyMismatch` listing the first mismatches."""
+        state = self.state
+        if state != "retained":
+            raise MigrationError(f"migration {self.id} is {state}: the retained copies are compared only while "
+                                 f"it is retained (after the cutover, before the cleanup)")
+        t0 = time.perf_counter()
+        every = {u.index for u in self.units}
+        ps: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+        pd: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+        for s in self.mem.sources:
+            for k, v in self._unit_sums(s, "source", every, every)[1].items():
+                ps[k].update(v)
+        for d in self.mem.destinations:
+            for k, v in self._unit_sums(d, "destination", every, every)[1].items():
+                pd[k].update(v)
+        # (listed after the scans: a write committed before a scan read its row is listed)
+        written: set[tuple[str, tuple[Any, ...]]] = set()
+        cap = self.id + ":reverse"
+        for d in self.mem.destinations:
+            b = self.cluster.backend(d)
+            with self._on(d, "destination", "listing the keys written since the cutover"):
+                cid = b.capture_id(b.conn(), cap)
+                if cid is None:
+                    raise MigrationError(f"migration {self.id}: shard {d!r} has no capture {cap!r}, so the rows "
+                                         f"written there since the cutover are unknown: nothing to compare")
+                written.update((tbl, decode_pk(pk)) for tbl, pk in b.all_keys(b.conn(), cid))
+        diffs: list[dict[str, Any]] = []
+        changed = 0
+        for key in sorted(set(ps) | set(pd), key=repr):
+            a, b2 = ps.get(key, {}), pd.get(key, {})
+            for pk in sorted(set(a) | set(b2), key=repr):
+                if a.get(pk) == b2.get(pk):
+                    continue
+                if (key[0], pk) in written:
+                    changed += 1
+                else:
+                    diffs.append({"table": key[0], "unit": key[1], "pk": list(pk),
+                                  "source": pk in a, "destination": pk in b2})
+        rows = sum(len(v) for v in ps.values())
+        result = {"retained": True, "units": len(self.units), "checked": len(every), "rows": rows,
+                  "changed_since_cutover": changed, "mismatches": len(diffs), "first": diffs[:10],
+                  "seconds": time.perf_counter() - t0}
+        self.meta.put(self.id, "verify_result", result)
+        if diffs:
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
+            raise VerifyMismatch(self.id, diffs)
+        self.log(f"verify (retained copies against their owners): {rows} rows in {len(every)} unit(s), "
+                 f"{changed} changed since the cutover, 0 mismatches ({result['seconds']:.2f} s)")
         return result
 
     def _changed_keys(self) -> set[tuple[str, tuple[Any, ...]]]:
