@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "imbalance",
     "top_k",
     "HeavyHitters",
+    "HotKeys",
     "hot_keys",
     "propose_hot_set",
     "ShardKeyReport",
@@ -270,12 +271,21 @@ class HeavyHitters:
     Each reduction by ``c`` removes at least ``(capacity+1)·c`` of weight, so
     the total subtracted, :attr:`error`, is at most ``N / (capacity + 1)``.
 
+    :meth:`top` reports the *hot* keys: those whose lower bound clears
+    :attr:`threshold` ``= N / (capacity + 1)`` (certainly above the weight
+    the summary guarantees to keep); :meth:`candidates` lists every key kept,
+    with its bounds, hot or not.
+
     >>> hh = HeavyHitters(capacity=2)
-    >>> hh.update(["a"] * 50 + ["b"] * 30 + list("cdefghij"))
+    >>> hh.update(["a"] * 50 + ["b"] * 36 + list("cdefghij"))
     >>> [(k, lo) for k, lo, hi in hh.top(2)]
-    [('a', 49.0), ('b', 29.0)]
+    [('a', 49.0), ('b', 35.0)]
     >>> hh.error <= hh.total / 3
     True
+    >>> u = HeavyHitters(capacity=2)
+    >>> u.update(list("abcdefghij"))
+    >>> u.top(2)
+    no hot keys (no key's lower bound exceeds the threshold 3.33)
     """
 
     def __init__(self, capacity: int = 1000) -> None:
@@ -339,8 +349,30 @@ class HeavyHitters:
     def __len__(self) -> int:
         return 0 if self._keys is None else len(self._keys)
 
-    def top(self, n: int | None = None) -> list[tuple[Any, float, float]]:
-        """``(key, lower, upper)`` bounds on the true weight, largest first."""
+    @property
+    def threshold(self) -> float:
+        """``total / (capacity + 1)``: every key heavier than this is kept
+        (and :attr:`error` never exceeds it); :meth:`top` reports a key once
+        its lower bound exceeds it."""
+        return self.total / (self.capacity + 1)
+
+    def top(self, n: int | None = None) -> HotKeys:
+        """The hot keys, largest first: ``(key, lower, upper)`` bounds on the
+        true weight, for the (at most ``n``) keys whose lower bound exceeds
+        :attr:`threshold`.  An empty result (no hot keys: uniform traffic,
+        say) prints as "no hot keys".  A key whose true weight is above the
+        threshold but whose lower bound is not yet is among
+        :meth:`candidates`."""
+        if n is not None:
+            _check_k(n)
+        cut = self.threshold
+        hot = [t for t in self.candidates() if t[1] > cut]
+        return HotKeys(hot if n is None else hot[:n], cut)
+
+    def candidates(self, n: int | None = None) -> list[tuple[Any, float, float]]:
+        """Every key the summary keeps (at most ``n``), with its ``(key,
+        lower, upper)`` bounds, largest lower bound first, hot or not: a key
+        whose upper bound is small may be any key of uniform traffic."""
         if n is not None:
             _check_k(n)
         if self._keys is None or len(self._keys) == 0:
@@ -350,6 +382,23 @@ class HeavyHitters:
             (_py(self._keys[i]), float(self._counts[i]), float(self._counts[i] + self.error))
             for i in _top(self._keys, self._counts, n)
         ]
+
+
+class HotKeys(list[tuple[Any, float, float]]):
+    """The result of :meth:`HeavyHitters.top`: a list of ``(key, lower,
+    upper)``; empty, it prints as "no hot keys" with the threshold no key's
+    lower bound cleared."""
+
+    def __init__(self, items: Iterable[tuple[Any, float, float]] = (), threshold: float = 0.0) -> None:
+        super().__init__(items)
+        self.threshold = threshold
+
+    def __repr__(self) -> str:
+        if self:
+            return super().__repr__()
+        return f"no hot keys (no key's lower bound exceeds the threshold {self.threshold:,.2f})"
+
+    __str__ = __repr__
 
 
 def hot_keys(

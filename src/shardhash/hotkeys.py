@@ -386,9 +386,9 @@ def propose_hot_set(keys: Any, router: Router, *, weights: Any = None, target_lo
     if not cap > 0:
         raise ValueError(f"headroom * target_load = {headroom!r} * {target_load!r} is 0 as a float")
     out: dict[Any, int] = {}
-    for key, _lo, hi in hh.top(candidates):
+    for key, _lo, hi in hh.candidates(candidates):
         if hi <= cap:
-            break  # top() is sorted by count; later keys are lighter
+            break  # candidates() is sorted by count; later keys are lighter
         if isinstance(key, (np.integer,)):
             key = int(key)
         if isinstance(key, bool) or not isinstance(key, (int, str)):

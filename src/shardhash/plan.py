@@ -190,13 +190,23 @@ class PlanReport:
         return d
 
     def summary(self) -> str:
-        """A plain-text summary table."""
+        """A plain-text summary table; with ``diff(..., weights=)``, the
+        weighted figures too (total and moved weight, as the CLI's ``plan
+        --weights`` prints them, and the weight's balance)."""
         lines = [
             f"keys: {self.total:,}   moved: {self.moved:,} ({self.moved_fraction:.2%})   "
             f"ideal: {self.ideal_fraction:.2%}",
             f"balance max/mean: before {self.imbalance_before['max_mean']:.4f}  "
             f"after {self.imbalance_after['max_mean']:.4f}",
         ]
+        if self.weighted_matrix is not None:
+            tot = float(self.weighted_matrix.sum())
+            mw = self.moved_weight or 0.0
+            wb, wa = self.before_weighted, self.after_weighted
+            assert wb is not None and wa is not None
+            lines.append(f"weight: {tot:,.0f} total, {mw:,.0f} moved ({(mw / tot if tot else 0.0):.2%})")
+            lines.append(f"weight balance max/mean: before {imbalance(wb)['max_mean']:.4f}  "
+                         f"after {imbalance(wa)['max_mean']:.4f}")
         if self.replicas is not None:
             lines.append(f"replicas: {self.replicas} per key, {self.replica_total:,} placements, "
                          f"{self.replica_moved:,} move ({self.replica_moved_fraction:.2%})")

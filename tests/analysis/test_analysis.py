@@ -65,13 +65,17 @@ def test_heavy_hitters_bounds(keys: list[str], capacity: int, chunk: int) -> Non
     assert hh.total == n
     assert hh.error <= n / (capacity + 1) + 1e-9
     assert len(hh) <= capacity
-    kept = {k: (lo, hi) for k, lo, hi in hh.top()}
+    kept = {k: (lo, hi) for k, lo, hi in hh.candidates()}
     for key, true in c.items():
         if true > n / (capacity + 1):
             assert key in kept
         if key in kept:
             lo, hi = kept[key]
             assert lo <= true <= hi
+    # top(): the kept keys whose lower bound clears the threshold (so each is truly above it)
+    assert hh.threshold == n / (capacity + 1)
+    assert [t for t in hh.top()] == [(k, lo, hi) for k, lo, hi in hh.candidates() if lo > hh.threshold]
+    assert all(c[k] > hh.threshold for k, _, _ in hh.top())
 
 
 def test_heavy_hitters_weighted_and_streamed() -> None:

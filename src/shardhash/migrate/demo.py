@@ -138,8 +138,10 @@ def run_demo(n_users: int = 1_000_000, *, writers: int = 8, folder: str | None =
                     lost += 1
         pause = cluster.metrics.pause_quantiles()
         res = {
-            "users": n_users, "rows_copied": st["rows_copied"], "copy_rows_per_s": st["copy_rows_per_s"],
-            "catchup_rows_per_s": st["catchup_rows_per_s"], "lag_at_freeze": st["lag"],
+            "users": n_users, "rows_copied": st["rows_copied"],
+            "copy_rows_scanned_per_s": st["copy_rows_scanned_per_s"],
+            "copy_rows_copied_per_s": st["copy_rows_copied_per_s"],
+            "catchup_changes_per_s": st["catchup_changes_per_s"], "lag_at_freeze": st["lag"],
             "write_pause": pause, "unit_pause_seconds": st["write_pause_seconds"], "verify": st["verify"],
             "acknowledged": sum(counts), "lost": lost, "duplicated": duplicated, "misplaced": misplaced,
             "writer_errors": errors, "migration_seconds": mig_s, "cleaned": cleaned,
@@ -169,9 +171,15 @@ def main(args: argparse.Namespace) -> int:
         v = res["verify"] or {}
         lag = res["lag_at_freeze"] or {}
         _say("")
-        _say(f"rows copied: {res['rows_copied']:,} ({res['copy_rows_per_s']:,.0f} rows/s scanned)")
-        _say(f"catch-up: {res['catchup_rows_per_s'] or 0:,.0f} changes/s; lag when the units froze: "
-             f"{lag.get('changes', 0)} changes (~{(lag.get('seconds') or 0) * 1000:.0f} ms)")
+        def rate(v: float | None, what: str) -> str:
+            return f"not measured ({what})" if v is None else f"{v:,.0f} {what}"
+
+        _say(f"rows copied: {res['rows_copied']:,} ({rate(res['copy_rows_scanned_per_s'], 'rows/s scanned')}, "
+             f"{rate(res['copy_rows_copied_per_s'], 'rows/s copied')})")
+        lag_s = lag.get("seconds")
+        _say(f"catch-up: {rate(res['catchup_changes_per_s'], 'changes/s')}; lag when the units froze: "
+             f"{lag.get('changes', 0)} changes"
+             + (f" (~{lag_s * 1000:.0f} ms)" if lag_s is not None else ""))
         _say(f"write pause: p50 {ms(p['p50'])}, p99 {ms(p['p99'])} over {p['count']} waiting writes "
              f"(units frozen {ms(res['unit_pause_seconds'])})")
         ft = res.get("fence_timings") or {}

@@ -114,7 +114,8 @@ def describe_fault(e: BaseException) -> str:
     if kind == "unreachable":
         return f"the shard is unreachable or its connection was lost ({text}); bring it back, then resume"
     if kind == "gone":
-        return f"the shard is unreachable or its prepared tables are gone ({text}); bring them back, then resume"
+        return (f"the shard is unreachable or its prepared tables are gone ({text}); on a cluster that "
+                f"`shardhash migrate init` has not set up yet, run it; else bring them back, then resume")
     return text
 
 
@@ -567,6 +568,7 @@ class Migration:
         cl = self.cluster
         t0 = time.perf_counter()
         prog = {"copied": int(self.meta.get(self.id, "copied", 0)), "scanned": 0}
+        copied0 = prog["copied"]
         ids = [u for u in self.units if u.kind == "ids"]
         # unit index -> index of its destination in dsts (batch selection below)
         dsts = self.mem.destinations
@@ -674,9 +676,18 @@ class Migration:
             finally:
                 sc.close()
         dt = time.perf_counter() - t0
-        rate = prog["scanned"] / dt if dt > 0 else 0.0
-        self.meta.put(self.id, "copy_rows_per_s", rate)
-        self.log(f"copy done: {prog['copied']} rows copied ({prog['scanned']} scanned, {rate:,.0f} rows/s scanned)")
+        copied_now = prog["copied"] - copied0
+        if prog["scanned"] and dt > 0:
+            # (measured over this run only: a resume that finds the copy done
+            # keeps the rates the run that copied measured)
+            scan_rate, copy_rate = prog["scanned"] / dt, copied_now / dt
+            with self.meta.tx() as mc:
+                self.meta.put(self.id, "copy_scanned_rate", scan_rate, mc)
+                self.meta.put(self.id, "copy_copied_rate", copy_rate, mc)
+            self.log(f"copy done: {prog['copied']} rows copied ({prog['scanned']} scanned in {dt:.1f} s: "
+                     f"{scan_rate:,.0f} rows/s scanned, {copy_rate:,.0f} rows/s copied)")
+        else:
+            self.log(f"copy done: {prog['copied']} rows copied (no source row scanned in this run)")
 
     def _write_copy(self, s: str, d: str, dc: Any, table: str, cols: list[str], rows: list[tuple[Any, ...]]) -> None:
         """Write one chunk's rows for destination ``d`` (connection ``dc``):
@@ -829,24 +840,31 @@ class Migration:
 
     def _catch_up_until(self, threshold: float, max_seconds: float) -> None:
         t_start = time.perf_counter()
-        rate = float(self.meta.get(self.id, "catchup_rate", 0.0)) or 5000.0
+        # The apply rate is measured, never assumed: None until a batch of
+        # changes was applied (then a moving average, kept across runs); with
+        # no rate, the lag in seconds is 0 when nothing is pending, else unknown.
+        prev = self.meta.get(self.id, "catchup_rate")
+        rate: float | None = float(prev) if prev else None
         last_log = 0.0
         while True:
             t0 = time.perf_counter()
             applied, pending = self.catch_up()
             dt = time.perf_counter() - t0
             if applied and dt > 0:
-                rate = 0.7 * rate + 0.3 * (applied / dt)
-            est = pending / rate if rate > 0 else float("inf")
-            self._tick(phase="catch-up", lag_changes=pending, lag_s=est, rows_per_s=rate)
+                rate = applied / dt if rate is None else 0.7 * rate + 0.3 * (applied / dt)
+            est: float | None = 0.0 if pending == 0 else (pending / rate if rate else None)
+            if rate is not None:
+                # (the progress line names a rate: none before one is measured)
+                self._tick(phase="catch-up", lag_changes=pending, lag_s=est, rows_per_s=rate)
             now = time.perf_counter()
-            if now - last_log > 1.0:
-                self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})
-                self.meta.put(self.id, "catchup_rate", rate)
+            done = est is not None and est < threshold and applied < 2000
+            if done or now - last_log > 1.0:
+                with self.meta.tx() as mc:
+                    self.meta.put(self.id, "lag", {"changes": pending, "seconds": est}, mc)
+                    if rate is not None:
+                        self.meta.put(self.id, "catchup_rate", rate, mc)
                 last_log = now
-            if est < threshold and applied < 2000:
-                self.meta.put(self.id, "lag", {"changes": pending, "seconds": est})
-                self.meta.put(self.id, "catchup_rate", rate)
+            if done:
                 return
             if now - t_start > max_seconds:
                 raise MigrationError(f"catch-up did not get below {threshold} s of lag in {max_seconds:.0f} s "
@@ -897,7 +915,12 @@ class Migration:
         checksum of the rows on the source and the destination.  Resumable
         (verified units are recorded).  Keys with changes still being caught
         up are excused here and checked again under the fence.  Raises
-        :class:`VerifyMismatch` listing the first differing primary keys."""
+        :class:`VerifyMismatch` listing the first differing primary keys.
+
+        On a ``retained`` migration (after the cutover, before the cleanup):
+        :meth:`verify_retained`."""
+        if self.state == "retained":
+            return self.verify_retained()
         state = self.meta.get(self.id, "verify") or {"verified": []}
         if len(state["verified"]) >= len(self.units):
             state = {"verified": []}  # a finished verify is never resumed: start over
@@ -946,6 +969,67 @@ class Migration:
             raise VerifyMismatch(self.id, diffs)
         self.meta.put(self.id, "verify", {"verified": sorted(set(state["verified"]) | todo)})
         self.log(f"verify: {len(todo)} unit(s), {rows} rows, 0 mismatches ({result['seconds']:.2f} s)")
+        return result
+
+    def verify_retained(self) -> dict[str, Any]:
+        """After the cutover, before the cleanup (state ``retained``): compare
+        the retained copies on the old sources with the rows on their owners,
+        row by row, for every moved unit.  The retained copy is the rows as
+        they were at the cutover; the owners take writes since, and each of
+        those is in the owner's reverse capture (started before the cutover
+        committed).  So a row that differs (or exists on one side only) is
+        ``changed_since_cutover`` when its key was written on the owner after
+        the cutover, and a mismatch otherwise: equality is promised only for
+        rows nobody wrote since.  Changes nothing but the recorded verify
+        result (the migration stays ``retained``); raises
+        :class:`VerifyMismatch` listing the first mismatches."""
+        state = self.state
+        if state != "retained":
+            raise MigrationError(f"migration {self.id} is {state}: the retained copies are compared only while "
+                                 f"it is retained (after the cutover, before the cleanup)")
+        t0 = time.perf_counter()
+        every = {u.index for u in self.units}
+        ps: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+        pd: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
+        for s in self.mem.sources:
+            for k, v in self._unit_sums(s, "source", every, every)[1].items():
+                ps[k].update(v)
+        for d in self.mem.destinations:
+            for k, v in self._unit_sums(d, "destination", every, every)[1].items():
+                pd[k].update(v)
+        # (listed after the scans: a write committed before a scan read its row is listed)
+        written: set[tuple[str, tuple[Any, ...]]] = set()
+        cap = self.id + ":reverse"
+        for d in self.mem.destinations:
+            b = self.cluster.backend(d)
+            with self._on(d, "destination", "listing the keys written since the cutover"):
+                cid = b.capture_id(b.conn(), cap)
+                if cid is None:
+                    raise MigrationError(f"migration {self.id}: shard {d!r} has no capture {cap!r}, so the rows "
+                                         f"written there since the cutover are unknown: nothing to compare")
+                written.update((tbl, decode_pk(pk)) for tbl, pk in b.all_keys(b.conn(), cid))
+        diffs: list[dict[str, Any]] = []
+        changed = 0
+        for key in sorted(set(ps) | set(pd), key=repr):
+            a, b2 = ps.get(key, {}), pd.get(key, {})
+            for pk in sorted(set(a) | set(b2), key=repr):
+                if a.get(pk) == b2.get(pk):
+                    continue
+                if (key[0], pk) in written:
+                    changed += 1
+                else:
+                    diffs.append({"table": key[0], "unit": key[1], "pk": list(pk),
+                                  "source": pk in a, "destination": pk in b2})
+        rows = sum(len(v) for v in ps.values())
+        result = {"retained": True, "units": len(self.units), "checked": len(every), "rows": rows,
+                  "changed_since_cutover": changed, "mismatches": len(diffs), "first": diffs[:10],
+                  "seconds": time.perf_counter() - t0}
+        self.meta.put(self.id, "verify_result", result)
+        if diffs:
+            _events.emit("verify_mismatch", migration_id=self.id, count=len(diffs))
+            raise VerifyMismatch(self.id, diffs)
+        self.log(f"verify (retained copies against their owners): {rows} rows in {len(every)} unit(s), "
+                 f"{changed} changed since the cutover, 0 mismatches ({result['seconds']:.2f} s)")
         return result
 
     def _changed_keys(self) -> set[tuple[str, tuple[Any, ...]]]:
@@ -1430,8 +1514,11 @@ class Migration:
             "id": self.id, "group": rec["group"], "state": rec["state"], "error": rec["error"],
             "kind": rec["kind"], "from_version": rec["from_version"], "to_version": rec["to_version"],
             "units": len(self.units), "sources": self.mem.sources, "destinations": self.mem.destinations,
-            "rows_copied": prog.get("copied", 0), "copy_rows_per_s": prog.get("copy_rows_per_s"),
-            "lag": prog.get("lag"), "catchup_rows_per_s": prog.get("catchup_rate"),
+            "rows_copied": prog.get("copied", 0),
+            # (measured rates only: null when nothing was measured)
+            "copy_rows_scanned_per_s": prog.get("copy_scanned_rate"),
+            "copy_rows_copied_per_s": prog.get("copy_copied_rate"),
+            "lag": prog.get("lag"), "catchup_changes_per_s": prog.get("catchup_rate"),
             "verify": prog.get("verify_result"), "write_pause_seconds": prog.get("unit_pause_seconds"),
             "frozen_at": prog.get("frozen_at"), "released_at": prog.get("released_at"),
             "info": rec["info"], "captures": self.captures(), "next": self.next_step(rec["state"]),

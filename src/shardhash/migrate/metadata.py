@@ -104,6 +104,10 @@ class Metadata:
             c.execute("BEGIN")
             try:
                 c.execute("SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.metadata'))")
+                from .postgres import PostgresShard
+
+                assert isinstance(self.db, PostgresShard)
+                self.db.ensure_schema(c)  # (the schema the URL names: created when missing)
                 for stmt in PG_DDL:
                     c.execute(stmt)
                 c.execute("COMMIT")

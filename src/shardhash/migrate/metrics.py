@@ -40,8 +40,8 @@ def publish(status: dict[str, Any], pauses: list[float] | None = None) -> bool:
         lag.get("changes") or 0)
     _metric("Gauge", "shardhash_migration_lag_seconds", "estimated catch-up time").labels(mig).set(
         lag.get("seconds") or 0)
-    _metric("Gauge", "shardhash_migration_copy_rows_per_second", "copy rate").labels(mig).set(
-        status.get("copy_rows_per_s") or 0)
+    _metric("Gauge", "shardhash_migration_copy_rows_per_second", "rows copied per second").labels(mig).set(
+        status.get("copy_rows_copied_per_s") or 0)
     v = status.get("verify") or {}
     _metric("Gauge", "shardhash_migration_verify_mismatches", "rows that differ").labels(mig).set(
         v.get("mismatches") or 0)

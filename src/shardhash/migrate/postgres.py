@@ -26,6 +26,7 @@ Same tables and protocol as the SQLite backend (see
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -49,6 +50,42 @@ SYSTEM_DDL = [
     "CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id)",
     "CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY)",
 ]
+
+
+_SEARCH_PATH = re.compile(r"(?:^|\s)(?:-c\s*|--)search_path\s*=\s*(.*)", re.S)
+
+
+def url_schema(dsn: str) -> str | None:
+    """The schema a libpq URL names: the first entry of the search path set by
+    its ``options`` (``options='-csearch_path=NAME'``, or ``-c search_path=``,
+    ``--search_path=``), as PostgreSQL reads it (an unquoted name folded to
+    lower case, a double-quoted one exact); None when it sets none (or the
+    first entry is ``$user``)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        opts = conninfo_to_dict(dsn).get("options")
+    except Exception:  # noqa: BLE001 - not a valid URL: connecting says why
+        return None
+    m = _SEARCH_PATH.search(str(opts or ""))
+    if m is None:
+        return None
+    text = m.group(1).replace("\\ ", " ").lstrip()
+    if text.startswith('"'):
+        end = 1
+        name = ""
+        while end < len(text):
+            if text[end] == '"':
+                if text[end + 1:end + 2] == '"':
+                    name += '"'
+                    end += 2
+                    continue
+                return name or None
+            name += text[end]
+            end += 1
+        return None  # (an unterminated quote: connecting says why)
+    name = re.split(r"[\s,]", text, maxsplit=1)[0]
+    return None if not name or name == "$user" else name.lower()
 
 
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[?%]")
@@ -207,7 +244,39 @@ class PostgresShard(SQLiteShard):
         # group side by side) would race on CREATE TABLE IF NOT EXISTS.
         c.execute("SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.schema'))")
 
+    def ensure_schema(self, c: Any) -> None:
+        """Make sure there is a schema to create tables in: when no schema of
+        the connection's search path exists, create the one the URL names
+        (``options='-csearch_path=NAME'``), or refuse with the exact SQL to
+        run (a URL that names none, or a user who may not create it).
+        Called in the write transaction that creates the tables."""
+        if c.execute("SELECT current_schema()").fetchone()[0] is not None:
+            return
+        from .executor import MigrationError
+
+        path = c.execute("SHOW search_path").fetchone()[0]
+        name = url_schema(self.dsn)
+        if name is None:
+            raise MigrationError(
+                f"{self.dsn}: no schema of its search path ({path}) exists, and the URL names none to create; "
+                f"name one in the URL (options='-csearch_path=NAME') or create one: CREATE SCHEMA NAME;")
+        import psycopg
+
+        c.execute("SAVEPOINT shardhash_schema")
+        try:
+            c.execute(f"CREATE SCHEMA IF NOT EXISTS {qi(name)}")
+        except psycopg.errors.InsufficientPrivilege as e:
+            c.execute("ROLLBACK TO SAVEPOINT shardhash_schema")
+            user = c.execute("SELECT current_user").fetchone()[0]
+            raise MigrationError(
+                f"{self.dsn}: schema {name!r} (named in the URL) does not exist and user {user!r} may not "
+                f"create it ({e.sqlstate}: {str(e).strip()}); as a user who may, run: "
+                f"CREATE SCHEMA {qi(name)} AUTHORIZATION {qi(user)};") from e
+        c.execute("RELEASE SAVEPOINT shardhash_schema")
+        logging.getLogger("shardhash.migrate").info("created schema %r (named in %s)", name, self.dsn)
+
     def ensure_system(self, c: Any) -> None:
+        self.ensure_schema(c)
         for stmt in SYSTEM_DDL:
             c.execute(stmt)
 
