@@ -12,6 +12,7 @@ import numpy as np
 
 from .common import (
     UsageError,
+    add_command,
     add_ids_options,
     add_json,
     command,
@@ -213,17 +214,12 @@ def _analyze(args: argparse.Namespace, readers: list[Any], router: Any, measures
     return 0
 
 
-# ------------------------------------------------------------------- demo
-
-
-
-
 @command("analyze")
 def _build_analyze(sub: Any, common: argparse.ArgumentParser) -> None:
-    a = sub.add_parser("analyze", parents=[common], help="load, skew and hot keys of an ids file",
-                       description="Count ids, find hot keys (Misra-Gries heavy hitters) and, with --topology, "
-                       "the load per shard: by count, and by bytes, requests and request rate when those "
-                       "columns (and --duration) are given.")
+    a = add_command(sub, common, "analyze", help="load, skew and hot keys of an ids file",
+                    description="Count ids, find hot keys (Misra-Gries heavy hitters) and, with --topology, "
+                    "the load per shard: by count, and by bytes, requests and request rate when those "
+                    "columns (and --duration) are given.")
     a.add_argument("ids", help="ids file, or - for stdin")
     a.add_argument("--topology", help="also count ids per shard of this topology (default: no per-shard load)")
     a.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh keys by: load per shard and hot "

@@ -415,21 +415,22 @@ def add_ids_options(p: argparse.ArgumentParser, *, required_type: bool = True) -
     p.add_argument("--chunk-size", type=positive_int, default=1 << 20, help="ids read per chunk")
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, conv: Callable[[str], Any], what: str) -> Any:
     try:
-        v = int(text)
+        return conv(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def positive_int(text: str) -> int:
+    v: int = _number(text, int, "an integer")
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
     return v
 
 
 def positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    v: float = _number(text, float, "a number")
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite number > 0")
     return v
@@ -443,25 +444,40 @@ def fraction_arg(text: str) -> float:
 
 
 def seed_arg(text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    v: int = _number(text, lambda s: int(s, 0), "an integer")
     if not 0 <= v < 1 << 64:
         raise argparse.ArgumentTypeError(f"{text} is out of range: a seed is an integer in [0, 2**64-1]")
     return v
 
 
 def share_arg(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    v: float = _number(text, float, "a number")
     if not (0 < v <= 1):
         raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
     return v
 
 
+
+
+@contextlib.contextmanager
+def output_errors() -> Iterator[None]:
+    """An output that cannot be made (a bad name, a missing folder, no pyarrow) is bad input."""
+    try:
+        yield
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        raise UsageError(exc_text(exc)) from None
+
+
+@contextlib.contextmanager
+def abort_on_error(out: Any) -> Iterator[None]:
+    """Run the block that fills ``out`` (a file being written, or None): when it
+    fails, ``out.abort()`` throws away what was written and the failure goes on."""
+    try:
+        yield
+    except BaseException:
+        if out is not None:
+            out.abort()
+        raise
 
 
 # ------------------------------------------------------- topologies and plans
@@ -524,6 +540,13 @@ def warn_excess_moves(old: Any, new: Any) -> None:
 def wants_engine(argv: Sequence[str]) -> bool:
     """True when a command line asks for an engine (``--engine`` given)."""
     return any(a == "--engine" or a.startswith("--engine=") for a in argv)
+
+
+def add_command(sub: Any, common: argparse.ArgumentParser, name: str, help: str,
+                description: str | None = None) -> argparse.ArgumentParser:
+    """A command's parser, taking the options every command takes (``common``)."""
+    p: argparse.ArgumentParser = sub.add_parser(name, parents=[common], help=help, description=description)
+    return p
 
 
 def add_json(p: argparse.ArgumentParser, what: str | None = "tables") -> None:

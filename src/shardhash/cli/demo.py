@@ -12,6 +12,7 @@ import numpy as np
 
 from .common import (
     UsageError,
+    add_command,
     add_json,
     command,
     echo,
@@ -110,9 +111,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 @command("demo")
 def _build_demo(sub: Any, common: argparse.ArgumentParser) -> None:
-    d = sub.add_parser("demo", parents=[common], help="compare strategies when a fifth shard joins four",
-                       description="Route synthetic user ids over 4 shards, add a fifth, and compare how many "
-                       "keys each strategy moves, how even the load stays and how fast it routes.")
+    d = add_command(sub, common, "demo", help="compare strategies when a fifth shard joins four",
+                    description="Route synthetic user ids over 4 shards, add a fifth, and compare how many "
+                    "keys each strategy moves, how even the load stays and how fast it routes.")
     d.add_argument("--keys", type=positive_int, default=10_000_000, help="number of synthetic ids")
     add_json(d, "a table")
     d.add_argument("--migrate", action="store_true",

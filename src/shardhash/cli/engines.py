@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import _engines
 from .. import arrow as _arrow
-from .common import PROG, UsageError, add_json, json_default, positive_int, read_router
+from .common import PROG, UsageError, add_command, add_json, json_default, positive_int, read_router
 
 if TYPE_CHECKING:
     from ..plan import PlanReport
@@ -394,13 +394,13 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--column", default="id", help="id column (default: id)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    r = sub.add_parser("route", parents=[common], help="add a shard column; one output folder per shard")
+    r = add_command(sub, common, "route", help="add a shard column; one output folder per shard")
     r.add_argument("topology")
     r.add_argument("ids", help="folder, glob or file of Parquet files")
     r.add_argument("-o", "--output", required=True, help="output folder (a partitioned Parquet dataset)")
     r.add_argument("--shard-column", default="shard", help="name of the added column (default: shard)")
     r.set_defaults(func=cmd_route)
-    pl = sub.add_parser("plan", parents=[common], help="what moves from one topology to another")
+    pl = add_command(sub, common, "plan", help="what moves from one topology to another")
     pl.add_argument("old")
     pl.add_argument("new")
     pl.add_argument("--ids", help="folder, glob or file of Parquet files")
@@ -409,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_json(pl, None)
     pl.add_argument("--max-rows", type=positive_int, default=30, help="move pairs printed")
     pl.set_defaults(func=cmd_plan)
-    a = sub.add_parser("analyze", parents=[common], help="load, skew and hot keys")
+    a = add_command(sub, common, "analyze", help="load, skew and hot keys")
     a.add_argument("ids", help="folder, glob or file of Parquet files")
     a.add_argument("--topology", help="also count ids per shard of this topology")
     a.add_argument("--weights", metavar="COLUMN", help="numeric column (bytes, requests)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import add_json, command
+from .common import add_command, add_json, command
 
 ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup")
 
@@ -22,7 +22,7 @@ def _run(args: argparse.Namespace) -> int:
 
 @command("migrate")
 def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("migrate", parents=[common], help="execute a migration on the cluster's databases")
+    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")

@@ -14,6 +14,8 @@ import numpy as np
 from .common import (
     REPLICA_SAMPLE,
     UsageError,
+    abort_on_error,
+    add_command,
     add_ids_options,
     add_json,
     command,
@@ -26,6 +28,7 @@ from .common import (
     ids_path,
     ids_progress,
     open_ids_file,
+    output_errors,
     plan_warnings,
     positive_int,
     read_router,
@@ -80,23 +83,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
             writer = None
             if args.moves:
                 col = reader.column if isinstance(reader.column, str) else "id"
-                try:
+                with output_errors():
                     writer = plan.MovesWriter(args.moves, old, new, id_column=col or "id",
                                               weight_column=args.weights or "weight")
-                except (ValueError, FileNotFoundError, ImportError) as exc:
-                    raise UsageError(exc_text(exc)) from None
-            try:
-                with ids_progress(reader, "planning", not args.quiet) as advance:
-                    report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
-                                       on_chunk=writer, progress=advance, replicas=args.replicas)
-            except (ValueError, TypeError, OverflowError) as exc:
-                if writer is not None:
-                    writer.abort()
-                raise UsageError(file_error(args.ids, path, exc)) from None
-            except BaseException:
-                if writer is not None:
-                    writer.abort()
-                raise
+            with abort_on_error(writer):
+                try:
+                    with ids_progress(reader, "planning", not args.quiet) as advance:
+                        report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
+                                           on_chunk=writer, progress=advance, replicas=args.replicas)
+                except (ValueError, TypeError, OverflowError) as exc:
+                    raise UsageError(file_error(args.ids, path, exc)) from None
             if writer is not None:
                 writer.close()
         out["report"] = report.to_dict()
@@ -397,16 +393,11 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_
         plt.close(fig)
 
 
-# ---------------------------------------------------------------- analyze
-
-
-
-
 @command("plan")
 def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
-    pl = sub.add_parser("plan", parents=[common], help="what moves from one topology to another",
-                        description="Compare two topologies: the share of the hash space (or of the given ids) "
-                        "that changes owner, the balance after, and ordered migration steps.")
+    pl = add_command(sub, common, "plan", help="what moves from one topology to another",
+                     description="Compare two topologies: the share of the hash space (or of the given ids) "
+                     "that changes owner, the balance after, and ordered migration steps.")
     pl.add_argument("old")
     pl.add_argument("new")
     pl.add_argument("--ids", help="ids file to count moves over (default: the hash-space view, no ids)")

@@ -12,6 +12,8 @@ import numpy as np
 
 from .common import (
     UsageError,
+    abort_on_error,
+    add_command,
     add_ids_options,
     command,
     describe_hashing,
@@ -22,6 +24,7 @@ from .common import (
     ids_path,
     ids_progress,
     open_ids_file,
+    output_errors,
     read_router,
     refuse_overwrite,
     resolve_key_type,
@@ -156,7 +159,7 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
             labels = [_csv_cell(s, delim) for s in shards]
             to_stdout = args.output == "-"
             atomic = None if to_stdout else atomic_output(args.output)
-            try:
+            with abort_on_error(atomic):
                 f = sys.stdout if to_stdout else open(atomic.tmp, "w", encoding="utf-8", newline="")  # type: ignore[union-attr]
                 try:
                     if reader.format == "csv":
@@ -175,17 +178,11 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
                 finally:
                     if not to_stdout:
                         f.close()
-            except BaseException:
-                if atomic is not None:
-                    atomic.abort()
-                raise
             if atomic is not None:
                 atomic.commit()
             return n
-        try:
+        with output_errors():
             writer = ChunkWriter(args.output, format=fmt_out) if args.output != "-" else None
-        except (ValueError, FileNotFoundError, ImportError) as exc:
-            raise UsageError(exc_text(exc)) from None
         if writer is None:  # Parquet/Arrow/npy to stdout: CSV through the csv module
             import csv as _csv
 
@@ -240,16 +237,11 @@ def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict
     return out
 
 
-# ------------------------------------------------------------------- plan
-
-
-
-
 @command("route")
 def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
-    r = sub.add_parser("route", parents=[common], help="which shard owns each id: a file, stdin, or --key",
-                       description="Add a shard column to an ids file (every input column is kept; CSV records "
-                       "are copied as written), or print the owner of the keys given with --key.")
+    r = add_command(sub, common, "route", help="which shard owns each id: a file, stdin, or --key",
+                    description="Add a shard column to an ids file (every input column is kept; CSV records "
+                    "are copied as written), or print the owner of the keys given with --key.")
     r.add_argument("topology")
     r.add_argument("ids", nargs="?", help="ids file, or - for stdin (default format there: text, one id per line)")
     r.add_argument("-o", "--output", help="output file: .csv/.tsv or .parquet; - writes CSV to stdout "

@@ -33,8 +33,6 @@ from .common import (
     write_text,
 )
 
-# -------------------------------------------------------------- topology
-
 # Short names `topology new` also accepts (a strategy's type name is accepted too).
 _SHORT_NAMES = {"redis": "redis_cluster", "postgres": "postgres_hash_partition",
                 "cassandra": "cassandra_token", "mongo": "mongo_hashed"}
@@ -224,11 +222,6 @@ def cmd_topology(args: argparse.Namespace) -> int:
         for line in replica_lines(replica_rep, True):
             print(line, file=sys.stderr)
     return 0
-
-
-# ------------------------------------------------------------------ route
-
-
 
 
 @command("topology")
