@@ -34,7 +34,6 @@ One module per command (``demo``, ``migrate``, ``topology``, ``route``,
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -67,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name in _BUILTIN:  # each registers its parser builder with @command
-        importlib.import_module(f"{__name__}.{name}")
+        __import__(f"{__name__}.{name}")
     for name in (*_BUILTIN, *(n for n in COMMANDS if n not in _BUILTIN)):
         COMMANDS[name](sub, common)
     return p
@@ -106,7 +105,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - never a traceback
         print(f"{PROG}: internal error: {type(exc).__name__}: {exc_text(exc)}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
