@@ -1,8 +1,10 @@
 """``shardhash migrate init|start|status|resume|verify|cutover|rollback|cleanup``.
 
-The parser is :mod:`shardhash.cli.migrate`.  Every command takes ``--config CLUSTER`` (a TOML or JSON cluster file, see
+Every command takes ``--config CLUSTER`` (a TOML or JSON cluster file, see
 :mod:`shardhash.migrate.cluster`).  Log lines carry the migration id and the
-topology versions; ``--json`` prints machine-readable results.
+topology versions; ``--json`` prints machine-readable results.  The parser is
+:mod:`shardhash.cli.migrate`; failures raise the ``UsageError`` of every
+``shardhash`` command.
 """
 
 from __future__ import annotations
