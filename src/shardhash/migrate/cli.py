@@ -2,7 +2,9 @@
 
 Every command takes ``--config CLUSTER`` (a TOML or JSON cluster file, see
 :mod:`shardhash.migrate.cluster`).  Log lines carry the migration id and the
-topology versions; ``--json`` prints machine-readable results.
+topology versions; ``--json`` prints machine-readable results.  The parser is
+:mod:`shardhash.cli.migrate`; failures raise the ``UsageError`` of every
+``shardhash`` command.
 """
 
 from __future__ import annotations
@@ -13,31 +15,7 @@ import sys
 import time
 from typing import Any
 
-ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup")
-
-
-def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
-    """Add the ``migrate`` subcommand to a ``shardhash`` subparsers object."""
-    p: argparse.ArgumentParser = subparsers.add_parser("migrate", parents=parents or [],
-                                                       help="execute a migration on the cluster's databases")
-    p.add_argument("action", choices=ACTIONS)
-    p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
-    p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
-    p.add_argument("--group", help="table group (default: the only one)")
-    p.add_argument("--to", help="start: the new router document (e.g. from `shardhash topology add`)")
-    p.add_argument("--add", help="start: comma-separated shard ids to add (plans the new router)")
-    p.add_argument("--remove", help="start: comma-separated shard ids to remove")
-    p.add_argument("--from-version", type=int, help="start: the topology version the plan was made from")
-    p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
-    p.add_argument("--fence-threshold", type=float, default=0.5,
-                   help="freeze only when the remaining catch-up is estimated below this (s, default 0.5)")
-    p.add_argument("--chunk", type=int, default=None,
-                   help="rows per copy chunk (default: adapted to the time a chunk takes, from 10000)")
-    p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
-    p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=run)
-    return p
+from ..cli.common import UsageError
 
 
 def _out(text: str) -> None:
@@ -142,15 +120,17 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one ``shardhash migrate`` action; returns the exit status."""
+    """Run one ``shardhash migrate`` action; returns the exit status.
+
+    A refused command or a failed step raises :class:`~shardhash.cli.common.UsageError`
+    (exit status 2, 3 for a verify mismatch), as every ``shardhash`` command does."""
     from .cluster import Cluster
     from .executor import Migration, MigrationError, VerifyMismatch, _is_db_error, describe_fault
 
     try:
         cluster = Cluster.load(args.config)
     except (ValueError, TypeError, OSError) as e:
-        _err(f"shardhash migrate: error: {args.config}: {e}")
-        return 2
+        raise UsageError(f"{args.config}: {e}", command="migrate") from None
     try:
         if args.action == "init":
             cluster.init()
@@ -215,19 +195,15 @@ def run(args: argparse.Namespace) -> int:
             _out(f"  next: {st['next']}")
         return 0
     except VerifyMismatch as e:
-        _err(f"shardhash migrate: verify failed: {e}")
-        return 3
+        raise UsageError(str(e), command="migrate", label="verify failed", status=3) from None
     except (MigrationError, ValueError, TypeError, ConnectionError, OSError) as e:
-        _err(f"shardhash migrate: error: {e}")
-        return 2
+        raise UsageError(str(e), command="migrate") from None
     except KeyError as e:
-        _err(f"shardhash migrate: error: {e.args[0] if e.args else e}")
-        return 2
+        raise UsageError(str(e.args[0] if e.args else e), command="migrate") from None
     except Exception as e:
         if not _is_db_error(e):
             raise
         # (a database error outside a migration step: the metadata store, say)
-        _err(f"shardhash migrate: error: {args.action}: {describe_fault(e)}")
-        return 2
+        raise UsageError(f"{args.action}: {describe_fault(e)}", command="migrate") from None
     finally:
         cluster.close()

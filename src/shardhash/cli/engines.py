@@ -30,12 +30,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import _engines
-from . import arrow as _arrow
-from .cli import PROG, UsageError, _json_default, _load_router, _positive_int
+from .. import _engines
+from .. import arrow as _arrow
+from .common import PROG, UsageError, add_command, add_json, json_default, positive_int, read_router
 
 if TYPE_CHECKING:
-    from .plan import PlanReport
+    from ..plan import PlanReport
 
 ENGINES = ("dask", "spark", "ray")
 
@@ -105,7 +105,7 @@ class _Dask(_Engine):
         try:
             from distributed import Client, LocalCluster
 
-            from . import dask as shd
+            from .. import dask as shd
         except ImportError as exc:
             raise _missing("dask", "Dask", exc) from None
         self.mod = shd
@@ -146,7 +146,7 @@ class _Spark(_Engine):
         try:
             from pyspark.sql import SparkSession
 
-            from . import spark as shs
+            from .. import spark as shs
         except ImportError as exc:
             raise _missing("spark", "PySpark", exc) from None
         self.mod = shs
@@ -201,7 +201,7 @@ class _Ray(_Engine):
             import ray
             import ray.data
 
-            from . import ray as shr
+            from .. import ray as shr
         except ImportError as exc:
             raise _missing("ray", "Ray Data", exc) from None
         self.ray, self.mod = ray, shr
@@ -294,7 +294,7 @@ def _inputs(spec: str, column: str, weights: str | None = None) -> list[str]:
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    router = _load_router(args.topology)
+    router = read_router(args.topology)
     files = _inputs(args.ids, args.column)
     t0 = time.perf_counter()
     with _atomic_dir(args.output) as out, _engine(args) as eng:
@@ -305,7 +305,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    old, new = _load_router(args.old), _load_router(args.new)
+    old, new = read_router(args.old), read_router(args.new)
     if not args.ids:
         raise UsageError("--engine needs --ids (a folder, glob or file of Parquet files)")
     files = _inputs(args.ids, args.column, args.weights)
@@ -324,7 +324,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                  "seconds": elapsed, "report": report.to_dict()}
         if args.moves:
             out_d["moves"] = args.moves
-        print(json.dumps(out_d, indent=2, default=_json_default))
+        print(json.dumps(out_d, indent=2, default=json_default))
         return 0
     print(f"{len(files)} files, {args.engine}, {elapsed:.1f} s")
     print(report.summary())
@@ -343,9 +343,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from .analysis import imbalance
+    from ..analysis import imbalance
 
-    router = _load_router(args.topology) if args.topology else None
+    router = read_router(args.topology) if args.topology else None
     files = _inputs(args.ids, args.column, args.weights)
     t0 = time.perf_counter()
     with _engine(args) as eng:
@@ -364,7 +364,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                          for i, s in enumerate(router.shards)}
         out["imbalance"] = imbalance(part.counts)
     if args.json:
-        print(json.dumps(out, indent=2, default=_json_default))
+        print(json.dumps(out, indent=2, default=json_default))
         return 0
     print(f"{args.ids}: {part.total:,} ids ({args.engine})")
     if router is not None:
@@ -389,40 +389,35 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--scheduler", metavar="ADDR", help="Dask: address of a running scheduler")
     common.add_argument("--master", metavar="URL", help="Spark: master URL (default local[WORKERS])")
     common.add_argument("--address", metavar="ADDR", help="Ray: address of a running cluster")
-    common.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
+    common.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                         help="worker processes of the local cluster (default: the CPU count)")
     common.add_argument("--column", default="id", help="id column (default: id)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    r = sub.add_parser("route", parents=[common], help="add a shard column; one output folder per shard")
+    r = add_command(sub, common, "route", help="add a shard column; one output folder per shard")
     r.add_argument("topology")
     r.add_argument("ids", help="folder, glob or file of Parquet files")
     r.add_argument("-o", "--output", required=True, help="output folder (a partitioned Parquet dataset)")
     r.add_argument("--shard-column", default="shard", help="name of the added column (default: shard)")
     r.set_defaults(func=cmd_route)
-    pl = sub.add_parser("plan", parents=[common], help="what moves from one topology to another")
+    pl = add_command(sub, common, "plan", help="what moves from one topology to another")
     pl.add_argument("old")
     pl.add_argument("new")
     pl.add_argument("--ids", help="folder, glob or file of Parquet files")
     pl.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh moves by")
     pl.add_argument("--moves", metavar="FOLDER", help="write moved rows, one folder per source/destination")
-    pl.add_argument("--json", action="store_true", help="machine-readable output")
-    pl.add_argument("--max-rows", type=_positive_int, default=30, help="move pairs printed")
+    add_json(pl, None)
+    pl.add_argument("--max-rows", type=positive_int, default=30, help="move pairs printed")
     pl.set_defaults(func=cmd_plan)
-    a = sub.add_parser("analyze", parents=[common], help="load, skew and hot keys")
+    a = add_command(sub, common, "analyze", help="load, skew and hot keys")
     a.add_argument("ids", help="folder, glob or file of Parquet files")
     a.add_argument("--topology", help="also count ids per shard of this topology")
     a.add_argument("--weights", metavar="COLUMN", help="numeric column (bytes, requests)")
-    a.add_argument("--top", type=_positive_int, default=10, help="hot keys to show")
-    a.add_argument("--capacity", type=_positive_int, default=10_000, help="heavy-hitter counters")
-    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.add_argument("--top", type=positive_int, default=10, help="hot keys to show")
+    a.add_argument("--capacity", type=positive_int, default=10_000, help="heavy-hitter counters")
+    add_json(a, None)
     a.set_defaults(func=cmd_analyze)
     return p
-
-
-def wants_engine(argv: Sequence[str]) -> bool:
-    """True when a command line asks for an engine (``--engine`` given)."""
-    return any(a == "--engine" or a.startswith("--engine=") for a in argv)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -431,8 +426,8 @@ def main(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
         return int(args.func(args))
     except UsageError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        print(exc.line(), file=sys.stderr)
+        return exc.status
     except SystemExit as exc:  # --help
         return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 2
     except KeyboardInterrupt:

@@ -1,0 +1,42 @@
+"""``shardhash migrate init|start|status|resume|verify|cutover|rollback|cleanup``: the parser.
+
+The actions run in :mod:`shardhash.migrate.cli`, imported when the command
+runs (building this parser imports nothing of :mod:`shardhash.migrate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import add_command, add_json, command
+
+ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..migrate.cli import run
+
+    return run(args)
+
+
+@command("migrate")
+def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases")
+    p.add_argument("action", choices=ACTIONS)
+    p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
+    p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
+    p.add_argument("--group", help="table group (default: the only one)")
+    p.add_argument("--to", help="start: the new router document (e.g. from `shardhash topology add`)")
+    p.add_argument("--add", help="start: comma-separated shard ids to add (plans the new router)")
+    p.add_argument("--remove", help="start: comma-separated shard ids to remove")
+    p.add_argument("--from-version", type=int, help="start: the topology version the plan was made from")
+    p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
+    p.add_argument("--fence-threshold", type=float, default=0.5,
+                   help="freeze only when the remaining catch-up is estimated below this (s, default 0.5)")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="rows per copy chunk (default: adapted to the time a chunk takes, from 10000)")
+    p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
+    p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
+    add_json(p, None)
+    p.set_defaults(func=_run)
