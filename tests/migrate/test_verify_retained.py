@@ -88,3 +88,24 @@ def test_verify_retained_refuses_other_states(root: Path, backend: str) -> None:
     with pytest.raises(MigrationError, match="retained"):
         m.verify_retained()
     cl.close()
+
+
+def test_the_cli_verify_of_a_retained_migration_compares_the_retained_copies(
+        root: Path, backend: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`shardhash migrate verify` right after `start` (the migration is
+    retained) runs the comparison; a planted difference exits 3."""
+    from shardhash.cli import main
+
+    cl, m, moved = _retained(root, backend)
+    path = str(root / "cluster.json")
+    assert main(["migrate", "verify", m.id, "--config", path]) == 0
+    assert f"migration {m.id}" in capsys.readouterr().out
+    old_src = [s for s in FOUR if moved[0] in shard_rows(root, s)]
+    c = connect(root, old_src[0])  # the retained copy changed behind the executor's back
+    c.execute("UPDATE users SET name = 'corrupt' WHERE id = ?", (moved[0],))
+    if hasattr(c, "commit"):
+        c.commit()
+    c.close()
+    assert main(["migrate", "verify", m.id, "--config", path]) == 3
+    assert "verify failed" in capsys.readouterr().err
+    cl.close()

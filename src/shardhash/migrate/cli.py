@@ -157,8 +157,9 @@ def run(args: argparse.Namespace) -> int:
             m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover)
         elif args.action == "verify":
             state = m.state
-            if state not in ("catching-up", "verify-failed"):
-                raise MigrationError(f"migration {m.id} is {state}: verify runs while catching up")
+            if state not in ("catching-up", "verify-failed", "retained"):
+                raise MigrationError(f"migration {m.id} is {state}: verify runs while catching up, "
+                                     "or on a retained migration (its retained copies against the owners)")
             if state == "verify-failed":
                 m.meta.put(m.id, "verify", None)
                 m.meta.set_state(m.id, "catching-up")
