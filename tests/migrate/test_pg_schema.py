@@ -13,9 +13,9 @@ import pytest
 
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
+from tests._postgres import need_postgres
 
 from ._harness import _tag, drop_cluster, make_cluster, shard_rows
-from .conftest import _need_pg
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -39,7 +39,7 @@ def test_url_schema_reads_the_first_search_path_entry(dsn: str, want: str | None
 
 @pytest.fixture
 def pg() -> str:
-    return _need_pg()
+    return need_postgres()
 
 
 @pytest.fixture
