@@ -2,14 +2,15 @@
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
-hasher, the shard tuple and one placement kernel (a C function from
-``_core/place/``) with its tables.  ``route(key)`` hashes the key through
-the hasher's C entry point and places the hash without leaving C;
-``route_hashes`` validates its input, then runs the kernel without the GIL
-over contiguous chunks with ``shardhash._common.run``.
+hasher, the shard tuple and one placement table: its strategy's C functions
+(from ``_core/place/``) for one hash, a batch and a replica list, with the
+state they read.  ``route(key)`` hashes the key through the hasher's C entry
+point and places the hash through the table without leaving C;
+``route_hashes`` validates its input, then runs the table's batch function
+without the GIL over contiguous chunks with ``shardhash._common.run``.
 
-A router configures exactly one kernel with one of the ``_use_*`` methods,
-then seals itself with ``_seal()``; after that the tables can no longer
+A router fills its table once with one of the ``_use_*`` methods, then
+seals itself with ``_seal()``; after that the tables can no longer
 change (routers are immutable, which is what makes the GIL-free batch loops
 safe).  Routers without a C kernel set ``_use_python()`` and implement
 ``_route_hashes_kernel(hashes, out)`` in Python.
@@ -116,13 +117,9 @@ cdef extern from "sh_place.h" nogil:
     void sh_place_init()
     unsigned sh_place_features()
     void sh_fastmod_init(sh_fastmod *f, uint64_t d)
-    uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
-    void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
-                         const int32_t *placement, int32_t *out)
     unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
     void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
                              unsigned shift, unsigned bits, uint32_t *index)
-    int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
     ctypedef struct sh_ring16:
         const uint64_t *tokens
         const uint16_t *owners
@@ -134,13 +131,8 @@ cdef extern from "sh_place.h" nogil:
     uint32_t SH_RING16_EMPTY
     int sh_ring16_fits(size_t ntokens, const int32_t *owners)
     unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
-    int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
-    void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
     int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
                            uint64_t m, int32_t *table, uint64_t *pos, double *credit)
-    int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards)
-    void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
-                             const double *weights, size_t nshards, int32_t *out)
     int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
     void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
                            const uint64_t *hashes, size_t n, int32_t *out)
@@ -154,10 +146,6 @@ cdef extern from "sh_memento.h" nogil:
         const int32_t *replacer
         int32_t n
         int32_t nremoved
-    int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
-    int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h)
-    void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
-                          int32_t *out)
 
 cdef extern from "sh_multiprobe.h" nogil:
     ctypedef struct sh_mprobe:
@@ -170,8 +158,6 @@ cdef extern from "sh_multiprobe.h" nogil:
     unsigned SH_MPROBE_MAX_PROBES
     unsigned sh_mprobe_index_bits(size_t ntokens)
     void sh_mprobe_build_index(const uint64_t *tokens, size_t ntokens, unsigned bits, uint32_t *index)
-    int32_t sh_mprobe_lookup(const sh_mprobe *m, uint64_t h)
-    void sh_mprobe_batch(const sh_mprobe *m, const uint64_t *hashes, size_t n, int32_t *out)
 
 cdef extern from "sh_bounded.h" nogil:
     uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_percent)
