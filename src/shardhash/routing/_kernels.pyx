@@ -256,11 +256,11 @@ cdef extern from * nogil:
         const uint8_t *table8;
     } shp_bucket;
 
-    #define SHP_BUCKET_ONE(name, field, bucket)                  \
-        static int32_t name(const void *st, uint64_t h)          \
-        {                                                        \
-            const shp_bucket *b = (const shp_bucket *)st;        \
-            return (int32_t)b->field[bucket];                    \
+    #define SHP_BUCKET_ONE(name, field, bucket)           \
+        static int32_t name(const void *st, uint64_t h)   \
+        {                                                 \
+            const shp_bucket *b = (const shp_bucket *)st; \
+            return (int32_t)b->field[bucket];             \
         }
     SHP_BUCKET_ONE(shp_bucket_one8_pow2, table8, h & b->mask)
     SHP_BUCKET_ONE(shp_bucket_one16_pow2, table16, h & b->mask)
@@ -1721,7 +1721,7 @@ cdef extern from *:
         size_t nshards;
         uint64_t pre_add, pre_xor; /* the router's pre-transform */
         int has_pre;
-        const int32_t *zones;   /* NULL: no failure-domain rule */
+        const int32_t *zones; /* NULL: no failure-domain rule */
         int32_t nzones;
     } shr_plan;
 
