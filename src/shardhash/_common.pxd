@@ -150,6 +150,9 @@ cdef Py_ssize_t check_offsets(const int64_t *offsets, Py_ssize_t noffsets, Py_ss
 # required), else a writeable, C-contiguous, 1-D numpy array of dtype and
 # length n (TypeError / ValueError naming what is wrong).
 cdef object check_out(object out, Py_ssize_t n, object dtype, bint required=*)
+# The layout part of check_out (C-contiguous, aligned, writeable; ValueError,
+# ``unwritable`` the message for a read-only array), for arrays of other shapes.
+cdef int check_out_layout(object out, str unwritable=*) except -1
 
 # The address of a C-contiguous numpy array's first item (the caller keeps
 # the array alive); NULL for an empty one.

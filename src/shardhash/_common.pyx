@@ -149,13 +149,18 @@ cdef object check_out(object out, Py_ssize_t n, object dtype, bint required=Fals
     if out.shape[0] != n:
         raise ValueError(f"out has length {out.shape[0]} but there are {n} keys "
                          f"(out must have shape ({n},))")
+    check_out_layout(out)
+    return out
+
+
+cdef int check_out_layout(object out, str unwritable="out must be writeable (it is read-only)") except -1:
     if not out.flags.c_contiguous:
         raise ValueError("out must be C-contiguous")
     if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
         raise ValueError("out must be aligned (its items start off their alignment)")
     if not out.flags.writeable:
-        raise ValueError("out must be writeable (it is read-only)")
-    return out
+        raise ValueError(unwritable)
+    return 0
 
 
 cdef void *address(object a) except? NULL:

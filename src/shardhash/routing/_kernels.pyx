@@ -2,14 +2,15 @@
 """Compiled routing cores (private; the public API is ``shardhash.routing``).
 
 ``RouterCore`` is the base ``cdef class`` of every router.  It holds the
-hasher, the shard tuple and one placement kernel (a C function from
-``_core/place/``) with its tables.  ``route(key)`` hashes the key through
-the hasher's C entry point and places the hash without leaving C;
-``route_hashes`` validates its input, then runs the kernel without the GIL
-over contiguous chunks with ``shardhash._common.run``.
+hasher, the shard tuple and one placement table: its strategy's C functions
+(from ``_core/place/``) for one hash, a batch and a replica list, with the
+state they read.  ``route(key)`` hashes the key through the hasher's C entry
+point and places the hash through the table without leaving C;
+``route_hashes`` validates its input, then runs the table's batch function
+without the GIL over contiguous chunks with ``shardhash._common.run``.
 
-A router configures exactly one kernel with one of the ``_use_*`` methods,
-then seals itself with ``_seal()``; after that the tables can no longer
+A router fills its table once with one of the ``_use_*`` methods, then
+seals itself with ``_seal()``; after that the tables can no longer
 change (routers are immutable, which is what makes the GIL-free batch loops
 safe).  Routers without a C kernel set ``_use_python()`` and implement
 ``_route_hashes_kernel(hashes, out)`` in Python.
@@ -17,7 +18,7 @@ safe).  Routers without a C kernel set ``_use_python()`` and implement
 
 cimport cython
 from libc.stdint cimport uint64_t, int32_t, uint32_t, int64_t, uint16_t, uint8_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memcmp, memset
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.ref cimport Py_INCREF, PyObject
 from cpython.long cimport PyLong_AsLongLongAndOverflow
@@ -25,10 +26,9 @@ from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_New
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from libc.string cimport memcmp
 
 from shardhash._hashing cimport Hasher
-from shardhash._common cimport (sh_job, key_index_fn, sh_py_ascii, run, check_out,
+from shardhash._common cimport (sh_job, key_index_fn, sh_py_ascii, run, check_out, check_out_layout,
                                 address, SH_OK)
 from shardhash._npy cimport (import_numpy, is_ndarray_exact, new_array, array_data, int_array, int_word,
                              NP_INT32, NP_UNSIGNED)
@@ -117,13 +117,9 @@ cdef extern from "sh_place.h" nogil:
     void sh_place_init()
     unsigned sh_place_features()
     void sh_fastmod_init(sh_fastmod *f, uint64_t d)
-    uint64_t sh_fastmod_u64(uint64_t a, const sh_fastmod *f)
-    void sh_bucket_batch(const uint64_t *hashes, size_t n, const sh_fastmod *f,
-                         const int32_t *placement, int32_t *out)
     unsigned sh_ring_index_bits(size_t ntokens, unsigned width)
     void sh_ring_build_index(const uint64_t *tokens, const int32_t *owners, size_t ntokens,
                              unsigned shift, unsigned bits, uint32_t *index)
-    int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)
     ctypedef struct sh_ring16:
         const uint64_t *tokens
         const uint16_t *owners
@@ -135,13 +131,8 @@ cdef extern from "sh_place.h" nogil:
     uint32_t SH_RING16_EMPTY
     int sh_ring16_fits(size_t ntokens, const int32_t *owners)
     unsigned sh_ring16_index_bits(size_t ntokens, unsigned width)
-    int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
-    void sh_ring_batch(const sh_ring *r, const uint64_t *hashes, size_t n, int32_t *out)
     int sh_maglev_populate(const uint64_t *shard_hashes, const double *weights, size_t nshards,
                            uint64_t m, int32_t *table, uint64_t *pos, double *credit)
-    int32_t sh_rendezvous(uint64_t h, const uint64_t *seeds, const double *weights, size_t nshards)
-    void sh_rendezvous_batch(const uint64_t *hashes, size_t n, const uint64_t *seeds,
-                             const double *weights, size_t nshards, int32_t *out)
     int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
     void sh_override_batch(const uint64_t *ohashes, const int32_t *oshards, size_t m,
                            const uint64_t *hashes, size_t n, int32_t *out)
@@ -155,10 +146,6 @@ cdef extern from "sh_memento.h" nogil:
         const int32_t *replacer
         int32_t n
         int32_t nremoved
-    int32_t sh_memento_bucket(const sh_memento *m, uint64_t h)
-    int32_t sh_memento_resolve_from(const sh_memento *m, int32_t b, uint64_t h)
-    void sh_memento_batch(const sh_memento *m, const uint64_t *hashes, size_t n, const int32_t *map,
-                          int32_t *out)
 
 cdef extern from "sh_multiprobe.h" nogil:
     ctypedef struct sh_mprobe:
@@ -171,8 +158,6 @@ cdef extern from "sh_multiprobe.h" nogil:
     unsigned SH_MPROBE_MAX_PROBES
     unsigned sh_mprobe_index_bits(size_t ntokens)
     void sh_mprobe_build_index(const uint64_t *tokens, size_t ntokens, unsigned bits, uint32_t *index)
-    int32_t sh_mprobe_lookup(const sh_mprobe *m, uint64_t h)
-    void sh_mprobe_batch(const sh_mprobe *m, const uint64_t *hashes, size_t n, int32_t *out)
 
 cdef extern from "sh_bounded.h" nogil:
     uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_percent)
@@ -181,17 +166,337 @@ cdef extern from "sh_bounded.h" nogil:
                              const int32_t *prev, size_t n, const uint64_t *caps, size_t nshards,
                              uint64_t *load, int32_t *out)
 
+# ---------------------------------------------------------------------------
+# The placement table, in the manner of numpy's bitgen_t: a strategy's _use_*
+# method fills one sh_placer once -- the state its C functions read and one
+# function per kind of call (place one hash, place a batch, one replica list)
+# -- and route(), the batch runner and the replica lists call through it.  A
+# router's sh_router adds the pre-transform before the table and the
+# overrides after it; a delegate's table is another router's sh_router.
+
+cdef extern from * nogil:
+    """
+    #include "sh_place.h"
+    #include "sh_memento.h"
+    #include "sh_multiprobe.h"
+    #include "sh_replicas.h"
+
+    typedef int32_t (*sh_place_one_fn)(const void *state, uint64_t h);
+    typedef void (*sh_place_batch_fn)(const void *state, const uint64_t *hashes, size_t n, int32_t *out);
+    /* The replica list of h (r entries at out) as the sh_*_replicas functions
+     * write it; scratch: nshards words of workspace. */
+    typedef size_t (*sh_place_replicas_fn)(const void *state, size_t nshards, uint64_t h, size_t r,
+                                           const sh_replica_work *w, uint64_t *scratch, int32_t *out);
+
+    typedef struct {
+        const void *state;
+        sh_place_one_fn one;
+        sh_place_batch_fn batch;
+        sh_place_replicas_fn replicas; /* NULL: the strategy has no replica lists */
+    } sh_placer;
+
+    /* A router's placement: the table sees (h + pre_add) ^ pre_xor when
+     * has_pre; the exact-hash overrides (on h) apply after it. */
+    typedef struct {
+        sh_placer pl;
+        uint64_t pre_add, pre_xor;
+        int has_pre;
+        const uint64_t *ohash;
+        const int32_t *oshard;
+        size_t nover;
+    } sh_router;
+
+    #define SH_PRE_BLOCK 512 /* hashes pre-transformed per block (stack buffer) */
+
+    SH_FORCE_INLINE int32_t sh_router_place(const sh_router *r, uint64_t h)
+    {
+        int32_t i = r->pl.one(r->pl.state, r->has_pre ? (h + r->pre_add) ^ r->pre_xor : h);
+        if (r->nover) {
+            int32_t j = sh_override_find(r->ohash, r->oshard, r->nover, h);
+            if (j >= 0) i = j;
+        }
+        return i;
+    }
+
+    static void sh_router_batch(const sh_router *r, const uint64_t *h, size_t n, int32_t *out)
+    {
+        uint64_t buf[SH_PRE_BLOCK];
+        size_t s, m, k;
+        if (r->has_pre) {
+            for (s = 0; s < n; s += m) {
+                m = n - s < SH_PRE_BLOCK ? n - s : SH_PRE_BLOCK;
+                for (k = 0; k < m; k++) buf[k] = (h[s + k] + r->pre_add) ^ r->pre_xor;
+                r->pl.batch(r->pl.state, buf, m, out + s);
+            }
+        } else {
+            r->pl.batch(r->pl.state, h, n, out);
+        }
+        if (r->nover) sh_override_batch(r->ohash, r->oshard, r->nover, h, n, out);
+    }
+
+    static sh_placer shp_table(const void *state, sh_place_one_fn one, sh_place_batch_fn batch,
+                               sh_place_replicas_fn replicas)
+    {
+        sh_placer p;
+        p.state = state;
+        p.one = one;
+        p.batch = batch;
+        p.replicas = replicas;
+        return p;
+    }
+
+    /* Bucket tables (bucket, modulo, Maglev): shard = table[h mod size].
+     * Scalar lookups read a 1- or 2-byte copy when the shard count allows (a
+     * smaller table stays in cache between calls). */
+    typedef struct {
+        sh_fastmod fm;
+        uint64_t mask; /* size - 1 */
+        const int32_t *table;
+        const uint16_t *table16;
+        const uint8_t *table8;
+    } shp_bucket;
+
+    #define SHP_BUCKET_ONE(name, field, bucket)           \
+        static int32_t name(const void *st, uint64_t h)   \
+        {                                                 \
+            const shp_bucket *b = (const shp_bucket *)st; \
+            return (int32_t)b->field[bucket];             \
+        }
+    SHP_BUCKET_ONE(shp_bucket_one8_pow2, table8, h & b->mask)
+    SHP_BUCKET_ONE(shp_bucket_one16_pow2, table16, h & b->mask)
+    SHP_BUCKET_ONE(shp_bucket_one32_pow2, table, h & b->mask)
+    SHP_BUCKET_ONE(shp_bucket_one8, table8, sh_fastmod_u64(h, &b->fm))
+    SHP_BUCKET_ONE(shp_bucket_one16, table16, sh_fastmod_u64(h, &b->fm))
+    SHP_BUCKET_ONE(shp_bucket_one32, table, sh_fastmod_u64(h, &b->fm))
+
+    static void shp_bucket_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        const shp_bucket *b = (const shp_bucket *)st;
+        sh_bucket_batch(h, n, &b->fm, b->table, out);
+    }
+
+    static size_t shp_bucket_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
+                                      const sh_replica_work *w, uint64_t *scratch, int32_t *out)
+    {
+        const shp_bucket *b = (const shp_bucket *)st;
+        (void)scratch;
+        return sh_table_replicas(b->table, b->fm.d, nshards, h, r, w, out);
+    }
+
+    /* b's table; width: the bytes per entry of the scalar copy (1, 2 or 4). */
+    static sh_placer shp_table_bucket(const shp_bucket *b, int width)
+    {
+        int pow2 = (b->fm.d & (b->fm.d - 1)) == 0;
+        sh_place_one_fn one = width == 1   ? (pow2 ? shp_bucket_one8_pow2 : shp_bucket_one8)
+                              : width == 2 ? (pow2 ? shp_bucket_one16_pow2 : shp_bucket_one16)
+                                           : (pow2 ? shp_bucket_one32_pow2 : shp_bucket_one32);
+        return shp_table(b, one, shp_bucket_batch, shp_bucket_replicas);
+    }
+
+    /* Jump and MementoHash: jump's bucket, unless it was removed (the map is
+     * -1 exactly there).  Jump is MementoHash with nothing removed (replacer
+     * and map NULL, the shards being the buckets). */
+    typedef struct {
+        sh_memento m;
+        const int32_t *map;
+    } shp_memento;
+
+    static int32_t shp_jump_one(const void *st, uint64_t h)
+    {
+        return sh_jump(h, ((const shp_memento *)st)->m.n);
+    }
+
+    static void shp_jump_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        sh_jump_batch(h, n, ((const shp_memento *)st)->m.n, out);
+    }
+
+    static int32_t shp_memento_one(const void *st, uint64_t h)
+    {
+        const shp_memento *s = (const shp_memento *)st;
+        int32_t b = sh_jump(h, s->m.n);
+        int32_t i = s->map[b];
+        return i >= 0 ? i : s->map[sh_memento_resolve_from(&s->m, b, h)];
+    }
+
+    static void shp_memento_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        const shp_memento *s = (const shp_memento *)st;
+        sh_memento_batch(&s->m, h, n, s->map, out);
+    }
+
+    static size_t shp_memento_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
+                                       const sh_replica_work *w, uint64_t *scratch, int32_t *out)
+    {
+        const shp_memento *s = (const shp_memento *)st;
+        (void)scratch;
+        return sh_memento_replicas(&s->m, s->map, nshards, h, r, w, out);
+    }
+
+    static sh_placer shp_table_memento(const shp_memento *s)
+    {
+        if (s->m.nremoved == 0) return shp_table(s, shp_jump_one, shp_jump_batch, shp_memento_replicas);
+        return shp_table(s, shp_memento_one, shp_memento_batch, shp_memento_replicas);
+    }
+
+    /* Rings (ring, hash ranges): the first token >= h, wrapping; scalar
+     * lookups use the compact copy when the ring fits it (has16). */
+    typedef struct {
+        sh_ring ring;
+        sh_ring16 ring16;
+    } shp_ring;
+
+    static int32_t shp_ring_one(const void *st, uint64_t h)
+    {
+        return sh_ring_lookup(&((const shp_ring *)st)->ring, h);
+    }
+
+    static int32_t shp_ring16_one(const void *st, uint64_t h)
+    {
+        return sh_ring16_lookup(&((const shp_ring *)st)->ring16, h);
+    }
+
+    static void shp_ring_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        sh_ring_batch(&((const shp_ring *)st)->ring, h, n, out);
+    }
+
+    static size_t shp_ring_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
+                                    const sh_replica_work *w, uint64_t *scratch, int32_t *out)
+    {
+        const sh_ring *g = &((const shp_ring *)st)->ring;
+        (void)scratch;
+        return sh_ring_replicas(g->tokens, g->owners, g->ntokens, nshards, h, r, w, out);
+    }
+
+    static sh_placer shp_table_ring(const shp_ring *s, int has16)
+    {
+        return shp_table(s, has16 ? shp_ring16_one : shp_ring_one, shp_ring_batch, shp_ring_replicas);
+    }
+
+    /* Rendezvous: the highest (weighted) score; weights NULL: unweighted. */
+    typedef struct {
+        const uint64_t *seeds;
+        const double *weights;
+        size_t n;
+    } shp_rendezvous;
+
+    static int32_t shp_rendezvous_one(const void *st, uint64_t h)
+    {
+        const shp_rendezvous *s = (const shp_rendezvous *)st;
+        return sh_rendezvous(h, s->seeds, s->weights, s->n);
+    }
+
+    static void shp_rendezvous_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        const shp_rendezvous *s = (const shp_rendezvous *)st;
+        sh_rendezvous_batch(h, n, s->seeds, s->weights, s->n, out);
+    }
+
+    static size_t shp_rendezvous_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
+                                          const sh_replica_work *w, uint64_t *scratch, int32_t *out)
+    {
+        const shp_rendezvous *s = (const shp_rendezvous *)st;
+        return sh_rendezvous_replicas(s->seeds, s->weights, nshards, h, r, w, scratch, out);
+    }
+
+    static sh_placer shp_table_rendezvous(const shp_rendezvous *s)
+    {
+        return shp_table(s, shp_rendezvous_one, shp_rendezvous_batch, shp_rendezvous_replicas);
+    }
+
+    /* Multi-probe consistent hashing. */
+    static int32_t shp_mprobe_one(const void *st, uint64_t h)
+    {
+        return sh_mprobe_lookup((const sh_mprobe *)st, h);
+    }
+
+    static void shp_mprobe_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        sh_mprobe_batch((const sh_mprobe *)st, h, n, out);
+    }
+
+    static size_t shp_mprobe_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
+                                      const sh_replica_work *w, uint64_t *scratch, int32_t *out)
+    {
+        (void)scratch;
+        return sh_mprobe_replicas((const sh_mprobe *)st, nshards, h, r, w, out);
+    }
+
+    static sh_placer shp_table_mprobe(const sh_mprobe *s)
+    {
+        return shp_table(s, shp_mprobe_one, shp_mprobe_batch, shp_mprobe_replicas);
+    }
+
+    /* A delegate: place exactly as another (sealed) router, its pre-transform
+     * and overrides included.  Its replica lists are the other router's when
+     * nothing stands between them (_replica_plan walks the delegates). */
+    static int32_t shp_delegate_one(const void *st, uint64_t h)
+    {
+        return sh_router_place((const sh_router *)st, h);
+    }
+
+    static void shp_delegate_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
+    {
+        sh_router_batch((const sh_router *)st, h, n, out);
+    }
+
+    static sh_placer shp_table_delegate(const sh_router *other)
+    {
+        return shp_table(other, shp_delegate_one, shp_delegate_batch, NULL);
+    }
+    """
+    ctypedef struct sh_replica_work:
+        pass
+    ctypedef int32_t (*sh_place_one_fn)(const void *state, uint64_t h) noexcept nogil
+    ctypedef void (*sh_place_batch_fn)(const void *state, const uint64_t *hashes, size_t n,
+                                       int32_t *out) noexcept nogil
+    ctypedef size_t (*sh_place_replicas_fn)(const void *state, size_t nshards, uint64_t h, size_t r,
+                                            const sh_replica_work *w, uint64_t *scratch,
+                                            int32_t *out) noexcept nogil
+    ctypedef struct sh_placer:
+        const void *state
+        sh_place_one_fn one
+        sh_place_batch_fn batch
+        sh_place_replicas_fn replicas
+    ctypedef struct sh_router:
+        sh_placer pl
+        uint64_t pre_add
+        uint64_t pre_xor
+        int has_pre
+        const uint64_t *ohash
+        const int32_t *oshard
+        size_t nover
+    ctypedef struct shp_bucket:
+        sh_fastmod fm
+        uint64_t mask
+        const int32_t *table
+        const uint16_t *table16
+        const uint8_t *table8
+    ctypedef struct shp_memento:
+        sh_memento m
+        const int32_t *map
+    ctypedef struct shp_ring:
+        sh_ring ring
+        sh_ring16 ring16
+    ctypedef struct shp_rendezvous:
+        const uint64_t *seeds
+        const double *weights
+        size_t n
+    int32_t sh_router_place(const sh_router *r, uint64_t h)
+    void sh_router_batch(const sh_router *r, const uint64_t *h, size_t n, int32_t *out)
+    sh_placer shp_table_bucket(const shp_bucket *b, int width)
+    sh_placer shp_table_memento(const shp_memento *s)
+    sh_placer shp_table_ring(const shp_ring *s, int has16)
+    sh_placer shp_table_rendezvous(const shp_rendezvous *s)
+    sh_placer shp_table_mprobe(const sh_mprobe *s)
+    sh_placer shp_table_delegate(const sh_router *other)
+
 
 cdef enum:
-    KIND_UNSET = 0
-    KIND_PY = 1
-    KIND_BUCKET = 2
-    KIND_JUMP = 3
-    KIND_RING = 4
-    KIND_RENDEZVOUS = 5
-    KIND_DELEGATE = 6
-    KIND_MEMENTO = 7
-    KIND_MPROBE = 8
+    KIND_UNSET = 0   # no placement configured yet
+    KIND_PY = 1      # placement by the Python method _route_hashes_kernel
+    KIND_C = 2       # placement by the C table in _rt.pl
 
 cdef enum:
     KEYMODE_RANGES = 1
@@ -199,7 +504,6 @@ cdef enum:
     KEYMODE_NATIVE = 3
 
 cdef enum:
-    PRE_BLOCK = 512   # hashes pre-transformed per block (stack buffer)
     SMALL_BATCH = 64  # route_many on at most this many keys: one pass with the GIL (see _route_small)
 
 cdef object _DT_INT32 = np.dtype(np.int32)
@@ -362,8 +666,9 @@ cdef ptrdiff_t _k_jump(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e
 
 
 cdef ptrdiff_t _k_route(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    """A router's placement kernel (job.ctx, a sealed RouterCore) over hashes [s, e)."""
-    (<RouterCore>j.ctx)._kernel(<const uint64_t *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
+    """A router's placement (job.ctx, a sealed RouterCore's sh_router) over hashes [s, e)."""
+    sh_router_batch(<const sh_router *>j.ctx, <const uint64_t *>j.data + s, <size_t>(e - s),
+                    <int32_t *>j.out + s)
     return SH_OK
 
 
@@ -427,39 +732,20 @@ cdef class RouterCore:
     cdef bint _str_xxh3          # ... and str as plain UTF-8 into xxh3_64
     cdef uint64_t _int_key       # sh_xxh3_word_key(seed) for that path
     cdef tuple _shards
-    cdef int _kind
+    cdef int _kind               # KIND_UNSET, KIND_PY or KIND_C
     cdef bint _sealed
     cdef Py_ssize_t _prefix
     cdef Py_ssize_t _nshards
-    # bucket / modulo / maglev
-    cdef sh_fastmod _fm
-    cdef const int32_t *_placement
-    cdef uint64_t _bmask         # bucket count - 1 when it is a power of two, else 0
-    cdef bint _bpow2
-    # compact copies of the placement table for scalar lookups: 1 or 2 bytes
-    # per bucket when the shard count allows (smaller tables stay in cache
-    # between calls); _pwidth is 1, 2 or 4 (4: use _placement)
-    cdef int _pwidth
-    cdef const uint8_t *_placement8
-    cdef const uint16_t *_placement16
-    # jump
-    cdef int32_t _nb
-    # ring / hash ranges
-    cdef sh_ring _ring
-    cdef sh_ring16 _ring16       # compact copy for scalar lookups
-    cdef bint _has_ring16
-    # rendezvous
-    cdef const uint64_t *_seeds
-    cdef const double *_weights
-    cdef size_t _nseeds
-    # overrides (directory)
-    cdef const uint64_t *_ohash
-    cdef const int32_t *_oshard
-    cdef size_t _nover
-    # pre-transform: placement sees (h + add) ^ xor
-    cdef uint64_t _pre_add
-    cdef uint64_t _pre_xor
-    cdef bint _has_pre
+    # The placement: the strategy's table (filled once by a _use_* method),
+    # the pre-transform before it and the overrides after it.  The table's
+    # state is one of the structs below (or a delegate's _rt), all inside
+    # this object or arrays in _keep, so its pointers live as long as it.
+    cdef sh_router _rt
+    cdef shp_bucket _bucket      # bucket / modulo / Maglev
+    cdef shp_memento _memento    # jump, MementoHash
+    cdef shp_ring _ring          # ring / hash ranges
+    cdef shp_rendezvous _rdv     # rendezvous
+    cdef sh_mprobe _mprobe       # multi-probe
     cdef list _keep
     cdef RouterCore _delegate
     # routing on the raw key (no hash): 0 = hash routing, KEYMODE_RANGES =
@@ -483,11 +769,6 @@ cdef class RouterCore:
     cdef const int32_t *_wm_newmap
     cdef key_index_fn _kfn           # KEYMODE_NATIVE
     cdef void *_kctx
-    # MementoHash (KIND_MEMENTO): the record and the bucket -> shard index map
-    cdef sh_memento _memento
-    cdef const int32_t *_mmap
-    # multi-probe (KIND_MPROBE)
-    cdef sh_mprobe _mprobe
     # replica lists (see "Replica (preference) lists" at the end of this file)
     cdef bint _replica_ok            # the class declares a replica_rule
     cdef object _zmap                # the router's own ReplicaZones, or None
@@ -497,8 +778,6 @@ cdef class RouterCore:
         self._sealed = False
         self._prefix = 0
         self._keep = []
-        self._nover = 0
-        self._has_pre = False
         self._shards = ()
         self._nshards = 0
 
@@ -527,10 +806,18 @@ cdef class RouterCore:
         self._keep.append(a)
         return a
 
+    cdef _set_table(self, sh_placer pl, int kind=KIND_C):
+        """Install a strategy's table (the last _use_* call wins)."""
+        self._rt.pl = pl
+        self._delegate = None
+        self._kind = kind
+
     def _use_python(self):
         """Placement is done by the Python method ``_route_hashes_kernel``."""
         self._check_open()
-        self._kind = KIND_PY
+        cdef sh_placer none
+        memset(&none, 0, sizeof(none))
+        self._set_table(none, KIND_PY)
 
     def _use_bucket(self, placement):
         """bucket = placement-hash % len(placement); shard = placement[bucket]."""
@@ -541,45 +828,55 @@ cdef class RouterCore:
         if p.min() < 0 or p.max() >= self._nshards:
             raise ValueError("placement refers to a shard index out of range")
         cdef const int32_t[::1] pv = p
-        self._placement = &pv[0]
-        sh_fastmod_init(&self._fm, <uint64_t>p.shape[0])
-        self._bpow2 = (p.shape[0] & (p.shape[0] - 1)) == 0
-        self._bmask = <uint64_t>p.shape[0] - 1
+        self._bucket.table = &pv[0]
+        sh_fastmod_init(&self._bucket.fm, <uint64_t>p.shape[0])
+        self._bucket.mask = <uint64_t>p.shape[0] - 1
         cdef const uint8_t[::1] p8
         cdef const uint16_t[::1] p16
-        self._pwidth = 4
+        cdef int width = 4
         if self._nshards <= 0x100:
             p8 = self._own(p, np.uint8)
-            self._placement8 = &p8[0]
-            self._pwidth = 1
+            self._bucket.table8 = &p8[0]
+            width = 1
         elif self._nshards <= 0x10000:
             p16 = self._own(p, np.uint16)
-            self._placement16 = &p16[0]
-            self._pwidth = 2
-        self._kind = KIND_BUCKET
+            self._bucket.table16 = &p16[0]
+            width = 2
+        self._set_table(shp_table_bucket(&self._bucket, width))
         return p
 
     def _use_jump(self):
         self._check_open()
-        self._nb = <int32_t>self._nshards
-        self._kind = KIND_JUMP
+        self._memento.m.replacer = NULL
+        self._memento.m.n = <int32_t>self._nshards
+        self._memento.m.nremoved = 0
+        self._memento.map = NULL
+        self._set_table(shp_table_memento(&self._memento))
+
+    cdef tuple _checked_tokens(self, tokens, owners, str subject, str name):
+        """A ring's ``tokens`` (strictly increasing uint64, at least one) and
+        ``owners`` (one int32 shard index per token), checked: (tokens,
+        owners, count)."""
+        t0 = np.asarray(tokens, dtype=np.uint64)
+        o0 = np.asarray(owners, dtype=np.int32)
+        cdef Py_ssize_t n = t0.shape[0] if t0.ndim == 1 else 0
+        if n == 0 or o0.ndim != 1 or o0.shape[0] != n:
+            raise ValueError(f"{subject} needs as many owners as tokens, and at least one token")
+        if n >= 0x7FFFFFFF:
+            raise ValueError("too many tokens")
+        if n > 1 and not bool(np.all(t0[1:] > t0[:n - 1])):
+            raise ValueError(f"{name} tokens must be strictly increasing")
+        if o0.min() < 0 or o0.max() >= self._nshards:
+            raise ValueError(f"{name} owner index out of range")
+        return t0, o0, n
 
     def _use_ring(self, tokens, owners, unsigned width=64):
         """tokens: strictly increasing uint64; owners: int32 shard indices.
 
         Returns read-only (tokens, owners) arrays without the sentinels."""
         self._check_open()
-        t0 = np.asarray(tokens, dtype=np.uint64)
-        o0 = np.asarray(owners, dtype=np.int32)
-        cdef Py_ssize_t n = t0.shape[0] if t0.ndim == 1 else 0
-        if n == 0 or o0.ndim != 1 or o0.shape[0] != n:
-            raise ValueError("a ring needs as many owners as tokens, and at least one token")
-        if n >= 0x7FFFFFFF:
-            raise ValueError("too many tokens")
-        if n > 1 and not bool(np.all(t0[1:] > t0[:n - 1])):
-            raise ValueError("ring tokens must be strictly increasing")
-        if o0.min() < 0 or o0.max() >= self._nshards:
-            raise ValueError("ring owner index out of range")
+        cdef Py_ssize_t n
+        t0, o0, n = self._checked_tokens(tokens, owners, "a ring", "ring")
         if width < 1 or width > 64:
             raise ValueError("width must be in 1..64")
         # Sentinels: tokens[n] = 2**64 - 1 stops every scan; owners[n] wraps.
@@ -593,18 +890,18 @@ cdef class RouterCore:
         sh_ring_build_index(&tv[0], &ov[0], <size_t>n, width - bits, bits, &iv[0])
         idx.setflags(write=False)
         self._keep.append(idx)
-        self._ring.tokens = &tv[0]
-        self._ring.owners = &ov[0]
-        self._ring.ntokens = <size_t>n
-        self._ring.index = &iv[0]
-        self._ring.index_last = (<uint64_t>1 << bits) - 1
-        self._ring.shift = width - bits
+        self._ring.ring.tokens = &tv[0]
+        self._ring.ring.owners = &ov[0]
+        self._ring.ring.ntokens = <size_t>n
+        self._ring.ring.index = &iv[0]
+        self._ring.ring.index_last = (<uint64_t>1 << bits) - 1
+        self._ring.ring.shift = width - bits
         cdef unsigned bits16
         cdef const uint16_t[::1] o16v
         cdef const uint16_t[::1] i16v
         cdef uint32_t[::1] i32v
-        self._has_ring16 = sh_ring16_fits(<size_t>n, &ov[0]) != 0
-        if self._has_ring16:
+        cdef bint has16 = sh_ring16_fits(<size_t>n, &ov[0]) != 0
+        if has16:
             bits16 = sh_ring16_index_bits(<size_t>n, width)
             i32 = np.empty(1 << bits16, dtype=np.uint32)
             i32v = i32
@@ -613,13 +910,13 @@ cdef class RouterCore:
             i16 = np.where(empty, (i32 & np.uint32(0x7FFF)) | np.uint32(SH_RING16_EMPTY), i32)
             o16v = self._own(o, np.uint16)
             i16v = self._own(i16, np.uint16)
-            self._ring16.tokens = &tv[0]
-            self._ring16.owners = &o16v[0]
-            self._ring16.index = &i16v[0]
-            self._ring16.ntokens = <size_t>n
-            self._ring16.index_last = (<uint64_t>1 << bits16) - 1
-            self._ring16.shift = width - bits16
-        self._kind = KIND_RING
+            self._ring.ring16.tokens = &tv[0]
+            self._ring.ring16.owners = &o16v[0]
+            self._ring.ring16.index = &i16v[0]
+            self._ring.ring16.ntokens = <size_t>n
+            self._ring.ring16.index_last = (<uint64_t>1 << bits16) - 1
+            self._ring.ring16.shift = width - bits16
+        self._set_table(shp_table_ring(&self._ring, has16))
         return t[:n], o[:n]
 
     def _use_rendezvous(self, seeds, weights=None):
@@ -629,16 +926,16 @@ cdef class RouterCore:
             raise ValueError("one seed per shard")
         cdef const uint64_t[::1] sv = s
         cdef const double[::1] wv
-        self._seeds = &sv[0]
-        self._nseeds = <size_t>s.shape[0]
-        self._weights = NULL
+        self._rdv.seeds = &sv[0]
+        self._rdv.n = <size_t>s.shape[0]
+        self._rdv.weights = NULL
         if weights is not None:
             w = self._own(weights, np.float64)
             if w.shape[0] != self._nshards:
                 raise ValueError("one weight per shard")
             wv = w
-            self._weights = &wv[0]
-        self._kind = KIND_RENDEZVOUS
+            self._rdv.weights = &wv[0]
+        self._set_table(shp_table_rendezvous(&self._rdv))
 
     # -- MementoHash, multi-probe (docs/routers.md 2.14, 2.15) -------------------
 
@@ -677,28 +974,19 @@ cdef class RouterCore:
         if m == 0:
             self._use_jump()
             return mp
-        self._memento.replacer = &rv[0]
-        self._memento.n = <int32_t>n
-        self._memento.nremoved = <int32_t>m
-        self._mmap = &mv[0]
-        self._kind = KIND_MEMENTO
+        self._memento.m.replacer = &rv[0]
+        self._memento.m.n = <int32_t>n
+        self._memento.m.nremoved = <int32_t>m
+        self._memento.map = &mv[0]
+        self._set_table(shp_table_memento(&self._memento))
         return mp
 
     def _use_multiprobe(self, tokens, owners, probes):
         """Multi-probe consistent hashing: ``tokens`` strictly increasing
         uint64, ``owners`` their shard indices, ``probes`` in 1..64."""
         self._check_open()
-        t0 = np.asarray(tokens, dtype=np.uint64)
-        o0 = np.asarray(owners, dtype=np.int32)
-        cdef Py_ssize_t n = t0.shape[0] if t0.ndim == 1 else 0
-        if n == 0 or o0.ndim != 1 or o0.shape[0] != n:
-            raise ValueError("multi-probe needs as many owners as tokens, and at least one token")
-        if n >= 0x7FFFFFFF:
-            raise ValueError("too many tokens")
-        if n > 1 and not bool(np.all(t0[1:] > t0[:n - 1])):
-            raise ValueError("multi-probe tokens must be strictly increasing")
-        if o0.min() < 0 or o0.max() >= self._nshards:
-            raise ValueError("multi-probe owner index out of range")
+        cdef Py_ssize_t n
+        t0, o0, n = self._checked_tokens(tokens, owners, "multi-probe", "multi-probe")
         if not 1 <= probes <= SH_MPROBE_MAX_PROBES:
             raise ValueError(f"probes must be in [1, {SH_MPROBE_MAX_PROBES}], got {probes}")
         # the kernel reads two sentinel tokens (2**64 - 1) after the last one
@@ -718,7 +1006,7 @@ cdef class RouterCore:
         self._mprobe.index = &iv[0]
         self._mprobe.shift = 64 - bits
         self._mprobe.probes = <unsigned>probes
-        self._kind = KIND_MPROBE
+        self._set_table(shp_table_mprobe(&self._mprobe))
         return t[:n], o
 
     def _use_key_ranges(self, splits, owners):
@@ -942,8 +1230,8 @@ cdef class RouterCore:
             raise ValueError("the delegate has no C kernel")
         if tuple(self._shards[:other._nshards]) != other._shards:
             raise ValueError("the delegate's shards must come first, in order")
+        self._set_table(shp_table_delegate(&other._rt))
         self._delegate = other
-        self._kind = KIND_DELEGATE
 
     def _use_overrides(self, ohashes, oshards):
         """Exact hash -> shard index overrides applied after the kernel."""
@@ -958,23 +1246,23 @@ cdef class RouterCore:
             raise ValueError("override shard index out of range")
         cdef const uint64_t[::1] hv
         cdef const int32_t[::1] sv
-        self._nover = <size_t>h.shape[0]
-        if self._nover:
+        self._rt.nover = <size_t>h.shape[0]
+        if self._rt.nover:
             hv = h
             sv = s
-            self._ohash = &hv[0]
-            self._oshard = &sv[0]
+            self._rt.ohash = &hv[0]
+            self._rt.oshard = &sv[0]
 
     def _use_pre_transform(self, add=0, xor=0):
         """Kernels see ``((h + add) mod 2**64) ^ xor`` instead of ``h``."""
         self._check_open()
-        self._pre_add = <uint64_t>int(add)
-        self._pre_xor = <uint64_t>int(xor)
-        self._has_pre = self._pre_add != 0 or self._pre_xor != 0
+        self._rt.pre_add = <uint64_t>int(add)
+        self._rt.pre_xor = <uint64_t>int(xor)
+        self._rt.has_pre = self._rt.pre_add != 0 or self._rt.pre_xor != 0
 
     def _has_c_kernel(self):
         """True when placement runs in C (not in a Python ``_route_hashes_kernel``)."""
-        return self._kind not in (KIND_UNSET, KIND_PY)
+        return self._kind == KIND_C
 
     def _seal(self):
         if self._kind == KIND_UNSET:
@@ -1002,57 +1290,25 @@ cdef class RouterCore:
     # -- the hot paths ---------------------------------------------------------
 
     cdef inline int32_t _place(self, uint64_t h) except -1:
-        cdef int32_t i, b32
-        cdef uint64_t g = h
-        if self._has_pre:
-            g = (g + self._pre_add) ^ self._pre_xor
-        cdef uint64_t b
-        if self._kind == KIND_BUCKET:
-            if self._bpow2:  # a power-of-two bucket count: the remainder is a mask
-                b = g & self._bmask
-            else:
-                b = sh_fastmod_u64(g, &self._fm)
-            if self._pwidth == 1:
-                i = self._placement8[b]
-            elif self._pwidth == 2:
-                i = self._placement16[b]
-            else:
-                i = self._placement[b]
-        elif self._kind == KIND_JUMP:
-            i = sh_jump(g, self._nb)
-        elif self._kind == KIND_RING:
-            if self._has_ring16:
-                i = sh_ring16_lookup(&self._ring16, g)
-            else:
-                i = sh_ring_lookup(&self._ring, g)
-        elif self._kind == KIND_RENDEZVOUS:
-            i = sh_rendezvous(g, self._seeds, self._weights, self._nseeds)
-        elif self._kind == KIND_DELEGATE:
-            i = self._delegate._place(g)
-        elif self._kind == KIND_MEMENTO:
-            # jump's bucket, unless it was removed (the map is -1 exactly there)
-            b32 = sh_jump(g, self._memento.n)
-            i = self._mmap[b32]
-            if i < 0:
-                i = self._mmap[sh_memento_resolve_from(&self._memento, b32, g)]
-        elif self._kind == KIND_MPROBE:
-            i = sh_mprobe_lookup(&self._mprobe, g)
-        elif self._kind == KIND_PY:
-            i = self._place_py(h)
-        else:
-            raise TypeError(f"{type(self).__name__} has no placement kernel")
-        if self._nover:
-            j = sh_override_find(self._ohash, self._oshard, self._nover, h)
-            if j >= 0:
-                i = j
-        return i
+        if self._kind == KIND_C:  # one call through the strategy's table
+            return sh_router_place(&self._rt, h)
+        return self._place_py(h)
 
     cdef int32_t _place_py(self, uint64_t h) except -1:
+        """_place for a Python kernel: _route_hash(h), checked, then the overrides."""
+        cdef int32_t i, j
+        if self._kind != KIND_PY:
+            raise TypeError(f"{type(self).__name__} has no placement kernel")
         r = self._route_hash(h)
         if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < self._nshards:
             raise ValueError(f"{type(self).__name__}._route_hash returned {r!r}, "
                              f"not a shard index in [0, {self._nshards})")
-        return <int32_t>r
+        i = <int32_t>r
+        if self._rt.nover:
+            j = sh_override_find(self._rt.ohash, self._rt.oshard, self._rt.nover, h)
+            if j >= 0:
+                i = j
+        return i
 
     def _route_hash(self, h):
         """One hash -> shard index, for Python-kernel routers (default: via the batch kernel)."""
@@ -1111,40 +1367,6 @@ cdef class RouterCore:
             raise ValueError(f"hash {h} is outside [0, 2**64 - 1]")
         return self._place(<uint64_t>h)
 
-    cdef void _kernel(self, const uint64_t *h, size_t n, int32_t *out) noexcept nogil:
-        cdef uint64_t buf[PRE_BLOCK]
-        cdef size_t s, m, k
-        if self._has_pre:
-            s = 0
-            while s < n:
-                m = n - s
-                if m > PRE_BLOCK:
-                    m = PRE_BLOCK
-                for k in range(m):
-                    buf[k] = (h[s + k] + self._pre_add) ^ self._pre_xor
-                self._kernel_plain(buf, m, out + s)
-                s += m
-        else:
-            self._kernel_plain(h, n, out)
-        if self._nover:
-            sh_override_batch(self._ohash, self._oshard, self._nover, h, n, out)
-
-    cdef void _kernel_plain(self, const uint64_t *h, size_t n, int32_t *out) noexcept nogil:
-        if self._kind == KIND_BUCKET:
-            sh_bucket_batch(h, n, &self._fm, self._placement, out)
-        elif self._kind == KIND_JUMP:
-            sh_jump_batch(h, n, self._nb, out)
-        elif self._kind == KIND_RING:
-            sh_ring_batch(&self._ring, h, n, out)
-        elif self._kind == KIND_RENDEZVOUS:
-            sh_rendezvous_batch(h, n, self._seeds, self._weights, self._nseeds, out)
-        elif self._kind == KIND_DELEGATE:
-            self._delegate._kernel(h, n, out)
-        elif self._kind == KIND_MEMENTO:
-            sh_memento_batch(&self._memento, h, n, self._mmap, out)
-        elif self._kind == KIND_MPROBE:
-            sh_mprobe_batch(&self._mprobe, h, n, out)
-
     def route_hashes(self, hashes, *, out=None, threads=None):
         """Shard indices (int32 array) for precomputed uint64 hashes."""
         a = as_hashes(hashes)
@@ -1162,18 +1384,18 @@ cdef class RouterCore:
             raise TypeError(f"{type(self).__name__} has no placement kernel")
         job.data = address(a)
         job.out = address(out)
-        job.ctx = <void *>self   # sealed: its tables no longer change
+        job.ctx = <const void *>&self._rt   # sealed: its tables no longer change
         run(_k_route, &job, n, threads)
         return out
 
     def _apply_overrides_py(self, a, out):
         cdef const uint64_t[::1] hv
         cdef int32_t[::1] ov
-        if self._nover and a.shape[0]:
+        if self._rt.nover and a.shape[0]:
             hv = a
             ov = out
             with nogil:
-                sh_override_batch(self._ohash, self._oshard, self._nover, &hv[0],
+                sh_override_batch(self._rt.ohash, self._rt.oshard, self._rt.nover, &hv[0],
                                   <size_t>hv.shape[0], &ov[0])
 
     cdef object _route_small(self, object keys):
@@ -1234,7 +1456,7 @@ cdef class RouterCore:
         cdef object res
         if self._hasher is None:
             self._not_initialised()
-        if out is None and threads is None and self._kind > KIND_PY and not self._prefix and not self._keymode:
+        if out is None and threads is None and self._kind == KIND_C and not self._prefix and not self._keymode:
             res = self._route_small(keys)
             if res is not None:
                 return res
@@ -1477,40 +1699,29 @@ def bounded_assign(tokens, owners, hashes, caps, *, sizes=None, order=None, prev
 # ===========================================================================
 # Replica (preference) lists: sh_replicas.c (docs/routers.md, section 2.17)
 #
-# A router's replica list is read from the kernel it configured: a ring (and
-# hash ranges, which are a ring) walks its tokens, rendezvous takes the top
-# scores, jump and the table routers (bucket, modulo, Maglev) follow the
-# rehash walk.  Routers with overrides, Python kernels or raw-key placement
-# have none (Router.replica_rule is None for them; the binding refuses too).
+# A router's replica list is the third entry of the table its strategy
+# filled: a ring (and hash ranges, which are a ring) walks its tokens,
+# rendezvous takes the top scores, jump and the table routers (bucket,
+# modulo, Maglev) follow the rehash walk.  Routers with overrides, Python
+# kernels or raw-key placement have none (Router.replica_rule is None for
+# them; the binding refuses too).
 # ===========================================================================
 
 from libc.stdlib cimport calloc, free
-from libc.string cimport memset
 
 cdef extern from *:
     """
     #include <stdlib.h>
     #include "sh_replicas.h"
 
-    enum { SHR_RING = 1, SHR_RENDEZVOUS = 2, SHR_JUMP = 3, SHR_TABLE = 4, SHR_MEMENTO = 5, SHR_MPROBE = 6 };
-
-    /* What one router's replica list reads (raw pointers into its sealed tables). */
+    /* What one router's replica list reads: its strategy's table (whose
+     * replicas entry is set), its pre-transform and the zones. */
     typedef struct {
-        int kind;
+        sh_placer pl;
         size_t nshards;
-        const uint64_t *tokens; /* ring */
-        const int32_t *owners;
-        size_t ntokens;
-        const uint64_t *seeds;  /* rendezvous */
-        const double *weights;
-        const int32_t *table;   /* bucket tables */
-        uint64_t tsize;
-        const sh_memento *mem;  /* MementoHash and its bucket -> shard map */
-        const int32_t *mmap;
-        const sh_mprobe *mp;    /* multi-probe */
         uint64_t pre_add, pre_xor; /* the router's pre-transform */
         int has_pre;
-        const int32_t *zones;   /* NULL: no failure-domain rule */
+        const int32_t *zones; /* NULL: no failure-domain rule */
         int32_t nzones;
     } shr_plan;
 
@@ -1521,30 +1732,13 @@ cdef extern from *:
                           uint64_t *scratch, int32_t *out)
     {
         sh_replica_work w;
-        sh_memento m;
         w.zones = p->zones;
         w.nzones = p->zones ? p->nzones : 0;
         w.mark = mark;
         w.zmark = p->zones ? mark + p->nshards : NULL;
         w.skip = p->zones ? skip : NULL;
         if (p->has_pre) h = (h + p->pre_add) ^ p->pre_xor;
-        switch (p->kind) {
-        case SHR_RING:
-            return sh_ring_replicas(p->tokens, p->owners, p->ntokens, p->nshards, h, r, &w, out);
-        case SHR_RENDEZVOUS:
-            return sh_rendezvous_replicas(p->seeds, p->weights, p->nshards, h, r, &w, scratch, out);
-        case SHR_JUMP:
-            m.replacer = NULL;
-            m.n = (int32_t)p->nshards;
-            m.nremoved = 0;
-            return sh_memento_replicas(&m, NULL, p->nshards, h, r, &w, out);
-        case SHR_MEMENTO:
-            return sh_memento_replicas(p->mem, p->mmap, p->nshards, h, r, &w, out);
-        case SHR_MPROBE:
-            return sh_mprobe_replicas(p->mp, p->nshards, h, r, &w, out);
-        default:
-            return sh_table_replicas(p->table, p->tsize, p->nshards, h, r, &w, out);
-        }
+        return p->pl.replicas(p->pl.state, p->nshards, h, r, &w, scratch, out);
     }
 
     /* Rows [s, e) of a batch (row i at out + i * r), with the chunk's own
@@ -1574,30 +1768,13 @@ cdef extern from *:
     }
     """
     ctypedef struct shr_plan:
-        int kind
+        sh_placer pl
         size_t nshards
-        const uint64_t *tokens
-        const int32_t *owners
-        size_t ntokens
-        const uint64_t *seeds
-        const double *weights
-        const int32_t *table
-        uint64_t tsize
-        const sh_memento *mem
-        const int32_t *mmap
-        const sh_mprobe *mp
         uint64_t pre_add
         uint64_t pre_xor
         int has_pre
         const int32_t *zones
         int32_t nzones
-    enum:
-        SHR_RING
-        SHR_RENDEZVOUS
-        SHR_JUMP
-        SHR_TABLE
-        SHR_MEMENTO
-        SHR_MPROBE
     size_t shr_one(const shr_plan *p, uint64_t h, size_t r, uint8_t *mark, int32_t *skip,
                    uint64_t *scratch, int32_t *out) nogil
     ptrdiff_t shr_rows(const shr_plan *p, const uint64_t *hashes, size_t s, size_t e, size_t r,
@@ -1661,42 +1838,21 @@ cdef int _replica_plan(RouterCore rt, Py_ssize_t r, ReplicaZones zones, shr_plan
     cdef RouterCore k = rt
     if rt._hasher is None:
         rt._not_initialised()
-    if rt._keymode or rt._nover:
+    if rt._keymode or rt._rt.nover:
         raise TypeError(f"{type(rt).__name__} has no replica lists")
-    while k._kind == KIND_DELEGATE and not k._nover and not k._has_pre and k._nshards == rt._nshards:
+    # a delegate with no overrides or pre-transform of its own, over the same
+    # shards, has its delegate's replica lists
+    while k._delegate is not None and not k._rt.nover and not k._rt.has_pre and k._nshards == rt._nshards:
         k = k._delegate
-    if k._nover or (k._kind == KIND_DELEGATE and k is not rt and k._nshards != rt._nshards):
+    if k._kind != KIND_C or k._rt.nover or k._rt.pl.replicas == NULL:
         raise TypeError(f"{type(rt).__name__} has no replica lists")
+    p.pl = k._rt.pl
     p.nshards = <size_t>rt._nshards
-    p.has_pre = k._has_pre
-    p.pre_add = k._pre_add
-    p.pre_xor = k._pre_xor
+    p.has_pre = k._rt.has_pre
+    p.pre_add = k._rt.pre_add
+    p.pre_xor = k._rt.pre_xor
     p.zones = NULL
     p.nzones = 0
-    if k._kind == KIND_RING:
-        p.kind = SHR_RING
-        p.tokens = k._ring.tokens
-        p.owners = k._ring.owners
-        p.ntokens = k._ring.ntokens
-    elif k._kind == KIND_RENDEZVOUS:
-        p.kind = SHR_RENDEZVOUS
-        p.seeds = k._seeds
-        p.weights = k._weights
-    elif k._kind == KIND_JUMP:
-        p.kind = SHR_JUMP
-    elif k._kind == KIND_BUCKET:
-        p.kind = SHR_TABLE
-        p.table = k._placement
-        p.tsize = k._fm.d
-    elif k._kind == KIND_MEMENTO:
-        p.kind = SHR_MEMENTO
-        p.mem = &k._memento
-        p.mmap = k._mmap
-    elif k._kind == KIND_MPROBE:
-        p.kind = SHR_MPROBE
-        p.mp = &k._mprobe
-    else:
-        raise TypeError(f"{type(rt).__name__} has no replica lists")
     if r < 1:
         raise ValueError(f"n must be >= 1, got {r}")
     if r > rt._nshards:
@@ -1821,12 +1977,7 @@ cdef object _replica_out(object out, Py_ssize_t n, Py_ssize_t r):
         raise TypeError(f"out must have dtype int32, got {out.dtype}")
     if out.shape != (n, r):
         raise ValueError(f"out must have shape ({n}, {r}), got {out.shape}")
-    if not out.flags.c_contiguous:
-        raise ValueError("out must be C-contiguous")
-    if not out.flags.aligned:  # the kernels' typed stores into it would be undefined behaviour
-        raise ValueError("out must be aligned (its items start off their alignment)")
-    if not out.flags.writeable:
-        raise ValueError("out must be writable")
+    check_out_layout(out, "out must be writable")
     return out
 
 
