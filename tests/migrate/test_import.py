@@ -212,3 +212,20 @@ def test_cli_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "1,000 written" in out or "2,000 written" in out
     assert "verified" in out
     _check_placed(root, 1000)
+
+
+def test_import_needs_init(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "c"
+    cfg = make_cluster(root, SHARDS)
+    d = json.loads(cfg.read_text())
+    d["metadata"] = "sqlite:fresh-meta.db"
+    cfg.write_text(json.dumps(d))
+    url = _source(tmp_path / "src.db", 10)
+    cl = Cluster.load(cfg)
+    try:
+        with pytest.raises(MigrationError, match="migrate init"):
+            cl.import_from(url)
+    finally:
+        cl.close()

@@ -208,6 +208,9 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     if isinstance(chunk, bool) or not isinstance(chunk, int) or not 1 <= chunk <= 10_000_000:
         raise ValueError(f"chunk must be an integer in 1..10000000, not {chunk!r}")
     g = cluster.group(group)
+    if not cluster.metadata.shard_map_or_none():
+        raise MigrationError("the metadata store is not initialised: run `shardhash migrate init` "
+                             "(Cluster.init()) before the import")
     act = _active(cluster, g.name)
     if act is not None:
         raise MigrationError(f"group {g.name!r} has migration {act} in flight: the import is for an initial load "
