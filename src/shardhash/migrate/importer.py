@@ -37,6 +37,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from .._hashing import Hasher
 from .coltypes import Kind, canonical_row, check_source_values, pair_kinds, translate_ddl
 from .executor import MigrationError
 from .metadata import ACTIVE
@@ -100,9 +103,16 @@ class ImportReport:
                 "rows_per_s": self.rows_per_s, "verified": self.verified}
 
 
-def _digest(row: Sequence[Any]) -> int:
-    return int.from_bytes(hashlib.blake2b(canonical_row(row).encode("utf-8", "surrogatepass"),
-                                          digest_size=8).digest(), "little")
+_HASHER = Hasher("xxh64", seed=0x5A4D)
+
+
+def _checksum(rows: Sequence[Sequence[Any]]) -> int:
+    """The order-independent checksum of rows: the sum mod 2**64 of each
+    row's xxh64 over its canonical text (equal across backends exactly when
+    the values are, see :func:`~shardhash.migrate.coltypes.canonical_row`)."""
+    if not rows:
+        return 0
+    return int(_HASHER.hash_array(list(map(canonical_row, rows))).sum(dtype=np.uint64))
 
 
 def _enc(v: Any) -> Any:
@@ -253,9 +263,7 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
                     rep.rows_present += len(part) - new - len(bad)
                     conflicts.extend(bad)
                     n, s = state["sums"][sid]
-                    for r in part:
-                        s += _digest(r)
-                    state["sums"][sid] = [n + len(part), s & _MASK]
+                    state["sums"][sid] = [n + len(part), (s + _checksum(part)) & _MASK]
                 if conflicts:
                     raise ImportConflict(conflicts)
                 rep.rows_read += len(rows)
@@ -289,8 +297,7 @@ def _verify(cluster: Any, g: Any, src: SQLiteShard, sc: Any, url: str, shards: S
             n, s = 0, 0
             for rows in b.scan_chunks(c, t.name, cols, pk, CHUNK):
                 n += len(rows)
-                for r in rows:
-                    s += _digest(r)
+                s += _checksum(rows)
             want_n, want_s = state["sums"][sid]
             if n != want_n or (s & _MASK) != want_s:
                 diffs.append({"table": t.name, "shard": sid, "expected_rows": int(want_n), "found_rows": n})
