@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,6 +208,45 @@ def _write(b: SQLiteShard, sid: str, table: str, cols: Sequence[str], pk: Sequen
     return new, conflicts
 
 
+@dataclass
+class _Chunk:
+    rows: int
+    after: list[Any]
+    sums: dict[str, tuple[int, int]]
+    parts: list[tuple[str, list[tuple[Any, ...]]]]
+    future: Future[list[tuple[int, int, list[dict[str, Any]]]]] | None = None
+
+
+def _write_parts(cluster: Any, table: str, cols: Sequence[str], pk: Sequence[str],
+                 parts: list[tuple[str, list[tuple[Any, ...]]]]) -> list[tuple[int, int, list[dict[str, Any]]]]:
+    """(rows, rows new, conflicts) of each owner's part of a chunk, written (in the writer thread)."""
+    out = []
+    for sid, part in parts:
+        new, bad = _write(cluster.backend(sid), sid, table, cols, pk, part)
+        out.append((len(part), new, bad))
+    return out
+
+
+def _finish(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any], ch: _Chunk,
+            rep: ImportReport) -> None:
+    """Wait for a chunk's writes; record its cursor and sums (ImportConflict instead when a row conflicted)."""
+    assert ch.future is not None
+    conflicts: list[dict[str, Any]] = []
+    for n, new, bad in ch.future.result():
+        rep.rows_written += new
+        rep.rows_present += n - new - len(bad)
+        conflicts.extend(bad)
+    if conflicts:
+        raise ImportConflict(conflicts)
+    for sid, (n, sm) in ch.sums.items():
+        n0, s0 = state["sums"][sid]
+        state["sums"][sid] = [n0 + n, (s0 + sm) & _MASK]
+    state["after"] = ch.after
+    state["rows"] += ch.rows
+    rep.rows_read += ch.rows
+    _commit_cursor(cluster, group, mig, key, state)
+
+
 def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int = CHUNK, verify: bool = True,
                 base_dir: str | None = None, on_chunk: Callable[[str, int], None] | None = None) -> ImportReport:
     """Load the group's tables from the unsharded database at ``url``
@@ -231,6 +271,7 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     rep = ImportReport(g.name, per_shard={s: {} for s in shards})
     src = open_backend(url, base_dir)
     sc = src.connect()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardhash-import")
     try:
         for t in g.tables:
             cols, pk = _prepare(cluster, g, src, sc, t, shards)
@@ -243,36 +284,33 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
                 raise MigrationError(f"import of table {t.name!r}: the recorded progress was made for shards "
                                      f"{sorted(state['sums'])}, the router has {sorted(shards)}")
             after = None if state["after"] is None else [_dec(v) for v in state["after"]]
+            # A pipeline of two: chunk k is written (by the writer thread) while
+            # chunk k+1 is read, routed and checksummed; chunk k's cursor is
+            # recorded once its writes have committed, before k+1's are sent.
+            pending: _Chunk | None = None
             while not state["done"]:
                 rows = src.scan(sc, t.name, cols, pk, after, chunk)
-                if not rows:
+                nxt: _Chunk | None = None
+                if rows:
+                    owners = router.route_many([r[kx] for r in rows]).tolist()
+                    per: list[list[tuple[Any, ...]]] = [[] for _ in shards]
+                    for r, o in zip(rows, owners):
+                        per[o].append(r)
+                    parts = [(shards[i], p) for i, p in enumerate(per) if p]
+                    after = [rows[-1][j] for j in pkx]
+                    nxt = _Chunk(len(rows), [_enc(v) for v in after], {sid: (len(p), _checksum(p)) for sid, p in parts},
+                                 parts)
+                if pending is not None:
+                    _finish(cluster, g.name, mig, key, state, pending, rep)
+                    pending = None
+                    if on_chunk is not None:
+                        on_chunk(t.name, int(state["rows"]))
+                if nxt is None:
                     state["done"] = True
                     _commit_cursor(cluster, g.name, mig, key, state)
                     break
-                owners = router.route_many([r[kx] for r in rows]).tolist()
-                per: list[list[tuple[Any, ...]]] = [[] for _ in shards]
-                for r, o in zip(rows, owners):
-                    per[o].append(r)
-                conflicts: list[dict[str, Any]] = []
-                for i, part in enumerate(per):
-                    if not part:
-                        continue
-                    sid = shards[i]
-                    new, bad = _write(cluster.backend(sid), sid, t.name, cols, pk, part)
-                    rep.rows_written += new
-                    rep.rows_present += len(part) - new - len(bad)
-                    conflicts.extend(bad)
-                    n, s = state["sums"][sid]
-                    state["sums"][sid] = [n + len(part), (s + _checksum(part)) & _MASK]
-                if conflicts:
-                    raise ImportConflict(conflicts)
-                rep.rows_read += len(rows)
-                after = [rows[-1][j] for j in pkx]
-                state["after"] = [_enc(v) for v in after]
-                state["rows"] += len(rows)
-                _commit_cursor(cluster, g.name, mig, key, state)
-                if on_chunk is not None:
-                    on_chunk(t.name, int(state["rows"]))
+                nxt.future = pool.submit(_write_parts, cluster, t.name, cols, pk, nxt.parts)
+                pending = nxt
             for sid in shards:
                 rep.per_shard[sid][t.name] = int(state["sums"][sid][0])
         if verify:
@@ -280,6 +318,10 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
             rep.verified = True
     finally:
         sc.close()
+        try:  # (after any write in flight: the writer's connections)
+            pool.submit(lambda: [cluster.backend(sid).close() for sid in shards]).result()
+        finally:
+            pool.shutdown(wait=True)
     rep.seconds = time.perf_counter() - t0
     return rep
 
