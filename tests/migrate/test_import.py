@@ -15,7 +15,7 @@ from shardhash import JumpRouter
 from shardhash.migrate import Cluster, MigrationError, importer
 from shardhash.migrate.importer import ImportConflict, ImportMismatch
 
-from ._harness import connect, drop_cluster, make_cluster, shard_rows
+from ._harness import _tag, connect, drop_cluster, make_cluster, shard_rows
 
 SHARDS = ["s0", "s1", "s2", "s3"]
 N = 10_000
@@ -229,3 +229,32 @@ def test_import_needs_init(tmp_path: Path) -> None:
             cl.import_from(url)
     finally:
         cl.close()
+
+
+def test_import_from_a_postgres_source(root: Path, backend: str, tmp_path: Path) -> None:
+    """A PostgreSQL source onto SQLite shards (types mapped) or PostgreSQL shards."""
+    import psycopg
+
+    from tests._postgres import need_postgres
+
+    pg = need_postgres()
+    cfg = make_cluster(root, SHARDS, events=True, backend=backend)
+    schema = f"t{_tag(root)}_src"
+    with psycopg.connect(pg, autocommit=True) as c:
+        c.execute(f"CREATE SCHEMA {schema}")
+        c.execute(f"CREATE TABLE {schema}.users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
+        c.execute(f"CREATE TABLE {schema}.events (eid BIGINT PRIMARY KEY, user_id BIGINT NOT NULL, payload TEXT)")
+        with c.cursor() as cur:
+            cur.executemany(f"INSERT INTO {schema}.users VALUES (%s, %s, %s)",
+                            [(i, f"u{i}", i * 3) for i in range(1, 2001)])
+            cur.executemany(f"INSERT INTO {schema}.events VALUES (%s, %s, %s)",
+                            [(i * 7, i, f"e{i}") for i in range(1, 2001)])
+    cl = Cluster.load(cfg)
+    try:
+        rep = cl.import_from(f"postgresql:{pg} options='-csearch_path={schema}'", chunk=700)
+        assert rep.rows_written == 4000 and rep.verified
+    finally:
+        cl.close()
+        with psycopg.connect(pg, autocommit=True) as c:
+            c.execute(f"DROP SCHEMA {schema} CASCADE")
+    _check_placed(root, 2000)
