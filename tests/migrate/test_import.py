@@ -258,3 +258,20 @@ def test_import_from_a_postgres_source(root: Path, backend: str, tmp_path: Path)
         with psycopg.connect(pg, autocommit=True) as c:
             c.execute(f"DROP SCHEMA {schema} CASCADE")
     _check_placed(root, 2000)
+
+
+def test_import_leaves_an_sqlite_source_unchanged(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    cfg = make_cluster(root, SHARDS, events=True)
+    src = tmp_path / "src.db"
+    url = _source(src, 300)
+    before = src.read_bytes()
+    cl = Cluster.load(cfg)
+    try:
+        assert cl.import_from(url).rows_written == 600
+        with pytest.raises(ValueError, match="no such SQLite file"):
+            cl.import_from(f"sqlite:{tmp_path / 'missing.db'}")
+    finally:
+        cl.close()
+    assert src.read_bytes() == before  # (not even switched to WAL)
+    assert not (tmp_path / "missing.db").exists()

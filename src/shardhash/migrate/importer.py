@@ -32,10 +32,12 @@ hold exactly are refused before anything is written.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -208,6 +210,21 @@ def _write(b: SQLiteShard, sid: str, table: str, cols: Sequence[str], pk: Sequen
     return new, conflicts
 
 
+def _connect_source(src: SQLiteShard) -> Any:
+    """A connection to the source; an SQLite file read-only (the import
+    changes nothing there, not even its journal mode; a missing file is an error)."""
+    if src.kind != "sqlite":
+        return src.connect()
+    path = Path(src.path)
+    if not path.is_file():
+        raise ValueError(f"import source {src.path}: no such SQLite file")
+    try:
+        return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False)
+    except sqlite3.Error as e:
+        raise ConnectionError(f"cannot open {src.path}: {e}") from e
+
+
 @dataclass
 class _Chunk:
     rows: int
@@ -270,7 +287,7 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     t0 = time.perf_counter()
     rep = ImportReport(g.name, per_shard={s: {} for s in shards})
     src = open_backend(url, base_dir)
-    sc = src.connect()
+    sc = _connect_source(src)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardhash-import")
     try:
         for t in g.tables:
