@@ -340,3 +340,65 @@ def test_guard_cost_per_transaction(benchmark: Any, backend_name: str) -> None:
           f"without (+{r['cost_us']:.0f} us per transaction; median of {r['rounds']} rounds of {r['writes']})")
     assert r["guard_us"] > 0 and r["no_guard_us"] > 0
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def _import_run(n: int, backend: str, root: Path) -> dict[str, float]:
+    """1 unsharded SQLite file of ``n`` users -> 4 empty shards (tables created by the import)."""
+    import sqlite3
+
+    src = root / "src.db"
+    c = sqlite3.connect(src)
+    c.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER NOT NULL)")
+    step = 100_000
+    for lo in range(1, n + 1, step):
+        c.executemany("INSERT INTO users VALUES (?, ?, 0)", [(k, f"user{k}") for k in range(lo, min(lo + step, n + 1))])
+    c.commit()
+    c.close()
+    shards = ["s0", "s1", "s2", "s3"]
+    tag = uuid.uuid4().hex[:8]
+    urls = {}
+    for s in shards:
+        if backend == "sqlite":
+            urls[s] = f"sqlite:{s}.db"
+        else:
+            import psycopg
+
+            with psycopg.connect(backend, autocommit=True) as pg:
+                pg.execute(f"CREATE SCHEMA bench{tag}_{s}")
+            urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
+    doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": u} for s, u in urls.items()},
+           "groups": {"users": {"router": JumpRouter(shards).to_dict(), "tables": [{"name": "users", "key": "id"}]}},
+           "options": {"synchronous": "NORMAL"}}
+    path = root / "cluster.json"
+    path.write_text(json.dumps(doc))
+    try:
+        cl = Cluster.load(path)
+        cl.init()
+        t0 = time.perf_counter()
+        rep = cl.import_from(f"sqlite:{src}", verify=False)
+        t_load = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again = cl.import_from(f"sqlite:{src}")  # (a finished import: only the verify runs)
+        t_verify = time.perf_counter() - t0
+        cl.close()
+        assert rep.rows_written == n and again.rows_written == 0 and again.verified
+        return {"load_rows_per_s": n / t_load, "verify_rows_per_s": n / t_verify,
+                "with_verify_rows_per_s": n / (t_load + t_verify)}
+    finally:
+        _drop(backend, path)
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_import_rate(benchmark: Any, backend_name: str) -> None:
+    """``Cluster.import_from``: an unsharded SQLite database of 1M rows
+    (``SHARDHASH_BENCH_IMPORT_ROWS``) loaded onto 4 shards, then verified."""
+    backend = _resolve(backend_name)
+    n = int(os.environ.get("SHARDHASH_BENCH_IMPORT_ROWS", "1000000")) if _enabled(benchmark) else 2000
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+        r = _import_run(n, backend, Path(d))
+    for k, v in r.items():
+        benchmark.extra_info[k] = round(v)
+    print(f"\n{backend_name}: import of {n:,} rows onto 4 shards: load {r['load_rows_per_s']:,.0f} rows/s, "
+          f"verify {r['verify_rows_per_s']:,.0f} rows/s, both {r['with_verify_rows_per_s']:,.0f} rows/s "
+          "(target: >= 200k rows/s)")
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)

@@ -87,6 +87,18 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
     return 0
 
 
+def _import(cluster: Any, args: argparse.Namespace) -> int:
+    from .importer import describe
+
+    if not getattr(args, "source", None):
+        raise ValueError("import needs --from URL (the unsharded database: sqlite:PATH or postgresql://...)")
+    quiet = args.json or getattr(args, "quiet", False)
+    rep = cluster.import_from(args.source, args.group, chunk=args.chunk or 50_000,
+                              on_chunk=None if quiet else lambda t, n: _err(f"import {t}: {n:,} rows"))
+    _out(json.dumps(rep.to_dict(), indent=2) if args.json else describe(rep))
+    return 0
+
+
 class _Progress:
     """Log lines and a progress line (rows copied, rate, ETA; lag) on stderr."""
 
@@ -138,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
             _out(json.dumps({"initialized": res}) if args.json else
                  "initialized: " + ", ".join(f"{g} at version {v}" for g, v in res.items()))
             return 0
+        if args.action == "import":
+            return _import(cluster, args)
         st: dict[str, Any]
         if args.action == "start":
             new = _new_router(cluster, args)

@@ -528,6 +528,14 @@ class Cluster(ClusterExtras):
                                          f"(the shard key of group {g.name!r})")
                     b.install_triggers(c, g.name, t.name, pk, t.key)
 
+    def import_from(self, url: str, group: str | None = None, **kw: Any) -> Any:
+        """Load the group's tables from the unsharded database at ``url`` onto
+        their owners (resumable, idempotent, verified): see
+        :func:`shardhash.migrate.importer.import_from` for the keywords."""
+        from .importer import import_from
+
+        return import_from(self, url, group, **kw)
+
     # ------------------------------------------------------------ lookups
 
     def shard_map(self) -> dict[str, tuple[str, list[str]]]:

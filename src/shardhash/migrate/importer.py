@@ -1,0 +1,376 @@
+"""Shard an existing database: load an unsharded SQLite or PostgreSQL
+database's tables onto their owners (:meth:`Cluster.import_from`,
+``shardhash migrate import``).
+
+For each table of the group, in primary-key order, ``chunk`` rows at a
+time (keyset pagination): the chunk's shard keys are routed in one batch
+call of the group's router, the rows are grouped per owner and written with
+one bulk insert per owner (multi-row ``INSERT`` on SQLite, ``COPY`` on
+PostgreSQL).  After the owners commit, the chunk's last primary key is
+committed in the metadata store's ``progress`` table (with the per-shard
+row counts and checksums of the source rows so far), so an import that
+stops (a crash, a refusal) continues from there when run again.  A chunk
+written but not yet recorded is written again: rows already on their owner
+with the same values are not an error; a row there with other values is a
+conflict (:class:`ImportConflict`, nothing of that chunk's cursor recorded).
+At the end every shard's rows of each table are counted and checksummed
+(order-independent) against the source rows the router assigns to it
+(:class:`ImportMismatch` when they differ).
+
+The import is for an initial load: it refuses to run while the group has a
+migration in flight (and stops if one starts), and the source must not
+change while it runs (the final verify would report the difference).  Use
+the live way (the unsharded database as the one shard of a topology, then
+``migrate start --add``) for a database that cannot stop.
+
+Tables missing on a shard are created like on the source (between SQLite
+and PostgreSQL each column's exact counterpart, see
+:mod:`shardhash.migrate.coltypes`); values that a destination column cannot
+hold exactly are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._hashing import Hasher
+from .coltypes import Kind, canonical_row, check_source_values, pair_kinds, translate_ddl
+from .executor import MigrationError
+from .metadata import ACTIVE
+from .sqlite import SQLiteShard, qi
+
+__all__ = ["ImportConflict", "ImportMismatch", "ImportReport", "import_from"]
+
+#: Rows read from the source per chunk.
+CHUNK = 50_000
+_MASK = (1 << 64) - 1
+
+
+class ImportConflict(MigrationError):
+    """Rows already on their owner with other values than the source's
+    (``conflicts``: dicts with table, shard, key, source and shard rows)."""
+
+    def __init__(self, conflicts: list[dict[str, Any]]) -> None:
+        self.conflicts = conflicts
+        first = conflicts[0]
+        super().__init__(
+            f"import: {len(conflicts)} row(s) of table {first['table']!r} are already on their owner with other "
+            f"values; first: primary key {first['key']!r} on shard {first['shard']!r}: source {first['source']!r}, "
+            f"shard {first['shard_row']!r} (remove or fix those rows, then run the import again)")
+
+
+class ImportMismatch(MigrationError):
+    """The final verify found a shard whose rows differ from the source rows it owns
+    (``diffs``: dicts with table, shard, expected and found row counts)."""
+
+    def __init__(self, diffs: list[dict[str, Any]]) -> None:
+        self.diffs = diffs
+        d = diffs[0]
+        super().__init__(
+            f"import verify: {len(diffs)} shard table(s) differ from the source; first: table {d['table']!r} on "
+            f"shard {d['shard']!r}: {d['found_rows']:,} row(s) there, {d['expected_rows']:,} expected "
+            f"({'same count, other values' if d['found_rows'] == d['expected_rows'] else 'other rows'}); rows "
+            f"written outside the import, or a source that changed while it ran")
+
+
+@dataclass
+class ImportReport:
+    """What :func:`import_from` did: rows read from the source, rows written
+    (new on their owner), rows found already there with the same values,
+    rows per shard and table, seconds and whether the final verify ran."""
+
+    group: str
+    rows_read: int = 0
+    rows_written: int = 0
+    rows_present: int = 0
+    per_shard: dict[str, dict[str, int]] = field(default_factory=dict)
+    seconds: float = 0.0
+    verified: bool = False
+
+    @property
+    def rows_per_s(self) -> float | None:
+        return self.rows_read / self.seconds if self.seconds > 0 and self.rows_read else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "rows_read": self.rows_read, "rows_written": self.rows_written,
+                "rows_present": self.rows_present, "per_shard": self.per_shard, "seconds": self.seconds,
+                "rows_per_s": self.rows_per_s, "verified": self.verified}
+
+
+_HASHER = Hasher("xxh64", seed=0x5A4D)
+
+
+def _checksum(rows: Sequence[Sequence[Any]]) -> int:
+    """The order-independent checksum of rows: the sum mod 2**64 of each
+    row's xxh64 over its canonical text (equal across backends exactly when
+    the values are, see :func:`~shardhash.migrate.coltypes.canonical_row`)."""
+    if not rows:
+        return 0
+    return int(_HASHER.hash_array(list(map(canonical_row, rows))).sum(dtype=np.uint64))
+
+
+def _enc(v: Any) -> Any:
+    # a primary-key value as JSON (bytes tagged: JSON has none)
+    return {"hex": bytes(v).hex()} if isinstance(v, (bytes, bytearray, memoryview)) else v
+
+
+def _dec(v: Any) -> Any:
+    return bytes.fromhex(v["hex"]) if isinstance(v, dict) else v
+
+
+def _active(cluster: Any, group: str, c: Any = None) -> str | None:
+    conn = c if c is not None else cluster.metadata.db.conn()
+    r = conn.execute("SELECT id, state FROM migrations WHERE grp = ? AND state IN (" + ", ".join("?" for _ in ACTIVE)
+                     + ")", (group, *ACTIVE)).fetchone()
+    return None if r is None else f"{r[0]} ({r[1]})"
+
+
+def _progress_key(url: str, table: str) -> tuple[str, str]:
+    # (the source URL hashed: it may hold a password)
+    return f"import:{table}", hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _commit_cursor(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any]) -> None:
+    """Record a table's import cursor (and sums), refusing when a migration of the group started meanwhile."""
+    with cluster.metadata.tx() as c:
+        act = _active(cluster, group, c)
+        if act is not None:
+            raise MigrationError(f"import of group {group!r} stopped: migration {act} started meanwhile "
+                                 f"(run the import again once it is done)")
+        cluster.metadata.put(mig, key, state, c)
+
+
+def _prepare(cluster: Any, group: Any, src: SQLiteShard, sc: Any, table: Any, shards: Sequence[str]) -> tuple[
+        list[str], list[str]]:
+    """Create the table on shards that lack it, check each shard's columns
+    (and, between backend kinds, the source's values); the source's (columns, primary key)."""
+    cols, pk = src.table_info(sc, table.name)
+    if table.key not in cols:
+        raise ValueError(f"source table {table.name!r} has no column {table.key!r} (the shard key of group "
+                         f"{group.name!r})")
+    checked: set[str] = set()
+    for sid in shards:
+        b = cluster.backend(sid)
+        with b.writing() as c:
+            b.lock_schema(c)
+            b.ensure_system(c)
+            if not b.has_table(c, table.name):
+                b.create_from(c, translate_ddl(src, sc, table.name, b.kind))
+            dcols, dpk = b.table_info(c, table.name)
+            missing = [x for x in cols if x not in dcols]
+            if missing:
+                raise ValueError(f"table {table.name!r} on shard {sid!r} lacks the source's column(s) "
+                                 f"{', '.join(map(repr, missing))}")
+            if list(dpk) != list(pk):
+                raise ValueError(f"table {table.name!r} on shard {sid!r} has primary key {dpk} and the source "
+                                 f"{pk}: they must be the same")
+            kinds: dict[str, Kind] = {}
+            if b.kind != src.kind:
+                kinds = pair_kinds(src, sc, b, c, table.name)
+            b.install_triggers(c, group.name, table.name, dpk, table.key)
+        if kinds and b.kind not in checked:
+            check_source_values(src, sc, table.name, kinds)
+            checked.add(b.kind)
+    return cols, pk
+
+
+def _write(b: SQLiteShard, sid: str, table: str, cols: Sequence[str], pk: Sequence[str],
+           rows: list[tuple[Any, ...]]) -> tuple[int, list[dict[str, Any]]]:
+    """Write rows to their owner; (rows new there, conflicts)."""
+    c = b.conn()
+    if b.copy_new(c, table, cols, rows):
+        return len(rows), []
+    pkx = [list(cols).index(k) for k in pk]
+    q = (f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+         "ON CONFLICT DO NOTHING")
+    with b.writing(c):
+        have = {tuple(r[j] for j in pkx): r for r in b.fetch(c, table, cols, pk, [[r[j] for j in pkx] for r in rows])}
+        fresh = [r for r in rows if tuple(r[j] for j in pkx) not in have]
+        if fresh:
+            c.executemany(q, fresh)
+    conflicts = []
+    for r in rows:
+        there = have.get(tuple(r[j] for j in pkx))
+        if there is not None and canonical_row(there) != canonical_row(r):
+            k = tuple(r[j] for j in pkx)
+            conflicts.append({"table": table, "shard": sid, "key": k[0] if len(k) == 1 else k, "source": tuple(r),
+                              "shard_row": tuple(there)})
+    # (the fresh rows of a chunk with conflicts stay: they are the source's
+    # own; its cursor is not recorded, so a re-run reports the conflict again)
+    new = len(fresh)
+    return new, conflicts
+
+
+def _connect_source(src: SQLiteShard) -> Any:
+    """A connection to the source; an SQLite file read-only (the import
+    changes nothing there, not even its journal mode; a missing file is an error)."""
+    if src.kind != "sqlite":
+        return src.connect()
+    path = Path(src.path)
+    if not path.is_file():
+        raise ValueError(f"import source {src.path}: no such SQLite file")
+    try:
+        return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False)
+    except sqlite3.Error as e:
+        raise ConnectionError(f"cannot open {src.path}: {e}") from e
+
+
+@dataclass
+class _Chunk:
+    rows: int
+    after: list[Any]
+    sums: dict[str, tuple[int, int]]
+    parts: list[tuple[str, list[tuple[Any, ...]]]]
+    future: Future[list[tuple[int, int, list[dict[str, Any]]]]] | None = None
+
+
+def _write_parts(cluster: Any, table: str, cols: Sequence[str], pk: Sequence[str],
+                 parts: list[tuple[str, list[tuple[Any, ...]]]]) -> list[tuple[int, int, list[dict[str, Any]]]]:
+    """(rows, rows new, conflicts) of each owner's part of a chunk, written (in the writer thread)."""
+    out = []
+    for sid, part in parts:
+        new, bad = _write(cluster.backend(sid), sid, table, cols, pk, part)
+        out.append((len(part), new, bad))
+    return out
+
+
+def _finish(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any], ch: _Chunk,
+            rep: ImportReport) -> None:
+    """Wait for a chunk's writes; record its cursor and sums (ImportConflict instead when a row conflicted)."""
+    assert ch.future is not None
+    conflicts: list[dict[str, Any]] = []
+    for n, new, bad in ch.future.result():
+        rep.rows_written += new
+        rep.rows_present += n - new - len(bad)
+        conflicts.extend(bad)
+    if conflicts:
+        raise ImportConflict(conflicts)
+    for sid, (n, sm) in ch.sums.items():
+        n0, s0 = state["sums"][sid]
+        state["sums"][sid] = [n0 + n, (s0 + sm) & _MASK]
+    state["after"] = ch.after
+    state["rows"] += ch.rows
+    rep.rows_read += ch.rows
+    _commit_cursor(cluster, group, mig, key, state)
+
+
+def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int = CHUNK, verify: bool = True,
+                base_dir: str | None = None, on_chunk: Callable[[str, int], None] | None = None) -> ImportReport:
+    """Load the group's tables from the unsharded database at ``url``
+    (``sqlite:PATH`` or ``postgresql:…``) onto their owners; see the module
+    docstring.  Resumable and idempotent; returns an :class:`ImportReport`.
+    ``on_chunk(table, rows_done)`` is called after each chunk is recorded."""
+    from .cluster import open_backend
+
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or not 1 <= chunk <= 10_000_000:
+        raise ValueError(f"chunk must be an integer in 1..10000000, not {chunk!r}")
+    g = cluster.group(group)
+    if not cluster.metadata.shard_map_or_none():
+        raise MigrationError("the metadata store is not initialised: run `shardhash migrate init` "
+                             "(Cluster.init()) before the import")
+    act = _active(cluster, g.name)
+    if act is not None:
+        raise MigrationError(f"group {g.name!r} has migration {act} in flight: the import is for an initial load "
+                             "and runs only when no migration of the group is active")
+    router = cluster.refresh(g.name)
+    shards = list(router.shards)
+    t0 = time.perf_counter()
+    rep = ImportReport(g.name, per_shard={s: {} for s in shards})
+    src = open_backend(url, base_dir)
+    sc = _connect_source(src)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardhash-import")
+    try:
+        for t in g.tables:
+            cols, pk = _prepare(cluster, g, src, sc, t, shards)
+            pkx = [cols.index(k) for k in pk]
+            kx = cols.index(t.key)
+            mig, key = _progress_key(url, t.name)
+            state = cluster.metadata.get(mig, key) or {"after": None, "done": False, "rows": 0,
+                                                       "sums": {s: [0, 0] for s in shards}}
+            if set(state["sums"]) != set(shards):
+                raise MigrationError(f"import of table {t.name!r}: the recorded progress was made for shards "
+                                     f"{sorted(state['sums'])}, the router has {sorted(shards)}")
+            after = None if state["after"] is None else [_dec(v) for v in state["after"]]
+            # A pipeline of two: chunk k is written (by the writer thread) while
+            # chunk k+1 is read, routed and checksummed; chunk k's cursor is
+            # recorded once its writes have committed, before k+1's are sent.
+            pending: _Chunk | None = None
+            while not state["done"]:
+                rows = src.scan(sc, t.name, cols, pk, after, chunk)
+                nxt: _Chunk | None = None
+                if rows:
+                    owners = router.route_many([r[kx] for r in rows]).tolist()
+                    per: list[list[tuple[Any, ...]]] = [[] for _ in shards]
+                    for r, o in zip(rows, owners):
+                        per[o].append(r)
+                    parts = [(shards[i], p) for i, p in enumerate(per) if p]
+                    after = [rows[-1][j] for j in pkx]
+                    nxt = _Chunk(len(rows), [_enc(v) for v in after], {sid: (len(p), _checksum(p)) for sid, p in parts},
+                                 parts)
+                if pending is not None:
+                    _finish(cluster, g.name, mig, key, state, pending, rep)
+                    pending = None
+                    if on_chunk is not None:
+                        on_chunk(t.name, int(state["rows"]))
+                if nxt is None:
+                    state["done"] = True
+                    _commit_cursor(cluster, g.name, mig, key, state)
+                    break
+                nxt.future = pool.submit(_write_parts, cluster, t.name, cols, pk, nxt.parts)
+                pending = nxt
+            for sid in shards:
+                rep.per_shard[sid][t.name] = int(state["sums"][sid][0])
+        if verify:
+            _verify(cluster, g, src, sc, url, shards)
+            rep.verified = True
+    finally:
+        sc.close()
+        try:  # (after any write in flight: the writer's connections)
+            pool.submit(lambda: [cluster.backend(sid).close() for sid in shards]).result()
+        finally:
+            pool.shutdown(wait=True)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _verify(cluster: Any, g: Any, src: SQLiteShard, sc: Any, url: str, shards: Sequence[str]) -> None:
+    """Every shard's rows of each table against the recorded counts and
+    checksums of the source rows the router assigns to it."""
+    diffs = []
+    for t in g.tables:
+        cols, pk = src.table_info(sc, t.name)
+        state = cluster.metadata.get(*_progress_key(url, t.name))
+        for sid in shards:
+            b = cluster.backend(sid)
+            c = b.conn()
+            n, s = 0, 0
+            for rows in b.scan_chunks(c, t.name, cols, pk, CHUNK):
+                n += len(rows)
+                s += _checksum(rows)
+            want_n, want_s = state["sums"][sid]
+            if n != want_n or (s & _MASK) != want_s:
+                diffs.append({"table": t.name, "shard": sid, "expected_rows": int(want_n), "found_rows": n})
+    if diffs:
+        raise ImportMismatch(diffs)
+
+
+def describe(rep: ImportReport) -> str:
+    """A short text of a report (the CLI's output)."""
+    lines = [f"imported group {rep.group}: {rep.rows_read:,} row(s) read, {rep.rows_written:,} written, "
+             f"{rep.rows_present:,} already there"
+             + (f", {rep.rows_per_s:,.0f} rows/s" if rep.rows_per_s else "")
+             + (", verified (rows and checksums per shard)" if rep.verified else "")]
+    for sid, tables in rep.per_shard.items():
+        lines.append(f"  {sid}: " + ", ".join(f"{t} {n:,}" for t, n in tables.items()))
+    return "\n".join(lines)
+
