@@ -11,7 +11,7 @@ from typing import Any
 
 from .common import add_command, add_json, command
 
-ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup")
+ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "check")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -38,5 +38,7 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="rows per copy chunk (default: adapted to the time a chunk takes, from 10000)")
     p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
     p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
+    p.add_argument("--repair", action="store_true",
+                   help="check: move each stranded row to its owner (when the owner has no row with its key)")
     add_json(p, None)
     p.set_defaults(func=_run)
