@@ -119,14 +119,19 @@ def test_a_repair_killed_between_its_two_steps_resumes(root: Path, backend: str)
             raise RuntimeError("killed")
 
     with pytest.raises(RuntimeError, match="killed"):
-        check(cl, repair=True, _fault=die)
+        check(cl, repair=True, chunk=20, _fault=die)
     # the second row is on its owner and still on the stray shard, identical
     t, pk = calls[1]
     both = [s for s in FOUR if pk[0] in shard_rows(root, s, t)]
     assert len(both) == 2
+    cursors = {k: v for k, v in cl.metadata.progress("check-repair:users").items() if v is not None}
+    assert cursors  # (committed chunk by chunk)
     res = cl.check(repair=True)
     rep = res["repair"]
     assert res["stranded"] == 2 and (rep["moved"], rep["already_on_owner"], rep["conflicts"]) == (1, 1, [])
+    assert res["rows_scanned"] < 803  # (resumed after the committed cursors, not from the start)
+    assert any("resumed_after" in tb for tb in res["groups"]["users"]["tables"])
+    assert all(v is None for v in cl.metadata.progress("check-repair:users").values())  # (a full pass)
     for kk in (1001, 1002):
         assert [s for s in FOUR if kk in shard_rows(root, s)] == [plants[f"user{kk}"][1]]
     assert [s for s in FOUR if 9_000_005 in shard_rows(root, s, "events")] == [plants["event"][1]]

@@ -23,10 +23,15 @@ time, in two transactions:
    that was copied (``DELETE … RETURNING``; any change since, and the delete
    is rolled back and reported as a conflict).
 
-A repair killed between the two steps leaves the row on both shards,
-identical: the next run finds it stranded again, sees the identical row on
-the owner and finishes with step 2, so a repair is resumed by running it
-again, without loss or duplicate.
+A repair scans each table chunk by chunk (no long snapshot) and commits a
+cursor per shard and table to the metadata store (``progress`` under
+``check-repair:GROUP``) after each chunk's rows are repaired; a run that
+scanned the whole group clears them.  A repair killed mid-way resumes after
+the last committed cursor; one killed between a row's two steps leaves it on
+both shards, identical, in a chunk past the cursor: the next run finds the
+identical row on the owner and finishes with step 2, without loss or
+duplicate.  Step 2 also runs as a client write (it waits for a cutover's
+fence) and leaves a row alone whose key a migration took since the scan.
 """
 
 from __future__ import annotations
@@ -56,10 +61,10 @@ def _jsonable(v: Any) -> Any:
 
 
 def _scan(b: Any, c: Any, table: str, sel: Sequence[str], pk: Sequence[str],
-          chunk: int) -> Any:
-    """Chunks of (columns ``sel``) rows of ``table`` in primary-key order
-    (keyset pagination: each chunk starts after the last key of the previous)."""
-    after: list[Any] | None = None
+          chunk: int, after: list[Any] | None = None) -> Any:
+    """Chunks of (columns ``sel``) rows of ``table`` in primary-key order,
+    from after ``after`` (keyset pagination: each chunk starts after the last
+    key of the previous)."""
     pkx = [list(sel).index(k) for k in pk]
     while True:
         rows = b.scan(c, table, sel, pk, after, chunk)
@@ -124,9 +129,16 @@ def _repair_row(cluster: Any, group: str, shard: str, owner: str, table: str, co
     # 2. the stray shard: delete the row only if it is still the one copied
     b = cluster.backend(shard)
     c = b.conn()
-    b.begin_write(c)
+    b.begin_client_write(c)  # (excludes a fence's change of the ownership records, as a client write does)
     try:
+        if _held(cluster, shard, b, c, group, [key])[0] is not None:
+            b.rollback(c)  # (a migration took the key's unit since the scan: its records decide now)
+            res["skipped"] += 1
+            return
+        if group in cluster._shard_units(shard, b, c).captures:
+            b.skip_capture(c, group)  # (the key is in no moving unit: nothing of it moves)
         gone = c.execute(f"DELETE FROM {qi(table)} WHERE {where} RETURNING {sel}", pkv).fetchall()
+        b.end_skip(c, group)
         if len(gone) == 1 and _rows_equal(tuple(gone[0]), row):
             b.commit(c)
             return
@@ -169,6 +181,7 @@ def check(cluster: Any, group: str | None = None, *, repair: bool = False, first
     total = stranded_total = retained_total = 0
     for gname in names:
         g = cluster.group(gname)
+        cmig = f"check-repair:{gname}"
         router = cluster.refresh(gname)
         shards = list(router.shards)
         gres: dict[str, Any] = {"topology_version": router.version, "rows_scanned": 0, "stranded": 0,
@@ -187,23 +200,44 @@ def check(cluster: Any, group: str | None = None, *, repair: bool = False, first
                 tres: dict[str, Any] = {"shard": sid, "table": t.name, "rows_scanned": 0, "stranded": 0,
                                         "retained": {}, "first": []}
                 found: list[tuple[tuple[Any, ...], Any, str]] = []  # (pk, key, owner)
-                b.begin_read(c)
+                ckey = f"{sid}/{t.name}"
+                after = cluster.metadata.get(cmig, ckey) if repair else None
+                if after is not None:
+                    tres["resumed_after"] = after
+                if not repair:
+                    b.begin_read(c)  # (one snapshot per table; a repair commits chunk by chunk)
                 try:
-                    for rows in _scan(b, c, t.name, sel, pk, chunk):
+                    for rows in _scan(b, c, t.name, sel, pk, chunk, after):
                         tres["rows_scanned"] += len(rows)
                         keys = [r[kx] for r in rows]
                         own = np.asarray(router.route_many(keys))
                         bad = np.flatnonzero(own != me)
-                        if not len(bad):
-                            continue
-                        bl = bad.tolist()
-                        bkeys = [keys[i] for i in bl]
-                        held = _held(cluster, sid, b, c, gname, bkeys)
-                        for i, k, m in zip(bl, bkeys, held):
-                            if m is not None:
-                                tres["retained"][m] = tres["retained"].get(m, 0) + 1
-                            else:
-                                found.append((tuple(rows[i][j] for j in pkx), k, shards[int(own[i])]))
+                        if len(bad):
+                            bl = bad.tolist()
+                            bkeys = [keys[i] for i in bl]
+                            held = _held(cluster, sid, b, c, gname, bkeys)
+                            new_found = []
+                            for i, k, m in zip(bl, bkeys, held):
+                                if m is not None:
+                                    tres["retained"][m] = tres["retained"].get(m, 0) + 1
+                                else:
+                                    new_found.append((tuple(rows[i][j] for j in pkx), k, shards[int(own[i])]))
+                            found.extend(new_found)
+                            if rep is not None:
+                                for p, k, o in new_found:
+                                    got = b.fetch(c, t.name, cols, pk, [p])
+                                    b.rollback(c)  # (a read transaction the fetch may have opened)
+                                    if not got:
+                                        rep["skipped"] += 1  # (deleted since the scan)
+                                        continue
+                                    _repair_row(cluster, gname, sid, o, t.name, cols, list(pk), k,
+                                                tuple(got[0]), rep, _fault)
+                        if repair:
+                            last = [rows[-1][j] for j in pkx]
+                            if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in last):
+                                # (the committed cursor: a killed repair resumes after this chunk)
+                                with cluster.metadata.tx() as mc:
+                                    cluster.metadata.put(cmig, ckey, last, c=mc)
                 finally:
                     b.rollback(c)
                 tres["stranded"] = len(found)
@@ -215,15 +249,10 @@ def check(cluster: Any, group: str | None = None, *, repair: bool = False, first
                 gres["retained"] += n_ret
                 if found or n_ret:
                     gres["tables"].append(tres)
-                if rep is not None and found:
-                    for p, k, o in found:
-                        got = b.fetch(c, t.name, cols, pk, [p])
-                        b.rollback(c)  # (fetch may open a read transaction on PostgreSQL)
-                        if not got:
-                            rep["skipped"] += 1  # (deleted since the scan)
-                            continue
-                        _repair_row(cluster, gname, sid, o, t.name, cols, list(pk), k, tuple(got[0]), rep,
-                                    _fault)
+        if repair:  # (the whole group was scanned: the next repair starts from the beginning)
+            with cluster.metadata.tx() as mc:
+                for k in cluster.metadata.progress(cmig):
+                    cluster.metadata.put(cmig, k, None, c=mc)
         out["groups"][gname] = gres
         total += gres["rows_scanned"]
         stranded_total += gres["stranded"]
