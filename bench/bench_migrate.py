@@ -402,3 +402,41 @@ def test_import_rate(benchmark: Any, backend_name: str) -> None:
           f"verify {r['verify_rows_per_s']:,.0f} rows/s, both {r['with_verify_rows_per_s']:,.0f} rows/s "
           "(target: >= 200k rows/s)")
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def test_check_scan_rate(benchmark: Any) -> None:
+    """``Cluster.check``: rows scanned per second for stranded rows (SQLite,
+    4 shards, 200,000 users; 1,000 with --benchmark-disable), 10 planted."""
+    n = 200_000 if _enabled(benchmark) else 1000
+    shards = ["s0", "s1", "s2", "s3"]
+    router = JumpRouter(shards)
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as d:
+        root = Path(d)
+        owners = router.route_many(list(range(1, n + 1))).tolist()
+        for i, s in enumerate(shards):
+            c: Any = open_backend(f"sqlite:{s}.db", root).connect()
+            c.execute("CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
+            c.execute("BEGIN")
+            c.executemany("INSERT INTO users VALUES (?, ?, 0)",
+                          [(k, f"user{k}") for k, o in zip(range(1, n + 1), owners) if o == i])
+            # (planted: keys past the end, on a shard that does not own them)
+            c.executemany("INSERT INTO users VALUES (?, 'stray', 0)",
+                          [(k,) for k in range(n + 1, n + 11) if router.route(k) != s][:3 if i == 0 else 0])
+            c.execute("COMMIT")
+            c.close()
+        doc = {"metadata": "sqlite:meta.db",
+               "shards": {s: {"primary": f"sqlite:{s}.db"} for s in shards},
+               "groups": {"users": {"router": router.to_dict(), "tables": [{"name": "users", "key": "id"}]}},
+               "options": {"synchronous": "NORMAL"}}
+        (root / "cluster.json").write_text(json.dumps(doc))
+        cl = Cluster.load(root / "cluster.json")
+        cl.init()
+        res: dict[str, Any] = {}
+
+        def run() -> None:
+            res.update(cl.check())
+
+        benchmark.pedantic(run, rounds=3 if _enabled(benchmark) else 1, iterations=1)
+        assert res["stranded"] == 3 and res["rows_scanned"] == n + 3
+        benchmark.extra_info["check_rows_per_s"] = round(res["rows_per_s"])
+        cl.close()

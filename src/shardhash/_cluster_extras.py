@@ -261,3 +261,15 @@ class ClusterExtras:
     def lookup_row(self, name: str, value: Any) -> dict[str, Any] | None:
         """The owner row of ``value`` (lookup, then one routed read), or None."""
         return self.lookup_index(name).get(value)  # type: ignore[no-any-return]
+
+    # -- stranded rows ---------------------------------------------------------------
+
+    def check(self, group: str | None = None, *, repair: bool = False, first: int = 10) -> dict[str, Any]:
+        """Rows on a shard that does not own them under the current topology
+        (``group``: None for every group), leaving aside the copies a
+        migration's records account for; ``repair=True`` moves each to its
+        owner when the owner has no row with its primary key.  See
+        :func:`shardhash.migrate.check.check` for the result's shape."""
+        from shardhash.migrate.check import check
+
+        return check(self, group, repair=repair, first=first)

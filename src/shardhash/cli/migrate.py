@@ -11,7 +11,7 @@ from typing import Any
 
 from .common import add_command, add_json, command
 
-ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "import")
+ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "import", "check")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -40,5 +40,7 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
     p.add_argument("--from", dest="source", metavar="URL",
                    help="import: the unsharded database to load (sqlite:PATH or postgresql://...)")
+    p.add_argument("--repair", action="store_true",
+                   help="check: move each stranded row to its owner (when the owner has no row with its key)")
     add_json(p, None)
     p.set_defaults(func=_run)

@@ -131,6 +131,34 @@ class _Progress:
             _err(text)
 
 
+def _check(cluster: Any, args: argparse.Namespace) -> int:
+    """``check [--repair]``: stranded rows per shard and table (exit 1 when any is left)."""
+    res = cluster.check(args.group, repair=args.repair)
+    rep = res["repair"]
+    left = res["stranded"] - (rep["moved"] + rep["already_on_owner"] if rep else 0)
+    if args.json:
+        _out(json.dumps(res, indent=2))
+        return 1 if left else 0
+    _out(f"scanned {res['rows_scanned']:,} rows in {res['seconds']:.2f} s: {res['stranded']:,} stranded, "
+         f"{res['retained']:,} held by migrations")
+    for g, gr in res["groups"].items():
+        for t in gr["tables"]:
+            held = "".join(f", {n:,} retained by migration {m}" for m, n in t["retained"].items())
+            _out(f"  {g}: shard {t['shard']} table {t['table']}: {t['stranded']:,} stranded{held}")
+            for f in t["first"]:
+                _out(f"    pk {f['pk']} (key {f['key']!r}) belongs on {f['owner']}")
+    if rep is not None:
+        _out(f"repair: {rep['moved']:,} moved, {rep['already_on_owner']:,} already on their owner, "
+             f"{len(rep['conflicts']):,} conflict(s) left in place")
+        for cf in rep["conflicts"][:10]:
+            _out(f"  conflict: {cf['table']} pk {cf['pk']} on {cf['shard']}: {cf['row']} / "
+                 f"on {cf['owner']}: {cf['owner_row']}")
+    if left:
+        _out("next: " + ("resolve the conflicts by hand, then run `check` again" if rep is not None
+                         else "run `shardhash migrate check --repair` to move them to their owners"))
+    return 1 if left else 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one ``shardhash migrate`` action; returns the exit status.
 
@@ -152,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.action == "import":
             return _import(cluster, args)
+        if args.action == "check":
+            return _check(cluster, args)
         st: dict[str, Any]
         if args.action == "start":
             new = _new_router(cluster, args)
