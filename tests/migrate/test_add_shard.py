@@ -245,3 +245,32 @@ def test_add_under_live_writes_loses_nothing(root: Path, backend: str) -> None:
             assert (k in owners[r.route(k)]) == (want is not None), k
     finally:
         cl.close()
+
+
+def test_removed_shard_stays_mapped_and_can_come_back(root: Path, backend: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from shardhash.cli import main
+
+    path = make_cluster(root, THREE, users=120, backend=backend)
+    url = _new_url(root, backend, "s4")
+    assert _start(path, "--add", "s4", "--primary", url, "-q") == 0
+    assert main(["migrate", "cleanup", "--config", str(path), "-q"]) == 0
+    assert _start(path, "--remove", "s4", "-q") == 0
+    assert main(["migrate", "cleanup", "--config", str(path), "-q"]) == 0
+    capsys.readouterr()
+    cl = Cluster.load(path)
+    try:
+        assert "s4" not in cl.router("users").shards and cl.shard_map()["s4"] == (url, [])
+        assert _rows(cl, "s4") == {}
+    finally:
+        cl.close()
+    # the same URL brings it back; another one is refused
+    assert _start(path, "--add", "s4", "--primary", url + " ", "-q") == 2
+    assert "already in the shard map" in capsys.readouterr().err
+    assert _start(path, "--add", "s4", "--primary", url, "-q") == 0
+    cl = Cluster.load(path)
+    try:
+        r = cl.router("users")
+        assert set(_rows(cl, "s4")) == {k for k in range(1, 121) if r.route(k) == "s4"} != set()
+    finally:
+        cl.close()
