@@ -274,3 +274,27 @@ def test_removed_shard_stays_mapped_and_can_come_back(root: Path, backend: str,
         assert set(_rows(cl, "s4")) == {k for k in range(1, 121) if r.route(k) == "s4"} != set()
     finally:
         cl.close()
+
+
+def test_missing_table_on_an_owner_fails_the_dry_run_and_the_start_alike(root: Path, backend: str,
+                                                                         capsys: pytest.CaptureFixture[str]
+                                                                         ) -> None:
+    from tests.migrate._harness import connect
+
+    path = make_cluster(root, THREE, users=60, backend=backend)
+    url = _new_url(root, backend, "s4")
+    c = connect(root, "s3")
+    try:
+        c.execute("DROP TABLE users")
+    finally:
+        c.close()
+    assert _start(path, "--add", "s4", "--primary", url, "--dry-run", "-q") == 2
+    dry_err = capsys.readouterr().err
+    assert "shard 's3' owns keys of group 'users' but has no table 'users'" in dry_err, dry_err
+    assert _start(path, "--add", "s4", "--primary", url, "-q") == 2
+    assert capsys.readouterr().err == dry_err
+    cl = Cluster.load(path)
+    try:  # nothing recorded: not the migration, not the shard
+        assert "s4" not in cl.shard_map() and cl.metadata.migrations("users") == []
+    finally:
+        cl.close()

@@ -1602,9 +1602,10 @@ def check_start(cluster: Cluster, group: str | None, new_router: Router,
                 new_shards: dict[str, tuple[str, list[str]]] | None = None) -> dict[str, tuple[str, list[str]]]:
     """The checks a start runs before it records anything (a dry run runs
     the same ones, so it fails the same way): every shard of the new router
-    is in the shard map or in ``new_shards``, and every shard of the pending
+    is in the shard map or in ``new_shards``, every shard of the pending
     and the new router can be reached (a new SQLite file is not created:
-    its folder must exist and be writable).  Returns the shards of
+    its folder must exist and be writable), and every shard that owns keys
+    now has every table of the group.  Returns the shards of
     ``new_shards`` that are not in the shard map yet (validated like the
     cluster file's); MigrationError otherwise, naming the command to run."""
     from .cluster import open_backend
@@ -1627,6 +1628,10 @@ def check_start(cluster: Cluster, group: str | None, new_router: Router,
             f"the new router names shard {s!r}, which is not in the shard map: register it as you start, "
             f"with `shardhash migrate start --config {conf} --add {s} --primary URL [--replica URL ...]`")
     old = pending_router(cluster, group)
+    g = cluster.group(group)
+    tables = g.tables
+    owners = cluster.router(g.name).shards  # (the current topology: a pending migration's targets
+    #                                         get their tables when it prepares)
     for s in sorted(set(old.shards) | set(new_router.shards)):
         url = add[s][0] if s in add else smap[s][0]
         b = open_backend(url, cluster.base_dir)
@@ -1641,8 +1646,16 @@ def check_start(cluster: Cluster, group: str | None, new_router: Router,
                 c = b.connect()
                 try:
                     c.execute("SELECT 1").fetchone()
+                    # (a shard that owns keys now needs every table of the group)
+                    missing = [t.name for t in tables if s in owners and not b.has_table(c, t.name)]
                 finally:
                     c.close()
+                if missing:
+                    raise MigrationError(f"shard {s!r} owns keys of group {g.name!r} but has no table "
+                                         f"{missing[0]!r}: nothing was started; create it there (or restore "
+                                         f"it) first")
+        except MigrationError:
+            raise
         except Exception as e:
             if not _is_db_error(e):
                 raise
