@@ -67,6 +67,7 @@ def test_add_registers_the_shard_and_moves_its_keys(root: Path, backend: str,
     assert main(["migrate", "status", "--config", str(path), "--json"]) == 0
     st = json.loads(capsys.readouterr().out)
     assert st["state"] == "retained" and st["to_version"] == 2 and st["verify"]["mismatches"] == 0
+    assert st["destinations"] == ["s4"] and st["sources"] == THREE
     cl = Cluster.load(path)
     try:
         assert cl.shard_map()["s4"] == (url, [])
