@@ -30,6 +30,11 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--to", help="start: the new router document (e.g. from `shardhash topology add`)")
     p.add_argument("--add", help="start: comma-separated shard ids to add (plans the new router)")
     p.add_argument("--remove", help="start: comma-separated shard ids to remove")
+    p.add_argument("--primary", metavar="URL",
+                   help="start --add ID: register the new shard ID with this primary (sqlite:PATH or "
+                        "postgresql://...) in the shard map, in the transaction that records the migration")
+    p.add_argument("--replica", metavar="URL", action="append", default=[],
+                   help="start --add ID --primary URL: a replica of the new shard (repeatable)")
     p.add_argument("--from-version", type=int, help="start: the topology version the plan was made from")
     p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
     p.add_argument("--fence-threshold", type=float, default=0.5,

@@ -55,10 +55,23 @@ def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
     raise ValueError("start needs --to ROUTER, --add IDS or --remove IDS")
 
 
+def _new_shards(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]] | None:
+    """``--add ID --primary URL [--replica URL ...]``: the shard to register."""
+    if args.primary is None:
+        if args.replica:
+            raise ValueError("--replica needs --add ID --primary URL")
+        return None
+    ids = args.add.split(",") if args.add else []
+    if len(ids) != 1:
+        raise ValueError("--primary registers one new shard: use it with --add ID (one shard id)")
+    return {ids[0]: (args.primary, list(args.replica))}
+
+
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
-    from .executor import pending_router
+    from .executor import check_start, pending_router
     from .units import Membership, units_for
 
+    check_start(cluster, args.group, new, _new_shards(args))  # (the real start's checks, its messages)
     old = pending_router(cluster, args.group)
     g = cluster.group(args.group)
     units = units_for(old, new, max_step_share=args.max_step_share)
@@ -184,11 +197,15 @@ def run(args: argparse.Namespace) -> int:
             return _check(cluster, args)
         st: dict[str, Any]
         if args.action == "start":
+            from .executor import check_new_shards
+
+            check_new_shards(cluster, _new_shards(args))  # (a clash with the shard map before any plan)
             new = _new_router(cluster, args)
             if args.dry_run:
                 return _dry_run(cluster, args, new)
             m = Migration.create(cluster, args.group, new, max_step_share=args.max_step_share,
-                                 from_version=args.from_version, mig_id=args.migration)
+                                 from_version=args.from_version, mig_id=args.migration,
+                                 new_shards=_new_shards(args))
         else:
             mid = args.migration or _latest(cluster, args.group, args.action)
             if cluster.metadata.migration(mid) is None:

@@ -390,6 +390,8 @@ class Cluster(ClusterExtras):
         self._backends: dict[str, SQLiteShard] = {}
         self._shard_map: dict[str, tuple[str, list[str]]] | None = None
         self._seed_logged = False
+        #: the cluster file this cluster was loaded from (:meth:`load`), for messages
+        self.file: str | None = None
         self._routers: dict[str, Router] = {}
         self._units: dict[str, _ShardUnits] = {}
         self._mig_cache: dict[tuple[str, str], tuple[Router, Router]] = {}
@@ -399,7 +401,9 @@ class Cluster(ClusterExtras):
     @classmethod
     def load(cls, path: str | os.PathLike[str], **kw: Any) -> Cluster:
         """Load a cluster file (``.toml`` or ``.json``)."""
-        return cls.from_dict(_read_config(path), base_dir=Path(path).resolve().parent, **kw)
+        cl = cls.from_dict(_read_config(path), base_dir=Path(path).resolve().parent, **kw)
+        cl.file = str(path)
+        return cl
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], *, base_dir: str | os.PathLike[str] | None = None,

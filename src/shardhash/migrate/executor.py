@@ -300,7 +300,8 @@ class Migration:
     def create(cls, cluster: Cluster, group: str | None, new_router: Router, *,
                units: Sequence[Unit] | None = None, max_step_share: float = 0.02,
                mig_id: str | None = None, from_version: int | None = None,
-               info: dict[str, Any] | None = None, old_router: Router | None = None) -> Migration:
+               info: dict[str, Any] | None = None, old_router: Router | None = None,
+               new_shards: dict[str, tuple[str, list[str]]] | None = None) -> Migration:
         """Record a new migration (state ``preparing``); :meth:`run` executes it.
 
         The migration starts from the group's *pending* router
@@ -311,16 +312,20 @@ class Migration:
         version the plan was made from) must be that router's version.  A
         migration whose units overlap those of a migration still holding
         the group (any state before ``cleaned`` / ``rolled-back``) is refused;
-        non-overlapping ones run side by side."""
+        non-overlapping ones run side by side.
+
+        ``new_shards`` (shard id -> (primary URL, replica URLs)) registers
+        shards in the shard map in the same metadata transaction that records
+        the migration (a crash before it leaves nothing, after it ``resume``
+        finishes); an id already mapped to another primary is refused.  Every
+        check of :func:`check_start` runs first."""
         g = cluster.group(group)
         meta = cluster.metadata
         meta.setup()
         cur = cluster.refresh(g.name)
         if not isinstance(new_router, Router):
             raise TypeError(f"new_router must be a Router, not {type(new_router).__name__}")
-        for s in new_router.shards:
-            if s not in cluster.shard_map():
-                raise MigrationError(f"the new router names shard {s!r}, which is not in the shard map")
+        new_shards = check_start(cluster, g.name, new_router, new_shards)
         mig = mig_id or f"m{int(time.time())}-{uuid.uuid4().hex[:6]}"
         now = time.time()
         with meta.tx() as c:
@@ -362,13 +367,22 @@ class Migration:
             inf.setdefault("base_version", cur.version)
             if pending is not None:
                 inf.setdefault("after", pending)
+            for sid, (url, reps) in new_shards.items():
+                try:
+                    meta.add_shard(c, sid, url, reps)
+                except ValueError as e:
+                    raise MigrationError(str(e)) from None
             c.execute("INSERT INTO migrations VALUES (?, ?, 'preparing', ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
                       (mig, g.name, inf.get("kind", "reshard"), old.version, new_router.version,
                        old.to_json(), new_router.to_json(), json.dumps([u.to_dict() for u in us]),
                        json.dumps(inf), now, now))
             c.execute("INSERT INTO events(ts, mig, msg) VALUES (?, ?, ?)",
                       (now, mig, f"created: group {g.name} version {old.version} -> {new_router.version}, "
-                                 f"{len(us)} unit(s)" + (f", after {pending}" if pending else "")))
+                                 f"{len(us)} unit(s)" + (f", after {pending}" if pending else "")
+                                 + (f", shard(s) {', '.join(sorted(new_shards))} added to the shard map"
+                                    if new_shards else "")))
+        if new_shards:
+            cluster.refresh(g.name)  # (the shard map now names the new shards)
         return cls(cluster, mig)
 
     # ------------------------------------------------------------ helpers
@@ -1558,6 +1572,97 @@ def _base(cur: Router, holders: Sequence[dict[str, Any]]) -> tuple[Router, str |
         return cur, None
     top = max(pend, key=lambda h: int(h["to_version"]))
     return load_router(json.loads(top["new_router"])), str(top["id"])
+
+
+def check_new_shards(cluster: Cluster, new_shards: dict[str, tuple[str, list[str]]] | None
+                     ) -> dict[str, tuple[str, list[str]]]:
+    """Shards to register (id -> (primary, replicas)), validated like the
+    cluster file's (ValueError); MigrationError for an id that the shard map
+    already has with another primary."""
+    from .cluster import _check_shard_id, _check_url
+
+    add: dict[str, tuple[str, list[str]]] = {}
+    for sid, (url, reps) in (new_shards or {}).items():
+        try:
+            _check_shard_id(sid, "--add")
+            for i, u in enumerate([url, *reps]):
+                _check_url(u, "--primary" if i == 0 else "--replica")
+        except ValueError as e:
+            raise ValueError(str(e).replace("cluster document: ", "", 1)) from None
+        add[sid] = (url, [r for r in reps if r != url])
+    smap = cluster.shard_map()
+    for sid, (url, _) in add.items():
+        if sid in smap and smap[sid][0] != url:
+            raise MigrationError(f"shard {sid!r} is already in the shard map with primary {smap[sid][0]!r}, "
+                                 f"not {url!r}: pick another shard id, or move the shard with Cluster.failover")
+    return add
+
+
+def check_start(cluster: Cluster, group: str | None, new_router: Router,
+                new_shards: dict[str, tuple[str, list[str]]] | None = None) -> dict[str, tuple[str, list[str]]]:
+    """The checks a start runs before it records anything (a dry run runs
+    the same ones, so it fails the same way): every shard of the new router
+    is in the shard map or in ``new_shards``, every shard of the pending
+    and the new router can be reached (a new SQLite file is not created:
+    its folder must exist and be writable), and every shard that owns keys
+    now has every table of the group.  Returns the shards of
+    ``new_shards`` that are not in the shard map yet (validated like the
+    cluster file's); MigrationError otherwise, naming the command to run."""
+    from .cluster import open_backend
+
+    add = check_new_shards(cluster, new_shards)
+    smap = cluster.shard_map()
+    conf = cluster.file or "CLUSTER"
+    for s in new_router.shards:
+        if s in smap or s in add:
+            continue
+        seed = cluster._seed_shards.get(s)
+        if seed is not None:
+            reps = "".join(f" --replica {r}" for r in seed[1])
+            raise MigrationError(
+                f"the new router names shard {s!r}, which is in the cluster file but not in the metadata store's "
+                f"shard map: run `shardhash migrate init --config {conf}` (it registers the cluster file's new "
+                f"shards), or start with `shardhash migrate start --config {conf} --add {s} "
+                f"--primary {seed[0]}{reps}`")
+        raise MigrationError(
+            f"the new router names shard {s!r}, which is not in the shard map: register it as you start, "
+            f"with `shardhash migrate start --config {conf} --add {s} --primary URL [--replica URL ...]`")
+    old = pending_router(cluster, group)
+    g = cluster.group(group)
+    tables = g.tables
+    owners = cluster.router(g.name).shards  # (the current topology: a pending migration's targets
+    #                                         get their tables when it prepares)
+    for s in sorted(set(old.shards) | set(new_router.shards)):
+        url = add[s][0] if s in add else smap[s][0]
+        b = open_backend(url, cluster.base_dir)
+        try:
+            if b.kind == "sqlite" and not os.path.exists(b.path):
+                parent = os.path.dirname(os.path.abspath(b.path))
+                if not os.path.isdir(parent):
+                    raise ConnectionError(f"cannot open {b.path}: folder {parent} does not exist")
+                if not os.access(parent, os.W_OK | os.X_OK):
+                    raise ConnectionError(f"cannot create {b.path}: folder {parent} is not writable")
+            else:
+                c = b.connect()
+                try:
+                    c.execute("SELECT 1").fetchone()
+                    # (a shard that owns keys now needs every table of the group)
+                    missing = [t.name for t in tables if s in owners and not b.has_table(c, t.name)]
+                finally:
+                    c.close()
+                if missing:
+                    raise MigrationError(f"shard {s!r} owns keys of group {g.name!r} but has no table "
+                                         f"{missing[0]!r}: nothing was started; create it there (or restore "
+                                         f"it) first")
+        except MigrationError:
+            raise
+        except Exception as e:
+            if not _is_db_error(e):
+                raise
+            where = "its --primary URL" if s in add else "its primary in the metadata store's shard map"
+            raise MigrationError(f"shard {s!r} cannot be reached ({type(e).__name__}: {e}): nothing was "
+                                 f"started; check {where}, or bring the database up") from None
+    return {s: v for s, v in add.items() if s not in smap}
 
 
 def pending_router(cluster: Cluster, group: str | None = None) -> Router:

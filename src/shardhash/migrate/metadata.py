@@ -176,6 +176,20 @@ class Metadata:
         c.execute("INSERT INTO shard_map VALUES (?, ?, ?) ON CONFLICT (shard) DO UPDATE SET url = excluded.url, "
                   "replicas = excluded.replicas", (shard, url, json.dumps(replicas)))
 
+    def add_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> bool:
+        """Register a new shard in transaction ``c``; True when it was added.
+        The same shard id with the same primary is a no-op (a retried start);
+        with another primary it is refused (ValueError): use a failover to
+        move a shard."""
+        r = c.execute("SELECT url FROM shard_map WHERE shard = ?", (shard,)).fetchone()
+        if r is not None:
+            if r[0] != url:
+                raise ValueError(f"shard {shard!r} is already in the shard map with primary {r[0]!r}, not "
+                                 f"{url!r}: pick another shard id, or move the shard with Cluster.failover")
+            return False
+        c.execute("INSERT INTO shard_map VALUES (?, ?, ?)", (shard, url, json.dumps(replicas)))
+        return True
+
     # ---------------------------------------------------------- migrations
 
     def migration(self, mig: str) -> dict[str, Any] | None:
