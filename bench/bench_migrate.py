@@ -44,21 +44,27 @@ def _sizes(benchmark: Any) -> list[int]:
     return [int(x) for x in os.environ.get("SHARDHASH_BENCH_MIGRATE_SIZES", "10000,100000").split(",")]
 
 
+def _shard_urls(backend: str, shards: list[str]) -> dict[str, str]:
+    """A URL per shard: ``sqlite:<id>.db``, or on PostgreSQL (``backend`` is a
+    DSN) a fresh schema each, created here (the name quoted by psycopg)."""
+    if backend == "sqlite":
+        return {s: f"sqlite:{s}.db" for s in shards}
+    import psycopg
+    from psycopg import sql
+
+    tag = uuid.uuid4().hex[:8]
+    with psycopg.connect(backend, autocommit=True) as pg:
+        for s in shards:
+            pg.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(f"bench{tag}_{s}")))
+    return {s: f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'" for s in shards}
+
+
 def _cluster(root: Path, unit_rows: int, backend: str) -> tuple[Path, Any, Any]:
     """Shard a (2 * unit_rows users) and an empty shard b; jump a -> a, b moves ~unit_rows."""
     old = JumpRouter(["a"])
     new = JumpRouter(["a", "b"], version=2)
-    tag = uuid.uuid4().hex[:8]
-    urls = {}
+    urls = _shard_urls(backend, ["a", "b"])
     for s in ("a", "b"):
-        if backend == "sqlite":
-            urls[s] = f"sqlite:{s}.db"
-        else:
-            import psycopg
-
-            with psycopg.connect(backend, autocommit=True) as pg:
-                pg.execute(f"CREATE SCHEMA bench{tag}_{s}")
-            urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
         c: Any = open_backend(urls[s], root).connect()
         c.execute("CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, n BIGINT NOT NULL)")
         if s == "a":
@@ -355,17 +361,7 @@ def _import_run(n: int, backend: str, root: Path) -> dict[str, float]:
     c.commit()
     c.close()
     shards = ["s0", "s1", "s2", "s3"]
-    tag = uuid.uuid4().hex[:8]
-    urls = {}
-    for s in shards:
-        if backend == "sqlite":
-            urls[s] = f"sqlite:{s}.db"
-        else:
-            import psycopg
-
-            with psycopg.connect(backend, autocommit=True) as pg:
-                pg.execute(f"CREATE SCHEMA bench{tag}_{s}")
-            urls[s] = f"postgresql:{backend} options='-csearch_path=bench{tag}_{s}'"
+    urls = _shard_urls(backend, shards)
     doc = {"metadata": "sqlite:meta.db", "shards": {s: {"primary": u} for s, u in urls.items()},
            "groups": {"users": {"router": JumpRouter(shards).to_dict(), "tables": [{"name": "users", "key": "id"}]}},
            "options": {"synchronous": "NORMAL"}}

@@ -26,6 +26,17 @@ def shard_url(backend: str, root: Path, shard: str) -> str:
     return f"postgresql:{backend} options='-csearch_path=t{_tag(root)}_{shard}'"
 
 
+def create_schemas(dsn: str, root: Path, names: Sequence[str]) -> None:
+    """Create the PostgreSQL schema ``t<tag>_<name>`` of each name (the one
+    ``shard_url`` names), the identifier quoted by psycopg."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as pg:
+        for name in names:
+            pg.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(f"t{_tag(root)}_{name}")))
+
+
 def _tag(root: Path) -> str:
     f = root / ".tag"
     if not f.exists():
@@ -51,11 +62,7 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
     every = list(shards) + list(extra_shards)
     urls = {s: shard_url(backend, root, s) for s in every}
     if backend != "sqlite":
-        import psycopg
-
-        with psycopg.connect(backend, autocommit=True) as pg:
-            for s in every:
-                pg.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+        create_schemas(backend, root, every)
     conns = {s: open_backend(urls[s], root).connect() for s in every}
     ids = list(range(1, users + 1))
     owners = router.route_many(ids).tolist() if users else []
@@ -79,10 +86,7 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
         tables.append({"name": "events", "key": "user_id"})
     meta_url = "sqlite:meta.db"
     if metadata != "sqlite":
-        import psycopg
-
-        with psycopg.connect(metadata, autocommit=True) as pg:
-            pg.execute(f"CREATE SCHEMA t{_tag(root)}_meta")
+        create_schemas(metadata, root, ["meta"])
         meta_url = f"postgresql:{metadata} options='-csearch_path=t{_tag(root)}_meta'"
     doc = {
         "metadata": meta_url,

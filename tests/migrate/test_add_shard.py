@@ -15,7 +15,7 @@ import pytest
 
 from shardhash.migrate import Cluster
 from shardhash.migrate.executor import Migration
-from tests.migrate._harness import UPSERT, _tag, drop_cluster, make_cluster, shard_url
+from tests.migrate._harness import UPSERT, create_schemas, drop_cluster, make_cluster, shard_url
 
 THREE = ["s1", "s2", "s3"]
 USERS = 400
@@ -31,10 +31,7 @@ def root(tmp_path: Path, backend: str) -> Iterator[Path]:
 def _new_url(root: Path, backend: str, shard: str) -> str:
     """A URL for a shard that the cluster file does not list (its PostgreSQL schema created)."""
     if backend != "sqlite":
-        import psycopg
-
-        with psycopg.connect(backend, autocommit=True) as pg:
-            pg.execute(f"CREATE SCHEMA t{_tag(root)}_{shard}")
+        create_schemas(backend, root, [shard])
     return shard_url(backend, root, shard)
 
 

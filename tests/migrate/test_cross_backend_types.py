@@ -22,7 +22,7 @@ from shardhash.migrate.coltypes import ColumnTypeError, canonical_row, float4_ex
 from shardhash.migrate.executor import describe_fault
 from tests._postgres import need_postgres
 
-from ._harness import _tag, drop_cluster
+from ._harness import create_schemas, drop_cluster, shard_url
 
 
 @pytest.fixture
@@ -41,16 +41,14 @@ def _cluster(root: Path, pg: str, kinds: dict[str, str], ddl: Sequence[str], tab
     """Shards named like ``kinds`` ('sqlite' or 'postgresql'), the group's
     router on the first shard only; ``ddl`` and ``rows`` on the first shard,
     ``precreate`` statements on the others."""
-    import psycopg
 
     urls = {}
     for s, k in kinds.items():
         if k == "sqlite":
             urls[s] = f"sqlite:{s}.db"
         else:
-            with psycopg.connect(pg, autocommit=True) as pc:
-                pc.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
-            urls[s] = f"postgresql:{pg} options='-csearch_path=t{_tag(root)}_{s}'"
+            create_schemas(pg, root, [s])
+            urls[s] = shard_url(pg, root, s)
     first = next(iter(kinds))
     for s, stmts in {first: ddl, **(precreate or {})}.items():
         c: Any = open_backend(urls[s], root).connect()

@@ -207,13 +207,9 @@ def test_string_keys_of_any_text_pass_their_own_guard(tmp_path: Path, backend: s
 
     urls = {s: shard_url(backend, root, s) for s in ("a", "b")}
     if backend != "sqlite":
-        import psycopg
+        from ._harness import create_schemas
 
-        from ._harness import _tag
-
-        with psycopg.connect(backend, autocommit=True) as pg:
-            for s in ("a", "b"):
-                pg.execute(f"CREATE SCHEMA t{_tag(root)}_{s}")
+        create_schemas(backend, root, ["a", "b"])
     from shardhash.migrate.cluster import open_backend
 
     for s in ("a", "b"):
