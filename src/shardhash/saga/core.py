@@ -697,7 +697,8 @@ def list_sagas(cluster: Cluster, *, state: str | None = None, name: str | None =
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be a non-negative integer, not {limit!r}")
     ensure_log(cluster.metadata)
-    q = LOG_SELECT + " WHERE (? IS NULL OR state = ?) AND (? IS NULL OR name = ?) ORDER BY created, id"
+    q = LOG_SELECT + (" WHERE (CAST(? AS TEXT) IS NULL OR state = ?) AND (CAST(? AS TEXT) IS NULL OR name = ?)"
+                      " ORDER BY created, id")
     params: list[Any] = [state, state, name, name]
     if limit is not None:
         q += " LIMIT ?"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,7 +132,7 @@ class Relay:
         return total
 
     def events(self, *, stop: threading.Event | None = None, interval: float = 0.5,
-               follow: bool = False) -> Iterator[Event]:
+               follow: bool = False) -> Generator[Event, None, None]:
         """The undelivered events as an iterator.  An event is marked delivered
         once the consumer asks for the next one (so one that was being
         handled when the loop broke or crashed is delivered again).  Without
