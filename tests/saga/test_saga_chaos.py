@@ -264,12 +264,12 @@ def _run(tmp_path: Path, n: int, seed: int, rnd: random.Random) -> None:
     by_saga: dict[str, set[str]] = {}
     for sid, step in steps:
         by_saga.setdefault(sid, set()).add(step)
-    for r in log:
-        got = by_saga.get(r["id"], set())
-        if r["state"] == "completed":
-            assert got == {"debit", "credit"}, (r, got)
+    for entry in log:
+        got = by_saga.get(entry["id"], set())
+        if entry["state"] == "completed":
+            assert got == {"debit", "credit"}, (entry, got)
         else:
-            assert got in (set(), {"debit", "refund"}), (r, got)
+            assert got in (set(), {"debit", "refund"}), (entry, got)
     # the outbox: every event delivered at least once, none left, none missing
     events = {}
     for s in cl.shard_ids():
