@@ -2,7 +2,8 @@
 
 ``list`` and ``show`` read the saga log only.  ``resume`` and ``abort`` run
 steps and compensations, so they need the sagas' definitions: ``--import
-MODULE`` imports the module that creates them (repeatable).  A refused
+MODULE`` imports the module that creates them (repeatable; the current
+folder is searched too).  A refused
 command raises the ``UsageError`` of every ``shardhash`` command (exit 2);
 ``resume`` exits 1 when a saga it drove ended ``stuck``.
 """
@@ -28,6 +29,11 @@ def _when(ts: float) -> str:
 
 
 def _imports(args: argparse.Namespace) -> None:
+    """Import the ``--import`` modules, from the current folder too (as ``python -m`` would)."""
+    import os
+
+    if args.modules and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     for m in args.modules:
         try:
             importlib.import_module(m)
