@@ -77,7 +77,7 @@ transfer = st.tuples(st.integers(1, ACCOUNTS), st.integers(1, ACCOUNTS), st.inte
                      st.booleans(), st.sampled_from(POINTS), st.integers(1, 2), st.sampled_from(["resume", "abort"]))
 
 
-@given(ops=st.lists(transfer, min_size=1, max_size=3))
+@given(ops=st.lists(transfer, min_size=1, max_size=2))
 def test_model(bank: Cluster, ops: list[tuple[int, int, int, bool, str | None, int, str]]) -> None:
     s = _model_saga()
     model = balances(bank)

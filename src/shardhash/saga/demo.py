@@ -51,9 +51,9 @@ def _add(ctx: StepContext, account: int, amount: int, step: str) -> None:
     ctx.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?)", (uuid.uuid4().hex, account, ctx.saga_id, step, amount))
 
 
-def transfer_saga() -> Saga:
+def transfer_saga(lease: float = LEASE) -> Saga:
     """The demo's saga: debit (compensated by a refund), then credit (refused for a closed account)."""
-    t = Saga("demo-transfer", lease=LEASE)
+    t = Saga("demo-transfer", lease=lease)
 
     def refund(ctx: StepContext, a: dict[str, Any], result: Any) -> None:
         _add(ctx, a["from"], a["amount"], "refund")
@@ -74,12 +74,12 @@ def transfer_saga() -> Saga:
     return t
 
 
-def worker(config: str, accounts: int, seed: int, stop: str) -> None:
+def worker(config: str, accounts: int, seed: int, stop: str, lease: float = LEASE) -> None:
     """One worker process: random transfers until the file ``stop`` exists."""
     from ..migrate.cluster import Cluster
 
     cl = Cluster.load(config)
-    t = transfer_saga()
+    t = transfer_saga(lease)
     rnd = random.Random(seed)
     while not os.path.exists(stop):
         a, b = rnd.randrange(1, accounts + 1), rnd.randrange(1, accounts + 1)
@@ -99,8 +99,9 @@ def _totals(root: Path) -> tuple[int, Counter[tuple[str, str]]]:
 
 
 def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0, folder: str | None = None,
-             quiet: bool = False, seed: int = 7) -> dict[str, Any]:
-    """Run the demo; returns its figures (see the module docstring)."""
+             quiet: bool = False, seed: int = 7, lease: float = LEASE) -> dict[str, Any]:
+    """Run the demo; returns its figures (see the module docstring).  ``lease``:
+    the sagas' lease (how long the killed worker's sagas wait for a takeover)."""
     from .. import JumpRouter
     from ..migrate.cluster import Cluster
     from ..migrate.executor import Migration
@@ -144,7 +145,7 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
         env = dict(os.environ)
         for w in range(workers):
             code = (f"from shardhash.saga.demo import worker; worker({str(config)!r}, {accounts}, {seed * 100 + w}, "
-                    f"{str(stop)!r})")
+                    f"{str(stop)!r}, {lease!r})")
             procs.append(subprocess.Popen([sys.executable, "-c", code], env=env))
         t_run = time.monotonic()
         time.sleep(seconds * 0.3)
@@ -168,7 +169,7 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
         m = Migration(cluster, cluster.metadata.migrations("accounts")[-1]["id"])
         m.cleanup()
         # the killed worker's sagas: a recovery worker takes them over once their lease expires
-        transfer_saga()
+        transfer_saga(lease)
         t_rec = time.perf_counter()
         recovered = 0
         while True:
@@ -185,7 +186,7 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
         snap = core.metrics.snapshot()
         res = {"accounts": accounts, "workers": workers, "seconds": seconds, "sagas": sum(counts.values()),
                "completed": counts["completed"], "compensated": counts["compensated"], "stuck": counts["stuck"],
-               "running": counts["running"] + counts["compensating"], "recovered": recovered,
+               "running": counts["running"] + counts["compensating"], "recovered": recovered, "lease": lease,
                "recover_seconds": rec_s, "balance_before": before, "balance_after": after,
                "steps_applied": sum(steps.values()), "steps_applied_twice": twice,
                "events_delivered": delivered, "migration_seconds": mig_s, "worker_failures": failed,
@@ -211,7 +212,7 @@ def main(args: argparse.Namespace) -> int:
         _say(f"sagas: {res['sagas']:,} ({res['sagas'] / res['seconds']:,.0f}/s) -- completed: {res['completed']:,}, "
              f"compensated: {res['compensated']:,}, stuck: {res['stuck']}, unfinished: {res['running']}")
         _say(f"the killed worker's sagas finished by the recovery worker: {res['recovered']} "
-             f"({res['recover_seconds']:.1f} s, leases of {LEASE:g} s)")
+             f"({res['recover_seconds']:.1f} s, leases of {res['lease']:g} s)")
         _say(f"balance total before: {res['balance_before']:,}, after: {res['balance_after']:,}")
         _say(f"outbox events delivered: {res['events_delivered']:,}")
         _say(f"steps applied: {res['steps_applied']:,}, applied twice: {res['steps_applied_twice']} "
