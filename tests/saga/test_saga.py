@@ -354,3 +354,44 @@ def test_metrics_snapshot_and_events(bank: Cluster) -> None:
     if m.enabled:
         assert m.value("shardhash_sagas_total", saga="transfer", state="completed") == 1.0
         assert m.value("shardhash_saga_step_seconds_count", saga="transfer", step="debit") == 3.0
+
+
+def test_transient_errors_are_retried_then_fail_the_step(bank: Cluster) -> None:
+    from shardhash.migrate import FenceTimeout
+
+    s = saga.Saga("flaky")
+    calls = Counter[str]()
+
+    @s.step(key=lambda a: 1, compensate=lambda ctx, a, r: None, backoff=0.0)
+    def first(ctx: saga.StepContext, a: Any) -> None:
+        calls["first"] += 1
+
+    @s.step(key=lambda a: 2, retries=2, backoff=0.0)
+    def second(ctx: saga.StepContext, a: Any) -> None:
+        calls["second"] += 1
+        if calls["second"] <= a["transient"]:
+            raise FenceTimeout("a cutover took too long")
+
+    assert saga.status(bank, s.start(bank, {"transient": 2}))["state"] == "completed"  # 2 retries suffice
+    assert calls["second"] == 3
+    calls.clear()
+    st = saga.status(bank, s.start(bank, {"transient": 99}))
+    assert st["state"] == "compensated" and "failed after 3 attempts" in st["error"] and calls["second"] == 3
+    # a deadline stops the retries too (here at once), and a bug is not retried
+    s2 = saga.Saga("deadline")
+
+    @s2.step(key=lambda a: 1, retries=50, backoff=0.0, deadline=0.0)
+    def late(ctx: saga.StepContext, a: Any) -> None:
+        calls["late"] += 1
+        raise FenceTimeout("waited")
+
+    assert saga.status(bank, s2.start(bank, {}))["state"] == "compensated" and calls["late"] == 1
+    s3 = saga.Saga("bug")
+
+    @s3.step(key=lambda a: 1, retries=50, backoff=0.0)
+    def bug(ctx: saga.StepContext, a: Any) -> None:
+        calls["bug"] += 1
+        raise ZeroDivisionError("oops")
+
+    st = saga.status(bank, s3.start(bank, {}))
+    assert st["state"] == "compensated" and "ZeroDivisionError" in st["error"] and calls["bug"] == 1
