@@ -25,8 +25,9 @@ Then, with every process gone and the sagas finished by a last recovery:
   delivered at least once, none is left undelivered, and no event is missing;
 * every named point got a kill.
 
-``SHARDHASH_CHAOS_SAGAS`` sets the number of sagas (default 240),
-``SHARDHASH_CHAOS_SEED`` the seed.
+``SHARDHASH_CHAOS_SAGAS`` sets the number of sagas on SQLite (default 400),
+``SHARDHASH_CHAOS_PG_SAGAS`` on PostgreSQL (default 250; shards and metadata
+store on the server), ``SHARDHASH_CHAOS_SEED`` the seed (printed).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def _relay(path: str, out: str, stop: str) -> None:
 
 def _migrate(path: str) -> None:
     cl = Cluster.load(path, retries=20, wait_timeout=120.0)
-    time.sleep(1.0)
+    time.sleep(0.5)
     new, _ = plan.add_shards(cl.router("accounts"), "d")
     m = Migration.create(cl, "accounts", new)
     m.run()
@@ -154,9 +155,9 @@ def where(request: pytest.FixtureRequest) -> str:
 
 def test_sagas_survive_kills_and_a_migration(tmp_path: Path, where: str) -> None:
     if where == "sqlite":
-        n = int(os.environ.get("SHARDHASH_CHAOS_SAGAS", "300"))
+        n = int(os.environ.get("SHARDHASH_CHAOS_SAGAS", "400"))
     else:
-        n = int(os.environ.get("SHARDHASH_CHAOS_PG_SAGAS", "200"))
+        n = int(os.environ.get("SHARDHASH_CHAOS_PG_SAGAS", "250"))
     seed = int(os.environ.get("SHARDHASH_CHAOS_SEED", str(random.randrange(1 << 30))))
     print(f"saga chaos: {n} sagas on {'SQLite' if where == 'sqlite' else 'PostgreSQL'}, seed {seed}")
     rnd = random.Random(seed)

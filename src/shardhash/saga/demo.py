@@ -103,8 +103,8 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
     """Run the demo; returns its figures (see the module docstring).  ``lease``:
     the sagas' lease (how long the killed worker's sagas wait for a takeover)."""
     from .. import JumpRouter
+    from ..migrate import Migration
     from ..migrate.cluster import Cluster
-    from ..migrate.executor import Migration
     from . import core, outbox
     from ._tables import DEFAULT_TABLES
 
