@@ -44,6 +44,15 @@ def bank(tmp_path: Path, backend: str) -> Iterator[Cluster]:
     drop_cluster(tmp_path, backend)
 
 
+@pytest.fixture
+def sqlite_bank(tmp_path: Path) -> Iterator[Cluster]:
+    """The bank on SQLite only: for the tests of the driver's logic, which no backend changes
+    (the ones above and the crash tests on PostgreSQL exercise the same code on the server)."""
+    cl = make_bank(tmp_path, "sqlite", ["a", "b", "c"], spare=("d",))
+    yield cl
+    cl.close()
+
+
 def ledger(cl: Cluster) -> list[tuple[Any, ...]]:
     return [r for s in cl.shard_ids() for r in shard_table(cl, s, "ledger")]
 
@@ -101,20 +110,20 @@ def test_idempotency_key_returns_the_same_saga(bank: Cluster) -> None:
 
 
 @pytest.mark.parametrize("point", ["after-step-commit", "in-step", "after-log-update", "before-final"])
-def test_crash_then_resume_applies_each_step_once(bank: Cluster, point: str) -> None:
+def test_crash_then_resume_applies_each_step_once(sqlite_bank: Cluster, point: str) -> None:
     t = make_transfer()
     saga.set_fault_hook(crash_at(point))
     with pytest.raises(Crash):
-        t.start(bank, {"from": 9, "to": 10, "amount": 5})
+        t.start(sqlite_bank, {"from": 9, "to": 10, "amount": 5})
     saga.set_fault_hook(None)
-    (row,) = saga.list_sagas(bank)
+    (row,) = saga.list_sagas(sqlite_bank)
     assert row["state"] == "running"
-    assert saga.resume(bank, row["id"]) == "running"  # (its lease is still valid: not taken over)
-    assert saga.resume(bank, row["id"], force=True) == "completed"
-    assert applied_twice(bank) == 0
-    b = balances(bank)
+    assert saga.resume(sqlite_bank, row["id"]) == "running"  # (its lease is still valid: not taken over)
+    assert saga.resume(sqlite_bank, row["id"], force=True) == "completed"
+    assert applied_twice(sqlite_bank) == 0
+    b = balances(sqlite_bank)
     assert (b[9], b[10]) == (START - 5, START + 5)
-    assert saga.status(bank, row["id"])["fence"] == 2
+    assert saga.status(sqlite_bank, row["id"])["fence"] == 2
 
 
 def test_record_moves_with_its_key(tmp_path: Path, backend: str) -> None:
@@ -249,7 +258,7 @@ def test_outbox_relay_per_key_order_ids_and_redelivery(bank: Cluster) -> None:
     assert list(relay.events()) == []
 
 
-def test_stuck_then_resume_after_the_fix(bank: Cluster) -> None:
+def test_stuck_then_resume_after_the_fix(sqlite_bank: Cluster) -> None:
     s = saga.Saga("fragile", compensation_retries=1)
     broken = {"on": True}
 
@@ -266,13 +275,13 @@ def test_stuck_then_resume_after_the_fix(bank: Cluster) -> None:
     def fail(ctx: saga.StepContext, a: Any) -> None:
         raise saga.StepFailed("no")
 
-    sid = s.start(bank, {"k": 1})
-    st = saga.status(bank, sid)
+    sid = s.start(sqlite_bank, {"k": 1})
+    st = saga.status(sqlite_bank, sid)
     assert st["state"] == "stuck" and "refund service is down" in st["error"] and st["attempts"] >= 2
-    assert balances(bank)[1] == START - 1
+    assert balances(sqlite_bank)[1] == START - 1
     broken["on"] = False
-    assert saga.resume(bank, sid) == "compensated"
-    assert balances(bank)[1] == START
+    assert saga.resume(sqlite_bank, sid) == "compensated"
+    assert balances(sqlite_bank)[1] == START
 
 
 def test_recover_worker_drives_sagas_whose_driver_died(bank: Cluster) -> None:
@@ -288,7 +297,7 @@ def test_recover_worker_drives_sagas_whose_driver_died(bank: Cluster) -> None:
     assert saga.counts(bank)["completed"] == 4 and applied_twice(bank) == 0
 
 
-def test_step_without_compensation_after_it_ran_is_stuck(bank: Cluster) -> None:
+def test_step_without_compensation_after_it_ran_is_stuck(sqlite_bank: Cluster) -> None:
     s = saga.Saga("pivot-first")
 
     @s.step(key=lambda a: 1)
@@ -299,23 +308,23 @@ def test_step_without_compensation_after_it_ran_is_stuck(bank: Cluster) -> None:
     def after(ctx: saga.StepContext, a: Any) -> None:
         raise saga.StepFailed("no")
 
-    sid = s.start(bank, {})
-    st = saga.status(bank, sid)
+    sid = s.start(sqlite_bank, {})
+    st = saga.status(sqlite_bank, sid)
     assert st["state"] == "stuck" and "no compensation" in st["error"]
 
 
-def test_bad_input(bank: Cluster, tmp_path: Path) -> None:
+def test_bad_input(sqlite_bank: Cluster, tmp_path: Path) -> None:
     t = make_transfer()
     with pytest.raises(TypeError, match="JSON"):
-        t.start(bank, {"from": 1, "to": 2, "amount": object()})
+        t.start(sqlite_bank, {"from": 1, "to": 2, "amount": object()})
     with pytest.raises(TypeError, match="debit"):
-        t.start(bank, {"from": 1.5, "to": 2, "amount": 1})
+        t.start(sqlite_bank, {"from": 1.5, "to": 2, "amount": 1})
     with pytest.raises(OverflowError):
-        t.start(bank, {"from": 2 ** 64, "to": 2, "amount": 1})
+        t.start(sqlite_bank, {"from": 2 ** 64, "to": 2, "amount": 1})
     with pytest.raises(ValueError, match="idempotency_key"):
-        t.start(bank, {"from": 1, "to": 2, "amount": 1}, idempotency_key="")
+        t.start(sqlite_bank, {"from": 1, "to": 2, "amount": 1}, idempotency_key="")
     with pytest.raises(ValueError, match="no steps"):
-        saga.Saga("empty").start(bank, {})
+        saga.Saga("empty").start(sqlite_bank, {})
     with pytest.raises(ValueError, match="lease"):
         saga.Saga("x", lease=-1)
     with pytest.raises(ValueError, match="retries"):
@@ -325,9 +334,9 @@ def test_bad_input(bank: Cluster, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="Tables.steps"):
         saga.Tables(steps="_shardhash_x")
     with pytest.raises(KeyError):
-        saga.status(bank, "nope")
+        saga.status(sqlite_bank, "nope")
     with pytest.raises(ValueError, match="state"):
-        saga.list_sagas(bank, state="done")
+        saga.list_sagas(sqlite_bank, state="done")
     # a group without the saga's tables: the message names the entries to add
     other = Cluster.from_dict({"metadata": "sqlite:m2.db", "shards": {"a": "sqlite:a2.db"},
                                "groups": {"g": {"router": JumpRouter(["a"]).to_dict(),
@@ -336,7 +345,7 @@ def test_bad_input(bank: Cluster, tmp_path: Path) -> None:
         saga.setup(other)
 
 
-def test_metrics_snapshot_and_events(bank: Cluster) -> None:
+def test_metrics_snapshot_and_events(sqlite_bank: Cluster) -> None:
     from shardhash import metrics as shm
 
     saga.metrics.reset()
@@ -344,8 +353,8 @@ def test_metrics_snapshot_and_events(bank: Cluster) -> None:
     m.attach()
     try:
         t = make_transfer()
-        t.start(bank, {"from": 1, "to": 2, "amount": 1})
-        t.start(bank, {"from": 1, "to": 2, "amount": 1, "fail": True})
+        t.start(sqlite_bank, {"from": 1, "to": 2, "amount": 1})
+        t.start(sqlite_bank, {"from": 1, "to": 2, "amount": 1, "fail": True})
     finally:
         m.detach()
     snap = saga.metrics.snapshot()
@@ -356,7 +365,7 @@ def test_metrics_snapshot_and_events(bank: Cluster) -> None:
         assert m.value("shardhash_saga_step_seconds_count", saga="transfer", step="debit") == 3.0
 
 
-def test_transient_errors_are_retried_then_fail_the_step(bank: Cluster) -> None:
+def test_transient_errors_are_retried_then_fail_the_step(sqlite_bank: Cluster) -> None:
     from shardhash.migrate import FenceTimeout
 
     s = saga.Saga("flaky")
@@ -372,10 +381,10 @@ def test_transient_errors_are_retried_then_fail_the_step(bank: Cluster) -> None:
         if calls["second"] <= a["transient"]:
             raise FenceTimeout("a cutover took too long")
 
-    assert saga.status(bank, s.start(bank, {"transient": 2}))["state"] == "completed"  # 2 retries suffice
+    assert saga.status(sqlite_bank, s.start(sqlite_bank, {"transient": 2}))["state"] == "completed"  # 2 retries suffice
     assert calls["second"] == 3
     calls.clear()
-    st = saga.status(bank, s.start(bank, {"transient": 99}))
+    st = saga.status(sqlite_bank, s.start(sqlite_bank, {"transient": 99}))
     assert st["state"] == "compensated" and "failed after 3 attempts" in st["error"] and calls["second"] == 3
     # a deadline stops the retries too (here at once), and a bug is not retried
     s2 = saga.Saga("deadline")
@@ -385,7 +394,7 @@ def test_transient_errors_are_retried_then_fail_the_step(bank: Cluster) -> None:
         calls["late"] += 1
         raise FenceTimeout("waited")
 
-    assert saga.status(bank, s2.start(bank, {}))["state"] == "compensated" and calls["late"] == 1
+    assert saga.status(sqlite_bank, s2.start(sqlite_bank, {}))["state"] == "compensated" and calls["late"] == 1
     s3 = saga.Saga("bug")
 
     @s3.step(key=lambda a: 1, retries=50, backoff=0.0)
@@ -393,5 +402,5 @@ def test_transient_errors_are_retried_then_fail_the_step(bank: Cluster) -> None:
         calls["bug"] += 1
         raise ZeroDivisionError("oops")
 
-    st = saga.status(bank, s3.start(bank, {}))
+    st = saga.status(sqlite_bank, s3.start(sqlite_bank, {}))
     assert st["state"] == "compensated" and "ZeroDivisionError" in st["error"] and calls["bug"] == 1

@@ -88,7 +88,10 @@ def _transient(e: BaseException) -> bool:
     if isinstance(e, (StaleRouteError, FenceTimeout, ConnectionError, TimeoutError)):
         return True
     if isinstance(e, sqlite3.OperationalError):
-        return getattr(e, "sqlite_errorcode", 5) & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+        code = getattr(e, "sqlite_errorcode", None)  # (Python 3.11+)
+        if code is None:
+            return "locked" in str(e) or "busy" in str(e)
+        return (code & 0xFF) in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
     mod = type(e).__module__
     if mod.startswith("psycopg"):
         import psycopg
