@@ -58,12 +58,15 @@ def test_saga_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["saga", "show", ids[0], "--config", cfg]) == 0
     assert "state:     running" in capsys.readouterr().out
 
-    # resume needs the definitions
+    # resume needs the definitions; abort without them only marks the saga
     assert main(["saga", "resume", ids[0], "--config", cfg, "--force"]) == 2
     assert "no definition of 'transfer'" in capsys.readouterr().err
+    assert main(["saga", "abort", ids[1], "--config", cfg]) == 0
+    out = capsys.readouterr().out
+    assert f"{ids[1]}: compensating" in out and "next: run `shardhash saga resume`" in out
     assert main(["saga", "resume", ids[0], "--config", cfg, "--force", "--import", MOD, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"resumed": {ids[0]: "completed"}}
-    assert main(["saga", "abort", ids[1], "--config", cfg, "--import", MOD]) == 0
+    assert main(["saga", "resume", "--config", cfg, "--import", MOD]) == 0  # every saga whose driver is gone
     assert capsys.readouterr().out.strip() == f"{ids[1]}: compensated"
     b = balances(cl)
     assert (b[3], b[4], b[5], b[6]) == (START - 6, START + 6, START, START)
@@ -80,4 +83,6 @@ def test_saga_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["saga", "resume", "--config", cfg, "--import", "no_such_module_xyz"]) == 2
     assert "no_such_module_xyz" in capsys.readouterr().err
     assert main(["saga", "list", "--config", str(tmp_path / "missing.json")]) == 2
+    assert main(["demo", "--saga", "--migrate"]) == 2
+    assert "pick one" in capsys.readouterr().err
     cl.close()
