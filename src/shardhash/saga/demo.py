@@ -2,7 +2,7 @@
 
 Accounts on four SQLite shards (jump hash); eight worker processes make
 random transfers (debit on the payer's shard, credit on the payee's, a
-refund when the credit is refused: one account in 500 is closed); halfway a
+refund when the credit is refused: one account in 100 is closed); halfway a
 fifth shard joins (a live migration in its own process), and one worker is
 SIGKILLed mid-run.  At the end a recovery worker finishes the killed
 worker's sagas, the outbox relay delivers every event, and the demo prints
@@ -66,7 +66,7 @@ def transfer_saga(lease: float = LEASE) -> Saga:
 
     @t.step(key=lambda a: a["to"], retries=50, deadline=120.0)
     def credit(ctx: StepContext, a: dict[str, Any]) -> None:
-        if a["to"] % 500 == 0:
+        if a["to"] % 100 == 0:
             raise StepFailed(f"account {a['to']} is closed")
         _add(ctx, a["to"], a["amount"], "credit")
         ctx.emit("credited", a)
@@ -100,7 +100,8 @@ def _totals(root: Path) -> tuple[int, Counter[tuple[str, str]]]:
 
 def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0, folder: str | None = None,
              quiet: bool = False, seed: int = 7, lease: float = LEASE) -> dict[str, Any]:
-    """Run the demo; returns its figures (see the module docstring).  ``lease``:
+    """Run the demo; returns its figures (see the module docstring).  The workers run
+    ``seconds`` or until the migration is done, whichever is later.  ``lease``:
     the sagas' lease (how long the killed worker's sagas wait for a takeover)."""
     from .. import JumpRouter
     from ..migrate import Migration
@@ -149,10 +150,20 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
             procs.append(subprocess.Popen([sys.executable, "-c", code], env=env))
         t_run = time.monotonic()
         time.sleep(seconds * 0.3)
+        # kill worker 0 while it drives a saga (its pid is in the owner of the sagas it holds)
+        mid_saga = False
+        meta = cluster.metadata.db.conn()
+        t_kill = time.monotonic() + 10
+        while not mid_saga and time.monotonic() < t_kill:
+            mid_saga = meta.execute("SELECT COUNT(*) FROM sagas WHERE state = 'running' AND owner LIKE ?",
+                                    (f"%:{procs[0].pid}:%",)).fetchone()[0] > 0
+            if not mid_saga:
+                time.sleep(0.01)
         procs[0].send_signal(signal.SIGKILL)
-        say(f"  {seconds * 0.3:.0f} s: worker 0 killed (SIGKILL)")
+        say(f"  {time.monotonic() - t_run:.0f} s: worker 0 killed (SIGKILL)"
+            + (" while it drove a saga" if mid_saga else ""))
         time.sleep(max(0.0, seconds * 0.5 - (time.monotonic() - t_run)))
-        say(f"  {seconds * 0.5:.0f} s: a fifth shard joins (shardhash migrate start --add {NEW})")
+        say(f"  {time.monotonic() - t_run:.0f} s: a fifth shard joins (shardhash migrate start --add {NEW})")
         t_mig = time.perf_counter()
         mig = subprocess.run([sys.executable, "-m", "shardhash", "migrate", "start", "--config", str(config),
                               "--add", NEW, "-q"], capture_output=True, text=True, env=env)
@@ -162,6 +173,7 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
         say(f"  the migration cut over after {mig_s:.1f} s")
         time.sleep(max(0.0, seconds - (time.monotonic() - t_run)))
         stop.touch()
+        run_s = time.monotonic() - t_run
         for p in procs[1:]:
             p.wait()
         procs[0].wait()
@@ -184,9 +196,10 @@ def run_demo(accounts: int = 100_000, *, workers: int = 8, seconds: float = 20.0
         counts = core.counts(cluster)
         twice = sum(1 for v in steps.values() if v > 1)
         snap = core.metrics.snapshot()
-        res = {"accounts": accounts, "workers": workers, "seconds": seconds, "sagas": sum(counts.values()),
+        res = {"accounts": accounts, "workers": workers, "seconds": run_s, "sagas": sum(counts.values()),
                "completed": counts["completed"], "compensated": counts["compensated"], "stuck": counts["stuck"],
                "running": counts["running"] + counts["compensating"], "recovered": recovered, "lease": lease,
+               "killed_mid_saga": mid_saga,
                "recover_seconds": rec_s, "balance_before": before, "balance_after": after,
                "steps_applied": sum(steps.values()), "steps_applied_twice": twice,
                "events_delivered": delivered, "migration_seconds": mig_s, "worker_failures": failed,
@@ -209,7 +222,8 @@ def main(args: argparse.Namespace) -> int:
         _say(json.dumps(res, indent=2, default=str))
     else:
         _say("")
-        _say(f"sagas: {res['sagas']:,} ({res['sagas'] / res['seconds']:,.0f}/s) -- completed: {res['completed']:,}, "
+        _say(f"sagas: {res['sagas']:,} in {res['seconds']:.0f} s ({res['sagas'] / res['seconds']:,.0f}/s) -- "
+             f"completed: {res['completed']:,}, "
              f"compensated: {res['compensated']:,}, stuck: {res['stuck']}, unfinished: {res['running']}")
         _say(f"the killed worker's sagas finished by the recovery worker: {res['recovered']} "
              f"({res['recover_seconds']:.1f} s, leases of {res['lease']:g} s)")
