@@ -780,7 +780,9 @@ func maglevTable(ids []uint64, rel []float64, m int) []int32 {
 	}
 }
 
-func lowerBound(a []uint64, x uint64) int { return sort.Search(len(a), func(i int) bool { return a[i] >= x }) }
+func lowerBound(a []uint64, x uint64) int {
+	return sort.Search(len(a), func(i int) bool { return a[i] >= x })
+}
 
 // RouteHash is the shard index of a 64-bit hash.
 func (r *Router) RouteHash(h uint64) (int, error) {
