@@ -174,6 +174,35 @@ def codec_cases() -> Iterator[dict[str, Any]]:
         yield {"id": f"codec/{i:04d}", "op": "encode", "codec": codec, "key": tagged, "expect": got}
 
 
+def unicode_cases() -> Iterator[dict[str, Any]]:
+    """The string options over whole blocks of text: every code point assigned
+    by Unicode 3.2 (so that every platform's Unicode tables know it) that has a
+    decomposition or a non-zero combining class, 48 at a time, in code point
+    order and reversed (combining marks before their bases, out of order), in
+    each normalisation form; and every code point with a case folding."""
+    import unicodedata
+
+    old = unicodedata.ucd_3_2_0
+    marked = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and old.category(chr(c)) != "Cn"
+              and (unicodedata.decomposition(chr(c)) or unicodedata.combining(chr(c)))]
+    chunks = [marked[i:i + 48] for i in range(0, len(marked), 48)]
+    for form in ("NFC", "NFD", "NFKC", "NFKD"):
+        kc = KeyCodec(normalization=form)
+        for i, chunk in enumerate(chunks):
+            for order, cps in (("up", chunk), ("down", chunk[::-1])):
+                text = "".join(map(chr, cps))
+                yield {"id": f"unicode/{form}/{i:03d}/{order}", "op": "encode", "codec": kc.to_dict(),
+                       "key": tag(text), "expect": {"encoded": kc.encode(text).hex()}}
+    folded = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF and chr(c).casefold() != chr(c)]
+    kc = KeyCodec(casefold=True)
+    for i in range(0, len(folded), 64):
+        text = "".join(map(chr, folded[i:i + 64]))
+        if text.casefold().encode("utf-8") != kc.encode(text):
+            raise SystemExit("casefold: the codec is not str.casefold")
+        yield {"id": f"unicode/casefold/{i // 64:03d}", "op": "encode", "codec": kc.to_dict(), "key": tag(text),
+               "expect": {"encoded": kc.encode(text).hex()}}
+
+
 HASH_KEYS: list[Any] = [0, 1, -1, 42, 2**63, 2**64 - 1, -(2**63), "", "user-42", "Straße", "日本", "e\u0301",
                         b"", b"\x00\xff", uuid.UUID("12345678-1234-5678-1234-567812345678"),
                         ("tenant-7", 42), ("a", ("b", 1), b"\x01")]
@@ -496,7 +525,7 @@ def load_cases() -> Iterator[dict[str, Any]]:
 
 def all_cases() -> list[dict[str, Any]]:
     cases: list[dict[str, Any]] = []
-    for gen in (hash_cases, codec_cases, hash_key_cases, jump_cases, load_cases, route_cases, replica_cases, assign_cases):
+    for gen in (hash_cases, codec_cases, unicode_cases, hash_key_cases, jump_cases, load_cases, route_cases, replica_cases, assign_cases):
         cases.extend(gen())
     ids = [c["id"] for c in cases]
     if len(set(ids)) != len(ids):

@@ -13,6 +13,15 @@ sets.  This tool writes both tables, from the running Python's
 
 The table is one string: entries ``<code point hex>:<folded code points hex, space separated>`` joined by ``;``.
 
+Go's standard library has no Unicode normalisation either (it lives in
+golang.org/x/text), so the Go port also gets the data of the four forms in
+ports/go/normalize_table.go, in the same string format: the full canonical
+decomposition of every code point that has one (``unicodedata.normalize("NFD",
+c)``, Hangul syllables excepted: they decompose by arithmetic), the full
+compatibility decomposition where it differs from the canonical one, the
+non-zero canonical combining classes, and the primary composites (pairs whose
+canonical decomposition is exactly two code points and that NFC keeps).
+
     python tools/gen_conformance_tables.py [--check]
 """
 
@@ -35,6 +44,31 @@ def table() -> str:
         if f != chr(c):
             entries.append(f"{c:x}:" + " ".join(f"{ord(x):x}" for x in f))
     return ";".join(entries)
+
+
+def normalization_tables() -> dict[str, str]:
+    nfd, nfkd, ccc, comp = [], [], [], []
+
+    def cps(t: str) -> str:
+        return " ".join(f"{ord(x):x}" for x in t)
+
+    for c in range(0x110000):
+        if 0xD800 <= c <= 0xDFFF or 0xAC00 <= c <= 0xD7A3:
+            continue
+        ch = chr(c)
+        d = unicodedata.normalize("NFD", ch)
+        if d != ch:
+            nfd.append(f"{c:x}:{cps(d)}")
+        kd = unicodedata.normalize("NFKD", ch)
+        if kd != d:
+            nfkd.append(f"{c:x}:{cps(kd)}")
+        if unicodedata.combining(ch):
+            ccc.append(f"{c:x}:{unicodedata.combining(ch):x}")
+        dec = unicodedata.decomposition(ch)
+        if dec and not dec.startswith("<") and len(dec.split()) == 2 and unicodedata.normalize("NFC", ch) == ch:
+            comp.append(f"{c:x}:{dec.lower()}")
+    return {"nfdData": ";".join(nfd), "nfkdData": ";".join(nfkd), "cccData": ";".join(ccc),
+            "compData": ";".join(comp)}
 
 
 def whitespace() -> list[int]:
@@ -70,7 +104,12 @@ def files() -> dict[Path, str]:
                                                      "/** Python's str.isspace() set (str.strip). */",
                                                      "export const PY_WHITESPACE = [" + ", ".join(
                                                          f"0x{c:x}" for c in ws) + "];", ""]
+    norm = [f"// {note}", "", "package shardhash", ""]
+    for name, data in normalization_tables().items():
+        parts = chunks(data)
+        norm += [f"const {name} = \"\" +"] + [f"\t\"{c}\" +" for c in parts[:-1]] + [f"\t\"{parts[-1]}\"", ""]
     return {ROOT / "ports/go/casefold_table.go": "\n".join(go),
+            ROOT / "ports/go/normalize_table.go": "\n".join(norm),
             ROOT / "ports/java/src/io/shardhash/CaseFoldTable.java": "\n".join(java),
             ROOT / "ports/js/casefold_table.mjs": "\n".join(js)}
 
