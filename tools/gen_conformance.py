@@ -259,7 +259,8 @@ def extra_routers() -> dict[str, Router]:
     text = KeyCodec(normalization="NFC", casefold=True, strip=True)
     out["ring_casefold_nfc"] = RingRouter(SHARDS[:5], vnodes=20, hasher=Hasher("xxh3_64", codec=text))
     out["jump_nfkd"] = JumpRouter(SHARDS[:5], hasher=Hasher("xxh64", seed=1, codec=KeyCodec(normalization="NFKD")))
-    out["modulo_decimal"] = ModuloRouter(SHARDS[:3], hasher=Hasher("murmur3_32", codec=KeyCodec(int_encoding="decimal")))
+    decimal = KeyCodec(int_encoding="decimal")
+    out["modulo_decimal"] = ModuloRouter(SHARDS[:3], hasher=Hasher("murmur3_32", codec=decimal))
     out["jump_prefix2"] = JumpRouter(SHARDS, key_prefix=2)
     out["rendezvous_prefix1"] = RendezvousRouter(SHARDS[:4], key_prefix=1)
     out["ring_weighted_floats"] = RingRouter(["a", "b", "c", "d"], vnodes=7,
@@ -520,12 +521,13 @@ def load_cases() -> Iterator[dict[str, Any]]:
     del d["fingerprint"]
     d["params"]["weights"] = {"alpha": 5, "beta": 0.5}
     yield load_case("weights_as_integers", d)
-    yield load_case("not_an_object", [jump])  # type: ignore[arg-type]
+    yield load_case("not_an_object", [jump])
 
 
 def all_cases() -> list[dict[str, Any]]:
     cases: list[dict[str, Any]] = []
-    for gen in (hash_cases, codec_cases, unicode_cases, hash_key_cases, jump_cases, load_cases, route_cases, replica_cases, assign_cases):
+    for gen in (hash_cases, codec_cases, unicode_cases, hash_key_cases, jump_cases, load_cases, route_cases,
+                replica_cases, assign_cases):
         cases.extend(gen())
     ids = [c["id"] for c in cases]
     if len(set(ids)) != len(ids):
@@ -561,7 +563,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}: {text.count(chr(10)) - 1} cases, {len(text.encode()):,} bytes (shardhash {shardhash.__version__})")
+    print(f"wrote {out}: {text.count(chr(10)) - 1} cases, {len(text.encode()):,} bytes "
+          f"(shardhash {shardhash.__version__})")
     return 0
 
 
