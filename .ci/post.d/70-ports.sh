@@ -8,7 +8,8 @@
 #   2. ports/go: gofmt-clean, go vet, go test, built, run against the kit;
 #   3. ports/java: compiled warning-free (javac -Xlint:all -Werror), packed into
 #      a jar, run against the kit;
-#   4. ports/js: run against the kit (Node >= 18);
+#   4. ports/js: run against the kit (Node >= 18), and its self-test (Number keys,
+#      the integer fast path against the BigInt path on every kit document);
 #   5. cross-checks with packaged peers: Guava's Hashing.consistentHash and
 #      murmur3 against the Java port, cespare/xxhash and spaolacci/murmur3
 #      against the Go port.
@@ -114,6 +115,8 @@ if have node; then
   echo "node $(node --version)"
   if [ "$major" -ge 18 ]; then
     kit js node ports/js/conformance.mjs
+    if node ports/js/test.mjs "$KIT" >"$work/js-test.log" 2>&1; then ok "ports/js: $(tail -n 1 "$work/js-test.log")"
+    else sed 's/^/    /' "$work/js-test.log" | tail -n 20; bad "ports/js: Number keys or the fast path disagree"; fi
   else
     bad "node $(node --version) is older than 18"
   fi

@@ -1,4 +1,4 @@
-// One key's route (BigInt keys, 10 shards) against a Map lookup of the same key:
+// One key's route (BigInt and Number keys, 10 shards) against a Map lookup of the same key:
 //   node ports/js/bench.mjs [N]
 import { Router } from "./shardhash.mjs";
 
@@ -31,5 +31,6 @@ function time(label, fn) {
 }
 
 for (const [name, r] of Object.entries(routers)) time(`${name}.routeIndex(BigInt)`, (i) => r.routeIndex(keys[i]));
+for (const [name, r] of Object.entries(routers)) time(`${name}.routeIndex(number)`, (i) => r.routeIndex(i));
 time("Map<BigInt, number>.get (1M keys)", (i) => map.get(keys[i & 0xfffff]));
 time("Map<number, number>.get (1M keys)", (i) => numMap.get(i & 0xfffff));

@@ -559,6 +559,56 @@ export class Hasher {
   hash(key) { return this.fn(this.codec.encode(key), this.seed); }
 }
 
+
+// ---------------------------------------------------------------------------
+// Fast path for the common case: an integer key, the default le64 codec and
+// xxh3_64 (an 8-byte input), routed by jump, a table or a ring.  The same
+// arithmetic as above on 64-bit values held as two uint32 Numbers (no BigInt
+// allocation); the conformance kit checks it against the BigInt path's answers.
+let RH = 0, RL = 0; // result of mul64 / the fast hash: high and low 32 bits
+
+function mul64(ah, al, bh, bl) { // (ah:al) * (bh:bl) mod 2^64 -> RH:RL
+  const a0 = al & 0xffff, a1 = al >>> 16, b0 = bl & 0xffff, b1 = bl >>> 16;
+  const p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const mid = (p00 >>> 16) + (p01 & 0xffff) + (p10 & 0xffff);
+  RL = (((mid & 0xffff) << 16) | (p00 & 0xffff)) >>> 0;
+  const hi = p11 + (p01 >>> 16) + (p10 >>> 16) + (mid >>> 16);
+  RH = (hi + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
+}
+
+const MX2_H = 0x9fb21c65, MX2_L = 0x1e98df25;
+const JUMP_H = 0x27bb2ee6, JUMP_L = 0x87b0b0fd; // 2862933555777941757
+
+// xxh3_64 of the 8 bytes vh:vl (little-endian), with the precomputed (secret words - seed mix) kh:kl.
+function xxh3Int(vh, vl, kh, kl) {
+  // x = k ^ (last | first << 32): first = the low word, last = the high word
+  let xh = (kh ^ vl) >>> 0, xl = (kl ^ vh) >>> 0;
+  // x ^= rotl(x, 49) ^ rotl(x, 24)
+  const r49h = ((xl << 17) | (xh >>> 15)) >>> 0, r49l = ((xh << 17) | (xl >>> 15)) >>> 0;
+  const r24h = ((xh << 24) | (xl >>> 8)) >>> 0, r24l = ((xl << 24) | (xh >>> 8)) >>> 0;
+  xh = (xh ^ r49h ^ r24h) >>> 0; xl = (xl ^ r49l ^ r24l) >>> 0;
+  mul64(xh, xl, MX2_H, MX2_L); xh = RH; xl = RL;
+  xl = (xl ^ ((xh >>> 3) + 8)) >>> 0; // x ^= (x >> 35) + len
+  mul64(xh, xl, MX2_H, MX2_L); xh = RH; xl = RL;
+  RL = (xl ^ ((xl >>> 28) | (xh << 4))) >>> 0; // x ^= x >> 28
+  RH = (xh ^ (xh >>> 28)) >>> 0;
+}
+
+function jumpFast(hh, hl, n) {
+  let b = -1, j = 0;
+  while (j < n) {
+    b = j;
+    mul64(hh, hl, JUMP_H, JUMP_L);
+    hl = RL + 1; hh = RH;
+    if (hl === 0x100000000) { hl = 0; hh = (hh + 1) >>> 0; }
+    j = Math.trunc((b + 1) * (2147483648.0 / ((hh >>> 1) + 1)));
+  }
+  return b;
+}
+
+const TWO32 = 4294967296;
+const INT_MIN_BIG = -(1n << 63n);
+
 // ---------------------------------------------------------------------------
 // Placement (docs/routers.md section 2).
 const GOLDEN = 0x9e3779b97f4a7c15n;
@@ -696,6 +746,7 @@ export class Router {
       for (const s of this.shards) checkShardId(z[s], `zones[${s}]`);
       this.zones = z;
     } else this.zones = null;
+    this.#setupFast();
     const norm = normalise(doc, this.nested);
     const text = canonicalJson(norm);
     if (!text.isWellFormed()) throw valueError("the document holds a lone surrogate");
@@ -854,6 +905,42 @@ export class Router {
     }
   }
 
+  #setupFast() {
+    const h = this.hasher;
+    this.fast = h.algorithm === "xxh3_64" && h.codec.intEncoding === "le64" && this.keyPrefix === null &&
+      (this.kind === "jump" || this.kind === "table" || this.kind === "ring");
+    if (!this.fast) return;
+    const mod = h.seed ^ (BigInt(swap32(Number(h.seed & M32))) << 32n);
+    const k = ((r64(SECRET, 8) ^ r64(SECRET, 16)) - mod) & M64;
+    this.kh = Number(k >> 32n); this.kl = Number(k & M32);
+    if (this.kind === "ring") {
+      this.tokHi = Uint32Array.from(this.tokens, (t) => Number(t >> 32n));
+      this.tokLo = Uint32Array.from(this.tokens, (t) => Number(t & M32));
+    } else if (this.kind === "table") {
+      this.tableI32 = Int32Array.from(this.table);
+    }
+  }
+
+  // routeIndex for an integer key on the fast path (RH:RL = the key's hash).
+  #routeFast() {
+    const hh = RH, hl = RL;
+    if (this.kind === "jump") return jumpFast(hh, hl, this.shards.length);
+    if (this.kind === "table") {
+      const m = this.tableI32.length;
+      let r = hh % m;
+      r = (r * 65536 + (hl >>> 16)) % m;
+      r = (r * 65536 + (hl & 0xffff)) % m;
+      return this.tableI32[r];
+    }
+    const th = this.tokHi, tl = this.tokLo;
+    let lo = 0, hi = th.length;
+    while (lo < hi) { // first token >= h
+      const m = (lo + hi) >>> 1;
+      if (th[m] < hh || (th[m] === hh && tl[m] < hl)) lo = m + 1; else hi = m;
+    }
+    return this.owners[lo < th.length ? lo : 0];
+  }
+
   #owners(owners, count) {
     if (!Array.isArray(owners) || owners.length !== count) throw valueError("owners must have one entry per range");
     const ids = [];
@@ -890,6 +977,20 @@ export class Router {
 
   /** Shard index of a key (BigInt/Number, string, Uint8Array, UUID, Array for a compound key). */
   routeIndex(key) {
+    if (this.fast) {
+      if (typeof key === "number" && Number.isSafeInteger(key)) {
+        const lo = key % TWO32;
+        xxh3Int(((Math.floor(key / TWO32) % TWO32) + TWO32) % TWO32 >>> 0, (lo + TWO32) % TWO32 >>> 0,
+          this.kh, this.kl);
+        return this.#routeFast();
+      }
+      if (typeof key === "bigint") {
+        if (key < INT_MIN_BIG || key > M64) throw overflowError(`integer key ${key} is outside [-2**63, 2**64-1]`);
+        const v = key & M64;
+        xxh3Int(Number(v >> 32n), Number(v & M32), this.kh, this.kl);
+        return this.#routeFast();
+      }
+    }
     if (this.keyPrefix !== null) {
       if (Array.isArray(key)) key = this.keyPrefix === 1 ? key[0] : key.slice(0, this.keyPrefix);
       else if (this.keyPrefix > 1) throw typeError(`key_prefix ${this.keyPrefix} needs a tuple key`);
