@@ -264,6 +264,17 @@ func (h *Hasher) Hash(key any) (uint64, error) {
 	return HashBytes(b, h.Algorithm, h.Seed), nil
 }
 
+// HashInt64 is Hash for an integer key, without boxing it in an interface.
+func (h *Hasher) HashInt64(k int64) uint64 {
+	if h.Codec.Decimal {
+		var scratch [24]byte
+		return HashBytes(strconv.AppendInt(scratch[:0], k, 10), h.Algorithm, h.Seed)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(k))
+	return HashBytes(b[:], h.Algorithm, h.Seed)
+}
+
 // fields checks that v is an object with exactly the required fields and
 // perhaps the optional ones.
 func fields(v any, required, optional []string, what string) (map[string]any, error) {

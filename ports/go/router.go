@@ -780,8 +780,18 @@ func maglevTable(ids []uint64, rel []float64, m int) []int32 {
 	}
 }
 
+// lowerBound is the first i with a[i] >= x (len(a) if none).
 func lowerBound(a []uint64, x uint64) int {
-	return sort.Search(len(a), func(i int) bool { return a[i] >= x })
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // RouteHash is the shard index of a 64-bit hash.
@@ -941,6 +951,23 @@ func (r *Router) RouteIndex(key any) (int, error) {
 		return 0, err
 	}
 	return r.RouteHash(h)
+}
+
+// RouteIndexInt64 is RouteIndex for an integer key, without boxing it in an interface.
+func (r *Router) RouteIndexInt64(k int64) (int, error) {
+	if r.KeyPrefix > 1 || r.kind == kRange || r.kind == kWatermark {
+		return r.RouteIndex(k)
+	}
+	return r.RouteHash(r.Hasher.HashInt64(k))
+}
+
+// RouteInt64 is Route for an integer key, without boxing it in an interface.
+func (r *Router) RouteInt64(k int64) (string, error) {
+	i, err := r.RouteIndexInt64(k)
+	if err != nil {
+		return "", err
+	}
+	return r.Shards[i], nil
 }
 
 // Route is the shard id of a key.

@@ -1,7 +1,10 @@
 package shardhash
 
 import (
+	"bufio"
 	"fmt"
+	"math/big"
+	"os"
 	"testing"
 )
 
@@ -47,6 +50,52 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// RouteIndexInt64 (no interface) routes as RouteIndex does, on every router
+// document of the conformance kit.
+func TestRouteIndexInt64(t *testing.T) {
+	f, err := os.Open("../../conformance/cases.jsonl")
+	if err != nil {
+		t.Skip("the conformance kit is not next to this module:", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	keys := []int64{0, 1, -1, 42, 1 << 40, -1 << 63, 1<<63 - 1}
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := 0; i < 200; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		keys = append(keys, int64(x))
+	}
+	docs, checked := 0, 0
+	for sc.Scan() {
+		v, err := ParseJSON(sc.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := v.(map[string]any)
+		if c["op"] != "route" {
+			continue
+		}
+		r, err := FromDocument(c["document"])
+		if err != nil {
+			t.Fatal(c["id"], err)
+		}
+		docs++
+		for _, k := range keys {
+			a, errA := r.RouteIndexInt64(k)
+			b, errB := r.RouteIndex(big.NewInt(k))
+			if (errA == nil) != (errB == nil) || a != b {
+				t.Fatalf("%v: key %d: RouteIndexInt64 %d, %v; RouteIndex %d, %v", c["id"], k, a, errA, b, errB)
+			}
+			checked++
+		}
+	}
+	if docs < 50 {
+		t.Fatalf("only %d route documents", docs)
+	}
+	t.Logf("%d keys on %d documents agree", checked, docs)
+}
+
 func mustParse(s string) any {
 	v, err := ParseJSON([]byte(s))
 	if err != nil {
@@ -78,7 +127,7 @@ func BenchmarkRouteJump(b *testing.B) {
 	r := benchRouter(b, "jump", "{}")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		j, _ := r.RouteIndex(i)
+		j, _ := r.RouteIndexInt64(int64(i))
 		sink += j
 	}
 }
@@ -91,7 +140,7 @@ func BenchmarkRouteBucket(b *testing.B) {
 	r := benchRouter(b, "bucket", `{"placement": `+pl+`]}`)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		j, _ := r.RouteIndex(i)
+		j, _ := r.RouteIndexInt64(int64(i))
 		sink += j
 	}
 }
@@ -100,7 +149,7 @@ func BenchmarkRouteRing(b *testing.B) {
 	r := benchRouter(b, "ring", `{"vnodes": 256, "weights": null, "collisions": "error"}`)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		j, _ := r.RouteIndex(i)
+		j, _ := r.RouteIndexInt64(int64(i))
 		sink += j
 	}
 }
