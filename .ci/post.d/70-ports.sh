@@ -5,9 +5,11 @@
 #      generates from the package (which cross-checks it against the frozen
 #      vectors and the pure-Python references), and the ports' Unicode tables
 #      are what tools/gen_conformance_tables.py writes;
-#   2. ports/go: gofmt-clean, go vet, go test, built, run against the kit;
+#   2. ports/go: gofmt-clean, go vet, go test (RouteIndexInt64 against RouteIndex
+#      on every kit document), built, run against the kit;
 #   3. ports/java: compiled warning-free (javac -Xlint:all -Werror), packed into
-#      a jar, run against the kit;
+#      a jar, run against the kit, and its self-test (routeIndex(long) against
+#      routeIndex(Object) on every kit document);
 #   4. ports/js: run against the kit (Node >= 18), and its self-test (Number keys,
 #      the integer fast path against the BigInt path on every kit document);
 #   5. cross-checks with packaged peers: Guava's Hashing.consistentHash and
@@ -90,6 +92,13 @@ if have javac && have java && have jar; then
        >>"$work/java-build.log" 2>&1; then
     ok "ports/java: javac -Xlint:all -Werror, jar"
     kit java java -cp "$work/java/shardhash.jar" io.shardhash.Conformance
+    if javac -Xlint:all -Werror -d "$work/java/test" -cp "$work/java/shardhash.jar" ports/java/test/SelfTest.java \
+         >"$work/java-test.log" 2>&1 && \
+       java -cp "$work/java/shardhash.jar:$work/java/test" SelfTest "$KIT" >>"$work/java-test.log" 2>&1; then
+      ok "ports/java: $(tail -n 1 "$work/java-test.log")"
+    else
+      sed 's/^/    /' "$work/java-test.log" | tail -n 20; bad "ports/java: routeIndex(long) disagrees"
+    fi
     guava=/usr/share/java/guava.jar
     if [ -f "$guava" ]; then
       if javac -d "$work/java/cross" -cp "$work/java/shardhash.jar:$guava" ports/java/crosscheck/GuavaCrossCheck.java \

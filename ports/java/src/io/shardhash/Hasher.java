@@ -42,6 +42,12 @@ public final class Hasher {
         return new Hasher(alg, seed, KeyCodec.fromDocument(doc.get("codec")));
     }
 
+    /** hash(key) for an integer key, without boxing it. */
+    public long hash(long key) {
+        if (!codec.decimal && algorithm.equals("xxh3_64")) return Hashes.xxh3Int(key, seed);
+        return hash((Object) key);
+    }
+
     /** The key's 64-bit routing value (unsigned, in a long). */
     public long hash(Object key) {
         return Hashes.hashBytes(codec.encode(key), algorithm, seed);

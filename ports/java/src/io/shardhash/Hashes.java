@@ -161,6 +161,21 @@ public final class Hashes {
         return avalanche64(seed ^ r64(s, 56) ^ r64(s, 64));
     }
 
+    private static final long XXH3_8 = r64(SECRET, 8) ^ r64(SECRET, 16);
+
+    /** xxh3 of the 8 little-endian bytes of v (an le64 integer key), without building the bytes. */
+    public static long xxh3Int(long v, long seed) {
+        long first = v & 0xffffffffL;
+        long last = v >>> 32;
+        long mod = seed ^ ((Integer.reverseBytes((int) seed) & 0xffffffffL) << 32);
+        long x = (XXH3_8 - mod) ^ (last | first << 32);
+        x ^= Long.rotateLeft(x, 49) ^ Long.rotateLeft(x, 24);
+        x *= MX2;
+        x ^= (x >>> 35) + 8;
+        x *= MX2;
+        return x ^ (x >>> 28);
+    }
+
     private static void put64(byte[] b, int i, long v) {
         for (int k = 0; k < 8; k++) b[i + k] = (byte) (v >>> (8 * k));
     }

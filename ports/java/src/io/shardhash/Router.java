@@ -686,6 +686,17 @@ public final class Router {
         return routeHash(hasher.hash(key));
     }
 
+    /** routeIndex for an integer key, without boxing it. */
+    public int routeIndex(long key) {
+        if (keyPrefix > 1 || kind == Kind.RANGE || kind == Kind.WATERMARK) return routeIndex((Object) key);
+        return routeHash(hasher.hash(key));
+    }
+
+    /** route for an integer key, without boxing it. */
+    public String route(long key) {
+        return shards.get(routeIndex(key));
+    }
+
     /** The shard id of a key. */
     public String route(Object key) {
         return shards.get(routeIndex(key));
