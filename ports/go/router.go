@@ -77,6 +77,8 @@ type Router struct {
 	bucketShard   map[int]int
 	probes        int
 	balanceFactor int64
+	ringIdx       []int32 // ringIdx[p]: the first token whose top ringBits bits are >= p
+	ringShift     uint
 }
 
 // FromJSON loads and verifies a router document.
@@ -479,6 +481,7 @@ func (r *Router) build(p map[string]any, nested map[string]*Router) error {
 			r.owners = append(r.owners, int32(indexOf(shards, e.shard)))
 		}
 		r.kind = kRing
+		r.buildRingIndex()
 	case "rendezvous":
 		if err = check("weights"); err != nil {
 			return err
@@ -741,6 +744,24 @@ func (r *Router) build(p map[string]any, nested map[string]*Router) error {
 	return nil
 }
 
+// buildRingIndex indexes the sorted tokens by their top bits (about two
+// prefixes per token), so that a lookup searches a few tokens, not all.
+func (r *Router) buildRingIndex() {
+	bits := uint(1)
+	for 1<<bits < 2*len(r.tokens) && bits < 20 {
+		bits++
+	}
+	r.ringShift = 64 - bits
+	r.ringIdx = make([]int32, 1<<bits+1)
+	j := 0
+	for p := 0; p <= 1<<bits; p++ {
+		for j < len(r.tokens) && (p == 1<<bits || r.tokens[j]>>r.ringShift < uint64(p)) {
+			j++
+		}
+		r.ringIdx[p] = int32(j)
+	}
+}
+
 func itoa(i int) string { return big.NewInt(int64(i)).String() }
 
 func maglevTable(ids []uint64, rel []float64, m int) []int32 {
@@ -802,11 +823,20 @@ func (r *Router) RouteHash(h uint64) (int, error) {
 	case kTable:
 		return int(r.table[h%uint64(len(r.table))]), nil
 	case kRing:
-		i := lowerBound(r.tokens, h)
-		if i == len(r.tokens) {
-			i = 0
+		p := h >> r.ringShift
+		lo, hi := int(r.ringIdx[p]), int(r.ringIdx[p+1])
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if r.tokens[m] < h {
+				lo = m + 1
+			} else {
+				hi = m
+			}
 		}
-		return int(r.owners[i]), nil
+		if lo == len(r.tokens) {
+			lo = 0
+		}
+		return int(r.owners[lo]), nil
 	case kRendezvous:
 		best, bestScore := 0, math.Inf(-1)
 		var bestX uint64

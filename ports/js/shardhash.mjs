@@ -916,6 +916,16 @@ export class Router {
     if (this.kind === "ring") {
       this.tokHi = Uint32Array.from(this.tokens, (t) => Number(t >> 32n));
       this.tokLo = Uint32Array.from(this.tokens, (t) => Number(t & M32));
+      // ringIdx[p]: the first token whose top `bits` bits are >= p (about two prefixes per token)
+      let bits = 1;
+      while (2 ** bits < 2 * this.tokens.length && bits < 20) bits++;
+      this.ringShift = 32 - bits;
+      this.ringIdx = new Int32Array(2 ** bits + 1);
+      let j = 0;
+      for (let p = 0; p <= 2 ** bits; p++) {
+        while (j < this.tokens.length && (p === 2 ** bits || this.tokHi[j] >>> this.ringShift < p)) j++;
+        this.ringIdx[p] = j;
+      }
     } else if (this.kind === "table") {
       this.tableI32 = Int32Array.from(this.table);
     }
@@ -933,7 +943,8 @@ export class Router {
       return this.tableI32[r];
     }
     const th = this.tokHi, tl = this.tokLo;
-    let lo = 0, hi = th.length;
+    const p = hh >>> this.ringShift;
+    let lo = this.ringIdx[p], hi = this.ringIdx[p + 1];
     while (lo < hi) { // first token >= h
       const m = (lo + hi) >>> 1;
       if (th[m] < hh || (th[m] === hh && tl[m] < hl)) lo = m + 1; else hi = m;

@@ -54,6 +54,8 @@ public final class Router {
     private int[] bucketShard;
     private int probes;
     private long balanceFactor;
+    private int[] ringIdx; // ringIdx[p]: the first token whose top bits are >= p
+    private int ringShift;
     private List<String> derivedShards;
 
     /** Loads and verifies a router document from JSON text. */
@@ -329,6 +331,7 @@ public final class Router {
                 tokens = Arrays.copyOf(toks, m);
                 owners = Arrays.copyOf(own, m);
                 kind = Kind.RING;
+                buildRingIndex();
                 break;
             }
             case "rendezvous": {
@@ -487,6 +490,19 @@ public final class Router {
         }
     }
 
+    /** Indexes the sorted tokens by their top bits (about two prefixes per token). */
+    private void buildRingIndex() {
+        int bits = 1;
+        while ((1 << bits) < 2 * tokens.length && bits < 20) bits++;
+        ringShift = 64 - bits;
+        ringIdx = new int[(1 << bits) + 1];
+        int j = 0;
+        for (int p = 0; p <= (1 << bits); p++) {
+            while (j < tokens.length && (p == (1 << bits) || (tokens[j] >>> ringShift) < p)) j++;
+            ringIdx[p] = j;
+        }
+    }
+
     /** The SplitMix64 finaliser. */
     public static long mix64(long z) {
         z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
@@ -558,8 +574,15 @@ public final class Router {
             case TABLE:
                 return table[(int) Long.remainderUnsigned(h, table.length)];
             case RING: {
-                int i = lowerBound(tokens, h);
-                return owners[i < tokens.length ? i : 0];
+                int p = (int) (h >>> ringShift);
+                int lo = ringIdx[p];
+                int hi = ringIdx[p + 1];
+                while (lo < hi) {
+                    int mid = (lo + hi) >>> 1;
+                    if (Long.compareUnsigned(tokens[mid], h) < 0) lo = mid + 1;
+                    else hi = mid;
+                }
+                return owners[lo < tokens.length ? lo : 0];
             }
             case RENDEZVOUS: {
                 int best = 0;
