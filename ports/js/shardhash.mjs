@@ -565,15 +565,16 @@ export class Hasher {
 // xxh3_64 (an 8-byte input), routed by jump, a table or a ring.  The same
 // arithmetic as above on 64-bit values held as two uint32 Numbers (no BigInt
 // allocation); the conformance kit checks it against the BigInt path's answers.
-let RH = 0, RL = 0; // result of mul64 / the fast hash: high and low 32 bits
+const R = new Uint32Array(2); // result of mul64 / the fast hash: R[0] high, R[1] low 32 bits (a typed array:
+// storing a double in a module variable would allocate)
 
-function mul64(ah, al, bh, bl) { // (ah:al) * (bh:bl) mod 2^64 -> RH:RL
+function mul64(ah, al, bh, bl) { // (ah:al) * (bh:bl) mod 2^64 -> R[0]:R[1]
   const a0 = al & 0xffff, a1 = al >>> 16, b0 = bl & 0xffff, b1 = bl >>> 16;
   const p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
   const mid = (p00 >>> 16) + (p01 & 0xffff) + (p10 & 0xffff);
-  RL = (((mid & 0xffff) << 16) | (p00 & 0xffff)) >>> 0;
+  R[1] = (((mid & 0xffff) << 16) | (p00 & 0xffff)) >>> 0;
   const hi = p11 + (p01 >>> 16) + (p10 >>> 16) + (mid >>> 16);
-  RH = (hi + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
+  R[0] = (hi + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
 }
 
 const MX2_H = 0x9fb21c65, MX2_L = 0x1e98df25;
@@ -587,11 +588,11 @@ function xxh3Int(vh, vl, kh, kl) {
   const r49h = ((xl << 17) | (xh >>> 15)) >>> 0, r49l = ((xh << 17) | (xl >>> 15)) >>> 0;
   const r24h = ((xh << 24) | (xl >>> 8)) >>> 0, r24l = ((xl << 24) | (xh >>> 8)) >>> 0;
   xh = (xh ^ r49h ^ r24h) >>> 0; xl = (xl ^ r49l ^ r24l) >>> 0;
-  mul64(xh, xl, MX2_H, MX2_L); xh = RH; xl = RL;
+  mul64(xh, xl, MX2_H, MX2_L); xh = R[0]; xl = R[1];
   xl = (xl ^ ((xh >>> 3) + 8)) >>> 0; // x ^= (x >> 35) + len
-  mul64(xh, xl, MX2_H, MX2_L); xh = RH; xl = RL;
-  RL = (xl ^ ((xl >>> 28) | (xh << 4))) >>> 0; // x ^= x >> 28
-  RH = (xh ^ (xh >>> 28)) >>> 0;
+  mul64(xh, xl, MX2_H, MX2_L); xh = R[0]; xl = R[1];
+  R[1] = (xl ^ ((xl >>> 28) | (xh << 4))) >>> 0; // x ^= x >> 28
+  R[0] = (xh ^ (xh >>> 28)) >>> 0;
 }
 
 function jumpFast(hh, hl, n) {
@@ -599,7 +600,7 @@ function jumpFast(hh, hl, n) {
   while (j < n) {
     b = j;
     mul64(hh, hl, JUMP_H, JUMP_L);
-    hl = RL + 1; hh = RH;
+    hl = R[1] + 1; hh = R[0];
     if (hl === 0x100000000) { hl = 0; hh = (hh + 1) >>> 0; }
     j = Math.trunc((b + 1) * (2147483648.0 / ((hh >>> 1) + 1)));
   }
@@ -931,9 +932,9 @@ export class Router {
     }
   }
 
-  // routeIndex for an integer key on the fast path (RH:RL = the key's hash).
+  // routeIndex for an integer key on the fast path (R[0]:R[1] = the key's hash).
   #routeFast() {
-    const hh = RH, hl = RL;
+    const hh = R[0], hl = R[1];
     if (this.kind === "jump") return jumpFast(hh, hl, this.shards.length);
     if (this.kind === "table") {
       const m = this.tableI32.length;
