@@ -296,6 +296,38 @@ def extra_routers() -> dict[str, Router]:
     return out
 
 
+def hot_routers() -> dict[str, Router]:
+    """Hot-key routers (docs/routers.md 2.13): route is the base's; route_read lists the sub-keys."""
+    from shardhash.hotkeys import HotKeyRouter
+
+    return {
+        "hot_jump": HotKeyRouter(JumpRouter(SHARDS, hasher=Hasher("xxh64", seed=2)),
+                                 {42: 3, "celebrity": 5, -7: 2, "日本": 4}, write="round_robin"),
+        "hot_ring_time": HotKeyRouter(RingRouter(SHARDS[:4], vnodes=16), {"a": 4, 10**12: 2}, write="time",
+                                      bucket_seconds=2.5),
+        "hot_maglev_empty": HotKeyRouter(MaglevRouter(SHARDS[:3], table_size=101), {}),
+    }
+
+
+def hot_read_cases() -> Iterator[dict[str, Any]]:
+    from shardhash.hotkeys import subkey
+
+    for name, router in hot_routers().items():
+        doc = router.to_dict()
+        r = load_router(doc)
+        base = ReferenceRouter(doc["params"]["base"])
+        keys: list[Any] = [k for k, _ in doc["params"]["hot"]] + [0, 1, 7, "42", "celebrity#1", "a#1", "", b"a"]
+        reads = []
+        for k in keys:
+            got = [[r.shards.index(s), i] for s, i in r.route_read(k)]
+            want = [[base.route_key(subkey(k, i)), i] for i in range(len(got))]
+            if got != want:
+                raise SystemExit(f"hot_read {name}/{k!r}: package and reference differ")
+            reads.append(got)
+        yield {"id": f"hot_read/{name}", "op": "hot_read", "document": doc, "keys": [tag(k) for k in keys],
+               "expect": {"reads": reads}}
+
+
 def key_type_doc() -> dict[str, Any]:
     """A document declaring its key type (protocol section 6)."""
     d = JumpRouter(SHARDS[:3]).to_dict()
@@ -306,7 +338,8 @@ def key_type_doc() -> dict[str, Any]:
 
 def route_case(name: str, doc: dict[str, Any], keys: list[Any], hashes: list[int]) -> dict[str, Any]:
     router = load_router(doc)
-    ref = ReferenceRouter(doc)
+    # a hot-key router routes as its base (docs/routers.md 2.13)
+    ref = ReferenceRouter(doc["params"]["base"] if doc["type"] == "hot" else doc)
     raw = not router.routes_on_hash and doc["type"] in ("range", "watermark")
     routes: list[Any] = []
     ids: list[Any] = []
@@ -374,6 +407,8 @@ def route_cases() -> Iterator[dict[str, Any]]:
         seed = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
         yield route_case(name, router.to_dict(), keys, sample_hashes(48, seed))
     yield route_case("jump_key_type", key_type_doc(), keys, sample_hashes(16))
+    for name, router in hot_routers().items():
+        yield route_case(name, router.to_dict(), keys, sample_hashes(32))
 
 
 def replica_cases() -> Iterator[dict[str, Any]]:
@@ -436,6 +471,7 @@ def load_cases() -> Iterator[dict[str, Any]]:
     docs: dict[str, dict[str, Any]] = {n: v["document"] for n, v in frozen_router_files()}
     docs.update({n: r.to_dict() for n, r in extra_routers().items()})
     docs["jump_key_type"] = key_type_doc()
+    docs.update({n: r.to_dict() for n, r in hot_routers().items()})
     for name, doc in docs.items():  # accepted as they are, and without their fingerprint
         yield load_case(name, doc)
         d = copy.deepcopy(doc)
@@ -509,6 +545,25 @@ def load_cases() -> Iterator[dict[str, Any]]:
         ("key_prefix_zero", edit(jump, lambda d: d.update(key_prefix=0))),
         ("zones_missing_shard", edit(docs["jump_versioned_zones"], lambda d: d["zones"].pop("alpha"))),
         ("key_type_unknown", edit(docs["jump_key_type"], lambda d: d["key_type"].update(type="float"))),
+        ("hot_fan_out_1", edit(docs["hot_jump"], lambda d: d["params"]["hot"][0].__setitem__(1, 1))),
+        ("hot_fan_out_1025", edit(docs["hot_jump"], lambda d: d["params"]["hot"][0].__setitem__(1, 1025))),
+        ("hot_key_twice", edit(docs["hot_jump"], lambda d: d["params"]["hot"].append([42, 2]))),
+        ("hot_key_float", edit(docs["hot_jump"], lambda d: d["params"]["hot"].append([1.5, 2]))),
+        ("hot_key_bool", edit(docs["hot_jump"], lambda d: d["params"]["hot"].append([True, 2]))),
+        ("hot_pair_of_three", edit(docs["hot_jump"], lambda d: d["params"]["hot"].append(["x", 2, 3]))),
+        ("hot_write_unknown", edit(docs["hot_jump"], lambda d: d["params"].update(write="sticky"))),
+        ("hot_bucket_seconds_without_time", edit(docs["hot_jump"], lambda d: d["params"].update(bucket_seconds=1.0))),
+        ("hot_time_without_bucket_seconds", edit(docs["hot_ring_time"], lambda d: d["params"].update(
+            bucket_seconds=None))),
+        ("hot_bucket_seconds_too_small", edit(docs["hot_ring_time"], lambda d: d["params"].update(
+            bucket_seconds=1e-7))),
+        ("hot_hasher_not_the_bases", edit(docs["hot_jump"], lambda d: d["hasher"].update(seed=3))),
+        ("hot_key_prefix_not_the_bases", edit(docs["hot_jump"], lambda d: d.update(key_prefix=1))),
+        ("hot_over_range", edit(docs["hot_jump"], lambda d: d["params"].update(base=docs["range_int"]) or d.update(
+            shards=docs["range_int"]["shards"]))),
+        ("hot_over_hot", edit(docs["hot_jump"], lambda d: d["params"].update(base=docs["hot_maglev_empty"]) or d.update(
+            shards=docs["hot_maglev_empty"]["shards"], hasher=docs["hot_maglev_empty"]["hasher"]))),
+        ("hot_unknown_param", edit(docs["hot_jump"], lambda d: d["params"].update(cold=[]))),
     ]
     for name, doc in refused:
         case = load_case(name, doc)
@@ -527,7 +582,7 @@ def load_cases() -> Iterator[dict[str, Any]]:
 def all_cases() -> list[dict[str, Any]]:
     cases: list[dict[str, Any]] = []
     for gen in (hash_cases, codec_cases, unicode_cases, hash_key_cases, jump_cases, load_cases, route_cases,
-                replica_cases, assign_cases):
+                replica_cases, assign_cases, hot_read_cases):
         cases.extend(gen())
     ids = [c["id"] for c in cases]
     if len(set(ids)) != len(ids):

@@ -47,6 +47,7 @@ const (
 	kWatermark
 	kMemento
 	kMultiprobe
+	kHot
 )
 
 // Router is a loaded router document.
@@ -58,6 +59,7 @@ type Router struct {
 	KeyPrefix   int               // 0 when unused
 	Zones       map[string]string // nil when unused
 	document    map[string]any    // normalised, with its fingerprint
+	hasherDoc   any
 
 	kind          kind
 	table         []int32
@@ -77,7 +79,8 @@ type Router struct {
 	bucketShard   map[int]int
 	probes        int
 	balanceFactor int64
-	ringIdx       []int32 // ringIdx[p]: the first token whose top ringBits bits are >= p
+	hot           map[any]int // hot key (*big.Int as its decimal text in a hotInt, or a string) -> fan-out
+	ringIdx       []int32     // ringIdx[p]: the first token whose top ringBits bits are >= p
 	ringShift     uint
 }
 
@@ -138,7 +141,7 @@ func FromDocument(v any) (*Router, error) {
 	} else if ver.Sign() < 0 {
 		return nil, valueErrorf("version must be >= 0")
 	}
-	r := &Router{}
+	r := &Router{hasherDoc: doc["hasher"]}
 	r.Type, _ = doc["type"].(string)
 	if r.Hasher, err = HasherFromDoc(doc["hasher"]); err != nil {
 		return nil, err
@@ -246,6 +249,10 @@ func FromDocument(v any) (*Router, error) {
 			}
 		}
 		np["weights"] = nw
+	}
+	if b, isInt := np["bucket_seconds"].(*big.Int); isInt && r.Type == "hot" {
+		f, _ := new(big.Float).SetInt(b).Float64()
+		np["bucket_seconds"] = Float(f)
 	}
 	for k, n := range nested {
 		np[k] = n.document
@@ -738,10 +745,126 @@ func (r *Router) build(p map[string]any, nested map[string]*Router) error {
 			r.owners = append(r.owners, t.i)
 		}
 		r.kind = kMultiprobe
+	case "hot":
+		if err = check("base", "hot", "write", "bucket_seconds"); err != nil {
+			return err
+		}
+		if r.base, err = FromDocument(p["base"]); err != nil {
+			return err
+		}
+		if r.base.kind == kRange || r.base.kind == kWatermark || r.base.kind == kHot {
+			return typeErrorf("a hot-key router's base must be a hash router")
+		}
+		nested["base"] = r.base
+		mine, err := CanonicalJSON(r.hasherDoc)
+		if err != nil {
+			return err
+		}
+		bases, err := CanonicalJSON(p["base"].(map[string]any)["hasher"])
+		if err != nil {
+			return err
+		}
+		if mine != bases || r.KeyPrefix != r.base.KeyPrefix {
+			return valueErrorf("hot document: 'hasher'/'key_prefix' differ from the base router's")
+		}
+		write, _ := p["write"].(string)
+		if write != "random" && write != "round_robin" && write != "time" {
+			return valueErrorf("write must be random, round_robin or time")
+		}
+		if write == "time" {
+			var v float64
+			switch b := p["bucket_seconds"].(type) {
+			case Float:
+				v = float64(b)
+			case *big.Int:
+				v, _ = new(big.Float).SetInt(b).Float64()
+			default:
+				v = math.NaN()
+			}
+			if !(v >= 1e-6) || math.IsInf(v, 0) || math.IsInf(253402300799.0/v, 0) {
+				return valueErrorf("write='time' needs bucket_seconds, a finite number >= 1e-06")
+			}
+		} else if p["bucket_seconds"] != nil {
+			return valueErrorf("bucket_seconds only applies to write='time'")
+		}
+		list, ok := p["hot"].([]any)
+		if !ok {
+			return valueErrorf("hot must be a list of [key, fan_out] pairs")
+		}
+		r.hot = map[any]int{}
+		for _, x := range list {
+			pair, ok := x.([]any)
+			if !ok || len(pair) != 2 {
+				return valueErrorf("hot must be a list of [key, fan_out] pairs")
+			}
+			var id any
+			switch k := pair[0].(type) {
+			case *big.Int:
+				id = hotInt(k.String())
+			case string:
+				id = k
+			default:
+				return typeErrorf("hot keys must be int or str")
+			}
+			if _, dup := r.hot[id]; dup {
+				return valueErrorf("hot key %v given twice", pair[0])
+			}
+			f, err := intField(pair[1], "fan_out", 2, 1024)
+			if err != nil {
+				return err
+			}
+			r.hot[id] = int(f)
+		}
+		r.Shards = r.base.Shards
+		r.kind = kHot
 	default:
 		return valueErrorf("unknown router type %q", r.Type)
 	}
 	return nil
+}
+
+// hotInt is an integer hot key, by its decimal text.
+type hotInt string
+
+// RouteRead lists, for a hot-key router, every (shard index, sub-key) holding
+// rows of key, in sub-key order: sub-key 0 is the key itself, sub-key i the
+// string "<key>#<i>"; a cold key has only sub-key 0.
+func (r *Router) RouteRead(key any) ([][2]int, error) {
+	if r.kind != kHot {
+		return nil, typeErrorf("RouteRead is for hot-key routers")
+	}
+	var id any
+	var text string
+	if b, ok := toBig(key); ok {
+		text = b.String()
+		id = hotInt(text)
+	} else if s, ok := key.(string); ok {
+		text, id = s, s
+	}
+	n, hot := 0, false
+	if id != nil {
+		n, hot = r.hot[id]
+	}
+	if !hot {
+		i, err := r.RouteIndex(key)
+		if err != nil {
+			return nil, err
+		}
+		return [][2]int{{i, 0}}, nil
+	}
+	out := make([][2]int, n)
+	for i := 0; i < n; i++ {
+		var k any = key
+		if i > 0 {
+			k = text + "#" + itoa(i)
+		}
+		j, err := r.base.RouteIndex(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = [2]int{j, i}
+	}
+	return out, nil
 }
 
 // buildRingIndex indexes the sorted tokens by their top bits (about two
@@ -878,6 +1001,8 @@ func (r *Router) RouteHash(h uint64) (int, error) {
 			return o, nil
 		}
 		return r.base.RouteHash(h)
+	case kHot:
+		return r.base.RouteHash(h)
 	}
 	return 0, typeErrorf("%s routers do not route hashes", r.Type)
 }
@@ -975,6 +1100,9 @@ func (r *Router) RouteIndex(key any) (int, error) {
 			return indexOf(r.Shards, s), nil
 		}
 		return r.old.RouteIndex(key)
+	}
+	if r.kind == kHot {
+		return r.base.RouteIndex(key)
 	}
 	h, err := r.Hasher.Hash(key)
 	if err != nil {

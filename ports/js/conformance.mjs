@@ -79,6 +79,10 @@ function run(c) {
       const r = new Router(c.document);
       return { routes: r.assignHashes(c.hashes.map((h) => BigInt(h))) };
     }
+    case "hot_read": {
+      const r = new Router(c.document);
+      return { reads: c.keys.map((k) => r.routeRead(untag(k))) };
+    }
     default:
       return { unsupported: `op ${c.op}` };
   }

@@ -701,6 +701,7 @@ function normalise(doc, nested) {
     for (const [k, v] of Object.entries(p.weights)) w[k] = isInt(v) ? new PyFloat(Number(v)) : v;
     p.weights = w;
   }
+  if (doc.type === "hot" && isInt(p.bucket_seconds)) p.bucket_seconds = new PyFloat(Number(p.bucket_seconds));
   for (const [k, r] of Object.entries(nested)) p[k] = r.document;
   out.params = p;
   return out;
@@ -901,9 +902,53 @@ export class Router {
       this.tokens = toks.map((x) => x[0]);
       this.owners = toks.map((x) => x[1]);
       this.kind = "multiprobe";
+    } else if (t === "hot") {
+      params(["base", "hot", "write", "bucket_seconds"]);
+      this.base = new Router(p.base);
+      if (this.base.kind === "range" || this.base.kind === "watermark" || this.base.kind === "hot") {
+        throw typeError("a hot-key router's base must be a hash router");
+      }
+      this.nested = { base: this.base };
+      if (canonicalJson(doc.hasher) !== canonicalJson(p.base.hasher) || this.keyPrefix !== this.base.keyPrefix) {
+        throw valueError("hot document: 'hasher'/'key_prefix' differ from the base router's");
+      }
+      if (!["random", "round_robin", "time"].includes(p.write)) throw valueError("write must be random, round_robin or time");
+      const bs = p.bucket_seconds;
+      if (p.write === "time") {
+        const v = bs instanceof PyFloat ? bs.value : isInt(bs) ? Number(bs) : NaN;
+        if (!(Number.isFinite(v) && v >= 1e-6 && Number.isFinite(253402300799.0 / v))) {
+          throw valueError("write='time' needs bucket_seconds, a finite number >= 1e-06");
+        }
+      } else if (bs !== null) {
+        throw valueError("bucket_seconds only applies to write='time'");
+      }
+      if (!Array.isArray(p.hot)) throw valueError("hot must be a list of [key, fan_out] pairs");
+      this.hot = new Map(); // "i:<int>" or "s:<str>" -> fan_out
+      for (const pair of p.hot) {
+        if (!Array.isArray(pair) || pair.length !== 2) throw valueError("hot must be a list of [key, fan_out] pairs");
+        const [k, f] = pair;
+        if (!isInt(k) && !isStr(k)) throw typeError("hot keys must be int or str");
+        const id = isInt(k) ? `i:${k}` : `s:${k}`;
+        if (this.hot.has(id)) throw valueError(`hot key ${k} given twice`);
+        this.hot.set(id, smallInt(f, "fan_out", 2, 1024));
+      }
+      this.shards = this.base.shards;
+      this.kind = "hot";
     } else {
       throw valueError(`unknown router type ${JSON.stringify(t)}`);
     }
+  }
+
+  /** A hot-key router's reads: every [shard index, sub-key] holding rows of key, sub-key order. */
+  routeRead(key) {
+    if (this.kind !== "hot") throw typeError("routeRead is for hot-key routers");
+    if (typeof key === "number" && Number.isSafeInteger(key)) key = BigInt(key);
+    const id = typeof key === "bigint" ? `i:${key}` : typeof key === "string" ? `s:${key}` : null;
+    const n = id === null ? undefined : this.hot.get(id);
+    if (n === undefined) return [[this.routeIndex(key), 0]];
+    const out = [];
+    for (let i = 0; i < n; i++) out.push([this.base.routeIndex(i === 0 ? key : `${key}#${i}`), i]);
+    return out;
   }
 
   #setupFast() {
@@ -983,6 +1028,7 @@ export class Router {
         const o = this.overrides.get(h);
         return o !== undefined ? o : this.base.routeHash(h);
       }
+      case "hot": return this.base.routeHash(h);
       default: throw typeError(`${this.type} routers do not route hashes`);
     }
   }
@@ -1019,6 +1065,7 @@ export class Router {
       if (key >= this.watermark) return this.shards.indexOf(this.new.route(key));
       return this.old.routeIndex(key);
     }
+    if (this.kind === "hot") return this.base.routeIndex(key);
     return this.routeHash(this.hasher.hash(key));
   }
 

@@ -193,6 +193,24 @@ func run(c map[string]any) (map[string]any, error) {
 			return nil, err
 		}
 		return map[string]any{"routes": out}, nil
+	case "hot_read":
+		r, err := shardhash.FromDocument(c["document"])
+		if err != nil {
+			return nil, err
+		}
+		reads := [][][2]int{}
+		for _, t := range c["keys"].([]any) {
+			key, err := untag(t)
+			if err != nil {
+				return nil, err
+			}
+			l, err := r.RouteRead(key)
+			if err != nil {
+				return nil, err
+			}
+			reads = append(reads, l)
+		}
+		return map[string]any{"reads": reads}, nil
 	}
 	return map[string]any{"unsupported": fmt.Sprintf("op %v", c["op"])}, nil
 }

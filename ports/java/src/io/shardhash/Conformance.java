@@ -151,6 +151,13 @@ public final class Conformance {
                 out.put("routes", r.assignHashes(a));
                 break;
             }
+            case "hot_read": {
+                Router r = Router.fromDocument(c.get("document"));
+                List<Object> reads = new ArrayList<>();
+                for (Object k : list(c.get("keys"))) reads.add(new ArrayList<Object>(r.routeRead(untag(k))));
+                out.put("reads", reads);
+                break;
+            }
             default:
                 out.put("unsupported", "op " + c.get("op"));
         }

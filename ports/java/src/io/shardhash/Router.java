@@ -25,7 +25,7 @@ public final class Router {
     private static final List<String> TOP_OPTIONAL = List.of("key_prefix", "zones", "fingerprint", "key_type");
     private static final List<String> KEY_TYPES = List.of("int", "str", "bytes", "uuid");
 
-    private enum Kind { JUMP, TABLE, RING, RENDEZVOUS, HASH_RANGE, RANGE, DIRECTORY, WATERMARK, MEMENTO, MULTIPROBE }
+    private enum Kind { JUMP, TABLE, RING, RENDEZVOUS, HASH_RANGE, RANGE, DIRECTORY, WATERMARK, MEMENTO, MULTIPROBE, HOT }
 
     public final String type;
     private final List<String> shards;
@@ -54,6 +54,7 @@ public final class Router {
     private int[] bucketShard;
     private int probes;
     private long balanceFactor;
+    private Map<Object, Integer> hot; // hot key (BigInteger or String) -> fan-out
     private int[] ringIdx; // ringIdx[p]: the first token whose top bits are >= p
     private int ringShift;
     private List<String> derivedShards;
@@ -144,7 +145,7 @@ public final class Router {
         Map<String, Object> params = (Map<String, Object>) doc.get("params");
         Map<String, Router> nested = new LinkedHashMap<>();
         derivedShards = ids;
-        build(params, ids, nested);
+        build(params, ids, nested, doc);
         if (!derivedShards.equals(ids)) throw ShardhashException.value("shards do not match the parameters");
         shards = Collections.unmodifiableList(ids);
         if (doc.containsKey("zones")) {
@@ -165,6 +166,9 @@ public final class Router {
                 w.put(e.getKey(), x instanceof BigInteger ? new Json.Num(((BigInteger) x).doubleValue()) : x);
             }
             np.put("weights", w);
+        }
+        if ("hot".equals(type) && np.get("bucket_seconds") instanceof BigInteger) {
+            np.put("bucket_seconds", new Json.Num(((BigInteger) np.get("bucket_seconds")).doubleValue()));
         }
         for (Map.Entry<String, Router> e : nested.entrySet()) np.put(e.getKey(), e.getValue().document);
         norm.put("params", np);
@@ -258,7 +262,7 @@ public final class Router {
     }
 
     @SuppressWarnings("unchecked")
-    private void build(Map<String, Object> p, List<String> shards, Map<String, Router> nested) {
+    private void build(Map<String, Object> p, List<String> shards, Map<String, Router> nested, Map<String, Object> doc) {
         int n = shards.size();
         String what = type + " params";
         switch (type) {
@@ -485,6 +489,48 @@ public final class Router {
                 kind = Kind.MULTIPROBE;
                 break;
             }
+            case "hot": {
+                fields(p, List.of("base", "hot", "write", "bucket_seconds"), List.of(), what);
+                base = new Router(p.get("base"));
+                if (base.kind == Kind.RANGE || base.kind == Kind.WATERMARK || base.kind == Kind.HOT) {
+                    throw ShardhashException.type("a hot-key router's base must be a hash router");
+                }
+                nested.put("base", base);
+                Object baseHasher = ((Map<String, Object>) p.get("base")).get("hasher");
+                if (!Json.canonical(doc.get("hasher")).equals(Json.canonical(baseHasher)) || keyPrefix != base.keyPrefix) {
+                    throw ShardhashException.value("hot document: 'hasher'/'key_prefix' differ from the base router's");
+                }
+                Object write = p.get("write");
+                if (!List.of("random", "round_robin", "time").contains(write)) {
+                    throw ShardhashException.value("write must be random, round_robin or time");
+                }
+                Object bs = p.get("bucket_seconds");
+                if ("time".equals(write)) {
+                    double v = bs instanceof Json.Num ? ((Json.Num) bs).value
+                            : bs instanceof BigInteger ? ((BigInteger) bs).doubleValue() : Double.NaN;
+                    if (!(v >= 1e-6) || Double.isInfinite(v) || Double.isInfinite(253402300799.0 / v)) {
+                        throw ShardhashException.value("write='time' needs bucket_seconds, a finite number >= 1e-06");
+                    }
+                } else if (bs != null) {
+                    throw ShardhashException.value("bucket_seconds only applies to write='time'");
+                }
+                if (!(p.get("hot") instanceof List)) throw ShardhashException.value("hot must be a list of [key, fan_out] pairs");
+                hot = new HashMap<>();
+                for (Object x : (List<Object>) p.get("hot")) {
+                    if (!(x instanceof List) || ((List<?>) x).size() != 2) {
+                        throw ShardhashException.value("hot must be a list of [key, fan_out] pairs");
+                    }
+                    Object k = ((List<?>) x).get(0);
+                    if (!(k instanceof BigInteger) && !(k instanceof String)) {
+                        throw ShardhashException.type("hot keys must be int or str");
+                    }
+                    if (hot.containsKey(k)) throw ShardhashException.value("hot key " + k + " given twice");
+                    hot.put(k, (int) intField(((List<?>) x).get(1), "fan_out", 2, 1024));
+                }
+                derivedShards = base.shards;
+                kind = Kind.HOT;
+                break;
+            }
             default:
                 throw ShardhashException.value("unknown router type \"" + type + "\"");
         }
@@ -637,6 +683,8 @@ public final class Router {
                 Integer o = overrides.get(h);
                 return o != null ? o : base.routeHash(h);
             }
+            case HOT:
+                return base.routeHash(h);
             default:
                 throw ShardhashException.type(type + " routers do not route hashes");
         }
@@ -706,7 +754,26 @@ public final class Router {
             if (b.compareTo(watermark) >= 0) return shards.indexOf(newRouter.route(key));
             return oldRouter.routeIndex(key);
         }
+        if (kind == Kind.HOT) return base.routeIndex(key);
         return routeHash(hasher.hash(key));
+    }
+
+    /**
+     * A hot-key router's reads: every {shard index, sub-key} holding rows of key, in sub-key order
+     * (sub-key 0 is the key itself, sub-key i the string "key#i"); a cold key has only sub-key 0.
+     */
+    public List<int[]> routeRead(Object key) {
+        if (kind != Kind.HOT) throw ShardhashException.type("routeRead is for hot-key routers");
+        BigInteger b = toBig(key);
+        Object id = b != null ? b : key instanceof String ? key : null;
+        Integer n = id == null ? null : hot.get(id);
+        List<int[]> out = new ArrayList<>();
+        if (n == null) {
+            out.add(new int[] {routeIndex(key), 0});
+            return out;
+        }
+        for (int i = 0; i < n; i++) out.add(new int[] {base.routeIndex(i == 0 ? key : id + "#" + i), i});
+        return out;
     }
 
     /** routeIndex for an integer key, without boxing it. */
