@@ -14,7 +14,7 @@
 #      the integer fast path against the BigInt path on every kit document);
 #   5. cross-checks with packaged peers: Guava's Hashing.consistentHash and
 #      murmur3 against the Java port, cespare/xxhash and spaolacci/murmur3
-#      against the Go port.
+#      against the Go port, xxhashjs (XXH32, XXH64) against the JavaScript port.
 # Every port must pass every case (python -m shardhash.conformance).  In CI
 # (SHARDHASH_CI set and not 0) a missing toolchain or peer is a failure;
 # elsewhere a skip.  Run from the repository root; exits non-zero on any failure.
@@ -126,6 +126,15 @@ if have node; then
     kit js node ports/js/conformance.mjs
     if node ports/js/test.mjs "$KIT" >"$work/js-test.log" 2>&1; then ok "ports/js: $(tail -n 1 "$work/js-test.log")"
     else sed 's/^/    /' "$work/js-test.log" | tail -n 20; bad "ports/js: Number keys or the fast path disagree"; fi
+    if [ -d /usr/share/nodejs/xxhashjs ]; then
+      if NODE_PATH=/usr/share/nodejs node --no-deprecation ports/js/crosscheck.mjs >"$work/js-cross.log" 2>&1; then
+        ok "ports/js agrees with xxhashjs: $(tail -n 1 "$work/js-cross.log")"
+      else
+        sed 's/^/    /' "$work/js-cross.log" | tail -n 20; bad "ports/js disagrees with xxhashjs"
+      fi
+    else
+      missing "xxhashjs (Debian package node-xxhashjs)"
+    fi
   else
     bad "node $(node --version) is older than 18"
   fi
