@@ -136,10 +136,10 @@ def _describe(case: dict[str, Any], where: str) -> str:
     i = _index_of(where)
     for name in ("keys", "hashes"):
         if i is not None and name in case and where.startswith(("routes", "key_hashes", "ids", "hash_routes",
-                                                                 "lists", "buckets", "hashes")):
+                                                                 "lists", "buckets", "hashes", "reads")):
             items = case[name]
             if where.startswith("hash_routes") and name == "keys" or where.startswith(
-                    ("routes", "key_hashes", "ids")) and name == "hashes":
+                    ("routes", "key_hashes", "ids", "reads")) and name == "hashes":
                 continue
             if i < len(items):
                 lines.append(f"  input {name}[{i}] = {json.dumps(items[i])}")
