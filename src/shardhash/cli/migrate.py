@@ -28,13 +28,15 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
     p.add_argument("--group", help="table group (default: the only one)")
     p.add_argument("--to", help="start: the new router document (e.g. from `shardhash topology add`)")
-    p.add_argument("--add", help="start: comma-separated shard ids to add (plans the new router)")
-    p.add_argument("--remove", help="start: comma-separated shard ids to remove")
-    p.add_argument("--primary", metavar="URL",
+    p.add_argument("--add", metavar="IDS", action="append", default=[],
+                   help="start: shard id(s) to add, comma-separated or repeated (plans the new router)")
+    p.add_argument("--remove", metavar="IDS", help="start: comma-separated shard ids to remove")
+    p.add_argument("--primary", metavar="URL", action="append", default=[],
                    help="start --add ID: register the new shard ID with this primary (sqlite:PATH or "
-                        "postgresql://...) in the shard map, in the transaction that records the migration")
+                        "postgresql://...) in the shard map, in the transaction that records the migration; "
+                        "repeat --add ID --primary URL for each new shard, in the same order")
     p.add_argument("--replica", metavar="URL", action="append", default=[],
-                   help="start --add ID --primary URL: a replica of the new shard (repeatable)")
+                   help="start --add ID --primary URL (one new shard): a replica of it (repeatable)")
     p.add_argument("--from-version", type=int, help="start: the topology version the plan was made from")
     p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
     p.add_argument("--fence-threshold", type=float, default=0.5,

@@ -48,23 +48,38 @@ def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
     cur = pending_router(cluster, args.group)
     if args.to:
         return load_router(args.to)
-    if args.add:
-        return plan.add_shards(cur, args.add.split(","))[0]
+    if _ids(args.add):
+        return plan.add_shards(cur, _ids(args.add))[0]
     if args.remove:
         return plan.remove_shards(cur, args.remove.split(","))[0]
     raise ValueError("start needs --to ROUTER, --add IDS or --remove IDS")
 
 
+def _ids(add: list[str] | str | None) -> list[str]:
+    """The shard ids of ``--add`` (repeated, each comma-separated)."""
+    if not add:
+        return []
+    return [x for a in ([add] if isinstance(add, str) else add) for x in a.split(",")]
+
+
 def _new_shards(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]] | None:
-    """``--add ID --primary URL [--replica URL ...]``: the shard to register."""
-    if args.primary is None:
+    """``--add ID --primary URL [--replica URL ...]`` (``--add ID --primary URL``
+    repeated for several new shards): the shards to register."""
+    prim = list(args.primary or [])
+    if not prim:
         if args.replica:
             raise ValueError("--replica needs --add ID --primary URL")
         return None
-    ids = args.add.split(",") if args.add else []
-    if len(ids) != 1:
-        raise ValueError("--primary registers one new shard: use it with --add ID (one shard id)")
-    return {ids[0]: (args.primary, list(args.replica))}
+    ids = _ids(args.add)
+    if len(ids) != len(prim):
+        raise ValueError(f"--primary registers one new shard per --add ID: {len(ids)} shard id(s) "
+                         f"({', '.join(ids) or 'none'}) and {len(prim)} --primary URL(s); give --add ID "
+                         f"--primary URL for each new shard")
+    if args.replica and len(ids) != 1:
+        raise ValueError("--replica belongs to one new shard: add shards with replicas one at a time")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"--add names a shard twice: {', '.join(ids)}")
+    return {sid: (url, list(args.replica) if len(ids) == 1 else []) for sid, url in zip(ids, prim)}
 
 
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
