@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import add_command, add_json, command
+from .common import add_command, add_json, command, positive_float, positive_int
 
 ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "import", "check")
 
@@ -49,5 +49,12 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="import: the unsharded database to load (sqlite:PATH or postgresql://...)")
     p.add_argument("--repair", action="store_true",
                    help="check: move each stranded row to its owner (when the owner has no row with its key)")
+    p.add_argument("--watch", action="store_true",
+                   help="status: refresh until the migration stops running (or Ctrl-C): state, rows copied of "
+                        "the estimate, rate, lag in changes and seconds, ETA, write pause")
+    p.add_argument("--interval", type=positive_float, default=2.0, metavar="S",
+                   help="status --watch: seconds between refreshes (default 2)")
+    p.add_argument("--count", type=positive_int, default=None, metavar="N",
+                   help="status --watch: stop after N refreshes (default: until the migration stops running)")
     add_json(p, None)
     p.set_defaults(func=_run)
