@@ -7,11 +7,38 @@ runs (building this parser imports nothing of :mod:`shardhash.migrate`).
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
-from .common import add_command, add_json, command, positive_float, positive_int
+from .common import HelpFormatter, add_command, add_json, command, positive_float, positive_int
 
+#: Every action, with what it does (``shardhash migrate --help`` lists them).
+ACTION_HELP = {
+    "init": "record the cluster file's shard map and routers in the metadata store, install the shards' "
+            "triggers (once; again to record shards added to the file)",
+    "import": "load an unsharded database's tables onto their owners (--from URL), resumable, verified",
+    "start": "plan and run a migration: --add IDS [--primary URL], --remove IDS or --to ROUTER",
+    "status": "the migration's state, figures and next step (--watch: refresh until it stops running)",
+    "resume": "continue a migration after a failure or a crash",
+    "verify": "compare the copied rows with their sources (while catching up, or the retained copies "
+              "against their owners)",
+    "cutover": "finish a migration started with --no-cutover",
+    "rollback": "undo a migration (after its cutover: a reverse migration)",
+    "cleanup": "delete the retained copies of a cut-over migration (or of a rolled-back one's reverse)",
+    "check": "find rows on a shard that does not own them (--repair: move them to their owners)",
+}
 ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "import", "check")
+assert set(ACTIONS) == set(ACTION_HELP)
+
+
+_DESCRIPTION = (textwrap.fill("Shard a database, add or remove shards and move keys between them while the "
+                             "application writes (docs/migrate.md).", 79) + "\n\nactions:\n"
+                + "\n".join(textwrap.fill(h, 79, initial_indent=f"  {a:<10}", subsequent_indent=" " * 12)
+                            for a, h in ACTION_HELP.items()))
+
+
+class _Formatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The common formatter, with the description's lines kept as written."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -22,8 +49,11 @@ def _run(args: argparse.Namespace) -> int:
 
 @command("migrate")
 def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases")
-    p.add_argument("action", choices=ACTIONS)
+    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases",
+                    description=_DESCRIPTION)
+    p.formatter_class = _Formatter  # (the description's list of actions as written)
+    p.add_argument("action", choices=ACTIONS, metavar="ACTION",
+                   help="one of " + ", ".join(ACTION_HELP) + " (described above)")
     p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
     p.add_argument("--group", help="table group (default: the only one)")

@@ -398,8 +398,8 @@ def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
     pl = add_command(sub, common, "plan", help="what moves from one topology to another",
                      description="Compare two topologies: the share of the hash space (or of the given ids) "
                      "that changes owner, the balance after, and ordered migration steps.")
-    pl.add_argument("old")
-    pl.add_argument("new")
+    pl.add_argument("old", help="the current topology document (.json)")
+    pl.add_argument("new", help="the proposed topology document (.json), e.g. from `shardhash topology add`")
     pl.add_argument("--ids", help="ids file to count moves over (default: the hash-space view, no ids)")
     pl.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh moves by (bytes, requests) "
                     "(default: every id counts 1)")

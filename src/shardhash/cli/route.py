@@ -242,7 +242,7 @@ def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
     r = add_command(sub, common, "route", help="which shard owns each id: a file, stdin, or --key",
                     description="Add a shard column to an ids file (every input column is kept; CSV records "
                     "are copied as written), or print the owner of the keys given with --key.")
-    r.add_argument("topology")
+    r.add_argument("topology", help="topology document (.json), e.g. from `shardhash topology new`")
     r.add_argument("ids", nargs="?", help="ids file, or - for stdin (default format there: text, one id per line)")
     r.add_argument("-o", "--output", help="output file: .csv/.tsv or .parquet; - writes CSV to stdout "
                    "(required with an ids file)")
@@ -251,6 +251,6 @@ def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
     r.add_argument("--explain", action="store_true", help="with --key: the hash, bucket/slot/range and topology "
                    "version behind each answer")
     r.add_argument("--shard-column", default="shard", help="name of the added column")
-    add_ids_options(r)
+    add_ids_options(r, weights=False)
     r.set_defaults(func=cmd_route)
 
