@@ -76,7 +76,9 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
     p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
     p.add_argument("--from", dest="source", metavar="URL",
-                   help="import: the unsharded database to load (sqlite:PATH or postgresql://...)")
+                   help="import: the unsharded database to load (sqlite:PATH or postgresql://...), or CSV or "
+                        "Parquet files (csv:PATH, parquet:PATH: a file, or a folder with TABLE.csv / "
+                        "TABLE.parquet per table)")
     p.add_argument("--repair", action="store_true",
                    help="check: move each stranded row to its owner (when the owner has no row with its key)")
     p.add_argument("--watch", action="store_true",

@@ -119,7 +119,8 @@ def _import(cluster: Any, args: argparse.Namespace) -> int:
     from .importer import describe
 
     if not getattr(args, "source", None):
-        raise ValueError("import needs --from URL (the unsharded database: sqlite:PATH or postgresql://...)")
+        raise ValueError("import needs --from URL (the unsharded database: sqlite:PATH or postgresql://..., "
+                         "or files: csv:PATH or parquet:PATH)")
     quiet = args.json or getattr(args, "quiet", False)
     rep = cluster.import_from(args.source, args.group, chunk=args.chunk or 50_000,
                               on_chunk=None if quiet else lambda t, n: _err(f"import {t}: {n:,} rows"))

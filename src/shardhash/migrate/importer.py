@@ -1,6 +1,7 @@
 """Shard an existing database: load an unsharded SQLite or PostgreSQL
-database's tables onto their owners (:meth:`Cluster.import_from`,
-``shardhash migrate import``).
+database's tables (or CSV or Parquet files, see
+:mod:`shardhash.migrate.filesource`) onto their owners
+(:meth:`Cluster.import_from`, ``shardhash migrate import``).
 
 For each table of the group, in primary-key order, ``chunk`` rows at a
 time (keyset pagination): the chunk's shard keys are routed in one batch
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,6 +47,7 @@ import numpy as np
 from .._hashing import Hasher
 from .coltypes import Kind, canonical_row, check_source_values, pair_kinds, translate_ddl
 from .executor import MigrationError
+from .filesource import is_file_url, stage
 from .metadata import ACTIVE
 from .sqlite import SQLiteShard, qi
 
@@ -267,8 +270,10 @@ def _finish(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any],
 def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int = CHUNK, verify: bool = True,
                 base_dir: str | None = None, on_chunk: Callable[[str, int], None] | None = None) -> ImportReport:
     """Load the group's tables from the unsharded database at ``url``
-    (``sqlite:PATH`` or ``postgresql:…``) onto their owners; see the module
-    docstring.  Resumable and idempotent; returns an :class:`ImportReport`.
+    (``sqlite:PATH`` or ``postgresql:…``), or from CSV or Parquet files
+    (``csv:PATH``, ``parquet:PATH``: a file, or a folder with one file per
+    table, see :mod:`shardhash.migrate.filesource`), onto their owners; see
+    the module docstring.  Resumable and idempotent; returns an :class:`ImportReport`.
     ``on_chunk(table, rows_done)`` is called after each chunk is recorded."""
     from .cluster import open_backend
 
@@ -286,8 +291,22 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     shards = list(router.shards)
     t0 = time.perf_counter()
     rep = ImportReport(g.name, per_shard={s: {} for s in shards})
-    src = open_backend(url, base_dir)
-    sc = _connect_source(src)
+    staging = None
+    if is_file_url(url):  # CSV / Parquet: read into an SQLite staging database, the import's source
+        staging = tempfile.TemporaryDirectory(prefix="shardhash-import-", ignore_cleanup_errors=True)
+        try:
+            src = stage(cluster, g, url, shards, base_dir, Path(staging.name))
+        except BaseException:
+            staging.cleanup()
+            raise
+    else:
+        src = open_backend(url, base_dir)
+    try:
+        sc = _connect_source(src)
+    except BaseException:
+        if staging is not None:
+            staging.cleanup()
+        raise
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardhash-import")
     try:
         for t in g.tables:
@@ -339,6 +358,8 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
             pool.submit(lambda: [cluster.backend(sid).close() for sid in shards]).result()
         finally:
             pool.shutdown(wait=True)
+            if staging is not None:
+                staging.cleanup()
     rep.seconds = time.perf_counter() - t0
     return rep
 
