@@ -191,6 +191,9 @@ def test_bad_files_are_refused_by_file_line_and_column(tmp_path: Path) -> None:
         (files / "users.csv").write_text("id,name,n\n1,a,1\n2,b,\n")  # (an empty integer: NULL)
         with pytest.raises(ValueError, match=r"users.csv: data row 2: column 'n' is empty, and it is NOT NULL"):
             cl.import_from(f"csv:{files}")
+        (files / "users.csv").write_text('id,name,n\n1,"a\nb",1\n2,b,x\n')  # (a record over two lines)
+        with pytest.raises(ValueError, match=r"users.csv: data row 2: column 'n': 'x' is not an integer"):
+            cl.import_from(f"csv:{files}")
         (files / "users.csv").write_text("id,name,n\n1,a,1\n2,b\n")
         with pytest.raises(ValueError, match=r"users.csv: line 3: 2 field\(s\), the header names 3"):
             cl.import_from(f"csv:{files}")

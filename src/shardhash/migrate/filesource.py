@@ -29,8 +29,12 @@ import csv
 import math
 import sqlite3
 from collections.abc import Iterator, Sequence
+from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .coltypes import Kind, column_types, kind_of
 from .sqlite import SQLiteShard, qi
@@ -39,6 +43,8 @@ __all__ = ["SCHEMES", "is_file_url", "stage"]
 
 SCHEMES = ("csv:", "parquet:")
 _BATCH = 50_000
+_SUB = 2_000
+_CSV_BATCH = 10_000
 _SQLITE_OF = {"int": "INTEGER", "bool": "INTEGER", "float": "REAL", "text": "TEXT", "bytes": "BLOB"}
 
 
@@ -140,39 +146,71 @@ def _converter(k: Kind) -> Any:
     return None  # text: as written
 
 
+def _convert_column(k: Kind, col: list[str]) -> list[Any]:
+    """A CSV column's fields as its kind's values (ValueError on the first that is not one):
+    in one pass of the conversion over the column when it has no empty field."""
+    if k.kind == "int" and "" not in col:
+        return list(map(int, col))
+    if k.kind == "float" and "" not in col:
+        vals = list(map(float, col))
+        arr = np.array(vals, dtype=np.float64)
+        if np.isnan(arr).any() or ((arr == 0) & np.signbit(arr)).any():
+            raise ValueError("NaN or -0.0")
+        return vals
+    cv = _converter(k)
+    return list(map(cv, col))
+
+
 def _csv_rows(path: Path, cols: list[str], kinds: dict[str, Kind], r: Any) -> Iterator[list[tuple[Any, ...]]]:
-    convs = [_converter(kinds[c]) for c in cols]
-    plain = all(cv is None for cv in convs)
+    """Batches of typed rows, converted a column at a time; a bad field is
+    named by its line (or, after a record spanning lines, its data row)."""
     n = len(cols)
+    line, done = 1, 0
     batch: list[tuple[Any, ...]] = []
-    line = 1
     try:
-        for rec in r:
-            line = r.line_num
-            if len(rec) != n:
-                if not rec:
-                    continue  # (a blank line)
-                raise ValueError(f"{path}: line {line}: {len(rec)} field(s), the header names {n}")
-            if plain:
-                batch.append(tuple(rec))
-            else:
+        while True:
+            # (records a few thousand at a time: fewer lists alive at once for the garbage collector to visit)
+            recs = list(islice(r, _SUB))
+            if not recs:
+                if batch:
+                    yield batch
+                return
+            first, last = line, r.line_num
+            line = last
+            if not all(recs):
+                recs = [x for x in recs if x]  # (blank lines)
+            exact = last - first == len(recs)  # (each record on one line: its line is known)
+
+            def where(i: int, first: int = first, exact: bool = exact, done: int = done) -> str:
+                return f"line {first + i + 1}" if exact else f"data row {done + i + 1}"
+
+            if any(len(x) != n for x in recs):
+                i = next(i for i, x in enumerate(recs) if len(x) != n)
+                raise ValueError(f"{path}: {where(i)}: {len(recs[i])} field(s), the header names {n}")
+            out: list[list[Any]] = []
+            for j, c in enumerate(cols):
+                col = list(map(itemgetter(j), recs))
+                k = kinds[c]
+                if k.kind == "text":
+                    out.append(col)
+                    continue
                 try:
-                    batch.append(tuple(v if cv is None else cv(v) for v, cv in zip(rec, convs)))
+                    out.append(_convert_column(k, col))
                 except ValueError:
-                    for j, (v, cv) in enumerate(zip(rec, convs)):
+                    cv = _converter(k)
+                    for i, v in enumerate(col):
                         try:
-                            None if cv is None else cv(v)
+                            cv(v)
                         except ValueError:
-                            raise ValueError(f"{path}: line {line}: column {cols[j]!r}: {v!r} is not "
-                                             f"{_a(kinds[cols[j]])}") from None
+                            raise ValueError(f"{path}: {where(i)}: column {c!r}: {v!r} is not {_a(k)}") from None
                     raise
-            if len(batch) >= _BATCH:
+            done += len(recs)
+            batch.extend(zip(*out))
+            if len(batch) >= _CSV_BATCH:
                 yield batch
                 batch = []
     except (csv.Error, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: line {line}: {e}") from None
-    if batch:
-        yield batch
+        raise ValueError(f"{path}: line {r.line_num}: {e}") from None
 
 
 def _exact_float(v: float) -> bool:
