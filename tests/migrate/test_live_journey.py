@@ -39,9 +39,9 @@ class Writers:
     """Threads that write through the client until stopped; ``acks[k]`` is
     the last acknowledged value of key ``k`` (None: deleted)."""
 
-    def __init__(self, cluster: Cluster, n: int) -> None:
+    def __init__(self, cluster: Cluster, n: int, acks: dict[int, int | None] | None = None) -> None:
         self.cluster, self.n = cluster, n
-        self.acks: dict[int, int | None] = {}
+        self.acks: dict[int, int | None] = dict(acks or {})  # (set before any thread starts)
         self.lock = threading.Lock()
         self.count = 0
         self.errors: list[str] = []
@@ -59,9 +59,10 @@ class Writers:
             t.join(60)
 
     def _run(self, w: int) -> None:
-        rnd = random.Random(1000 + w)
+        rnd = random.Random(1000 + w + 10 * len(self.acks))
+        base = 10**7 if self.acks else 0  # (a later round's values differ from every earlier one's)
         fresh = 10 * self.n + w  # new keys: w, w + WRITERS, ... beyond the loaded ones
-        seq = 0
+        seq = base
         try:
             while not self.stop.is_set():
                 seq += 1
@@ -148,8 +149,7 @@ def test_one_database_to_four_shards_and_back_under_writers(root: Path, backend:
     assert "0 stranded" in capsys.readouterr().out
 
     app = Cluster.load(cfg)
-    with Writers(app, N) as w2:
-        w2.acks = dict(w.acks)  # (the same keys: the record goes on)
+    with Writers(app, N, w.acks) as w2:  # (the same keys: the record goes on)
         _move(cfg, w2, "--remove", ",".join(NEW))
     back = Cluster.load(cfg)
     router = back.router("users")

@@ -16,7 +16,8 @@ from .common import HelpFormatter, add_command, add_json, command, positive_floa
 ACTION_HELP = {
     "init": "record the cluster file's shard map and routers in the metadata store, install the shards' "
             "triggers (once; again to record shards added to the file)",
-    "import": "load an unsharded database's tables onto their owners (--from URL), resumable, verified",
+    "import": "load an unsharded database's tables (or CSV or Parquet files) onto their owners (--from URL), "
+              "resumable, verified",
     "start": "plan and run a migration: --add IDS [--primary URL], --remove IDS or --to ROUTER",
     "status": "the migration's state, figures and next step (--watch: refresh until it stops running)",
     "resume": "continue a migration after a failure or a crash",
