@@ -94,3 +94,18 @@ def test_the_estimate_is_the_rows_times_the_moved_share(tmp_path: Path) -> None:
         assert abs(m.status()["rows_copied"] - 1500) < 150
     finally:
         cl.close()
+
+
+def test_on_a_terminal_the_line_is_redrawn_in_place(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from shardhash.migrate import cli as mcli
+
+    cfg = _cluster(tmp_path)
+    assert main(["migrate", "start", "--config", cfg, "--add", "s4", "--no-cutover", "-q"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(mcli, "_watch_bar", lambda: None)  # (as without rich)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert main(["migrate", "status", "--config", cfg, "--watch", "--interval", "0.01", "--count", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\r\033[K") == 2 and out.count(" catching-up, rows copied ") == 2, repr(out)
+    assert out.split("\n", 1)[1].startswith("migration ")  # (the status after the redrawn line)
