@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine
-from sqlalchemy.ext.horizontal_shard import ShardedSession
+from sqlalchemy.ext.horizontal_shard import ShardedQuery, ShardedSession, execute_and_instances
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, SessionTransaction, sessionmaker
 from sqlalchemy.orm.base import instance_state
 from sqlalchemy.orm.interfaces import MANYTOONE
@@ -61,7 +61,7 @@ from sqlalchemy.sql.schema import Column, Table
 from . import _events, _fence
 from .migrate.cluster import Cluster, FenceTimeout, StaleRouteError
 
-__all__ = ["ShardedORM", "keys_of"]
+__all__ = ["ShardedORM", "ShardhashSession", "keys_of"]
 
 T = TypeVar("T")
 
@@ -140,13 +140,34 @@ def keys_of(clause: Any, is_key: Callable[[Any], bool],
     return None
 
 
+class ShardhashSession(ShardedSession):
+    """SQLAlchemy's ``ShardedSession``, with its statement hook
+    (``horizontal_shard.execute_and_instances``) registered once on the
+    class instead of on every new session (that registration is a third of
+    the cost of a short session)."""
+
+    def __init__(self, shard_chooser: Any, identity_chooser: Any, execute_chooser: Any,
+                 shards: Mapping[str, Engine], **kw: Any) -> None:
+        Session.__init__(self, query_cls=ShardedQuery, **kw)
+        self.shard_chooser = shard_chooser
+        self.identity_chooser = identity_chooser
+        self.execute_chooser = execute_chooser
+        self._ShardedSession__shards: dict[str, Any] = {}  # (ShardedSession's own table of binds)
+        for k, v in shards.items():
+            self.bind_shard(k, v)
+
+
+event.listen(ShardhashSession, "do_orm_execute", execute_and_instances, retval=True)
+
+
 class ShardedORM:
     """SQLAlchemy sessions over one table group of a shardhash cluster.
 
     ``ShardedORM(cluster, group=None, *, engine_options=None)``: one engine
     per shard (``engine_options`` are passed to ``create_engine``).
     :meth:`session` makes a ``ShardedSession``; :meth:`sessionmaker` a
-    ``sessionmaker`` of them.  A transaction takes the lock that a cutover
+    ``sessionmaker`` of them (:class:`ShardhashSession`, a
+    ``ShardedSession``).  A transaction takes the lock that a cutover
     waits for when it first flushes to a shard (as ``cluster.transaction``
     does when it begins): on SQLite the write lock (the shard's transaction
     begins with ``BEGIN IMMEDIATE``; one that read there before is rolled
@@ -165,10 +186,12 @@ class ShardedORM:
         self.engines: dict[str, Engine] = {}
         self._urls: dict[str, str] = {}
         self._key_attrs: dict[Any, _KeyAttr | None] = {}
-        self._maker = sessionmaker(class_=ShardedSession, shard_chooser=self.shard_chooser,
+        self._key_cols: dict[int, tuple[Any, bool]] = {}  # (the columns are the mapped tables')
+        self._maker = sessionmaker(class_=ShardhashSession, shard_chooser=self.shard_chooser,
                                    identity_chooser=self.identity_chooser, execute_chooser=self.execute_chooser)
         event.listen(self._maker, "before_flush", self._before_flush)
         self.sync_engines()
+        self._shards_seen = self.cluster._shard_map
 
     # ----------------------------------------------------------- engines
 
@@ -201,8 +224,11 @@ class ShardedORM:
 
             @event.listens_for(e, "begin")
             def _begin(conn: Connection) -> None:
+                # a flush's transaction takes the write lock; reads run without one (each
+                # statement its own snapshot, as the sqlite3 driver's default does)
                 imm = _WRITING.get()
-                conn.exec_driver_sql("BEGIN IMMEDIATE" if imm else "BEGIN")
+                if imm:  # (on the driver's connection: SQLAlchemy's statement path costs ~20 us more)
+                    conn.connection.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
                 conn.info[_IMM] = imm
 
             return e
@@ -224,8 +250,9 @@ class ShardedORM:
 
     def session(self, **kw: Any) -> ShardedSession:
         """A new ``ShardedSession`` over the shards (keywords: ``Session``'s)."""
-        if len(self.engines) != len(self.cluster.shard_map()):
-            self.sync_engines()
+        if self._shards_seen is None or self._shards_seen is not self.cluster._shard_map:
+            self.sync_engines()  # (the shard map was read again: a failover, a new shard)
+            self._shards_seen = self.cluster._shard_map
         return self._maker(shards=self.engines, **kw)
 
     def sessionmaker(self, **kw: Any) -> Callable[..., ShardedSession]:
@@ -329,11 +356,18 @@ class ShardedORM:
     def _is_key(self, col: Any) -> bool:
         if not isinstance(col, ColumnElement):
             return False
+        known = self._key_cols.get(id(col))
+        if known is not None and known[0] is col:
+            return known[1]
+        found = False
         for c in col.proxy_set:
             t = getattr(c, "table", None)
             if isinstance(t, Table) and self._tables.get(t.name) == getattr(c, "name", None):
-                return True
-        return False
+                found = True
+                break
+        if isinstance(col, Column):  # (a table's own column: the same object in every statement)
+            self._key_cols[id(col)] = (col, found)
+        return found
 
     def _clause_keys(self, clause: Any, params: Any) -> set[Any] | None:
         return keys_of(clause, self._is_key, params if isinstance(params, Mapping) else None)
@@ -452,8 +486,7 @@ class ShardedORM:
                 if shard not in st.locked:
                     if b.kind == "sqlite":
                         if not conn.info.get(_IMM):
-                            # (began for reads, without the lock: begin it again with it, as
-                            # PostgreSQL's READ COMMITTED would see the newest rows)
+                            # (began for reads, without the lock: begin it with it)
                             self._restart(b.kind, conn, c, lambda: None)
                     else:
                         _fence.lock(b.kind, c)
@@ -507,7 +540,8 @@ class ShardedORM:
         raw = conn.connection.dbapi_connection
         assert raw is not None
         if kind == "sqlite":
-            raw.execute("ROLLBACK")
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
             try:
                 wait()
             finally:

@@ -206,3 +206,13 @@ def test_a_migration_under_django_writers_loses_nothing(shop: Shop) -> None:
             assert k not in final
         else:
             assert final[k][2] == v
+
+
+def test_guard_false_leaves_the_shard_key_guard_out(shop: Shop) -> None:
+    _add_users(range(1, 3))
+    rt = shop.cluster.router("users")
+    same = next(k for k in range(3, 200) if rt.route(k) == rt.route(1))
+    with sharded_atomic(1, guard=False) as alias:
+        with connections[alias].cursor() as cur:
+            cur.execute("INSERT INTO shop_user (id, name, n) VALUES (%s, 'x', 0)", [same])
+    assert same in shop.rows(rt.route(1))  # (not refused: no guard)
