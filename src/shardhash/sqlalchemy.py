@@ -11,8 +11,9 @@ the ownership check of ``Cluster.transaction`` inside the ORM's transaction.
   that a migration adds gets its engine at the next :meth:`ShardedORM.session`);
 * ``shard_chooser``: a new instance goes to the owner of its shard-key
   attribute (the mapped column of the group table's ``key``; when it is
-  unset, the shard key of the instance a many-to-one relationship on that
-  column points to, which is then copied into the attribute);
+  unset, the shard key of the instance a many-to-one relationship points
+  to -- one on that column, else one to another table of the group -- which
+  is then copied into the attribute);
 * ``identity_chooser``: a primary-key lookup goes to the key's owner when
   the shard key is part of the primary key, else to every shard;
 * ``execute_chooser``: a statement goes only to the owners of the keys its
@@ -303,22 +304,25 @@ class ShardedORM:
         v = getattr(instance, ka.attr)
         if v is not None:
             return v
-        # the shard key through a many-to-one relationship on the key column
-        for rel in mapper.relationships:
-            if rel.direction is not MANYTOONE:
-                continue
-            for local, remote in rel.local_remote_pairs or ():
-                if local is ka.column:
-                    other = getattr(instance, rel.key)
-                    if other is None:
-                        continue
-                    rm = rel.mapper
-                    v = getattr(other, rm.get_property_by_column(remote).key)
-                    if v is None and self._key_attr(rm) is not None:
-                        v = self._key_of(rm, other)
-                    if v is not None:
-                        setattr(instance, ka.attr, v)
-                        return v
+        # the shard key through a many-to-one relationship: on the key column itself, else
+        # to another mapped table of the group (same key domain: the parent's shard key)
+        for on_key in (True, False):
+            for rel in mapper.relationships:
+                if rel.direction is not MANYTOONE:
+                    continue
+                rm = rel.mapper
+                pairs = [(lo, re) for lo, re in rel.local_remote_pairs or () if lo is ka.column]
+                if on_key != bool(pairs) or (not on_key and self._key_attr(rm) is None):
+                    continue
+                other = getattr(instance, rel.key)
+                if other is None:
+                    continue
+                v = getattr(other, rm.get_property_by_column(pairs[0][1]).key) if pairs else None
+                if v is None and self._key_attr(rm) is not None:
+                    v = self._key_of(rm, other)
+                if v is not None:
+                    setattr(instance, ka.attr, v)
+                    return v
         raise ValueError(f"{mapper.class_.__name__} instance has no shard key: set {ka.attr!r} "
                          f"(column {ka.table.name}.{ka.column.name}, the key of group {self.group!r})")
 
