@@ -9,7 +9,9 @@ check included).
 * Django (``shardhash.django``: ``ShardRouter`` and ``sharded_atomic``)
   against ``.using(alias)`` and ``transaction.atomic`` on one SQLite
   database: a point read and a point update; it runs in a child process of
-  its own (Django's settings are per process; bench/_django_overhead.py).
+  its own (Django's settings are per process; bench/_django_overhead.py);
+* the asyncio client (``cluster.aread`` / ``cluster.atransaction``) against
+  aiosqlite on one SQLite file: a point read and a point update.
 
 Every database: WAL, synchronous NORMAL, the same table of 2,000 rows.  Each
 figure is the best of several rounds of N requests run in alternation with
@@ -163,3 +165,68 @@ def test_django_overhead(benchmark: Any, tmp_path: Path) -> None:
             extra = f"; guard=False {u / n * 1e6:.1f} us ({u / t[name]['plain'] - 1:+.1%})"
         print(f"\nDjango {name}: plain {t[name]['plain'] / n * 1e6:.1f} us, sharded "
               f"{t[name]['sharded'] / n * 1e6:.1f} us per request ({over:+.1%}){extra}")
+
+
+def test_async_client_overhead(benchmark: Any, tmp_path: Path) -> None:
+    """cluster.aread / cluster.atransaction (4 SQLite shards, aiosqlite) against
+    aiosqlite on one unsharded file: a point read and a point update, one
+    request at a time on one event loop (wall time: aiosqlite runs each
+    statement on its connection's thread)."""
+    if not oracle_required():
+        pytest.importorskip("aiosqlite", reason="pip install 'shardhash[async]'")
+    import asyncio
+    import time
+
+    import aiosqlite
+
+    cl = _cluster(tmp_path)
+    _plain_engine(tmp_path).dispose()
+    n, rounds = (300, 5) if enabled(benchmark) else (5, 1)
+    keys = [1 + (i * 7919) % ROWS for i in range(n)]
+
+    async def main() -> dict[str, dict[str, float]]:
+        plain = await aiosqlite.connect(str(tmp_path / "plain.db"), isolation_level=None)
+        await plain.execute("PRAGMA synchronous=NORMAL")
+
+        async def read_plain() -> None:
+            for k in keys:
+                cur = await plain.execute("SELECT name FROM accounts WHERE id = ?", (k,))
+                await cur.fetchone()
+
+        async def read_sharded() -> None:
+            for k in keys:
+                async with cl.aread(k) as tx:
+                    await tx.fetchone("SELECT name FROM accounts WHERE id = ?", (k,))
+
+        async def upd_plain() -> None:
+            for k in keys:
+                await plain.execute("BEGIN IMMEDIATE")
+                await plain.execute("UPDATE accounts SET n = n + 1 WHERE id = ?", (k,))
+                await plain.execute("COMMIT")
+
+        async def upd_sharded() -> None:
+            for k in keys:
+                async with cl.atransaction(k) as tx:
+                    await tx.execute("UPDATE accounts SET n = n + 1 WHERE id = ?", (k,))
+
+        out: dict[str, dict[str, float]] = {}
+        for name, fns in (("point read", {"plain": read_plain, "sharded": read_sharded}),
+                          ("point update", {"plain": upd_plain, "sharded": upd_sharded})):
+            best = {k: float("inf") for k in fns}
+            for _ in range(rounds):
+                for k, f in fns.items():
+                    t0 = time.perf_counter()
+                    await f()
+                    best[k] = min(best[k], time.perf_counter() - t0)
+            out[name] = best
+        await plain.close()
+        await cl.aclose()
+        return out
+
+    t = asyncio.run(main())
+    for name, v in t.items():
+        over = v["sharded"] / v["plain"] - 1
+        benchmark.extra_info[name] = round(over, 4)
+        print(f"\nasync client {name}: aiosqlite on one file {v['plain'] / n * 1e6:.1f} us, cluster "
+              f"{v['sharded'] / n * 1e6:.1f} us per request ({over:+.1%})")
+    cl.close()

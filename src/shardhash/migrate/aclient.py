@@ -32,6 +32,7 @@ the epoch from changing.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -75,6 +76,12 @@ async def _execute(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
     if not params and "?" not in sql:
         return await conn.execute(sql)
     return await conn.execute(PGConnection._sql(sql), params)
+
+
+async def _on_thread(conn: Any, fn: Any) -> Any:
+    """``fn(sqlite3 connection)`` on an aiosqlite connection's own thread, in
+    one call (several statements for one hop between threads)."""
+    return await conn._execute(fn, conn._conn)
 
 
 async def _one(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
@@ -184,19 +191,14 @@ class AsyncClient:
         for p in pools:
             await p.close()
 
-    async def _units(self, shard: str, kind: str, conn: Any) -> Any:
-        """The shard's ownership records (the cluster's cache, by epoch), read
-        in the caller's locked transaction (the epoch cannot change)."""
+    async def _units(self, shard: str, kind: str, conn: Any, ep: int | None) -> Any:
+        """The shard's ownership records (the cluster's cache, by epoch ``ep``,
+        read here when None), read in the caller's locked transaction (the
+        epoch cannot change)."""
         cl = self.cluster
-        try:
+        if ep is None:
             row = await _one(kind, conn, _EPOCH)
-        except Exception as e:  # noqa: BLE001 - a shard not set up yet: no records
-            if "_shardhash_epoch" not in str(e):
-                raise
-            if kind != "sqlite":
-                raise
-            row = None
-        ep = int(row[0]) if row else -1
+            ep = int(row[0]) if row else -1
         cached = cl._units.get(shard)
         if cached is not None and cached.epoch == ep and ep >= 0:
             return cached
@@ -232,9 +234,9 @@ class AsyncClient:
             shard = router.route(key)
             kind, pool = self._pool(shard)
             async with pool.connection() as conn:
-                await self._begin(kind, conn, g.name, key, write)
+                ep0 = await self._begin(kind, conn, g.name, key, write)
                 try:
-                    su = await self._units(shard, kind, conn)
+                    su = await self._units(shard, kind, conn, ep0)
                     v = cl._verdict_of(su, shard, g.name, key, router.version, write)
                     if v is None:
                         verdict, cur, owner = "ok", router.version, shard
@@ -254,8 +256,7 @@ class AsyncClient:
                     t0 = time.perf_counter()
                     try:
                         yield tx
-                        if write:
-                            await self._end(kind, conn, g.name, key)
+                        committed = await self._end(kind, conn, g.name, key, write)
                     except BaseException as e:
                         await self._rollback(kind, conn)
                         _events.emit("shard_op", shard=shard, op="write" if write else "read",
@@ -265,7 +266,8 @@ class AsyncClient:
                             if viol is not None:
                                 raise ShardKeyError(viol[1], viol[2], key, g.name, viol[0]) from e
                         raise
-                    await _execute(kind, conn, "COMMIT")
+                    if not committed:
+                        await _execute(kind, conn, "COMMIT")
                     _events.emit("shard_op", shard=shard, op="write" if write else "read",
                                  seconds=time.perf_counter() - t0, ok=True)
                     return
@@ -296,19 +298,28 @@ class AsyncClient:
             await asyncio.to_thread(cl.refresh, g.name)
 
     @staticmethod
-    async def _begin(kind: str, conn: Any, group: str, key: Any, write: bool) -> None:
-        # (the statements of SQLiteShard / PostgresShard.begin_client_write, begin_guard, begin_read)
+    async def _begin(kind: str, conn: Any, group: str, key: Any, write: bool) -> int | None:
+        """Begin the transaction (the statements of SQLiteShard / PostgresShard.begin_client_write,
+        begin_guard, begin_read); on SQLite, in one call on the connection's thread, which also
+        reads and returns the shard's epoch (-1: no ownership records), else None."""
         if kind == "sqlite":
-            if write:
-                await conn.execute("BEGIN IMMEDIATE")
+            def begin(c: Any) -> int:
+                c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                if write:
+                    try:
+                        c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
+                    except sqlite3.OperationalError as e:
+                        if "_shardhash_guard" not in str(e):
+                            raise  # (a shard set up by an older version has no guard table: unguarded)
                 try:
-                    await conn.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
-                except Exception as e:
-                    if "_shardhash_guard" not in str(e):
-                        raise  # (a shard set up by an older version has no guard table: unguarded)
-            else:
-                await conn.execute("BEGIN")
-            return
+                    row = c.execute(_EPOCH).fetchone()
+                except sqlite3.OperationalError as e:
+                    if "_shardhash_epoch" not in str(e):
+                        raise
+                    row = None
+                return int(row[0]) if row else -1
+
+            return int(await _on_thread(conn, begin))
         from .postgres import _guard_key
 
         if write:
@@ -318,6 +329,7 @@ class AsyncClient:
                            (group, _guard_key(key)))
         else:
             await _execute(kind, conn, "BEGIN ISOLATION LEVEL REPEATABLE READ")
+        return None
 
     @staticmethod
     async def _skip(kind: str, conn: Any, group: str) -> None:
@@ -326,19 +338,36 @@ class AsyncClient:
         else:
             await _execute(kind, conn, "SELECT set_config('shardhash.skip', ?, true)", (group,))
 
-    async def _end(self, kind: str, conn: Any, group: str, key: Any) -> None:
-        """Before the commit: the skip marker off, and the guard's records checked (SQLite)."""
+    async def _end(self, kind: str, conn: Any, group: str, key: Any, write: bool) -> bool:
+        """The end of a transaction whose block succeeded.  SQLite, in one call
+        on the connection's thread: a write's skip marker off and the guard's
+        records read (the statements of SQLiteShard.end_skip / end_guard),
+        then the commit when the guard recorded no row of another key (else
+        ShardKeyError; the caller rolls back).  True when it committed.
+        (PostgreSQL: the settings are transaction-local and the guard refused
+        at the statement; the caller commits.)"""
         if kind != "sqlite":
-            return  # (PostgreSQL: transaction-local settings; the guard refused at the statement)
-        await conn.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
-        try:
-            cur = await conn.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k")
-            rows = await cur.fetchall()
-        except Exception as e:
-            if "_shardhash_guard" not in str(e):
-                raise
-            rows = []
-        self.cluster._check_guard([(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0], group, key)
+            return False
+
+        def end(c: Any) -> list[tuple[str, str, Any]]:
+            bad: list[tuple[str, str, Any]] = []
+            if write:
+                c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
+                try:
+                    rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
+                except sqlite3.OperationalError as e:
+                    if "_shardhash_guard" not in str(e):
+                        raise
+                    rows = []
+                touched = [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
+                bad = [t for t in touched if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
+            if not bad:
+                c.execute("COMMIT")
+            return bad
+
+        bad = await _on_thread(conn, end)
+        self.cluster._check_guard(bad, group, key)  # (raises ShardKeyError for the first)
+        return True
 
     @staticmethod
     async def _rollback(kind: str, conn: Any) -> None:
