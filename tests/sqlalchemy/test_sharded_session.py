@@ -290,3 +290,31 @@ def test_a_migration_under_orm_writers_loses_nothing(root: Path, backend: str) -
             assert final[k][1][2] == v
     orm.dispose()
     cl.close()
+
+
+def test_a_failover_repoints_the_next_session(tmp_path: Path) -> None:
+    import shutil
+
+    path = make_cluster(tmp_path, FOUR, users=40)
+    cl = Cluster.load(path)
+    orm = ShardedORM(cl, "users")
+    r = cl.router("users")
+    k = next(k for k in range(41, 200) if r.route(k) == "s0")
+    with orm.session() as s:
+        assert s.get(User, 1) is not None
+    orm.dispose()
+    shutil.copy(tmp_path / "s0.db", tmp_path / "s0b.db")  # (a promoted replica: the same rows)
+    cl.failover("s0", "sqlite:s0b.db")
+    with orm.session() as s, s.begin():
+        s.add(User(id=k, name="after failover", n=0))
+    new_primary = Cluster.load(path)
+    assert new_primary.shard_map()["s0"][0] == "sqlite:s0b.db"
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "s0b.db") as c:
+        assert c.execute("SELECT name FROM users WHERE id = ?", (k,)).fetchone() == ("after failover",)
+    with sqlite3.connect(tmp_path / "s0.db") as c:
+        assert c.execute("SELECT 1 FROM users WHERE id = ?", (k,)).fetchone() is None
+    orm.dispose()
+    cl.close()
+    new_primary.close()
