@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -216,3 +217,23 @@ def test_guard_false_leaves_the_shard_key_guard_out(shop: Shop) -> None:
         with connections[alias].cursor() as cur:
             cur.execute("INSERT INTO shop_user (id, name, n) VALUES (%s, 'x', 0)", [same])
     assert same in shop.rows(rt.route(1))  # (not refused: no guard)
+
+
+def test_databases_builds_the_shards_entries(tmp_path: Path) -> None:
+    from shardhash import JumpRouter
+    from shardhash.django import databases
+
+    doc = {"metadata": f"sqlite:{tmp_path / 'm.db'}",
+           "shards": {"a": {"primary": f"sqlite:{tmp_path / 'a.db'}"},
+                      "b": {"primary": "postgresql:host=/run/pg port=5999 dbname=app user=svc "
+                                       "options='-csearch_path=b'"}},
+           "groups": {"g": {"router": JumpRouter(["a", "b"]).to_dict(), "tables": [{"name": "t", "key": "k"}]}}}
+    cl = Cluster.from_dict(doc)
+    dbs = databases(cl, default={"ENGINE": "django.db.backends.sqlite3", "NAME": "x.db"}, aliases={"b": "pg_b"})
+    assert set(dbs) == {"default", "a", "pg_b"}
+    assert dbs["a"]["NAME"] == str(tmp_path / "a.db") and dbs["a"]["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    pg = dbs["pg_b"]
+    assert (pg["ENGINE"], pg["NAME"], pg["USER"], pg["HOST"], pg["PORT"]) == \
+        ("django.db.backends.postgresql", "app", "svc", "/run/pg", "5999")
+    assert pg["OPTIONS"] == {"options": "-csearch_path=b"}
+    cl.close()
