@@ -801,6 +801,25 @@ class Cluster(ClusterExtras):
         """A read transaction on the shard that owns ``key`` (same checks)."""
         return self._open(key, group, False)
 
+    def atransaction(self, key: Any, *, group: str | None = None) -> Any:
+        """:meth:`transaction` for asyncio: ``async with cluster.atransaction(key) as tx``
+        (:mod:`shardhash.migrate.aclient`)."""
+        from .aclient import client_of
+
+        return client_of(self).open(key, group, True)
+
+    def aread(self, key: Any, *, group: str | None = None) -> Any:
+        """:meth:`read` for asyncio: ``async with cluster.aread(key) as tx``."""
+        from .aclient import client_of
+
+        return client_of(self).open(key, group, False)
+
+    async def aclose(self) -> None:
+        """Close the asyncio client's connection pools of the running event loop."""
+        from .aclient import client_of
+
+        await client_of(self).close()
+
     def close(self) -> None:
         """Close this thread's connections."""
         with self._lock:
