@@ -287,6 +287,7 @@ _COMPAT_MODULES = {
     "vitess": "shardhash.compat.vitess",
     "mongo_hashed": "shardhash.compat.mongo",
     "redis_cluster": "shardhash.compat.redis",
+    "uhashring": "shardhash.compat.uhashring",
 }
 
 
