@@ -9,6 +9,11 @@ project's own tests, never from shardhash:
   weights, per-node ``vnodes``, ``replicas``, and nodes removed and added
   after the ring was built.  Each configuration is written as JSON in a
   ``# config`` line (nodes, keyword arguments, then operations).
+* vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
+  ``binary_md5`` vindex tests of vitessio/vitess (file and commit beside
+  each row), and ``binary_md5`` of more values by ``hashlib.md5``.
+* vitess_shard_ranges.tsv -- ``key.GenerateShardRanges(n)`` as Vitess's
+  ``go/vt/key/key_test.go`` publishes it (1 to 512 shards).
 
 Run from the repository root::
 
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import importlib.util
 import json
 import random
@@ -102,6 +108,122 @@ def uhashring_hashring(out: Path) -> None:
     _write(out, "uhashring_hashring.tsv", header, ["config", "key", "node"], rows)
 
 
+# ---------------------------------------------------------------------- Vitess
+
+VITESS = "vitessio/vitess"
+NUMERIC_TEST = "go/vt/vtgate/vindexes/numeric_test.go@037afe1b73d88cb171c2904220409f4d0469e494"
+REVERSE_BITS_TEST = "go/vt/vtgate/vindexes/reverse_bits_test.go@007744e2ac518cf8e677ff04d538e78703d5f152"
+BINARY_MD5_TEST = "go/vt/vtgate/vindexes/binarymd5_test.go@394c3a8840729eda5ccadc30fe85377f6004093e"
+KEY_TEST = "go/vt/key/key_test.go@0018ddf649021737fca42809dcfdf91529db6aab"
+KEY_TEST_LATER = "go/vt/key/key_test.go (a later version: GenerateShardRanges(shards, hexChars))"
+
+
+def _go_bytes(s: str) -> bytes:
+    """A Go string literal's bytes (the escapes the vindex tests use; other characters as UTF-8)."""
+    out = bytearray()
+    i = 0
+    simple = {"f": 0x0C, "v": 0x0B, "a": 0x07, "t": 0x09, "n": 0x0A, "\\": 0x5C, '"': 0x22}
+    while i < len(s):
+        c = s[i]
+        if c == "\\":
+            e = s[i + 1]
+            if e == "x":
+                out.append(int(s[i + 2:i + 4], 16))
+                i += 4
+                continue
+            if e == "u":
+                out += chr(int(s[i + 2:i + 6], 16)).encode()
+                i += 6
+                continue
+            out.append(simple[e])
+            i += 2
+            continue
+        out += c.encode()
+        i += 1
+    return bytes(out)
+
+
+def vitess_vindexes(out: Path) -> None:
+    """Published Map() vectors of the numeric, reverse_bits and binary_md5
+    vindex tests, plus binary_md5 of more values by hashlib (MD5 of the SQL
+    bytes: decimal text for integers, UTF-8 for text)."""
+    rows: list[list[object]] = []
+    numeric = [1, 2, 3, 4, 5, 6, 7, 8]
+    for v in numeric:
+        rows.append(["numeric", json.dumps(["int", v]), v.to_bytes(8, "big").hex(), NUMERIC_TEST])
+    rows.append(["numeric", json.dumps(["float", 1.1]), "none", NUMERIC_TEST])
+    published_rb = {1: "\\x80\\x00\\x00\\x00\\x00\\x00\\x00\\x00", 2: "@\\x00\\x00\\x00\\x00\\x00\\x00\\x00",
+                    3: "\\xc0\\x00\\x00\\x00\\x00\\x00\\x00\\x00", 4: " \\x00\\x00\\x00\\x00\\x00\\x00\\x00",
+                    5: "\\xa0\\x00\\x00\\x00\\x00\\x00\\x00\\x00", 6: "`\\x00\\x00\\x00\\x00\\x00\\x00\\x00"}
+    for v, lit in published_rb.items():
+        rows.append(["reverse_bits", json.dumps(["int", v]), _go_bytes(lit).hex(), REVERSE_BITS_TEST])
+    rows.append(["reverse_bits", json.dumps(["null", None]), "none", REVERSE_BITS_TEST])
+    for text, lit in [("Test", "\\f\\xbcf\\x11\\xf5T\\vЀ\\x9a8\\x8d\\xc9Za["),
+                      ("TEST", "\\x03;\\xd9K\\x11h\\xd7\\xe4\\xf0\\xd6D\\xc3\\xc9^5\\xbf")]:
+        rows.append(["binary_md5", json.dumps(["str", text]), _go_bytes(lit).hex(), BINARY_MD5_TEST])
+    rng = random.Random(512)
+    vals: list[Any] = [0, 1, -1, 2**63 - 1, -2**63, 2**64 - 1, "", "ü", "user@example.com"]
+    vals += [rng.randbytes(rng.randrange(0, 40)) for _ in range(40)]
+    vals += [rng.randrange(-2**63, 2**64) for _ in range(40)]
+    for v in vals:
+        sql = v.encode() if isinstance(v, str) else v if isinstance(v, bytes) else str(v).encode()
+        tagged = ["bytes", v.hex()] if isinstance(v, bytes) else ["int", v] if isinstance(v, int) else ["str", v]
+        rows.append(["binary_md5", json.dumps(tagged, ensure_ascii=False), hashlib.md5(sql).hexdigest(),
+                     "hashlib.md5 of the SQL bytes"])
+    _write(out, "vitess_vindexes.tsv",
+           ["vitess_vindexes.tsv: keyspace ids (hex; 'none': the vindex maps the value nowhere) of the",
+            "numeric, reverse_bits and binary_md5 vindexes, from the tests of " + VITESS + " (file@commit",
+            "in the source column) and, for more binary_md5 values, hashlib.md5.",
+            GENERATED_BY + "; frozen.",
+            "value: JSON [type, value] (int, str, bytes as hex, float, null)."],
+           ["vindex", "value", "keyspace_id", "source"], rows)
+
+
+def vitess_shard_ranges(out: Path) -> None:
+    """Published key.GenerateShardRanges(n) results (the tests' own lists)."""
+    rows: list[list[object]] = []
+    two = [f"{i:02x}" for i in range(1, 256)]
+    published = {
+        (1, KEY_TEST): ["-"],
+        (2, KEY_TEST): ["-80", "80-"],
+        (7, KEY_TEST): ["-24", "24-49", "49-6d", "6d-92", "92-b6", "b6-db", "db-"],
+        (256, KEY_TEST): ["-01"] + [f"{a}-{b}" for a, b in zip(two, two[1:])] + ["ff-"],
+        (49, KEY_TEST_LATER): (
+            "-05 05-0a 0a-0f 0f-14 14-1a 1a-1f 1f-24 24-29 29-2f 2f-34 34-39 39-3e 3e-43 43-49 49-4e 4e-53 53-58 "
+            "58-5e 5e-63 63-68 68-6d 6d-72 72-78 78-7d 7d-82 82-87 87-8d 8d-92 92-97 97-9c 9c-a1 a1-a7 a7-ac ac-b1 "
+            "b1-b6 b6-bc bc-c1 c1-c6 c6-cb cb-d0 d0-d6 d6-db db-e0 e0-e5 e5-eb eb-f0 f0-f5 f5-fa fa-").split(),
+        (103, KEY_TEST_LATER): (
+            "-02 02-04 04-07 07-09 09-0c 0c-0e 0e-11 11-13 13-16 16-18 18-1b 1b-1d 1d-20 20-22 22-25 25-27 27-2a "
+            "2a-2c 2c-2f 2f-31 31-34 34-36 36-39 39-3b 3b-3e 3e-40 40-43 43-45 45-48 48-4a 4a-4d 4d-4f 4f-52 52-54 "
+            "54-56 56-59 59-5b 5b-5e 5e-60 60-63 63-65 65-68 68-6a 6a-6d 6d-6f 6f-72 72-74 74-77 77-79 79-7c 7c-7e "
+            "7e-81 81-83 83-86 86-88 88-8b 8b-8d 8d-90 90-92 92-95 95-97 97-9a 9a-9c 9c-9f 9f-a1 a1-a4 a4-a6 a6-a9 "
+            "a9-ab ab-ad ad-b0 b0-b2 b2-b5 b5-b7 b7-ba ba-bc bc-bf bf-c1 c1-c4 c4-c6 c6-c9 c9-cb cb-ce ce-d0 d0-d3 "
+            "d3-d5 d5-d8 d8-da da-dd dd-df df-e2 e2-e4 e4-e7 e7-e9 e9-ec ec-ee ee-f1 f1-f3 f3-f6 f6-f8 f8-fb fb-fd "
+            "fd-").split(),
+        (107, KEY_TEST_LATER): (
+            "-02 02-04 04-07 07-09 09-0b 0b-0e 0e-10 10-13 13-15 15-17 17-1a 1a-1c 1c-1f 1f-21 21-23 23-26 26-28 "
+            "28-2b 2b-2d 2d-2f 2f-32 32-34 34-37 37-39 39-3b 3b-3e 3e-40 40-42 42-45 45-47 47-4a 4a-4c 4c-4e 4e-51 "
+            "51-53 53-56 56-58 58-5a 5a-5d 5d-5f 5f-62 62-64 64-66 66-69 69-6b 6b-6e 6e-70 70-72 72-75 75-77 77-7a "
+            "7a-7c 7c-7e 7e-81 81-83 83-85 85-88 88-8a 8a-8d 8d-8f 8f-91 91-94 94-96 96-99 99-9b 9b-9d 9d-a0 a0-a2 "
+            "a2-a5 a5-a7 a7-a9 a9-ac ac-ae ae-b1 b1-b3 b3-b5 b5-b8 b8-ba ba-bd bd-bf bf-c1 c1-c4 c4-c6 c6-c8 c8-cb "
+            "cb-cd cd-d0 d0-d2 d2-d4 d4-d7 d7-d9 d9-dc dc-de de-e0 e0-e3 e3-e5 e5-e8 e8-ea ea-ec ec-ef ef-f1 f1-f4 "
+            "f4-f6 f6-f8 f8-fb fb-fd fd-").split(),
+    }
+    four = [f"{i * 0x80:04x}" for i in range(1, 512)]
+    # the later test lists all 512 names: every multiple of 0x80 in four hex digits
+    published[(512, KEY_TEST_LATER)] = ["-0080"] + [f"{a}-{b}" for a, b in zip(four, four[1:])] + ["ff80-"]
+    for (n, src), names in published.items():
+        rows.append([n, "all", ",".join(names), src])
+    rows.append([512, "last", "ff80-", KEY_TEST + " (TestShardCalculatorForShardsGreaterThan512)"])
+    _write(out, "vitess_shard_ranges.tsv",
+           ["vitess_shard_ranges.tsv: key.GenerateShardRanges(n) of " + VITESS + ", as its tests publish",
+            "it (file@commit in the source column); 'last' rows give the last name only. The 256- and",
+            "512-shard lists are written out from their pattern (every multiple of 0x01 / 0x0080), which",
+            "is what the tests' literal lists hold.",
+            GENERATED_BY + "; frozen."],
+           ["n", "which", "names", "source"], rows)
+
+
 # ----------------------------------------------------------------------- main
 
 def _version(dist: str) -> str:
@@ -112,6 +234,8 @@ def _version(dist: str) -> str:
 
 MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "uhashring_hashring.tsv": (uhashring_hashring, ("uhashring",)),
+    "vitess_vindexes.tsv": (vitess_vindexes, ()),
+    "vitess_shard_ranges.tsv": (vitess_shard_ranges, ()),
 }
 
 

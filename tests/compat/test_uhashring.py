@@ -229,3 +229,12 @@ def test_documents_round_trip() -> None:
         assert again == r and isinstance(again, HashRingRouter)
         assert again.route_many(["k1", "k2"]).tolist() == r.route_many(["k1", "k2"]).tolist()
     assert HashRingRouter(["a", "b"]) != HashRingRouter(["a", "b"], vnodes=100)
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import shardhash.compat.uhashring as mod
+
+    res = doctest.testmod(mod)
+    assert res.attempted > 0 and res.failed == 0

@@ -35,7 +35,7 @@ hashed as ``"b'k'"``).  Not modelled: a user's own ``hash_fn`` callable and
 
 >>> r = HashRingRouter(["10.0.0.1", "10.0.0.2", "10.0.0.3"])
 >>> r.route("foo"), r.key_hash("foo") >> 96
-('10.0.0.2', 2898417115)
+('10.0.0.3', 2898073819)
 >>> HashRingRouter({"a": 1, "b": 2}).points_per_node
 {'a': 160, 'b': 320}
 """
