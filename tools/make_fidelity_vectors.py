@@ -9,6 +9,10 @@ project's own tests, never from shardhash:
   weights, per-node ``vnodes``, ``replicas``, and nodes removed and added
   after the ring was built.  Each configuration is written as JSON in a
   ``# config`` line (nodes, keyword arguments, then operations).
+* cassandra_nts.tsv -- ``cassandra-driver``'s ``NetworkTopologyStrategy``
+  ``make_token_replica_map`` over ten random rings (1 to 3 datacenters, up
+  to 4 racks each, 1, 4 or 16 vnodes); cassandra_random.tsv -- its
+  ``MD5Token.hash_fn`` (RandomPartitioner).
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
   ``binary_md5`` vindex tests of vitessio/vitess (file and commit beside
   each row), and ``binary_md5`` of more values by ``hashlib.md5``.
@@ -224,6 +228,72 @@ def vitess_shard_ranges(out: Path) -> None:
            ["n", "which", "names", "source"], rows)
 
 
+# ------------------------------------------------------------------- Cassandra
+
+
+def _nts_configs() -> list[tuple[str, dict[str, Any], dict[str, list[int]], dict[str, int]]]:
+    """(id, topology node -> [dc, rack], ring node -> tokens, replication) of random rings."""
+    rng = random.Random(20261203)
+    out = []
+    for k in range(10):
+        ndc = 1 + k % 3
+        topo = {f"n{i}": [f"dc{rng.randrange(ndc)}", f"rack{rng.randrange(1 + rng.randrange(4))}"]
+                for i in range(rng.randint(3, 12))}
+        vnodes = [1, 4, 16][k % 3]
+        taken: set[int] = set()
+        ring: dict[str, list[int]] = {}
+        for n in topo:
+            toks: list[int] = []
+            while len(toks) < vnodes:
+                t = rng.randrange(-2**63, 2**63)
+                if t not in taken:
+                    taken.add(t)
+                    toks.append(t)
+            ring[n] = sorted(toks)
+        rf = {f"dc{d}": rng.randint(1, 4) for d in range(ndc)}
+        out.append((f"ring{k}", topo, ring, rf))
+    return out
+
+
+def cassandra_nts(out: Path) -> None:
+    from cassandra.connection import DefaultEndPoint
+    from cassandra.metadata import Murmur3Token, NetworkTopologyStrategy
+    from cassandra.policies import SimpleConvictionPolicy
+    from cassandra.pool import Host
+
+    header = ["cassandra_nts.tsv: NetworkTopologyStrategy replicas of every ring token, from",
+              "cassandra-driver " + _version("cassandra-driver") +
+              " NetworkTopologyStrategy(replication).make_token_replica_map(token -> Host(dc, rack), ring).",
+              GENERATED_BY + "; frozen. Rings (topology, tokens, replication) are in the '# config' lines.",
+              "replicas: node names in the driver's order, comma-separated."]
+    rows: list[list[object]] = []
+    for cid, topo, ring, rf in _nts_configs():
+        hosts = {n: Host(DefaultEndPoint(f"10.0.{i // 250}.{i % 250 + 1}"), SimpleConvictionPolicy,
+                         datacenter=dc, rack=rack) for i, (n, (dc, rack)) in enumerate(topo.items())}
+        name = {id(h): n for n, h in hosts.items()}
+        owner = {Murmur3Token(t): hosts[n] for n, ts in ring.items() for t in ts}
+        tokens = sorted(owner)
+        rmap = NetworkTopologyStrategy(rf).make_token_replica_map(owner, tokens)
+        header.append("config\t" + cid + "\t" + json.dumps({"topology": topo, "tokens": ring, "replication": rf}))
+        for t in tokens:
+            rows.append([cid, t.value, ",".join(name[id(h)] for h in rmap[t])])
+    _write(out, "cassandra_nts.tsv", header, ["config", "token", "replicas"], rows)
+
+
+def cassandra_random(out: Path) -> None:
+    from cassandra.metadata import MD5Token
+
+    rng = random.Random(127)
+    keys = [b"", b"hello", b"\x00", b"\xff" * 16] + [rng.randbytes(rng.randrange(0, 48)) for _ in range(400)]
+    keys += [i.to_bytes(8, "big", signed=True) for i in (0, 1, -1, 2**63 - 1, -2**63)]
+    rows = [[k.hex(), MD5Token.hash_fn(k)] for k in keys]
+    _write(out, "cassandra_random.tsv",
+           ["cassandra_random.tsv: RandomPartitioner tokens of serialized partition keys (hex), from",
+            "cassandra-driver " + _version("cassandra-driver") + " MD5Token.hash_fn (abs of the signed MD5).",
+            GENERATED_BY + "; frozen."],
+           ["key_hex", "token"], rows)
+
+
 # ----------------------------------------------------------------------- main
 
 def _version(dist: str) -> str:
@@ -236,6 +306,8 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "uhashring_hashring.tsv": (uhashring_hashring, ("uhashring",)),
     "vitess_vindexes.tsv": (vitess_vindexes, ()),
     "vitess_shard_ranges.tsv": (vitess_shard_ranges, ()),
+    "cassandra_nts.tsv": (cassandra_nts, ("cassandra",)),
+    "cassandra_random.tsv": (cassandra_random, ("cassandra",)),
 }
 
 

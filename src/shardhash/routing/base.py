@@ -283,6 +283,7 @@ _COMPAT_MODULES = {
     "postgres_hash_partition": "shardhash.compat.postgres",
     "citus": "shardhash.compat.citus",
     "cassandra_token": "shardhash.compat.cassandra",
+    "cassandra_random": "shardhash.compat.cassandra",
     "ketama": "shardhash.compat.ketama",
     "vitess": "shardhash.compat.vitess",
     "mongo_hashed": "shardhash.compat.mongo",
