@@ -13,6 +13,9 @@ project's own tests, never from shardhash:
   ``make_token_replica_map`` over ten random rings (1 to 3 datacenters, up
   to 4 racks each, 1, 4 or 16 vnodes); cassandra_random.tsv -- its
   ``MD5Token.hash_fn`` (RandomPartitioner).
+* ketama_twemproxy_hashes.tsv -- where a live twemproxy (nutcracker over
+  redis-servers on loopback) stores keys for each of its ``hash:`` settings,
+  servers given names (``host:port:weight name``).
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
   ``binary_md5`` vindex tests of vitessio/vitess (file and commit beside
   each row), and ``binary_md5`` of more values by ``hashlib.md5``.
@@ -37,6 +40,7 @@ import hashlib
 import importlib.util
 import json
 import random
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -294,6 +298,41 @@ def cassandra_random(out: Path) -> None:
            ["key_hex", "token"], rows)
 
 
+# ---------------------------------------------------------------------- twemproxy
+
+TWEMPROXY_HASHES = ["one_at_a_time", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1_32", "fnv1a_32", "hsieh",
+                    "murmur", "jenkins", "md5", "fnv1a_64"]
+
+
+def ketama_twemproxy_hashes(out: Path) -> None:
+    """Where a live nutcracker puts keys, for each ``hash:`` setting, over
+    servers with explicit names (``host:port:weight name``): the names fix
+    the continuum, so the file does not depend on the ports of the run."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_ketama_clients import twemproxy_servers
+
+    rng = random.Random(16)
+    keys = [f"k{i}".encode() for i in range(40)] + [b"a", b"\x80", b"\xff\xfe\xfd", b"\x00x"]
+    keys += [bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 24))) for _ in range(60)]
+    keys = list(dict.fromkeys(keys))
+    weights = [1, 3, 2]
+    names = ["cache-a", "cache-b", "cache-c"]
+    rows: list[list[object]] = []
+    for key_hash in TWEMPROXY_HASHES:
+        with tempfile.TemporaryDirectory(prefix="shardhash-nutcracker-") as tmp:
+            _servers, owner = twemproxy_servers(keys, key_hash, weights, names, Path(tmp))
+        if -1 in owner:
+            raise RuntimeError(f"nutcracker ({key_hash}) stored a key nowhere")
+        conf = ",".join(f"s{i}:{w}" for i, w in enumerate(weights))
+        rows += [[key_hash, conf, ",".join(names), k.hex(), o] for k, o in zip(keys, owner)]
+    _write(out, "ketama_twemproxy_hashes.tsv",
+           ["ketama_twemproxy_hashes.tsv: the server (index) a live twemproxy (nutcracker, distribution: ketama,",
+            "redis: true) stores each key on, for each hash: setting, servers '127.0.0.1:port:weight name'.",
+            "servers: node:weight (the nodes' addresses do not matter: the names place the points).",
+            GENERATED_BY + " from nutcracker; frozen."],
+           ["key_hash", "servers", "names", "key_hex", "server"], rows)
+
+
 # ----------------------------------------------------------------------- main
 
 def _version(dist: str) -> str:
@@ -308,6 +347,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "vitess_shard_ranges.tsv": (vitess_shard_ranges, ()),
     "cassandra_nts.tsv": (cassandra_nts, ("cassandra",)),
     "cassandra_random.tsv": (cassandra_random, ("cassandra",)),
+    "ketama_twemproxy_hashes.tsv": (ketama_twemproxy_hashes, ()),
 }
 
 
@@ -317,6 +357,8 @@ def check(names: list[str]) -> int:
         for name in names:
             make, needs = MAKERS[name]
             gone = [m for m in needs if importlib.util.find_spec(m) is None]
+            if make is ketama_twemproxy_hashes:
+                gone += [exe for exe in ("nutcracker", "redis-server") if shutil.which(exe) is None]
             if gone:
                 print(f"not checked: {name}: {', '.join(gone)} not installed")
                 continue
