@@ -16,6 +16,10 @@ project's own tests, never from shardhash:
 * ketama_twemproxy_hashes.tsv -- where a live twemproxy (nutcracker over
   redis-servers on loopback) stores keys for each of its ``hash:`` settings,
   servers given names (``host:port:weight name``).
+* ketama_libmemcached_modes.tsv -- libmemcached's own spymemcached test
+  cases (``ketama_test_cases_spy``), and where the installed libmemcached
+  (a C program compiled here) puts keys in its non-weighted KETAMA and its
+  KETAMA_SPY modes.
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
   ``binary_md5`` vindex tests of vitessio/vitess (file and commit beside
   each row), and ``binary_md5`` of more values by ``hashlib.md5``.
@@ -41,6 +45,7 @@ import importlib.util
 import json
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -333,6 +338,141 @@ def ketama_twemproxy_hashes(out: Path) -> None:
            ["key_hash", "servers", "names", "key_hex", "server"], rows)
 
 
+# ------------------------------------------------------------------ libmemcached
+
+LIBMEMCACHED_KETAMA_TEST = "awesomized/libmemcached test/fixtures/ketama.hpp@fb3710011600c04359d26615be7a92df1742a3e9"
+SPY_SERVERS = "10.0.1.1:11211 600,10.0.1.2:11211 300,10.0.1.3:11211 200,10.0.1.4:11211 350," \
+              "10.0.1.5:11211 1000,10.0.1.6:11211 800,10.0.1.7:11211 950,10.0.1.8:11211 100"
+# ketama_test_cases_spy: (key, server) of libmemcached's own spymemcached-compatibility test
+# (MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY with KETAMA_WEIGHTED over SPY_SERVERS), as in the file
+SPY_CASES: list[tuple[str, str]] = [
+    ('SVa_]_V41)', '10.0.1.2'), ('*/Z;?V(.\\8', '10.0.1.4'), ('30C1*Z*S/_', '10.0.1.2'),
+    ('ERR:EC58G>', '10.0.1.7'), ('1I=cTMNTKF', '10.0.1.4'), (']VG<`I*Z8)', '10.0.1.5'), ('UUTC`-V159', '10.0.1.7'),
+    ('@7RU6C6T+Z', '10.0.1.6'), ('/XLN0@+36;', '10.0.1.7'), ('4(`X;\\V.^c', '10.0.1.6'),
+    ('726bW=9*a4', '10.0.1.3'), ('\\`)<B)UE,c', '10.0.1.8'), ('P1[Ma3=K1/', '10.0.1.1'),
+    ('C89I.-V?cT', '10.0.1.5'), ('D[HE+cFXDK', '10.0.1.5'), ('P1L?NAB[)K', '10.0.1.7'), ('cDT0)Z5P6,', '10.0.1.1'),
+    ('@JW`+[WAO8', '10.0.1.2'), ('\\39DKW^)N_', '10.0.1.6'), ('EM75N0+[X1', '10.0.1.5'),
+    ('`,SS]NBP,b', '10.0.1.1'), ('XX1a9LT+F?', '10.0.1.6'), ('Zc\\-,F-c6V', '10.0.1.6'),
+    ('1*RTMC7,03', '10.0.1.5'), ('*Xc+V0P>32', '10.0.1.7'), ('U))Fb-(`,.', '10.0.1.7'), ('R-08RNTaRT', '10.0.1.5'),
+    ('(LHcO203I3', '10.0.1.1'), ('=256P+;Qc8', '10.0.1.3'), ('OI5XZ_BBT(', '10.0.1.5'), ('2TLRL/UL;:', '10.0.1.2'),
+    ('WHD\\O1`ZRW', '10.0.1.1'), ('.=54)_c;=T', '10.0.1.6'), (';G<W-XWZ@b', '10.0.1.7'),
+    ('(,>E`)FT\\4', '10.0.1.5'), ('HZAU*;P*N]', '10.0.1.1'), ('NZ@ZE=O84_', '10.0.1.7'),
+    ('6,cEI`F_P>', '10.0.1.3'), ('c,5AQ/T5)6', '10.0.1.7'), ('.O,>>BT)RX', '10.0.1.7'),
+    ('XY\\X::LX50', '10.0.1.7'), ('+550F^/.01', '10.0.1.2'), ('<.X9E2S5+9', '10.0.1.7'),
+    (']\\.UH8_0a1', '10.0.1.6'), ('8(6=(T0/Z0', '10.0.1.6'), ('8*6a;Sc*X+', '10.0.1.5'),
+    ('<QW:;3K6;H', '10.0.1.7'), ('7C@EY@-Y?_', '10.0.1.5'), ('aPb3E1WD4K', '10.0.1.2'), ('?@12R<=1BH', '10.0.1.1'),
+    ('QR(a+Q=1FU', '10.0.1.5'), ('`C9^FV,960', '10.0.1.3'), ('UNHVP..^8H', '10.0.1.6'), (':Y.2W2[(35', '10.0.1.6'),
+    ('M/HV^_HZ4O', '10.0.1.4'), ('ZY16KQ<ICD', '10.0.1.7'), ('bV2,`a.PY9', '10.0.1.7'), ('U;9:-+5N]9', '10.0.1.2'),
+    ('1S/:aJ[1(;', '10.0.1.5'), ('Nb-X^]M)I:', '10.0.1.3'), ('2;M;ES>J5/', '10.0.1.6'), ('[>RZHG97Q9', '10.0.1.4'),
+    ('J3/G[)9<^Z', '10.0.1.6'), ('N-)88>[O`,', '10.0.1.2'), ('NP:=FR\\OaA', '10.0.1.7'),
+    ('`@L+W;a,O[', '10.0.1.5'), ('W2`P:-+1T[', '10.0.1.7'), ('-6G7K^YDIN', '10.0.1.5'), ('U>*>9ZI6V5', '10.0.1.5'),
+    ('.I?^6Ic9RK', '10.0.1.6'), ('0OZH^9BKM[', '10.0.1.2'), ('5?50UGZ:ML', '10.0.1.6'), ('?K2NF@3=IU', '10.0.1.6'),
+    ('YI@G-2X?UB', '10.0.1.6'), ('7cY</BSaL=', '10.0.1.7'), ('A(`KF:[RH8', '10.0.1.6'),
+    (';=ZT\\W^P+H', '10.0.1.6'), ('b2?WFF56;R', '10.0.1.7'), ('CTR74,J+N.', '10.0.1.7'),
+    ('<b;*R+QDST', '10.0.1.5'), ('\\R^7=9UCG`', '10.0.1.6'), ('1bQS5]WOXB', '10.0.1.7'),
+    ('M(@X^b[L:K', '10.0.1.4'), ('431cBF8,YO', '10.0.1.1'), ('(bEIQJ:E./', '10.0.1.7'), ('WS/3H*)7F;', '10.0.1.3'),
+    ('ZJF[Ia6Q)+', '10.0.1.5'), ('<]*QCK8U,>', '10.0.1.5'), ('\\[a\\^=V_M0', '10.0.1.7'),
+    ('7;RM+8J9YC', '10.0.1.7'), ('4*=.SPR[AV', '10.0.1.3'), ('-2F+^88P4U', '10.0.1.7'), ('X;-F`(N?9D', '10.0.1.5'),
+    ('R=F_D-K2a]', '10.0.1.1'), ('X*+2aaC.EG', '10.0.1.3'), ('[1ZXONX2]a', '10.0.1.7'),
+    ('FL;\\GWacaV', '10.0.1.7'), ('\\MQ_XNT7L-', '10.0.1.5'), ('VD6D0]ba_\\', '10.0.1.7'),
+]
+
+
+# A C program built against the installed libmemcached: argv[1] the mode ("ketama":
+# MEMCACHED_BEHAVIOR_KETAMA; "spy": KETAMA_WEIGHTED + CONSISTENT_KETAMA_SPY;
+# "weighted": KETAMA_WEIGHTED), then host port weight triples; stdin: hex keys;
+# stdout: memcached_generate_hash per key.
+LIBMEMCACHED_MODES_PROGRAM = r"""
+#include <libmemcached/memcached.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    memcached_st *m = memcached_create(NULL);
+    char line[4096], key[2048];
+    int i;
+    if (!strcmp(argv[1], "ketama")) memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA, 1);
+    if (!strcmp(argv[1], "weighted")) memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
+    if (!strcmp(argv[1], "spy")) {
+        memcached_behavior_set(m, MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED, 1);
+        memcached_behavior_set_distribution(m, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY);
+    }
+    for (i = 2; i + 2 < argc; i += 3)
+        memcached_server_add_with_weight(m, argv[i], (in_port_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
+    while (fgets(line, sizeof line, stdin)) {
+        size_t n = strcspn(line, "\r\n"), k;
+        for (k = 0; k + 1 < n; k += 2) {
+            unsigned v;
+            sscanf(line + k, "%2x", &v);
+            key[k / 2] = (char)v;
+        }
+        printf("%u\n", memcached_generate_hash(m, key, n / 2));
+    }
+    memcached_free(m);
+    return 0;
+}
+"""
+
+
+def build_libmemcached_modes(workdir: Path) -> Path:
+    """Compile LIBMEMCACHED_MODES_PROGRAM; LookupError when no compiler or libmemcached."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or shutil.which("pkg-config") is None:
+        raise LookupError("no C compiler or pkg-config")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmemcached"], capture_output=True, text=True)
+    if flags.returncode != 0:
+        raise LookupError("libmemcached (libmemcached-dev) not installed")
+    (workdir / "mcmodes.c").write_text(LIBMEMCACHED_MODES_PROGRAM)
+    exe = workdir / "mcmodes"
+    subprocess.run([cc, str(workdir / "mcmodes.c"), "-o", str(exe), *flags.stdout.split()], check=True)
+    return exe
+
+
+def libmemcached_mode_servers(exe: Path, mode: str, servers: list[tuple[str, int, int]],
+                              keys: list[bytes]) -> list[int]:
+    args = [str(x) for server in servers for x in server]
+    out = subprocess.run([str(exe), mode, *args], input="\n".join(k.hex() for k in keys) + "\n",
+                         capture_output=True, text=True, check=True).stdout.split()
+    return [int(x) for x in out]
+
+
+LIBMEMCACHED_KETAMA_CONFIGS: list[tuple[str, list[tuple[str, int, int]]]] = [
+    ("ketama", [("10.0.0.1", 11211, 1), ("10.0.0.2", 11211, 1), ("10.0.0.3", 11212, 1)]),
+    ("ketama", [(f"cache{i}", 11211, 1) for i in range(25)]),
+    ("spy", [("10.0.0.1", 11211, 1), ("10.0.0.2", 11212, 3), ("cache-c", 11211, 2)]),
+    ("spy", [(f"s{i}", 11211 + i % 3, 1) for i in range(25)]),
+]
+
+
+def ketama_libmemcached_modes(out: Path) -> None:
+    """libmemcached's spymemcached test cases (published), and where the
+    installed libmemcached puts keys in its non-weighted KETAMA and its
+    spymemcached (KETAMA_SPY) modes."""
+    rows: list[list[object]] = [["spy", SPY_SERVERS.replace(" ", ":"), k.encode().hex(), srv,
+                                 LIBMEMCACHED_KETAMA_TEST + " ketama_test_cases_spy"] for k, srv in SPY_CASES]
+    rng = random.Random(100)
+    keys = [f"key{i}".encode() for i in range(60)] + [rng.randbytes(rng.randrange(1, 24)) for _ in range(60)]
+    with tempfile.TemporaryDirectory(prefix="shardhash-libmemcached-") as tmp:
+        exe = build_libmemcached_modes(Path(tmp))
+        for mode, servers in LIBMEMCACHED_KETAMA_CONFIGS:
+            got = libmemcached_mode_servers(exe, mode, servers, keys)
+            conf = ",".join(f"{h}:{p}:{w}" for h, p, w in servers)
+            rows += [[mode, conf, k.hex(), f"{servers[g][0]}", "libmemcached " + _libmemcached_version()]
+                     for k, g in zip(keys, got)]
+    _write(out, "ketama_libmemcached_modes.tsv",
+           ["ketama_libmemcached_modes.tsv: the server libmemcached picks (memcached_generate_hash) in its",
+            "non-weighted KETAMA mode (mode 'ketama') and its spymemcached-compatible KETAMA_SPY distribution",
+            "with KETAMA_WEIGHTED (mode 'spy'): libmemcached's own ketama_test_cases_spy (source column: file",
+            "and commit) and keys run through the installed libmemcached.",
+            GENERATED_BY + "; frozen. servers: host:port:weight; server: the chosen server's host."],
+           ["mode", "servers", "key_hex", "server", "source"], rows)
+
+
+def _libmemcached_version() -> str:
+    got = subprocess.run(["pkg-config", "--modversion", "libmemcached"], capture_output=True, text=True)
+    return got.stdout.strip() or "?"
+
+
 # ----------------------------------------------------------------------- main
 
 def _version(dist: str) -> str:
@@ -348,6 +488,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "cassandra_nts.tsv": (cassandra_nts, ("cassandra",)),
     "cassandra_random.tsv": (cassandra_random, ("cassandra",)),
     "ketama_twemproxy_hashes.tsv": (ketama_twemproxy_hashes, ()),
+    "ketama_libmemcached_modes.tsv": (ketama_libmemcached_modes, ()),
 }
 
 
@@ -359,6 +500,9 @@ def check(names: list[str]) -> int:
             gone = [m for m in needs if importlib.util.find_spec(m) is None]
             if make is ketama_twemproxy_hashes:
                 gone += [exe for exe in ("nutcracker", "redis-server") if shutil.which(exe) is None]
+            if make is ketama_libmemcached_modes and subprocess.run(
+                    ["pkg-config", "--exists", "libmemcached"]).returncode != 0:
+                gone.append("libmemcached-dev")
             if gone:
                 print(f"not checked: {name}: {', '.join(gone)} not installed")
                 continue

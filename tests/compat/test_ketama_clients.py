@@ -17,6 +17,7 @@ import subprocess
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,79 @@ def test_names_and_hashes_are_checked() -> None:
         ketama.KetamaRouter(["a", "b"], flavor="twemproxy", names=["x", "x"])
     with pytest.raises(ValueError, match="unknown key_hash"):
         ketama.KetamaRouter(["a"], flavor="twemproxy", key_hash="sha1")
+
+
+# ------------------------------------------------- libmemcached: KETAMA, spymemcached
+
+
+def _tool() -> Any:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("make_fidelity_vectors",
+                                                  Path(__file__).parents[2] / "tools" / "make_fidelity_vectors.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_fidelity_vectors", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_libmemcached_mode_golden_vectors() -> None:
+    lines = [ln.split("\t") for ln in (VECTORS / "compat" / "ketama_libmemcached_modes.tsv").read_text().splitlines()
+             if ln and not ln.startswith("#")][1:]
+    groups: dict[tuple[str, str], list[tuple[bytes, str]]] = {}
+    for mode, servers, key_hex, server, _src in lines:
+        groups.setdefault((mode, servers), []).append((bytes.fromhex(key_hex), server))
+    assert sum(1 for _, _, _, _, src in lines if "ketama_test_cases_spy" in src) == 99
+    for (mode, servers), items in groups.items():
+        conf = [s.split(":") for s in servers.split(",")]
+        flavor = "spymemcached" if mode == "spy" else "libmemcached_ketama"
+        r = ketama.KetamaRouter([(h, int(p)) for h, p, _ in conf], [int(w) for _, _, w in conf], flavor)
+        hosts = [h for h, _, _ in conf]
+        keys = [k for k, _ in items]
+        assert [hosts[i] for i in r.route_many(keys).tolist()] == [s for _, s in items], (mode, servers[:40])
+        assert [hosts[r.route_index(k)] for k in keys] == [s for _, s in items]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("mode", ["ketama", "spy"])
+def test_live_libmemcached_modes(mode: str, tmp_path: Path) -> None:
+    tool = _tool()
+    try:
+        exe = tool.build_libmemcached_modes(tmp_path)
+    except LookupError as e:
+        oracle_missing("libmemcached oracle", str(e))
+    rng = random.Random(mode)
+    configs = [
+        [("10.0.0.1", 11211, 1), ("10.0.0.2", 11211, 1), ("10.0.0.3", 11212, 1)],
+        [(f"s{i}", 11211 + i % 2, 1) for i in range(25)],  # libmemcached's float32 digest counts (spy)
+        [(f"h{i}", 11211, 1) for i in range(50)],
+    ]
+    if mode == "spy":
+        configs.append([(f"w{i}", 11211, w) for i, w in enumerate([600, 300, 200, 350, 1000, 800, 950, 100])])
+    total = 0
+    for conf in configs:
+        keys = [f"key{i}".encode() for i in range(1000)] + \
+            [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 20))) for _ in range(1000)]
+        flavor = "spymemcached" if mode == "spy" else "libmemcached_ketama"
+        r = ketama.KetamaRouter([(h, p) for h, p, _ in conf], [w for _, _, w in conf], flavor)
+        want = tool.libmemcached_mode_servers(exe, mode, conf, keys)
+        assert r.route_many(keys).tolist() == want
+        assert [r.route_index(k) for k in keys[:300]] == want[:300]
+        total += len(keys)
+    assert total >= 6000
+
+
+def test_libmemcached_ketama_refuses_weights() -> None:
+    with pytest.raises(ValueError, match="KETAMA_WEIGHTED"):
+        ketama.KetamaRouter(["a:11211", "b:11211"], [1, 2], "libmemcached_ketama")
+    with pytest.raises(ValueError, match="one_at_a_time"):
+        ketama.KetamaRouter(["a:11211"], flavor="libmemcached_ketama", key_hash="md5")
+    r = ketama.KetamaRouter(["a:11211", "b:11211"], flavor="libmemcached_ketama")
+    assert len(r.points) == 200 and r.key_hash_name == "one_at_a_time"
+    from shardhash.routing import load_router
+
+    assert load_router(r.to_json()) == r
+    spy = ketama.KetamaRouter(["a:11211", "b:22122"], [1, 3], "spymemcached")
+    assert load_router(spy.to_json()) == spy

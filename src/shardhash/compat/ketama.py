@@ -34,10 +34,14 @@ and sign-extended bytes), ``"md5"``, or any other twemproxy hash
 (``KEY_HASHES``: ``one_at_a_time``, ``crc16``, ``crc32``, ``crc32a``,
 ``fnv1_64``, ``fnv1_32``, ``fnv1a_32``, ``hsieh``, ``murmur``, ``jenkins``;
 checked against a live nutcracker), and ``names`` gives twemproxy's explicit
-server names (``host:port:weight name``).  Not modelled: libmemcached's
-non-weighted ``KETAMA`` mode; tie order between equal points in libketama
-and twemproxy, which C's ``qsort`` leaves unspecified (here: lowest server
-index).
+server names (``host:port:weight name``).  Two more libmemcached modes:
+``libmemcached_ketama`` (``MEMCACHED_BEHAVIOR_KETAMA`` without weights: 100
+``one_at_a_time`` points per server, keys hashed with ``one_at_a_time``) and
+``spymemcached`` (its ``CONSISTENT_KETAMA_SPY`` distribution with
+``KETAMA_WEIGHTED``: point names ``"/host:port-k"``), both checked against
+libmemcached.  Not modelled: tie order between equal points in libketama,
+twemproxy and libmemcached, which C's ``qsort`` leaves unspecified (here:
+lowest server index).
 
 Keys: bytes as they are, ``str`` as UTF-8, ``int`` as decimal text; the
 uhashring flavour hashes ``str(key)`` for any key, exactly as uhashring does.
@@ -65,9 +69,13 @@ from . import _native
 from . import _twemproxy_hash as _tw
 from ._doc import doc_field, doc_shards
 
-__all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
+__all__ = ["FLAVORS", "MORE_FLAVORS", "ALL_FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
-FLAVORS = ("libketama", "libmemcached", "twemproxy", "uhashring")
+FLAVORS = ("libketama", "libmemcached", "twemproxy", "uhashring")  # the four MD5-digest continuums
+# libmemcached's two other modes: non-weighted KETAMA, and its spymemcached-compatible distribution
+MORE_FLAVORS = ("libmemcached_ketama", "spymemcached")
+ALL_FLAVORS = FLAVORS + MORE_FLAVORS
+_POINTS_PER_SERVER = 100  # libmemcached's non-weighted KETAMA: one key-hash point per name
 _NATIVE_KEY_HASHES = ("md5", "fnv1a_64")  # hashed in C, one key or many
 KEY_HASHES = _NATIVE_KEY_HASHES + tuple(_tw.TWEMPROXY_HASHES)  # twemproxy's hash: settings
 _KEY_HASH_CODE = {"md5": 0, "fnv1a_64": 1}
@@ -77,8 +85,8 @@ _DEFAULT_PORT = 11211
 def _check_flavor(flavor: Any) -> str:
     if not isinstance(flavor, str):
         raise TypeError(f"flavor must be a str, not {type(flavor).__name__}")
-    if flavor not in FLAVORS:
-        raise ValueError(f"unknown ketama flavor {flavor!r}; choose one of {', '.join(FLAVORS)}")
+    if flavor not in ALL_FLAVORS:
+        raise ValueError(f"unknown ketama flavor {flavor!r}; choose one of {', '.join(ALL_FLAVORS)}")
     return flavor
 
 
@@ -91,6 +99,9 @@ def md5_counts(weights: Sequence[int], flavor: str) -> list[int]:
     (7, 8)
     """
     flavor = _check_flavor(flavor)
+    if flavor == "libmemcached_ketama":
+        raise ValueError("the libmemcached_ketama flavour makes 100 one_at_a_time points per server, "
+                         "not MD5 digests")
     if isinstance(weights, (str, bytes)) or not isinstance(weights, (Sequence, np.ndarray)):
         raise TypeError(f"weights must be a list of positive ints, not {type(weights).__name__}")
     weights = _check_weight_list(list(weights), [f"#{i}" for i in range(len(weights))])
@@ -146,7 +157,10 @@ def _node_id(node: Any) -> str:
 
 
 def _point_name(node_id: str, flavor: str) -> bytes:
-    if flavor in ("libmemcached", "twemproxy"):
+    if flavor == "spymemcached":  # libmemcached's spymemcached format: "/host:port"
+        host, port = _split_host_port(node_id)
+        return f"/{host}:{_DEFAULT_PORT if port is None else port}".encode()
+    if flavor in ("libmemcached", "twemproxy", "libmemcached_ketama"):
         host, port = _split_host_port(node_id)
         if port is None or port == _DEFAULT_PORT:
             return host.encode("utf-8")
@@ -175,6 +189,11 @@ def _decimal(k: Any) -> bytes:
 
 
 def _check_key_hash(key_hash: Any, flavor: str) -> str:
+    if flavor == "libmemcached_ketama":
+        if key_hash not in (None, "one_at_a_time"):
+            raise ValueError("the libmemcached_ketama flavour hashes with libmemcached's default, "
+                             f"one_at_a_time, not {key_hash!r}")
+        return "one_at_a_time"
     if key_hash is None:
         return "fnv1a_64" if flavor == "twemproxy" else "md5"
     if not isinstance(key_hash, str):
@@ -284,9 +303,20 @@ class KetamaRouter(RawKeyRouter):
         w = _check_weight_list(w, ids)
         point_names = _check_names(names, ids, flavor)
         super().__init__(ids, version=version)
-        counts = md5_counts(w, flavor)
         pts: list[int] = []
         idx: list[int] = []
+        if flavor == "libmemcached_ketama":
+            if any(x != 1 for x in w):
+                raise ValueError("libmemcached turns KETAMA_WEIGHTED on as soon as a server has a weight "
+                                 "above 1: use flavor='libmemcached' for weighted servers")
+            counts = [0] * len(ids)  # no MD5 digests: 100 one_at_a_time points per server
+            names_b = [_point_name(nid, flavor) + b"-" + str(k).encode()
+                       for nid in ids for k in range(_POINTS_PER_SERVER)]
+            data, offsets = _native.pack_keys(names_b)
+            pts = [int(v) for v in _tw.hash_offsets("one_at_a_time", data, offsets).tolist()]
+            idx = [s for s in range(len(ids)) for _ in range(_POINTS_PER_SERVER)]
+        else:
+            counts = md5_counts(w, flavor)
         for s, (nid, c) in enumerate(zip(ids, counts)):
             name = _point_name(nid, flavor) if point_names is None else point_names[s].encode("utf-8")
             for k in range(c):
