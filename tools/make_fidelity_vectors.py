@@ -20,6 +20,8 @@ project's own tests, never from shardhash:
   cases (``ketama_test_cases_spy``), and where the installed libmemcached
   (a C program compiled here) puts keys in its non-weighted KETAMA and its
   KETAMA_SPY modes.
+* postgres_more_types.tsv -- bool, oid and interval hashes from a
+  PostgreSQL server (SHARDHASH_PG_DSN).
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
   ``binary_md5`` vindex tests of vitessio/vitess (file and commit beside
   each row), and ``binary_md5`` of more values by ``hashlib.md5``.
@@ -43,6 +45,7 @@ import difflib
 import hashlib
 import importlib.util
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -473,6 +476,38 @@ def _libmemcached_version() -> str:
     return got.stdout.strip() or "?"
 
 
+# -------------------------------------------------------------------- PostgreSQL
+
+
+def postgres_more_types(out: Path) -> None:
+    """bool, oid and interval hashes from the server named by SHARDHASH_PG_DSN:
+    the 32-bit hash and the extended one under the seeds 0, 1 and
+    HASH_PARTITION_SEED (the live test's values and SQL)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_types import SEEDS, hash_sql, sql_of, values_of
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    rows: list[list[object]] = []
+    version = ""
+    for t in ("bool", "oid", "interval"):
+        vals = values_of(t, random.Random(f"vectors-{t}"), 150)
+        cols = [hash_sql(t, "v", None)] + [hash_sql(t, "v", seed) for seed in SEEDS]
+        script = ("SELECT current_setting('server_version');\nSELECT " + ", ".join(cols) + " FROM (VALUES " +
+                  ", ".join(f"({i}, {sql_of(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+        version = got[0]
+        for v, line in zip(vals, got[1:]):
+            value = ("t" if v else "f") if t == "bool" else ",".join(map(str, v)) if t == "interval" else v
+            rows.append([t, value, *line.split("\t")])
+    _write(out, "postgres_more_types.tsv",
+           ["postgres_more_types.tsv: PostgreSQL " + version.split(".")[0] + " hashes of bool (hashchar of 0/1),",
+            "oid (hashoid) and interval (interval_hash; value: months,days,microseconds): the 32-bit hash",
+            "and the extended hash under seeds 0, 1 and HASH_PARTITION_SEED (signed, as SQL shows them).",
+            GENERATED_BY + " from the server; frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ----------------------------------------------------------------------- main
 
 def _version(dist: str) -> str:
@@ -489,6 +524,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "cassandra_random.tsv": (cassandra_random, ("cassandra",)),
     "ketama_twemproxy_hashes.tsv": (ketama_twemproxy_hashes, ()),
     "ketama_libmemcached_modes.tsv": (ketama_libmemcached_modes, ()),
+    "postgres_more_types.tsv": (postgres_more_types, ()),
 }
 
 
@@ -500,6 +536,8 @@ def check(names: list[str]) -> int:
             gone = [m for m in needs if importlib.util.find_spec(m) is None]
             if make is ketama_twemproxy_hashes:
                 gone += [exe for exe in ("nutcracker", "redis-server") if shutil.which(exe) is None]
+            if make is postgres_more_types and not (os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
+                gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(
                     ["pkg-config", "--exists", "libmemcached"]).returncode != 0:
                 gone.append("libmemcached-dev")

@@ -68,6 +68,8 @@ from ._doc import doc_field, doc_shards
 __all__ = [
     "HASH_PARTITION_SEED",
     "TYPES",
+    "MORE_TYPES",
+    "ALL_TYPES",
     "canonical_type",
     "hash_extended",
     "hash32",
@@ -85,6 +87,11 @@ HASH_PARTITION_SEED: int = 0x7A5B22367996DCFD
 #: The column types this module hashes, by PostgreSQL's own names.
 TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "varchar",
          "bpchar", "bytea", "uuid", "float4", "float8")
+#: More column types, hashed through the integer kernels: bool as hashchar
+#: (0/1), oid as hashoid, interval as hashint8 of its span (interval_hash_extended).
+MORE_TYPES = ("bool", "oid", "interval")
+ALL_TYPES = TYPES + MORE_TYPES
+_INT_LIKE = MORE_TYPES
 
 _ALIASES = {
     "smallint": "int2", "smallserial": "int2", "serial2": "int2",
@@ -95,6 +102,7 @@ _ALIASES = {
     "character varying": "varchar",
     "character": "bpchar", "char": "bpchar",
     "double precision": "float8", "real": "float4",
+    "boolean": "bool",
 }
 
 _INT_RANGE = {"int2": (-(1 << 15), (1 << 15) - 1), "int4": (-(1 << 31), (1 << 31) - 1),
@@ -129,8 +137,8 @@ def canonical_type(type: str) -> str:
         raise TypeError(f"type must be a str such as 'int8', not {type!r}")
     t = " ".join(_TYPMOD.sub(" ", type.strip().lower()).split())   # varchar(20) -> varchar
     t = _ALIASES.get(t, t)
-    if t not in TYPES:
-        raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(TYPES)}")
+    if t not in ALL_TYPES:
+        raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(ALL_TYPES)}")
     return t
 
 
@@ -233,9 +241,53 @@ def _float_value(value: Any, t: str) -> float:
     return v
 
 
+def _bool_value(value: Any) -> int:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"a bool value must be True or False, not {_describe(value)}")
+    return int(value)
+
+
+def _oid_value(value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"an oid value must be an int, not {_describe(value)}")
+    v = int(value)
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise ValueError(f"oid value {v} is out of range (0..4294967295)")
+    return v
+
+
+_USECS_PER_DAY = 86_400_000_000
+
+
+def _interval_span(value: Any) -> int:
+    """``interval_cmp_value`` cut to 64 bits, as ``interval_hash_extended``
+    hashes it: ``time + (months * 30 + days) * 86400e6`` microseconds.  A
+    ``datetime.timedelta`` (no months), or a ``(months, days, microseconds)``
+    tuple as PostgreSQL stores an interval."""
+    if isinstance(value, _dt.timedelta):
+        months, days, time = 0, value.days, value.seconds * 1_000_000 + value.microseconds
+    elif isinstance(value, tuple) and len(value) == 3 and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in value):
+        months, days, time = (int(x) for x in value)
+        if not (-(1 << 31) <= months < (1 << 31) and -(1 << 31) <= days < (1 << 31)
+                and -(1 << 63) <= time < (1 << 63)):
+            raise ValueError(f"interval {value!r}: months and days must fit int32, microseconds int64")
+    else:
+        raise TypeError("an interval value must be a datetime.timedelta or a (months, days, microseconds) "
+                        f"tuple, not {_describe(value)}")
+    span = (time + (months * 30 + days) * _USECS_PER_DAY) & _M64
+    return span - (1 << 64) if span >> 63 else span
+
+
 def _scalar_key(value: Any, t: str) -> tuple[int, Any]:
     if value is None:
         raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    if t == "bool":
+        return _U32, _bool_value(value)
+    if t == "oid":
+        return _U32, _oid_value(value)
+    if t == "interval":
+        return _U32, _native.fold_int8(_interval_span(value))
     if t in ("int2", "int4"):
         return _U32, _int_value(value, t) & 0xFFFFFFFF
     if t == "int8":
@@ -278,7 +330,7 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
 
 
 _native._set_fallbacks(hash_extended=_hash_extended_py,
-                       pg_type_codes={**{t: t for t in TYPES}, **_ALIASES})
+                       pg_type_codes={**{t: t for t in ALL_TYPES}, **_ALIASES})
 # hash_extended(value, type, seed=HASH_PARTITION_SEED): the type's seeded
 # 64-bit hash; int2/4/8, text/varchar/bpchar, bytea, uuid, date and timestamp
 # values of the exact Python types in C, everything else via _hash_extended_py.
@@ -533,9 +585,53 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         raise
 
 
+def _int_like_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    """bool, oid and interval values as the integer keys their hashes take
+    (int32 for bool/oid, int64 spans for interval), NULLs marked."""
+    if _is_arrow(values) or (hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars"):
+        items = (values.to_arrow() if hasattr(values, "to_arrow") else values).to_pylist()
+    elif isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"expected a 1-D array, got shape {values.shape}")
+        if t == "bool" and values.dtype == np.bool_:
+            return _Keys("int", values.astype(np.int32), None, len(values), None)
+        if t == "oid" and values.dtype.kind in "iu":
+            if values.size and (int(values.min()) < 0 or int(values.max()) > 0xFFFFFFFF):
+                bad = int(np.flatnonzero((values < 0) | (values > 0xFFFFFFFF))[0])
+                raise ValueError(f"oid value at position {bad} is out of range (0..4294967295)")
+            return _Keys("int", values.astype(np.uint32).view(np.int32), None, len(values), None)
+        if t == "interval" and values.dtype.kind == "m":
+            us = values.astype("timedelta64[us]").astype(np.int64)
+            return _Keys("int", us, None, len(values), None)
+        items = values.tolist()
+    else:
+        try:
+            items = list(values)
+        except TypeError:
+            raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}") from None
+    n = len(items)
+    vals = np.zeros(n, dtype=np.int64 if t == "interval" else np.int32)
+    isnull = np.zeros(n, dtype=np.uint8)
+    conv = _interval_span if t == "interval" else _bool_value if t == "bool" else _oid_value
+    for i, v in enumerate(items):
+        if v is None:
+            if not allow_null:
+                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+            isnull[i] = 1
+            continue
+        try:
+            x = conv(v)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
+        vals[i] = x - (1 << 32) if t == "oid" and x >> 31 else x
+    return _Keys("int", vals, None, n, isnull if isnull.any() else None)
+
+
 def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
     if isinstance(values, (str, bytes, bytearray, memoryview)) or np.isscalar(values):
         raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}")
+    if t in _INT_LIKE:
+        return _int_like_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)
     if hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars":

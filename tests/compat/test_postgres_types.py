@@ -1,0 +1,182 @@
+"""shardhash.compat.postgres: the bool, oid and interval column types.
+
+Live oracle: the PostgreSQL server (SHARDHASH_PG_DSN or the tests' throwaway
+server) -- its ``hashchar``/``hashcharextended`` (bool's hash opclass),
+``hashoid``/``hashoidextended`` and ``interval_hash``/``interval_hash_extended``
+over random values with edge cases under three seeds, and real INSERTs into
+tables hash-partitioned on these types.  Golden vectors:
+tests/vectors/compat/postgres_more_types.tsv (from the server).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import shutil
+import subprocess
+from typing import Any
+
+import numpy as np
+import pytest
+
+from shardhash.compat import postgres as pg
+from tests._postgres import need_postgres
+from tests._support import VECTORS, ill_typed, oracle_missing
+
+SEEDS = (0, 1, pg.HASH_PARTITION_SEED)
+_M64 = (1 << 64) - 1
+
+
+def _psql(script: str) -> list[list[str]]:
+    exe = shutil.which("psql")
+    if not exe:
+        oracle_missing("PostgreSQL oracle", "psql is not installed")
+    dsn = need_postgres(psycopg=False)
+    proc = subprocess.run([exe, "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", "-"],
+                          input="SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres';\n" + script,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise AssertionError(f"psql failed: {proc.stderr.strip()[:500]}")
+    return [ln.split("\t") for ln in proc.stdout.splitlines() if ln]
+
+
+def interval_values(rng: random.Random, n: int) -> list[tuple[int, int, int]]:
+    """(months, days, microseconds): small, large, and spans beyond 64 bits."""
+    edge = [(0, 0, 0), (0, 0, 1), (0, 0, -1), (1, 0, 0), (0, 1, 0), (0, 0, 86_400_000_000),
+            (0, 1, -86_400_000_000), (2_147_483_647, 0, 0), (-2_147_483_648, 0, 0), (0, 2_147_483_647, 0),
+            (2_000_000_000, 2_000_000_000, 9_000_000_000_000_000_000 // 100), (12, 0, 0), (0, 365, 0)]
+    out = list(edge)
+    while len(out) < n:
+        kind = rng.random()
+        if kind < 0.4:
+            out.append((rng.randint(-1200, 1200), rng.randint(-40000, 40000), rng.randint(-10**12, 10**12)))
+        elif kind < 0.8:
+            out.append((0, rng.randint(-10**6, 10**6), rng.randint(-10**15, 10**15)))
+        else:
+            out.append((rng.randint(-2**31, 2**31 - 1), rng.randint(-2**31, 2**31 - 1),
+                        rng.randint(-10**16, 10**16)))
+    return out
+
+
+def interval_sql(v: tuple[int, int, int]) -> str:
+    m, d, us = v
+    return f"'{m} mons {d} days {us} microseconds'::interval"
+
+
+def values_of(t: str, rng: random.Random, n: int) -> list[Any]:
+    if t == "bool":
+        return [True, False]
+    if t == "oid":
+        return [0, 1, 2**31 - 1, 2**31, 2**32 - 1] + [rng.randrange(2**32) for _ in range(n)]
+    return interval_values(rng, n)
+
+
+def sql_of(t: str, v: Any) -> str:
+    if t == "bool":
+        return "true" if v else "false"
+    if t == "oid":
+        return f"{v}::oid"
+    return interval_sql(v)
+
+
+def hash_sql(t: str, lit: str, seed: int | None) -> str:
+    """The server's hash of ``lit``: 32-bit (seed None) or extended."""
+    arg = f"({lit})::int::\"char\"" if t == "bool" else lit  # bool hashes as hashchar of 0/1
+    fn = {"bool": "hashchar", "oid": "hashoid", "interval": "interval_hash"}[t]
+    if seed is None:
+        return f"{fn}({arg})"
+    signed = seed - (1 << 64) if seed >> 63 else seed
+    return f"{fn}{'_extended' if t == 'interval' else 'extended'}({arg}, {signed})"
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("t", pg.MORE_TYPES)
+def test_live_hashes(t: str) -> None:
+    rng = random.Random(t)
+    vals = values_of(t, rng, 1500)
+    cols = [hash_sql(t, "v", None)] + [hash_sql(t, "v", s) for s in SEEDS]
+    rows = _psql("SELECT " + ", ".join(cols) + " FROM (VALUES " +
+                 ", ".join(f"({i}, {sql_of(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+    assert len(rows) == len(vals)
+    py = vals
+    for v, row in zip(py, rows):
+        assert pg.hash32(v, t) == int(row[0]), (t, v)
+        for s, got in zip(SEEDS, row[1:]):
+            assert pg.hash_extended(v, t, s) == int(got) & _M64, (t, v, s)
+    for s in SEEDS:
+        want = [int(r[1 + SEEDS.index(s)]) & _M64 for r in rows]
+        assert pg.hash_extended_array(py, t, s).tolist() == want
+    assert pg.hash32_array(py, t).tolist() == [int(r[0]) for r in rows]
+
+
+@pytest.mark.oracle
+def test_live_partitioned_insert() -> None:
+    rng = random.Random(5)
+    rows: list[tuple[Any, Any, Any]] = []
+    for _ in range(1200):
+        b = rng.choice([True, False, None])
+        o = rng.choice([rng.randrange(2**32), None])
+        i = rng.choice([interval_values(rng, 14)[-1], None, (0, rng.randint(-99, 99), 0)])
+        rows.append((b, o, i))
+    parts = [(8, r) for r in range(8)]
+    ddl = ["DROP TABLE IF EXISTS sh_more_types;",
+           "CREATE TABLE sh_more_types (n int, b bool, o oid, i interval) PARTITION BY HASH (b, o, i);"]
+    ddl += [f"CREATE TABLE sh_more_types_{r} PARTITION OF sh_more_types FOR VALUES WITH (MODULUS {m}, REMAINDER {r});"
+            for m, r in parts]
+    ins = ("INSERT INTO sh_more_types VALUES " + ", ".join(
+        f"({n}, {'NULL' if b is None else sql_of('bool', b)}, {'NULL' if o is None else sql_of('oid', o)}, "
+        f"{'NULL' if i is None else interval_sql(i)})" for n, (b, o, i) in enumerate(rows)) +
+        " RETURNING n, tableoid::regclass::text;")
+    got = _psql("\n".join(ddl) + "\n" + ins + "\nDROP TABLE sh_more_types;")
+    where = {int(n): name for n, name in got}
+    types = ("bool", "oid", "interval")
+    want = [f"sh_more_types_{pg.partition_of(r, 8, types)}" for r in rows]
+    assert [where[n] for n in range(len(rows))] == want
+    assert pg.partition_of_array(rows, 8, types).tolist() == [int(w.rsplit("_", 1)[1]) for w in want]
+    router = pg.HashPartitionRouter([f"sh_more_types_{r}" for r in range(8)], types)
+    assert [router.shards[i] for i in router.route_many(rows).tolist()] == want
+    assert [router.route(r) for r in rows[:200]] == want[:200]
+
+
+def test_golden_vectors() -> None:
+    lines = [ln.split("\t") for ln in (VECTORS / "compat" / "postgres_more_types.tsv").read_text().splitlines()
+             if ln and not ln.startswith("#")][1:]
+    assert {r[0] for r in lines} == set(pg.MORE_TYPES) and len(lines) > 300
+    for t, value, h32, *ext in lines:
+        v: Any = value == "t" if t == "bool" else int(value) if t == "oid" else \
+            tuple(int(x) for x in value.split(","))
+        assert pg.hash32(v, t) == int(h32)
+        for s, e in zip(SEEDS, ext):
+            assert pg.hash_extended(v, t, s) == int(e) & _M64
+
+
+def test_python_inputs() -> None:
+    # timedelta (no months) and numpy timedelta64 are intervals of days and microseconds
+    td = dt.timedelta(days=3, hours=5, microseconds=7)
+    assert pg.hash_extended(td, "interval") == pg.hash_extended((0, 3, 5 * 3600 * 10**6 + 7), "interval")
+    assert pg.hash_extended(dt.timedelta(hours=25), "interval") == pg.hash_extended((0, 1, 3600 * 10**6), "interval")
+    arr = np.array([td, dt.timedelta(0)], dtype="timedelta64[us]")
+    assert pg.hash_extended_array(arr, "interval").tolist() == [pg.hash_extended(td, "interval"),
+                                                                 pg.hash_extended(dt.timedelta(0), "interval")]
+    assert pg.hash_extended_array(np.array([True, False]), "boolean").tolist() == \
+        [pg.hash_extended(True, "bool"), pg.hash_extended(False, "bool")]
+    assert pg.hash_extended_array(np.array([2**32 - 1, 5], dtype=np.uint64), "oid").tolist() == \
+        [pg.hash_extended(2**32 - 1, "oid"), pg.hash_extended(5, "oid")]
+    assert pg.hash_extended(1, "int4") == pg.hash_extended(True, "bool") == pg.hash_extended(1, "oid")
+
+
+def test_bad_values_are_refused() -> None:
+    with pytest.raises(TypeError, match="True or False"):
+        pg.hash_extended(ill_typed(1), "bool")
+    with pytest.raises(ValueError, match="out of range"):
+        pg.hash_extended(-1, "oid")
+    with pytest.raises(ValueError, match="position 1 is out of range"):
+        pg.hash_extended_array(np.array([1, 2**32]), "oid")
+    with pytest.raises(TypeError, match="timedelta"):
+        pg.hash_extended(ill_typed("1 day"), "interval")
+    with pytest.raises(ValueError, match="fit int32"):
+        pg.hash_extended((2**31, 0, 0), "interval")
+    with pytest.raises(TypeError, match="position 2: .*True or False"):
+        pg.hash_extended_array([True, False, ill_typed(0)], "bool")
+    with pytest.raises(TypeError, match="NULL"):
+        pg.hash_extended_array([True, None], "bool")
