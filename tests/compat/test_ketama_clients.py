@@ -248,3 +248,14 @@ def test_libmemcached_ketama_refuses_weights() -> None:
     assert load_router(r.to_json()) == r
     spy = ketama.KetamaRouter(["a:11211", "b:22122"], [1, 3], "spymemcached")
     assert load_router(spy.to_json()) == spy
+
+
+def test_one_key_and_batch_hashes_agree_on_every_length() -> None:
+    from shardhash.compat import _native
+    from shardhash.compat import _twemproxy_hash as tw
+
+    rng = random.Random(99)
+    keys = [bytes(rng.randrange(256) for _ in range(n)) for n in range(0, 70) for _ in range(4)]
+    data, offsets = _native.pack_keys(keys)
+    for name in OTHER_HASHES:
+        assert tw.hash_offsets(name, data, offsets).tolist() == [tw.hash_one(name, k) for k in keys], name

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["TWEMPROXY_HASHES", "hash_matrix", "hash_offsets"]
+__all__ = ["TWEMPROXY_HASHES", "TWEMPROXY_HASHES_ONE", "hash_matrix", "hash_offsets", "hash_one"]
 
 _U32 = np.uint32
 _U64 = np.uint64
@@ -271,3 +271,178 @@ def hash_offsets(name: str, data: np.ndarray, offsets: np.ndarray) -> np.ndarray
             np.zeros((len(idx), 0), dtype=np.uint8)
         out[idx] = fn(m)
     return out
+
+
+# --------------------------------------------------------------- one key at a time
+# The same functions over one key in plain Python (a numpy pass per column
+# costs more than the whole hash for one short key).
+
+_M32 = 0xFFFFFFFF
+_CRC32_L = [int(x) for x in _CRC32.tolist()]
+_CRC16_L = [int(x) for x in _CRC16.tolist()]
+
+
+def _sx(b: int) -> int:
+    return b | 0xFFFFFF00 if b >= 0x80 else b
+
+
+def _py_one_at_a_time(k: bytes) -> int:
+    v = 0
+    for b in k:
+        v = (v + _sx(b)) & _M32
+        v = (v + (v << 10)) & _M32
+        v ^= v >> 6
+    v = (v + (v << 3)) & _M32
+    v ^= v >> 11
+    return (v + (v << 15)) & _M32
+
+
+def _py_crc16(k: bytes) -> int:
+    crc = 0
+    for b in k:
+        crc = ((crc << 8) & _M32) ^ _CRC16_L[((crc >> 8) ^ b) & 0xFF]
+    return crc
+
+
+def _py_crc32_loop(k: bytes) -> int:
+    crc = _M32
+    for b in k:
+        crc = (crc >> 8) ^ _CRC32_L[(crc ^ b) & 0xFF]
+    return crc
+
+
+def _py_fnv1_64(k: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in k:
+        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+        h ^= b | 0xFFFFFFFFFFFFFF00 if b >= 0x80 else b
+    return h & _M32
+
+
+def _py_fnv1_32(k: bytes) -> int:
+    h = 2166136261
+    for b in k:
+        h = (h * 16777619) & _M32
+        h ^= _sx(b)
+    return h
+
+
+def _py_fnv1a_32(k: bytes) -> int:
+    h = 2166136261
+    for b in k:
+        h ^= _sx(b)
+        h = (h * 16777619) & _M32
+    return h
+
+
+def _py_hsieh(k: bytes) -> int:
+    n = len(k)
+    if n == 0:
+        return 0
+    h = 0
+    j = 0
+    for _ in range(n >> 2):
+        h = (h + (k[j] | k[j + 1] << 8)) & _M32
+        tmp = (((k[j + 2] | k[j + 3] << 8) << 11) & _M32) ^ h
+        h = ((h << 16) & _M32) ^ tmp
+        h = (h + (h >> 11)) & _M32
+        j += 4
+    rem = n & 3
+    if rem == 3:
+        h = (h + (k[j] | k[j + 1] << 8)) & _M32
+        h ^= (h << 16) & _M32
+        h ^= (_sx(k[j + 2]) << 18) & _M32
+        h = (h + (h >> 11)) & _M32
+    elif rem == 2:
+        h = (h + (k[j] | k[j + 1] << 8)) & _M32
+        h ^= (h << 11) & _M32
+        h = (h + (h >> 17)) & _M32
+    elif rem == 1:
+        h = (h + k[j]) & _M32
+        h ^= (h << 10) & _M32
+        h = (h + (h >> 1)) & _M32
+    h ^= (h << 3) & _M32
+    h = (h + (h >> 5)) & _M32
+    h ^= (h << 4) & _M32
+    h = (h + (h >> 17)) & _M32
+    h ^= (h << 25) & _M32
+    return (h + (h >> 6)) & _M32
+
+
+def _py_murmur(k: bytes) -> int:
+    m = 0x5BD1E995
+    n = len(k)
+    h = ((0xDEADBEEF * n) ^ n) & _M32
+    j = 0
+    while n - j >= 4:
+        w = int.from_bytes(k[j:j + 4], "little")
+        w = (w * m) & _M32
+        w ^= w >> 24
+        w = (w * m) & _M32
+        h = ((h * m) & _M32) ^ w
+        j += 4
+    rem = n - j
+    if rem >= 3:
+        h ^= k[j + 2] << 16
+    if rem >= 2:
+        h ^= k[j + 1] << 8
+    if rem >= 1:
+        h ^= k[j]
+        h = (h * m) & _M32
+    h ^= h >> 13
+    h = (h * m) & _M32
+    return h ^ (h >> 15)
+
+
+def _prot(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _py_jenkins(k: bytes) -> int:
+    n = len(k)
+    a = b = c = (0xDEADBEEF + n + 13) & _M32
+    if n == 0:
+        return c
+    j = 0
+    while n - j > 12:
+        a = (a + int.from_bytes(k[j:j + 4], "little")) & _M32
+        b = (b + int.from_bytes(k[j + 4:j + 8], "little")) & _M32
+        c = (c + int.from_bytes(k[j + 8:j + 12], "little")) & _M32
+        a = (a - c) & _M32; a ^= _prot(c, 4); c = (c + b) & _M32  # noqa: E702
+        b = (b - a) & _M32; b ^= _prot(a, 6); a = (a + c) & _M32  # noqa: E702
+        c = (c - b) & _M32; c ^= _prot(b, 8); b = (b + a) & _M32  # noqa: E702
+        a = (a - c) & _M32; a ^= _prot(c, 16); c = (c + b) & _M32  # noqa: E702
+        b = (b - a) & _M32; b ^= _prot(a, 19); a = (a + c) & _M32  # noqa: E702
+        c = (c - b) & _M32; c ^= _prot(b, 4); b = (b + a) & _M32  # noqa: E702
+        j += 12
+    tail = k[j:] + bytes(12 - (n - j))
+    a = (a + int.from_bytes(tail[0:4], "little")) & _M32
+    b = (b + int.from_bytes(tail[4:8], "little")) & _M32
+    c = (c + int.from_bytes(tail[8:12], "little")) & _M32
+    c ^= b; c = (c - _prot(b, 14)) & _M32  # noqa: E702
+    a ^= c; a = (a - _prot(c, 11)) & _M32  # noqa: E702
+    b ^= a; b = (b - _prot(a, 25)) & _M32  # noqa: E702
+    c ^= b; c = (c - _prot(b, 16)) & _M32  # noqa: E702
+    a ^= c; a = (a - _prot(c, 4)) & _M32  # noqa: E702
+    b ^= a; b = (b - _prot(a, 14)) & _M32  # noqa: E702
+    c ^= b
+    return (c - _prot(b, 24)) & _M32
+
+
+TWEMPROXY_HASHES_ONE: dict[str, Callable[[bytes], int]] = {
+    "one_at_a_time": _py_one_at_a_time,
+    "crc16": _py_crc16,
+    "crc32": lambda k: ((~_py_crc32_loop(k) & _M32) >> 16) & 0x7FFF,
+    "crc32a": lambda k: _py_crc32_loop(k) ^ _M32,
+    "fnv1_64": _py_fnv1_64,
+    "fnv1_32": _py_fnv1_32,
+    "fnv1a_32": _py_fnv1a_32,
+    "hsieh": _py_hsieh,
+    "murmur": _py_murmur,
+    "jenkins": _py_jenkins,
+}
+
+
+def hash_one(name: str, key: bytes) -> int:
+    """The hash of one key (plain Python; the same values as :func:`hash_matrix`)."""
+    return TWEMPROXY_HASHES_ONE[name](key)

@@ -439,7 +439,7 @@ class KetamaRouter(RawKeyRouter):
         if self._key_hash == "fnv1a_64":
             return int(_native.twemproxy_fnv1a_64(kb))
         if self._key_hash != "md5":
-            return int(_tw.hash_matrix(self._key_hash, np.frombuffer(kb, dtype=np.uint8).reshape(1, -1))[0])
+            return _tw.hash_one(self._key_hash, kb)
         return int(_native.ketama_hash(kb))
 
     # -- routing -----------------------------------------------------------------
