@@ -22,6 +22,8 @@ project's own tests, never from shardhash:
   KETAMA_SPY modes.
 * postgres_more_types.tsv -- bool, oid and interval hashes from a
   PostgreSQL server (SHARDHASH_PG_DSN).
+* mongo_more_types.tsv -- MongoDB ``hasher_test.cpp`` values of the
+  Undefined, Null, Symbol, RegEx, DBPointer, Code and CodeWScope types.
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
   ``binary_md5`` vindex tests of vitessio/vitess (file and commit beside
   each row), and ``binary_md5`` of more values by ``hashlib.md5``.
@@ -508,6 +510,35 @@ def postgres_more_types(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+# ---------------------------------------------------------------------- MongoDB
+
+MONGO_HASHER_TEST = "mongodb/mongo src/mongo/db/hasher_test.cpp@d75d32970a63e6d9573336b308af292128e3134b"
+# (kind, value as the test builds it, BSONElementHasher::hash64 the test asserts)
+MONGO_MORE: list[tuple[str, str, int]] = [
+    ("undefined", "", 40158834000849533),
+    ("null", "", 2338878944348059895),
+    ("symbol", "abc", 8478485326885698097),
+    ("symbol", "", 2049396243249673340),
+    ("regex", "mongodb/", -7275792090268217043),
+    ("regex", ".*/i", 7095855029187981886),
+    ("dbpointer", "c/010203040506070809101112", 940175826736461384),
+    ("dbpointer", "db.c/010203040506070809101112", 2426768198104018194),
+    ("code", "func f() { return 1; }", 6861638109178014270),
+    ("codewscope", 'func f() { return 1; }/{"c": true}', 501342939894575968),
+]
+
+
+def mongo_more_types(out: Path) -> None:
+    """The hasher test's values of the BSON types beyond mongo.tsv's."""
+    rows = [[kind, value, want, MONGO_HASHER_TEST] for kind, value, want in MONGO_MORE]
+    _write(out, "mongo_more_types.tsv",
+           ["mongo_more_types.tsv: MongoDB hashed-index values (BSONElementHasher::hash64, seed 0) of the",
+            "Undefined, Null, Symbol, RegEx (pattern/flags), DBPointer (namespace/oid hex), Code and",
+            "CodeWScope (code/scope JSON) values the server's hasher test asserts (source column).",
+            GENERATED_BY + " (published values); frozen."],
+           ["kind", "value", "hashed", "source"], rows)
+
+
 # ----------------------------------------------------------------------- main
 
 def _version(dist: str) -> str:
@@ -525,6 +556,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "ketama_twemproxy_hashes.tsv": (ketama_twemproxy_hashes, ()),
     "ketama_libmemcached_modes.tsv": (ketama_libmemcached_modes, ()),
     "postgres_more_types.tsv": (postgres_more_types, ()),
+    "mongo_more_types.tsv": (mongo_more_types, ()),
 }
 
 
