@@ -21,7 +21,8 @@ project's own tests, never from shardhash:
   (a C program compiled here) puts keys in its non-weighted KETAMA and its
   KETAMA_SPY modes.
 * postgres_more_types.tsv -- bool, oid and interval hashes from a
-  PostgreSQL server (SHARDHASH_PG_DSN).
+  PostgreSQL server (SHARDHASH_PG_DSN); postgres_arrays.tsv -- its array
+  hashes (hash_array, hash_array_extended).
 * mongo_more_types.tsv -- MongoDB ``hasher_test.cpp`` values of the
   Undefined, Null, Symbol, RegEx, DBPointer, Code and CodeWScope types.
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
@@ -510,6 +511,31 @@ def postgres_more_types(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def postgres_arrays(out: Path) -> None:
+    """hash_array / hash_array_extended of int4, int8, text, bool and interval
+    arrays (NULL elements, empty and two-dimensional arrays) from the server."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_types import SEEDS, _array_sql, array_values
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    rows: list[list[object]] = []
+    seeds = ", ".join(f"hash_array_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
+    for et in ("int4", "int8", "text", "bool", "interval"):
+        vals = array_values(et, random.Random(f"vectors-{et}"), 40)
+        script = (f"SELECT hash_array(v), {seeds} FROM (VALUES " +
+                  ", ".join(f"({i}, {_array_sql(et, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+        for v, line in zip(vals, got):
+            rows.append([f"{et}[]", json.dumps(v, ensure_ascii=False), *line.split("\t")])
+    _write(out, "postgres_arrays.tsv",
+           ["postgres_arrays.tsv: PostgreSQL hash_array (32-bit) and hash_array_extended under seeds 0, 1 and",
+            "HASH_PARTITION_SEED (signed, as SQL shows them) of arrays; value: JSON (nested lists for two",
+            "dimensions, null for NULL elements, intervals as [months, days, microseconds]).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ---------------------------------------------------------------------- MongoDB
 
 MONGO_HASHER_TEST = "mongodb/mongo src/mongo/db/hasher_test.cpp@d75d32970a63e6d9573336b308af292128e3134b"
@@ -557,6 +583,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "ketama_libmemcached_modes.tsv": (ketama_libmemcached_modes, ()),
     "postgres_more_types.tsv": (postgres_more_types, ()),
     "mongo_more_types.tsv": (mongo_more_types, ()),
+    "postgres_arrays.tsv": (postgres_arrays, ()),
 }
 
 
@@ -568,7 +595,8 @@ def check(names: list[str]) -> int:
             gone = [m for m in needs if importlib.util.find_spec(m) is None]
             if make is ketama_twemproxy_hashes:
                 gone += [exe for exe in ("nutcracker", "redis-server") if shutil.which(exe) is None]
-            if make is postgres_more_types and not (os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
+            if make in (postgres_more_types, postgres_arrays) and not (
+                    os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(
                     ["pkg-config", "--exists", "libmemcached"]).returncode != 0:

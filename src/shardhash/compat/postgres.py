@@ -136,6 +136,9 @@ def canonical_type(type: str) -> str:
     if not isinstance(type, str):
         raise TypeError(f"type must be a str such as 'int8', not {type!r}")
     t = " ".join(_TYPMOD.sub(" ", type.strip().lower()).split())   # varchar(20) -> varchar
+    if t.endswith("[]"):  # an array of a supported type (int4[][] is int4[]: dimensions are not types)
+        base = t.rstrip("[] ")
+        return canonical_type(base) + "[]" if base else canonical_type(type.strip()[:-2] or "?")
     t = _ALIASES.get(t, t)
     if t not in ALL_TYPES:
         raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(ALL_TYPES)}")
@@ -321,6 +324,8 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
     """
     t = canonical_type(type)
     s = _check_seed(seed)
+    if t.endswith("[]"):
+        return _array_hash_one(value, t[:-2], s)
     kind, key = _scalar_key(value, t)
     if kind == _U32:
         return int(_native.hash_uint32_extended(key, s))
@@ -346,6 +351,9 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
+    if t.endswith("[]"):
+        h = _array_hash_one(value, t[:-2], None)
+        return h - (1 << 32) if h >> 31 else h
     kind, key = _scalar_key(value, t)
     if kind == _U32:
         return int(_native.hash_uint32(key))
@@ -585,6 +593,108 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         raise
 
 
+# ------------------------------------------------------------------- array types
+# hash_array / hash_array_extended: r = 1, then r = r * 31 + (element hash, 0 for
+# NULL) over the elements in storage order (every dimension flattened), in 32
+# or 64 bits; the extended element hashes take the seed.
+
+
+def _flatten(value: Any, path: str) -> list[Any]:
+    """An array value's elements in storage order: lists (and numpy arrays)
+    nest for more dimensions; a tuple inside is an element (an interval's
+    ``(months, days, microseconds)``)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{path}: an array value must be a list (nested for more dimensions), not {_describe(value)}")
+    out: list[Any] = []
+    for v in value:
+        if isinstance(v, (list, np.ndarray)):
+            out.extend(_flatten(v, path))
+        else:
+            out.append(v)
+    return out
+
+
+def _array_hash_one(value: Any, et: str, seed: int | None) -> int:
+    """The array's hash: extended with ``seed``, or the 32-bit one (unsigned) for None."""
+    if value is None:
+        raise TypeError("cannot hash NULL (None) as an array; rows skip NULL columns (see partition_of)")
+    bits = _M64 if seed is not None else 0xFFFFFFFF
+    r = 1
+    for i, v in enumerate(_flatten(value, "array value")):
+        if v is None:
+            h = 0
+        else:
+            try:
+                h = hash_extended(v, et, seed) if seed is not None else hash32(v, et) & 0xFFFFFFFF
+            except (TypeError, ValueError, OverflowError) as e:
+                raise type(e)(f"array element {i}: {e}") from None
+        r = (r * 31 + h) & bits
+    return r
+
+
+_POW31: list[int] = [1]
+
+
+def _pow31(n: int) -> np.ndarray:
+    while len(_POW31) <= n:
+        _POW31.append(_POW31[-1] * 31 & _M64)
+    return np.array(_POW31[:n + 1], dtype=np.uint64)
+
+
+def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    """Array values: their elements flattened (``a``: the elements, ``b``: the
+    number per array), NULL arrays marked."""
+    if _is_arrow(values) or (hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars"):
+        items = (values.to_arrow() if hasattr(values, "to_arrow") else values).to_pylist()
+    elif isinstance(values, np.ndarray):
+        items = list(values) if values.dtype == object else values.tolist()
+    else:
+        try:
+            items = list(values)
+        except TypeError:
+            raise TypeError(f"expected a sequence of {t} values, not {_describe(values)}") from None
+    flat: list[Any] = []
+    lengths = np.zeros(len(items), dtype=np.int64)
+    isnull = np.zeros(len(items), dtype=np.uint8)
+    for i, v in enumerate(items):
+        if v is None:
+            if not allow_null:
+                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+            isnull[i] = 1
+            continue
+        elems = _flatten(v, f"value at position {i}")
+        lengths[i] = len(elems)
+        flat.extend(elems)
+    return _Keys("array", (flat, t[:-2]), lengths, len(items), isnull if isnull.any() else None)
+
+
+def _array_combine(keys: _Keys, seed: int | None, threads: int | None) -> np.ndarray:
+    """Every array's hash (uint64; the 32-bit ones in the low half)."""
+    flat, et = keys.a
+    lengths: np.ndarray = keys.b
+    ek = _to_keys(flat, et, allow_null=True)
+    eh = np.empty(len(flat), dtype=np.uint64)
+    if seed is None:
+        h32 = np.empty(len(flat), dtype=np.int32)
+        if len(flat):
+            _hash32_keys(ek, h32, threads)
+        eh[:] = h32.view(np.uint32)
+    elif len(flat):
+        _extended_keys(ek, seed, eh, threads)
+    if ek.isnull is not None:
+        eh[ek.isnull.astype(bool)] = 0
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    pos = np.arange(len(flat), dtype=np.int64) - np.repeat(starts, lengths)
+    pw = _pow31(int(lengths.max()) if len(lengths) else 0)
+    weighted = eh * pw[np.repeat(lengths, lengths) - 1 - pos]
+    cs = np.concatenate(([np.uint64(0)], np.cumsum(weighted, dtype=np.uint64)))
+    res: np.ndarray = pw[lengths] + (cs[ends] - cs[starts])
+    return res if seed is not None else res & np.uint64(0xFFFFFFFF)
+
+
 def _int_like_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     """bool, oid and interval values as the integer keys their hashes take
     (int32 for bool/oid, int64 spans for interval), NULLs marked."""
@@ -632,6 +742,8 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
         raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}")
     if t in _INT_LIKE:
         return _int_like_keys(values, t, allow_null)
+    if t.endswith("[]"):
+        return _array_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)
     if hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars":
@@ -687,7 +799,9 @@ def _check_overlap(out: np.ndarray | None, keys: _Keys) -> None:
 
 
 def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None) -> None:
-    if keys.kind == "int":
+    if keys.kind == "array":
+        out[:] = _array_combine(keys, seed, threads)
+    elif keys.kind == "int":
         _native.int_extended(keys.a, seed, out, threads)
     elif keys.kind == "float":
         _native.float8_extended_array(keys.a, seed, out, threads)
@@ -698,7 +812,9 @@ def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None)
 
 
 def _hash32_keys(keys: _Keys, out: np.ndarray, threads: int | None) -> None:
-    if keys.kind == "int":
+    if keys.kind == "array":
+        out[:] = _array_combine(keys, None, threads).astype(np.uint32).view(np.int32)
+    elif keys.kind == "int":
         _native.int_32(keys.a, out, threads)
     elif keys.kind == "float":
         _native.float8_32_array(keys.a, out, threads)
