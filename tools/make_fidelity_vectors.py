@@ -21,8 +21,8 @@ project's own tests, never from shardhash:
   (a C program compiled here) puts keys in its non-weighted KETAMA and its
   KETAMA_SPY modes.
 * postgres_more_types.tsv -- bool, oid and interval hashes from a
-  PostgreSQL server (SHARDHASH_PG_DSN); postgres_arrays.tsv -- its array
-  hashes (hash_array, hash_array_extended).
+  PostgreSQL server (SHARDHASH_PG_DSN); postgres_arrays.tsv and
+  postgres_ranges.tsv -- its array and range hashes.
 * mongo_more_types.tsv -- MongoDB ``hasher_test.cpp`` values of the
   Undefined, Null, Symbol, RegEx, DBPointer, Code and CodeWScope types.
 * vitess_vindexes.tsv -- the ``numeric``, ``reverse_bits`` and
@@ -536,6 +536,39 @@ def postgres_arrays(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def _range_json(v: Any) -> str:
+    if v == "empty":
+        return json.dumps("empty")
+    def b(x: Any) -> Any:
+        return x if x is None or isinstance(x, int) else x.isoformat()
+    return json.dumps([b(v.lower), b(v.upper), v.bounds])
+
+
+def postgres_ranges(out: Path) -> None:
+    """hash_range / hash_range_extended of int4range, int8range, daterange,
+    tsrange and tstzrange values (empty, unbounded, every bound kind)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_types import SEEDS, range_sql, range_values
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    rows: list[list[object]] = []
+    seeds = ", ".join(f"hash_range_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
+    for t in ("int4range", "int8range", "daterange", "tsrange", "tstzrange"):
+        vals = range_values(t, random.Random(f"vectors-{t}"), 40)
+        script = ("SET TimeZone = 'UTC';\n" + f"SELECT hash_range(v), {seeds} FROM (VALUES " +
+                  ", ".join(f"({i}, {range_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+        for v, line in zip(vals, got):
+            rows.append([t, _range_json(v), *line.split("\t")])
+    _write(out, "postgres_ranges.tsv",
+           ["postgres_ranges.tsv: PostgreSQL hash_range (32-bit) and hash_range_extended under seeds 0, 1 and",
+            "HASH_PARTITION_SEED (signed) of range values; value: JSON \"empty\" or [lower, upper, bounds]",
+            "(null: unbounded; dates and timestamps in ISO form, tstzrange bounds in UTC).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ---------------------------------------------------------------------- MongoDB
 
 MONGO_HASHER_TEST = "mongodb/mongo src/mongo/db/hasher_test.cpp@d75d32970a63e6d9573336b308af292128e3134b"
@@ -584,6 +617,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "postgres_more_types.tsv": (postgres_more_types, ()),
     "mongo_more_types.tsv": (mongo_more_types, ()),
     "postgres_arrays.tsv": (postgres_arrays, ()),
+    "postgres_ranges.tsv": (postgres_ranges, ()),
 }
 
 
@@ -595,7 +629,7 @@ def check(names: list[str]) -> int:
             gone = [m for m in needs if importlib.util.find_spec(m) is None]
             if make is ketama_twemproxy_hashes:
                 gone += [exe for exe in ("nutcracker", "redis-server") if shutil.which(exe) is None]
-            if make in (postgres_more_types, postgres_arrays) and not (
+            if make in (postgres_more_types, postgres_arrays, postgres_ranges) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(

@@ -45,6 +45,7 @@ arm64: byte-string types hash differently on big-endian servers).
 
 from __future__ import annotations
 
+import dataclasses as _dataclasses
 import datetime as _dt
 import math
 import numbers
@@ -70,6 +71,8 @@ __all__ = [
     "TYPES",
     "MORE_TYPES",
     "ALL_TYPES",
+    "RANGE_TYPES",
+    "Range",
     "canonical_type",
     "hash_extended",
     "hash32",
@@ -92,6 +95,23 @@ TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "va
 MORE_TYPES = ("bool", "oid", "interval")
 ALL_TYPES = TYPES + MORE_TYPES
 _INT_LIKE = MORE_TYPES
+#: Range types and their element types (``hash_range_extended``).
+RANGE_TYPES = {"int4range": "int4", "int8range": "int8", "daterange": "date", "tsrange": "timestamp",
+               "tstzrange": "timestamptz"}
+_DISCRETE = ("int4range", "int8range", "daterange")  # canonical form [lower, upper)
+_R_EMPTY, _R_LB_INC, _R_UB_INC, _R_LB_INF, _R_UB_INF = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+@_dataclasses.dataclass(frozen=True)
+class Range:
+    """A range value: ``lower``/``upper`` (None: unbounded), ``bounds`` one of
+    ``"[)"``, ``"[]"``, ``"(]"``, ``"()"``; ``empty=True`` for ``'empty'``.
+    (Not a tuple, so that a one-column key's value is not read as a row.)"""
+
+    lower: Any = None
+    upper: Any = None
+    bounds: str = "[)"
+    empty: bool = False
 
 _ALIASES = {
     "smallint": "int2", "smallserial": "int2", "serial2": "int2",
@@ -140,6 +160,8 @@ def canonical_type(type: str) -> str:
         base = t.rstrip("[] ")
         return canonical_type(base) + "[]" if base else canonical_type(type.strip()[:-2] or "?")
     t = _ALIASES.get(t, t)
+    if t in RANGE_TYPES:
+        return t
     if t not in ALL_TYPES:
         raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(ALL_TYPES)}")
     return t
@@ -326,6 +348,8 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
     s = _check_seed(seed)
     if t.endswith("[]"):
         return _array_hash_one(value, t[:-2], s)
+    if t in RANGE_TYPES:
+        return _range_hash(value, t, s)
     kind, key = _scalar_key(value, t)
     if kind == _U32:
         return int(_native.hash_uint32_extended(key, s))
@@ -351,8 +375,8 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
-    if t.endswith("[]"):
-        h = _array_hash_one(value, t[:-2], None)
+    if t.endswith("[]") or t in RANGE_TYPES:
+        h = _array_hash_one(value, t[:-2], None) if t.endswith("[]") else _range_hash(value, t, None)
         return h - (1 << 32) if h >> 31 else h
     kind, key = _scalar_key(value, t)
     if kind == _U32:
@@ -593,6 +617,91 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         raise
 
 
+# ------------------------------------------------------------------- range types
+# hash_range(_extended): the flags byte's hash, xor the lower bound's hash,
+# rotated (each 32-bit half left by one), xor the upper bound's hash; a
+# missing bound hashes 0.  Discrete ranges are canonical first: [lower, upper).
+
+
+def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
+    if isinstance(value, str) and value == "empty":
+        return _R_EMPTY, None, None
+    if not isinstance(value, Range):
+        raise TypeError(f"a {t} value must be a Range(lower, upper, bounds) or 'empty', not {_describe(value)}")
+    if value.empty:
+        return _R_EMPTY, None, None
+    if value.bounds not in ("[)", "[]", "(]", "()"):
+        raise ValueError(f"range bounds must be one of [), [], (], (), not {value.bounds!r}")
+    et = RANGE_TYPES[t]
+    lo, hi = value.lower, value.upper
+    lo_inc, hi_inc = value.bounds[0] == "[", value.bounds[1] == "]"
+    for b in (lo, hi):
+        if b is not None:
+            _scalar_key(b, et)  # the bound's own checks
+    # as range_serialize: the bounds as given first, then (not empty) the canonical form, checked again
+    if lo is not None and hi is not None:
+        if lo > hi:
+            raise ValueError(f"range lower bound must be less than or equal to range upper bound: {value!r}")
+        if lo == hi and not (lo_inc and hi_inc):
+            return _R_EMPTY, None, None
+    if t in _DISCRETE:
+        one: Any = _dt.timedelta(days=1) if t == "daterange" else 1
+        if lo is not None and not lo_inc:
+            lo, lo_inc = lo + one, True
+        if hi is not None and hi_inc:
+            hi, hi_inc = hi + one, False
+        for b in (lo, hi):
+            if b is not None:
+                _scalar_key(b, et)  # lower + 1 / upper + 1 may leave the element type's range
+        if lo is not None and hi is not None and lo == hi:
+            return _R_EMPTY, None, None
+    flags = (_R_LB_INF if lo is None else _R_LB_INC if lo_inc else 0) | \
+        (_R_UB_INF if hi is None else _R_UB_INC if hi_inc else 0)
+    return flags, lo, hi
+
+
+def _range_hash(value: Any, t: str, seed: int | None) -> int:
+    """The range's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    flags, lo, hi = _range_parts(value, t)
+    et = RANGE_TYPES[t]
+    if seed is None:
+        lh = hash32(lo, et) & 0xFFFFFFFF if lo is not None else 0
+        uh = hash32(hi, et) & 0xFFFFFFFF if hi is not None else 0
+        r = (int(_native.hash_uint32(flags)) & 0xFFFFFFFF) ^ lh
+        return (((r << 1) | (r >> 31)) & 0xFFFFFFFF) ^ uh
+    lh = hash_extended(lo, et, seed) if lo is not None else 0
+    uh = hash_extended(hi, et, seed) if hi is not None else 0
+    r = int(_native.hash_uint32_extended(flags, seed)) ^ lh
+    r = ((r << 1) & 0xFFFFFFFEFFFFFFFE) | ((r >> 31) & 0x100000001)
+    return r ^ uh
+
+
+def _range_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    items = values.to_pylist() if _is_arrow(values) else list(values)
+    isnull = np.zeros(len(items), dtype=np.uint8)
+    for i, v in enumerate(items):
+        if v is None:
+            if not allow_null:
+                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+            isnull[i] = 1
+    return _Keys("pyvalues", items, t, len(items), isnull if isnull.any() else None)
+
+
+def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
+    """One value at a time in Python (range types)."""
+    out = np.zeros(keys.n, dtype=np.uint64)
+    for i, v in enumerate(keys.a):
+        if v is None:
+            continue
+        try:
+            out[i] = _range_hash(v, keys.b, seed)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
+    return out
+
+
 # ------------------------------------------------------------------- array types
 # hash_array / hash_array_extended: r = 1, then r = r * 31 + (element hash, 0 for
 # NULL) over the elements in storage order (every dimension flattened), in 32
@@ -744,6 +853,8 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
         return _int_like_keys(values, t, allow_null)
     if t.endswith("[]"):
         return _array_keys(values, t, allow_null)
+    if t in RANGE_TYPES:
+        return _range_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)
     if hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars":
@@ -801,6 +912,8 @@ def _check_overlap(out: np.ndarray | None, keys: _Keys) -> None:
 def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None) -> None:
     if keys.kind == "array":
         out[:] = _array_combine(keys, seed, threads)
+    elif keys.kind == "pyvalues":
+        out[:] = _pyvalues_hashes(keys, seed)
     elif keys.kind == "int":
         _native.int_extended(keys.a, seed, out, threads)
     elif keys.kind == "float":
@@ -814,6 +927,8 @@ def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None)
 def _hash32_keys(keys: _Keys, out: np.ndarray, threads: int | None) -> None:
     if keys.kind == "array":
         out[:] = _array_combine(keys, None, threads).astype(np.uint32).view(np.int32)
+    elif keys.kind == "pyvalues":
+        out[:] = _pyvalues_hashes(keys, None).astype(np.uint32).view(np.int32)
     elif keys.kind == "int":
         _native.int_32(keys.a, out, threads)
     elif keys.kind == "float":
