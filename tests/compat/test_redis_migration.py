@@ -257,3 +257,23 @@ def test_reshard_steps_order() -> None:
         ("a:1", ["CLUSTER", "SETSLOT", "16382", "NODE", "B"]),
     ]
     assert redis.reshard_steps(old, old) == []
+
+
+def test_frozen_migration_snapshot() -> None:
+    from tests._support import VECTORS
+
+    text = (VECTORS / "compat" / "redis_migration.tsv").read_text()
+    nodes = "\n".join(ln.split("\t", 1)[1] for ln in text.splitlines() if ln.startswith("# nodes\t"))
+    rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith("#")][1:]
+    r = redis.from_cluster_nodes(nodes)
+    assert len(r.migrating) == 1
+    (slot, (src, dst)), = r.migrating.items()
+    asked = 0
+    for key, reply in rows:
+        if reply == "served":
+            continue
+        assert reply == f"ASK {slot} {r.ask_target(key)}" and r.route(key) == src, key
+        asked += 1
+    in_slot = [k for k, _ in rows if redis.keyslot(k) == slot]
+    assert 0 < asked < len(in_slot)  # halfway: some keys moved, some still served by the owner
+    assert all(r.ask_target(k) is None for k, _ in rows if redis.keyslot(k) != slot)
