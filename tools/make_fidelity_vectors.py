@@ -332,7 +332,7 @@ def ketama_twemproxy_hashes(out: Path) -> None:
     names = ["cache-a", "cache-b", "cache-c"]
     rows: list[list[object]] = []
     for key_hash in TWEMPROXY_HASHES:
-        with tempfile.TemporaryDirectory(prefix="shardhash-nutcracker-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="shardhash-nutcracker-", ignore_cleanup_errors=True) as tmp:
             _servers, owner = twemproxy_servers(keys, key_hash, weights, names, Path(tmp))
         if -1 in owner:
             raise RuntimeError(f"nutcracker ({key_hash}) stored a key nowhere")
@@ -584,7 +584,8 @@ def redis_migration(out: Path) -> None:
     from tests.compat.test_redis_migration import Conn, RedisError, _nodes, cluster
 
     keys = [f"user:{i}" for i in range(300)] + [f"{{user:7}}.cart{i}" for i in range(40)]
-    with tempfile.TemporaryDirectory(prefix="shardhash-redis-") as tmp, cluster(3, Path(tmp)) as ports:
+    with tempfile.TemporaryDirectory(prefix="shardhash-redis-", ignore_cleanup_errors=True) as tmp, \
+            cluster(3, Path(tmp)) as ports:
         names = [f"127.0.0.1:{p}" for p in ports]
         conns = {n: Conn(p) for n, p in zip(names, ports)}
         ids = {n: conns[n]("CLUSTER", "MYID").decode() for n in names}
