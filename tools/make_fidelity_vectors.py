@@ -21,8 +21,9 @@ project's own tests, never from shardhash:
   (a C program compiled here) puts keys in its non-weighted KETAMA and its
   KETAMA_SPY modes.
 * postgres_more_types.tsv -- bool, oid and interval hashes from a
-  PostgreSQL server (SHARDHASH_PG_DSN); postgres_arrays.tsv and
-  postgres_ranges.tsv -- its array and range hashes.
+  PostgreSQL server (SHARDHASH_PG_DSN); postgres_arrays.tsv,
+  postgres_ranges.tsv and postgres_numeric.tsv -- its array, range and
+  numeric hashes.
 * mongo_more_types.tsv -- MongoDB ``hasher_test.cpp`` values of the
   Undefined, Null, Symbol, RegEx, DBPointer, Code and CodeWScope types.
 * redis_migration.tsv -- a live redis-server cluster with a slot moved
@@ -538,6 +539,26 @@ def postgres_arrays(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def postgres_numeric(out: Path) -> None:
+    """hash_numeric / hash_numeric_extended of numeric values from the server."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_types import SEEDS, numeric_values
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    vals = numeric_values(random.Random("vectors-numeric"), 200)
+    cols = ["hash_numeric(v)"] + [f"hash_numeric_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS]
+    script = ("SELECT " + ", ".join(cols) + " FROM (VALUES " +
+              ", ".join(f"({i}, '{v}'::numeric)" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+    got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                         input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+    rows: list[list[object]] = [["numeric", str(v), *line.split("\t")] for v, line in zip(vals, got)]
+    _write(out, "postgres_numeric.tsv",
+           ["postgres_numeric.tsv: PostgreSQL hash_numeric (32-bit) and hash_numeric_extended under seeds 0, 1",
+            "and HASH_PARTITION_SEED (signed) of numeric values (value: its text, as Python's Decimal reads it).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 def _range_json(v: Any) -> str:
     if v == "empty":
         return json.dumps("empty")
@@ -682,6 +703,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "postgres_arrays.tsv": (postgres_arrays, ()),
     "postgres_ranges.tsv": (postgres_ranges, ()),
     "redis_migration.tsv": (redis_migration, ()),
+    "postgres_numeric.tsv": (postgres_numeric, ()),
 }
 
 
@@ -696,7 +718,7 @@ def check(names: list[str]) -> int:
             if make is redis_migration:
                 print(f"not checked: {name}: which keys move first depends on the server's iteration order")
                 continue
-            if make in (postgres_more_types, postgres_arrays, postgres_ranges) and not (
+            if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(

@@ -397,3 +397,61 @@ def test_range_golden_vectors() -> None:
         assert pg.hash32(v, t) == int(h32)
         for s, e in zip(SEEDS, ext):
             assert pg.hash_extended(v, t, s) == int(e) & _M64
+
+
+# ------------------------------------------------------------------- numeric
+
+def numeric_values(rng: random.Random, n: int) -> list[Any]:
+    from decimal import Decimal
+
+    out: list[Any] = [0, 1, -1, 10000, 9999, 10**20, -(10**40) + 1, Decimal("0.0001"), Decimal("1.50"),
+                      Decimal("-0.000"), Decimal("1E+10"), Decimal("12345.678"), Decimal("NaN"),
+                      Decimal("Infinity"), Decimal("-Infinity"), Decimal("1e-20"), Decimal("123456789.123456789")]
+    while len(out) < n:
+        k = rng.random()
+        if k < 0.3:
+            out.append(rng.randrange(-10**30, 10**30))
+        else:
+            digits = str(rng.randrange(1, 10**rng.randint(1, 30)))
+            out.append(Decimal(f"{rng.choice(['', '-'])}{digits}E{rng.randint(-40, 20)}"))
+    return out
+
+
+@pytest.mark.oracle
+def test_live_numeric_hashes() -> None:
+    vals = numeric_values(random.Random("numeric"), 1500)
+    cols = ["hash_numeric(v)"] + [f"hash_numeric_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS]
+    rows = _psql("SELECT " + ", ".join(cols) + " FROM (VALUES " +
+                 ", ".join(f"({i}, '{v}'::numeric)" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+    assert [pg.hash32(v, "numeric") for v in vals] == [int(r[0]) for r in rows]
+    assert pg.hash32_array(vals, "numeric").tolist() == [int(r[0]) for r in rows]
+    for k, s in enumerate(SEEDS):
+        want = [int(r[1 + k]) & _M64 for r in rows]
+        assert [pg.hash_extended(v, "numeric", s) for v in vals] == want
+        assert pg.hash_extended_array(vals, "numeric", s).tolist() == want
+
+
+def test_numeric_rules() -> None:
+    from decimal import Decimal
+
+    assert pg.hash_extended(Decimal("1.50"), "numeric") == pg.hash_extended(Decimal("1.5"), "numeric")
+    assert pg.hash_extended(-7, "numeric") == pg.hash_extended(7, "numeric")  # the sign is not hashed
+    assert pg.hash_extended(Decimal("-0"), "numeric", 7) == 6 and pg.hash32(0, "numeric") == -1
+    assert pg.hash_extended(Decimal("NaN"), "decimal", 9) == 9
+    with pytest.raises(TypeError, match="int or a decimal.Decimal"):
+        pg.hash_extended(ill_typed(1.5), "numeric")
+    with pytest.raises(ValueError, match="signalling NaN"):
+        pg.hash_extended(Decimal("sNaN"), "numeric")
+
+
+def test_numeric_golden_vectors() -> None:
+    from decimal import Decimal
+
+    lines = [ln.split("\t") for ln in (VECTORS / "compat" / "postgres_numeric.tsv").read_text().splitlines()
+             if ln and not ln.startswith("#")][1:]
+    assert len(lines) == 200
+    for _t, value, h32, *ext in lines:
+        v = Decimal(value)
+        assert pg.hash32(v, "numeric(30, 10)") == int(h32)
+        for s, e in zip(SEEDS, ext):
+            assert pg.hash_extended(v, "numeric", s) == int(e) & _M64

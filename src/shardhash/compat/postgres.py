@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses as _dataclasses
 import datetime as _dt
+import decimal as _decimal
 import math
 import numbers
 import operator
@@ -73,6 +74,7 @@ __all__ = [
     "ALL_TYPES",
     "RANGE_TYPES",
     "Range",
+    "NUMERIC",
     "canonical_type",
     "hash_extended",
     "hash32",
@@ -95,6 +97,8 @@ TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "va
 MORE_TYPES = ("bool", "oid", "interval")
 ALL_TYPES = TYPES + MORE_TYPES
 _INT_LIKE = MORE_TYPES
+#: ``numeric``: hash_numeric(_extended) of its base-10000 digits (Python int or decimal.Decimal).
+NUMERIC = "numeric"
 #: Range types and their element types (``hash_range_extended``).
 RANGE_TYPES = {"int4range": "int4", "int8range": "int8", "daterange": "date", "tsrange": "timestamp",
                "tstzrange": "timestamptz"}
@@ -123,6 +127,7 @@ _ALIASES = {
     "character": "bpchar", "char": "bpchar",
     "double precision": "float8", "real": "float4",
     "boolean": "bool",
+    "decimal": "numeric",
 }
 
 _INT_RANGE = {"int2": (-(1 << 15), (1 << 15) - 1), "int4": (-(1 << 31), (1 << 31) - 1),
@@ -138,7 +143,7 @@ _DATE_MIN, _DATE_MAX = -2451545, 2145031948    # 4714-11-24 BC .. 5874897-12-31
 _TS_MIN, _TS_MAX = -211813488000000000, 9223371331199999999   # 4714-11-24 BC .. 294276 AD
 
 _M64 = (1 << 64) - 1
-_TYPMOD = re.compile(r"\s*\(\s*\d+\s*\)")
+_TYPMOD = re.compile(r"\s*\(\s*\d+\s*(?:,\s*-?\d+\s*)?\)")  # varchar(20), numeric(10, 2)
 _TEXT_TYPES = ("text", "varchar", "bpchar")
 
 # Key kinds after conversion.
@@ -160,7 +165,7 @@ def canonical_type(type: str) -> str:
         base = t.rstrip("[] ")
         return canonical_type(base) + "[]" if base else canonical_type(type.strip()[:-2] or "?")
     t = _ALIASES.get(t, t)
-    if t in RANGE_TYPES:
+    if t in RANGE_TYPES or t == NUMERIC:
         return t
     if t not in ALL_TYPES:
         raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(ALL_TYPES)}")
@@ -350,6 +355,8 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
         return _array_hash_one(value, t[:-2], s)
     if t in RANGE_TYPES:
         return _range_hash(value, t, s)
+    if t == NUMERIC:
+        return _numeric_hash(value, s)
     kind, key = _scalar_key(value, t)
     if kind == _U32:
         return int(_native.hash_uint32_extended(key, s))
@@ -375,8 +382,9 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
-    if t.endswith("[]") or t in RANGE_TYPES:
-        h = _array_hash_one(value, t[:-2], None) if t.endswith("[]") else _range_hash(value, t, None)
+    if t.endswith("[]") or t in RANGE_TYPES or t == NUMERIC:
+        h = _array_hash_one(value, t[:-2], None) if t.endswith("[]") else \
+            _numeric_hash(value, None) if t == NUMERIC else _range_hash(value, t, None)
         return h - (1 << 32) if h >> 31 else h
     kind, key = _scalar_key(value, t)
     if kind == _U32:
@@ -617,6 +625,62 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         raise
 
 
+# ---------------------------------------------------------------------- numeric
+# hash_numeric(_extended): lookup3 over the value's base-10000 digits (int16,
+# little-endian) without leading and trailing zero digits, xor the weight (the
+# first kept digit's power of 10000); the sign is not hashed; zero hashes to
+# seed - 1 (32-bit: -1), NaN and infinities to the seed (32-bit: 0).
+
+
+def _numeric_digits(value: Any) -> tuple[bytes, int] | str:
+    """(digit bytes, weight), or "zero" / "special"."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, _decimal.Decimal)):
+        raise TypeError(f"a numeric value must be an int or a decimal.Decimal, not {_describe(value)}")
+    d = _decimal.Decimal(int(value)) if isinstance(value, (int, np.integer)) else value
+    if not d.is_finite():
+        if d.is_snan():
+            raise ValueError("a signalling NaN is not a PostgreSQL numeric")
+        return "special"
+    _sign, dig, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    digits = "".join(map(str, dig)).lstrip("0")  # value = int(digits) * 10**exp
+    if not digits:
+        return "zero"
+    intlen = len(digits) + exp  # digits before the decimal point (may be <= 0)
+    if exp >= 0:
+        ipart, fpart = digits + "0" * exp, ""
+    elif intlen > 0:
+        ipart, fpart = digits[:intlen], digits[intlen:]
+    else:
+        ipart, fpart = "", "0" * (-intlen) + digits
+    ipart = "0" * (-len(ipart) % 4) + ipart
+    fpart = fpart + "0" * (-len(fpart) % 4)
+    groups = [int(ipart[i:i + 4]) for i in range(0, len(ipart), 4)] + \
+        [int(fpart[i:i + 4]) for i in range(0, len(fpart), 4)]
+    weight = len(ipart) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    return struct.pack(f"<{len(groups)}h", *groups), weight
+
+
+def _numeric_hash(value: Any, seed: int | None) -> int:
+    """The numeric's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError("cannot hash NULL (None) as numeric; rows skip NULL columns (see partition_of)")
+    got = _numeric_digits(value)
+    if isinstance(got, str):
+        if got == "special":
+            return 0 if seed is None else seed
+        return 0xFFFFFFFF if seed is None else (seed - 1) & _M64  # zero
+    data, weight = got
+    if seed is None:
+        return (int(_native.hash_bytes(data)) ^ weight) & 0xFFFFFFFF
+    return (int(_native.hash_bytes_extended(data, seed)) ^ weight) & _M64
+
+
 # ------------------------------------------------------------------- range types
 # hash_range(_extended): the flags byte's hash, xor the lower bound's hash,
 # rotated (each 32-bit half left by one), xor the upper bound's hash; a
@@ -696,7 +760,7 @@ def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
         if v is None:
             continue
         try:
-            out[i] = _range_hash(v, keys.b, seed)
+            out[i] = _numeric_hash(v, seed) if keys.b == NUMERIC else _range_hash(v, keys.b, seed)
         except (TypeError, ValueError, OverflowError) as e:
             raise type(e)(f"value at position {i}: {e}") from None
     return out
@@ -853,7 +917,7 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
         return _int_like_keys(values, t, allow_null)
     if t.endswith("[]"):
         return _array_keys(values, t, allow_null)
-    if t in RANGE_TYPES:
+    if t in RANGE_TYPES or t == NUMERIC:
         return _range_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)
