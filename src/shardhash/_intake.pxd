@@ -39,3 +39,55 @@ cdef bytes as_bytes(object k, Py_ssize_t i, object convert, bint raw_bytes=*)
 # when pipe_auto is false.
 cdef object seq_kernel(object keys, sh_pipe_kernel fn, const void *ctx, object dtype, object convert,
                        bint raw_bytes, object threads, bint pipe_auto)
+
+
+# -- Arrow arrays and streams through the C data interface (_core/common/sh_arrow.h)
+
+cdef extern from "sh_arrow.h":
+    struct ArrowSchema:
+        const char* format
+        const char* metadata
+        int64_t n_children
+        ArrowSchema* dictionary
+        void (*release)(ArrowSchema*)
+    struct ArrowArray:
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        const void** buffers
+        ArrowArray* dictionary
+        void (*release)(ArrowArray*)
+    struct ArrowArrayStream:
+        void (*release)(ArrowArrayStream*)
+    void sh_release_schema(ArrowSchema *s)
+    void sh_release_array(ArrowArray *a)
+    int sh_stream_get_schema(ArrowArrayStream *st, ArrowSchema *out)
+    int sh_stream_get_next(ArrowArrayStream *st, ArrowArray *out)
+    const char *sh_stream_error(ArrowArrayStream *st)
+
+
+cdef class ArrowChunk:
+    """Owns one imported ArrowArray (released on deallocation) or borrows
+    one while its capsule lives."""
+    cdef ArrowArray arr
+    cdef bint owned
+
+
+cdef class ArrowBuffer:
+    """Buffer-protocol wrapper over an Arrow buffer (keeps the chunk alive)."""
+    cdef object chunk
+    cdef const void *ptr
+    cdef Py_ssize_t size
+    cdef Py_ssize_t shape[1]
+
+
+# (format, chunks, keepalive) of an object exporting __arrow_c_array__ or
+# __arrow_c_stream__: the format string of its one column, its ArrowChunks
+# (borrowed from the array's capsule, or owned, taken from the stream), and
+# what must stay alive while they are read.  TypeError for a dictionary-
+# encoded or extension array and for a nested type read from a stream.
+cdef tuple arrow_import(object keys)
+
+# The position of the first null of an array (-1 when there is none).
+cdef int64_t arrow_first_null(ArrowArray *arr) noexcept nogil

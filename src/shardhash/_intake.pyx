@@ -8,6 +8,10 @@
   list, tuple or 1-d numpy array of keys as it reads them, on the calling
   thread or, with helper threads, through the plain-C pipeline
   (``_core/common/sh_pipe.c``).
+* ``arrow_import`` (cimport it) reads an object exporting the Arrow C data
+  or stream interface (``__arrow_c_array__``, ``__arrow_c_stream__``) as
+  its format and chunks, zero-copy over the producer's buffers (the hashing
+  core's Arrow path); ``ArrowBuffer`` exposes one of their buffers to NumPy.
 * The position finders (``first_not_*``, :func:`find_byte`) and the list
   walk floors of the benchmarks.
 
@@ -15,10 +19,11 @@ The C that reads Python objects in place is ``_core/pyapi/sh_pykeys.h``.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_Check
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_Check
-from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memchr, memcpy
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.string cimport memchr, memcpy, memset
 
 from shardhash._common cimport address
 
@@ -387,6 +392,143 @@ def list_walk_floor_refcounted(list keys):
             PyUnicode_AsUTF8AndSize(k, &m)
             total += m
     return total
+
+
+# ============================================================================
+# Arrow arrays and streams (PyCapsule interface): zero-copy over the producer's buffers
+# ============================================================================
+
+cdef class ArrowChunk:
+    """Owns one imported ArrowArray (released on deallocation)."""
+
+    def __dealloc__(self):
+        if self.owned:
+            sh_release_array(&self.arr)
+
+
+cdef inline bint _valid_bit(const uint8_t *bitmap, int64_t i) noexcept nogil:
+    return (bitmap[i >> 3] >> (i & 7)) & 1
+
+
+cdef int64_t arrow_first_null(ArrowArray *arr) noexcept nogil:
+    cdef const uint8_t *bitmap
+    cdef int64_t i
+    if arr.null_count == 0 or arr.n_buffers < 1 or arr.buffers[0] == NULL:
+        return -1
+    bitmap = <const uint8_t *>arr.buffers[0]
+    for i in range(arr.length):
+        if not _valid_bit(bitmap, arr.offset + i):
+            return i
+    return -1
+
+
+cdef object _arrow_format(ArrowSchema *schema):
+    if schema.dictionary != NULL:
+        raise TypeError("cannot hash a dictionary-encoded (categorical) Arrow array: decode it first")
+    ext = _arrow_extension_name(schema.metadata)
+    if ext is not None:
+        # An extension type (pandas period/interval, arrow.uuid...) stores its
+        # values in a plain array whose numbers are not the value: the scalar
+        # path refuses such keys, so the batch path must too.
+        raise TypeError(f"cannot hash an Arrow extension array ({ext}): its storage is not the key's "
+                        "value; convert the keys to int or str first")
+    return (<bytes>schema.format).decode("ascii", "replace")
+
+
+cdef inline int32_t _meta_i32(const char *p) noexcept:
+    cdef int32_t v
+    memcpy(&v, p, 4)  # the C data interface writes native-endian int32
+    return v
+
+
+cdef object _arrow_extension_name(const char *meta):
+    """The ``ARROW:extension:name`` in a schema's metadata, or None."""
+    if meta == NULL:
+        return None
+    cdef int32_t npairs = _meta_i32(meta), i, klen, vlen
+    cdef const char *p = meta + 4
+    for i in range(npairs):
+        klen = _meta_i32(p)
+        p += 4
+        key = p[:klen]
+        p += klen
+        vlen = _meta_i32(p)
+        p += 4
+        if key == b"ARROW:extension:name":
+            return p[:vlen].decode("utf-8", "replace")
+        p += vlen
+    return None
+
+
+cdef tuple arrow_import(object keys):
+    cdef ArrowSchema *schema
+    cdef ArrowArray *carr
+    cdef ArrowArrayStream *stream
+    cdef ArrowSchema stream_schema
+    cdef ArrowChunk chunk
+    chunks = []
+    if hasattr(keys, "__arrow_c_array__"):
+        caps = keys.__arrow_c_array__()
+        schema_cap, array_cap = caps
+        schema = <ArrowSchema *>PyCapsule_GetPointer(schema_cap, "arrow_schema")
+        carr = <ArrowArray *>PyCapsule_GetPointer(array_cap, "arrow_array")
+        fmt = _arrow_format(schema)
+        # The capsule keeps ownership; we borrow the array while the capsule lives.
+        chunk = ArrowChunk()
+        chunk.arr = carr[0]
+        chunk.owned = False
+        chunks.append(chunk)
+        keepalive = (schema_cap, array_cap)
+    else:
+        stream_cap = keys.__arrow_c_stream__()
+        stream = <ArrowArrayStream *>PyCapsule_GetPointer(stream_cap, "arrow_array_stream")
+        memset(&stream_schema, 0, sizeof(ArrowSchema))
+        if sh_stream_get_schema(stream, &stream_schema) != 0:
+            raise ValueError(f"Arrow stream error: {(<bytes>sh_stream_error(stream)).decode('utf-8', 'replace')}")
+        try:
+            fmt = _arrow_format(&stream_schema)
+            if fmt == "+s" or fmt.startswith("+"):
+                raise TypeError(f"cannot hash a nested Arrow type (format {fmt!r}); pass one column")
+            while True:
+                chunk = ArrowChunk()
+                memset(&chunk.arr, 0, sizeof(ArrowArray))
+                if sh_stream_get_next(stream, &chunk.arr) != 0:
+                    raise ValueError(f"Arrow stream error: "
+                                     f"{(<bytes>sh_stream_error(stream)).decode('utf-8', 'replace')}")
+                if chunk.arr.release == NULL:
+                    break
+                chunk.owned = True
+                chunks.append(chunk)
+        finally:
+            sh_release_schema(&stream_schema)
+        keepalive = stream_cap
+    return fmt, chunks, keepalive
+
+
+cdef class ArrowBuffer:
+    """Buffer-protocol wrapper over an Arrow buffer (keeps the chunk alive)."""
+
+    def __cinit__(self, ArrowChunk chunk, size_t ptr, Py_ssize_t size):
+        self.chunk = chunk
+        self.ptr = <const void *>ptr
+        self.size = size
+
+    def __getbuffer__(self, Py_buffer *buf, int flags):
+        self.shape[0] = self.size
+        buf.buf = <void *>self.ptr
+        buf.obj = self
+        buf.len = self.size
+        buf.readonly = 1
+        buf.itemsize = 1
+        buf.format = NULL
+        buf.ndim = 1
+        buf.shape = self.shape
+        buf.strides = NULL
+        buf.suboffsets = NULL
+        buf.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer *buf):
+        pass
 
 
 # ============================================================================

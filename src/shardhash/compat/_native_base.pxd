@@ -7,6 +7,7 @@
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from shardhash._common cimport sh_job, sh_chunk_fn, key_index_fn
+from shardhash._intake cimport sh_pipe_kernel
 
 
 cdef class _Keys:
@@ -66,8 +67,10 @@ cdef inline Py_ssize_t small_len(object keys) noexcept:
 
 # out[i] = f(values[i]) by the kernel fn over n values at `values`: ``out``
 # checked (or made when not required), then fn run over every key without the GIL.
+# job.seed, job.ctx and job.variant as given (variant: which C function of a
+# family the kernel calls).
 cdef object map_values(sh_chunk_fn fn, const void *values, Py_ssize_t n, object out, object dtype,
-                       bint required, object threads, uint64_t seed=*, const void *ctx=*)
+                       bint required, object threads, uint64_t seed=*, const void *ctx=*, int variant=*)
 
 ctypedef fused num_t:
     int16_t
@@ -79,10 +82,10 @@ ctypedef fused num_t:
 
 
 cdef inline object map_array(sh_chunk_fn fn, const num_t[::1] values, object out, object dtype, bint required,
-                             object threads, uint64_t seed=0, const void *ctx=NULL):
+                             object threads, uint64_t seed=0, const void *ctx=NULL, int variant=0):
     """map_values over a typed array."""
     return map_values(fn, &values[0] if values.shape[0] else NULL, values.shape[0], out, dtype, required,
-                      threads, seed, ctx)
+                      threads, seed, ctx, variant)
 
 
 # out[i] = f(key i) for Arrow-style (data, offsets) keys: offsets checked
@@ -95,10 +98,11 @@ cdef object map_offsets(sh_chunk_fn fn, const uint8_t[::1] data, const int64_t[:
 cdef object map_fixed(sh_chunk_fn fn, const uint8_t[::1] data, Py_ssize_t width, object out, object dtype,
                       object threads, uint64_t seed=*)
 
-# The pointers and lengths of a list or tuple of at most SMALL keys that are
-# all exact bytes or compact ASCII str (the *_small functions' input); their
-# number, or -1 for anything else.
-cdef Py_ssize_t small_raw(object keys, const char **ptrs, Py_ssize_t *lens) noexcept
+# The *_small functions: fn (a pointer kernel, see _intake.pxd) over a list or
+# tuple of at most SMALL keys that are all exact bytes or compact ASCII str,
+# into a new array of builtin dtype typenum (items of itemsize <= 8 bytes);
+# None for anything else.
+cdef object small_kernel(object keys, sh_pipe_kernel fn, int typenum, size_t itemsize)
 
 # A new numpy array of n items of a builtin dtype (NP_UINT16...), copied from src.
 cdef object array_of(const void *src, Py_ssize_t n, int typenum, size_t itemsize)

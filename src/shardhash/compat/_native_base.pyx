@@ -76,7 +76,7 @@ cdef class _RangeKeys(_Keys):
 
 
 cdef object map_values(sh_chunk_fn fn, const void *values, Py_ssize_t n, object out, object dtype,
-                       bint required, object threads, uint64_t seed=0, const void *ctx=NULL):
+                       bint required, object threads, uint64_t seed=0, const void *ctx=NULL, int variant=0):
     cdef sh_job job
     out = check_out(out, n, dtype, required)
     memset(&job, 0, sizeof(sh_job))
@@ -84,6 +84,7 @@ cdef object map_values(sh_chunk_fn fn, const void *values, Py_ssize_t n, object 
     job.out = address(out)
     job.seed = seed
     job.ctx = ctx
+    job.variant = variant
     run(fn, &job, n, threads)
     return out
 
@@ -137,10 +138,17 @@ cdef object array_of(const void *src, Py_ssize_t n, int typenum, size_t itemsize
     return res
 
 
-cdef Py_ssize_t small_raw(object keys, const char **ptrs, Py_ssize_t *lens) noexcept:
-    cdef Py_ssize_t i, n = small_len(keys)
+cdef object small_kernel(object keys, sh_pipe_kernel fn, int typenum, size_t itemsize):
+    cdef const uint8_t *ptrs[SMALL]
+    cdef int64_t lens[SMALL]
+    cdef uint64_t out[SMALL]
+    cdef Py_ssize_t i, m, n = small_len(keys)
+    if n < 0:
+        return None
     for i in range(n):
-        ptrs[i] = sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &lens[i], True, True)
+        ptrs[i] = <const uint8_t *>sh_exact_raw(PySequence_Fast_GET_ITEM(keys, i), &m, True, True)
         if ptrs[i] == NULL:
-            return -1
-    return n
+            return None
+        lens[i] = m
+    fn(NULL, ptrs, lens, <size_t>n, out)
+    return array_of(out, n, typenum, itemsize)

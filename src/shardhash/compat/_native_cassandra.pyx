@@ -16,8 +16,8 @@ from shardhash._common cimport (sh_job, key_index_fn, KEY_NOT_MINE, sh_exact_raw
                                 SH_OK)
 from shardhash._intake cimport seq_kernel, PySequence_Fast_ITEMS
 from shardhash._npy cimport import_numpy, NP_INT64
-from shardhash.compat._native_base cimport (_RangeKeys, SMALL, bytes_of, offs, count_le, small_raw, array_of,
-                                            map_array, map_offsets)
+from shardhash.compat._native_base cimport (_RangeKeys, bytes_of, offs, count_le, small_kernel, map_array,
+                                            map_offsets)
 
 import uuid as _uuid_mod
 
@@ -84,23 +84,15 @@ def token(key):
     return _token_py(key)
 
 
-def token_small(keys):
-    """token_array(keys) (blob) for a list or tuple of at most 64 exact
-    bytes or ASCII str keys (int64 array), in one pass; None otherwise."""
-    cdef const char *ptrs[SMALL]
-    cdef Py_ssize_t lens[SMALL]
-    cdef int64_t out[SMALL]
-    cdef Py_ssize_t i, n = small_raw(keys, ptrs, lens)
-    if n < 0:
-        return None
-    for i in range(n):
-        out[i] = sh_cassandra_token(ptrs[i], <size_t>lens[i])
-    return array_of(out, n, NP_INT64, sizeof(int64_t))
-
-
 cdef void _pk_token(const void *ctx, const uint8_t *const *ptrs, const int64_t *lens, size_t n,
                     void *out) noexcept nogil:
     sh_cassandra_token_ptrs16(ptrs, lens, n, <int64_t *>out)
+
+
+def token_small(keys):
+    """token_array(keys) (blob) for a list or tuple of at most 64 exact
+    bytes or ASCII str keys (int64 array), in one pass; None otherwise."""
+    return small_kernel(keys, _pk_token, NP_INT64, sizeof(int64_t))
 
 
 def cassandra_token_seq(keys, threads=None):
@@ -152,13 +144,12 @@ def _cassandra_token_offsets_with(str kernel, const uint8_t[::1] data not None,
     return map_offsets(_k_token_named, data, offsets, None, _DT_I64, False, threads, 0, &_CASS_KERNELS[which])
 
 
-cdef ptrdiff_t _k_token_bigint(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_cassandra_token_bigint(<const int64_t *>j.data + s, <size_t>(e - s), <int64_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_token_int(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_cassandra_token_int(<const int32_t *>j.data + s, <size_t>(e - s), <int64_t *>j.out + s)
+cdef ptrdiff_t _k_token_ints(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.variant: 0 bigint (and timestamp) keys, 1 CQL int keys
+    if j.variant == 0:
+        sh_cassandra_token_bigint(<const int64_t *>j.data + s, <size_t>(e - s), <int64_t *>j.out + s)
+    else:
+        sh_cassandra_token_int(<const int32_t *>j.data + s, <size_t>(e - s), <int64_t *>j.out + s)
     return SH_OK
 
 
@@ -177,12 +168,12 @@ def cassandra_token_offsets(const uint8_t[::1] data not None, const int64_t[::1]
 
 def cassandra_token_bigint(const int64_t[::1] values not None, threads=None):
     """The token of every bigint (and timestamp) key (int64 array)."""
-    return map_array(_k_token_bigint, values, None, _DT_I64, False, threads)
+    return map_array(_k_token_ints, values, None, _DT_I64, False, threads, 0, NULL, 0)
 
 
 def cassandra_token_int(const int32_t[::1] values not None, threads=None):
     """The token of every CQL int key (int64 array)."""
-    return map_array(_k_token_int, values, None, _DT_I64, False, threads)
+    return map_array(_k_token_ints, values, None, _DT_I64, False, threads, 0, NULL, 1)
 
 
 ctypedef struct _ring_tables:

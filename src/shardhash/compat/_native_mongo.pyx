@@ -39,24 +39,23 @@ def mongo_double_to_long(double d) -> int:
     return sh_mongo_double_to_long(d)
 
 
-cdef ptrdiff_t _k_mongo_int64(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_mongo_hash_int64_batch(<const int64_t *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_mongo_double(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_mongo_hash_double_batch(<const double *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
+cdef ptrdiff_t _k_mongo(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.variant: 0 int64 values, 1 double values
+    if j.variant == 0:
+        sh_mongo_hash_int64_batch(<const int64_t *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
+    else:
+        sh_mongo_hash_double_batch(<const double *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
     return SH_OK
 
 
 def mongo_hash_int64_array(const int64_t[::1] values not None, threads=None):
     """The signed MongoDB hash of every int64 value (int64 array)."""
-    return map_array(_k_mongo_int64, values, None, _DT_U64, False, threads).view(np.int64)
+    return map_array(_k_mongo, values, None, _DT_U64, False, threads, 0, NULL, 0).view(np.int64)
 
 
 def mongo_hash_double_array(const double[::1] values not None, threads=None):
     """The signed MongoDB hash of every double value (int64 array)."""
-    return map_array(_k_mongo_double, values, None, _DT_U64, False, threads).view(np.int64)
+    return map_array(_k_mongo, values, None, _DT_U64, False, threads, 0, NULL, 1).view(np.int64)
 
 
 cdef class MongoKeys(_RangeKeys):

@@ -376,43 +376,35 @@ def float8_32(double v):
 # -- the PostgreSQL hash functions over arrays (out= given by the caller) ----------
 # job.seed: the seed of the extended (64-bit) hashes.
 
-cdef ptrdiff_t _k_pg_int2_ext(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_int2_extended(<const int16_t *>j.data + s, <size_t>(e - s), j.seed, <uint64_t *>j.out + s)
-    return SH_OK
+cdef enum:  # job.variant of _k_pg_values
+    PGV_INT2 = 0
+    PGV_INT4 = 1
+    PGV_INT8 = 2
+    PGV_FLOAT8 = 3
+    PGV_32 = 4   # added to the above: the 32-bit hash instead of the seeded 64-bit one
 
 
-cdef ptrdiff_t _k_pg_int4_ext(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_int4_extended(<const int32_t *>j.data + s, <size_t>(e - s), j.seed, <uint64_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_pg_int8_ext(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_int8_extended(<const int64_t *>j.data + s, <size_t>(e - s), j.seed, <uint64_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_pg_int2_32(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_int2_32(<const int16_t *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_pg_int4_32(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_int4_32(<const int32_t *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_pg_int8_32(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_int8_32(<const int64_t *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_pg_float8_ext(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_float8_extended(<const double *>j.data + s, <size_t>(e - s), j.seed, <uint64_t *>j.out + s)
-    return SH_OK
-
-
-cdef ptrdiff_t _k_pg_float8_32(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
-    sh_pg_float8_32(<const double *>j.data + s, <size_t>(e - s), <int32_t *>j.out + s)
+cdef ptrdiff_t _k_pg_values(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    cdef size_t n = <size_t>(e - s)
+    cdef uint64_t *o64 = <uint64_t *>j.out + s
+    cdef int32_t *o32 = <int32_t *>j.out + s
+    cdef int v = j.variant
+    if v == PGV_INT2:
+        sh_pg_int2_extended(<const int16_t *>j.data + s, n, j.seed, o64)
+    elif v == PGV_INT4:
+        sh_pg_int4_extended(<const int32_t *>j.data + s, n, j.seed, o64)
+    elif v == PGV_INT8:
+        sh_pg_int8_extended(<const int64_t *>j.data + s, n, j.seed, o64)
+    elif v == PGV_FLOAT8:
+        sh_pg_float8_extended(<const double *>j.data + s, n, j.seed, o64)
+    elif v == PGV_32 + PGV_INT2:
+        sh_pg_int2_32(<const int16_t *>j.data + s, n, o32)
+    elif v == PGV_32 + PGV_INT4:
+        sh_pg_int4_32(<const int32_t *>j.data + s, n, o32)
+    elif v == PGV_32 + PGV_INT8:
+        sh_pg_int8_32(<const int64_t *>j.data + s, n, o32)
+    else:
+        sh_pg_float8_32(<const double *>j.data + s, n, o32)
     return SH_OK
 
 
@@ -457,32 +449,24 @@ ctypedef fused pgint:
 
 def int_extended(const pgint[::1] values not None, uint64_t seed, out, threads=None):
     """Extended hash of int2 / int4 (also date) / int8 (also timestamp) values into out (uint64)."""
-    if pgint is int16_t:
-        map_array(_k_pg_int2_ext, values, out, _DT_U64, True, threads, seed)
-    elif pgint is int32_t:
-        map_array(_k_pg_int4_ext, values, out, _DT_U64, True, threads, seed)
-    else:
-        map_array(_k_pg_int8_ext, values, out, _DT_U64, True, threads, seed)
+    cdef int v = PGV_INT2 if pgint is int16_t else PGV_INT4 if pgint is int32_t else PGV_INT8
+    map_array(_k_pg_values, values, out, _DT_U64, True, threads, seed, NULL, v)
 
 
 def int_32(const pgint[::1] values not None, out, threads=None):
     """32-bit hash (hashint2 / hashint4 / hashint8) of integer values into out (int32)."""
-    if pgint is int16_t:
-        map_array(_k_pg_int2_32, values, out, _DT_I32, True, threads)
-    elif pgint is int32_t:
-        map_array(_k_pg_int4_32, values, out, _DT_I32, True, threads)
-    else:
-        map_array(_k_pg_int8_32, values, out, _DT_I32, True, threads)
+    cdef int v = PGV_INT2 if pgint is int16_t else PGV_INT4 if pgint is int32_t else PGV_INT8
+    map_array(_k_pg_values, values, out, _DT_I32, True, threads, 0, NULL, PGV_32 + v)
 
 
 def float8_extended_array(const double[::1] values not None, uint64_t seed, out, threads=None):
     """hashfloat8extended of every value into out (uint64)."""
-    map_array(_k_pg_float8_ext, values, out, _DT_U64, True, threads, seed)
+    map_array(_k_pg_values, values, out, _DT_U64, True, threads, seed, NULL, PGV_FLOAT8)
 
 
 def float8_32_array(const double[::1] values not None, out, threads=None):
     """hashfloat8 of every value into out (int32)."""
-    map_array(_k_pg_float8_32, values, out, _DT_I32, True, threads)
+    map_array(_k_pg_values, values, out, _DT_I32, True, threads, 0, NULL, PGV_32 + PGV_FLOAT8)
 
 
 def fixed_extended(const uint8_t[::1] data not None, Py_ssize_t width, uint64_t seed, out, threads=None):

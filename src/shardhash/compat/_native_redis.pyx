@@ -10,7 +10,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
 from shardhash._common cimport sh_job, key_index_fn, KEY_NOT_MINE, sh_exact_raw, address, SH_OK
 from shardhash._intake cimport seq_kernel
 from shardhash._npy cimport import_numpy, NP_UINT16
-from shardhash.compat._native_base cimport _Keys, SMALL, bytes_of, offs, small_raw, array_of, map_offsets
+from shardhash.compat._native_base cimport _Keys, bytes_of, offs, small_kernel, map_offsets
 
 import numpy as np
 
@@ -62,23 +62,15 @@ def keyslot(key):
     return _keyslot_py(key)
 
 
-def keyslot_small(keys):
-    """keyslot_array(keys) for a list or tuple of at most 64 exact bytes or
-    ASCII str keys (uint16 array), in one pass; None for anything else."""
-    cdef const char *ptrs[SMALL]
-    cdef Py_ssize_t lens[SMALL]
-    cdef uint16_t out[SMALL]
-    cdef Py_ssize_t i, n = small_raw(keys, ptrs, lens)
-    if n < 0:
-        return None
-    for i in range(n):
-        out[i] = sh_redis_keyslot(ptrs[i], <size_t>lens[i])
-    return array_of(out, n, NP_UINT16, sizeof(uint16_t))
-
-
 cdef void _pk_keyslot(const void *ctx, const uint8_t *const *ptrs, const int64_t *lens, size_t n,
                       void *out) noexcept nogil:
     sh_redis_keyslot_ptrs16(ptrs, lens, n, <uint16_t *>out)
+
+
+def keyslot_small(keys):
+    """keyslot_array(keys) for a list or tuple of at most 64 exact bytes or
+    ASCII str keys (uint16 array), in one pass; None for anything else."""
+    return small_kernel(keys, _pk_keyslot, NP_UINT16, sizeof(uint16_t))
 
 
 def redis_keyslot_seq(keys, threads=None):
