@@ -48,10 +48,11 @@ def test_threads_give_the_one_thread_answer(kind: str) -> None:
     fn = SEQ[kind]
     keys = _keys()
     want = fn(keys, threads=1)
-    packed = {"redis": lambda: _native.redis_keyslot_offsets(*_native.pack_keys(keys)),
-              "cassandra": lambda: _native.cassandra_token_offsets(*_native.pack_keys(keys)),
-              "vitess": lambda: _native.xxh64_offsets(*_native.pack_keys(keys), swap=True)}[kind]()
-    np.testing.assert_array_equal(want, packed)
+    packed: dict[str, Callable[[], Any]] = {
+        "redis": lambda: _native.redis_keyslot_offsets(*_native.pack_keys(keys)),
+        "cassandra": lambda: _native.cassandra_token_offsets(*_native.pack_keys(keys)),
+        "vitess": lambda: _native.xxh64_offsets(*_native.pack_keys(keys), swap=True)}
+    np.testing.assert_array_equal(want, packed[kind]())
     for threads in (2, 3, 8):
         np.testing.assert_array_equal(fn(keys, threads=threads), want)
         np.testing.assert_array_equal(fn(tuple(keys), threads=threads), want)
