@@ -24,24 +24,8 @@ __all__ = ["ring_replicas", "rendezvous_replicas", "mprobe_replicas", "memento_r
 cdef extern from "sh_jump.h" nogil:
     void sh_place_init()
 
-cdef extern from "sh_memento.h" nogil:
-    ctypedef struct sh_memento:
-        const int32_t *replacer
-        int32_t n
-        int32_t nremoved
-
-cdef extern from "sh_multiprobe.h" nogil:
-    ctypedef struct sh_mprobe:
-        const uint64_t *tokens
-        const int32_t *owners
-        size_t ntokens
-        const uint32_t *index
-        unsigned shift
-        unsigned probes
-    enum:
-        SH_MPROBE_MAX_PROBES
-    unsigned sh_mprobe_index_bits(size_t ntokens)
-    void sh_mprobe_build_index(const uint64_t *tokens, size_t ntokens, unsigned bits, uint32_t *index)
+from shardhash.routing._place cimport (sh_memento, sh_mprobe, SH_MPROBE_MAX_PROBES, sh_mprobe_index_bits,
+                                     sh_mprobe_build_index)
 
 cdef extern from "sh_replicas.h" nogil:
     ctypedef struct sh_replica_work:
