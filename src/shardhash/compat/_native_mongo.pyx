@@ -41,10 +41,12 @@ def mongo_double_to_long(double d) -> int:
 
 cdef ptrdiff_t _k_mongo(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
     # job.variant: 0 int64 values, 1 double values
+    cdef uint64_t *out = <uint64_t *>j.out + s
+    cdef size_t n = <size_t>(e - s)
     if j.variant == 0:
-        sh_mongo_hash_int64_batch(<const int64_t *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
+        sh_mongo_hash_int64_batch(<const int64_t *>j.data + s, n, out)
     else:
-        sh_mongo_hash_double_batch(<const double *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
+        sh_mongo_hash_double_batch(<const double *>j.data + s, n, out)
     return SH_OK
 
 

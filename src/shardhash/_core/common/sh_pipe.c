@@ -76,44 +76,18 @@ static void sh_thread_join(sh_thread t)
 typedef pthread_mutex_t sh_mutex;
 typedef pthread_cond_t sh_cond;
 typedef pthread_t sh_thread;
-#  define SH_THREAD_FN     void *
-#  define SH_THREAD_RETURN return NULL
-static int sh_mutex_init(sh_mutex *m)
-{
-    return pthread_mutex_init(m, NULL);
-}
-static void sh_mutex_destroy(sh_mutex *m)
-{
-    pthread_mutex_destroy(m);
-}
-static void sh_lock(sh_mutex *m)
-{
-    pthread_mutex_lock(m);
-}
-static void sh_unlock(sh_mutex *m)
-{
-    pthread_mutex_unlock(m);
-}
-static int sh_cond_init(sh_cond *c)
-{
-    return pthread_cond_init(c, NULL);
-}
-static void sh_cond_destroy(sh_cond *c)
-{
-    pthread_cond_destroy(c);
-}
-static void sh_cond_wait(sh_cond *c, sh_mutex *m)
-{
-    pthread_cond_wait(c, m);
-}
-static void sh_cond_signal(sh_cond *c)
-{
-    pthread_cond_signal(c);
-}
-static void sh_cond_broadcast(sh_cond *c)
-{
-    pthread_cond_broadcast(c);
-}
+#  define SH_THREAD_FN         void *
+#  define SH_THREAD_RETURN     return NULL
+/* POSIX maps one to one (the return values go unused but for the inits). */
+#  define sh_mutex_init(m)     pthread_mutex_init((m), NULL)
+#  define sh_mutex_destroy(m)  ((void)pthread_mutex_destroy(m))
+#  define sh_lock(m)           ((void)pthread_mutex_lock(m))
+#  define sh_unlock(m)         ((void)pthread_mutex_unlock(m))
+#  define sh_cond_init(c)      pthread_cond_init((c), NULL)
+#  define sh_cond_destroy(c)   ((void)pthread_cond_destroy(c))
+#  define sh_cond_wait(c, m)   ((void)pthread_cond_wait((c), (m)))
+#  define sh_cond_signal(c)    ((void)pthread_cond_signal(c))
+#  define sh_cond_broadcast(c) ((void)pthread_cond_broadcast(c))
 static int sh_thread_start(sh_thread *t, void *(*fn)(void *), void *arg)
 {
     return pthread_create(t, NULL, fn, arg) == 0 ? 0 : -1;
