@@ -106,8 +106,16 @@ else:
         cflags += ["-O3", "-g0"]
         ldflags = []
 
+# Cython's utility code (above all the typed-memoryview machinery, some 150 KB
+# of machine code) lives in one shared module that every extension imports,
+# instead of a copy in each: with a binding module per compat system that is
+# most of the wheel's size.  Always built, whatever SHARDHASH_ONLY says.
+SHARED_UTILITY = "shardhash._cyutility"
+
+
 def make_extensions() -> list[Extension]:
-    exts = []
+    exts = [Extension(SHARED_UTILITY, sources=[str(SRC / "shardhash" / "_cyutility.c")],
+                      extra_compile_args=cflags, extra_link_args=ldflags)]
     for pyx in sorted(SRC.glob("shardhash/**/_*.pyx")):
         rel = pyx.relative_to(SRC).with_suffix("")
         modname = ".".join(rel.parts)
@@ -140,6 +148,7 @@ setup(
     ext_modules=cythonize(
         make_extensions(),
         compiler_directives=DIRECTIVES,
+        shared_utility_qualified_name=SHARED_UTILITY,
         include_path=[str(SRC / "shardhash")],
         gdb_debug=False,
         build_dir=f"{SANITIZE_BASE}/cython" if SANITIZE else None,
