@@ -244,6 +244,17 @@ class ShardBackend(Protocol):
         """Delete the unit records and routers of ``mig``."""
         ...
 
+    def set_fence(self, c: Any, mig: str, attempt: int, deadline: float) -> None:
+        """Record that fence attempt ``attempt`` of ``mig`` froze its source
+        units here until ``deadline`` (seconds since the epoch), in the
+        transaction that freezes them."""
+        ...
+
+    def fence_of(self, c: Any, mig: str) -> tuple[int, float] | None:
+        """(attempt, deadline) of the last freeze of ``mig`` here, or None
+        (none recorded, or a shard set up before deadlines existed)."""
+        ...
+
     def routers_of(self, c: Any, mig: str) -> tuple[str, str] | None:
         """(old, new) router documents of ``mig``, or None."""
         ...

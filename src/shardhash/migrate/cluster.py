@@ -733,13 +733,20 @@ class Cluster(ClusterExtras):
                 if verdict != "wait":
                     break
                 ep = b.epoch(c)
+                mig = self._migration_of(shard, b, c, g.name, key) if owner != shard else None
                 b.rollback(c)
                 if t_wait is None:
                     t_wait = time.perf_counter()
+                # (a frozen source unit: the freeze's deadline, read once per epoch)
+                fence = b.fence_of(c, mig) if mig is not None else None
                 # Wait for the shard's ownership records to change (a cheap
                 # read that takes no lock), then check again.
                 while b.epoch(c) == ep:
                     waited = time.perf_counter() - t_wait
+                    if fence is not None and mig is not None and time.time() > fence[1]:
+                        # Past the freeze's deadline: the executor may be gone.
+                        self._break_fence(g.name, shard, b, mig, fence[0])
+                        break
                     if waited > self.wait_timeout:
                         raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
                     time.sleep(0.001)
@@ -780,6 +787,36 @@ class Cluster(ClusterExtras):
         b.commit(c)
         _events.emit("shard_op", shard=shard, op="write" if write else "read",
                      seconds=time.perf_counter() - t0, ok=True)
+
+    def _break_fence(self, group: str, shard: str, b: ShardBackend, mig: str, attempt: int) -> None:
+        """A writer found ``mig``'s units on source ``shard`` frozen past the
+        deadline of fence attempt ``attempt``.  The metadata store decides
+        (:meth:`Metadata.break_fence`, one transaction that excludes the
+        cutover's commit): if the cutover committed, this writer brings the
+        records in line -- the destinations' units ``owned``, this source's
+        ``moved`` -- so that the write is refused here (StaleRouteError) and
+        lands on the owner; if not, the attempt is aborted and this source's
+        units are unfrozen (unless a newer attempt froze them since), so the
+        write goes on here.  Either way the ownership epoch changes."""
+        outcome = self.metadata.break_fence(mig, attempt)
+        _events.emit("fence_break", shard=shard, group=group, migration_id=mig, attempt=attempt, outcome=outcome)
+        if outcome == "committed":
+            dests = {e[0].destination for _g, _v, _mem, units, m in self._shard_units(shard, b, b.conn()).migs
+                     if m == mig for e in units.values() if e[1] == "source"}
+            for d in sorted(dests):
+                bd = self.backend(d)
+                with bd.writing() as c:
+                    bd.set_unit_state(c, mig, "destination", ("importing",), "owned")
+                    bd.bump_epoch(c)
+            with b.writing() as c:
+                b.set_unit_state(c, mig, "source", ("copying", "frozen"), "moved")
+                b.bump_epoch(c)
+            return
+        with b.writing() as c:
+            f = b.fence_of(c, mig)
+            if f is not None and f[0] == attempt:
+                b.set_unit_state(c, mig, "source", ("frozen",), "copying")
+                b.bump_epoch(c)
 
     @staticmethod
     def _check_guard(touched: Sequence[tuple[str, str, Any]], group: str, key: Any) -> None:

@@ -14,7 +14,7 @@ import os
 import signal
 from typing import Any
 
-__all__ = ["MigrationError", "VerifyMismatch", "crash_point", "describe_fault", "is_db_error"]
+__all__ = ["FenceAborted", "MigrationError", "VerifyMismatch", "crash_point", "describe_fault", "is_db_error"]
 
 
 class MigrationError(RuntimeError):
@@ -28,6 +28,12 @@ class VerifyMismatch(MigrationError):
         self.diffs = diffs
         first = ", ".join(f"{d['table']}{d['pk']}" for d in diffs[:10])
         super().__init__(f"migration {mig}: verify found {len(diffs)} differing row(s); first: {first}")
+
+
+class FenceAborted(MigrationError):
+    """A writer that waited past the freeze's deadline aborted this fence
+    attempt (recorded in the metadata store before the cutover could
+    commit): the executor catches up again and fences anew."""
 
 
 def crash_point(name: str) -> None:

@@ -27,9 +27,10 @@ from typing import Any
 from ..routing import Router, load_router
 from .cluster import Cluster
 from .coltypes import Kind
-from .errors import MigrationError, VerifyMismatch, crash_point, describe_fault, is_db_error
+from .errors import FenceAborted, MigrationError, VerifyMismatch, crash_point, describe_fault, is_db_error
 from .metadata import DONE
 from .phases import catchup, cleanup, columns, copy, cutover, prepare, rollback, status, verify
+from .phases import cutover as cutover_phase
 from .phases.copy import COPY_CHUNK, COPY_CHUNK_MAX, COPY_CHUNK_MIN, COPY_CHUNK_SECONDS
 from .start import _base as _base  # (these three: their old home)
 from .start import _disjoint_filters as _disjoint_filters
@@ -41,7 +42,23 @@ from .watermark import walk_watermark
 
 _is_db_error = is_db_error  # (its old name)
 
-__all__ = ["COPY_CHUNK", "COPY_CHUNK_MAX", "COPY_CHUNK_MIN", "COPY_CHUNK_SECONDS", "DONE", "Migration",
+#: The default deadline of a freeze, in seconds (``run(fence_timeout=...)``).
+FENCE_TIMEOUT = 2.0
+#: Fence attempts per run before the executor gives up (each aborted one is
+#: followed by a catch-up round).
+FENCE_ATTEMPTS = 5
+
+
+def _check_fence_timeout(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"fence_timeout must be a number of seconds, not {type(v).__name__}")
+    f = float(v)
+    if not (0 < f < 1e6):
+        raise ValueError(f"fence_timeout must be > 0 and < 1e6 seconds, not {v!r}")
+    return f
+
+__all__ = ["COPY_CHUNK", "COPY_CHUNK_MAX", "COPY_CHUNK_MIN", "COPY_CHUNK_SECONDS", "DONE", "FENCE_ATTEMPTS",
+           "FENCE_TIMEOUT", "FenceAborted", "Migration",
            "MigrationError", "VerifyMismatch", "active_migrations", "check_new_shards", "check_start",
            "crash_point", "describe_fault", "pending_router", "walk_watermark"]
 
@@ -77,6 +94,8 @@ class Migration:
         self.meta = cluster.metadata
         self._tables: dict[str, tuple[list[str], list[str], int]] = {}
         self._kinds: dict[str, dict[str, Kind]] = {}  # (see _column_kinds)
+        #: seconds a freeze may hold writers before they may abort it (see :meth:`run`)
+        self.fence_timeout = FENCE_TIMEOUT
 
     # ------------------------------------------------------------- create
 
@@ -175,11 +194,23 @@ class Migration:
     # -------------------------------------------------------------- run
 
     def run(self, *, fence_threshold: float = 0.5, chunk: int | None = None, cutover: bool = True,
-            max_catchup_seconds: float = 600.0) -> str:
+            max_catchup_seconds: float = 600.0, fence_timeout: float | None = None,
+            fence_attempts: int = FENCE_ATTEMPTS) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
-        rows per snapshot-copy chunk (default: adaptive, see :meth:`_copy`)."""
+        rows per snapshot-copy chunk (default: adaptive, see :meth:`_copy`).
+
+        ``fence_timeout`` (seconds, default :data:`FENCE_TIMEOUT`): the
+        deadline of a freeze, recorded on each source with its frozen units.
+        A writer that waits past it asks the metadata store and, unless the
+        cutover has committed, aborts the fence attempt and writes on; the
+        executor then catches up again and fences anew, at most
+        ``fence_attempts`` times in this run (see docs/migrate.md)."""
+        if fence_timeout is not None:
+            self.fence_timeout = _check_fence_timeout(fence_timeout)
+        if isinstance(fence_attempts, bool) or not isinstance(fence_attempts, int) or fence_attempts < 1:
+            raise ValueError(f"fence_attempts must be an int >= 1, not {fence_attempts!r}")
         st = "reading its state"
         try:
             st = self.state
@@ -214,7 +245,22 @@ class Migration:
                 self._set("freezing")
                 st = "freezing"
             if st == "freezing":
-                self._freeze_and_commit()
+                for n in range(1, fence_attempts + 1):
+                    try:
+                        self._freeze_and_commit()
+                        break
+                    except FenceAborted as e:
+                        self.log(f"{e}: catching up again before the next fence")
+                        cutover_phase.after_abort(self)
+                        if n == fence_attempts:
+                            raise MigrationError(
+                                f"migration {self.id}: {n} fence attempt(s) in a row were aborted by writers "
+                                f"that waited past fence_timeout ({self.fence_timeout:g} s): the drain under "
+                                f"the fence takes longer; resume with a larger fence_timeout or a smaller "
+                                f"fence_threshold") from e
+                        self._catch_up_until(fence_threshold, max_catchup_seconds)
+                        self._settle()
+                        self._catch_up_until(fence_threshold, max_catchup_seconds)
                 st = "cutover"
             if st == "cutover":
                 self._reconcile()

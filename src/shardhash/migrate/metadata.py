@@ -308,6 +308,30 @@ class Metadata:
             self._x(c, "UPDATE migrations SET info = " + self._p + " WHERE id = " + self._p, (json.dumps(info), mig))
         return info
 
+    # -------------------------------------------------------------- fences
+
+    def break_fence(self, mig: str, attempt: int) -> str:
+        """A writer found ``mig``'s units frozen past the deadline of fence
+        attempt ``attempt``: ``"committed"`` when the cutover committed (the
+        destination owns the units), else the abort of that attempt is
+        recorded and ``"aborted"`` is returned.  One write transaction, which
+        excludes the cutover's (see :meth:`fence_aborted`): exactly one of
+        the two can happen."""
+        with self.tx() as c:
+            rec = self.migration(mig, c)
+            if self.get(mig, "committed_at", c=c) is not None or (rec is not None and rec["state"] in COMMITTED):
+                return "committed"
+            key = "fence_aborted:" + str(int(attempt))
+            if self.get(mig, key, c=c) is None:
+                self.put(mig, key, time.time(), c)
+                self.log(mig, f"fence attempt {attempt} aborted by a writer that waited past its deadline", c)
+            return "aborted"
+
+    def fence_aborted(self, c: Any, mig: str, attempt: int) -> bool:
+        """In the cutover's transaction ``c`` (or outside one): whether a
+        writer aborted fence attempt ``attempt`` (:meth:`break_fence`)."""
+        return self.get(mig, "fence_aborted:" + str(int(attempt)), c=c) is not None
+
     def get(self, mig: str, key: str, default: Any = None, c: Any = None) -> Any:
         r = self._x(self.db.conn() if c is None else c,
                     "SELECT value FROM progress WHERE mig = " + self._p + " AND key = " + self._p,

@@ -50,6 +50,8 @@ SYSTEM_DDL = [
         pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id)",
     "CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY)",
+    "CREATE TABLE IF NOT EXISTS _shardhash_fence(mig TEXT PRIMARY KEY, attempt INTEGER NOT NULL, "
+    "deadline DOUBLE PRECISION NOT NULL)",
 ]
 
 

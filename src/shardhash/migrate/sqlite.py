@@ -23,6 +23,11 @@ tables:
     empty but inside a client's write transaction whose key is in no moving
     unit: the triggers log nothing for it (writes to keys that do not move
     cost no change row).  Writers that bypass the client are always logged.
+``_shardhash_fence``
+    the deadline of the freeze of each migration's source units here
+    ``(mig, attempt, deadline)``: a writer that finds a frozen unit past its
+    deadline asks the metadata store whether the cutover committed (see
+    :meth:`shardhash.migrate.Cluster.transaction` and docs/migrate.md).
 ``_shardhash_guard``
     empty but inside a client's write transaction: its marker row holds the
     transaction's group and key, and guard triggers on every group table
@@ -68,6 +73,7 @@ CREATE TABLE IF NOT EXISTS _shardhash_changes(
 CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
 CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS _shardhash_guard(id INTEGER PRIMARY KEY, grp TEXT NOT NULL, tbl TEXT, k);
+CREATE TABLE IF NOT EXISTS _shardhash_fence(mig TEXT PRIMARY KEY, attempt INTEGER NOT NULL, deadline REAL NOT NULL);
 """
 
 

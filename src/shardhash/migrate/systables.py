@@ -143,6 +143,20 @@ class SystemTables:
         self.execute(c, "DELETE FROM _shardhash_units WHERE mig = " + self.ph(), (mig,))
         self.execute(c, "DELETE FROM _shardhash_routers WHERE mig = " + self.ph(), (mig,))
 
+    def set_fence(self, c: Any, mig: str, attempt: int, deadline: float) -> None:
+        self.execute(c, "INSERT INTO _shardhash_fence VALUES (" + self.ph(3) + ") ON CONFLICT (mig) DO UPDATE SET "
+                     "attempt = excluded.attempt, deadline = excluded.deadline", (mig, attempt, deadline))
+
+    def fence_of(self, c: Any, mig: str) -> tuple[int, float] | None:
+        try:
+            r = self.execute(c, "SELECT attempt, deadline FROM _shardhash_fence WHERE mig = " + self.ph(),
+                             (mig,)).fetchone()
+        except Exception as e:  # noqa: BLE001 - a shard set up by an older version: no deadline
+            if "_shardhash_fence" in str(e):
+                return None
+            raise
+        return None if r is None else (int(r[0]), float(r[1]))
+
     def routers_of(self, c: Any, mig: str) -> tuple[str, str] | None:
         r = self.execute(c, "SELECT old, new FROM _shardhash_routers WHERE mig = " + self.ph(), (mig,)).fetchone()
         return None if r is None else (r[0], r[1])

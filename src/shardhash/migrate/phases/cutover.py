@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ... import _events
-from ..errors import MigrationError, VerifyMismatch, crash_point
+from ..errors import FenceAborted, MigrationError, VerifyMismatch, crash_point
 from ..metadata import COMMITTED
 
 if TYPE_CHECKING:
@@ -48,15 +48,31 @@ def wait_turn(m: Migration) -> None:
 
 
 def freeze_and_commit(m: Migration) -> None:
+    """One fence attempt: freeze the sources' units (with the attempt's
+    deadline, ``m.fence_timeout`` from now, on each source), drain, check,
+    commit.  :class:`FenceAborted` when a writer aborted the attempt (its
+    wait passed the deadline) before the commit: nothing was committed."""
     cl = m.cluster
+    meta = m.meta
+    for s in m.mem.sources:
+        b = cl.backend(s)
+        with m._on(s, "source", "preparing its fence record"), b.writing() as c:
+            b.ensure_system(c)  # (a shard prepared before fence deadlines existed)
+    attempt = int(meta.get(m.id, "fence_attempt", 0)) + 1
+    meta.put(m.id, "fence_attempt", attempt)
     t0 = time.time()
+    deadline = t0 + m.fence_timeout
     upto: dict[str, int] = {}
     for s in m.mem.sources:
         b = cl.backend(s)
         with m._on(s, "source", "freezing its units"):
-            m._set_units(s, "source", ("copying",), "frozen")
+            with b.writing() as c:
+                # (the deadline in the transaction that freezes the units)
+                b.set_fence(c, m.id, attempt, deadline)
+                b.set_unit_state(c, m.id, "source", ("copying",), "frozen")
+                b.bump_epoch(c)
             upto[s] = b.position(b.conn())
-    m.meta.put(m.id, "frozen_at", m.meta.get(m.id, "frozen_at") or t0)
+    meta.put(m.id, "frozen_at", meta.get(m.id, "frozen_at") or t0)
     timings = {"freeze": time.time() - t0}
     crash_point("after-freeze")
     # Drain: every change committed before the freeze (ids <= upto).
@@ -67,6 +83,9 @@ def freeze_and_commit(m: Migration) -> None:
     timings["drain"] = time.time() - t0
     diffs = m._final_check()
     timings["final_check"] = time.time() - t0
+    if diffs and meta.fence_aborted(None, m.id, attempt):
+        # (a writer unfroze a unit and wrote: its change is pending, not a mismatch)
+        raise FenceAborted(f"migration {m.id}: fence attempt {attempt} was aborted by a writer")
     if diffs:
         for s in m.mem.sources:
             m._set_units(s, "source", ("frozen",), "copying")
@@ -83,8 +102,10 @@ def freeze_and_commit(m: Migration) -> None:
             b.start_capture(c, m.id + ":reverse", m.group.name)
             b.bump_epoch(c)  # (clients learn that the group has a capture here)
     crash_point("before-commit")
-    meta = m.meta
     with meta.tx() as c:
+        if meta.fence_aborted(c, m.id, attempt):
+            raise FenceAborted(f"migration {m.id}: fence attempt {attempt} was aborted by a writer that waited "
+                               f"past its deadline ({m.fence_timeout:g} s after the freeze); nothing was committed")
         cur = meta.topology(m.group.name, c)
         if cur is not None and int(cur[0]) != m.old.version:
             raise MigrationError(f"group {m.group.name!r} moved to version {cur[0]} meanwhile; "
@@ -96,6 +117,21 @@ def freeze_and_commit(m: Migration) -> None:
         meta.put(m.id, "fence_timings", timings, c)
     m.log(f"cutover committed: group {m.group.name} is at version {m.new.version}")
     crash_point("after-commit")
+
+
+def after_abort(m: Migration) -> None:
+    """After an aborted fence attempt: the sources' units are unfrozen (a
+    writer may have done it already), the reverse capture the attempt
+    started on the destinations is dropped, and the writers' pause is over."""
+    for s in m.mem.sources:
+        with m._on(s, "source", "unfreezing its units after an aborted fence"):
+            m._set_units(s, "source", ("frozen",), "copying")
+    for d in m.mem.destinations:
+        b = m.cluster.backend(d)
+        with m._on(d, "destination", "dropping the reverse capture of an aborted fence"), b.writing() as c:
+            b.drop_capture(c, m.id + ":reverse")
+            b.bump_epoch(c)
+    m.meta.put(m.id, "frozen_at", None)
 
 
 def reconcile(m: Migration) -> None:
