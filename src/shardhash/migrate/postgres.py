@@ -339,13 +339,14 @@ class PostgresShard(SystemTables):
             return self._info[table]
         if not self.has_table(c, table):
             raise ValueError(f"table {table!r} does not exist on {self.dsn}")
-        cols = [r[0] for r in self.execute(c,
-            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
-            "ORDER BY attnum", (qi(table),)).fetchall()]
-        pk = [r[0] for r in self.execute(c,
-            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
+        rel = (qi(table),)
+        cols = [r[0] for r in self.execute(
+            c, "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
+            "ORDER BY attnum", rel).fetchall()]
+        pk = [r[0] for r in self.execute(
+            c, "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
             "ON true JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
-            "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord", (qi(table),)).fetchall()]
+            "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord", rel).fetchall()]
         if not pk:
             raise ValueError(f"table {table!r} on {self.dsn} has no primary key: "
                              "a migrated table needs one (rows are copied and caught up by primary key)")
@@ -354,16 +355,16 @@ class PostgresShard(SystemTables):
         return cols, pk
 
     def table_ddl(self, c: Any, table: str) -> list[str]:
-        cols = self.execute(c,
-            "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
+        cols = self.execute(
+            c, "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
             "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
             (qi(table),)).fetchall()
         _, pk = self.table_info(c, table)
         body = ", ".join(f"{qi(n)} {t}{' NOT NULL' if nn else ''}" for n, t, nn in cols)
         body += f", PRIMARY KEY ({', '.join(qi(k) for k in pk)})"
         out = [f"CREATE TABLE {qi(table)} ({body})"]
-        for (idx,) in self.execute(c,
-                "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = %s::regclass "
+        for (idx,) in self.execute(
+                c, "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = %s::regclass "
                 "AND NOT indisprimary", (qi(table),)).fetchall():
             out.append(idx)
         return out
@@ -393,7 +394,7 @@ class PostgresShard(SystemTables):
         if key is not None:
             self._install_guard(c, group, table, key)
         if self.execute(c, "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
-                     ("_shardhash_d3_" + table, qi(table))).fetchone():
+                        ("_shardhash_d3_" + table, qi(table))).fetchone():
             return
         skip = "coalesce(current_setting('shardhash.skip', true), '') <> " + ql(group)
 
@@ -426,9 +427,9 @@ class PostgresShard(SystemTables):
     def _create_trigger(self, c: Any, name: str, table: str, body: str, when: str, refs: str) -> None:
         fn = qi(name)
         self.execute(c, "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS "
-                  + ql("BEGIN " + body + " RETURN NULL; END"))
+                     + ql("BEGIN " + body + " RETURN NULL; END"))
         self.execute(c, "CREATE TRIGGER " + fn + " " + when + " ON " + qi(table) + " REFERENCING " + refs
-                  + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()")
+                     + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()")
 
     def _install_guard(self, c: Any, group: str, table: str, key: str) -> None:
         # Inside a client transaction (the transaction-local settings
@@ -440,7 +441,7 @@ class PostgresShard(SystemTables):
         # the transaction's key costs one expression, a writer that sets no
         # guard (the executor, any other application) one current_setting.
         if self.execute(c, "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
-                     ("_shardhash_gd1_" + table, qi(table))).fetchone():
+                        ("_shardhash_gd1_" + table, qi(table))).fetchone():
             return
         kc, lg, lt = qi(key), ql(group), ql(table)
 
@@ -460,7 +461,7 @@ class PostgresShard(SystemTables):
                  "d": ("DELETE", other("OLD"))}
         for k, (event, cond) in whens.items():
             self.execute(c, "CREATE TRIGGER " + qi("_shardhash_g" + k + "1_" + table) + " AFTER " + event + " ON "
-                      + qi(table) + " FOR EACH ROW WHEN (" + cond + ") EXECUTE FUNCTION " + fn + "()")
+                         + qi(table) + " FOR EACH ROW WHEN (" + cond + ") EXECUTE FUNCTION " + fn + "()")
 
     def skip_capture(self, c: Any, group: str) -> None:
         # transaction-local: gone at the commit or rollback
@@ -511,7 +512,7 @@ class PostgresShard(SystemTables):
         collist = ", ".join(qi(x) for x in cols)
         if len(rows) < 64:
             self.executemany(c, f"INSERT INTO {qi(table)} ({collist}) VALUES ({self.ph(len(cols))}) "
-                          f"ON CONFLICT ({conflict}) {action}", rows)
+                             f"ON CONFLICT ({conflict}) {action}", rows)
             return
         # Bulk: COPY into a temporary table, then one upsert.
         tmp = qi(f"_shardhash_tmp_{table}")
@@ -522,7 +523,7 @@ class PostgresShard(SystemTables):
                 for r in rows:
                     cp.write_row(r)
         self.execute(c, f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} "
-                  f"ON CONFLICT ({conflict}) {action}")
+                     f"ON CONFLICT ({conflict}) {action}")
         self.execute(c, f"DELETE FROM {tmp}")
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
