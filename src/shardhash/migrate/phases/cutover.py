@@ -56,8 +56,10 @@ def freeze_and_commit(m: Migration) -> None:
     meta = m.meta
     for s in m.mem.sources:
         b = cl.backend(s)
-        with m._on(s, "source", "preparing its fence record"), b.writing() as c:
-            b.ensure_system(c)  # (a shard prepared before fence deadlines existed)
+        with m._on(s, "source", "preparing its fence record"):
+            if not b.has_table(b.conn(), "_shardhash_fence"):  # (prepared before fence deadlines existed)
+                with b.writing() as c:
+                    b.ensure_system(c)
     attempt = int(meta.get(m.id, "fence_attempt", 0)) + 1
     meta.put(m.id, "fence_attempt", attempt)
     t0 = time.time()
