@@ -34,9 +34,12 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .sqlite import SQLiteShard, qi
+from .sqlite import qi
+
+if TYPE_CHECKING:
+    from .backend import ShardBackend
 
 
 class ColumnTypeError(ValueError):
@@ -72,7 +75,7 @@ _PG_OF = {"int": "bigint", "float": "double precision", "text": "text", "bytes":
 _SQLITE_OF = {"int": "INTEGER", "bool": "INTEGER", "float": "REAL", "text": "TEXT", "bytes": "BLOB"}
 
 
-def column_types(b: SQLiteShard, c: Any, table: str) -> list[tuple[str, str, bool]]:
+def column_types(b: ShardBackend, c: Any, table: str) -> list[tuple[str, str, bool]]:
     """(name, declared type, not null) of every column of ``table``."""
     if b.kind == "sqlite":
         return [(str(r[1]), str(r[2] or ""), bool(r[3]))
@@ -134,7 +137,7 @@ def _indexes_pg(c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
     return out
 
 
-def translate_ddl(src: SQLiteShard, c: Any, table: str, dst_kind: str) -> list[str]:
+def translate_ddl(src: ShardBackend, c: Any, table: str, dst_kind: str) -> list[str]:
     """The statements that create ``table`` (and its column indexes) on a
     backend of kind ``dst_kind`` like on ``src``: the source's own DDL on the
     same kind, else every column's exact counterpart (ColumnTypeError naming
@@ -159,7 +162,7 @@ def translate_ddl(src: SQLiteShard, c: Any, table: str, dst_kind: str) -> list[s
 _INT_RANGE = {16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1), 64: (-2**63, 2**63 - 1)}
 
 
-def pair_kinds(src: SQLiteShard, sc: Any, dst: SQLiteShard, dc: Any, table: str) -> dict[str, Kind]:
+def pair_kinds(src: ShardBackend, sc: Any, dst: ShardBackend, dc: Any, table: str) -> dict[str, Kind]:
     """For a table copied between backends of different kinds: the kind of
     each column on the destination, once checked against the source's
     (ColumnTypeError naming the column that does not match exactly)."""
@@ -179,7 +182,7 @@ def pair_kinds(src: SQLiteShard, sc: Any, dst: SQLiteShard, dc: Any, table: str)
     return out
 
 
-def check_source_values(src: SQLiteShard, sc: Any, table: str, kinds: dict[str, Kind]) -> None:
+def check_source_values(src: ShardBackend, sc: Any, table: str, kinds: dict[str, Kind]) -> None:
     """Refuse (ColumnTypeError naming the table, column and primary key) the
     first value on the source that its destination column cannot hold exactly."""
     _, pk = src.table_info(sc, table)

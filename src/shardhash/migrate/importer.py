@@ -49,7 +49,6 @@ from .._hashing import Hasher
 from .coltypes import Kind, canonical_row, check_source_values, pair_kinds, translate_ddl
 from .executor import MigrationError
 from .filesource import is_file_url, stage
-from .metadata import ACTIVE
 from .sqlite import SQLiteShard, qi
 
 __all__ = ["ImportConflict", "ImportMismatch", "ImportReport", "import_from"]
@@ -218,9 +217,7 @@ def _dec(v: Any) -> Any:
 
 
 def _active(cluster: Any, group: str, c: Any = None) -> str | None:
-    conn = c if c is not None else cluster.metadata.db.conn()
-    r = conn.execute("SELECT id, state FROM migrations WHERE grp = ? AND state IN (" + ", ".join("?" for _ in ACTIVE)
-                     + ")", (group, *ACTIVE)).fetchone()
+    r = cluster.metadata.active_migration(group, c)
     return None if r is None else f"{r[0]} ({r[1]})"
 
 
