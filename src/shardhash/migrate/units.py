@@ -127,15 +127,24 @@ def _check_pinned(old: Any, new: Any, units: Sequence[Unit]) -> None:
     keys = list(dict.fromkeys(_pinned_keys(old) + _pinned_keys(new)))
     if not keys:
         return
-    mem = Membership(old, new, units)
+    moving: dict[Any, tuple[str, str]] = {}
     for k in keys:
         try:
             src, dst = old.route(k), new.route(k)
-        except (TypeError, ValueError):  # (a key neither router can place holds no rows)
+        except (TypeError, ValueError):  # (a key the routers cannot place holds no rows)
             continue
-        if src != dst and mem.unit_of(k) < 0:
-            raise ValueError(f"the migration units do not move override key {k!r} from shard {src!r} "
-                             f"to {dst!r}: refusing to plan a migration that would leave its rows behind")
+        if src != dst:
+            moving[k] = (src, dst)
+    if not moving:
+        return
+    mem = Membership(old, new, units)
+    for kind in (int, str):  # (one batch per key type)
+        batch = [k for k in moving if isinstance(k, kind)]
+        for k, u in zip(batch, mem.assign(batch).tolist()):
+            if u < 0:
+                src, dst = moving[k]
+                raise ValueError(f"the migration units do not move override key {k!r} from shard {src!r} "
+                                 f"to {dst!r}: refusing to plan a migration that would leave its rows behind")
 
 
 class Membership:
