@@ -772,6 +772,92 @@ def _sampled_pairs(old: Any, new: Any, samples: int = 1 << 18) -> dict[tuple[str
     return out
 
 
+
+def _unpinned(router: Any) -> tuple[Any, dict[int, Any]] | None:
+    """``(base, {hash: key})`` for a router that places every hash as ``base``
+    does except the pinned hashes (a DirectoryRouter's override keys; a
+    HotKeyRouter pins none: it places keys as its base), nested wrappers
+    unwrapped; ``(router, {})`` for a router that wraps nothing; None for a
+    wrapper of unknown kind."""
+    from .hotkeys import HotKeyRouter
+    from .routing import DirectoryRouter, WrappingRouter
+
+    pins: dict[int, Any] = {}
+    r = router
+    while isinstance(r, WrappingRouter):
+        if isinstance(r, DirectoryRouter):
+            for k in r.overrides:
+                pins.setdefault(int(r.hasher(k)), k)  # (an outer override wins; the key is the same)
+        elif not isinstance(r, HotKeyRouter):
+            return None
+        r = r.base
+    return r, pins
+
+
+def _pinned_split(old: Any, new: Any) -> tuple[Any, Any, list[MovedRange]] | None:
+    """For two hash routers with one hasher, at least one of which pins some
+    hashes to shards (DirectoryRouter overrides) or wraps a base: their bases
+    and one exact ``[h, h]`` move per pinned hash (of either router) whose
+    owner changes.  Random hashes never hit a pinned key, so a plan that
+    samples would miss them; planned this way, every hash outside the pinned
+    set moves as the bases move it and every pinned one moves on its own.
+    None when the routers wrap nothing (or something unknown)."""
+    if not (isinstance(old, Router) and isinstance(new, Router) and _hash_routed(old) and _hash_routed(new)
+            and old.hasher == new.hasher):
+        return None
+    uo, un = _unpinned(old), _unpinned(new)
+    if uo is None or un is None or (uo[0] is old and un[0] is new):
+        return None
+    (b_old, p_old), (b_new, p_new) = uo, un
+    if not (_hash_routed(b_old) and _hash_routed(b_new)):
+        return None
+    pins = {**p_new, **p_old}
+    hs = np.array(sorted(pins), dtype=np.uint64)
+    if hs.size == 0:
+        return b_old, b_new, []
+    so = np.asarray(old.shards, dtype=object)[np.asarray(old.route_hashes(hs)).astype(np.int64)]
+    sn = np.asarray(new.shards, dtype=object)[np.asarray(new.route_hashes(hs)).astype(np.int64)]
+    space = _space(old, new)
+    return b_old, b_new, [MovedRange(int(h), int(h), str(s), str(d), 1 / space)
+                          for h, s, d in zip(hs.tolist(), so.tolist(), sn.tolist()) if s != d]
+
+
+def _uncovered(pinned: list[MovedRange], moves: list[MovedRange]) -> list[MovedRange]:
+    """The pinned ``[h, h]`` moves no move of the same pair already covers
+    (a step's hash intervals of one pair must stay disjoint)."""
+    import bisect
+
+    if not pinned:
+        return []
+    ivs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    whole: set[tuple[str, str]] = set()
+    res: dict[tuple[str, str], set[tuple[int, int]]] = {}
+    for m in moves:
+        pr = (m.source, m.destination)
+        if m.kind == "range":
+            ivs.setdefault(pr, []).append((m.lo, m.hi))
+        elif m.kind in ("bucket", "residue"):
+            res.setdefault(pr, set()).add((int(m.modulus or 1), int(m.bucket or 0)))
+        else:  # scattered: filter steps over the whole hash space
+            whole.add(pr)
+    for v in ivs.values():
+        v.sort()
+    mods: dict[tuple[str, str], set[int]] = {pr: {md for md, _ in rs} for pr, rs in res.items()}
+    out = []
+    for m in pinned:
+        pr, h = (m.source, m.destination), m.lo
+        if pr in whole:
+            continue
+        iv = ivs.get(pr, [])
+        j = bisect.bisect_right(iv, (h, _MAX)) - 1
+        if j >= 0 and iv[j][0] <= h <= iv[j][1]:
+            continue
+        if any((md, h % md) in res[pr] for md in mods.get(pr, ())):
+            continue
+        out.append(m)
+    return out
+
+
 def plan_steps(
     old: Any,
     new: Any,
@@ -796,17 +882,26 @@ def plan_steps(
     / ``total_bytes`` they are that total times the step's share.
     """
     cap = _check_cap(max_step_share)
-    bases = old.base_pair(new) if isinstance(old, Router) and isinstance(new, Router) else None
-    try:
+    split = _pinned_split(old, new)
+    if split is not None:
+        # every hash but the pinned ones is placed by the bases: plan the
+        # bases, then add the pinned keys whose owner changes
+        b_old, b_new, pinned = split
+    else:
+        bases = old.base_pair(new) if isinstance(old, Router) and isinstance(new, Router) else None
         # a wrapper whose change moves exactly what its base's change moves
-        moves = moved_ranges(*bases) if bases is not None else moved_ranges(old, new)
+        b_old, b_new = bases if bases is not None else (old, new)
+        pinned = []
+    try:
+        moves = moved_ranges(b_old, b_new)
     except ValueError:
         if not (_hash_routed(old) and _hash_routed(new) and old.hasher == new.hasher):
             raise
         moves = [
             MovedRange(0, _space(old, new) - 1, s, d, p, kind="scattered", exact=False)
-            for (s, d), p in sorted(_sampled_pairs(old, new).items())
+            for (s, d), p in sorted(_sampled_pairs(b_old, b_new).items())
         ]
+    extra = _uncovered(pinned, moves)
     # Bound the work before doing it: every range or filter is cut into
     # ceil(share / cap) pieces, every moved bucket is at least one slot.
     expected = sum(math.ceil(m.share / cap - 1e-12) if m.kind not in ("bucket", "residue") else 0 for m in moves)
@@ -817,6 +912,8 @@ def plan_steps(
             f"max_step_share {max_step_share:g} would cut this plan into about {expected:,} steps (at most "
             f"{MAX_STEPS:,}); {moved:.4%} of the hash space moves, so give a cap of at least "
             f"{moved / MAX_STEPS * 1.01:.2g}")
+    # (pinned keys go into the steps of their pair, grouped like a ring's arcs)
+    moves = moves + extra
     per_pair: dict[tuple[str, str], list[Step]] = {}
     table_moves: dict[tuple[str, str], list[MovedRange]] = {}
     space = _space(old, new)

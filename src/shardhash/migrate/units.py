@@ -93,14 +93,58 @@ def units_for(old: Any, new: Any, *, max_step_share: float = 0.02) -> list[Unit]
     shards whose keys may move."""
     from .. import plan
 
+    units: list[Unit] | None = None
     if getattr(old, "routes_on_hash", False) and getattr(new, "routes_on_hash", False) \
             and old.hasher == new.hasher:
         try:
-            return units_from_steps(plan.plan_steps(old, new, max_step_share=max_step_share))
+            units = units_from_steps(plan.plan_steps(old, new, max_step_share=max_step_share))
         except ValueError:
             pass
-    pairs = [(s, d) for s in old.shards for d in new.shards if s != d]
-    return [Unit(i, s, d, "all") for i, (s, d) in enumerate(pairs)]
+    if units is None:
+        pairs = [(s, d) for s in old.shards for d in new.shards if s != d]
+        units = [Unit(i, s, d, "all") for i, (s, d) in enumerate(pairs)]
+    _check_pinned(old, new, units)
+    return units
+
+
+def _pinned_keys(router: Any) -> list[Any]:
+    """The keys a router places explicitly (DirectoryRouter overrides, through
+    any wrappers), which no sample of random hashes finds."""
+    from ..routing import DirectoryRouter, WrappingRouter
+
+    keys: list[Any] = []
+    r = router
+    while isinstance(r, WrappingRouter):
+        if isinstance(r, DirectoryRouter):
+            keys.extend(r.overrides)
+        r = r.base
+    return keys
+
+
+def _check_pinned(old: Any, new: Any, units: Sequence[Unit]) -> None:
+    """Refuse units that would leave behind an explicitly placed key whose
+    owner changes (its rows would stay on a shard that no longer owns them)."""
+    keys = list(dict.fromkeys(_pinned_keys(old) + _pinned_keys(new)))
+    if not keys:
+        return
+    moving: dict[Any, tuple[str, str]] = {}
+    for k in keys:
+        try:
+            src, dst = old.route(k), new.route(k)
+        except (TypeError, ValueError):  # (a key the routers cannot place holds no rows)
+            continue
+        if src != dst:
+            moving[k] = (src, dst)
+    if not moving:
+        return
+    mem = Membership(old, new, units)
+    for kind in (int, str):  # (one batch per key type)
+        batch = [k for k in moving if isinstance(k, kind)]
+        for k, u in zip(batch, mem.assign(batch).tolist()):
+            if u < 0:
+                src, dst = moving[k]
+                raise ValueError(f"the migration units do not move override key {k!r} from shard {src!r} "
+                                 f"to {dst!r}: refusing to plan a migration that would leave its rows behind")
 
 
 class Membership:
