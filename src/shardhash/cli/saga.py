@@ -22,7 +22,10 @@ def _run(args: argparse.Namespace) -> int:
 @command("saga")
 def _build_saga(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, common, "saga", help="inspect, resume or abort the sagas of a cluster (docs/saga.md)")
-    p.add_argument("action", choices=ACTIONS)
+    p.add_argument("action", choices=ACTIONS,
+                   help="list: the sagas and their states; show: one saga's log and step records; "
+                        "resume: drive a saga (or every saga whose driver died) to its end; "
+                        "abort: stop a running saga and compensate its applied steps")
     p.add_argument("saga", nargs="?", help="saga id (resume: default every saga whose driver died)")
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
     p.add_argument("--state", help="list: only sagas in this state")
