@@ -29,7 +29,7 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 
-from ._harness import UPSERT, _tag, drop_cluster, make_cluster
+from ._harness import _tag, drop_cluster, make_cluster, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 ALL = FOUR + ["s4"]
@@ -64,7 +64,7 @@ class Writers:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         val: int | None = None
                     else:
-                        tx.execute(UPSERT, (k, "w", seq))
+                        tx.execute(upsert(tx), (k, "w", seq))
                         val = seq
                 self.acked[k] = val
         except BaseException as e:  # noqa: BLE001

@@ -19,7 +19,7 @@ from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.executor import pending_router
 from tests._postgres import need_postgres
 
-from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -79,7 +79,7 @@ def test_migration_end_to_end_with_either_store(mroot: Path, meta: str) -> None:
                 seq += 1
                 k = 1 + seq * 7 % 3000
                 with w.transaction(k) as tx:
-                    tx.execute(UPSERT, (k, "w", seq))
+                    tx.execute(upsert(tx), (k, "w", seq))
                 acked[k] = seq
         finally:
             w.close()
@@ -185,7 +185,7 @@ def test_sigkill_at_the_decision_point_then_resume(mroot: Path, meta: str, point
     assert m.run() == "retained"
     assert cl.refresh("users").version == new.version
     with cl.transaction(5) as tx:
-        tx.execute(UPSERT, (5, "after", 1))
+        tx.execute(upsert(tx), (5, "after", 1))
         assert tx.shard == new.route(5)
     cl.close()
 

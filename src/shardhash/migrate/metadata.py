@@ -1,8 +1,10 @@
 """The metadata store: topology versions, the shard map and migration records.
 
-SQLite (one file, WAL, ``synchronous=FULL``; the default) or PostgreSQL (a
+SQLite (one file, WAL, ``synchronous=FULL``; the default), PostgreSQL (a
 database or a schema of one: ``postgresql:CONNINFO`` / ``postgresql://URI``
-as the cluster file's ``metadata`` URL).  Its commit of a migration's
+as the cluster file's ``metadata`` URL) or MariaDB / MySQL (a database:
+``mysql://…`` / ``mariadb://…``; the same lock row, InnoDB's ``SELECT … FOR
+UPDATE``; its tables are :data:`shardhash.migrate.mysql.META_DDL`).  Its commit of a migration's
 cutover (one :meth:`Metadata.tx`, see the executor) is the single decision point of a
 migration: before it the source owns the moving keys, after it the
 destination does, whatever the shards' own records say at that moment.
@@ -83,7 +85,7 @@ class Metadata:
     (:func:`shardhash.migrate.cluster.open_backend`)."""
 
     def __init__(self, store: Any) -> None:
-        if isinstance(store, SQLiteShard) and store.kind == "postgresql":
+        if isinstance(store, SQLiteShard) and store.kind in ("postgresql", "mysql"):
             self.db: SQLiteShard = store
         else:
             path = store.path if isinstance(store, SQLiteShard) else str(store)
@@ -114,6 +116,15 @@ class Metadata:
             except BaseException:
                 self.db.rollback(c)
                 raise
+        elif self.kind == "mysql":  # (MariaDB / MySQL: see shardhash.migrate.mysql)
+            from .mysql import META_DDL
+
+            self.db.lock_schema(c)
+            try:
+                for stmt in META_DDL:
+                    c.run(stmt)
+            finally:
+                self.db._release_schema(c)  # type: ignore[attr-defined]
         else:
             c.executescript(DDL)
         self._ready = True
@@ -124,8 +135,8 @@ class Metadata:
         docstring); committed when the block ends, rolled back when it raises.
         ``c``: a connection of this store (default: this thread's)."""
         c = self.db.conn() if c is None else c
-        if self.kind == "postgresql":
-            c.execute("BEGIN")
+        if self.kind in ("postgresql", "mysql"):
+            c.execute("START TRANSACTION" if self.kind == "mysql" else "BEGIN")
             try:
                 c.execute("SELECT id FROM meta_lock WHERE id = 0 FOR UPDATE")
             except BaseException:
@@ -154,6 +165,8 @@ class Metadata:
         return None if r is None else (int(r[0]), r[1])
 
     def set_topology(self, c: Any, group: str, version: int, router_json: str) -> None:
+        if self.kind == "mysql":
+            return self._upsert_mysql(c, "topology", ("grp", "version", "router"), (group, version, router_json))
         c.execute("INSERT INTO topology VALUES (?, ?, ?) ON CONFLICT (grp) DO UPDATE SET version = excluded.version, "
                   "router = excluded.router", (group, version, router_json))
 
@@ -167,12 +180,16 @@ class Metadata:
         c = self.db.conn()
         if self.kind == "postgresql":
             exists = c.execute("SELECT to_regclass('shard_map')").fetchone()[0] is not None
+        elif self.kind == "mysql":
+            exists = self.db.has_table(c, "shard_map")
         else:
             exists = c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'shard_map'"
                                ).fetchone() is not None
         return self.shard_map() if exists else None
 
     def set_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> None:
+        if self.kind == "mysql":
+            return self._upsert_mysql(c, "shard_map", ("shard", "url", "replicas"), (shard, url, json.dumps(replicas)))
         c.execute("INSERT INTO shard_map VALUES (?, ?, ?) ON CONFLICT (shard) DO UPDATE SET url = excluded.url, "
                   "replicas = excluded.replicas", (shard, url, json.dumps(replicas)))
 
@@ -230,16 +247,18 @@ class Metadata:
             c.execute("UPDATE migrations SET info = ?, updated = ? WHERE id = ?", (json.dumps(info), time.time(), mig))
 
     def get(self, mig: str, key: str, default: Any = None) -> Any:
-        r = self.db.conn().execute("SELECT value FROM progress WHERE mig = ? AND key = ?", (mig, key)).fetchone()
+        r = self.db.conn().execute('SELECT value FROM progress WHERE mig = ? AND "key" = ?', (mig, key)).fetchone()
         return default if r is None else json.loads(r[0])
 
     def put(self, mig: str, key: str, value: Any, c: Any = None) -> None:
         conn = c if c is not None else self.db.conn()
+        if self.kind == "mysql":
+            return self._upsert_mysql(conn, "progress", ("mig", "key", "value"), (mig, key, json.dumps(value)))
         conn.execute("INSERT INTO progress VALUES (?, ?, ?) ON CONFLICT (mig, key) DO UPDATE SET "
                      "value = excluded.value", (mig, key, json.dumps(value)))
 
     def progress(self, mig: str) -> dict[str, Any]:
-        rows = self.db.conn().execute("SELECT key, value FROM progress WHERE mig = ?", (mig,)).fetchall()
+        rows = self.db.conn().execute('SELECT "key", value FROM progress WHERE mig = ?', (mig,)).fetchall()
         return {k: json.loads(v) for k, v in rows}
 
     def log(self, mig: str | None, msg: str) -> None:
@@ -249,3 +268,10 @@ class Metadata:
         rows = self.db.conn().execute("SELECT ts, msg FROM events WHERE mig = ? ORDER BY id DESC LIMIT ?",
                                       (mig, limit)).fetchall()[::-1]
         return [(float(r[0]), str(r[1])) for r in rows]
+
+    @staticmethod
+    def _upsert_mysql(c: Any, table: str, cols: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        # (MySQL has no ON CONFLICT: ON DUPLICATE KEY UPDATE, built by the backend)
+        from .mysql import upsert_sql
+
+        c.run(upsert_sql(table, cols, cols[:2] if table == "progress" else cols[:1]), values)
