@@ -80,7 +80,7 @@ def test_add_registers_the_shard_and_moves_its_keys(root: Path, backend: str,
     finally:
         cl.close()
     # the same shard id with another primary is refused, and nothing changes
-    other = "sqlite:other.db" if backend == "sqlite" else url.replace("_s4'", "_s5'")
+    other = "sqlite:other.db" if backend == "sqlite" else url.replace("_s4'", "_s5'").replace("_s4?", "_s5?")
     assert _start(path, "--add", "s4", "--primary", other, "-q") == 2
     err = capsys.readouterr().err
     assert "'s4' is already in the shard map with primary" in err and other in err

@@ -120,6 +120,8 @@ def _after_chunks(n: int, fn: Callable[[], None]) -> Callable[[dict[str, Any]], 
 
 
 def test_destination_dies_mid_copy_then_resume(root: Path, backend: str) -> None:
+    if backend.startswith("mysql://"):
+        pytest.skip("needs a shard made unreachable and back: a MySQL database cannot be renamed")
     users = 4000
     path = make_cluster(root, FOUR, users=users, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)

@@ -74,6 +74,8 @@ _SQLITE_OF = {"int": "INTEGER", "bool": "INTEGER", "float": "REAL", "text": "TEX
 
 def column_types(b: SQLiteShard, c: Any, table: str) -> list[tuple[str, str, bool]]:
     """(name, declared type, not null) of every column of ``table``."""
+    if b.kind == "mysql":  # (MariaDB / MySQL: the backend reads information_schema)
+        return b.column_types(c, table)  # type: ignore[attr-defined, no-any-return]
     if b.kind == "sqlite":
         return [(str(r[1]), str(r[2] or ""), bool(r[3]))
                 for r in c.execute(f"PRAGMA table_info({qi(table)})").fetchall()]
@@ -86,6 +88,16 @@ def column_types(b: SQLiteShard, c: Any, table: str) -> list[tuple[str, str, boo
 def kind_of(backend_kind: str, table: str, column: str, declared: str) -> Kind:
     """The kind of values a column holds; ColumnTypeError when it has no exact
     counterpart on the other backend."""
+    if backend_kind == "mysql":
+        from .mysql import mysql_kind
+
+        mk = mysql_kind(declared)
+        if mk is None:
+            raise ColumnTypeError(
+                f"table {table!r}, column {column!r}: MySQL type {declared!r} has no exact counterpart on the other "
+                f"backends (supported: tinyint(1), smallint, int, bigint, float, double, char/varchar/text, "
+                f"binary/varbinary/blob; or create the destination table yourself)")
+        return Kind(*mk)
     if backend_kind == "sqlite":
         aff = sqlite_affinity(declared)
         if aff == "NUMERIC":
@@ -134,6 +146,12 @@ def _indexes_pg(c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
     return out
 
 
+def _indexes(src: SQLiteShard, c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
+    if src.kind == "mysql":
+        return src.indexes(c, table)  # type: ignore[attr-defined, no-any-return]
+    return _indexes_sqlite(c, table) if src.kind == "sqlite" else _indexes_pg(c, table)
+
+
 def translate_ddl(src: SQLiteShard, c: Any, table: str, dst_kind: str) -> list[str]:
     """The statements that create ``table`` (and its column indexes) on a
     backend of kind ``dst_kind`` like on ``src``: the source's own DDL on the
@@ -146,10 +164,15 @@ def translate_ddl(src: SQLiteShard, c: Any, table: str, dst_kind: str) -> list[s
     for name, declared, notnull in column_types(src, c, table):
         k = kind_of(src.kind, table, name, declared)
         t = _PG_OF[k.kind] if dst_kind == "postgresql" else _SQLITE_OF[k.kind]
+        if dst_kind == "mysql":
+            from .mysql import TYPE_OF, indexed_text_type
+
+            indexed = name in pk or name in {x for _n, _u, ks in _indexes(src, c, table) for x in ks}
+            t = indexed_text_type() if k.kind == "text" and indexed else TYPE_OF[k.kind]
         cols.append(f"{qi(name)} {t}{' NOT NULL' if notnull or name in pk else ''}")
     cols.append(f"PRIMARY KEY ({', '.join(qi(k) for k in pk)})")
     out = [f"CREATE TABLE {qi(table)} ({', '.join(cols)})"]
-    for name, unique, keys in (_indexes_sqlite(c, table) if src.kind == "sqlite" else _indexes_pg(c, table)):
+    for name, unique, keys in _indexes(src, c, table):
         iname = name if not name.startswith("sqlite_autoindex") else f"{table}_{'_'.join(keys)}_key"
         out.append(f"CREATE {'UNIQUE ' if unique else ''}INDEX {qi(iname)} ON {qi(table)} "
                    f"({', '.join(qi(k) for k in keys)})")
@@ -196,6 +219,8 @@ def check_source_values(src: SQLiteShard, sc: Any, table: str, kinds: dict[str, 
                 args = _INT_RANGE[k.bits]
             if k.kind == "text":
                 bad += f" OR instr(CAST({col} AS BLOB), x'00') > 0"
+        elif src.kind == "mysql":  # (its columns hold their declared kind; no NaN)
+            continue
         else:
             if k.kind != "float":
                 continue
@@ -205,11 +230,16 @@ def check_source_values(src: SQLiteShard, sc: Any, table: str, kinds: dict[str, 
             raise ColumnTypeError(_bad_value(table, name, tuple(r[:-1]), r[-1], k, src.kind))
 
 
-def _bad_value(table: str, column: str, key: tuple[Any, ...], value: Any, k: Kind, src_kind: str) -> str:
+def _bad_value(table: str, column: str, key: tuple[Any, ...], value: Any, k: Kind, src_kind: str,
+               dst_kind: str | None = None) -> str:
     dst = "PostgreSQL" if src_kind == "sqlite" else "SQLite"
+    if dst_kind is not None:
+        dst = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL"}.get(dst_kind, dst_kind)
     why = ""
     if isinstance(value, str) and "\x00" in value:
         why = " (PostgreSQL text cannot hold NUL)"
+    elif dst == "MySQL" and isinstance(value, float):
+        why = " (a MySQL DOUBLE holds no NaN or infinity)"
     elif isinstance(value, float) and (value != value or value == 0):
         why = " (SQLite stores a NaN as NULL and -0.0 as 0.0 in a REAL column)"
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
@@ -234,6 +264,8 @@ def fits(value: Any, k: Kind, to_kind: str) -> bool:
             return False
         if to_kind == "sqlite":
             return not (math.isnan(value) or (value == 0 and math.copysign(1.0, value) < 0))
+        if to_kind == "mysql":
+            return math.isfinite(value)
         return True
     if k.kind == "text":
         return isinstance(value, str) and (to_kind != "postgresql" or "\x00" not in value)
@@ -253,7 +285,7 @@ def check_rows(table: str, cols: Sequence[str], pk: Sequence[str], kinds: dict[s
             v = r[j]
             if not fits(v, k, to_kind):
                 raise ColumnTypeError(_bad_value(table, name, tuple(r[i] for i in pkx), v, k,
-                                                 "sqlite" if to_kind == "postgresql" else "postgresql"))
+                                                 "sqlite" if to_kind == "postgresql" else "postgresql", to_kind))
 
 
 def canonical_row(row: Sequence[Any]) -> str:

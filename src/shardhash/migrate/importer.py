@@ -195,7 +195,9 @@ def _write(b: SQLiteShard, sid: str, table: str, cols: Sequence[str], pk: Sequen
     with b.writing(c):
         have = {tuple(r[j] for j in pkx): r for r in b.fetch(c, table, cols, pk, [[r[j] for j in pkx] for r in rows])}
         fresh = [r for r in rows if tuple(r[j] for j in pkx) not in have]
-        if fresh:
+        if fresh and b.kind == "mysql":  # (no ON CONFLICT there: the MySQL backend's own statement)
+            b.insert_absent(c, table, cols, fresh)  # type: ignore[attr-defined]
+        elif fresh:
             c.executemany(q, fresh)
     conflicts = []
     for r in rows:

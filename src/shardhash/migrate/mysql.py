@@ -473,6 +473,21 @@ class MySQLShard(SQLiteShard):
             "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "
             "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (table,)).fetchall()]
 
+    def indexes(self, c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
+        """(name, unique, columns) of every secondary index of ``table``."""
+        out: dict[str, tuple[bool, list[str]]] = {}
+        for name, non_unique, col, sub in c.run(
+                "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE "
+                "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND INDEX_NAME <> 'PRIMARY' "
+                "ORDER BY INDEX_NAME, SEQ_IN_INDEX", (table,)).fetchall():
+            if col is None or sub is not None:
+                from .coltypes import ColumnTypeError
+
+                raise ColumnTypeError(f"table {table!r}: index {name!r} is on an expression or a prefix; create "
+                                      f"the destination table yourself")
+            out.setdefault(str(name), (not non_unique, []))[1].append(str(col))
+        return [(n, u, cols) for n, (u, cols) in out.items()]
+
     def table_ddl(self, c: Any, table: str) -> list[str]:
         return [str(c.run("SHOW CREATE TABLE " + qi(table)).fetchone()[1])]
 
@@ -736,6 +751,17 @@ class MySQLShard(SQLiteShard):
         c.run("RELEASE SAVEPOINT _shardhash_copy")
         return len(rows)
 
+    def insert_absent(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert the rows whose primary key is absent; a present one is left
+        as it is (its "update" sets a key column to itself)."""
+        _, pk = self.table_info(c, table)
+        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
+        one = "(" + ", ".join("%s" for _ in cols) + ")"
+        for i in range(0, len(rows), MULTI_ROWS):
+            part = rows[i:i + MULTI_ROWS]
+            c.run(head + ", ".join(one for _ in part) + f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}",
+                  list(chain.from_iterable(part)))
+
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
         """The snapshot copy's fast path: plain multi-row INSERTs of every
         row in one transaction (True, committed); when a primary key is
@@ -796,6 +822,13 @@ _KINDS = {"tinyint(1)": ("bool", 64), "smallint": ("int", 16), "int": ("int", 32
           "varbinary": ("bytes", 64), "binary": ("bytes", 64)}
 #: The MySQL column type of each kind, for a table created like one of another backend.
 TYPE_OF = {"int": "BIGINT", "bool": "BIGINT", "float": "DOUBLE", "text": "LONGTEXT", "bytes": "LONGBLOB"}
+
+
+def indexed_text_type() -> str:
+    """The MySQL type of a text column in a primary key or an index (TEXT
+    cannot be one without a prefix length): a VARCHAR of 255 characters,
+    byte-exact comparison (a longer value is refused in strict mode)."""
+    return "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 
 
 def mysql_kind(declared: str) -> tuple[str, int] | None:
