@@ -56,6 +56,7 @@ class FaultyStore:
         self.inner = inner
         self.faults = faults
         self.placeholder = inner.placeholder
+        self.dialect = inner.dialect
 
     def shard_of(self, key: Any) -> str:
         return self.inner.shard_of(key)
@@ -116,9 +117,10 @@ class LookupMachine(RuleBasedStateMachine):
         self.faults = Faults()
         self.idx = LookupIndex(
             "email", owner_table="users", grace=GRACE, clock=self.clock,
-            lookup=FaultyStore(FactoryStore(b.factories, RingRouter(NAMES, vnodes=16), placeholder=b.placeholder),
-                               self.faults),
-            owner=FaultyStore(FactoryStore(b.factories, JumpRouter(NAMES), placeholder=b.placeholder), self.faults))
+            lookup=FaultyStore(FactoryStore(b.factories, RingRouter(NAMES, vnodes=16), placeholder=b.placeholder,
+                                            dialect=b.dialect), self.faults),
+            owner=FaultyStore(FactoryStore(b.factories, JumpRouter(NAMES), placeholder=b.placeholder,
+                                           dialect=b.dialect), self.faults))
         self.model: Model = {}
         self.last: tuple[str, tuple[Any, ...]] | None = None
 
