@@ -1,4 +1,4 @@
-"""The metadata store on both backends (SQLite file, PostgreSQL schema): the
+"""The metadata store on every backend (SQLite file, PostgreSQL schema, MariaDB database): the
 same migrations, the same exclusion of concurrent writers, the same
 resume after a SIGKILL at the decision point."""
 
@@ -17,6 +17,7 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.executor import pending_router
+from tests._mariadb import need_mysql
 from tests._postgres import need_postgres
 
 from ._harness import drop_cluster, make_cluster, shard_rows, upsert
@@ -24,11 +25,14 @@ from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 FOUR = ["s0", "s1", "s2", "s3"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "mariadb"])
 def meta(request: pytest.FixtureRequest) -> str:
-    """'sqlite', or the DSN of a reachable PostgreSQL server (the store's home)."""
+    """'sqlite', the DSN of a reachable PostgreSQL server or the URL of a
+    reachable MariaDB server (the store's home)."""
     if request.param == "sqlite":
         return "sqlite"
+    if request.param == "mariadb":
+        return need_mysql()
     return need_postgres()
 
 
@@ -57,7 +61,8 @@ def test_metadata_url_selects_the_store(mroot: Path, meta: str) -> None:
     path = make_cluster(mroot, FOUR, users=10, metadata=meta)
     cl = Cluster.load(path)
     try:
-        assert cl.metadata.kind == ("sqlite" if meta == "sqlite" else "postgresql")
+        assert cl.metadata.kind == ("sqlite" if meta == "sqlite" else "mysql" if meta.startswith("mysql://")
+                                    else "postgresql")
         assert (mroot / "meta.db").exists() == (meta == "sqlite")
         assert list(cl.router("users").shards) == FOUR
         assert sorted(cl.metadata.shard_map()) == FOUR
@@ -128,7 +133,7 @@ def test_write_transactions_exclude_each_other(mroot: Path, meta: str) -> None:
         try:
             for _ in range(per):
                 with cl.metadata.tx() as c:
-                    r = c.execute("SELECT value FROM progress WHERE mig = ? AND key = ?", ("m", "counter")).fetchone()
+                    r = c.execute('SELECT value FROM progress WHERE mig = ? AND "key" = ?', ("m", "counter")).fetchone()
                     v = int(r[0])
                     time.sleep(0.0005)  # widen the window a lost update would need
                     cl.metadata.put("m", "counter", v + 1, c)
