@@ -211,7 +211,9 @@ class ClusterStore:
     @property
     def dialect(self) -> str:
         """"mysql" when the group's shards are MariaDB / MySQL ones, else "standard"."""
-        kinds = {getattr(self.cluster.backend(s), "kind", "") == "mysql" for s in self.shards()}
+        # (the group's declared shards: readable before the cluster's init)
+        kinds = {getattr(self.cluster.backend(s), "kind", "") == "mysql"
+                 for s in self.cluster.group(self.group).router.shards}
         if len(kinds) > 1:
             raise ValueError(f"group {self.group!r} mixes MySQL and other shards: a lookup table's statements "
                              "are written for one of the two; keep a lookup group on one kind of backend")

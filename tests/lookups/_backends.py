@@ -31,10 +31,11 @@ class Backend:
         c = self.factories[shard]()
         try:
             cur = _cursor(c)
-            cur.execute(sql)
+            res = cur.execute(sql)  # (sqlite3 and psycopg return a cursor, mysqlclient a row count)
+            rows = (res if hasattr(res, "fetchall") else cur).fetchall()
             # (MySQL: the lookup table's value column is a VARBINARY, read here as the text it holds)
             return [tuple(v.decode() if isinstance(v, bytes) and self.dialect == "mysql" else v for v in r)
-                    for r in cur.fetchall()]
+                    for r in rows]
         finally:
             c.rollback()
             c.close()
@@ -110,26 +111,6 @@ def postgres_backend() -> Backend:
     return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (psycopg.IntegrityError,), [drop])
 
 
-class _MySQLConn:
-    """A mysqlclient connection in a transaction per block (autocommit off), closed by ``close``."""
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-        raw.autocommit(False)
-
-    def cursor(self) -> Any:
-        return self.raw.cursor()
-
-    def commit(self) -> None:
-        self.raw.commit()
-
-    def rollback(self) -> None:
-        self.raw.rollback()
-
-    def close(self) -> None:
-        self.raw.close()
-
-
 def mariadb_backend() -> Backend:
     url = need_mysql()
     import MySQLdb
@@ -138,9 +119,21 @@ def mariadb_backend() -> Backend:
 
     tag = f"lsm{uuid.uuid4().hex[:10]}_"
     urls = {s: with_database(url, tag + s) for s in NAMES}
+    pools: dict[str, list[Any]] = {s: [] for s in NAMES}
 
-    def connect(shard: str) -> _MySQLConn:
-        return _MySQLConn(open_raw(urls[shard]))  # (created when missing; ANSI_QUOTES, FOUND_ROWS)
+    def connect(shard: str) -> _Pooled:
+        pool = pools[shard]
+        if pool:
+            return _Pooled(pool.pop(), pool)
+        raw = open_raw(urls[shard])  # (the database created when missing; ANSI_QUOTES, FOUND_ROWS)
+        raw.autocommit(False)  # (a transaction per block, as DB-API has it)
+        return _Pooled(raw, pool)
 
-    return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (MySQLdb.IntegrityError,),
-                   [lambda: drop_databases(url, tag)], dialect="mysql")
+    def drop() -> None:
+        for pool in pools.values():
+            while pool:
+                pool.pop().close()
+        drop_databases(url, tag)
+
+    return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (MySQLdb.IntegrityError,), [drop],
+                   dialect="mysql")
