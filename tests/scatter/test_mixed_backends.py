@@ -108,17 +108,17 @@ def test_a_cluster_of_sqlite_postgresql_and_mariadb_shards_migrates_and_scatters
                 stop.clear()
             assert not errors, errors
             m.cleanup()
-            r = cl.refresh("orders")
+            now = cl.refresh("orders")
             # every row once, on its owner, with its last acknowledged value
             owners: dict[int, str] = {}
-            for s in r.shards:
+            for s in now.shards:
                 b = cl.backend(s)
                 with b.writing() as bc:
                     for got in bc.execute("SELECT id, grp, note FROM orders").fetchall():
                         assert int(got[0]) not in owners, (target, got, s, owners.get(int(got[0])))
                         owners[int(got[0])] = s
                         assert tuple(got) == rows[int(got[0])], (target, s)
-                        assert r.route(int(got[0])) == s
+                        assert now.route(int(got[0])) == s
             assert set(owners) == set(rows)
             assert _pages(cl, order_by=["grp DESC", "id"], unique="id", limit=23) == \
                 sorted(rows.values(), key=lambda x: (-x[1], x[0]))

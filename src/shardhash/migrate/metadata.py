@@ -122,7 +122,7 @@ class Metadata:
             self.db.lock_schema(c)
             try:
                 for stmt in META_DDL:
-                    c.run(stmt)
+                    c.execute(stmt)
             finally:
                 self.db._release_schema(c)  # type: ignore[attr-defined]
         else:

@@ -561,7 +561,7 @@ class MySQLShard(SQLiteShard):
         return []
 
     def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
-        args = getattr(exc, "args", ())
+        args: tuple[Any, ...] = tuple(getattr(exc, "args", ()))
         if errno_of(exc) != GUARD_ERRNO or len(args) < 2 or not str(args[1]).startswith(_GUARD_TAG):
             return None
         text = str(args[1])[len(_GUARD_TAG):]
