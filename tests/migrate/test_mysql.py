@@ -198,3 +198,27 @@ def test_a_guard_refusal_names_the_row_and_writes_nothing(shard: tuple[MySQLShar
     c.execute("INSERT INTO users VALUES (?, ?)", (7, "plain"))
     assert c.run("SELECT id FROM users ORDER BY id").fetchall() == ((7,),)
     c.close()
+
+
+@pytest.mark.oracle
+def test_a_copy_chunk_is_captured_exactly_when_the_shard_has_a_capture(shard: tuple[MySQLShard, str]) -> None:
+    # (the chunk skips the triggers' capture query only when it found no capture under the epoch lock)
+    b, _url = shard
+    c = b.connect()
+    assert b.copy_new(c, "users", ["id", "name"], [(1, "a"), (2, "b")])
+    assert c.run("SELECT COUNT(*) FROM _shardhash_changes").fetchone()[0] == 0
+    with b.writing(c):
+        b.start_capture(c, "m1", "users")
+    assert b.copy_new(c, "users", ["id", "name"], [(3, "c"), (4, "d")])
+    c.execute("INSERT INTO users VALUES (?, ?)", (5, "e"))  # (the skip ended with the chunk)
+    assert [r[0] for r in c.run("SELECT pk FROM _shardhash_changes ORDER BY id").fetchall()] == \
+        ["[3]", "[4]", "[5]"]
+    with b.writing(c):
+        b.drop_capture(c, "m1")
+    assert b.copy_new(c, "users", ["id", "name"], [(6, "f")])
+    c.execute("INSERT INTO users VALUES (?, ?)", (7, "g"))
+    with b.writing(c):
+        b.start_capture(c, "m2", "users")
+    c.execute("INSERT INTO users VALUES (?, ?)", (8, "h"))
+    assert [r[0] for r in c.run("SELECT pk FROM _shardhash_changes ORDER BY id").fetchall()] == ["[8]"]
+    c.close()

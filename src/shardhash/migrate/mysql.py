@@ -408,7 +408,8 @@ class MySQLShard(SQLiteShard):
     @staticmethod
     def _clear_vars(c: Any) -> None:
         if c.vars_set:
-            c.run("SET @shardhash_skip = NULL, @shardhash_guard_grp = NULL, @shardhash_guard_key = NULL")
+            c.run("SET @shardhash_skip = NULL, @shardhash_guard_grp = NULL, @shardhash_guard_key = NULL, "
+                  "@shardhash_nocapture = NULL")
             c.vars_set = False
 
     # ------------------------------------------------------------ schema
@@ -532,12 +533,17 @@ class MySQLShard(SQLiteShard):
                     + "; SIGNAL SQLSTATE '45000' SET MYSQL_ERRNO = " + str(GUARD_ERRNO)
                     + ", MESSAGE_TEXT = shardhash_msg; END IF;")
 
+        def unless_none(body: str) -> str:
+            # (the snapshot copy's transaction found no capture on the shard,
+            # under the epoch row's lock: see copy_new)
+            return "IF @shardhash_nocapture IS NULL THEN " + body + " END IF;"
+
         moved = " OR ".join("NOT (OLD." + qi(k) + " <=> NEW." + qi(k) + ")" for k in pk)
         bodies = {
-            "i": ("INSERT", guard("NEW") + logit("NEW")),
-            "u": ("UPDATE", guard("NEW") + guard("OLD") + logit("NEW") + " IF " + moved + " THEN "
-                  + logit("OLD") + " END IF;"),
-            "d": ("DELETE", guard("OLD") + logit("OLD")),
+            "i": ("INSERT", guard("NEW") + unless_none(logit("NEW"))),
+            "u": ("UPDATE", guard("NEW") + guard("OLD") + unless_none(logit("NEW") + " IF " + moved + " THEN "
+                                                                      + logit("OLD") + " END IF;")),
+            "d": ("DELETE", guard("OLD") + unless_none(logit("OLD"))),
         }
         have = {str(r[0]): str(r[1]) for r in c.run(
             "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE "
@@ -767,7 +773,15 @@ class MySQLShard(SQLiteShard):
         row in one transaction (True, committed); when a primary key is
         already there nothing is changed and False is returned (the caller
         takes the checked upsert path).  A deadlock or lock wait timeout
-        runs the transaction again."""
+        runs the transaction again.
+
+        A row trigger that runs a query costs more than the insert itself,
+        so the transaction first takes the epoch row's shared lock (as a
+        client write does: no capture can start until it ends, since a
+        capture's start locks that row first) and counts the shard's
+        captures; when there is none, the triggers skip the capture query
+        (``@shardhash_nocapture``, cleared at the end) -- exactly what they
+        would have found."""
         import MySQLdb
 
         if not rows:
@@ -775,13 +789,21 @@ class MySQLShard(SQLiteShard):
         head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
         one = "(" + ", ".join("%s" for _ in cols) + ")"
 
+        system = self._has_system(c)
+
         def once() -> bool:
             self.begin_write(c)
             try:
+                if system:
+                    c.run("SELECT n FROM _shardhash_epoch WHERE id = 0 LOCK IN SHARE MODE")
+                    if c.run("SELECT COUNT(*) FROM _shardhash_captures").fetchone()[0] == 0:
+                        c.run("SET @shardhash_nocapture = 1")
+                        c.vars_set = True
                 for i in range(0, len(rows), MULTI_ROWS):
                     part = rows[i:i + MULTI_ROWS]
                     c.run(head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
                 self.commit(c)
+                self._clear_vars(c)
             except MySQLdb.IntegrityError as e:
                 self.rollback(c)
                 if errno_of(e) == 1062:  # (a duplicate primary key)
