@@ -157,12 +157,6 @@ def connect_args(url: str, *, database: bool = True) -> dict[str, Any]:
     return kw
 
 
-def url_database(url: str) -> str | None:
-    """The database a MySQL URL names, or None."""
-    db = urllib.parse.unquote(urllib.parse.urlsplit(url).path.lstrip("/"))
-    return db or None
-
-
 def errno_of(exc: BaseException) -> int | None:
     """The server's error number of a mysqlclient exception, else None."""
     args = getattr(exc, "args", ())
@@ -337,7 +331,10 @@ def upsert_sql(table: str, cols: Sequence[str], keys: Sequence[str]) -> str:
 
 
 class MySQLShard(SQLiteShard):
-    """One shard (or the metadata store) in a MariaDB / MySQL database."""
+    """One shard (or the metadata store) in a MariaDB / MySQL database.
+
+    ``placeholder``: the style of the backend's own statements (run with
+    :meth:`MySQLConnection.run`); the connection's ``execute`` takes ``?``."""
 
     kind = "mysql"
     placeholder = "%s"
