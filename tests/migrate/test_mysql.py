@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -222,3 +223,29 @@ def test_a_copy_chunk_is_captured_exactly_when_the_shard_has_a_capture(shard: tu
     c.execute("INSERT INTO users VALUES (?, ?)", (8, "h"))
     assert [r[0] for r in c.run("SELECT pk FROM _shardhash_changes ORDER BY id").fetchall()] == ["[8]"]
     c.close()
+
+
+@pytest.mark.oracle
+def test_a_table_like_an_sqlite_one_is_created_once_with_its_indexes(shard: tuple[MySQLShard, str],
+                                                                     tmp_path: Path) -> None:
+    from shardhash.migrate.coltypes import pair_kinds, translate_ddl
+    from shardhash.migrate.sqlite import SQLiteShard
+
+    src = SQLiteShard(tmp_path / "src.db")
+    sc = src.conn()
+    sc.execute("CREATE TABLE ev (eid INTEGER PRIMARY KEY, who TEXT NOT NULL, at REAL, body BLOB)")
+    sc.execute("CREATE INDEX ev_who ON ev(who)")
+    sc.execute("CREATE UNIQUE INDEX ev_at ON ev(at, eid)")
+    b, _url = shard
+    c = b.connect()
+    ddl = translate_ddl(src, sc, "ev", "mysql")
+    for _ in range(2):  # (a resumed prepare runs it again: nothing fails, nothing doubles)
+        b.create_from(c, ddl)
+    idx = b.indexes(c, "ev")
+    assert sorted(idx) == [("ev_at", True, ["at", "eid"]), ("ev_who", False, ["who"])]
+    types = {n: t for n, t, _nn in b.column_types(c, "ev")}
+    assert types["who"].startswith("varchar(255)") and types["body"] == "longblob" and types["at"] == "double"
+    assert {k: v.kind for k, v in pair_kinds(src, sc, b, c, "ev").items()} == \
+        {"eid": "int", "who": "text", "at": "float", "body": "bytes"}
+    c.close()
+    src.close()
