@@ -6,7 +6,10 @@ Python.h there) in its ``# distutils: sources = [...]`` header, so a module
 links only the kernels it uses.  The core is organised by concern
 (``common/``, ``hash/``, ``place/``, ``compat/``); every one of those
 directories is on the include path, so C files and ``cdef extern from``
-blocks name a header by its file name alone.
+blocks name a header by its file name alone.  ``_core/pyapi/`` holds the
+few headers that read Python objects (Python.h, static functions included
+by the Cython modules only; no ``.c`` file there, so the plain-C builds of
+the core never see them).
 
 Environment switches:
 
@@ -20,7 +23,9 @@ Environment switches:
 * ``SHARDHASH_DEBUG=1`` -- the same build at -O0 (for stepping through in a
   debugger); implies ``SHARDHASH_SANITIZE``.
 * ``SHARDHASH_ONLY=_hashing,_kernels`` -- build only these extensions
-  (development convenience; a normal build builds them all).
+  (development convenience; a normal build builds them all).  ``_native``
+  names the compat bindings as a group: ``compat._native_*`` and the
+  key-intake layer ``_intake`` they share.
 
 NumPy is a build requirement (pyproject.toml): the small-batch paths use
 its C API (``_npy.pxd``), so the modules compile against its headers.  A
@@ -45,7 +50,7 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 SRC = Path("src")
 CORE = SRC / "shardhash" / "_core"
-CORE_DIRS = [str(CORE / d) for d in ("common", "hash", "place", "compat")]
+CORE_DIRS = [str(CORE / d) for d in ("common", "hash", "place", "compat", "pyapi")]
 
 
 def _flag(name: str) -> bool:
@@ -55,6 +60,15 @@ def _flag(name: str) -> bool:
 DEBUG = _flag("SHARDHASH_DEBUG")
 SANITIZE = DEBUG or _flag("SHARDHASH_SANITIZE")
 ONLY = {x.strip() for x in os.environ.get("SHARDHASH_ONLY", "").split(",") if x.strip()}
+# the compat bindings as a group (compat/_native.py re-exports them)
+NATIVE_GROUP = {"_native", "compat._native", "shardhash.compat._native"}
+
+
+def _selected(name: str, modname: str) -> bool:
+    if not ONLY or name in ONLY or modname in ONLY:
+        return True
+    return bool(ONLY & NATIVE_GROUP) and (name == "_intake" or modname.startswith("shardhash.compat._native_"))
+
 
 DIRECTIVES = {
     "language_level": "3",
@@ -92,19 +106,27 @@ else:
         cflags += ["-O3", "-g0"]
         ldflags = []
 
+# Cython's utility code (above all the typed-memoryview machinery, some 150 KB
+# of machine code) lives in one shared module that every extension imports,
+# instead of a copy in each: with a binding module per compat system that is
+# most of the wheel's size.  Always built, whatever SHARDHASH_ONLY says.
+SHARED_UTILITY = "shardhash._cyutility"
+
+
 def make_extensions() -> list[Extension]:
-    exts = []
+    exts = [Extension(SHARED_UTILITY, sources=[str(SRC / "shardhash" / "_cyutility.c")],
+                      extra_compile_args=cflags, extra_link_args=ldflags)]
     for pyx in sorted(SRC.glob("shardhash/**/_*.pyx")):
         rel = pyx.relative_to(SRC).with_suffix("")
         modname = ".".join(rel.parts)
-        if ONLY and rel.name not in ONLY and modname not in ONLY:
+        if not _selected(rel.name, modname):
             continue
         exts.append(
             Extension(
                 modname,
                 sources=[str(pyx)],
                 # NumPy's headers: the modules that cimport _npy need them
-                # (_common, _hashing, routing._kernels, compat._native); on
+                # (_common, _hashing, routing._kernels, the compat bindings); on
                 # every module's path so that a new user needs no change here.
                 include_dirs=[*CORE_DIRS, numpy.get_include()],
                 extra_compile_args=cflags,
@@ -126,6 +148,7 @@ setup(
     ext_modules=cythonize(
         make_extensions(),
         compiler_directives=DIRECTIVES,
+        shared_utility_qualified_name=SHARED_UTILITY,
         include_path=[str(SRC / "shardhash")],
         gdb_debug=False,
         build_dir=f"{SANITIZE_BASE}/cython" if SANITIZE else None,

@@ -5,7 +5,6 @@ Private module; the public API is :mod:`shardhash.hashing`.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cpython.unicode cimport PyUnicode_Check
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM
@@ -78,60 +77,7 @@ cdef extern from "sh_batch.h" nogil:
     ptrdiff_t sh_hash_ucs4(int algo, uint64_t seed, const char *base, size_t nchars, ptrdiff_t stride,
                            size_t n, uint8_t *scratch, uint64_t *out)
 
-# ---------------------------------------------------------------------------
-# Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html)
-cdef extern from *:
-    """
-    #ifndef ARROW_C_DATA_INTERFACE
-    #define ARROW_C_DATA_INTERFACE
-    struct ArrowSchema {
-      const char* format; const char* name; const char* metadata; int64_t flags;
-      int64_t n_children; struct ArrowSchema** children; struct ArrowSchema* dictionary;
-      void (*release)(struct ArrowSchema*); void* private_data;
-    };
-    struct ArrowArray {
-      int64_t length; int64_t null_count; int64_t offset; int64_t n_buffers; int64_t n_children;
-      const void** buffers; struct ArrowArray** children; struct ArrowArray* dictionary;
-      void (*release)(struct ArrowArray*); void* private_data;
-    };
-    #endif
-    #ifndef ARROW_C_STREAM_INTERFACE
-    #define ARROW_C_STREAM_INTERFACE
-    struct ArrowArrayStream {
-      int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
-      int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
-      const char* (*get_last_error)(struct ArrowArrayStream*);
-      void (*release)(struct ArrowArrayStream*);
-      void* private_data;
-    };
-    #endif
-    static void sh_release_schema(struct ArrowSchema *s) { if (s && s->release) s->release(s); }
-    static void sh_release_array(struct ArrowArray *a) { if (a && a->release) a->release(a); }
-    static int sh_stream_get_schema(struct ArrowArrayStream *st, struct ArrowSchema *out) { return st->get_schema(st, out); }
-    static int sh_stream_get_next(struct ArrowArrayStream *st, struct ArrowArray *out) { return st->get_next(st, out); }
-    static const char *sh_stream_error(struct ArrowArrayStream *st) { const char *e = st->get_last_error ? st->get_last_error(st) : NULL; return e ? e : "unknown error"; }
-    """
-    struct ArrowSchema:
-        const char* format
-        const char* metadata
-        int64_t n_children
-        ArrowSchema* dictionary
-        void (*release)(ArrowSchema*)
-    struct ArrowArray:
-        int64_t length
-        int64_t null_count
-        int64_t offset
-        int64_t n_buffers
-        const void** buffers
-        ArrowArray* dictionary
-        void (*release)(ArrowArray*)
-    struct ArrowArrayStream:
-        void (*release)(ArrowArrayStream*)
-    void sh_release_schema(ArrowSchema *s)
-    void sh_release_array(ArrowArray *a)
-    int sh_stream_get_schema(ArrowArrayStream *st, ArrowSchema *out)
-    int sh_stream_get_next(ArrowArrayStream *st, ArrowArray *out)
-    const char *sh_stream_error(ArrowArrayStream *st)
+from shardhash._intake cimport ArrowArray, ArrowChunk, ArrowBuffer, arrow_import, arrow_first_null
 
 
 __all__ = ["ALGORITHMS", "HASHER_FORMAT", "Hasher", "check_algorithm", "check_seed", "check_code_points",
@@ -755,70 +701,6 @@ cdef _hash_ucs4(Hasher h, object a, object out, object threads):
 # ---------------------------------------------------------------------------
 # Arrow (PyCapsule interface): zero-copy over the producer's buffers.
 
-cdef class _ArrowChunk:
-    """Owns one imported ArrowArray (released on deallocation)."""
-    cdef ArrowArray arr
-    cdef bint owned
-
-    def __dealloc__(self):
-        if self.owned:
-            sh_release_array(&self.arr)
-
-
-cdef inline bint _valid_bit(const uint8_t *bitmap, int64_t i) noexcept nogil:
-    return (bitmap[i >> 3] >> (i & 7)) & 1
-
-
-cdef int64_t _first_null(ArrowArray *arr) noexcept nogil:
-    cdef const uint8_t *bitmap
-    cdef int64_t i
-    if arr.null_count == 0 or arr.n_buffers < 1 or arr.buffers[0] == NULL:
-        return -1
-    bitmap = <const uint8_t *>arr.buffers[0]
-    for i in range(arr.length):
-        if not _valid_bit(bitmap, arr.offset + i):
-            return i
-    return -1
-
-
-cdef object _arrow_format(ArrowSchema *schema):
-    if schema.dictionary != NULL:
-        raise TypeError("cannot hash a dictionary-encoded (categorical) Arrow array: decode it first")
-    ext = _arrow_extension_name(schema.metadata)
-    if ext is not None:
-        # An extension type (pandas period/interval, arrow.uuid...) stores its
-        # values in a plain array whose numbers are not the value: the scalar
-        # path refuses such keys, so the batch path must too.
-        raise TypeError(f"cannot hash an Arrow extension array ({ext}): its storage is not the key's "
-                        "value; convert the keys to int or str first")
-    return (<bytes>schema.format).decode("ascii", "replace")
-
-
-cdef inline int32_t _meta_i32(const char *p) noexcept:
-    cdef int32_t v
-    memcpy(&v, p, 4)  # the C data interface writes native-endian int32
-    return v
-
-
-cdef object _arrow_extension_name(const char *meta):
-    """The ``ARROW:extension:name`` in a schema's metadata, or None."""
-    if meta == NULL:
-        return None
-    cdef int32_t npairs = _meta_i32(meta), i, klen, vlen
-    cdef const char *p = meta + 4
-    for i in range(npairs):
-        klen = _meta_i32(p)
-        p += 4
-        key = p[:klen]
-        p += klen
-        vlen = _meta_i32(p)
-        p += 4
-        if key == b"ARROW:extension:name":
-            return p[:vlen].decode("utf-8", "replace")
-        p += vlen
-    return None
-
-
 _ARROW_INT_FORMATS = {"l": (8, True), "L": (8, False), "i": (4, True), "I": (4, False),
                       "s": (2, True), "S": (2, False), "c": (1, True), "C": (1, False)}
 _ARROW_VAR_FORMATS = {"u": 32, "z": 32, "U": 64, "Z": 64}
@@ -826,47 +708,8 @@ _ARROW_VIEW_FORMATS = ("vu", "vz")
 
 
 cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
-    cdef ArrowSchema *schema
-    cdef ArrowArray *carr
-    cdef ArrowArrayStream *stream
-    cdef ArrowSchema stream_schema
-    cdef _ArrowChunk chunk
-    chunks = []
-    if hasattr(keys, "__arrow_c_array__"):
-        caps = keys.__arrow_c_array__()
-        schema_cap, array_cap = caps
-        schema = <ArrowSchema *>PyCapsule_GetPointer(schema_cap, "arrow_schema")
-        carr = <ArrowArray *>PyCapsule_GetPointer(array_cap, "arrow_array")
-        fmt = _arrow_format(schema)
-        # The capsule keeps ownership; we borrow the array while the capsule lives.
-        chunk = _ArrowChunk()
-        chunk.arr = carr[0]
-        chunk.owned = False
-        chunks.append(chunk)
-        keepalive = (schema_cap, array_cap)
-    else:
-        stream_cap = keys.__arrow_c_stream__()
-        stream = <ArrowArrayStream *>PyCapsule_GetPointer(stream_cap, "arrow_array_stream")
-        memset(&stream_schema, 0, sizeof(ArrowSchema))
-        if sh_stream_get_schema(stream, &stream_schema) != 0:
-            raise ValueError(f"Arrow stream error: {(<bytes>sh_stream_error(stream)).decode('utf-8', 'replace')}")
-        try:
-            fmt = _arrow_format(&stream_schema)
-            if fmt == "+s" or fmt.startswith("+"):
-                raise TypeError(f"cannot hash a nested Arrow type (format {fmt!r}); pass one column")
-            while True:
-                chunk = _ArrowChunk()
-                memset(&chunk.arr, 0, sizeof(ArrowArray))
-                if sh_stream_get_next(stream, &chunk.arr) != 0:
-                    raise ValueError(f"Arrow stream error: "
-                                     f"{(<bytes>sh_stream_error(stream)).decode('utf-8', 'replace')}")
-                if chunk.arr.release == NULL:
-                    break
-                chunk.owned = True
-                chunks.append(chunk)
-        finally:
-            sh_release_schema(&stream_schema)
-        keepalive = stream_cap
+    cdef ArrowChunk chunk
+    fmt, chunks, keepalive = arrow_import(keys)
     if fmt.startswith("+"):
         raise TypeError(f"cannot hash a nested Arrow type (format {fmt!r}); pass one column")
     if fmt not in _ARROW_INT_FORMATS and fmt not in _ARROW_VAR_FORMATS and fmt not in _ARROW_VIEW_FORMATS:
@@ -881,8 +724,8 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
     is_str = fmt in ("u", "U", "vu")
     cdef int64_t total = 0, pos = 0, bad
     for c in chunks:
-        chunk = <_ArrowChunk>c
-        bad = _first_null(&chunk.arr)
+        chunk = <ArrowChunk>c
+        bad = arrow_first_null(&chunk.arr)
         if bad >= 0:
             raise ValueError(f"key at position {total + bad} is null: nulls cannot be hashed")
         total += chunk.arr.length
@@ -893,7 +736,7 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
         # fresh array so no key is overwritten before it is read.
         final, out = out, np.empty(total, dtype=np.uint64)
     for c in chunks:
-        chunk = <_ArrowChunk>c
+        chunk = <ArrowChunk>c
         if is_str and not h._fast_str:
             # The codec transforms strings (normalise / casefold / strip): decode
             # each value and take the scalar path.
@@ -911,11 +754,11 @@ cdef object _hash_arrow(Hasher h, object keys, object out, object threads):
 cdef bint _arrow_overlaps(list chunks, str fmt, object out):
     """Whether out's memory intersects any buffer the chunks read."""
     cdef size_t lo = _addr(out), hi = lo + <size_t>out.shape[0] * 8
-    cdef _ArrowChunk chunk
+    cdef ArrowChunk chunk
     cdef ArrowArray *arr
     cdef int64_t i
     for c in chunks:
-        chunk = <_ArrowChunk>c
+        chunk = <ArrowChunk>c
         arr = &chunk.arr
         for i in range(arr.n_buffers):
             if arr.buffers[i] == NULL:
@@ -947,7 +790,7 @@ cdef size_t _buffer_extent(ArrowArray *arr, str fmt, int64_t i):
     return <size_t>-1  # view data buffers: be conservative
 
 
-cdef list _arrow_chunk_strings(_ArrowChunk chunk, str fmt):
+cdef list _arrow_chunk_strings(ArrowChunk chunk, str fmt):
     """Decode the UTF-8 values of a string chunk into Python str objects."""
     cdef ArrowArray *arr = &chunk.arr
     result = []
@@ -991,7 +834,7 @@ cdef _decode_arrow_strings(ArrowArray *arr, str fmt, list result):
                 result.append((<const char *>data + bo)[:ln].decode("utf-8"))
 
 
-cdef object _aligned_copy(_ArrowChunk chunk, const char *p, Py_ssize_t n, str dtype):
+cdef object _aligned_copy(ArrowChunk chunk, const char *p, Py_ssize_t n, str dtype):
     """None when the ``n`` items of ``dtype`` at ``p`` start on their
     alignment, else an aligned copy of them: Arrow allows buffers at any
     address (``pa.Array.from_buffers`` over a sliced buffer), and the
@@ -999,10 +842,10 @@ cdef object _aligned_copy(_ArrowChunk chunk, const char *p, Py_ssize_t n, str dt
     cdef Py_ssize_t width = np.dtype(dtype).itemsize
     if n <= 0 or <size_t>p % <size_t>width == 0:
         return None
-    return np.frombuffer(_ArrowBuffer(chunk, <size_t>p, n * width), dtype=dtype).copy()
+    return np.frombuffer(ArrowBuffer(chunk, <size_t>p, n * width), dtype=dtype).copy()
 
 
-cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t pos, object threads):
+cdef _hash_arrow_chunk(Hasher h, str fmt, ArrowChunk chunk, object out, int64_t pos, object threads):
     cdef ArrowArray *arr = &chunk.arr
     cdef Py_ssize_t n = arr.length
     if n == 0:
@@ -1024,7 +867,7 @@ cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t
             run(_k_words, &job, n, threads)
         else:
             np_dtype = np.dtype(("i" if is_signed else "u") + str(width))
-            view = np.frombuffer(_ArrowBuffer(chunk, <size_t>arr.buffers[1], (off + n) * width), dtype=np_dtype)[off:]
+            view = np.frombuffer(ArrowBuffer(chunk, <size_t>arr.buffers[1], (off + n) * width), dtype=np_dtype)[off:]
             _hash_narrow_ints(h, view, out[pos:pos + n], threads)
         return
     if fmt in _ARROW_VAR_FORMATS:
@@ -1053,33 +896,3 @@ cdef _hash_arrow_chunk(Hasher h, str fmt, _ArrowChunk chunk, object out, int64_t
         bad = sh_hash_views(algo, seed, views, bufs, sizes, <size_t>nbuf, <size_t>n, op)
     if bad >= 0:
         raise ValueError(f"malformed Arrow view at position {pos + bad}")
-
-
-cdef class _ArrowBuffer:
-    """Buffer-protocol wrapper over an Arrow buffer (keeps the chunk alive)."""
-    cdef object chunk
-    cdef const void *ptr
-    cdef Py_ssize_t size
-    cdef Py_ssize_t shape[1]
-
-    def __cinit__(self, _ArrowChunk chunk, size_t ptr, Py_ssize_t size):
-        self.chunk = chunk
-        self.ptr = <const void *>ptr
-        self.size = size
-
-    def __getbuffer__(self, Py_buffer *buf, int flags):
-        self.shape[0] = self.size
-        buf.buf = <void *>self.ptr
-        buf.obj = self
-        buf.len = self.size
-        buf.readonly = 1
-        buf.itemsize = 1
-        buf.format = NULL
-        buf.ndim = 1
-        buf.shape = self.shape
-        buf.strides = NULL
-        buf.suboffsets = NULL
-        buf.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer *buf):
-        pass

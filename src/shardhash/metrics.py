@@ -68,7 +68,10 @@ class ShardMetrics:
     ``copy_rows_scanned{migration}`` and ``copy_rows_planned{migration}``
     (gauges: progress = scanned / planned),
     ``verify_mismatches_total{migration}``,
-    ``lookups_total{index,result}``.
+    ``lookups_total{index,result}``, ``sagas_total{saga,state}`` (state:
+    started, completed, compensated, stuck) and
+    ``saga_step_seconds{saga,step}`` (histogram: step latency percentiles;
+    docs/saga.md).
     """
 
     def __init__(self, registry: Any = None) -> None:
@@ -107,6 +110,8 @@ class ShardMetrics:
         g("shardhash_copy_rows_planned", "source rows a migration has to scan", ("migration",))
         c("shardhash_verify_mismatches", "rows that differ after a migration copy", ("migration",))
         c("shardhash_lookups", "lookup-index reads", ("index", "result"))
+        c("shardhash_sagas", "sagas started, and sagas that ended, by final state", ("saga", "state"))
+        h("shardhash_saga_step_seconds", "latency of saga steps and compensations", ("saga", "step"))
 
     # -- listening ---------------------------------------------------------------
 
@@ -157,6 +162,10 @@ class ShardMetrics:
         elif event == "lookup":
             result = "orphan" if f.get("orphan") else ("hit" if f.get("found") else "miss")
             m["shardhash_lookups"].labels(str(f.get("index")), result).inc()
+        elif event == "saga":
+            m["shardhash_sagas"].labels(str(f.get("saga")), str(f.get("state"))).inc()
+        elif event == "saga_step":
+            m["shardhash_saga_step_seconds"].labels(str(f.get("saga")), str(f.get("step"))).observe(f["seconds"])
 
     # -- reading -----------------------------------------------------------------
 

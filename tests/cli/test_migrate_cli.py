@@ -41,3 +41,18 @@ def test_a_verify_mismatch_exits_3_with_one_line(tmp_path: Path, capsys: pytest.
     assert main(["migrate", "verify", "--config", str(path), "-q"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("shardhash migrate: verify failed: ") and err.count("\n") == 1, err
+
+
+def test_add_and_primary_pair_up_one_to_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = make_cluster(tmp_path, ["s0"], JumpRouter(["s0"]), users=50)
+    base = ["migrate", "start", "--config", str(path), "--dry-run", "-q"]
+    assert main([*base, "--add", "s1", "--add", "s2", "--primary", "sqlite:s1.db"]) == 2
+    assert "2 shard id(s) (s1, s2) and 1 --primary URL(s)" in capsys.readouterr().err
+    assert main([*base, "--add", "s1", "--primary", "sqlite:s1.db", "--add", "s1", "--primary", "sqlite:x.db"]) == 2
+    assert "names a shard twice" in capsys.readouterr().err
+    assert main([*base, "--add", "s1", "--primary", "sqlite:s1.db", "--add", "s2", "--primary", "sqlite:s2.db",
+                 "--replica", "sqlite:r.db"]) == 2
+    assert "--replica belongs to one new shard" in capsys.readouterr().err
+    assert main([*base, "--add", "s1", "--primary", "sqlite:s1.db", "--add", "s2", "--primary", "sqlite:s2.db"]) == 0
+    out = capsys.readouterr().out
+    assert "version 1 -> 2" in out and "s0 -> s1" in out and "s0 -> s2" in out

@@ -243,9 +243,11 @@ def test_hash_routers_share_identity_hashing() -> None:
 
 
 def _compat_routers() -> dict[str, tuple[Router, list[Any]]]:
-    from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, vitess
+    from shardhash.compat import cassandra, citus, ketama, mongo, postgres, redis, uhashring, vitess
 
     return {
+        "uhashring": (uhashring.HashRingRouter({"a": 1, "b": 2}), ["foo", "bar", "baz"]),
+        "cassandra_random": (cassandra.RandomTokenRouter({"n1": [0], "n2": [2**126]}, cql_type="bigint"), [1, 2, 3]),
         "postgres_hash_partition": (postgres.HashPartitionRouter([f"p{i}" for i in range(4)], ("bigint",)),
                                     [42, 7, 1 << 40]),
         "citus": (citus.CitusRouter(["s0", "s1", "s2", "s3"], "int4"), [1, 2, 3, 42]),

@@ -10,6 +10,7 @@
     shardhash analyze IDS [--topology FILE] [--weights COLUMN] [--bytes COLUMN] [--requests COLUMN]
                       [--duration SECONDS] [--top K] [--propose-hot-set [--headroom F]]
     shardhash migrate ACTION --config CLUSTER  (docs/migrate.md)
+    shardhash saga list|show|resume|abort --config CLUSTER  (docs/saga.md)
     shardhash route|plan|analyze ... --engine dask|spark|ray
 
 Bad input (a missing file, a wrong column, a corrupt or mismatched topology)
@@ -19,7 +20,7 @@ exits 3 for a verify mismatch).  Progress bars (rich) appear only when stderr
 is a terminal.  Every file the command writes appears only when complete (a
 temporary file renamed into place), and never over one of its inputs.
 
-One module per command (``demo``, ``migrate``, ``topology``, ``route``,
+One module per command (``demo``, ``migrate``, ``saga``, ``topology``, ``route``,
 ``plan``, ``analyze``, and ``engines`` for ``--engine``), the shared helpers in
 :mod:`shardhash.cli.common`.  A command module adds its parser with
 :func:`command`: a function that adds its parser to the subparsers and sets
@@ -43,7 +44,7 @@ from .common import COMMANDS, PROG, Parser, UsageError, command, exc_text, posit
 __all__ = ["main", "build_parser", "command", "UsageError", "PROG"]
 
 # The built-in commands, in the order `shardhash --help` lists them.
-_BUILTIN = ("demo", "migrate", "topology", "route", "plan", "analyze")
+_BUILTIN = ("demo", "migrate", "saga", "topology", "route", "plan", "analyze")
 
 
 def __getattr__(name: str) -> Any:  # `from shardhash.cli import run_demo` without importing every command

@@ -396,10 +396,10 @@ def write_text(path: str | None, text: str) -> None:
 
 
 
-def add_ids_options(p: argparse.ArgumentParser, *, required_type: bool = True) -> None:
+def add_ids_options(p: argparse.ArgumentParser, *, required_type: bool = True, weights: bool = True) -> None:
     p.add_argument("--column", help="id column name; for a compound key type, the columns, comma separated; "
-                   "without a header, column numbers (1, 2, ...) (default: the first column(s) that are "
-                   "not the weights column)")
+                   "without a header, column numbers (1, 2, ...) (default: the first column(s)"
+                   + (" that are not the --weights column)" if weights else ")"))
     p.add_argument("--format", choices=["csv", "parquet", "arrow", "npy", "text"],
                    help="file format (default: from the file name: .csv/.tsv[.gz], .parquet/.pq, "
                    ".arrow/.feather/.ipc/.arrows, .npy, anything else is text, one id per line)")

@@ -1,4 +1,5 @@
-"""``shardhash demo``: compare strategies when a fifth shard joins four (``--migrate``: a live migration)."""
+"""``shardhash demo``: compare strategies when a fifth shard joins four (``--migrate``: a live migration;
+``--saga``: transfers as sagas across shards)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .common import (
     command,
     echo,
     format_table,
+    positive_float,
     positive_int,
     progress_bar,
     write_json,
@@ -73,10 +75,16 @@ def run_demo(n_keys: int, *, threads: int | None = None, seed: int = 2024,
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.migrate and args.saga:
+        raise UsageError("--migrate and --saga are two demos: pick one")
     if args.migrate:
         from ..migrate.demo import main as migrate_demo
 
         return migrate_demo(args)
+    if args.saga:
+        from ..saga.demo import main as saga_demo
+
+        return saga_demo(args)
     if args.keys < 1:
         raise UsageError(f"--keys must be >= 1, got {args.keys}")
     t0 = time.perf_counter()
@@ -118,6 +126,12 @@ def _build_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     add_json(d, "a table")
     d.add_argument("--migrate", action="store_true",
                    help="instead: a live migration on SQLite shards under eight writers (docs/migrate.md)")
+    d.add_argument("--saga", action="store_true",
+                   help="instead: transfers as sagas between accounts on SQLite shards, a shard joining and a "
+                        "worker killed midway (docs/saga.md)")
+    d.add_argument("--accounts", type=positive_int, default=100_000, help="--saga: number of accounts")
+    d.add_argument("--workers", type=positive_int, default=8, help="--saga: worker processes")
+    d.add_argument("--seconds", type=positive_float, default=20.0, help="--saga: how long the workers run")
     d.set_defaults(func=cmd_demo)
 
 

@@ -7,11 +7,39 @@ runs (building this parser imports nothing of :mod:`shardhash.migrate`).
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
-from .common import add_command, add_json, command
+from .common import HelpFormatter, add_command, add_json, command, positive_float, positive_int
 
+#: Every action, with what it does (``shardhash migrate --help`` lists them).
+ACTION_HELP = {
+    "init": "record the cluster file's shard map and routers in the metadata store, install the shards' "
+            "triggers (once; again to record shards added to the file)",
+    "import": "load an unsharded database's tables (or CSV or Parquet files) onto their owners (--from URL), "
+              "resumable, verified",
+    "start": "plan and run a migration: --add IDS [--primary URL], --remove IDS or --to ROUTER",
+    "status": "the migration's state, figures and next step (--watch: refresh until it stops running)",
+    "resume": "continue a migration after a failure or a crash",
+    "verify": "compare the copied rows with their sources (while catching up, or the retained copies "
+              "against their owners)",
+    "cutover": "finish a migration started with --no-cutover",
+    "rollback": "undo a migration (after its cutover: a reverse migration)",
+    "cleanup": "delete the retained copies of a cut-over migration (or of a rolled-back one's reverse)",
+    "check": "find rows on a shard that does not own them (--repair: move them to their owners)",
+}
 ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "import", "check")
+assert set(ACTIONS) == set(ACTION_HELP)
+
+
+_DESCRIPTION = (textwrap.fill("Shard a database, add or remove shards and move keys between them while the "
+                             "application writes (docs/migrate.md).", 79) + "\n\nactions:\n"
+                + "\n".join(textwrap.fill(h, 79, initial_indent=f"  {a:<10}", subsequent_indent=" " * 12)
+                            for a, h in ACTION_HELP.items()))
+
+
+class _Formatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The common formatter, with the description's lines kept as written."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -22,19 +50,24 @@ def _run(args: argparse.Namespace) -> int:
 
 @command("migrate")
 def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases")
-    p.add_argument("action", choices=ACTIONS)
+    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases",
+                    description=_DESCRIPTION)
+    p.formatter_class = _Formatter  # (the description's list of actions as written)
+    p.add_argument("action", choices=ACTIONS, metavar="ACTION",
+                   help="one of " + ", ".join(ACTION_HELP) + " (described above)")
     p.add_argument("migration", nargs="?", help="migration id (default: the group's latest)")
     p.add_argument("--config", required=True, help="cluster file (.toml or .json)")
     p.add_argument("--group", help="table group (default: the only one)")
     p.add_argument("--to", help="start: the new router document (e.g. from `shardhash topology add`)")
-    p.add_argument("--add", help="start: comma-separated shard ids to add (plans the new router)")
-    p.add_argument("--remove", help="start: comma-separated shard ids to remove")
-    p.add_argument("--primary", metavar="URL",
+    p.add_argument("--add", metavar="IDS", action="append", default=[],
+                   help="start: shard id(s) to add, comma-separated or repeated (plans the new router)")
+    p.add_argument("--remove", metavar="IDS", help="start: comma-separated shard ids to remove")
+    p.add_argument("--primary", metavar="URL", action="append", default=[],
                    help="start --add ID: register the new shard ID with this primary (sqlite:PATH or "
-                        "postgresql://...) in the shard map, in the transaction that records the migration")
+                        "postgresql://...) in the shard map, in the transaction that records the migration; "
+                        "repeat --add ID --primary URL for each new shard, in the same order")
     p.add_argument("--replica", metavar="URL", action="append", default=[],
-                   help="start --add ID --primary URL: a replica of the new shard (repeatable)")
+                   help="start --add ID --primary URL (one new shard): a replica of it (repeatable)")
     p.add_argument("--from-version", type=int, help="start: the topology version the plan was made from")
     p.add_argument("--max-step-share", type=float, default=0.02, help="start: largest unit (share of keys)")
     p.add_argument("--fence-threshold", type=float, default=0.5,
@@ -44,8 +77,17 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cutover", action="store_true", help="start/resume: stop once copied, caught up and verified")
     p.add_argument("--dry-run", action="store_true", help="start: print the steps and the rows each would move")
     p.add_argument("--from", dest="source", metavar="URL",
-                   help="import: the unsharded database to load (sqlite:PATH or postgresql://...)")
+                   help="import: the unsharded database to load (sqlite:PATH or postgresql://...), or CSV or "
+                        "Parquet files (csv:PATH, parquet:PATH: a file, or a folder with TABLE.csv / "
+                        "TABLE.parquet per table)")
     p.add_argument("--repair", action="store_true",
                    help="check: move each stranded row to its owner (when the owner has no row with its key)")
+    p.add_argument("--watch", action="store_true",
+                   help="status: refresh until the migration stops running (or Ctrl-C): state, rows copied of "
+                        "the estimate, rate, lag in changes and seconds, ETA, write pause")
+    p.add_argument("--interval", type=positive_float, default=2.0, metavar="S",
+                   help="status --watch: seconds between refreshes (default 2)")
+    p.add_argument("--count", type=positive_int, default=None, metavar="N",
+                   help="status --watch: stop after N refreshes (default: until the migration stops running)")
     add_json(p, None)
     p.set_defaults(func=_run)

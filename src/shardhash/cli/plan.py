@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -69,12 +70,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if same_file(args.moves, args.plot):
             raise UsageError("--moves and --plot name the same file")
     out: dict[str, Any] = {"old": args.old, "new": args.new, "old_version": old.version,
-                           "new_version": new.version, "ids": args.ids, "report": None,
+                           "new_version": new.version, "ids": args.ids, "rows": None, "distinct_keys": None,
+                           "report": None,
                            "ideal_fraction": plan.ideal_fraction(old, new), "moved_share": None,
                            "moved_ranges": None, "balance": None, "steps": None, "steps_error": None,
                            "warnings": []}
     report = None
     ranges = None
+    wrote: list[str] = []  # (what --moves and --plot wrote: on stderr, as `route` reports its output)
     if args.ids:
         kt = resolve_key_type(args, old, new)
         with contextlib.ExitStack() as stack:
@@ -86,16 +89,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 with output_errors():
                     writer = plan.MovesWriter(args.moves, old, new, id_column=col or "id",
                                               weight_column=args.weights or "weight")
+            distinct = _Distinct(writer)
             with abort_on_error(writer):
                 try:
                     with ids_progress(reader, "planning", not args.quiet) as advance:
                         report = plan.diff(old, new, reader, chunk_size=args.chunk_size, threads=args.threads,
-                                           on_chunk=writer, progress=advance, replicas=args.replicas)
+                                           on_chunk=distinct, progress=advance, replicas=args.replicas)
                 except (ValueError, TypeError, OverflowError) as exc:
                     raise UsageError(file_error(args.ids, path, exc)) from None
             if writer is not None:
                 writer.close()
+                wrote.append(f"wrote {writer.rows:,} moved id(s) (id, source, destination) to {args.moves}")
         out["report"] = report.to_dict()
+        out["rows"] = report.total
+        out["distinct_keys"] = distinct.count()
         out["moved_share"] = report.moved_fraction
         load_b = dict(zip(report.old_shards, map(float, report.before)))
         load_a = dict(zip(report.new_shards, map(float, report.after)))
@@ -142,6 +149,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         out["steps"] = [s.to_dict() for s in steps]
     if args.plot:
         _plot_plan(args.plot, old, new, report, ranges, args.weights)
+        wrote.append(f"wrote the plot (load before/after, move matrix) to {args.plot}")
+    for line in wrote:
+        print(line, file=sys.stderr)
     if args.json:
         write_json(out)
         return 0
@@ -173,14 +183,16 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
                  f"before {mb:.4f}  after {ma:.4f}")
 
     if report is not None:
-        echo(report.summary().splitlines()[0])
+        dk = out.get("distinct_keys")
+        echo(f"rows: {report.total:,} ({'distinct keys unknown' if dk is None else f'{dk:,} distinct keys'})   "
+             f"moved: {report.moved:,} rows ({report.moved_fraction:.2%})   ideal: {report.ideal_fraction:.2%}")
         _balance_line()
         if report.weighted_matrix is not None:
             tot = float(report.weighted_matrix.sum())
             mw = report.moved_weight or 0.0
             echo(f"{args.weights}: {tot:,.0f} total, {mw:,.0f} moved ({(mw / tot if tot else 0):.2%})")
         echo("")
-        echo("per shard (keys):")
+        echo("per shard (rows):")
         names = sorted(set(report.old_shards) | set(report.new_shards), key=lambda s: (s not in report.old_shards, s))
         before = dict(zip(report.old_shards, report.before.tolist()))
         after = dict(zip(report.new_shards, report.after.tolist()))
@@ -224,12 +236,58 @@ def _print_plan(old: Any, new: Any, report: Any, ranges: Any, steps: Any, args: 
                 what = fmt_bounds(st.lo, st.hi)
             rows.append((st.order, st.kind, st.source, st.destination, what, fmt_pct(st.share),
                          "" if st.est_keys is None else f"{st.est_keys:,.0f}"))
-        echo(format_table(["#", "kind", "source", "destination", "what", "share", "est. keys"], rows))
+        echo(format_table(["#", "kind", "source", "destination", "what", "share",
+                           "est. keys" if report is None else "est. rows"], rows))
         if len(steps) > len(shown):
             echo(f"... {len(steps) - len(shown)} more (use --json for all)")
     elif steps is not None:
         echo("")
         echo("nothing moves")
+
+
+class _Distinct:
+    """An ``on_chunk`` for :func:`shardhash.plan.diff` that counts the
+    distinct keys (integer ids by value, others by a 64-bit hash of each key)
+    and passes each chunk on to ``then`` (the ``--moves`` writer).  Keys are
+    kept, 8 bytes each, up to ``LIMIT`` rows; past that the count is unknown."""
+
+    LIMIT = 50_000_000
+
+    def __init__(self, then: Any) -> None:
+        self.then = then
+        self.parts: list[np.ndarray] | None = []
+        self.rows = 0
+
+    def __call__(self, keys: Any, old_idx: np.ndarray, new_idx: np.ndarray, weights: np.ndarray | None) -> None:
+        if self.parts is not None:
+            self.rows += len(old_idx)
+            part = None
+            if self.rows <= self.LIMIT:
+                if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu":
+                    part = np.unique(keys)
+                else:
+                    try:
+                        from .._hashing import Hasher
+
+                        part = np.unique(Hasher("xxh64", seed=0x6469).hash_array(keys))
+                    except (TypeError, ValueError):
+                        part = None
+            if part is None:
+                self.parts = None
+            else:
+                self.parts.append(part)
+        if self.then is not None:
+            self.then(keys, old_idx, new_idx, weights)
+
+    def count(self) -> int | None:
+        if self.parts is None:
+            return None
+        if not self.parts:
+            return 0
+        kinds = {p.dtype.kind for p in self.parts}
+        if len(kinds) > 1:  # (int chunks and hashed chunks: not comparable)
+            return None
+        return int(np.unique(np.concatenate(self.parts)).size)
 
 
 def _space_shares(router: Any) -> dict[str, float]:
@@ -398,8 +456,8 @@ def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
     pl = add_command(sub, common, "plan", help="what moves from one topology to another",
                      description="Compare two topologies: the share of the hash space (or of the given ids) "
                      "that changes owner, the balance after, and ordered migration steps.")
-    pl.add_argument("old")
-    pl.add_argument("new")
+    pl.add_argument("old", help="the current topology document (.json)")
+    pl.add_argument("new", help="the proposed topology document (.json), e.g. from `shardhash topology add`")
     pl.add_argument("--ids", help="ids file to count moves over (default: the hash-space view, no ids)")
     pl.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh moves by (bytes, requests) "
                     "(default: every id counts 1)")

@@ -134,13 +134,20 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
 
     def routed() -> Iterator[tuple[Any, Any, np.ndarray]]:
         chunks = reader.iter_records(keep=True)
+        first = True
         while True:
             try:
                 chunk, rec = next(chunks)
             except StopIteration:
                 return
             except (ValueError, TypeError, OverflowError) as exc:
-                raise UsageError(file_error(src_label, reader.path, exc)) from None
+                hint = ""
+                if first and reader.format == "text" and args.format is None:
+                    # (text, one id per line, is the default for stdin and unknown names: a CSV with
+                    # a header fails on its first line)
+                    hint = "; if the input is CSV (with a header line), say so with --format csv"
+                raise UsageError(file_error(src_label, reader.path, exc) + hint) from None
+            first = False
             try:
                 idx = router.route_many(chunk.ids, threads=args.threads)
             except (ValueError, TypeError, OverflowError) as exc:
@@ -162,12 +169,17 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
             with abort_on_error(atomic):
                 f = sys.stdout if to_stdout else open(atomic.tmp, "w", encoding="utf-8", newline="")  # type: ignore[union-attr]
                 try:
+                    # (the header goes out with the first chunk that routed: nothing is
+                    # written before the input proved valid)
                     if reader.format == "csv":
-                        if reader.header:
-                            f.write(_append_cell(reader.header_text or "", _csv_cell(args.shard_column, delim), delim))
+                        head = (_append_cell(reader.header_text or "", _csv_cell(args.shard_column, delim), delim)
+                                if reader.header else "")
                     else:
-                        f.write(f"id{delim}{_csv_cell(args.shard_column, delim)}\n")
+                        head = f"id{delim}{_csv_cell(args.shard_column, delim)}\n"
                     for _chunk, raws, idx in routed():
+                        if head:
+                            f.write(head)
+                            head = ""
                         if reader.format == "csv":
                             f.writelines([_append_cell(r, labels[i], delim) for r, i in zip(raws, idx.tolist())])
                         else:
@@ -175,6 +187,8 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
                                           for r, i in zip(raws, idx.tolist())])
                         n += len(idx)
                         advance(len(idx))
+                    if head:  # (an input without ids: the header alone)
+                        f.write(head)
                 finally:
                     if not to_stdout:
                         f.close()
@@ -187,12 +201,17 @@ def _route_file(router: Any, reader: Any, args: argparse.Namespace, fmt_out: str
             import csv as _csv
 
             w = _csv.writer(sys.stdout, lineterminator="\n")
-            w.writerow(names + [args.shard_column])
+            pending = True
             for chunk, rec, idx in routed():
+                if pending:  # (with the first chunk that routed)
+                    w.writerow(names + [args.shard_column])
+                    pending = False
                 cols = _record_columns(reader, chunk, rec, names)
                 w.writerows(zip(*(_tolist(cols[k]) for k in names), (shards[i] for i in idx.tolist())))
                 n += len(idx)
                 advance(len(idx))
+            if pending:
+                w.writerow(names + [args.shard_column])
             return n
         with writer:
             for chunk, rec, idx in routed():
@@ -242,7 +261,7 @@ def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
     r = add_command(sub, common, "route", help="which shard owns each id: a file, stdin, or --key",
                     description="Add a shard column to an ids file (every input column is kept; CSV records "
                     "are copied as written), or print the owner of the keys given with --key.")
-    r.add_argument("topology")
+    r.add_argument("topology", help="topology document (.json), e.g. from `shardhash topology new`")
     r.add_argument("ids", nargs="?", help="ids file, or - for stdin (default format there: text, one id per line)")
     r.add_argument("-o", "--output", help="output file: .csv/.tsv or .parquet; - writes CSV to stdout "
                    "(required with an ids file)")
@@ -251,6 +270,6 @@ def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
     r.add_argument("--explain", action="store_true", help="with --key: the hash, bucket/slot/range and topology "
                    "version behind each answer")
     r.add_argument("--shard-column", default="shard", help="name of the added column")
-    add_ids_options(r)
+    add_ids_options(r, weights=False)
     r.set_defaults(func=cmd_route)
 

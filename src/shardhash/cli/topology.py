@@ -280,11 +280,11 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
                          description="Print a topology: its strategy, version, hashing (a compat router's own), "
                          "key type, parameters, and per shard the target share, the share of the hash space it "
                          "really owns and what it owns (buckets, slots, ranges).")
-    sh.add_argument("file")
+    sh.add_argument("file", help="topology document (.json)")
     sh.add_argument("--json", action="store_true", help="print the document, indented (default: a summary)")
     va = tsub.add_parser("validate", help="check a topology document",
                          description="Check a topology document strictly (fields, types, fingerprint).")
-    va.add_argument("file")
+    va.add_argument("file", help="topology document (.json)")
     va.add_argument("--json", action="store_true", help="print the canonical document (default: one line)")
     va.add_argument("--fix", action="store_true", help="re-seal an edited document: rewrite it with the "
                     "fingerprint of its content (default: only check)")
@@ -292,7 +292,7 @@ def _build_topology(sub: Any, common: argparse.ArgumentParser) -> None:
                            ("remove", "plan removing shards: write the new topology")):
         x = tsub.add_parser(name, help=helptext, description=helptext + " (version + 1); the number of "
                             "migration steps goes to stderr, with a warning when far more keys move than needed.")
-        x.add_argument("file")
+        x.add_argument("file", help="the current topology document (.json)")
         x.add_argument("--shards", required=True, help="comma-separated shard ids")
         if name == "add":
             x.add_argument("--shard-weights", help="id=weight,... for the new shards (default: weight 1)")

@@ -16,10 +16,11 @@ ring token >= the key's token, wrapping around (vnodes: several tokens per
 node).
 
 What is exact: tokens (checked against ``cassandra-driver``'s
-``Murmur3Token.from_key`` on binary keys with high tail bytes) and primary
-ownership.  Not modelled: replica placement beyond the primary owner under
-NetworkTopologyStrategy (racks, datacenters), and the other partitioners
-(Random, ByteOrdered).
+``Murmur3Token.from_key`` on binary keys with high tail bytes), primary
+ownership, SimpleStrategy and :class:`NetworkTopologyStrategy` replicas
+(checked against the driver's ``make_token_replica_map``), and
+``RandomPartitioner`` tokens and rings (:class:`RandomTokenRouter`, checked
+against the driver's ``MD5Token``).  Not modelled: ByteOrderedPartitioner.
 
 >>> token(b"hello")
 -3758069500696749310
@@ -31,6 +32,8 @@ NetworkTopologyStrategy (racks, datacenters), and the other partitioners
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import numbers
 import struct
 import uuid as _uuid
@@ -56,6 +59,10 @@ __all__ = [
     "evenly_spaced_tokens",
     "random_tokens",
     "TokenRouter",
+    "NetworkTopologyStrategy",
+    "MAX_RANDOM_TOKEN",
+    "random_partitioner_token",
+    "RandomTokenRouter",
 ]
 
 MIN_TOKEN = -(1 << 63)
@@ -570,14 +577,27 @@ class TokenRouter(RawKeyRouter):
                 return small
         return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
 
-    def replicas(self, key: Any, rf: int) -> list[str]:
-        """The ``rf`` replicas of ``key`` under SimpleStrategy: walk the ring
-        clockwise from the owning token, collecting distinct nodes.
+    def replicas(self, key: Any, rf: int | Mapping[str, int], *,
+                 topology: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
+        """The replicas of ``key``.  ``rf`` an int: SimpleStrategy -- walk the
+        ring clockwise from the owning token, collecting ``rf`` distinct
+        nodes.  ``rf`` a mapping datacenter -> replicas:
+        NetworkTopologyStrategy, with ``topology`` giving each node's
+        ``(datacenter, rack)`` (see :class:`NetworkTopologyStrategy`, which
+        also places many keys at once).
 
         >>> r = TokenRouter({"a": [0], "b": [100], "c": [200]})
         >>> r.replicas(b"k", 2) == [r.route(b"k"), r.shards[(r.route_index(b"k") + 1) % 3]]
         True
+        >>> r.replicas(b"k", {"dc1": 2}, topology={"a": ("dc1", "r1"), "b": ("dc1", "r1"), "c": ("dc1", "r2")})
+        ['a', 'c']
         """
+        if isinstance(rf, Mapping):
+            if topology is None:
+                raise ValueError("NetworkTopologyStrategy replicas need topology={node: (datacenter, rack)}")
+            return NetworkTopologyStrategy(self, rf, topology).replicas(key)
+        if topology is not None:
+            raise ValueError("topology is for NetworkTopologyStrategy: give rf as {datacenter: replicas}")
         if isinstance(rf, bool) or not isinstance(rf, int) or rf < 1:
             raise ValueError(f"rf must be a positive int, got {rf!r}")
         i = self._index_of_token(self._key_token(key))
@@ -603,4 +623,461 @@ class TokenRouter(RawKeyRouter):
             out.append((ring[i - 1] + 1, ring[i], own[i]))
         if ring[-1] < (1 << 64) - 1:
             out.append((ring[-1] + 1, (1 << 64) - 1, own[0]))
+        return out
+
+
+# --------------------------------------------------------------- NetworkTopologyStrategy
+
+
+def _check_topology(router: TokenRouter | RandomTokenRouter, topology: Any) -> tuple[list[str], list[str]]:
+    """Each node's (datacenter, rack), in the router's node order."""
+    if not isinstance(topology, Mapping):
+        raise TypeError(f"topology must map each node to its (datacenter, rack), not {type(topology).__name__}")
+    extra = sorted(str(n) for n in topology if str(n) not in router.shards)
+    if extra:
+        raise ValueError(f"topology names node(s) that are not on the ring: {extra!r}")
+    dcs, racks = [], []
+    for node in router.shards:
+        if node not in topology:
+            raise ValueError(f"topology gives no (datacenter, rack) for node {node!r}")
+        where = topology[node]
+        if not (isinstance(where, (tuple, list)) and len(where) == 2):
+            raise TypeError(f"topology[{node!r}] must be a (datacenter, rack) pair, not {where!r:.60}")
+        for what, v in zip(("datacenter", "rack"), where):
+            if not isinstance(v, str) or not v:
+                raise ValueError(f"topology[{node!r}]: the {what} must be a non-empty str, not {v!r:.60}")
+        dcs.append(where[0])
+        racks.append(where[1])
+    return dcs, racks
+
+
+class NetworkTopologyStrategy:
+    """Replica placement of a keyspace with ``NetworkTopologyStrategy``.
+
+    ``router``: the ring (:class:`TokenRouter`, any number of tokens per
+    node); ``replication``: replicas per datacenter, as in ``CREATE KEYSPACE
+    ... {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}``;
+    ``topology``: each node's ``(datacenter, rack)``, as ``nodetool status``
+    shows them.
+
+    For a token, each datacenter (in the order in which the ring first meets
+    them, walking up from the smallest token) walks the ring clockwise from
+    the token over its own nodes' tokens: a node joins the replicas if its
+    rack has none yet; a node of a rack that already has one is held back,
+    and the held-back nodes join (in the order met) once every rack of the
+    datacenter has one, until the datacenter has its replicas or no nodes
+    left.  This is ``make_token_replica_map`` of the Python driver's
+    ``NetworkTopologyStrategy``, replica order included (datacenter by
+    datacenter).
+
+    >>> ring = TokenRouter({"a": [-2**62], "b": [0], "c": [2**62], "d": [2**62 + 1]})
+    >>> nts = NetworkTopologyStrategy(ring, {"dc1": 2}, {"a": ("dc1", "r1"), "b": ("dc1", "r1"),
+    ...                                                 "c": ("dc1", "r2"), "d": ("dc1", "r2")})
+    >>> nts.replicas_of_token(1)          # c (rack r2) first, then the next node of another rack: a
+    ['c', 'a']
+    """
+
+    def __init__(self, router: TokenRouter | RandomTokenRouter, replication: Mapping[str, int],
+                 topology: Mapping[str, tuple[str, str]]) -> None:
+        if not isinstance(router, (TokenRouter, RandomTokenRouter)):
+            raise TypeError(f"router must be a cassandra.TokenRouter or RandomTokenRouter, not {type(router).__name__}")
+        if not isinstance(replication, Mapping):
+            raise TypeError(f"replication must map datacenter -> replicas, not {type(replication).__name__}")
+        rf: dict[str, int] = {}
+        for dc, n in replication.items():
+            if not isinstance(dc, str):
+                raise TypeError(f"replication: datacenter names are str, not {dc!r:.60}")
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) < 0:
+                raise ValueError(f"replication[{dc!r}] must be a non-negative int, not {n!r:.60}")
+            rf[dc] = int(n)
+        dcs, racks = _check_topology(router, topology)
+        self._router = router
+        self._rf = rf
+        self._node_dc = dcs
+        self._node_rack = racks
+        owners = router.ring_owners.tolist()
+        self._pos_owner: list[int] = [int(o) for o in owners]
+        self._dc_order: list[str] = []
+        self._dc_offsets: dict[str, list[int]] = {}
+        for pos, o in enumerate(self._pos_owner):
+            dc = dcs[o]
+            if dc not in self._dc_offsets:
+                self._dc_order.append(dc)
+                self._dc_offsets[dc] = []
+            self._dc_offsets[dc].append(pos)
+        self._dc_racks = {dc: {racks[i] for i in range(len(dcs)) if dcs[i] == dc} for dc in self._dc_order}
+        self._dc_hosts = {dc: sum(1 for d in dcs if d == dc) for dc in self._dc_order}
+        self._cache: dict[int, list[int]] = {}
+        self._table: np.ndarray | None = None
+
+    @property
+    def router(self) -> TokenRouter | RandomTokenRouter:
+        return self._router
+
+    @property
+    def replication(self) -> dict[str, int]:
+        return dict(self._rf)
+
+    def _at(self, pos: int) -> list[int]:
+        """Replica node indices for the ring token at position ``pos``."""
+        got = self._cache.get(pos)
+        if got is not None:
+            return got
+        out: list[int] = []
+        owner = self._pos_owner
+        for dc in self._dc_order:
+            want = self._rf.get(dc, 0)
+            if want <= 0:
+                continue
+            offs = self._dc_offsets[dc]
+            n = len(offs)
+            start = int(np.searchsorted(offs, pos, side="left"))  # this DC's first token at or after pos
+            racks_all = self._dc_racks[dc]
+            hosts = self._dc_hosts[dc]
+            placed: set[str] = set()
+            held: list[int] = []
+            here = 0
+            for k in range(start, start + n):
+                node = owner[offs[k % n]]
+                if want == 0 or here == hosts:
+                    break
+                if node in out:
+                    continue
+                rack = self._node_rack[node]
+                if rack in placed and len(placed) < len(racks_all):
+                    if node not in held:  # a node met again (vnodes) is held once, as the server holds it
+                        held.append(node)
+                    continue
+                out.append(node)
+                here += 1
+                want -= 1
+                placed.add(rack)
+                if len(placed) == len(racks_all):
+                    for h in held:
+                        if want == 0:
+                            break
+                        out.append(h)
+                        want -= 1
+                    held.clear()
+        self._cache[pos] = out
+        return out
+
+    def _check(self, t: Any) -> int:
+        return _check_random_token(t, "token") if isinstance(self._router, RandomTokenRouter) \
+            else _check_token(t, "token")
+
+    def replicas_of_token(self, t: int) -> list[str]:
+        """The replicas (node names) of a token."""
+        shards = self._router.shards
+        return [shards[i] for i in self._at(self._router._index_of_token(self._check(t)))]
+
+    def replicas(self, key: Any) -> list[str]:
+        """The replicas (node names) of a partition key (as the router reads keys)."""
+        return self.replicas_of_token(self._router._key_token(key))
+
+    def token_replica_map(self) -> dict[int, list[str]]:
+        """Ring token -> its replicas, for every token of the ring."""
+        shards = self._router.shards
+        ring = self._router.ring
+        return {int(t): [shards[i] for i in self._at(p)]
+                for p, t in enumerate(ring if isinstance(ring, list) else ring.tolist())}
+
+    def _replica_table(self) -> np.ndarray:
+        if self._table is None:
+            rows = [self._at(p) for p in range(len(self._pos_owner))]
+            width = max((len(r) for r in rows), default=0)
+            table = np.full((len(rows), max(width, 1)), -1, dtype=np.int32)
+            for p, r in enumerate(rows):
+                table[p, :len(r)] = r
+            table.setflags(write=False)
+            self._table = table
+        return self._table
+
+    def replicas_of_tokens(self, tokens: Any, threads: int | None = None) -> np.ndarray:
+        """Replica node indices of many tokens: an int32 array of one row per
+        token, in replica order, padded with -1 (a datacenter with fewer
+        nodes than its replication factor gives fewer replicas)."""
+        r = self._router
+        if isinstance(r, RandomTokenRouter):
+            pos = np.array([r._index_of_token(self._check(t)) for t in tokens], dtype=np.int64)
+        else:
+            pos = _native.cassandra_ring_index(r.ring, kernel_array(as_int64(tokens, "tokens")), threads)
+        return self._replica_table()[pos]
+
+    def replicas_many(self, keys: Any, threads: int | None = None) -> np.ndarray:
+        """Replica node indices of many keys (see :meth:`replicas_of_tokens`);
+        keys are read as :meth:`TokenRouter.route_many` reads them."""
+        r = self._router
+        if isinstance(r, RandomTokenRouter):
+            rows: np.ndarray = self._replica_table()[r._positions(keys, threads)]
+            return rows
+        k = _blob_keys(keys) if r.cql_type == "blob" else keys
+        return self.replicas_of_tokens(token_array(k, r.cql_type, threads=threads), threads)
+
+
+# --------------------------------------------------------------------- RandomPartitioner
+
+MAX_RANDOM_TOKEN = 1 << 127
+
+
+def random_partitioner_token(key: Any) -> int:
+    """``RandomPartitioner``'s token of serialized partition-key bytes: the
+    MD5 digest read as a signed 128-bit big-endian integer, made positive
+    (``abs``), so tokens run from 0 to ``2**127``.
+
+    >>> random_partitioner_token(b"hello")
+    123957004363873451094272536567338222994
+    """
+    d = hashlib.md5(_bytes_like(key)).digest()
+    return abs(int.from_bytes(d, "big", signed=True))
+
+
+def _fixed_width_keys(keys: Any, ct: str | tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Serialized partition keys as Arrow-style ``(data, offsets)``."""
+    if ct == "blob":
+        return _native.pack_keys(_blob_keys(keys))
+    if isinstance(ct, str):
+        t = _type_name(ct)
+        if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and t in ("int", "bigint", "smallint",
+                                                                            "tinyint", "timestamp"):
+            width = _INT_RANGES[t][0]
+            ints = _int_array(keys, t)
+            data = ints.astype(f">i{width}").view(np.uint8)
+            return data, np.arange(0, (len(ints) + 1) * width, width, dtype=np.int64)
+        if t in ("text", "ascii") and not isinstance(keys, np.ndarray):
+            try:
+                return _native.pack_keys(keys if isinstance(keys, (list, tuple)) else list(keys))
+            except (TypeError, ValueError):
+                pass
+    vals: list[Any] = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
+    parts = []
+    for i, k in enumerate(vals):
+        try:
+            parts.append(serialize(k, ct))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"key at position {i}: {e}") from None
+    return _native.pack_keys(parts)
+
+
+def _check_random_token(t: Any, node: Any) -> int:
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+        raise TypeError(f"token {t!r:.60} of node {node!r} must be an int, not {type(t).__name__}")
+    v = int(t)
+    if not 0 <= v <= MAX_RANDOM_TOKEN:
+        raise ValueError(f"token {v} of node {node!r} is outside the RandomPartitioner range [0, 2**127]")
+    return v
+
+
+@register_router_type("cassandra_random")
+class RandomTokenRouter(RawKeyRouter):
+    """Primary ownership on a ``RandomPartitioner`` token ring.
+
+    As :class:`TokenRouter`, but tokens are :func:`random_partitioner_token`
+    values (0 .. 2**127) and ring tokens are given in that range.  A key goes
+    to the node of the first ring token >= its token, wrapping.
+
+    >>> r = RandomTokenRouter({"n1": [0], "n2": [2**126], "n3": [2**126 + 2**125]}, cql_type="bigint")
+    >>> r.route(1), r.route_many([1, 2, 3, 4]).tolist()
+    ('n2', [1, 1, 2, 2])
+    """
+
+    _doc_fields = ("tokens", "cql_type")
+    _hashes_refused = ("a RandomPartitioner router routes its own MD5 tokens, not shardhash hashes: "
+                        "use route_many(keys) or route_tokens(tokens)")
+    _hash_refused = "a RandomPartitioner router routes its own MD5 tokens, not shardhash hashes"
+    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
+
+    def hashing_description(self) -> str:
+        return "RandomPartitioner token (Cassandra, MD5)"
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        n = len(shards) * (args.vnodes or 1)
+        toks = [i * (MAX_RANDOM_TOKEN // n) for i in range(n)]
+        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
+        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
+                   cql_type=ct[0] if len(ct) == 1 else ct)
+
+    def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
+                 version: int = 1) -> None:
+        if not isinstance(tokens, Mapping):
+            raise TypeError(f"tokens must be a mapping node -> [token, ...], not {type(tokens).__name__}")
+        nodes = [str(n) for n in tokens]
+        if not nodes:
+            raise ValueError("a token ring needs at least one node")
+        if len(set(nodes)) != len(nodes):
+            raise ValueError("node names must be distinct (as strings)")
+        pairs: list[tuple[int, int]] = []
+        seen: dict[int, str] = {}
+        for idx, node in enumerate(tokens):
+            given: Any = tokens[node]
+            toks = [given] if isinstance(given, (int, np.integer)) and not isinstance(given, bool) else list(given)
+            if not toks:
+                raise ValueError(f"node {node!r} has no tokens")
+            for t in toks:
+                v = _check_random_token(t, node)
+                if v in seen:
+                    raise ValueError(f"token {v} is owned twice: by {seen[v]!r} and by {str(node)!r}")
+                seen[v] = str(node)
+                pairs.append((v, idx))
+        pairs.sort()
+        if isinstance(cql_type, (list, tuple)):
+            ct: str | tuple[str, ...] = tuple(cql_type)
+            if not ct:
+                raise ValueError("a composite cql_type needs at least one column type")
+            for t in ct:
+                _type_name(t)
+        elif isinstance(cql_type, str):
+            _type_name(cql_type)
+            ct = cql_type
+        else:
+            raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
+        super().__init__(nodes, version=version)
+        ring = [p[0] for p in pairs]
+        owners = np.array([p[1] for p in pairs], dtype=np.int32)
+        top = np.array([t >> 96 for t in ring], dtype=np.uint32)
+        bits = max(1, min(16, len(top).bit_length()))
+        index = _native.ketama_bucket_index(top, bits)
+        for a in (owners, top, index):
+            a.setflags(write=False)
+        self._set("_ringlist", ring)
+        self._set("_owners", owners)
+        self._set("_top", top)
+        self._set("_index", index)
+        self._set("_cql_type", ct)
+        self._finish()
+
+    def _doc_params(self) -> dict[str, Any]:
+        per: dict[str, list[int]] = {s: [] for s in self.shards}
+        for t, o in zip(self._ringlist, self._owners.tolist()):
+            per[self.shards[o]].append(int(t))
+        ct = self._cql_type
+        return {"tokens": per, "cql_type": list(ct) if isinstance(ct, tuple) else ct}
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> RandomTokenRouter:
+        if key_prefix is not None:
+            raise ValueError("a Cassandra token router has no key_prefix")
+        shards = doc_shards(shards)
+        toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
+        tokens = {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
+        cql_type = params.get("cql_type", "blob")
+        if isinstance(cql_type, list):
+            cql_type = tuple(cql_type)
+        with doc_field("cql_type"):
+            if not isinstance(cql_type, (str, tuple)):
+                raise TypeError(f"must be a CQL type name or a list of them, not {cql_type!r}")
+        with doc_field("tokens"):
+            return cls(tokens, cql_type=cql_type, version=version)
+
+    @property
+    def tokens(self) -> dict[str, list[int]]:
+        """Node -> its sorted ring tokens."""
+        return self._doc_params()["tokens"]  # type: ignore[no-any-return]
+
+    @property
+    def ring(self) -> list[int]:
+        """All ring tokens, sorted (Python ints: they exceed 64 bits)."""
+        return list(self._ringlist)
+
+    @property
+    def ring_owners(self) -> np.ndarray:
+        return self._owners  # type: ignore[no-any-return]
+
+    @property
+    def cql_type(self) -> str | tuple[str, ...]:
+        return self._cql_type  # type: ignore[no-any-return]
+
+    def _key_token(self, key: Any) -> int:
+        ct = self._cql_type
+        return random_partitioner_token(key if ct == "blob" else serialize(key, ct))
+
+    def _index_of_token(self, t: int) -> int:
+        i = bisect.bisect_left(self._ringlist, t)
+        return 0 if i == len(self._ringlist) else i
+
+    def _route_index_slow(self, key: Any) -> int:
+        return int(self._owners[self._index_of_token(self._key_token(key))])
+
+    def route_index(self, key: Any) -> int:
+        """The index of the node that owns ``key``."""
+        return self._route_index_slow(key)
+
+    def route(self, key: Any) -> str:
+        """The node that owns ``key``."""
+        return self.shards[self._route_index_slow(key)]
+
+    def route_tokens(self, tokens: Iterable[int], *, out: np.ndarray | None = None) -> np.ndarray:
+        """Node indices (int32) for RandomPartitioner tokens (Python ints)."""
+        own = self._owners
+        res = np.array([own[self._index_of_token(_check_random_token(t, "token"))] for t in tokens],
+                       dtype=np.int32)
+        return fill_out(out, res)
+
+    def _positions(self, keys: Any, threads: int | None) -> np.ndarray:
+        """Ring positions of many keys' tokens (int64).  MD5 runs in C; the
+        first 4 digest bytes decide the position unless they meet a ring
+        token's first 4 bytes, and then the key is decided on all 128 bits."""
+        data, offsets = _fixed_width_keys(keys, self._cql_type)
+        u = _native.ketama_hash_offsets(data, offsets, threads).byteswap()  # top 32 bits of the digest
+        neg = u >= np.uint32(1 << 31)
+        est = np.where(neg, ~u, u)  # top 32 bits of abs(): ~u, or ~u + 1 when the low 96 bits are zero
+        top = self._top
+        pos = np.searchsorted(top, est, side="left").astype(np.int64)
+        near = np.isin(est, top) | (neg & np.isin(est + np.uint32(1), top))
+        for i in np.flatnonzero(near).tolist():
+            d = hashlib.md5(data[offsets[i]:offsets[i + 1]].tobytes()).digest()
+            pos[i] = bisect.bisect_left(self._ringlist, abs(int.from_bytes(d, "big", signed=True)))
+        pos[pos == len(top)] = 0
+        positions: np.ndarray = pos
+        return positions
+
+    def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """Node indices (int32 array) for many keys."""
+        return fill_out(out, self._owners[self._positions(keys, threads)])
+
+    def owned_ranges(self) -> list[tuple[int, int, int]]:
+        """Inclusive ``(lo, hi, node index)`` ranges covering ``[0, 2**64-1]``:
+        token ``t`` is mapped to ``t >> 63`` (a boundary inside one step of
+        2**63 tokens gives that step to the node above it; 2**127 maps to
+        2**64 - 1)."""
+        full = (1 << 64) - 1
+        own = self._owners.tolist()
+        out: list[tuple[int, int, int]] = []
+        prev = 0
+        for t, o in zip(self._ringlist, own):  # ring token t owns tokens (previous, t]
+            hi = min(t >> 63, full)
+            if hi >= prev:
+                out.append((prev, hi, o))
+                prev = hi + 1
+            if prev > full:
+                break
+        if prev <= full:
+            out.append((prev, full, own[0]))
+        return out
+
+    def replicas(self, key: Any, rf: int | Mapping[str, int], *,
+                 topology: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
+        """The replicas of ``key``: SimpleStrategy for an int ``rf``,
+        NetworkTopologyStrategy for ``{datacenter: replicas}`` with
+        ``topology`` (see :meth:`TokenRouter.replicas`)."""
+        if isinstance(rf, Mapping):
+            if topology is None:
+                raise ValueError("NetworkTopologyStrategy replicas need topology={node: (datacenter, rack)}")
+            return NetworkTopologyStrategy(self, rf, topology).replicas(key)
+        if topology is not None:
+            raise ValueError("topology is for NetworkTopologyStrategy: give rf as {datacenter: replicas}")
+        if isinstance(rf, bool) or not isinstance(rf, int) or rf < 1:
+            raise ValueError(f"rf must be a positive int, got {rf!r}")
+        i = self._index_of_token(self._key_token(key))
+        m = len(self._ringlist)
+        out: list[str] = []
+        for k in range(m):
+            node = self.shards[int(self._owners[(i + k) % m])]
+            if node not in out:
+                out.append(node)
+                if len(out) == min(rf, len(self.shards)):
+                    break
         return out

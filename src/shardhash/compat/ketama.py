@@ -30,10 +30,18 @@ flavour reproduces libketama's own regression vector (``test.sh``: the md5
 of a million lookups).  twemproxy hashes keys with
 its ``hash:`` setting: ``key_hash="fnv1a_64"`` (twemproxy's default, the
 default of this flavour: a 32-bit FNV-1a variant with truncated constants
-and sign-extended bytes) or ``"md5"``.  Not modelled: twemproxy's other key
-hashes and explicit server names; libmemcached's non-weighted ``KETAMA``
-mode; tie order between equal points in libketama and twemproxy, which C's
-``qsort`` leaves unspecified (here: lowest server index).
+and sign-extended bytes), ``"md5"``, or any other twemproxy hash
+(``KEY_HASHES``: ``one_at_a_time``, ``crc16``, ``crc32``, ``crc32a``,
+``fnv1_64``, ``fnv1_32``, ``fnv1a_32``, ``hsieh``, ``murmur``, ``jenkins``;
+checked against a live nutcracker), and ``names`` gives twemproxy's explicit
+server names (``host:port:weight name``).  Two more libmemcached modes:
+``libmemcached_ketama`` (``MEMCACHED_BEHAVIOR_KETAMA`` without weights: 100
+``one_at_a_time`` points per server, keys hashed with ``one_at_a_time``) and
+``spymemcached`` (its ``CONSISTENT_KETAMA_SPY`` distribution with
+``KETAMA_WEIGHTED``: point names ``"/host:port-k"``), both checked against
+libmemcached.  Not modelled: tie order between equal points in libketama,
+twemproxy and libmemcached, which C's ``qsort`` leaves unspecified (here:
+lowest server index).
 
 Keys: bytes as they are, ``str`` as UTF-8, ``int`` as decimal text; the
 uhashring flavour hashes ``str(key)`` for any key, exactly as uhashring does.
@@ -58,12 +66,18 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
+from . import _twemproxy_hash as _tw
 from ._doc import doc_field, doc_shards
 
-__all__ = ["FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
+__all__ = ["FLAVORS", "MORE_FLAVORS", "ALL_FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
-FLAVORS = ("libketama", "libmemcached", "twemproxy", "uhashring")
-KEY_HASHES = ("md5", "fnv1a_64")
+FLAVORS = ("libketama", "libmemcached", "twemproxy", "uhashring")  # the four MD5-digest continuums
+# libmemcached's two other modes: non-weighted KETAMA, and its spymemcached-compatible distribution
+MORE_FLAVORS = ("libmemcached_ketama", "spymemcached")
+ALL_FLAVORS = FLAVORS + MORE_FLAVORS
+_POINTS_PER_SERVER = 100  # libmemcached's non-weighted KETAMA: one key-hash point per name
+_NATIVE_KEY_HASHES = ("md5", "fnv1a_64")  # hashed in C, one key or many
+KEY_HASHES = _NATIVE_KEY_HASHES + tuple(_tw.TWEMPROXY_HASHES)  # twemproxy's hash: settings
 _KEY_HASH_CODE = {"md5": 0, "fnv1a_64": 1}
 _DEFAULT_PORT = 11211
 
@@ -71,8 +85,8 @@ _DEFAULT_PORT = 11211
 def _check_flavor(flavor: Any) -> str:
     if not isinstance(flavor, str):
         raise TypeError(f"flavor must be a str, not {type(flavor).__name__}")
-    if flavor not in FLAVORS:
-        raise ValueError(f"unknown ketama flavor {flavor!r}; choose one of {', '.join(FLAVORS)}")
+    if flavor not in ALL_FLAVORS:
+        raise ValueError(f"unknown ketama flavor {flavor!r}; choose one of {', '.join(ALL_FLAVORS)}")
     return flavor
 
 
@@ -85,6 +99,9 @@ def md5_counts(weights: Sequence[int], flavor: str) -> list[int]:
     (7, 8)
     """
     flavor = _check_flavor(flavor)
+    if flavor == "libmemcached_ketama":
+        raise ValueError("the libmemcached_ketama flavour makes 100 one_at_a_time points per server, "
+                         "not MD5 digests")
     if isinstance(weights, (str, bytes)) or not isinstance(weights, (Sequence, np.ndarray)):
         raise TypeError(f"weights must be a list of positive ints, not {type(weights).__name__}")
     weights = _check_weight_list(list(weights), [f"#{i}" for i in range(len(weights))])
@@ -140,7 +157,10 @@ def _node_id(node: Any) -> str:
 
 
 def _point_name(node_id: str, flavor: str) -> bytes:
-    if flavor in ("libmemcached", "twemproxy"):
+    if flavor == "spymemcached":  # libmemcached's spymemcached format: "/host:port"
+        host, port = _split_host_port(node_id)
+        return f"/{host}:{_DEFAULT_PORT if port is None else port}".encode()
+    if flavor in ("libmemcached", "twemproxy", "libmemcached_ketama"):
         host, port = _split_host_port(node_id)
         if port is None or port == _DEFAULT_PORT:
             return host.encode("utf-8")
@@ -169,6 +189,11 @@ def _decimal(k: Any) -> bytes:
 
 
 def _check_key_hash(key_hash: Any, flavor: str) -> str:
+    if flavor == "libmemcached_ketama":
+        if key_hash not in (None, "one_at_a_time"):
+            raise ValueError("the libmemcached_ketama flavour hashes with libmemcached's default, "
+                             f"one_at_a_time, not {key_hash!r}")
+        return "one_at_a_time"
     if key_hash is None:
         return "fnv1a_64" if flavor == "twemproxy" else "md5"
     if not isinstance(key_hash, str):
@@ -178,6 +203,27 @@ def _check_key_hash(key_hash: Any, flavor: str) -> str:
     if key_hash != "md5" and flavor != "twemproxy":
         raise ValueError(f"key_hash {key_hash!r} is only available for the twemproxy flavor")
     return key_hash
+
+
+def _check_names(names: Any, ids: list[str], flavor: str) -> list[str] | None:
+    """twemproxy's explicit server names (``host:port:weight name``): hashed for the points."""
+    if names is None:
+        return None
+    if flavor != "twemproxy":
+        raise ValueError("server names (host:port:weight name) are a twemproxy setting: use flavor='twemproxy'")
+    if isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray)):
+        raise TypeError(f"names must be a list of server names, not {type(names).__name__}")
+    out = list(names)
+    if len(out) != len(ids):
+        raise ValueError(f"{len(out)} names for {len(ids)} nodes")
+    for i, n in enumerate(out):
+        if not isinstance(n, str) or not n:
+            raise TypeError(f"name of node {ids[i]!r} must be a non-empty str, not {n!r:.40}")
+        if len(n.encode()) > 80:  # twemproxy formats "<name>-<k>" into 86 bytes
+            raise ValueError(f"name of node {ids[i]!r} is longer than twemproxy's 80-byte point names")
+    if len(set(out)) != len(out):
+        raise ValueError("server names must be distinct")
+    return out
 
 
 def _str_utf8(k: Any) -> bytes:
@@ -215,7 +261,7 @@ class KetamaRouter(RawKeyRouter):
     True
     """
 
-    _doc_fields = ("weights", "flavor", "key_hash")
+    _doc_fields = ("weights", "flavor", "key_hash", "names")
 
     _hashes_refused = ("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
                         "use route_many(keys) or route_key_hashes(hashes)")
@@ -233,7 +279,8 @@ class KetamaRouter(RawKeyRouter):
         return cls(shards, kw_w, args.flavor or "libketama")
 
     def __init__(self, nodes: Sequence[Any], weights: Sequence[int] | Mapping[Any, int] | None = None,
-                 flavor: str = "libketama", *, key_hash: str | None = None, version: int = 1) -> None:
+                 flavor: str = "libketama", *, key_hash: str | None = None, names: Sequence[str] | None = None,
+                 version: int = 1) -> None:
         flavor = _check_flavor(flavor)
         khash = _check_key_hash(key_hash, flavor)
         if isinstance(nodes, (str, bytes)) or not isinstance(nodes, (Sequence, np.ndarray)):
@@ -254,12 +301,24 @@ class KetamaRouter(RawKeyRouter):
             if len(w) != len(ids):
                 raise ValueError(f"{len(w)} weights for {len(ids)} nodes")
         w = _check_weight_list(w, ids)
+        point_names = _check_names(names, ids, flavor)
         super().__init__(ids, version=version)
-        counts = md5_counts(w, flavor)
         pts: list[int] = []
         idx: list[int] = []
+        if flavor == "libmemcached_ketama":
+            if any(x != 1 for x in w):
+                raise ValueError("libmemcached turns KETAMA_WEIGHTED on as soon as a server has a weight "
+                                 "above 1: use flavor='libmemcached' for weighted servers")
+            counts = [0] * len(ids)  # no MD5 digests: 100 one_at_a_time points per server
+            names_b = [_point_name(nid, flavor) + b"-" + str(k).encode()
+                       for nid in ids for k in range(_POINTS_PER_SERVER)]
+            data, offsets = _native.pack_keys(names_b)
+            pts = [int(v) for v in _tw.hash_offsets("one_at_a_time", data, offsets).tolist()]
+            idx = [s for s in range(len(ids)) for _ in range(_POINTS_PER_SERVER)]
+        else:
+            counts = md5_counts(w, flavor)
         for s, (nid, c) in enumerate(zip(ids, counts)):
-            name = _point_name(nid, flavor)
+            name = _point_name(nid, flavor) if point_names is None else point_names[s].encode("utf-8")
             for k in range(c):
                 d = hashlib.md5(name + b"-" + str(k).encode()).digest()
                 for h in range(4):
@@ -288,16 +347,33 @@ class KetamaRouter(RawKeyRouter):
         self._set("_flavor", flavor)
         self._set("_key_hash", khash)
         self._set("_counts", tuple(counts))
-        keys = _native.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
-                                  fnv=khash == "fnv1a_64", empty_zero=flavor == "twemproxy",
-                                  str_all=flavor == "uhashring")
-        self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes, ASCII str, int in C
+        self._set("_names", None if point_names is None else tuple(point_names))
+        if khash in _NATIVE_KEY_HASHES:
+            keys = _native.KetamaKeys(points, owners, index, bits, upper=flavor == "uhashring",
+                                      fnv=khash == "fnv1a_64", empty_zero=flavor == "twemproxy",
+                                      str_all=flavor == "uhashring")
+            self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes, ASCII str, int in C
         self._finish()
+
+    def route_index(self, key: Any) -> int:
+        """The index of the server that holds ``key``."""
+        if self._key_hash in _NATIVE_KEY_HASHES:
+            return super().route_index(key)  # in C for bytes, ASCII str and int keys
+        return self._route_index_slow(key)
+
+    def route(self, key: Any) -> str:
+        """The server that holds ``key``."""
+        if self._key_hash in _NATIVE_KEY_HASHES:
+            return super().route(key)
+        return self.shards[self._route_index_slow(key)]
 
     # -- document ----------------------------------------------------------------
 
     def _doc_params(self) -> dict[str, Any]:
-        return {"weights": list(self._weights), "flavor": self._flavor, "key_hash": self._key_hash}
+        doc: dict[str, Any] = {"weights": list(self._weights), "flavor": self._flavor, "key_hash": self._key_hash}
+        if self._names is not None:  # only then: documents without names keep their fingerprints
+            doc["names"] = list(self._names)
+        return doc
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
@@ -314,14 +390,23 @@ class KetamaRouter(RawKeyRouter):
             flavor = _check_flavor(params["flavor"])
         with doc_field("key_hash"):
             _check_key_hash(params.get("key_hash"), flavor)
+        names = params.get("names")
+        with doc_field("names"):
+            _check_names(names, list(shards), flavor)
         with doc_field("weights"):
-            return cls(list(shards), weights, flavor, key_hash=params.get("key_hash"), version=version)
+            return cls(list(shards), weights, flavor, key_hash=params.get("key_hash"), names=names,
+                       version=version)
 
     # -- introspection -----------------------------------------------------------
 
     @property
     def flavor(self) -> str:
         return self._flavor  # type: ignore[no-any-return]
+
+    @property
+    def names(self) -> list[str] | None:
+        """twemproxy's explicit server names (hashed for the points), or None."""
+        return None if self._names is None else list(self._names)
 
     @property
     def key_hash_name(self) -> str:
@@ -353,6 +438,8 @@ class KetamaRouter(RawKeyRouter):
             return 0
         if self._key_hash == "fnv1a_64":
             return int(_native.twemproxy_fnv1a_64(kb))
+        if self._key_hash != "md5":
+            return _tw.hash_one(self._key_hash, kb)
         return int(_native.ketama_hash(kb))
 
     # -- routing -----------------------------------------------------------------
@@ -381,10 +468,16 @@ class KetamaRouter(RawKeyRouter):
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Server indices (int32 array) for many keys: MD5 and continuum
         lookup in one pass, without the GIL."""
-        if out is None and threads is None:  # up to 64 common keys: one pass in C
+        if out is None and threads is None and self._key_hash in _NATIVE_KEY_HASHES:  # up to 64 keys in C
             small = self._route_small_keys(keys)
             if small is not None:
                 return small
+        if self._key_hash not in _NATIVE_KEY_HASHES:  # twemproxy's other hashes, in numpy
+            data, offsets = _native.pack_keys(keys, convert=_decimal)
+            h = _tw.hash_offsets(self._key_hash, data, offsets)
+            h[offsets[1:] == offsets[:-1]] = 0  # twemproxy hashes an empty key to 0
+            return fill_out(out, _native.ketama_lookup(self._points, self._powners, False, h, threads,
+                                                       self._index))
         if self._flavor == "uhashring":
             data, offsets = _native.pack_keys(keys, convert=_str_utf8, raw_bytes=False)
         else:

@@ -46,6 +46,12 @@ __all__ = [
     "MAX_KEY",
     "BinData",
     "ObjectId",
+    "UNDEFINED",
+    "Symbol",
+    "Regex",
+    "Code",
+    "CodeWithScope",
+    "DBPointer",
     "hashed",
     "hashed_array",
     "initial_split_points",
@@ -73,6 +79,42 @@ MIN_KEY = _Bound("MIN_KEY")
 """BSON MinKey: sorts (and bounds chunks) below every value."""
 MAX_KEY = _Bound("MAX_KEY")
 """BSON MaxKey: sorts (and bounds chunks) above every value."""
+UNDEFINED = _Bound("UNDEFINED")
+"""BSON Undefined (deprecated type 0x06)."""
+
+
+class Symbol(NamedTuple):
+    """A BSON Symbol (deprecated type 0x0E): hashed as the string it holds."""
+
+    text: str
+
+
+class Regex(NamedTuple):
+    """A BSON regular expression: the pattern and its option letters (stored sorted)."""
+
+    pattern: str
+    flags: str = ""
+
+
+class Code(NamedTuple):
+    """BSON JavaScript code (type 0x0D)."""
+
+    code: str
+
+
+class CodeWithScope(NamedTuple):
+    """BSON JavaScript code with a scope document (deprecated type 0x0F)."""
+
+    code: str
+    scope: Mapping[str, Any]
+
+
+class DBPointer(NamedTuple):
+    """The deprecated BSON DBPointer (type 0x0C): a namespace and an ObjectId.
+    (A DBRef as drivers write it, ``{"$ref": ..., "$id": ...}``, is a document.)"""
+
+    namespace: str
+    oid: bytes
 
 
 class BinData(NamedTuple):
@@ -98,6 +140,14 @@ class ObjectId(NamedTuple):
 # canonical BSON types (bsontypes.h canonicalizeBSONType)
 _C_MINKEY, _C_NULL, _C_NUMBER, _C_STRING, _C_OBJECT, _C_ARRAY = -1, 5, 10, 15, 20, 25
 _C_BINDATA, _C_OID, _C_BOOL, _C_DATE, _C_MAXKEY = 30, 35, 40, 45, 127
+_C_UNDEFINED, _C_REGEX, _C_DBPOINTER, _C_CODE, _C_CODEWSCOPE = 0, 50, 55, 60, 65
+
+
+def _cstring(text: str, path: str, what: str) -> bytes:
+    b = text.encode("utf-8")
+    if b"\x00" in b:
+        raise ValueError(f"{path}: a BSON {what} cannot contain NUL characters")
+    return b + b"\x00"
 
 
 def _i32(v: int) -> bytes:
@@ -129,6 +179,31 @@ def _element(v: Any, out: list[bytes], path: str) -> None:
         out.append(_i32(_C_MAXKEY))
     elif v is None:
         out.append(_i32(_C_NULL))
+    elif v is UNDEFINED:
+        out.append(_i32(_C_UNDEFINED))
+    elif isinstance(v, Symbol):
+        b = _cstring(v.text, path, "symbol")
+        out.append(_i32(_C_STRING) + _i32(len(b)) + b)
+    elif isinstance(v, Regex):
+        out.append(_i32(_C_REGEX) + _cstring(v.pattern, path, "regex pattern") +
+                   _cstring("".join(sorted(v.flags)), path, "regex option"))
+    elif isinstance(v, Code):
+        b = _cstring(v.code, path, "code string")
+        out.append(_i32(_C_CODE) + _i32(len(b)) + b)
+    elif isinstance(v, CodeWithScope):
+        if not isinstance(v.scope, Mapping):
+            raise TypeError(f"{path}: the scope of CodeWithScope must be a document (dict)")
+        out.append(_i32(_C_CODEWSCOPE) + _cstring(v.code, path, "code string"))
+        _document_fields(v.scope, out, path)
+    elif isinstance(v, DBPointer):
+        if not isinstance(v.oid, bytes) or len(v.oid) != 12:
+            raise ValueError(f"{path}: a DBPointer's ObjectId is 12 bytes")
+        b = _cstring(v.namespace, path, "namespace")
+        out.append(_i32(_C_DBPOINTER) + _i32(len(b)) + b + v.oid)
+    elif type(v).__name__ in ("Timestamp", "Decimal128"):
+        raise TypeError(f"{path}: BSON {type(v).__name__} values are not modelled: no published vectors pin "
+                        "down how current servers hash them (a 2013 hasher test hashes Timestamp as a Date; "
+                        "later servers give it its own canonical type)")
     elif isinstance(v, (bool, np.bool_)):
         out.append(_i32(_C_BOOL) + (b"\x01" if v else b"\x00"))
     elif isinstance(v, (int, np.integer)):
@@ -157,14 +232,7 @@ def _element(v: Any, out: list[bytes], path: str) -> None:
         out.append(_i32(_C_DATE) + struct.pack("<q", _ms_since_epoch(v)))
     elif isinstance(v, Mapping):
         out.append(_i32(_C_OBJECT))
-        for k, child in v.items():
-            if not isinstance(k, str):
-                raise TypeError(f"{path}: document field names must be str, not {type(k).__name__}")
-            kb = k.encode("utf-8")
-            if b"\x00" in kb:
-                raise ValueError(f"{path}: field names cannot contain NUL characters")
-            _field(child, kb, out, f"{path}.{k}")
-        out.append(_i32(0))  # the EOO element: canonical type 0, no name
+        _document_fields(v, out, path)
     elif isinstance(v, (list, tuple)):
         out.append(_i32(_C_ARRAY))
         for i, child in enumerate(v):
@@ -173,7 +241,20 @@ def _element(v: Any, out: list[bytes], path: str) -> None:
     else:
         raise TypeError(f"{path}: cannot hash a value of type {type(v).__name__} as MongoDB does "
                         f"({v!r:.60}); supported: int, float, bool, None, str, bytes, BinData, "
-                        "uuid.UUID, datetime, dict, list, ObjectId, MIN_KEY, MAX_KEY")
+                        "uuid.UUID, datetime, dict, list, ObjectId, MIN_KEY, MAX_KEY, UNDEFINED, Symbol, "
+                        "Regex, Code, CodeWithScope, DBPointer")
+
+
+def _document_fields(doc: Mapping[Any, Any], out: list[bytes], path: str) -> None:
+    """A document's elements (with their field names), then the EOO element."""
+    for k, child in doc.items():
+        if not isinstance(k, str):
+            raise TypeError(f"{path}: document field names must be str, not {type(k).__name__}")
+        kb = k.encode("utf-8")
+        if b"\x00" in kb:
+            raise ValueError(f"{path}: field names cannot contain NUL characters")
+        _field(child, kb, out, f"{path}.{k}")
+    out.append(_i32(0))  # the EOO element: canonical type 0, no name
 
 
 def _field(v: Any, name: bytes, out: list[bytes], path: str) -> None:

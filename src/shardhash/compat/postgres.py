@@ -45,7 +45,9 @@ arm64: byte-string types hash differently on big-endian servers).
 
 from __future__ import annotations
 
+import dataclasses as _dataclasses
 import datetime as _dt
+import decimal as _decimal
 import math
 import numbers
 import operator
@@ -68,6 +70,11 @@ from ._doc import doc_field, doc_shards
 __all__ = [
     "HASH_PARTITION_SEED",
     "TYPES",
+    "MORE_TYPES",
+    "ALL_TYPES",
+    "RANGE_TYPES",
+    "Range",
+    "NUMERIC",
     "canonical_type",
     "hash_extended",
     "hash32",
@@ -85,6 +92,30 @@ HASH_PARTITION_SEED: int = 0x7A5B22367996DCFD
 #: The column types this module hashes, by PostgreSQL's own names.
 TYPES = ("int2", "int4", "int8", "date", "timestamp", "timestamptz", "text", "varchar",
          "bpchar", "bytea", "uuid", "float4", "float8")
+#: More column types, hashed through the integer kernels: bool as hashchar
+#: (0/1), oid as hashoid, interval as hashint8 of its span (interval_hash_extended).
+MORE_TYPES = ("bool", "oid", "interval")
+ALL_TYPES = TYPES + MORE_TYPES
+_INT_LIKE = MORE_TYPES
+#: ``numeric``: hash_numeric(_extended) of its base-10000 digits (Python int or decimal.Decimal).
+NUMERIC = "numeric"
+#: Range types and their element types (``hash_range_extended``).
+RANGE_TYPES = {"int4range": "int4", "int8range": "int8", "daterange": "date", "tsrange": "timestamp",
+               "tstzrange": "timestamptz"}
+_DISCRETE = ("int4range", "int8range", "daterange")  # canonical form [lower, upper)
+_R_EMPTY, _R_LB_INC, _R_UB_INC, _R_LB_INF, _R_UB_INF = 0x01, 0x02, 0x04, 0x08, 0x10
+
+
+@_dataclasses.dataclass(frozen=True)
+class Range:
+    """A range value: ``lower``/``upper`` (None: unbounded), ``bounds`` one of
+    ``"[)"``, ``"[]"``, ``"(]"``, ``"()"``; ``empty=True`` for ``'empty'``.
+    (Not a tuple, so that a one-column key's value is not read as a row.)"""
+
+    lower: Any = None
+    upper: Any = None
+    bounds: str = "[)"
+    empty: bool = False
 
 _ALIASES = {
     "smallint": "int2", "smallserial": "int2", "serial2": "int2",
@@ -95,6 +126,8 @@ _ALIASES = {
     "character varying": "varchar",
     "character": "bpchar", "char": "bpchar",
     "double precision": "float8", "real": "float4",
+    "boolean": "bool",
+    "decimal": "numeric",
 }
 
 _INT_RANGE = {"int2": (-(1 << 15), (1 << 15) - 1), "int4": (-(1 << 31), (1 << 31) - 1),
@@ -110,7 +143,7 @@ _DATE_MIN, _DATE_MAX = -2451545, 2145031948    # 4714-11-24 BC .. 5874897-12-31
 _TS_MIN, _TS_MAX = -211813488000000000, 9223371331199999999   # 4714-11-24 BC .. 294276 AD
 
 _M64 = (1 << 64) - 1
-_TYPMOD = re.compile(r"\s*\(\s*\d+\s*\)")
+_TYPMOD = re.compile(r"\s*\(\s*\d+\s*(?:,\s*-?\d+\s*)?\)")  # varchar(20), numeric(10, 2)
 _TEXT_TYPES = ("text", "varchar", "bpchar")
 
 # Key kinds after conversion.
@@ -128,9 +161,14 @@ def canonical_type(type: str) -> str:
     if not isinstance(type, str):
         raise TypeError(f"type must be a str such as 'int8', not {type!r}")
     t = " ".join(_TYPMOD.sub(" ", type.strip().lower()).split())   # varchar(20) -> varchar
+    if t.endswith("[]"):  # an array of a supported type (int4[][] is int4[]: dimensions are not types)
+        base = t.rstrip("[] ")
+        return canonical_type(base) + "[]" if base else canonical_type(type.strip()[:-2] or "?")
     t = _ALIASES.get(t, t)
-    if t not in TYPES:
-        raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(TYPES)}")
+    if t in RANGE_TYPES or t == NUMERIC:
+        return t
+    if t not in ALL_TYPES:
+        raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(ALL_TYPES)}")
     return t
 
 
@@ -233,9 +271,53 @@ def _float_value(value: Any, t: str) -> float:
     return v
 
 
+def _bool_value(value: Any) -> int:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"a bool value must be True or False, not {_describe(value)}")
+    return int(value)
+
+
+def _oid_value(value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"an oid value must be an int, not {_describe(value)}")
+    v = int(value)
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise ValueError(f"oid value {v} is out of range (0..4294967295)")
+    return v
+
+
+_USECS_PER_DAY = 86_400_000_000
+
+
+def _interval_span(value: Any) -> int:
+    """``interval_cmp_value`` cut to 64 bits, as ``interval_hash_extended``
+    hashes it: ``time + (months * 30 + days) * 86400e6`` microseconds.  A
+    ``datetime.timedelta`` (no months), or a ``(months, days, microseconds)``
+    tuple as PostgreSQL stores an interval."""
+    if isinstance(value, _dt.timedelta):
+        months, days, time = 0, value.days, value.seconds * 1_000_000 + value.microseconds
+    elif isinstance(value, tuple) and len(value) == 3 and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in value):
+        months, days, time = (int(x) for x in value)
+        if not (-(1 << 31) <= months < (1 << 31) and -(1 << 31) <= days < (1 << 31)
+                and -(1 << 63) <= time < (1 << 63)):
+            raise ValueError(f"interval {value!r}: months and days must fit int32, microseconds int64")
+    else:
+        raise TypeError("an interval value must be a datetime.timedelta or a (months, days, microseconds) "
+                        f"tuple, not {_describe(value)}")
+    span = (time + (months * 30 + days) * _USECS_PER_DAY) & _M64
+    return span - (1 << 64) if span >> 63 else span
+
+
 def _scalar_key(value: Any, t: str) -> tuple[int, Any]:
     if value is None:
         raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    if t == "bool":
+        return _U32, _bool_value(value)
+    if t == "oid":
+        return _U32, _oid_value(value)
+    if t == "interval":
+        return _U32, _native.fold_int8(_interval_span(value))
     if t in ("int2", "int4"):
         return _U32, _int_value(value, t) & 0xFFFFFFFF
     if t == "int8":
@@ -269,6 +351,12 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
     """
     t = canonical_type(type)
     s = _check_seed(seed)
+    if t.endswith("[]"):
+        return _array_hash_one(value, t[:-2], s)
+    if t in RANGE_TYPES:
+        return _range_hash(value, t, s)
+    if t == NUMERIC:
+        return _numeric_hash(value, s)
     kind, key = _scalar_key(value, t)
     if kind == _U32:
         return int(_native.hash_uint32_extended(key, s))
@@ -278,7 +366,7 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
 
 
 _native._set_fallbacks(hash_extended=_hash_extended_py,
-                       pg_type_codes={**{t: t for t in TYPES}, **_ALIASES})
+                       pg_type_codes={**{t: t for t in ALL_TYPES}, **_ALIASES})
 # hash_extended(value, type, seed=HASH_PARTITION_SEED): the type's seeded
 # 64-bit hash; int2/4/8, text/varchar/bpchar, bytea, uuid, date and timestamp
 # values of the exact Python types in C, everything else via _hash_extended_py.
@@ -294,6 +382,10 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
+    if t.endswith("[]") or t in RANGE_TYPES or t == NUMERIC:
+        h = _array_hash_one(value, t[:-2], None) if t.endswith("[]") else \
+            _numeric_hash(value, None) if t == NUMERIC else _range_hash(value, t, None)
+        return h - (1 << 32) if h >> 31 else h
     kind, key = _scalar_key(value, t)
     if kind == _U32:
         return int(_native.hash_uint32(key))
@@ -533,9 +625,300 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         raise
 
 
+# ---------------------------------------------------------------------- numeric
+# hash_numeric(_extended): lookup3 over the value's base-10000 digits (int16,
+# little-endian) without leading and trailing zero digits, xor the weight (the
+# first kept digit's power of 10000); the sign is not hashed; zero hashes to
+# seed - 1 (32-bit: -1), NaN and infinities to the seed (32-bit: 0).
+
+
+def _numeric_digits(value: Any) -> tuple[bytes, int] | str:
+    """(digit bytes, weight), or "zero" / "special"."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, _decimal.Decimal)):
+        raise TypeError(f"a numeric value must be an int or a decimal.Decimal, not {_describe(value)}")
+    d = _decimal.Decimal(int(value)) if isinstance(value, (int, np.integer)) else value
+    if not d.is_finite():
+        if d.is_snan():
+            raise ValueError("a signalling NaN is not a PostgreSQL numeric")
+        return "special"
+    _sign, dig, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    digits = "".join(map(str, dig)).lstrip("0")  # value = int(digits) * 10**exp
+    if not digits:
+        return "zero"
+    intlen = len(digits) + exp  # digits before the decimal point (may be <= 0)
+    if exp >= 0:
+        ipart, fpart = digits + "0" * exp, ""
+    elif intlen > 0:
+        ipart, fpart = digits[:intlen], digits[intlen:]
+    else:
+        ipart, fpart = "", "0" * (-intlen) + digits
+    ipart = "0" * (-len(ipart) % 4) + ipart
+    fpart = fpart + "0" * (-len(fpart) % 4)
+    groups = [int(ipart[i:i + 4]) for i in range(0, len(ipart), 4)] + \
+        [int(fpart[i:i + 4]) for i in range(0, len(fpart), 4)]
+    weight = len(ipart) // 4 - 1
+    while groups and groups[0] == 0:
+        groups.pop(0)
+        weight -= 1
+    while groups and groups[-1] == 0:
+        groups.pop()
+    return struct.pack(f"<{len(groups)}h", *groups), weight
+
+
+def _numeric_hash(value: Any, seed: int | None) -> int:
+    """The numeric's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError("cannot hash NULL (None) as numeric; rows skip NULL columns (see partition_of)")
+    got = _numeric_digits(value)
+    if isinstance(got, str):
+        if got == "special":
+            return 0 if seed is None else seed
+        return 0xFFFFFFFF if seed is None else (seed - 1) & _M64  # zero
+    data, weight = got
+    if seed is None:
+        return (int(_native.hash_bytes(data)) ^ weight) & 0xFFFFFFFF
+    return (int(_native.hash_bytes_extended(data, seed)) ^ weight) & _M64
+
+
+# ------------------------------------------------------------------- range types
+# hash_range(_extended): the flags byte's hash, xor the lower bound's hash,
+# rotated (each 32-bit half left by one), xor the upper bound's hash; a
+# missing bound hashes 0.  Discrete ranges are canonical first: [lower, upper).
+
+
+def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
+    if isinstance(value, str) and value == "empty":
+        return _R_EMPTY, None, None
+    if not isinstance(value, Range):
+        raise TypeError(f"a {t} value must be a Range(lower, upper, bounds) or 'empty', not {_describe(value)}")
+    if value.empty:
+        return _R_EMPTY, None, None
+    if value.bounds not in ("[)", "[]", "(]", "()"):
+        raise ValueError(f"range bounds must be one of [), [], (], (), not {value.bounds!r}")
+    et = RANGE_TYPES[t]
+    lo, hi = value.lower, value.upper
+    lo_inc, hi_inc = value.bounds[0] == "[", value.bounds[1] == "]"
+    for b in (lo, hi):
+        if b is not None:
+            _scalar_key(b, et)  # the bound's own checks
+    # as range_serialize: the bounds as given first, then (not empty) the canonical form, checked again
+    if lo is not None and hi is not None:
+        if lo > hi:
+            raise ValueError(f"range lower bound must be less than or equal to range upper bound: {value!r}")
+        if lo == hi and not (lo_inc and hi_inc):
+            return _R_EMPTY, None, None
+    if t in _DISCRETE:
+        one: Any = _dt.timedelta(days=1) if t == "daterange" else 1
+        if lo is not None and not lo_inc:
+            lo, lo_inc = lo + one, True
+        if hi is not None and hi_inc:
+            hi, hi_inc = hi + one, False
+        for b in (lo, hi):
+            if b is not None:
+                _scalar_key(b, et)  # lower + 1 / upper + 1 may leave the element type's range
+        if lo is not None and hi is not None and lo == hi:
+            return _R_EMPTY, None, None
+    flags = (_R_LB_INF if lo is None else _R_LB_INC if lo_inc else 0) | \
+        (_R_UB_INF if hi is None else _R_UB_INC if hi_inc else 0)
+    return flags, lo, hi
+
+
+def _range_hash(value: Any, t: str, seed: int | None) -> int:
+    """The range's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    flags, lo, hi = _range_parts(value, t)
+    et = RANGE_TYPES[t]
+    if seed is None:
+        lh = hash32(lo, et) & 0xFFFFFFFF if lo is not None else 0
+        uh = hash32(hi, et) & 0xFFFFFFFF if hi is not None else 0
+        r = (int(_native.hash_uint32(flags)) & 0xFFFFFFFF) ^ lh
+        return (((r << 1) | (r >> 31)) & 0xFFFFFFFF) ^ uh
+    lh = hash_extended(lo, et, seed) if lo is not None else 0
+    uh = hash_extended(hi, et, seed) if hi is not None else 0
+    r = int(_native.hash_uint32_extended(flags, seed)) ^ lh
+    r = ((r << 1) & 0xFFFFFFFEFFFFFFFE) | ((r >> 31) & 0x100000001)
+    return r ^ uh
+
+
+def _range_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    items = values.to_pylist() if _is_arrow(values) else list(values)
+    isnull = np.zeros(len(items), dtype=np.uint8)
+    for i, v in enumerate(items):
+        if v is None:
+            if not allow_null:
+                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+            isnull[i] = 1
+    return _Keys("pyvalues", items, t, len(items), isnull if isnull.any() else None)
+
+
+def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
+    """One value at a time in Python (range types)."""
+    out = np.zeros(keys.n, dtype=np.uint64)
+    for i, v in enumerate(keys.a):
+        if v is None:
+            continue
+        try:
+            out[i] = _numeric_hash(v, seed) if keys.b == NUMERIC else _range_hash(v, keys.b, seed)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
+    return out
+
+
+# ------------------------------------------------------------------- array types
+# hash_array / hash_array_extended: r = 1, then r = r * 31 + (element hash, 0 for
+# NULL) over the elements in storage order (every dimension flattened), in 32
+# or 64 bits; the extended element hashes take the seed.
+
+
+def _flatten(value: Any, path: str) -> list[Any]:
+    """An array value's elements in storage order: lists (and numpy arrays)
+    nest for more dimensions; a tuple inside is an element (an interval's
+    ``(months, days, microseconds)``)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{path}: an array value must be a list (nested for more dimensions), not {_describe(value)}")
+    out: list[Any] = []
+    for v in value:
+        if isinstance(v, (list, np.ndarray)):
+            out.extend(_flatten(v, path))
+        else:
+            out.append(v)
+    return out
+
+
+def _array_hash_one(value: Any, et: str, seed: int | None) -> int:
+    """The array's hash: extended with ``seed``, or the 32-bit one (unsigned) for None."""
+    if value is None:
+        raise TypeError("cannot hash NULL (None) as an array; rows skip NULL columns (see partition_of)")
+    bits = _M64 if seed is not None else 0xFFFFFFFF
+    r = 1
+    for i, v in enumerate(_flatten(value, "array value")):
+        if v is None:
+            h = 0
+        else:
+            try:
+                h = hash_extended(v, et, seed) if seed is not None else hash32(v, et) & 0xFFFFFFFF
+            except (TypeError, ValueError, OverflowError) as e:
+                raise type(e)(f"array element {i}: {e}") from None
+        r = (r * 31 + h) & bits
+    return r
+
+
+_POW31: list[int] = [1]
+
+
+def _pow31(n: int) -> np.ndarray:
+    while len(_POW31) <= n:
+        _POW31.append(_POW31[-1] * 31 & _M64)
+    return np.array(_POW31[:n + 1], dtype=np.uint64)
+
+
+def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    """Array values: their elements flattened (``a``: the elements, ``b``: the
+    number per array), NULL arrays marked."""
+    if _is_arrow(values) or (hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars"):
+        items = (values.to_arrow() if hasattr(values, "to_arrow") else values).to_pylist()
+    elif isinstance(values, np.ndarray):
+        items = list(values) if values.dtype == object else values.tolist()
+    else:
+        try:
+            items = list(values)
+        except TypeError:
+            raise TypeError(f"expected a sequence of {t} values, not {_describe(values)}") from None
+    flat: list[Any] = []
+    lengths = np.zeros(len(items), dtype=np.int64)
+    isnull = np.zeros(len(items), dtype=np.uint8)
+    for i, v in enumerate(items):
+        if v is None:
+            if not allow_null:
+                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+            isnull[i] = 1
+            continue
+        elems = _flatten(v, f"value at position {i}")
+        lengths[i] = len(elems)
+        flat.extend(elems)
+    return _Keys("array", (flat, t[:-2]), lengths, len(items), isnull if isnull.any() else None)
+
+
+def _array_combine(keys: _Keys, seed: int | None, threads: int | None) -> np.ndarray:
+    """Every array's hash (uint64; the 32-bit ones in the low half)."""
+    flat, et = keys.a
+    lengths: np.ndarray = keys.b
+    ek = _to_keys(flat, et, allow_null=True)
+    eh = np.empty(len(flat), dtype=np.uint64)
+    if seed is None:
+        h32 = np.empty(len(flat), dtype=np.int32)
+        if len(flat):
+            _hash32_keys(ek, h32, threads)
+        eh[:] = h32.view(np.uint32)
+    elif len(flat):
+        _extended_keys(ek, seed, eh, threads)
+    if ek.isnull is not None:
+        eh[ek.isnull.astype(bool)] = 0
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    pos = np.arange(len(flat), dtype=np.int64) - np.repeat(starts, lengths)
+    pw = _pow31(int(lengths.max()) if len(lengths) else 0)
+    weighted = eh * pw[np.repeat(lengths, lengths) - 1 - pos]
+    cs = np.concatenate(([np.uint64(0)], np.cumsum(weighted, dtype=np.uint64)))
+    res: np.ndarray = pw[lengths] + (cs[ends] - cs[starts])
+    return res if seed is not None else res & np.uint64(0xFFFFFFFF)
+
+
+def _int_like_keys(values: Any, t: str, allow_null: bool) -> _Keys:
+    """bool, oid and interval values as the integer keys their hashes take
+    (int32 for bool/oid, int64 spans for interval), NULLs marked."""
+    if _is_arrow(values) or (hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars"):
+        items = (values.to_arrow() if hasattr(values, "to_arrow") else values).to_pylist()
+    elif isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"expected a 1-D array, got shape {values.shape}")
+        if t == "bool" and values.dtype == np.bool_:
+            return _Keys("int", values.astype(np.int32), None, len(values), None)
+        if t == "oid" and values.dtype.kind in "iu":
+            if values.size and (int(values.min()) < 0 or int(values.max()) > 0xFFFFFFFF):
+                bad = int(np.flatnonzero((values < 0) | (values > 0xFFFFFFFF))[0])
+                raise ValueError(f"oid value at position {bad} is out of range (0..4294967295)")
+            return _Keys("int", values.astype(np.uint32).view(np.int32), None, len(values), None)
+        if t == "interval" and values.dtype.kind == "m":
+            us = values.astype("timedelta64[us]").astype(np.int64)
+            return _Keys("int", us, None, len(values), None)
+        items = values.tolist()
+    else:
+        try:
+            items = list(values)
+        except TypeError:
+            raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}") from None
+    n = len(items)
+    vals = np.zeros(n, dtype=np.int64 if t == "interval" else np.int32)
+    isnull = np.zeros(n, dtype=np.uint8)
+    conv = _interval_span if t == "interval" else _bool_value if t == "bool" else _oid_value
+    for i, v in enumerate(items):
+        if v is None:
+            if not allow_null:
+                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+            isnull[i] = 1
+            continue
+        try:
+            x = conv(v)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
+        vals[i] = x - (1 << 32) if t == "oid" and x >> 31 else x
+    return _Keys("int", vals, None, n, isnull if isnull.any() else None)
+
+
 def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
     if isinstance(values, (str, bytes, bytearray, memoryview)) or np.isscalar(values):
         raise TypeError(f"expected a sequence or array of {t} values, not {_describe(values)}")
+    if t in _INT_LIKE:
+        return _int_like_keys(values, t, allow_null)
+    if t.endswith("[]"):
+        return _array_keys(values, t, allow_null)
+    if t in RANGE_TYPES or t == NUMERIC:
+        return _range_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)
     if hasattr(values, "to_arrow") and type(values).__module__.split(".")[0] == "polars":
@@ -591,7 +974,11 @@ def _check_overlap(out: np.ndarray | None, keys: _Keys) -> None:
 
 
 def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None) -> None:
-    if keys.kind == "int":
+    if keys.kind == "array":
+        out[:] = _array_combine(keys, seed, threads)
+    elif keys.kind == "pyvalues":
+        out[:] = _pyvalues_hashes(keys, seed)
+    elif keys.kind == "int":
         _native.int_extended(keys.a, seed, out, threads)
     elif keys.kind == "float":
         _native.float8_extended_array(keys.a, seed, out, threads)
@@ -602,7 +989,11 @@ def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None)
 
 
 def _hash32_keys(keys: _Keys, out: np.ndarray, threads: int | None) -> None:
-    if keys.kind == "int":
+    if keys.kind == "array":
+        out[:] = _array_combine(keys, None, threads).astype(np.uint32).view(np.int32)
+    elif keys.kind == "pyvalues":
+        out[:] = _pyvalues_hashes(keys, None).astype(np.uint32).view(np.int32)
+    elif keys.kind == "int":
         _native.int_32(keys.a, out, threads)
     elif keys.kind == "float":
         _native.float8_32_array(keys.a, out, threads)

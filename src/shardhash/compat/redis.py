@@ -32,7 +32,8 @@ from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 from ._doc import doc_field, doc_shards, int_pairs, node_map
 
-__all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges"]
+__all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges",
+           "from_cluster_nodes", "reshard_steps"]
 
 SLOTS = 16384
 
@@ -176,6 +177,132 @@ def _ranges_of(table: np.ndarray, nodes: list[Hashable]) -> dict[Any, list[tuple
     return out
 
 
+def _migrating_table(migrating: Any, names: list[str], table: np.ndarray) -> np.ndarray:
+    """slot -> index of the node importing it (-1: not migrating)."""
+    ask = np.full(SLOTS, -1, dtype=np.int32)
+    if migrating is None:
+        return ask
+    if not isinstance(migrating, Mapping):
+        raise TypeError(f"migrating must map slot -> importing node, not {type(migrating).__name__}")
+    pos = {n: i for i, n in enumerate(names)}
+    for slot, dst in migrating.items():
+        if isinstance(slot, bool) or not isinstance(slot, (int, np.integer)) or not 0 <= int(slot) < SLOTS:
+            raise ValueError(f"migrating: {slot!r} is not a slot in 0..{SLOTS - 1}")
+        if str(dst) not in pos:
+            raise ValueError(f"migrating: slot {slot} goes to {dst!r}, which is not a node of the cluster "
+                             "(list it in slot_ranges, with [] if it owns no slots yet)")
+        if pos[str(dst)] == int(table[int(slot)]):
+            raise ValueError(f"migrating: slot {slot} is already owned by {dst!r}")
+        ask[int(slot)] = pos[str(dst)]
+    return ask
+
+
+def _parse_slot_field(field: str) -> tuple[str, int, int, str | None]:
+    """One slot field of a CLUSTER NODES line: ("own", lo, hi, None),
+    ("migrating", slot, slot, target id) or ("importing", slot, slot, source id)."""
+    if field.startswith("["):
+        body = field.strip("[]")
+        if "->-" in body:
+            slot, target = body.split("->-", 1)
+            return "migrating", int(slot), int(slot), target
+        slot, source = body.split("-<-", 1)
+        return "importing", int(slot), int(slot), source
+    lo, _, hi = field.partition("-")
+    return "own", int(lo), int(hi or lo), None
+
+
+def from_cluster_nodes(text: str, *, version: int = 1) -> ClusterRouter:
+    r"""A :class:`ClusterRouter` from the output of ``CLUSTER NODES``: masters
+    named by their ``host:port`` (in address order, as that output has no
+    fixed order), their slots, and the slots in migration (``[slot->-target]``,
+    which the migrating node reports on its own line).
+
+    >>> r = from_cluster_nodes(
+    ...     "a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-8191 [100->-b2]\n"
+    ...     "b2 127.0.0.1:7001@17001 master - 0 0 2 connected 8192-16383 [100-<-a1]\n")
+    >>> r.route_slots([100]).tolist(), r.migrating
+    ([0], {100: ('127.0.0.1:7000', '127.0.0.1:7001')})
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be the CLUSTER NODES reply (str), not {type(text).__name__}")
+    addr: dict[str, str] = {}
+    own: dict[str, list[tuple[int, int]]] = {}
+    migrating: dict[int, str] = {}  # slot -> target id (the source's view)
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 8:
+            raise ValueError(f"not a CLUSTER NODES line: {line!r:.80}")
+        node_id, address, flags = parts[0], parts[1].split("@", 1)[0], parts[2].split(",")
+        if "master" not in flags:
+            continue
+        addr[node_id] = address
+        own[address] = []
+        for field in parts[8:]:
+            kind, lo, hi, other = _parse_slot_field(field)
+            if kind == "own":
+                own[address].append((lo, hi))
+            elif kind == "migrating":
+                migrating[lo] = str(other)
+    # A slot only the target reports as importing is not redirected yet: the
+    # source answers for it until it is MIGRATING, so only those count.
+    mig: dict[int, str] = {}
+    for slot, target in migrating.items():
+        if target not in addr:
+            raise ValueError(f"slot {slot} migrates to unknown node {target!r}")
+        mig[slot] = addr[target]
+    def order(a: str) -> tuple[str, int]:  # CLUSTER NODES lists nodes in no fixed order
+        host, _, port = a.rpartition(":")
+        return (host, int(port)) if port.isdigit() else (a, -1)
+
+    ordered = {a: own[a] for a in sorted(own, key=order)}
+    return ClusterRouter(ordered, migrating=mig or None, version=version)
+
+
+def reshard_steps(old: ClusterRouter, new: ClusterRouter, node_ids: Mapping[str, str] | None = None,
+                  *, batch: int = 100, timeout_ms: int = 5000) -> list[tuple[str, list[str]]]:
+    """The commands that move a cluster from ``old``'s slot map to ``new``'s,
+    as ``redis-cli --cluster reshard`` issues them: for every slot that
+    changes owner, ``(node, command)`` pairs --
+
+    1. on the target: ``CLUSTER SETSLOT <slot> IMPORTING <source id>``
+    2. on the source: ``CLUSTER SETSLOT <slot> MIGRATING <target id>``
+    3. on the source, until it returns no keys: ``CLUSTER GETKEYSINSLOT <slot> <batch>``,
+       then ``MIGRATE <target host> <target port> "" 0 <timeout> KEYS <key>...``
+       (given here once, as a template with the key list left out)
+    4. on the target, then the source: ``CLUSTER SETSLOT <slot> NODE <target id>``
+
+    ``node_ids`` maps node names (``host:port``) to their ``CLUSTER MYID``;
+    without it the names stand for the ids.
+
+    >>> old = ClusterRouter({"a:1": [(0, 16383)], "b:2": []})
+    >>> new = ClusterRouter({"a:1": [(0, 16382)], "b:2": [(16383, 16383)]})
+    >>> [node + " " + " ".join(cmd) for node, cmd in reshard_steps(old, new)][:2]
+    ['b:2 CLUSTER SETSLOT 16383 IMPORTING a:1', 'a:1 CLUSTER SETSLOT 16383 MIGRATING b:2']
+    """
+    if not isinstance(old, ClusterRouter) or not isinstance(new, ClusterRouter):
+        raise TypeError("old and new must be ClusterRouter objects")
+    ids = dict(node_ids or {})
+    steps: list[tuple[str, list[str]]] = []
+    for slot in range(SLOTS):
+        src = old.shards[int(old.slot_table[slot])]
+        dst = new.shards[int(new.slot_table[slot])]
+        if src == dst:
+            continue
+        sid, did = ids.get(src, src), ids.get(dst, dst)
+        host, _, port = dst.rpartition(":")
+        steps += [
+            (dst, ["CLUSTER", "SETSLOT", str(slot), "IMPORTING", sid]),
+            (src, ["CLUSTER", "SETSLOT", str(slot), "MIGRATING", did]),
+            (src, ["CLUSTER", "GETKEYSINSLOT", str(slot), str(batch)]),
+            (src, ["MIGRATE", host, port, "", "0", str(timeout_ms), "KEYS"]),
+            (dst, ["CLUSTER", "SETSLOT", str(slot), "NODE", did]),
+            (src, ["CLUSTER", "SETSLOT", str(slot), "NODE", did]),
+        ]
+    return steps
+
+
 @register_router_type("redis_cluster")
 class ClusterRouter(RawKeyRouter):
     """Route keys to Redis Cluster masters by slot.
@@ -192,7 +319,7 @@ class ClusterRouter(RawKeyRouter):
     [(0, 5460)]
     """
 
-    _doc_fields = ("slot_ranges",)
+    _doc_fields = ("slot_ranges", "migrating")
 
     _hashes_refused = ("a Redis Cluster router routes slots, not shardhash hashes: "
                         "use route_many(keys) or route_slots(slots)")
@@ -215,21 +342,29 @@ class ClusterRouter(RawKeyRouter):
         c = np.bincount(self._table, minlength=len(self.shards))
         return [float(v) / len(self._table) for v in c], [f"{int(v):,} slots" for v in c]
 
-    def __init__(self, slot_ranges: Mapping[Any, Iterable[tuple[int, int]]], *, version: int = 1) -> None:
+    def __init__(self, slot_ranges: Mapping[Any, Iterable[tuple[int, int]]], *,
+                 migrating: Mapping[int, Any] | None = None, version: int = 1) -> None:
         nodes, table = _slot_table(slot_ranges)
         names = [str(n) for n in nodes]
         if len(set(names)) != len(names):
             raise ValueError("node names must be distinct (as strings)")
+        ask = _migrating_table(migrating, names, table)
         super().__init__(names, version=version)
         table.setflags(write=False)
+        ask.setflags(write=False)
         self._set("_table", table)
+        self._set("_ask", ask)
         keys = _native.RedisKeys(table)
         self._use_native_keys(keys.capsule(), keys)  # route/route_index of bytes and ASCII str in C
         self._finish()
 
     def _doc_params(self) -> dict[str, Any]:
         ranges = _ranges_of(self._table, list(self.shards))
-        return {"slot_ranges": {n: [list(r) for r in rs] for n, rs in ranges.items()}}
+        doc: dict[str, Any] = {"slot_ranges": {n: [list(r) for r in rs] for n, rs in ranges.items()}}
+        mig = self.migrating
+        if mig:  # only then: documents of clusters at rest keep their fingerprints
+            doc["migrating"] = [[slot, dst] for slot, (_src, dst) in sorted(mig.items())]
+        return doc
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
@@ -239,8 +374,14 @@ class ClusterRouter(RawKeyRouter):
         shards = doc_shards(shards)
         sr = node_map(params["slot_ranges"], "params.slot_ranges", shards, "slot ranges")
         ranges = {s: int_pairs(sr[s], f"params.slot_ranges[{s!r}]", "start, end") for s in shards}
+        mig = params.get("migrating")
+        migrating: dict[int, Any] | None = None
+        if mig is not None:
+            if not isinstance(mig, list) or not all(isinstance(p, list) and len(p) == 2 for p in mig):
+                raise TypeError("params.migrating must be a list of [slot, importing node] pairs")
+            migrating = {p[0]: p[1] for p in mig}
         with doc_field("slot_ranges"):
-            return cls(ranges, version=version)
+            return cls(ranges, migrating=migrating, version=version)
 
     @property
     def slot_ranges(self) -> dict[str, list[tuple[int, int]]]:
@@ -255,6 +396,26 @@ class ClusterRouter(RawKeyRouter):
     def _route_index_slow(self, key: Any) -> int:
         # route()/route_index() of the keys the compiled path leaves here
         return int(self._table[_keyslot_py(key)])
+
+    @property
+    def migrating(self) -> dict[int, tuple[str, str]]:
+        """Slots in migration: slot -> (owner, the node importing it)."""
+        out: dict[int, tuple[str, str]] = {}
+        for slot in np.flatnonzero(self._ask >= 0).tolist():
+            out[int(slot)] = (self.shards[int(self._table[slot])], self.shards[int(self._ask[slot])])
+        return out
+
+    def ask_target(self, key: Any) -> str | None:
+        """Where a cluster client is sent with ``-ASK`` for ``key``: the
+        importing node when the key's slot is migrating (the owner answers
+        for keys it still holds, and redirects the others there), else None."""
+        a = int(self._ask[_keyslot_py(key)])
+        return None if a < 0 else self.shards[a]
+
+    def ask_targets(self, keys: Any, threads: int | None = None) -> np.ndarray:
+        """:meth:`ask_target` of many keys as node indices (int32; -1: no migration)."""
+        res: np.ndarray = np.take(self._ask, keyslot_array(keys, threads=threads))
+        return res
 
     def route_slots(self, slots: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Node indices (int32) for slot numbers."""

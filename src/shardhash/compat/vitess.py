@@ -8,15 +8,24 @@ vindex, and a keyspace id to the shard whose key range contains it.
 * ``xxhash`` vindex: xxh64 (seed 0) of the value's SQL bytes -- integers as
   their decimal text, strings as UTF-8, NULL as no bytes -- written
   little-endian.
+* ``numeric`` vindex: the unsigned value itself, 8 bytes big-endian;
+  ``reverse_bits``: the value with its 64 bits reversed, 8 bytes
+  big-endian.  Both map a negative number or NULL to no keyspace id.
+* ``binary_md5`` vindex: MD5 of the value's SQL bytes (as ``xxhash``), a
+  16-byte keyspace id; shards are chosen by its first 8 bytes (every key
+  range bound has at most 8 bytes).
 * Shard names are hex key ranges ``start-end``: ``-80`` (up to 0x80),
   ``80-`` (from 0x80), ``40-80``, ``c0-``; ``-`` or ``0`` is the whole
   range.  A keyspace id belongs to the shard with ``start <= id < end``,
   comparing bytes (so ``80`` equals ``8000``).
 
-What is exact: both vindexes (checked against the vectors of Vitess's own
-``hash_test.go`` and ``xxhash_test.go``) and shard selection for bounds of
-up to 8 bytes.  Not modelled: the other vindex types (lookup, md5, unicode
-collations, numeric, region-based) and keyspace ids longer than 8 bytes.
+What is exact: these vindexes (checked against the vectors of Vitess's own
+``hash_test.go``, ``xxhash_test.go``, ``numeric_test.go``,
+``reverse_bits_test.go`` and ``binarymd5_test.go``), shard selection for
+bounds of up to 8 bytes, and :func:`generate_shard_ranges` (Vitess's
+``key.GenerateShardRanges``, up to 65,536 shards).  Not modelled: the other
+vindex types (lookup, ``unicode_loose_*`` collations, region-based) and key
+range bounds longer than 8 bytes.
 
 >>> keyspace_id(1).hex(), keyspace_id(1, "xxhash").hex()
 ('166b40b44aba4bd6', 'd46405367612b4b7')
@@ -27,6 +36,7 @@ collations, numeric, region-based) and keyspace ids longer than 8 bytes.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -40,9 +50,11 @@ from . import _native
 from ._doc import doc_shards
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
-           "even_shard_names", "VitessRouter"]
+           "even_shard_names", "generate_shard_ranges", "VitessRouter"]
 
-VINDEXES = ("hash", "xxhash")
+VINDEXES = ("hash", "xxhash", "numeric", "reverse_bits", "binary_md5")
+_NATIVE_VINDEXES = ("hash", "xxhash")  # routed one key at a time in C
+_UNSIGNED_VINDEXES = ("numeric", "reverse_bits")
 _M64 = (1 << 64) - 1
 _INT_MIN = -(1 << 63)
 _NAME_RE = re.compile(r"^([0-9a-fA-F]*)-([0-9a-fA-F]*)$")
@@ -101,23 +113,53 @@ def _sql_keys(values: Any) -> tuple[np.ndarray, np.ndarray]:
     return keys
 
 
+def _unsigned_value(value: Any, vindex: str, what: str = "value") -> int:
+    """The uint64 of a ``numeric`` / ``reverse_bits`` id (Vitess's ToUint64)."""
+    if value is None:
+        raise ValueError(f"{what}: NULL maps to no keyspace id under the {vindex} vindex")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"the Vitess {vindex} vindex maps integers; {what} is {type(value).__name__} "
+                        f"({value!r:.60})")
+    v = int(value)
+    if v < 0:
+        raise ValueError(f"{what} {v} is negative: it maps to no keyspace id under the {vindex} vindex")
+    if v > _M64:
+        raise OverflowError(f"{what} {v} does not fit an unsigned 64-bit integer")
+    return v
+
+
+def _reverse64(v: int) -> int:
+    return int(f"{v:064b}"[::-1], 2)
+
+
 def _ksid_u64(value: Any, vindex: str) -> int:
-    """The keyspace id as a big-endian uint64 (its 8 bytes, compared as a number)."""
+    """The keyspace id's first 8 bytes as a big-endian uint64 (compared as a number)."""
     if vindex == "hash":
         if value is None:
             raise ValueError("NULL maps to no keyspace id under the hash vindex")
         return int(_native.des_encrypt_zero_key(_int_value(value) & _M64))
+    if vindex == "numeric":
+        return _unsigned_value(value, vindex)
+    if vindex == "reverse_bits":
+        return _reverse64(_unsigned_value(value, vindex))
+    if vindex == "binary_md5":
+        return int.from_bytes(hashlib.md5(_sql_bytes(value)).digest()[:8], "big")
     h = int(_native.xxh64(_sql_bytes(value)))
     return int.from_bytes(h.to_bytes(8, "little"), "big")
 
 
 def keyspace_id(value: Any, vindex: str = "hash") -> bytes:
-    """The 8-byte keyspace id of one sharding-column value.
+    """The keyspace id of one sharding-column value: 8 bytes, or 16 for ``binary_md5``.
 
     >>> keyspace_id(2).hex(), keyspace_id("test1", "xxhash").hex(), keyspace_id(None, "xxhash").hex()
     ('06e7ea22ce92708f', 'd01ab7e4d6978f0b', '99e9d85137db46ef')
+    >>> keyspace_id(1, "reverse_bits").hex(), keyspace_id("Test", "binary_md5").hex()
+    ('8000000000000000', '0cbc6611f5540bd0809a388dc95a615b')
     """
-    return _ksid_u64(value, _check_vindex(vindex)).to_bytes(8, "big")
+    vindex = _check_vindex(vindex)
+    if vindex == "binary_md5":
+        return hashlib.md5(_sql_bytes(value)).digest()
+    return _ksid_u64(value, vindex).to_bytes(8, "big")
 
 
 def reverse_hash(ksid: bytes) -> int:
@@ -154,6 +196,10 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
     ['166b40b44aba4bd6', '06e7ea22ce92708f']
     """
     vindex = _check_vindex(vindex)
+    if vindex in _UNSIGNED_VINDEXES:
+        return _unsigned_array(values, vindex)
+    if vindex == "binary_md5":
+        return _md5_prefix_array(values)
     u = _ints_u64(values)
     if vindex == "hash":
         if u is None:
@@ -175,6 +221,70 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
     data, offsets = _sql_keys(values)
     ksids = _native.xxh64_offsets(data, offsets, threads, swap=True)
     return ksids
+
+
+_REV8 = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], dtype=np.uint8)
+
+
+def _reverse_bits_array(u: np.ndarray) -> np.ndarray:
+    """Each uint64 with its 64 bits reversed: every byte's bits reversed, then the byte order."""
+    out: np.ndarray = _REV8[np.ascontiguousarray(u, dtype=np.uint64).view(np.uint8)].view(np.uint64)
+    swapped: np.ndarray = out.byteswap()
+    return swapped
+
+
+def _unsigned_array(values: Any, vindex: str) -> np.ndarray:
+    """``numeric`` / ``reverse_bits`` keyspace ids of many integers (uint64)."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+        if values.dtype.kind == "i" and values.size and int(values.min()) < 0:
+            i = int(np.argmax(values < 0))
+            raise ValueError(f"value at position {i} ({int(values[i])}) is negative: it maps to no keyspace id "
+                             f"under the {vindex} vindex")
+        u = values.astype(np.uint64)
+    else:
+        vals = values.tolist() if isinstance(values, np.ndarray) else list(values)
+        u = np.array([_unsigned_value(v, vindex, f"value at position {i}") for i, v in enumerate(vals)],
+                     dtype=np.uint64)
+    return _reverse_bits_array(u) if vindex == "reverse_bits" else u
+
+
+def _md5_prefix_array(values: Any) -> np.ndarray:
+    """The first 8 bytes of each ``binary_md5`` keyspace id (uint64, big-endian)."""
+    data, offsets = _sql_keys(values)
+    buf = data.tobytes()
+    off = offsets.tolist()
+    return np.array([int.from_bytes(hashlib.md5(buf[off[i]:off[i + 1]]).digest()[:8], "big")
+                     for i in range(len(off) - 1)], dtype=np.uint64)
+
+
+def generate_shard_ranges(n: int) -> list[str]:
+    """The names of ``n`` shards as Vitess's ``key.GenerateShardRanges(n)``
+    makes them: bounds of 2 hex digits up to 256 shards, 4 up to 65,536;
+    shard ``i`` ends at ``int((i + 1) * (M / n))`` in float64 (``M`` = 256 or
+    65,536), so the rounding spreads over the shards when ``n`` does not
+    divide ``M``, and the last shard is open-ended (``int(49 * (256 / 49))``
+    is 255, yet the 49th shard is ``fa-``).
+
+    >>> generate_shard_ranges(7)
+    ['-24', '24-49', '49-6d', '6d-92', '92-b6', 'b6-db', 'db-']
+    >>> generate_shard_ranges(512)[:2], generate_shard_ranges(512)[-1]
+    (['-0080', '0080-0100'], 'ff80-')
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int, not {type(n).__name__}")
+    if n <= 0:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if n > 65536:
+        raise ValueError(f"Vitess generates at most 65536 shard ranges, got {n}")
+    width, top = (2, 256) if n <= 256 else (4, 65536)
+    size = float(top) / float(n)
+    names = []
+    start = 0
+    for i in range(1, n + 1):
+        end = top if i == n else int(float(i) * size)  # the last shard is open-ended even when i*size < top
+        names.append((f"{start:0{width}x}" if start else "") + "-" + (f"{end:0{width}x}" if end != top else ""))
+        start = end
+    return names
 
 
 def _parse_bound(text: str, name: str) -> int | None:
@@ -298,9 +408,22 @@ class VitessRouter(RawKeyRouter):
         self._set("_starts", starts)
         self._set("_owners", owners)
         self._set("_vindex", vindex)
-        keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
-        self._use_native_keys(keys.capsule(), keys)
+        if vindex in _NATIVE_VINDEXES:
+            keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
+            self._use_native_keys(keys.capsule(), keys)
         self._finish()
+
+    def route_index(self, key: Any) -> int:
+        """The index of the shard that holds ``key``."""
+        if self._vindex in _NATIVE_VINDEXES:
+            return super().route_index(key)  # in C for the common key types
+        return self._route_index_slow(key)
+
+    def route(self, key: Any) -> str:
+        """The shard that holds ``key``."""
+        if self._vindex in _NATIVE_VINDEXES:
+            return super().route(key)
+        return self.shards[self._route_index_slow(key)]
 
     @property
     def vindex(self) -> str:
@@ -332,11 +455,33 @@ class VitessRouter(RawKeyRouter):
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32 array) for many values, via :func:`keyspace_id_array`."""
-        if out is None and threads is None:  # up to 64 common keys: one pass in C
+        if self._vindex == "binary_md5":
+            return fill_out(out, self._route_md5(keys, threads))
+        if out is None and threads is None and self._vindex in _NATIVE_VINDEXES:  # up to 64 keys: one pass in C
             small = self._route_small_keys(keys)
             if small is not None:
                 return small
         return self.route_keyspace_ids(keyspace_id_array(keys, self._vindex, threads=threads), out=out)
+
+    def _route_md5(self, keys: Any, threads: int | None) -> np.ndarray:
+        """``binary_md5`` shards of many values: the first 4 bytes of each MD5
+        (in C, without the GIL) decide the shard unless they equal those of a
+        shard start whose bytes 5-8 are not zero; such values are decided on
+        8 bytes."""
+        data, offsets = _sql_keys(keys)
+        top = _native.ketama_hash_offsets(data, offsets, threads).byteswap().astype(np.uint64)
+        starts = self._starts
+        res: np.ndarray = self._owners[np.searchsorted(starts, top << np.uint64(32), side="right") - 1]
+        uneven = starts[(starts & np.uint64(0xFFFFFFFF)) != 0] >> np.uint64(32)
+        if uneven.size:
+            near = np.flatnonzero(np.isin(top, uneven))
+            if near.size:
+                buf = data.tobytes()
+                off = offsets.tolist()
+                for i in near.tolist():
+                    k = int.from_bytes(hashlib.md5(buf[off[i]:off[i + 1]]).digest()[:8], "big")
+                    res[i] = self._owners[int(np.searchsorted(starts, np.uint64(k), side="right")) - 1]
+        return res
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges of keyspace ids (as

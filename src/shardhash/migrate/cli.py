@@ -48,23 +48,38 @@ def _new_router(cluster: Any, args: argparse.Namespace) -> Any:
     cur = pending_router(cluster, args.group)
     if args.to:
         return load_router(args.to)
-    if args.add:
-        return plan.add_shards(cur, args.add.split(","))[0]
+    if _ids(args.add):
+        return plan.add_shards(cur, _ids(args.add))[0]
     if args.remove:
         return plan.remove_shards(cur, args.remove.split(","))[0]
     raise ValueError("start needs --to ROUTER, --add IDS or --remove IDS")
 
 
+def _ids(add: list[str] | str | None) -> list[str]:
+    """The shard ids of ``--add`` (repeated, each comma-separated)."""
+    if not add:
+        return []
+    return [x for a in ([add] if isinstance(add, str) else add) for x in a.split(",")]
+
+
 def _new_shards(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]] | None:
-    """``--add ID --primary URL [--replica URL ...]``: the shard to register."""
-    if args.primary is None:
+    """``--add ID --primary URL [--replica URL ...]`` (``--add ID --primary URL``
+    repeated for several new shards): the shards to register."""
+    prim = list(args.primary or [])
+    if not prim:
         if args.replica:
             raise ValueError("--replica needs --add ID --primary URL")
         return None
-    ids = args.add.split(",") if args.add else []
-    if len(ids) != 1:
-        raise ValueError("--primary registers one new shard: use it with --add ID (one shard id)")
-    return {ids[0]: (args.primary, list(args.replica))}
+    ids = _ids(args.add)
+    if len(ids) != len(prim):
+        raise ValueError(f"--primary registers one new shard per --add ID: {len(ids)} shard id(s) "
+                         f"({', '.join(ids) or 'none'}) and {len(prim)} --primary URL(s); give --add ID "
+                         f"--primary URL for each new shard")
+    if args.replica and len(ids) != 1:
+        raise ValueError("--replica belongs to one new shard: add shards with replicas one at a time")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"--add names a shard twice: {', '.join(ids)}")
+    return {sid: (url, list(args.replica) if len(ids) == 1 else []) for sid, url in zip(ids, prim)}
 
 
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
@@ -104,7 +119,8 @@ def _import(cluster: Any, args: argparse.Namespace) -> int:
     from .importer import describe
 
     if not getattr(args, "source", None):
-        raise ValueError("import needs --from URL (the unsharded database: sqlite:PATH or postgresql://...)")
+        raise ValueError("import needs --from URL (the unsharded database: sqlite:PATH or postgresql://..., "
+                         "or files: csv:PATH or parquet:PATH)")
     quiet = args.json or getattr(args, "quiet", False)
     rep = cluster.import_from(args.source, args.group, chunk=args.chunk or 50_000,
                               on_chunk=None if quiet else lambda t, n: _err(f"import {t}: {n:,} rows"))
@@ -172,6 +188,151 @@ def _check(cluster: Any, args: argparse.Namespace) -> int:
     return 1 if left else 0
 
 
+def _print_status(st: dict[str, Any], as_json: bool) -> None:
+    """A migration's status document: as JSON, or as the text every action ends with."""
+    if as_json:
+        _out(json.dumps(st, indent=2, default=str))
+    else:
+        lag = st.get("lag") or {}
+        _out(f"migration {st['id']} (group {st['group']}, version {st['from_version']} -> {st['to_version']}): "
+             f"{st['state']}")
+        _out(f"  units {st['units']}, rows copied {st['rows_copied']:,}, lag {lag.get('changes', 0)} changes")
+        if st.get("verify"):
+            v = st["verify"]
+            _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"
+                 + (f", first {v['first']}" if v.get("first") else ""))
+        pend = [f"{c['capture']} on {c['shard']}: {c.get('pending', '?')} pending" for c in st["captures"]]
+        if pend:
+            _out("  change captures: " + "; ".join(pend))
+        if st.get("write_pause_seconds") is not None:
+            _out(f"  write pause (freeze to release): {st['write_pause_seconds']:.3f} s")
+        if st.get("error"):
+            _out(f"  last error: {st['error']}")
+        _out(f"  next: {st['next']}")
+
+
+#: States in which an executor is at work on a migration: ``status --watch`` refreshes through these.
+RUNNING = ("preparing", "copying", "catching-up", "freezing", "cutover", "rolling-back", "cleaning")
+
+
+def _rows_to_move(cluster: Any, m: Any) -> int | None:
+    """An estimate of the rows the migration copies: the rows on the old
+    router's shards times the share of keys that change owner (None when the
+    routers give no share, e.g. a change of hasher)."""
+    from ..cli.common import moved_share_estimate
+
+    share = moved_share_estimate(m.old, m.new)
+    if share is None:
+        return None
+    total = 0
+    for sid in m.old.shards:
+        b = cluster.backend(sid)
+        c = b.conn()
+        total += sum(b.count(c, t.name) if b.has_table(c, t.name) else 0 for t in m.group.tables)
+    return round(total * share)
+
+
+def watch_line(st: dict[str, Any], rate: float | None, estimate: int | None) -> str:
+    """One refresh of ``status --watch``: the state and the figures of its phase.
+    ``rate``: rows copied per second measured between two refreshes (None: not
+    measured yet); ``estimate``: the rows the copy is expected to copy."""
+    from ..cli.common import fmt_eta
+
+    state, copied = st["state"], int(st.get("rows_copied") or 0)
+    parts = [f"{st['id']} {state}"]
+    if state in ("preparing", "copying") or copied:
+        of = ""
+        if estimate:
+            of = f" of ~{estimate:,} ({min(100.0, 100 * copied / estimate):.0f}%)"
+        parts.append(f"rows copied {copied:,}{of}")
+    if state == "copying":
+        parts.append("rate: measuring" if rate is None else f"{rate:,.0f} rows/s")
+        if rate and estimate and estimate > copied:
+            parts.append(f"ETA {fmt_eta((estimate - copied) / rate)}")
+    lag = st.get("lag")
+    if lag and state in ("catching-up", "freezing"):
+        secs = lag.get("seconds")
+        parts.append(f"lag {int(lag.get('changes') or 0):,} changes"
+                     + (f" (~{secs:.2f} s)" if secs is not None else " (seconds: no apply rate yet)"))
+        if st.get("catchup_changes_per_s") is not None:
+            parts.append(f"catch-up {st['catchup_changes_per_s']:,.0f} changes/s")
+    if st.get("write_pause_seconds") is not None:
+        parts.append(f"write pause {st['write_pause_seconds']:.3f} s")
+    if st.get("error"):
+        parts.append(f"last error: {st['error']}")
+    return ", ".join(parts)
+
+
+def _watch(cluster: Any, m: Any, args: argparse.Namespace) -> int:
+    """``status --watch``: a line per refresh (``--interval`` seconds apart; on a
+    terminal, one line redrawn in place, with a bar when rich is installed)
+    until the migration stops running, ``--count`` refreshes or Ctrl-C;
+    then the full status."""
+    interval, count = float(args.interval), args.count
+    tty = sys.stdout.isatty() and not args.json
+    bar = _watch_bar() if tty and not getattr(args, "quiet", False) else None
+    estimate: int | None = None
+    estimated = False
+    prev: tuple[float, int] | None = None
+    n = 0
+    st: dict[str, Any] = {}
+    try:
+        while True:
+            st = m.status()
+            now, copied = time.monotonic(), int(st.get("rows_copied") or 0)
+            rate = None
+            if prev is not None and st["state"] == "copying" and now > prev[0]:
+                rate = max(0, copied - prev[1]) / (now - prev[0])
+            prev = (now, copied)
+            if not estimated and st["state"] in ("preparing", "copying"):
+                estimate, estimated = _rows_to_move(cluster, m), True
+            n += 1
+            if args.json:
+                _out(json.dumps(dict(st, watch={"rows_per_s": rate, "rows_estimate": estimate}), default=str))
+            elif bar is not None:
+                bar(watch_line(st, rate, estimate), copied, estimate)
+            elif tty:
+                sys.stdout.write("\r\033[K" + watch_line(st, rate, estimate))
+                sys.stdout.flush()
+            else:
+                _out(watch_line(st, rate, estimate))
+            if st["state"] not in RUNNING or (count is not None and n >= count):
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if bar is not None:
+            bar(None, 0, None)
+        elif tty:
+            sys.stdout.write("\n")
+    if not args.json:
+        _print_status(st or m.status(), False)
+    return 0
+
+
+def _watch_bar() -> Any:
+    """A rich progress bar on stdout (the status text as its description, the
+    rows copied against the estimate); None without rich.  Called with
+    (text, rows, estimate), and (None, 0, None) to stop."""
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+    except ImportError:
+        return None
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), console=Console(), transient=True)
+    prog.start()
+    task = prog.add_task("", total=None)
+
+    def draw(text: str | None, rows: int, estimate: int | None) -> None:
+        if text is None:
+            prog.stop()
+            return
+        prog.update(task, description=text, completed=rows, total=estimate or None)
+
+    return draw
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one ``shardhash migrate`` action; returns the exit status.
 
@@ -185,6 +346,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError) as e:
         raise UsageError(f"{args.config}: {e}", command="migrate") from None
     try:
+        if getattr(args, "watch", False) and args.action != "status":
+            raise ValueError(f"--watch goes with `status`, not `{args.action}`")
         if args.action == "init":
             cluster.init()
             res = {g: cluster.router(g).version for g in cluster.groups}
@@ -211,6 +374,8 @@ def run(args: argparse.Namespace) -> int:
             if cluster.metadata.migration(mid) is None:
                 raise MigrationError(f"no migration {mid!r} is recorded (see `shardhash migrate status`)")
             m = Migration(cluster, mid)
+            if args.action == "status" and args.watch:
+                return _watch(cluster, m, args)
         prog = _Progress(m, args.json or getattr(args, "quiet", False))
         m.log_fn = prog
         m.progress_fn = prog.progress
@@ -236,25 +401,7 @@ def run(args: argparse.Namespace) -> int:
 
         st["client_metrics"] = cluster.metrics.snapshot()
         metrics.publish(st)
-        if args.json:
-            _out(json.dumps(st, indent=2, default=str))
-        else:
-            lag = st.get("lag") or {}
-            _out(f"migration {st['id']} (group {st['group']}, version {st['from_version']} -> {st['to_version']}): "
-                 f"{st['state']}")
-            _out(f"  units {st['units']}, rows copied {st['rows_copied']:,}, lag {lag.get('changes', 0)} changes")
-            if st.get("verify"):
-                v = st["verify"]
-                _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"
-                     + (f", first {v['first']}" if v.get("first") else ""))
-            pend = [f"{c['capture']} on {c['shard']}: {c.get('pending', '?')} pending" for c in st["captures"]]
-            if pend:
-                _out("  change captures: " + "; ".join(pend))
-            if st.get("write_pause_seconds") is not None:
-                _out(f"  write pause (freeze to release): {st['write_pause_seconds']:.3f} s")
-            if st.get("error"):
-                _out(f"  last error: {st['error']}")
-            _out(f"  next: {st['next']}")
+        _print_status(st, args.json)
         return 0
     except VerifyMismatch as e:
         raise UsageError(str(e), command="migrate", label="verify failed", status=3) from None

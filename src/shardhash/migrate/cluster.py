@@ -70,10 +70,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import _events
-from .._cluster_extras import ClusterExtras
 from .._limits import MAX_DOC_DEPTH, check_depth
 from .._limits import loads as _loads
 from ..routing import Router, load_router
+from .backend import ShardBackend
+from .cluster_extras import ClusterExtras
 from .metadata import Metadata
 from .sqlite import SHARD_ID, SYNCHRONOUS, SQLiteShard, check_identifier
 from .units import Membership, Unit
@@ -190,8 +191,11 @@ class Metrics:
                 "fence_waits": self.fence_waits, "write_pause": self.pause_quantiles()}
 
 
-def open_backend(url: str, base_dir: str | os.PathLike[str] | None = None, *, synchronous: str = "FULL") -> SQLiteShard:
-    """A backend for a connection URL: ``sqlite:PATH`` (relative to ``base_dir``)."""
+def open_backend(url: str, base_dir: str | os.PathLike[str] | None = None, *,
+                 synchronous: str = "FULL") -> Any:
+    """A backend for a connection URL: ``sqlite:PATH`` (relative to ``base_dir``)
+    or ``postgresql:...`` -- a :class:`~shardhash.migrate.backend.ShardBackend`
+    (typed ``Any``: callers may hold it as the concrete class they asked for)."""
     if not isinstance(url, str):
         raise TypeError(f"connection URL must be a string, not {type(url).__name__}")
     if url.startswith("sqlite:"):
@@ -325,7 +329,7 @@ class ShardTransaction:
     routed the key, ``conn`` the raw connection (sqlite3, or the PostgreSQL
     adapter that takes ``?`` placeholders), ``backend`` the shard's backend."""
 
-    def __init__(self, conn: Any, shard: str, version: int, backend: SQLiteShard, group: str | None = None,
+    def __init__(self, conn: Any, shard: str, version: int, backend: ShardBackend, group: str | None = None,
                  key: Any = None) -> None:
         self.conn, self.shard, self.version, self.backend = conn, shard, version, backend
         self.group, self.key = group, key
@@ -358,7 +362,7 @@ class Cluster(ClusterExtras):
     """A cluster loaded from a document (see the module docstring).
 
     Hot keys, scatter-gather and lookup indexes: see
-    :class:`shardhash._cluster_extras.ClusterExtras` (docs/hotkeys.md,
+    :class:`shardhash.migrate.cluster_extras.ClusterExtras` (docs/hotkeys.md,
     docs/scatter.md, docs/lookups.md)."""
 
     def __init__(self, metadata_url: str, shards: Mapping[str, tuple[str, list[str]]],
@@ -391,7 +395,7 @@ class Cluster(ClusterExtras):
         self.wait_timeout = float(wait_timeout)
         self.metrics = Metrics()
         self._lock = threading.Lock()
-        self._backends: dict[str, SQLiteShard] = {}
+        self._backends: dict[str, ShardBackend] = {}
         self._shard_map: dict[str, tuple[str, list[str]]] | None = None
         self._seed_logged = False
         #: the cluster file this cluster was loaded from (:meth:`load`), for messages
@@ -502,13 +506,7 @@ class Cluster(ClusterExtras):
         log nothing until a migration starts a capture).  Idempotent."""
         self.metadata.setup()
         with self.metadata.tx() as c:
-            have = {r[0] for r in c.execute("SELECT shard FROM shard_map").fetchall()}
-            for sid, (url, reps) in self._seed_shards.items():
-                if sid not in have:
-                    self.metadata.set_shard(c, sid, url, reps)
-            for g in self.groups.values():
-                if c.execute("SELECT 1 FROM topology WHERE grp = ?", (g.name,)).fetchone() is None:
-                    self.metadata.set_topology(c, g.name, g.router.version, g.router.to_json())
+            self.metadata.seed(c, self._seed_shards, {g.name: g.router for g in self.groups.values()})
         self._shard_map = None
         for sid in self.shard_ids():
             self.prepare_shard(sid)
@@ -573,7 +571,7 @@ class Cluster(ClusterExtras):
         """Every logical shard id of the shard map, sorted."""
         return sorted(self.shard_map())
 
-    def backend(self, shard: str) -> SQLiteShard:
+    def backend(self, shard: str) -> ShardBackend:
         """The backend of a logical shard's current primary."""
         m = self.shard_map()
         if shard not in m:
@@ -638,7 +636,7 @@ class Cluster(ClusterExtras):
 
     # ------------------------------------------------------- ownership check
 
-    def _shard_units(self, shard: str, b: SQLiteShard, c: Any) -> _ShardUnits:
+    def _shard_units(self, shard: str, b: ShardBackend, c: Any) -> _ShardUnits:
         ep = b.epoch(c)
         with self._lock:
             cached = self._units.get(shard)
@@ -668,7 +666,7 @@ class Cluster(ClusterExtras):
             self._units[shard] = su
         return su
 
-    def _verdict(self, shard: str, b: SQLiteShard, c: Any, group: str, key: Any,
+    def _verdict(self, shard: str, b: ShardBackend, c: Any, group: str, key: Any,
                  version: int, write: bool = True) -> tuple[str, int, str]:
         """('ok' | 'wait' | 'stale', current version, owner) for ``key`` on ``shard``:
         the newest migration record whose units hold the key decides.  A
@@ -708,7 +706,7 @@ class Cluster(ClusterExtras):
             return "stale", v_from, u.source
         return None
 
-    def _migration_of(self, shard: str, b: SQLiteShard, c: Any, group: str, key: Any) -> str | None:
+    def _migration_of(self, shard: str, b: ShardBackend, c: Any, group: str, key: Any) -> str | None:
         """The migration whose record on ``shard`` decides ``key`` (for the
         structured log record of a stale-route retry), or None."""
         for grp, _v, mem, _units, mig in self._shard_units(shard, b, c).migs:
@@ -739,13 +737,20 @@ class Cluster(ClusterExtras):
                 if verdict != "wait":
                     break
                 ep = b.epoch(c)
+                mig = self._migration_of(shard, b, c, g.name, key) if owner != shard else None
                 b.rollback(c)
                 if t_wait is None:
                     t_wait = time.perf_counter()
+                # (a frozen source unit: the freeze's deadline, read once per epoch)
+                fence = b.fence_of(c, mig) if mig is not None else None
                 # Wait for the shard's ownership records to change (a cheap
                 # read that takes no lock), then check again.
                 while b.epoch(c) == ep:
                     waited = time.perf_counter() - t_wait
+                    if fence is not None and mig is not None and time.time() > fence[1]:
+                        # Past the freeze's deadline: the executor may be gone.
+                        self._break_fence(g.name, shard, b, mig, fence[0])
+                        break
                     if waited > self.wait_timeout:
                         raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
                     time.sleep(0.001)
@@ -787,6 +792,36 @@ class Cluster(ClusterExtras):
         _events.emit("shard_op", shard=shard, op="write" if write else "read",
                      seconds=time.perf_counter() - t0, ok=True)
 
+    def _break_fence(self, group: str, shard: str, b: ShardBackend, mig: str, attempt: int) -> None:
+        """A writer found ``mig``'s units on source ``shard`` frozen past the
+        deadline of fence attempt ``attempt``.  The metadata store decides
+        (:meth:`Metadata.break_fence`, one transaction that excludes the
+        cutover's commit): if the cutover committed, this writer brings the
+        records in line -- the destinations' units ``owned``, this source's
+        ``moved`` -- so that the write is refused here (StaleRouteError) and
+        lands on the owner; if not, the attempt is aborted and this source's
+        units are unfrozen (unless a newer attempt froze them since), so the
+        write goes on here.  Either way the ownership epoch changes."""
+        outcome = self.metadata.break_fence(mig, attempt)
+        _events.emit("fence_break", shard=shard, group=group, migration_id=mig, attempt=attempt, outcome=outcome)
+        if outcome == "committed":
+            dests = {e[0].destination for _g, _v, _mem, units, m in self._shard_units(shard, b, b.conn()).migs
+                     if m == mig for e in units.values() if e[1] == "source"}
+            for d in sorted(dests):
+                bd = self.backend(d)
+                with bd.writing() as c:
+                    bd.set_unit_state(c, mig, "destination", ("importing",), "owned")
+                    bd.bump_epoch(c)
+            with b.writing() as c:
+                b.set_unit_state(c, mig, "source", ("copying", "frozen"), "moved")
+                b.bump_epoch(c)
+            return
+        with b.writing() as c:
+            f = b.fence_of(c, mig)
+            if f is not None and f[0] == attempt:
+                b.set_unit_state(c, mig, "source", ("frozen",), "copying")
+                b.bump_epoch(c)
+
     @staticmethod
     def _check_guard(touched: Sequence[tuple[str, str, Any]], group: str, key: Any) -> None:
         """ShardKeyError for the first row the guard recorded that is not of
@@ -804,6 +839,25 @@ class Cluster(ClusterExtras):
     def read(self, key: Any, *, group: str | None = None) -> Any:
         """A read transaction on the shard that owns ``key`` (same checks)."""
         return self._open(key, group, False)
+
+    def atransaction(self, key: Any, *, group: str | None = None) -> Any:
+        """:meth:`transaction` for asyncio: ``async with cluster.atransaction(key) as tx``
+        (:mod:`shardhash.migrate.aclient`)."""
+        from .aclient import client_of
+
+        return client_of(self).open(key, group, True)
+
+    def aread(self, key: Any, *, group: str | None = None) -> Any:
+        """:meth:`read` for asyncio: ``async with cluster.aread(key) as tx``."""
+        from .aclient import client_of
+
+        return client_of(self).open(key, group, False)
+
+    async def aclose(self) -> None:
+        """Close the asyncio client's connection pools of the running event loop."""
+        from .aclient import client_of
+
+        await client_of(self).close()
 
     def close(self) -> None:
         """Close this thread's connections."""

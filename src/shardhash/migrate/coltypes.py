@@ -34,9 +34,13 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .sqlite import SQLiteShard, qi
+from .sqlite import qi
+
+if TYPE_CHECKING:
+    from .backend import ShardBackend
+    from .mysql import MySQLShard
 
 
 class ColumnTypeError(ValueError):
@@ -72,10 +76,20 @@ _PG_OF = {"int": "bigint", "float": "double precision", "text": "text", "bytes":
 _SQLITE_OF = {"int": "INTEGER", "bool": "INTEGER", "float": "REAL", "text": "TEXT", "bytes": "BLOB"}
 
 
-def column_types(b: SQLiteShard, c: Any, table: str) -> list[tuple[str, str, bool]]:
+def _mysql(b: ShardBackend) -> MySQLShard:
+    """The MySQL backend behind a backend of kind ``mysql`` (its catalogue
+    readers, which the other kinds' are here)."""
+    from .mysql import MySQLShard
+
+    if not isinstance(b, MySQLShard):
+        raise TypeError(f"a backend of kind 'mysql' must be a MySQLShard, not {type(b).__name__}")
+    return b
+
+
+def column_types(b: ShardBackend, c: Any, table: str) -> list[tuple[str, str, bool]]:
     """(name, declared type, not null) of every column of ``table``."""
     if b.kind == "mysql":  # (MariaDB / MySQL: the backend reads information_schema)
-        return b.column_types(c, table)  # type: ignore[attr-defined, no-any-return]
+        return _mysql(b).column_types(c, table)
     if b.kind == "sqlite":
         return [(str(r[1]), str(r[2] or ""), bool(r[3]))
                 for r in c.execute(f"PRAGMA table_info({qi(table)})").fetchall()]
@@ -146,13 +160,13 @@ def _indexes_pg(c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
     return out
 
 
-def _indexes(src: SQLiteShard, c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
+def _indexes(src: ShardBackend, c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
     if src.kind == "mysql":
-        return src.indexes(c, table)  # type: ignore[attr-defined, no-any-return]
+        return _mysql(src).indexes(c, table)
     return _indexes_sqlite(c, table) if src.kind == "sqlite" else _indexes_pg(c, table)
 
 
-def translate_ddl(src: SQLiteShard, c: Any, table: str, dst_kind: str) -> list[str]:
+def translate_ddl(src: ShardBackend, c: Any, table: str, dst_kind: str) -> list[str]:
     """The statements that create ``table`` (and its column indexes) on a
     backend of kind ``dst_kind`` like on ``src``: the source's own DDL on the
     same kind, else every column's exact counterpart (ColumnTypeError naming
@@ -182,7 +196,7 @@ def translate_ddl(src: SQLiteShard, c: Any, table: str, dst_kind: str) -> list[s
 _INT_RANGE = {16: (-2**15, 2**15 - 1), 32: (-2**31, 2**31 - 1), 64: (-2**63, 2**63 - 1)}
 
 
-def pair_kinds(src: SQLiteShard, sc: Any, dst: SQLiteShard, dc: Any, table: str) -> dict[str, Kind]:
+def pair_kinds(src: ShardBackend, sc: Any, dst: ShardBackend, dc: Any, table: str) -> dict[str, Kind]:
     """For a table copied between backends of different kinds: the kind of
     each column on the destination, once checked against the source's
     (ColumnTypeError naming the column that does not match exactly)."""
@@ -202,7 +216,7 @@ def pair_kinds(src: SQLiteShard, sc: Any, dst: SQLiteShard, dc: Any, table: str)
     return out
 
 
-def check_source_values(src: SQLiteShard, sc: Any, table: str, kinds: dict[str, Kind]) -> None:
+def check_source_values(src: ShardBackend, sc: Any, table: str, kinds: dict[str, Kind]) -> None:
     """Refuse (ColumnTypeError naming the table, column and primary key) the
     first value on the source that its destination column cannot hold exactly."""
     _, pk = src.table_info(sc, table)

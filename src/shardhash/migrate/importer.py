@@ -1,6 +1,7 @@
 """Shard an existing database: load an unsharded SQLite or PostgreSQL
-database's tables onto their owners (:meth:`Cluster.import_from`,
-``shardhash migrate import``).
+database's tables (or CSV or Parquet files, see
+:mod:`shardhash.migrate.filesource`) onto their owners
+(:meth:`Cluster.import_from`, ``shardhash migrate import``).
 
 For each table of the group, in primary-key order, ``chunk`` rows at a
 time (keyset pagination): the chunk's shard keys are routed in one batch
@@ -33,20 +34,23 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._hashing import Hasher
+from .backend import ShardBackend
 from .coltypes import Kind, canonical_row, check_source_values, pair_kinds, translate_ddl
 from .executor import MigrationError
-from .metadata import ACTIVE
-from .sqlite import SQLiteShard, qi
+from .filesource import is_file_url, stage
+from .sqlite import SQLiteShard
 
 __all__ = ["ImportConflict", "ImportMismatch", "ImportReport", "import_from"]
 
@@ -109,13 +113,99 @@ class ImportReport:
 _HASHER = Hasher("xxh64", seed=0x5A4D)
 
 
-def _checksum(rows: Sequence[Sequence[Any]]) -> int:
-    """The order-independent checksum of rows: the sum mod 2**64 of each
-    row's xxh64 over its canonical text (equal across backends exactly when
-    the values are, see :func:`~shardhash.migrate.coltypes.canonical_row`)."""
+def _checksum_v1(rows: Sequence[Sequence[Any]]) -> int:
+    """The first checksum (imports recorded without ``"hash": 2``): the sum
+    mod 2**64 of each row's xxh64 over its canonical text (see
+    :func:`~shardhash.migrate.coltypes.canonical_row`)."""
     if not rows:
         return 0
     return int(_HASHER.hash_array(list(map(canonical_row, rows))).sum(dtype=np.uint64))
+
+
+# One hasher per kind of value, so that values of different kinds (the
+# integer 1, the float 1.0, the text '1', the bytes b'1') hash apart.
+_H_INT = Hasher("xxh64", seed=0x4931)      # integers (booleans as 0/1), as 64-bit little-endian
+_H_FLOAT = Hasher("xxh64", seed=0x4632)    # floats, by their binary64 bits
+_H_TEXT = Hasher("xxh64", seed=0x5433)     # text, by its UTF-8 content
+_H_BYTES = Hasher("xxh64", seed=0x4234)    # bytes (memoryview, bytearray: their content)
+_H_OTHER = Hasher("xxh64", seed=0x4f35)    # anything else (an integer past 64 bits, ...): repr
+_NULL = np.uint64(0x9E3779B97F4A7C15)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _value_hashes(values: Sequence[Any], kind: type) -> np.ndarray:
+    """uint64 hashes of values of one Python type; each value's hash depends
+    on the value alone (never on the others of the chunk, which differ
+    between the source's chunks and the shard's)."""
+    n = len(values)
+    if kind is type(None):
+        return np.full(n, _NULL, dtype=np.uint64)
+    if kind is int or kind is bool:
+        try:
+            return np.asarray(_H_INT.hash_array(np.array(values, dtype=np.int64)), dtype=np.uint64)
+        except OverflowError:  # (a value past 64 bits: those by repr, the others as above)
+            out = np.empty(n, dtype=np.uint64)
+            for i, v in enumerate(values):
+                out[i] = (_H_INT.hash_array(np.array([v], dtype=np.int64))[0] if -2**63 <= v < 2**63
+                          else _H_OTHER.hash_array(["int:" + repr(v)])[0])
+            return out
+    if kind is float:
+        return np.asarray(_H_FLOAT.hash_array(np.array(values, dtype=np.float64).view(np.int64)), dtype=np.uint64)
+    if kind is str:
+        try:
+            return np.asarray(_H_TEXT.hash_array(list(values)), dtype=np.uint64)
+        except (ValueError, TypeError, UnicodeError):  # (a lone surrogate, say: those values by repr)
+            out = np.empty(n, dtype=np.uint64)
+            for i, v in enumerate(values):
+                try:
+                    out[i] = _H_TEXT.hash_array([v])[0]
+                except (ValueError, TypeError, UnicodeError):
+                    out[i] = _H_OTHER.hash_array(["str:" + repr(v)])[0]
+            return out
+    if kind in (bytes, bytearray, memoryview):
+        return np.asarray(_H_BYTES.hash_array(list(values) if kind is bytes else [bytes(v) for v in values]),
+                          dtype=np.uint64)
+    return np.asarray(_H_OTHER.hash_array([f"{kind.__name__}:{v!r}" for v in values]), dtype=np.uint64)
+
+
+def _column_hashes(col: Sequence[Any]) -> np.ndarray:
+    kinds = set(map(type, col))
+    if len(kinds) == 1:
+        return _value_hashes(col, kinds.pop())
+    out = np.empty(len(col), dtype=np.uint64)
+    # (object arrays made with fromiter: assigning a list would make numpy inspect every element)
+    vals = np.fromiter(col, dtype=object, count=len(col))
+    types = np.fromiter(map(type, col), dtype=object, count=len(col))
+    for k in kinds:  # (a column of mixed types: NULLs among values, say)
+        sel = types == k
+        out[sel] = _value_hashes(vals[sel].tolist(), k)
+    return out
+
+
+def _checksum(rows: Sequence[Sequence[Any]]) -> int:
+    """The order-independent checksum of rows: the sum mod 2**64 of each
+    row's 64-bit hash, the row's hash mixed from its columns' (each value
+    hashed column by column, by its kind: integers and booleans as 64-bit
+    integers, floats by their bits, text by content, bytes by content; so
+    equal across backends exactly when the values are, as
+    :func:`~shardhash.migrate.coltypes.canonical_row` defines it)."""
+    if not rows:
+        return 0
+    acc = np.full(len(rows), np.uint64(0x5A4D2), dtype=np.uint64)
+    # (a column at a time through itemgetter: zip(*rows) would allocate an
+    # iterator per row, and the garbage collector would then run over them)
+    for j in range(len(rows[0])):
+        acc ^= _column_hashes(list(map(itemgetter(j), rows)))
+        acc *= _M1
+        acc ^= acc >> np.uint64(31)
+    acc *= _M2
+    acc ^= acc >> np.uint64(29)
+    return int(acc.sum(dtype=np.uint64))
+
+
+def _checksum_of(state: dict[str, Any]) -> Callable[[Sequence[Sequence[Any]]], int]:
+    """The checksum a table's recorded import progress was summed with."""
+    return _checksum if state.get("hash") == 2 else _checksum_v1
 
 
 def _enc(v: Any) -> Any:
@@ -128,9 +218,7 @@ def _dec(v: Any) -> Any:
 
 
 def _active(cluster: Any, group: str, c: Any = None) -> str | None:
-    conn = c if c is not None else cluster.metadata.db.conn()
-    r = conn.execute("SELECT id, state FROM migrations WHERE grp = ? AND state IN (" + ", ".join("?" for _ in ACTIVE)
-                     + ")", (group, *ACTIVE)).fetchone()
+    r = cluster.metadata.active_migration(group, c)
     return None if r is None else f"{r[0]} ({r[1]})"
 
 
@@ -183,22 +271,18 @@ def _prepare(cluster: Any, group: Any, src: SQLiteShard, sc: Any, table: Any, sh
     return cols, pk
 
 
-def _write(b: SQLiteShard, sid: str, table: str, cols: Sequence[str], pk: Sequence[str],
+def _write(b: ShardBackend, sid: str, table: str, cols: Sequence[str], pk: Sequence[str],
            rows: list[tuple[Any, ...]]) -> tuple[int, list[dict[str, Any]]]:
     """Write rows to their owner; (rows new there, conflicts)."""
     c = b.conn()
     if b.copy_new(c, table, cols, rows):
         return len(rows), []
     pkx = [list(cols).index(k) for k in pk]
-    q = (f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES ({', '.join('?' for _ in cols)}) "
-         "ON CONFLICT DO NOTHING")
     with b.writing(c):
         have = {tuple(r[j] for j in pkx): r for r in b.fetch(c, table, cols, pk, [[r[j] for j in pkx] for r in rows])}
         fresh = [r for r in rows if tuple(r[j] for j in pkx) not in have]
-        if fresh and b.kind == "mysql":  # (no ON CONFLICT there: the MySQL backend's own statement)
-            b.insert_absent(c, table, cols, fresh)  # type: ignore[attr-defined]
-        elif fresh:
-            c.executemany(q, fresh)
+        if fresh:
+            b.insert_absent(c, table, cols, fresh)
     conflicts = []
     for r in rows:
         there = have.get(tuple(r[j] for j in pkx))
@@ -269,8 +353,10 @@ def _finish(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any],
 def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int = CHUNK, verify: bool = True,
                 base_dir: str | None = None, on_chunk: Callable[[str, int], None] | None = None) -> ImportReport:
     """Load the group's tables from the unsharded database at ``url``
-    (``sqlite:PATH`` or ``postgresql:…``) onto their owners; see the module
-    docstring.  Resumable and idempotent; returns an :class:`ImportReport`.
+    (``sqlite:PATH`` or ``postgresql:…``), or from CSV or Parquet files
+    (``csv:PATH``, ``parquet:PATH``: a file, or a folder with one file per
+    table, see :mod:`shardhash.migrate.filesource`), onto their owners; see
+    the module docstring.  Resumable and idempotent; returns an :class:`ImportReport`.
     ``on_chunk(table, rows_done)`` is called after each chunk is recorded."""
     from .cluster import open_backend
 
@@ -288,8 +374,22 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     shards = list(router.shards)
     t0 = time.perf_counter()
     rep = ImportReport(g.name, per_shard={s: {} for s in shards})
-    src = open_backend(url, base_dir)
-    sc = _connect_source(src)
+    staging = None
+    if is_file_url(url):  # CSV / Parquet: read into an SQLite staging database, the import's source
+        staging = tempfile.TemporaryDirectory(prefix="shardhash-import-", ignore_cleanup_errors=True)
+        try:
+            src = stage(cluster, g, url, shards, base_dir, Path(staging.name))
+        except BaseException:
+            staging.cleanup()
+            raise
+    else:
+        src = open_backend(url, base_dir)
+    try:
+        sc = _connect_source(src)
+    except BaseException:
+        if staging is not None:
+            staging.cleanup()
+        raise
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shardhash-import")
     try:
         for t in g.tables:
@@ -297,8 +397,9 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
             pkx = [cols.index(k) for k in pk]
             kx = cols.index(t.key)
             mig, key = _progress_key(url, t.name)
-            state = cluster.metadata.get(mig, key) or {"after": None, "done": False, "rows": 0,
+            state = cluster.metadata.get(mig, key) or {"after": None, "done": False, "rows": 0, "hash": 2,
                                                        "sums": {s: [0, 0] for s in shards}}
+            checksum = _checksum_of(state)
             if set(state["sums"]) != set(shards):
                 raise MigrationError(f"import of table {t.name!r}: the recorded progress was made for shards "
                                      f"{sorted(state['sums'])}, the router has {sorted(shards)}")
@@ -317,7 +418,7 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
                         per[o].append(r)
                     parts = [(shards[i], p) for i, p in enumerate(per) if p]
                     after = [rows[-1][j] for j in pkx]
-                    nxt = _Chunk(len(rows), [_enc(v) for v in after], {sid: (len(p), _checksum(p)) for sid, p in parts},
+                    nxt = _Chunk(len(rows), [_enc(v) for v in after], {sid: (len(p), checksum(p)) for sid, p in parts},
                                  parts)
                 if pending is not None:
                     _finish(cluster, g.name, mig, key, state, pending, rep)
@@ -341,6 +442,8 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
             pool.submit(lambda: [cluster.backend(sid).close() for sid in shards]).result()
         finally:
             pool.shutdown(wait=True)
+            if staging is not None:
+                staging.cleanup()
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -352,13 +455,14 @@ def _verify(cluster: Any, g: Any, src: SQLiteShard, sc: Any, url: str, shards: S
     for t in g.tables:
         cols, pk = src.table_info(sc, t.name)
         state = cluster.metadata.get(*_progress_key(url, t.name))
+        checksum = _checksum_of(state)
         for sid in shards:
             b = cluster.backend(sid)
             c = b.conn()
             n, s = 0, 0
             for rows in b.scan_chunks(c, t.name, cols, pk, CHUNK):
                 n += len(rows)
-                s += _checksum(rows)
+                s += checksum(rows)
             want_n, want_s = state["sums"][sid]
             if n != want_n or (s & _MASK) != want_s:
                 diffs.append({"table": t.name, "shard": sid, "expected_rows": int(want_n), "found_rows": n})

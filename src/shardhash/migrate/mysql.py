@@ -60,7 +60,7 @@ from contextlib import contextmanager
 from itertools import chain
 from typing import Any, TypeVar
 
-from .sqlite import SQLiteShard
+from .systables import SystemTables
 
 T = TypeVar("T")
 
@@ -111,20 +111,41 @@ def ql(text: str) -> str:
 
 
 # ``?`` outside `names`, "names" (ANSI_QUOTES) and 'literals' (with MySQL's
-# backslash escapes) is a placeholder; every ``%`` is escaped for the driver.
+# backslash escapes) is a placeholder; every ``%`` is escaped for the driver,
+# inside a quoted name or literal too (mysqlclient formats the whole text).
 _PLACEHOLDER = re.compile(r"`(?:[^`]|``)*`|\"(?:[^\"]|\"\")*\"|'(?:[^'\\]|''|\\.)*'|[?%]", re.S)
 
 
 def _convert(m: re.Match[str]) -> str:
     t = m.group(0)
-    return "%s" if t == "?" else "%%" if t == "%" else t
+    return "%s" if t == "?" else t.replace("%", "%%")
+
+
+# The backend's own statements: ``%s`` outside quotes is a placeholder, any
+# other ``%`` (in a quoted name, say) is escaped for the driver.
+_PERCENT = re.compile(r"`(?:[^`]|``)*`|\"(?:[^\"]|\"\")*\"|'(?:[^'\\]|''|\\.)*'|%s|%", re.S)
+
+
+def _escape_percent(m: re.Match[str]) -> str:
+    t = m.group(0)
+    return t if t == "%s" else t.replace("%", "%%")
+
+
+def driver_text(sql: str) -> str:
+    """A statement in the backend's ``%s`` style as mysqlclient must see it
+    when values are bound: every ``%`` that is not a placeholder doubled.
+
+    >>> driver_text("SELECT `a%s`, '%' FROM t WHERE a = %s")
+    "SELECT `a%%s`, '%%' FROM t WHERE a = %s"
+    """
+    return _PERCENT.sub(_escape_percent, sql) if "%" in sql else sql
 
 
 def to_driver(sql: str) -> str:
     """``sql`` with ``?`` placeholders in the driver's ``%s`` style.
 
     >>> to_driver("SELECT '?', `a?`, \\"%\\" FROM t WHERE a = ? AND b LIKE 'x%'")
-    'SELECT \\'?\\', `a?`, "%" FROM t WHERE a = %s AND b LIKE \\'x%%\\''
+    'SELECT \\'?\\', `a?`, "%%" FROM t WHERE a = %s AND b LIKE \\'x%%\\''
     """
     return _PLACEHOLDER.sub(_convert, sql)
 
@@ -299,42 +320,18 @@ SYSTEM_DDL = [
         id BIGINT AUTO_INCREMENT PRIMARY KEY, capture BIGINT NOT NULL, tbl VARCHAR(64) NOT NULL,
         pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0, KEY _shardhash_changes_q (capture, state, id))
         ENGINE=InnoDB""",
-]
-
-#: The metadata store's tables on MySQL (see :mod:`shardhash.migrate.metadata`).
-META_DDL = [
-    "CREATE TABLE IF NOT EXISTS topology(grp VARCHAR(64) PRIMARY KEY, version BIGINT NOT NULL, "
-    "router LONGTEXT NOT NULL) ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS shard_map(shard VARCHAR(128) PRIMARY KEY, url TEXT NOT NULL, "
-    "replicas TEXT NOT NULL) ENGINE=InnoDB",
-    """CREATE TABLE IF NOT EXISTS migrations(
-        id VARCHAR(255) PRIMARY KEY, grp VARCHAR(64) NOT NULL, state VARCHAR(32) NOT NULL, kind VARCHAR(32) NOT NULL,
-        from_version BIGINT NOT NULL, to_version BIGINT NOT NULL,
-        old_router LONGTEXT NOT NULL, new_router LONGTEXT NOT NULL, units LONGTEXT NOT NULL,
-        info LONGTEXT NOT NULL, error LONGTEXT, created DOUBLE NOT NULL, updated DOUBLE NOT NULL) ENGINE=InnoDB""",
-    "CREATE TABLE IF NOT EXISTS progress(mig VARCHAR(255) NOT NULL, `key` VARCHAR(255) NOT NULL, "
-    "value LONGTEXT NOT NULL, PRIMARY KEY (mig, `key`)) ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS events(id BIGINT AUTO_INCREMENT PRIMARY KEY, ts DOUBLE NOT NULL, "
-    "mig VARCHAR(255), msg LONGTEXT NOT NULL, KEY events_mig (mig, id)) ENGINE=InnoDB",
-    "CREATE TABLE IF NOT EXISTS meta_lock(id INTEGER PRIMARY KEY CHECK (id = 0)) ENGINE=InnoDB",
-    "INSERT INTO meta_lock VALUES (0) ON DUPLICATE KEY UPDATE id = id",
+    "CREATE TABLE IF NOT EXISTS _shardhash_fence(mig VARCHAR(255) PRIMARY KEY, attempt INTEGER NOT NULL, "
+    "deadline DOUBLE NOT NULL) ENGINE=InnoDB",
 ]
 
 
-def upsert_sql(table: str, cols: Sequence[str], keys: Sequence[str]) -> str:
-    """``INSERT … ON DUPLICATE KEY UPDATE`` of ``cols`` (``%s`` placeholders),
-    updating the non-key columns (the metadata store's upserts)."""
-    others = [x for x in cols if x not in keys]
-    upd = ", ".join(f"{qi(x)} = VALUES({qi(x)})" for x in others) or f"{qi(keys[0])} = {qi(keys[0])}"
-    return (f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-            f"({', '.join('%s' for _ in cols)}) ON DUPLICATE KEY UPDATE {upd}")
+class MySQLShard(SystemTables):
+    """One shard (or the metadata store) in a MariaDB / MySQL database: a
+    :class:`~shardhash.migrate.backend.ShardBackend`.
 
-
-class MySQLShard(SQLiteShard):
-    """One shard (or the metadata store) in a MariaDB / MySQL database.
-
-    ``placeholder``: the style of the backend's own statements (run with
-    :meth:`MySQLConnection.run`); the connection's ``execute`` takes ``?``."""
+    ``placeholder``: the style of the backend's own statements (run by
+    :meth:`execute`, through :meth:`MySQLConnection.run`); the connection's
+    ``execute`` takes ``?`` (the application's statements)."""
 
     kind = "mysql"
     placeholder = "%s"
@@ -356,10 +353,40 @@ class MySQLShard(SQLiteShard):
     def __repr__(self) -> str:
         return f"MySQLShard({self.url!r})"
 
-    def connect(self) -> MySQLConnection:  # type: ignore[override]
+    # ------------------------------------------------------------ SQL text
+
+    def quote_ident(self, name: str) -> str:
+        """``name`` quoted with backticks (:func:`qi`)."""
+        return qi(name)
+
+    def quote_literal(self, text: str) -> str:
+        """``text`` as a MySQL string literal (:func:`ql`)."""
+        return ql(text)
+
+    def execute(self, c: Any, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run one statement in the driver's ``%s`` style (a ``%`` that is no
+        placeholder is escaped for it: :func:`driver_text`)."""
+        if not params:  # (no values: mysqlclient sends the text as it is)
+            return c.run(sql)
+        return c.run(driver_text(sql), params)
+
+    def executemany(self, c: Any, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            c.runmany(driver_text(sql), rows)
+
+    # --------------------------------------------------------- connections
+
+    def connect(self) -> MySQLConnection:
         return MySQLConnection(open_raw(self.url))
 
-    def conn(self) -> MySQLConnection:  # type: ignore[override]
+    def close(self) -> None:
+        c: MySQLConnection | None = getattr(self._local, "c", None)
+        if c is not None:
+            c.close()
+            self._local.c = None
+
+    def conn(self) -> MySQLConnection:
         """This thread's connection; a new one when the last one was lost."""
         c: MySQLConnection | None = getattr(self._local, "c", None)
         if c is not None and c.broken:
@@ -372,40 +399,36 @@ class MySQLShard(SQLiteShard):
 
     # -------------------------------------------------------- transactions
 
-    @staticmethod
-    def begin_write(c: Any) -> None:
-        c.run("START TRANSACTION")
+    def begin_write(self, c: Any) -> None:
+        self.execute(c, "START TRANSACTION")
 
     def begin_client_write(self, c: Any, guard: tuple[str, Any] | None = None) -> None:
-        c.run("START TRANSACTION")
+        self.execute(c, "START TRANSACTION")
         # Shares the epoch row with every other writer: the fence's update of
         # the ownership records (which bumps it) waits for all of them.
-        c.run("SELECT n FROM _shardhash_epoch WHERE id = 0 LOCK IN SHARE MODE")
+        self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0 LOCK IN SHARE MODE")
         if guard is not None:
             self.begin_guard(c, guard[0], guard[1])
 
-    @staticmethod
-    def begin_read(c: Any) -> None:
+    def begin_read(self, c: Any) -> None:
         # (REPEATABLE READ for this transaction only: the session's READ
         # COMMITTED ignores WITH CONSISTENT SNAPSHOT)
-        c.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        c.run("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        self.execute(c, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        self.execute(c, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
 
-    @staticmethod
-    def commit(c: Any) -> None:
-        c.run("COMMIT")
+    def commit(self, c: Any) -> None:
+        self.execute(c, "COMMIT")
 
-    def rollback(self, c: Any) -> None:  # type: ignore[override]
+    def rollback(self, c: Any) -> None:
         if c.broken:
             return
         if c.in_transaction:
-            c.run("ROLLBACK")
+            self.execute(c, "ROLLBACK")
         self._clear_vars(c)
 
-    @staticmethod
-    def _clear_vars(c: Any) -> None:
+    def _clear_vars(self, c: Any) -> None:
         if c.vars_set:
-            c.run("SET @shardhash_skip = NULL, @shardhash_guard_grp = NULL, @shardhash_guard_key = NULL, "
+            self.execute(c, "SET @shardhash_skip = NULL, @shardhash_guard_grp = NULL, @shardhash_guard_key = NULL, "
                   "@shardhash_nocapture = NULL")
             c.vars_set = False
 
@@ -414,7 +437,7 @@ class MySQLShard(SQLiteShard):
     def lock_schema(self, c: Any) -> None:
         # (DDL commits implicitly: a named lock, held by the session until
         # the end of the transaction that set the shard up)
-        r = c.run("SELECT GET_LOCK('shardhash.migrate.schema', 600)").fetchone()
+        r = self.execute(c, "SELECT GET_LOCK('shardhash.migrate.schema', 600)").fetchone()
         if not r or r[0] != 1:
             raise TimeoutError(f"{self.url}: another process holds the schema lock for more than 600 s")
         c.named_lock = True
@@ -422,13 +445,17 @@ class MySQLShard(SQLiteShard):
     def _release_schema(self, c: Any) -> None:
         if getattr(c, "named_lock", False):
             c.named_lock = False
-            c.run("SELECT RELEASE_LOCK('shardhash.migrate.schema')")
+            self.execute(c, "SELECT RELEASE_LOCK('shardhash.migrate.schema')")
 
-    def writing(self, c: Any = None) -> Any:
-        return self._writing(self.conn() if c is None else c)
+    def ensure_schema(self, c: Any) -> None:
+        """Nothing to do: the database the URL names is created when a
+        connection finds it missing (:func:`open_raw`)."""
 
     @contextmanager
-    def _writing(self, c: Any) -> Iterator[Any]:
+    def writing(self, c: Any = None) -> Iterator[Any]:
+        """A write transaction (see :class:`ShardBackend`); it also releases
+        the schema lock :meth:`lock_schema` took in it."""
+        c = self.conn() if c is None else c
         self.begin_write(c)
         try:
             yield c
@@ -441,21 +468,21 @@ class MySQLShard(SQLiteShard):
 
     def ensure_system(self, c: Any) -> None:
         for stmt in SYSTEM_DDL:
-            c.run(stmt)
+            self.execute(c, stmt)
 
     def has_table(self, c: Any, table: str) -> bool:
-        return c.run("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
-                     (table,)).fetchone() is not None
+        return self.execute(c, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND "
+                            "TABLE_NAME = %s", (table,)).fetchone() is not None
 
     def table_info(self, c: Any, table: str) -> tuple[list[str], list[str]]:
         if table in self._info:
             return self._info[table]
-        cols = [str(r[0]) for r in c.run(
+        cols = [str(r[0]) for r in self.execute(c,
             "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s "
             "ORDER BY ORDINAL_POSITION", (table,)).fetchall()]
         if not cols:
             raise ValueError(f"table {table!r} does not exist on {self.url}")
-        pk = [str(r[0]) for r in c.run(
+        pk = [str(r[0]) for r in self.execute(c,
             "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND "
             "TABLE_NAME = %s AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", (table,)).fetchall()]
         if not pk:
@@ -467,14 +494,14 @@ class MySQLShard(SQLiteShard):
 
     def column_types(self, c: Any, table: str) -> list[tuple[str, str, bool]]:
         """(name, column type as MySQL writes it, not null) of every column."""
-        return [(str(r[0]), str(r[1]).lower(), r[2] == "NO") for r in c.run(
+        return [(str(r[0]), str(r[1]).lower(), r[2] == "NO") for r in self.execute(c,
             "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS WHERE "
             "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (table,)).fetchall()]
 
     def indexes(self, c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
         """(name, unique, columns) of every secondary index of ``table``."""
         out: dict[str, tuple[bool, list[str]]] = {}
-        for name, non_unique, col, sub in c.run(
+        for name, non_unique, col, sub in self.execute(c,
                 "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME, SUB_PART FROM information_schema.STATISTICS WHERE "
                 "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND INDEX_NAME <> 'PRIMARY' "
                 "ORDER BY INDEX_NAME, SEQ_IN_INDEX", (table,)).fetchall():
@@ -487,7 +514,7 @@ class MySQLShard(SQLiteShard):
         return [(n, u, cols) for n, (u, cols) in out.items()]
 
     def table_ddl(self, c: Any, table: str) -> list[str]:
-        return [str(c.run("SHOW CREATE TABLE " + qi(table)).fetchone()[1])]
+        return [str(self.execute(c, "SHOW CREATE TABLE " + qi(table)).fetchone()[1])]
 
     def create_from(self, c: Any, ddl: Sequence[str]) -> None:
         """Run the statements that create a table and its indexes, each one
@@ -497,12 +524,12 @@ class MySQLShard(SQLiteShard):
         for stmt in ddl:
             s = re.sub(r"^CREATE TABLE (?!IF NOT EXISTS)", "CREATE TABLE IF NOT EXISTS ", stmt.strip())
             m = index.match(s)
-            if m is not None and c.run(
+            if m is not None and self.execute(c,
                     "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s "
                     "AND INDEX_NAME = %s LIMIT 1", (m.group(2).replace('""', '"'),
                                                     m.group(1).replace('""', '"'))).fetchone() is not None:
                 continue
-            c.run(s)
+            self.execute(c, s)
 
     # ------------------------------------------------ capture and guard
 
@@ -549,7 +576,7 @@ class MySQLShard(SQLiteShard):
                                                                       + logit("OLD") + " END IF;")),
             "d": ("DELETE", guard("OLD") + unless_none(logit("OLD"))),
         }
-        have = {str(r[0]): str(r[1]) for r in c.run(
+        have = {str(r[0]): str(r[1]) for r in self.execute(c,
             "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE "
             "EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s", (table,)).fetchall()}
         for k, (event, body) in bodies.items():
@@ -558,11 +585,12 @@ class MySQLShard(SQLiteShard):
             if have.get(name, "").strip() == stmt:
                 continue
             if name in have:
-                c.run("DROP TRIGGER IF EXISTS " + qi(name))
-            c.run("CREATE TRIGGER " + qi(name) + " AFTER " + event + " ON " + t + " FOR EACH ROW " + stmt)
+                self.execute(c, "DROP TRIGGER IF EXISTS " + qi(name))
+            self.execute(c, "CREATE TRIGGER " + qi(name) + " AFTER " + event + " ON " + t + " FOR EACH ROW " + stmt)
 
     def begin_guard(self, c: Any, group: str, key: Any) -> None:
-        c.run("SET @shardhash_skip = NULL, @shardhash_guard_grp = %s, @shardhash_guard_key = %s", (group, key))
+        self.execute(c, "SET @shardhash_skip = NULL, @shardhash_guard_grp = %s, @shardhash_guard_key = %s",
+                     (group, key))
         c.vars_set = True
 
     def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
@@ -585,7 +613,7 @@ class MySQLShard(SQLiteShard):
         return str(g), str(t), k
 
     def skip_capture(self, c: Any, group: str) -> None:
-        c.run("SET @shardhash_skip = %s", (group,))
+        self.execute(c, "SET @shardhash_skip = %s", (group,))
         c.vars_set = True
 
     def end_skip(self, c: Any, group: str) -> None:
@@ -594,7 +622,7 @@ class MySQLShard(SQLiteShard):
     def active_capture_groups(self, c: Any) -> set[str]:
         if not self._has_system(c):
             return set()
-        return {str(r[0]) for r in c.run("SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
+        return {str(r[0]) for r in self.execute(c, "SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
 
     # ------------------------------------------------------------- units
 
@@ -607,18 +635,18 @@ class MySQLShard(SQLiteShard):
         if not self._has_system(c):
             return []
         if group is None:
-            return list(c.run("SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units").fetchall())
-        return list(c.run("SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units WHERE grp = %s",
-                          (group,)).fetchall())
+            return list(self.execute(c, "SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units"
+                                     ).fetchall())
+        return list(self.execute(c, "SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units "
+                                 "WHERE grp = %s", (group,)).fetchall())
 
     def epoch(self, c: Any) -> int:
         if not self._has_system(c):
             return -1
-        r = c.run("SELECT n FROM _shardhash_epoch WHERE id = 0").fetchone()
+        r = self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0").fetchone()
         return int(r[0]) if r else -1
 
-    @staticmethod
-    def _lock_epoch(c: Any) -> None:
+    def _lock_epoch(self, c: Any) -> None:
         """In a transaction that writes the ownership or capture records: take
         the epoch row's exclusive lock first.  Every client write transaction
         holds that row's shared lock before its triggers read the captures,
@@ -626,12 +654,12 @@ class MySQLShard(SQLiteShard):
         it a writer holding the epoch row waits for a capture row this
         transaction inserted, while this one's epoch bump waits for it)."""
         if c.in_transaction and not c.epoch_locked:
-            c.run("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR UPDATE")
+            self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0 FOR UPDATE")
             c.epoch_locked = True
 
     def bump_epoch(self, c: Any) -> None:
         self._lock_epoch(c)
-        c.run("UPDATE _shardhash_epoch SET n = n + 1 WHERE id = 0")
+        self.execute(c, "UPDATE _shardhash_epoch SET n = n + 1 WHERE id = 0")
 
     def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
         self._lock_epoch(c)
@@ -645,40 +673,53 @@ class MySQLShard(SQLiteShard):
         self._lock_epoch(c)
         super().drop_capture(c, name)
 
+    def set_fence(self, c: Any, mig: str, attempt: int, deadline: float) -> None:
+        self._lock_epoch(c)
+        self.execute(c, "INSERT INTO _shardhash_fence VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE "
+                     "attempt = VALUES(attempt), deadline = VALUES(deadline)", (mig, attempt, deadline))
+
+    def fence_of(self, c: Any, mig: str) -> tuple[int, float] | None:
+        """In a transaction, after the epoch row's exclusive lock (a writer
+        that breaks a fence reads the record and unfreezes under the same
+        lock the freeze takes first: no newer attempt slips in between)."""
+        self._lock_epoch(c)
+        if not self.has_table(c, "_shardhash_fence"):  # (a shard prepared before fence deadlines existed)
+            return None
+        r = self.execute(c, "SELECT attempt, deadline FROM _shardhash_fence WHERE mig = %s", (mig,)).fetchone()
+        return None if r is None else (int(r[0]), float(r[1]))
+
     def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
         self._lock_epoch(c)
-        c.run("INSERT INTO _shardhash_routers VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE mig = mig", (mig, old, new))
+        self.execute(c, "INSERT INTO _shardhash_routers VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE mig = mig",
+                     (mig, old, new))
 
     def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
                  unit: str) -> None:
         self._lock_epoch(c)
-        c.run("INSERT INTO _shardhash_units VALUES (%s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE mig = mig",
-              (grp, mig, idx, role, state, version, unit))
+        self.execute(c, "INSERT INTO _shardhash_units VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                     "ON DUPLICATE KEY UPDATE mig = mig", (grp, mig, idx, role, state, version, unit))
 
     def start_capture(self, c: Any, name: str, group: str) -> None:
         self._lock_epoch(c)
-        c.run("INSERT INTO _shardhash_captures(name, grp) VALUES (%s, %s) ON DUPLICATE KEY UPDATE name = name",
-              (name, group))
+        self.execute(c, "INSERT INTO _shardhash_captures(name, grp) VALUES (%s, %s) "
+                     "ON DUPLICATE KEY UPDATE name = name", (name, group))
 
     def mark_applied(self, c: Any, ids: Sequence[int]) -> None:
         for i in range(0, len(ids), 1000):
             part = [int(x) for x in ids[i:i + 1000]]
-            c.run("UPDATE _shardhash_changes SET state = 1 WHERE id IN (" + ", ".join("%s" for _ in part) + ")",
-                  part)
+            self.execute(c, "UPDATE _shardhash_changes SET state = 1 WHERE id IN ("
+                         + ", ".join("%s" for _ in part) + ")", part)
 
     def forget(self, c: Any, ids: Sequence[int]) -> None:
         for i in range(0, len(ids), 1000):
             part = [int(x) for x in ids[i:i + 1000]]
-            c.run("DELETE FROM _shardhash_changes WHERE id IN (" + ", ".join("%s" for _ in part) + ")", part)
+            self.execute(c, "DELETE FROM _shardhash_changes WHERE id IN (" + ", ".join("%s" for _ in part) + ")", part)
 
     def position(self, c: Any) -> int:
-        r = c.run("SELECT COALESCE(MAX(id), 0) FROM _shardhash_changes").fetchone()
+        r = self.execute(c, "SELECT COALESCE(MAX(id), 0) FROM _shardhash_changes").fetchone()
         return int(r[0] or 0)
 
     # --------------------------------------------------------- row access
-
-    def pk_where(self, pk: Sequence[str]) -> str:
-        return " AND ".join(f"{qi(k)} = ?" for k in pk)
 
     def scan(self, c: Any, table: str, cols: Sequence[str], pk: Sequence[str], after: Sequence[Any] | None,
              limit: int, where: str = "", args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -687,11 +728,11 @@ class MySQLShard(SQLiteShard):
         conds: list[str] = []
         params: list[Any] = []
         if after is not None:
-            # (a > ?) OR (a = ? AND b > ?) ...: a range on the primary key for
-            # every server's optimizer (a row comparison is one on some)
+            # (a > %s) OR (a = %s AND b > %s) ...: a range on the primary key
+            # for every server's optimizer (a row comparison is one on some)
             ors = []
             for i in range(len(pk)):
-                terms = [f"{qi(pk[j])} = ?" for j in range(i)] + [f"{qi(pk[i])} > ?"]
+                terms = [f"{qi(pk[j])} = %s" for j in range(i)] + [f"{qi(pk[i])} > %s"]
                 params.extend(list(after[:i]) + [after[i]])
                 ors.append("(" + " AND ".join(terms) + ")")
             conds.append("(" + " OR ".join(ors) + ")")
@@ -699,8 +740,8 @@ class MySQLShard(SQLiteShard):
             conds.append(where)
             params.extend(args)
         w = (" WHERE " + " AND ".join(conds)) if conds else ""
-        return list(c.execute(f"SELECT {sel} FROM {qi(table)}{w} ORDER BY {order} LIMIT {int(limit)}",
-                              params).fetchall())
+        return list(self.execute(c, f"SELECT {sel} FROM {qi(table)}{w} ORDER BY {order} LIMIT {int(limit)}",
+                                 params).fetchall())
 
     def fetch(self, c: Any, table: str, cols: Sequence[str], pk: Sequence[str],
               keys: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
@@ -720,7 +761,7 @@ class MySQLShard(SQLiteShard):
                 q = (f"SELECT {sel} FROM {qi(table)} WHERE ({', '.join(qi(k) for k in pk)}) IN "
                      f"({', '.join(tup for _ in part)})")
                 params = [v for k in part for v in k]
-            out.extend(c.run(q, params).fetchall())
+            out.extend(self.execute(c, q, params).fetchall())
         return out
 
     def upsert(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -734,7 +775,7 @@ class MySQLShard(SQLiteShard):
         one = "(" + ", ".join("%s" for _ in cols) + ")"
         for i in range(0, len(rows), MULTI_ROWS):
             part = rows[i:i + MULTI_ROWS]
-            c.run(head + ", ".join(one for _ in part) + " ON DUPLICATE KEY UPDATE " + upd,
+            self.execute(c, head + ", ".join(one for _ in part) + " ON DUPLICATE KEY UPDATE " + upd,
                   list(chain.from_iterable(part)))
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
@@ -748,17 +789,17 @@ class MySQLShard(SQLiteShard):
             return 0
         head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
         one = "(" + ", ".join("%s" for _ in cols) + ")"
-        c.run("SAVEPOINT _shardhash_copy")
+        self.execute(c, "SAVEPOINT _shardhash_copy")
         try:
             for i in range(0, len(rows), MULTI_ROWS):
                 part = rows[i:i + MULTI_ROWS]
-                c.run(head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
+                self.execute(c, head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
         except MySQLdb.IntegrityError as e:
             if errno_of(e) != 1062:  # (1062: a duplicate primary key)
                 raise
-            c.run("ROLLBACK TO SAVEPOINT _shardhash_copy")
+            self.execute(c, "ROLLBACK TO SAVEPOINT _shardhash_copy")
             return 0
-        c.run("RELEASE SAVEPOINT _shardhash_copy")
+        self.execute(c, "RELEASE SAVEPOINT _shardhash_copy")
         return len(rows)
 
     def insert_absent(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -769,7 +810,7 @@ class MySQLShard(SQLiteShard):
         one = "(" + ", ".join("%s" for _ in cols) + ")"
         for i in range(0, len(rows), MULTI_ROWS):
             part = rows[i:i + MULTI_ROWS]
-            c.run(head + ", ".join(one for _ in part) + f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}",
+            self.execute(c, head + ", ".join(one for _ in part) + f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}",
                   list(chain.from_iterable(part)))
 
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
@@ -799,13 +840,13 @@ class MySQLShard(SQLiteShard):
             self.begin_write(c)
             try:
                 if system:
-                    c.run("SELECT n FROM _shardhash_epoch WHERE id = 0 LOCK IN SHARE MODE")
-                    if c.run("SELECT COUNT(*) FROM _shardhash_captures").fetchone()[0] == 0:
-                        c.run("SET @shardhash_nocapture = 1")
+                    self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0 LOCK IN SHARE MODE")
+                    if self.execute(c, "SELECT COUNT(*) FROM _shardhash_captures").fetchone()[0] == 0:
+                        self.execute(c, "SET @shardhash_nocapture = 1")
                         c.vars_set = True
                 for i in range(0, len(rows), MULTI_ROWS):
                     part = rows[i:i + MULTI_ROWS]
-                    c.run(head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
+                    self.execute(c, head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
                 self.commit(c)
                 self._clear_vars(c)
             except MySQLdb.IntegrityError as e:
@@ -827,15 +868,15 @@ class MySQLShard(SQLiteShard):
         if len(pk) == 1:
             for i in range(0, len(keys), 1000):
                 part = [k[0] for k in keys[i:i + 1000]]
-                c.run(f"DELETE FROM {qi(table)} WHERE {qi(pk[0])} IN ({', '.join('%s' for _ in part)})", part)
+                self.execute(c, f"DELETE FROM {qi(table)} WHERE {qi(pk[0])} IN ({', '.join('%s' for _ in part)})", part)
             return
-        c.runmany(f"DELETE FROM {qi(table)} WHERE {' AND '.join(f'{qi(k)} = %s' for k in pk)}", keys)
+        self.executemany(c, f"DELETE FROM {qi(table)} WHERE {' AND '.join(f'{qi(k)} = %s' for k in pk)}", keys)
 
     def min_key(self, c: Any, table: str, column: str) -> Any:
-        return c.run(f"SELECT MIN({qi(column)}) FROM {qi(table)}").fetchone()[0]
+        return self.execute(c, f"SELECT MIN({qi(column)}) FROM {qi(table)}").fetchone()[0]
 
     def count(self, c: Any, table: str) -> int:
-        return int(c.run(f"SELECT COUNT(*) FROM {qi(table)}").fetchone()[0])
+        return int(self.execute(c, f"SELECT COUNT(*) FROM {qi(table)}").fetchone()[0])
 
 
 # ------------------------------------------------------------------ column kinds

@@ -25,6 +25,7 @@ Same tables and protocol as the SQLite backend (see
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -32,7 +33,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .sqlite import SQLiteShard, qi, ql
+from .systables import SystemTables, qi, ql
 
 SYSTEM_DDL = [
     """CREATE TABLE IF NOT EXISTS _shardhash_units(
@@ -49,6 +50,8 @@ SYSTEM_DDL = [
         pk TEXT NOT NULL, state INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id)",
     "CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY)",
+    "CREATE TABLE IF NOT EXISTS _shardhash_fence(mig TEXT PRIMARY KEY, attempt INTEGER NOT NULL, "
+    "deadline DOUBLE PRECISION NOT NULL)",
 ]
 
 
@@ -106,8 +109,13 @@ def _guard_key(key: Any) -> str:
 
 
 class PGConnection:
-    """A psycopg connection in autocommit mode that takes ``?`` placeholders
-    (converted to ``%s``; a literal ``%`` is escaped), like sqlite3."""
+    """A psycopg connection in autocommit mode, as the application's code
+    gets it (``Cluster.transaction``, scatter-gather, lookups): its
+    :meth:`execute` takes ``?`` placeholders (converted to ``%s``; a literal
+    ``%`` is escaped), like sqlite3, so application SQL reads the same on
+    every backend (docs/migrate.md).  The backend's own statements do not
+    pass through this translation: :meth:`PostgresShard.execute` sends them,
+    written with ``%s``, to the driver as they are (:attr:`raw`)."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -141,20 +149,45 @@ class PGConnection:
         self.raw.close()
 
 
-def _copy_in(c: PGConnection, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+#: A quoted name, a string literal, a placeholder or a lone ``%`` (psycopg's
+#: reading of statement text that comes with parameters).
+_PERCENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|%s|%")
+
+
+def _escape_percent(m: re.Match[str]) -> str:
+    t = m.group(0)
+    return t if t == "%s" else t.replace("%", "%%")
+
+
+@functools.lru_cache(maxsize=2048)
+def _driver_text(sql: str) -> str:
+    """A statement written with ``%s`` placeholders as psycopg must receive it
+    with parameters: every other ``%`` (inside a quoted name or a string
+    literal) doubled.  Placeholders are not translated."""
+    return _PERCENT.sub(_escape_percent, sql)
+
+
+def _raw(c: Any) -> Any:
+    """The psycopg connection of ``c`` (a :class:`PGConnection` or psycopg's own)."""
+    return c.raw if isinstance(c, PGConnection) else c
+
+
+def _copy_in(c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """``COPY table (cols) FROM STDIN`` of ``rows`` on ``c`` (raises psycopg's
     UniqueViolation when a primary key is already there)."""
     collist = ", ".join(qi(x) for x in cols)
-    with c.raw.cursor() as cur:
+    with _raw(c).cursor() as cur:
         with cur.copy(f"COPY {qi(table)} ({collist}) FROM STDIN") as cp:
             for r in rows:
                 cp.write_row(r)
 
 
-class PostgresShard(SQLiteShard):
+class PostgresShard(SystemTables):
     """One shard in a PostgreSQL database (or schema)."""
 
     kind = "postgresql"
+    #: psycopg's own placeholder: the backend's statements are sent as written.
+    placeholder = "%s"
     prefetch = True  # (psycopg fetches a chunk in a few reads: the reader thread overlaps the server's work)
 
     def __init__(self, url: str) -> None:
@@ -189,7 +222,7 @@ class PostgresShard(SQLiteShard):
             self._local.c = c
         return c
 
-    def connect(self) -> PGConnection:  # type: ignore[override]
+    def connect(self) -> PGConnection:
         import psycopg
 
         try:
@@ -201,26 +234,45 @@ class PostgresShard(SQLiteShard):
         register_exact_floats(raw)  # (floats read as their exact values)
         return PGConnection(raw)
 
+    def execute(self, c: Any, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run one statement in psycopg's style (``%s`` placeholders) on the
+        driver's connection itself (no placeholder translation)."""
+        if not params:  # (no parameters: psycopg reads the text as it is)
+            return _raw(c).execute(sql)
+        return _raw(c).execute(_driver_text(sql), params)
+
+    def executemany(self, c: Any, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            with _raw(c).cursor() as cur:
+                cur.executemany(_driver_text(sql), rows)
+
+    def close(self) -> None:
+        c = getattr(self._local, "c", None)
+        if c is not None:
+            c.close()
+            self._local.c = None
+
     # -------------------------------------------------------- transactions
 
-    @staticmethod
-    def begin_write(c: Any) -> None:
-        c.execute("BEGIN")
+    def begin_write(self, c: Any) -> None:
+        self.execute(c, "BEGIN")
 
     def begin_client_write(self, c: Any, guard: tuple[str, Any] | None = None) -> None:
-        c.execute("BEGIN")
+        self.execute(c, "BEGIN")
         # Shares the epoch row with every other writer; the fence's update of
         # the ownership records (which bumps it) waits for all of them.  The
         # guard's settings ride on the same statement (no extra round trip).
         if guard is None:
-            c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
+            self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0 FOR SHARE")
         else:
-            c.execute("SELECT n, set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, "
-                      "true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE", (guard[0], _guard_key(guard[1])))
+            self.execute(c, "SELECT n, set_config('shardhash.guard_grp', %s, true), "
+                         "set_config('shardhash.guard_key', %s, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE",
+                         (guard[0], _guard_key(guard[1])))
 
     def begin_guard(self, c: Any, group: str, key: Any) -> None:
-        c.execute("SELECT set_config('shardhash.guard_grp', ?, true), set_config('shardhash.guard_key', ?, true)",
-                  (group, _guard_key(key)))
+        self.execute(c, "SELECT set_config('shardhash.guard_grp', %s, true), "
+                     "set_config('shardhash.guard_key', %s, true)", (group, _guard_key(key)))
 
     def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
         # (the guard triggers refuse the statement itself: nothing to read here)
@@ -233,16 +285,15 @@ class PostgresShard(SQLiteShard):
         g, t, k = json.loads(getattr(diag, "message_detail", None) or "[null, null, null]")
         return str(g), str(t), k
 
-    @staticmethod
-    def begin_read(c: Any) -> None:
-        c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    def begin_read(self, c: Any) -> None:
+        self.execute(c, "BEGIN ISOLATION LEVEL REPEATABLE READ")
 
     # ------------------------------------------------------------ schema
 
     def lock_schema(self, c: Any) -> None:
         # Two executors preparing one shard at once (two migrations of one
         # group side by side) would race on CREATE TABLE IF NOT EXISTS.
-        c.execute("SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.schema'))")
+        self.execute(c, "SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.schema'))")
 
     def ensure_schema(self, c: Any) -> None:
         """Make sure there is a schema to create tables in: when no schema of
@@ -250,11 +301,11 @@ class PostgresShard(SQLiteShard):
         (``options='-csearch_path=NAME'``), or refuse with the exact SQL to
         run (a URL that names none, or a user who may not create it).
         Called in the write transaction that creates the tables."""
-        if c.execute("SELECT current_schema()").fetchone()[0] is not None:
+        if self.execute(c, "SELECT current_schema()").fetchone()[0] is not None:
             return
-        from .executor import MigrationError
+        from .errors import MigrationError
 
-        path = c.execute("SHOW search_path").fetchone()[0]
+        path = self.execute(c, "SHOW search_path").fetchone()[0]
         name = url_schema(self.dsn)
         if name is None:
             raise MigrationError(
@@ -262,39 +313,40 @@ class PostgresShard(SQLiteShard):
                 f"name one in the URL (options='-csearch_path=NAME') or create one: CREATE SCHEMA NAME;")
         import psycopg
 
-        c.execute("SAVEPOINT shardhash_schema")
+        self.execute(c, "SAVEPOINT shardhash_schema")
         try:
-            c.execute(f"CREATE SCHEMA IF NOT EXISTS {qi(name)}")
+            self.execute(c, f"CREATE SCHEMA IF NOT EXISTS {qi(name)}")
         except psycopg.errors.InsufficientPrivilege as e:
-            c.execute("ROLLBACK TO SAVEPOINT shardhash_schema")
-            user = c.execute("SELECT current_user").fetchone()[0]
+            self.execute(c, "ROLLBACK TO SAVEPOINT shardhash_schema")
+            user = self.execute(c, "SELECT current_user").fetchone()[0]
             raise MigrationError(
                 f"{self.dsn}: schema {name!r} (named in the URL) does not exist and user {user!r} may not "
                 f"create it ({e.sqlstate}: {str(e).strip()}); as a user who may, run: "
                 f"CREATE SCHEMA {qi(name)} AUTHORIZATION {qi(user)};") from e
-        c.execute("RELEASE SAVEPOINT shardhash_schema")
+        self.execute(c, "RELEASE SAVEPOINT shardhash_schema")
         logging.getLogger("shardhash.migrate").info("created schema %r (named in %s)", name, self.dsn)
 
     def ensure_system(self, c: Any) -> None:
         self.ensure_schema(c)
         for stmt in SYSTEM_DDL:
-            c.execute(stmt)
+            self.execute(c, stmt)
 
     def has_table(self, c: Any, table: str) -> bool:
-        return c.execute("SELECT to_regclass(?)", (qi(table),)).fetchone()[0] is not None
+        return self.execute(c, "SELECT to_regclass(%s)", (qi(table),)).fetchone()[0] is not None
 
     def table_info(self, c: Any, table: str) -> tuple[list[str], list[str]]:
         if table in self._info:
             return self._info[table]
         if not self.has_table(c, table):
             raise ValueError(f"table {table!r} does not exist on {self.dsn}")
-        cols = [r[0] for r in c.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped "
-            "ORDER BY attnum", (qi(table),)).fetchall()]
-        pk = [r[0] for r in c.execute(
-            "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
+        rel = (qi(table),)
+        cols = [r[0] for r in self.execute(
+            c, "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
+            "ORDER BY attnum", rel).fetchall()]
+        pk = [r[0] for r in self.execute(
+            c, "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
             "ON true JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
-            "WHERE i.indrelid = ?::regclass AND i.indisprimary ORDER BY k.ord", (qi(table),)).fetchall()]
+            "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord", rel).fetchall()]
         if not pk:
             raise ValueError(f"table {table!r} on {self.dsn} has no primary key: "
                              "a migrated table needs one (rows are copied and caught up by primary key)")
@@ -303,16 +355,16 @@ class PostgresShard(SQLiteShard):
         return cols, pk
 
     def table_ddl(self, c: Any, table: str) -> list[str]:
-        cols = c.execute(
-            "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
-            "WHERE attrelid = ?::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+        cols = self.execute(
+            c, "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
+            "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
             (qi(table),)).fetchall()
         _, pk = self.table_info(c, table)
         body = ", ".join(f"{qi(n)} {t}{' NOT NULL' if nn else ''}" for n, t, nn in cols)
         body += f", PRIMARY KEY ({', '.join(qi(k) for k in pk)})"
         out = [f"CREATE TABLE {qi(table)} ({body})"]
-        for (idx,) in c.execute(
-                "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = ?::regclass "
+        for (idx,) in self.execute(
+                c, "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = %s::regclass "
                 "AND NOT indisprimary", (qi(table),)).fetchall():
             out.append(idx)
         return out
@@ -326,7 +378,7 @@ class PostgresShard(SQLiteShard):
             s = re.sub(r"^CREATE (UNIQUE )?INDEX ", lambda m: f"CREATE {m.group(1) or ''}INDEX IF NOT EXISTS ", s)
             # unqualify "ON schema.table" so the index lands next to the new table
             s = re.sub(r" ON [A-Za-z_][A-Za-z0-9_]*\.", " ON ", s)
-            c.execute(s)
+            self.execute(c, s)
 
     def install_triggers(self, c: Any, group: str, table: str, pk: Sequence[str], key: str | None = None) -> None:
         """Statement-level triggers with transition tables: one set-based
@@ -341,8 +393,8 @@ class PostgresShard(SQLiteShard):
         string literal, so no name can end it."""
         if key is not None:
             self._install_guard(c, group, table, key)
-        if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
-                     ("_shardhash_d3_" + table, qi(table))).fetchone():
+        if self.execute(c, "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
+                        ("_shardhash_d3_" + table, qi(table))).fetchone():
             return
         skip = "coalesce(current_setting('shardhash.skip', true), '') <> " + ql(group)
 
@@ -368,17 +420,16 @@ class PostgresShard(SQLiteShard):
         }
         for k, (body, when, refs) in bodies.items():
             for older in ("_shardhash_" + k + "_" + table, "_shardhash_" + k + "2_" + table):  # (versions 1, 2)
-                c.execute("DROP TRIGGER IF EXISTS " + qi(older) + " ON " + qi(table))
-                c.execute("DROP FUNCTION IF EXISTS " + qi(older) + "()")
+                self.execute(c, "DROP TRIGGER IF EXISTS " + qi(older) + " ON " + qi(table))
+                self.execute(c, "DROP FUNCTION IF EXISTS " + qi(older) + "()")
             self._create_trigger(c, "_shardhash_" + k + "3_" + table, table, body, when, refs)
 
-    @staticmethod
-    def _create_trigger(c: Any, name: str, table: str, body: str, when: str, refs: str) -> None:
+    def _create_trigger(self, c: Any, name: str, table: str, body: str, when: str, refs: str) -> None:
         fn = qi(name)
-        c.execute("CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS "
-                  + ql("BEGIN " + body + " RETURN NULL; END"))
-        c.execute("CREATE TRIGGER " + fn + " " + when + " ON " + qi(table) + " REFERENCING " + refs
-                  + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()")
+        self.execute(c, "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS "
+                     + ql("BEGIN " + body + " RETURN NULL; END"))
+        self.execute(c, "CREATE TRIGGER " + fn + " " + when + " ON " + qi(table) + " REFERENCING " + refs
+                     + " FOR EACH STATEMENT EXECUTE FUNCTION " + fn + "()")
 
     def _install_guard(self, c: Any, group: str, table: str, key: str) -> None:
         # Inside a client transaction (the transaction-local settings
@@ -389,8 +440,8 @@ class PostgresShard(SQLiteShard):
         # triggers whose WHEN condition is false call no function: a row of
         # the transaction's key costs one expression, a writer that sets no
         # guard (the executor, any other application) one current_setting.
-        if c.execute("SELECT 1 FROM pg_trigger WHERE tgname = ? AND tgrelid = ?::regclass",
-                     ("_shardhash_gd1_" + table, qi(table))).fetchone():
+        if self.execute(c, "SELECT 1 FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
+                        ("_shardhash_gd1_" + table, qi(table))).fetchone():
             return
         kc, lg, lt = qi(key), ql(group), ql(table)
 
@@ -405,16 +456,16 @@ class PostgresShard(SQLiteShard):
                 + kc + ")::text; END IF; RAISE EXCEPTION USING ERRCODE = " + ql(GUARD_SQLSTATE) + ", MESSAGE = "
                 "'shardhash: a client transaction wrote a row of another shard key or table group', DETAIL = d; "
                 "RETURN NULL; END")
-        c.execute("CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + ql(body))
+        self.execute(c, "CREATE OR REPLACE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS " + ql(body))
         whens = {"i": ("INSERT", other("NEW")), "u": ("UPDATE", other("NEW") + " OR " + other("OLD")),
                  "d": ("DELETE", other("OLD"))}
         for k, (event, cond) in whens.items():
-            c.execute("CREATE TRIGGER " + qi("_shardhash_g" + k + "1_" + table) + " AFTER " + event + " ON "
-                      + qi(table) + " FOR EACH ROW WHEN (" + cond + ") EXECUTE FUNCTION " + fn + "()")
+            self.execute(c, "CREATE TRIGGER " + qi("_shardhash_g" + k + "1_" + table) + " AFTER " + event + " ON "
+                         + qi(table) + " FOR EACH ROW WHEN (" + cond + ") EXECUTE FUNCTION " + fn + "()")
 
     def skip_capture(self, c: Any, group: str) -> None:
         # transaction-local: gone at the commit or rollback
-        c.execute("SELECT set_config('shardhash.skip', ?, true)", (group,))
+        self.execute(c, "SELECT set_config('shardhash.skip', %s, true)", (group,))
 
     def end_skip(self, c: Any, group: str) -> None:
         pass
@@ -422,7 +473,7 @@ class PostgresShard(SQLiteShard):
     def active_capture_groups(self, c: Any) -> set[str]:
         if not self._has_system(c):
             return set()
-        return {str(r[0]) for r in c.execute("SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
+        return {str(r[0]) for r in self.execute(c, "SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
 
     # ------------------------------------------------------------- units
 
@@ -442,10 +493,10 @@ class PostgresShard(SQLiteShard):
         return super().epoch(c)
 
     def mark_applied(self, c: Any, ids: Sequence[int]) -> None:
-        c.execute("UPDATE _shardhash_changes SET state = 1 WHERE id = ANY(?)", (list(ids),))
+        self.execute(c, "UPDATE _shardhash_changes SET state = 1 WHERE id = ANY(%s)", (list(ids),))
 
     def forget(self, c: Any, ids: Sequence[int]) -> None:
-        c.execute("DELETE FROM _shardhash_changes WHERE id = ANY(?)", (list(ids),))
+        self.execute(c, "DELETE FROM _shardhash_changes WHERE id = ANY(%s)", (list(ids),))
 
     # --------------------------------------------------------- row access
 
@@ -460,19 +511,20 @@ class PostgresShard(SQLiteShard):
             else "DO NOTHING"
         collist = ", ".join(qi(x) for x in cols)
         if len(rows) < 64:
-            c.executemany(f"INSERT INTO {qi(table)} ({collist}) VALUES ({', '.join('?' for _ in cols)}) "
-                          f"ON CONFLICT ({conflict}) {action}", rows)
+            self.executemany(c, f"INSERT INTO {qi(table)} ({collist}) VALUES ({self.ph(len(cols))}) "
+                             f"ON CONFLICT ({conflict}) {action}", rows)
             return
         # Bulk: COPY into a temporary table, then one upsert.
         tmp = qi(f"_shardhash_tmp_{table}")
-        c.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {qi(table)} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
-        with c.raw.cursor() as cur:
+        self.execute(c, f"CREATE TEMP TABLE IF NOT EXISTS {tmp} (LIKE {qi(table)} INCLUDING DEFAULTS) "
+                        "ON COMMIT DELETE ROWS")
+        with _raw(c).cursor() as cur:
             with cur.copy(f"COPY {tmp} ({collist}) FROM STDIN") as cp:
                 for r in rows:
                     cp.write_row(r)
-        c.execute(f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} "
-                  f"ON CONFLICT ({conflict}) {action}")
-        c.execute(f"DELETE FROM {tmp}")
+        self.execute(c, f"INSERT INTO {qi(table)} ({collist}) SELECT {collist} FROM {tmp} "
+                     f"ON CONFLICT ({conflict}) {action}")
+        self.execute(c, f"DELETE FROM {tmp}")
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
         """``COPY`` the rows straight into the table; when any primary key is
@@ -480,13 +532,13 @@ class PostgresShard(SQLiteShard):
         caller takes the checked upsert path."""
         import psycopg
 
-        c.execute("SAVEPOINT _shardhash_copy")
+        self.execute(c, "SAVEPOINT _shardhash_copy")
         try:
             _copy_in(c, table, cols, rows)
         except psycopg.errors.UniqueViolation:
-            c.execute("ROLLBACK TO SAVEPOINT _shardhash_copy")
+            self.execute(c, "ROLLBACK TO SAVEPOINT _shardhash_copy")
             return 0
-        c.execute("RELEASE SAVEPOINT _shardhash_copy")
+        self.execute(c, "RELEASE SAVEPOINT _shardhash_copy")
         return len(rows)
 
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
@@ -504,9 +556,3 @@ class PostgresShard(SQLiteShard):
         except psycopg.errors.UniqueViolation:
             return False
         return True
-
-    # ----------------------------------------------------- change capture
-
-    def position(self, c: Any) -> int:
-        r = c.execute("SELECT coalesce(max(id), 0) FROM _shardhash_changes").fetchone()
-        return int(r[0] or 0)

@@ -23,6 +23,11 @@ tables:
     empty but inside a client's write transaction whose key is in no moving
     unit: the triggers log nothing for it (writes to keys that do not move
     cost no change row).  Writers that bypass the client are always logged.
+``_shardhash_fence``
+    the deadline of the freeze of each migration's source units here
+    ``(mig, attempt, deadline)``: a writer that finds a frozen unit past its
+    deadline asks the metadata store whether the cutover committed (see
+    :meth:`shardhash.migrate.Cluster.transaction` and docs/migrate.md).
 ``_shardhash_guard``
     empty but inside a client's write transaction: its marker row holds the
     transaction's group and key, and guard triggers on every group table
@@ -37,17 +42,19 @@ queue by row, not by position, so the same code is safe where that is false.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
+
+from .systables import SystemTables, decode_pk, qi, ql
+
+__all__ = ["SQLiteShard", "check_identifier", "decode_pk", "qi", "ql"]
 
 SYSTEM_DDL = """
 CREATE TABLE IF NOT EXISTS _shardhash_units(
@@ -66,6 +73,7 @@ CREATE TABLE IF NOT EXISTS _shardhash_changes(
 CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
 CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS _shardhash_guard(id INTEGER PRIMARY KEY, grp TEXT NOT NULL, tbl TEXT, k);
+CREATE TABLE IF NOT EXISTS _shardhash_fence(mig TEXT PRIMARY KEY, attempt INTEGER NOT NULL, deadline REAL NOT NULL);
 """
 
 
@@ -107,28 +115,7 @@ def check_identifier(name: Any, what: str) -> str:
     return name
 
 
-def qi(name: str) -> str:
-    """Quote an SQL identifier (any name the database can hold: ``"`` is
-    doubled; a NUL, which no database name can hold, is a ValueError).  The
-    one quoting helper of the SQLite and PostgreSQL backends: a quoted name
-    goes into SQL text once, after any templating."""
-    if not isinstance(name, str):
-        raise TypeError(f"an SQL identifier must be a string, not {type(name).__name__}")
-    if "\x00" in name:
-        raise ValueError(f"SQL identifier {name!r} contains a NUL character")
-    return '"' + name.replace('"', '""') + '"'
-
-
-def ql(text: str) -> str:
-    """Quote an SQL string literal (``'`` doubled; a NUL is a ValueError)."""
-    if not isinstance(text, str):
-        raise TypeError(f"an SQL string literal must be a string, not {type(text).__name__}")
-    if "\x00" in text:
-        raise ValueError(f"SQL string literal {text!r} contains a NUL character")
-    return "'" + text.replace("'", "''") + "'"
-
-
-class SQLiteShard:
+class SQLiteShard(SystemTables):
     """One shard (or the metadata store) in one SQLite file.
 
     ``conn()`` gives this thread's connection (autocommit mode: every
@@ -181,6 +168,13 @@ class SQLiteShard:
             c.close()
             self._local.c = None
 
+    def execute(self, c: Any, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run one statement (``?`` placeholders: sqlite3's own style)."""
+        return c.execute(sql, () if params is None else params)
+
+    def executemany(self, c: Any, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        c.executemany(sql, rows)
+
     # -------------------------------------------------------- transactions
 
     @staticmethod
@@ -199,34 +193,14 @@ class SQLiteShard:
     def begin_read(c: sqlite3.Connection) -> None:
         c.execute("BEGIN")
 
-    @staticmethod
-    def commit(c: sqlite3.Connection) -> None:
-        c.execute("COMMIT")
-
-    @staticmethod
-    def rollback(c: sqlite3.Connection) -> None:
-        if c.in_transaction:
-            c.execute("ROLLBACK")
-
-    @contextmanager
-    def writing(self, c: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
-        """A write transaction on ``c`` (default: this thread's connection),
-        committed when the block ends and rolled back when it raises (a
-        failed commit included)."""
-        c = self.conn() if c is None else c
-        self.begin_write(c)
-        try:
-            yield c
-            self.commit(c)
-        except BaseException:
-            self.rollback(c)
-            raise
-
     # ------------------------------------------------------------ schema
 
     def lock_schema(self, c: Any) -> None:
         """Inside a write transaction: exclude other schema changes on this
         shard until it ends (SQLite: the write lock already does)."""
+
+    def ensure_schema(self, c: Any) -> None:
+        """A file is its own schema: nothing to create."""
 
     def ensure_system(self, c: sqlite3.Connection) -> None:
         # (statement by statement: executescript would commit the caller's transaction)
@@ -372,105 +346,15 @@ class SQLiteShard:
 
     # ------------------------------------------------------------- units
 
-    def bump_epoch(self, c: sqlite3.Connection) -> None:
-        c.execute("UPDATE _shardhash_epoch SET n = n + 1 WHERE id = 0")
-
-    def epoch(self, c: sqlite3.Connection) -> int:
-        r = c.execute("SELECT n FROM _shardhash_epoch WHERE id = 0").fetchone()
-        return int(r[0]) if r else -1
-
-    def unit_rows(self, c: sqlite3.Connection, group: str | None = None) -> list[tuple[Any, ...]]:
+    def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
         try:
-            if group is None:
-                return c.execute("SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units").fetchall()
-            return c.execute("SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units "
-                             "WHERE grp = ?", (group,)).fetchall()
+            return super().unit_rows(c, group)
         except sqlite3.OperationalError as e:
             if "no such table" in str(e):
                 return []
             raise
 
-    def put_routers(self, c: Any, mig: str, old: str, new: str) -> None:
-        # (ON CONFLICT DO NOTHING: the same statement on SQLite and PostgreSQL)
-        c.execute("INSERT INTO _shardhash_routers VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (mig, old, new))
-
-    def put_unit(self, c: Any, grp: str, mig: str, idx: int, role: str, state: str, version: int,
-                 unit: str) -> None:
-        c.execute("INSERT INTO _shardhash_units VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                  (grp, mig, idx, role, state, version, unit))
-
-    def set_unit_state(self, c: Any, mig: str, role: str, frm: Sequence[str], to: str) -> None:
-        q = ", ".join("?" for _ in frm)
-        c.execute(f"UPDATE _shardhash_units SET state = ? WHERE mig = ? AND role = ? AND state IN ({q})",
-                  (to, mig, role, *frm))
-
-    def delete_units(self, c: Any, mig: str) -> None:
-        c.execute("DELETE FROM _shardhash_units WHERE mig = ?", (mig,))
-        c.execute("DELETE FROM _shardhash_routers WHERE mig = ?", (mig,))
-
-    def all_keys(self, c: Any, cid: int) -> list[tuple[str, str]]:
-        keys: list[tuple[str, str]] = c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE capture = ?",
-                                                (cid,)).fetchall()
-        return keys
-
-    def routers_of(self, c: sqlite3.Connection, mig: str) -> tuple[str, str] | None:
-        r = c.execute("SELECT old, new FROM _shardhash_routers WHERE mig = ?", (mig,)).fetchone()
-        return None if r is None else (r[0], r[1])
-
     # --------------------------------------------------------- row access
-
-    def pk_where(self, pk: Sequence[str]) -> str:
-        return " AND ".join(f"{qi(k)} = ?" for k in pk)
-
-    def scan(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
-             after: Sequence[Any] | None, limit: int, where: str = "",
-             args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        sel = ", ".join(qi(x) for x in cols)
-        order = ", ".join(qi(k) for k in pk)
-        conds = []
-        params: list[Any] = []
-        if after is not None:
-            conds.append(f"({order}) > ({', '.join('?' for _ in pk)})")
-            params.extend(after)
-        if where:
-            conds.append(where)
-            params.extend(args)
-        w = (" WHERE " + " AND ".join(conds)) if conds else ""
-        return c.execute(f"SELECT {sel} FROM {qi(table)}{w} ORDER BY {order} LIMIT {int(limit)}", params).fetchall()
-
-    def scan_chunks(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
-                    chunk: int) -> Iterator[list[tuple[Any, ...]]]:
-        """Every row of ``table``, ``chunk`` rows at a time in primary-key
-        order (:meth:`scan` after the last row of the previous chunk)."""
-        pkx = [list(cols).index(k) for k in pk]
-        after: list[Any] | None = None
-        while True:
-            rows = self.scan(c, table, cols, pk, after, chunk)
-            if not rows:
-                return
-            after = [rows[-1][j] for j in pkx]
-            yield rows
-
-    def fetch(self, c: sqlite3.Connection, table: str, cols: Sequence[str], pk: Sequence[str],
-              keys: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
-        if not keys:
-            return []
-        sel = ", ".join(qi(x) for x in cols)
-        out: list[tuple[Any, ...]] = []
-        n = len(pk)
-        step = max(1, 900 // n)
-        for i in range(0, len(keys), step):
-            part = keys[i:i + step]
-            if n == 1:
-                q = f"SELECT {sel} FROM {qi(table)} WHERE {qi(pk[0])} IN ({', '.join('?' for _ in part)})"
-                params = [k[0] for k in part]
-            else:
-                tup = "(" + ", ".join("?" for _ in pk) + ")"
-                q = (f"SELECT {sel} FROM {qi(table)} WHERE ({', '.join(qi(k) for k in pk)}) IN "
-                     f"(VALUES {', '.join(tup for _ in part)})")
-                params = [v for k in part for v in k]
-            out.extend(c.execute(q, params).fetchall())
-        return out
 
     def upsert(self, c: sqlite3.Connection, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         q = f"INSERT OR REPLACE INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) " \
@@ -517,65 +401,3 @@ class SQLiteShard:
             self.rollback(c)
             raise
         return True
-
-    def delete(self, c: sqlite3.Connection, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
-        c.executemany(f"DELETE FROM {qi(table)} WHERE {self.pk_where(pk)}", [tuple(k) for k in keys])
-
-    def min_key(self, c: Any, table: str, column: str) -> Any:
-        return c.execute(f"SELECT min({qi(column)}) FROM {qi(table)}").fetchone()[0]
-
-    def count(self, c: sqlite3.Connection, table: str) -> int:
-        return int(c.execute(f"SELECT count(*) FROM {qi(table)}").fetchone()[0])
-
-    # ----------------------------------------------------- change capture
-
-    def start_capture(self, c: sqlite3.Connection, name: str, group: str) -> None:
-        c.execute("INSERT INTO _shardhash_captures(name, grp) VALUES (?, ?) ON CONFLICT DO NOTHING", (name, group))
-
-    def capture_id(self, c: sqlite3.Connection, name: str) -> int | None:
-        r = c.execute("SELECT id FROM _shardhash_captures WHERE name = ?", (name,)).fetchone()
-        return None if r is None else int(r[0])
-
-    def drop_capture(self, c: sqlite3.Connection, name: str) -> None:
-        cid = self.capture_id(c, name)
-        if cid is not None:
-            c.execute("DELETE FROM _shardhash_changes WHERE capture = ?", (cid,))
-            c.execute("DELETE FROM _shardhash_captures WHERE id = ?", (cid,))
-
-    def pending(self, c: sqlite3.Connection, cid: int, limit: int) -> list[tuple[int, str, str]]:
-        return c.execute("SELECT id, tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 0 "
-                         "ORDER BY id LIMIT ?", (cid, limit)).fetchall()
-
-    def pending_count(self, c: sqlite3.Connection, cid: int) -> int:
-        return int(c.execute("SELECT count(*) FROM _shardhash_changes WHERE capture = ? AND state = 0",
-                             (cid,)).fetchone()[0])
-
-    def mark_applied(self, c: sqlite3.Connection, ids: Sequence[int]) -> None:
-        c.executemany("UPDATE _shardhash_changes SET state = 1 WHERE id = ?", [(i,) for i in ids])
-
-    def dirty(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
-        """(table, pk json) of every change applied since the last full verify."""
-        return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1",
-                         (cid,)).fetchall()
-
-    def dirty_rows(self, c: sqlite3.Connection, cid: int, limit: int) -> list[tuple[int, str, str]]:
-        return c.execute("SELECT id, tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 1 "
-                         "ORDER BY id LIMIT ?", (cid, limit)).fetchall()
-
-    def forget(self, c: sqlite3.Connection, ids: Sequence[int]) -> None:
-        c.executemany("DELETE FROM _shardhash_changes WHERE id = ?", [(i,) for i in ids])
-
-    def pending_keys(self, c: sqlite3.Connection, cid: int) -> list[tuple[str, str]]:
-        return c.execute("SELECT DISTINCT tbl, pk FROM _shardhash_changes WHERE capture = ? AND state = 0",
-                         (cid,)).fetchall()
-
-    def forget_applied(self, c: sqlite3.Connection, cid: int) -> None:
-        c.execute("DELETE FROM _shardhash_changes WHERE capture = ? AND state = 1", (cid,))
-
-    def position(self, c: sqlite3.Connection) -> int:
-        r = c.execute("SELECT max(id) FROM _shardhash_changes").fetchone()
-        return int(r[0] or 0)
-
-
-def decode_pk(text: str) -> tuple[Any, ...]:
-    return tuple(json.loads(text))

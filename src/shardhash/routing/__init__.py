@@ -22,7 +22,8 @@ True
 One module per strategy, each holding the class, its planning hooks and
 its document parameters: ``modulo``, ``jump``, ``ring``, ``rendezvous``,
 ``maglev``, ``bucket``, ``hash_range``, ``ranges``, ``directory``,
-``watermark``, ``memento``, ``multiprobe`` and ``bounded``; ``base``
+``watermark``, ``memento``, ``multiprobe``, ``bounded`` and ``id_bucket``
+(ids of :mod:`shardhash.ids`, routed by the bucket they carry); ``base``
 holds ``Router``, the document and its registry, ``RawKeyRouter``
 (routers on raw keys) and ``WrappingRouter``.
 
@@ -105,6 +106,7 @@ from .bounded import BoundedLoadRouter, ItemPlacement, place_items
 from .bucket import BucketRouter
 from .directory import DirectoryRouter
 from .hash_range import HashRangeRouter
+from .id_bucket import IdBucketRouter
 from .jump import JumpRouter
 from .maglev import MaglevRouter, _is_prime, _next_prime, maglev_default_table_size
 from .memento import MementoRouter
@@ -133,6 +135,7 @@ __all__ = [
     "MementoRouter",
     "MultiProbeRouter",
     "BoundedLoadRouter",
+    "IdBucketRouter",
     "ItemPlacement",
     "place_items",
     "load_router",
@@ -157,7 +160,7 @@ _helpers = (U64_MAX, Hasher, RouterCore, maglev_populate, mix64, prepare_out, un
 # ``shardhash.routing.load_router(document)``, as it always has).
 for _obj in (Router, RawKeyRouter, WrappingRouter, ModuloRouter, JumpRouter, RingRouter,
              RendezvousRouter, MaglevRouter, BucketRouter, RangeRouter, HashRangeRouter,
-             DirectoryRouter, WatermarkRouter, MementoRouter, MultiProbeRouter, BoundedLoadRouter,
+             DirectoryRouter, WatermarkRouter, MementoRouter, MultiProbeRouter, BoundedLoadRouter, IdBucketRouter,
              ItemPlacement, place_items, TopologyOptionError, load_router, register_router_type,
              router_types, router_type, router_type_names,
              ring_owned_ranges, maglev_default_table_size, hash_bits, no_weights):

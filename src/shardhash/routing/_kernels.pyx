@@ -141,23 +141,8 @@ cdef extern from "sh_place.h" nogil:
 # MementoHash, multi-probe consistent hashing, bounded loads: the C kernels
 # (_core/place/sh_memento, sh_multiprobe, sh_bounded; docs/routers.md 2.14-2.16)
 
-cdef extern from "sh_memento.h" nogil:
-    ctypedef struct sh_memento:
-        const int32_t *replacer
-        int32_t n
-        int32_t nremoved
-
-cdef extern from "sh_multiprobe.h" nogil:
-    ctypedef struct sh_mprobe:
-        const uint64_t *tokens
-        const int32_t *owners
-        size_t ntokens
-        const uint32_t *index
-        unsigned shift
-        unsigned probes
-    unsigned SH_MPROBE_MAX_PROBES
-    unsigned sh_mprobe_index_bits(size_t ntokens)
-    void sh_mprobe_build_index(const uint64_t *tokens, size_t ntokens, unsigned bits, uint32_t *index)
+from shardhash.routing._place cimport (sh_memento, sh_mprobe, SH_MPROBE_MAX_PROBES, sh_mprobe_index_bits,
+                                     sh_mprobe_build_index)
 
 cdef extern from "sh_bounded.h" nogil:
     uint64_t sh_bounded_capacity(uint64_t total, uint64_t nshards, uint32_t factor_percent)

@@ -283,10 +283,12 @@ _COMPAT_MODULES = {
     "postgres_hash_partition": "shardhash.compat.postgres",
     "citus": "shardhash.compat.citus",
     "cassandra_token": "shardhash.compat.cassandra",
+    "cassandra_random": "shardhash.compat.cassandra",
     "ketama": "shardhash.compat.ketama",
     "vitess": "shardhash.compat.vitess",
     "mongo_hashed": "shardhash.compat.mongo",
     "redis_cluster": "shardhash.compat.redis",
+    "uhashring": "shardhash.compat.uhashring",
 }
 
 

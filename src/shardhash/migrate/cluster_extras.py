@@ -22,7 +22,8 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from shardhash import _events
+from .. import _events
+from .metadata import DONE
 
 __all__ = ["ClusterExtras"]
 
@@ -192,7 +193,6 @@ class ClusterExtras:
         new migration) the query runs again, at most ``attempts`` times, then
         a RuntimeError says so.
         """
-        from shardhash.migrate.executor import DONE
         from shardhash.scatter import scatter_aggregate
 
         g = self.group(group)

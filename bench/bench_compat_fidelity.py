@@ -1,0 +1,147 @@
+"""Benchmarks of the second round of compatibility placements, each beside
+the system's own per-key path in the same run (CPU time, one thread, best of
+alternating rounds; the peer's loop runs on a sample and is scaled per key):
+
+* uhashring's default ring: ``HashRingRouter.route_many`` against
+  ``uhashring.HashRing.get_node`` in a loop;
+* Cassandra: ``NetworkTopologyStrategy.replicas_many`` (3 DCs, racks, 16
+  vnodes) against the driver's token -> replicas map looked up per key
+  (``bisect`` + dict, the driver's ``TokenMap.get_replicas`` work), and
+  ``RandomTokenRouter.route_many`` against ``MD5Token.hash_fn`` + ``bisect``;
+* Vitess ``binary_md5``: ``VitessRouter.route_many`` (512 shards) against a
+  ``hashlib.md5`` + ``bisect`` loop;
+* twemproxy's other hashes (``murmur``, ``one_at_a_time``): ``KetamaRouter.route_many``
+  against the same flavour's one-key ``route`` in a loop;
+* PostgreSQL ``interval`` and ``bool`` columns: ``hash_extended_array``
+  against ``hash_extended`` in a loop.
+
+With ``--benchmark-disable`` (the default) the sizes are small and every
+benchmark runs once as a plain test.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import hashlib
+import random
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bench._timing import alternating_best, enabled
+from shardhash.compat import cassandra, ketama, vitess
+from shardhash.compat import postgres as pg
+from shardhash.compat.uhashring import HashRingRouter
+
+
+def _n(benchmark: Any) -> int:
+    return 1_000_000 if enabled(benchmark) else 3_000
+
+
+def _compare(benchmark: Any, name: str, ours: Callable[[], Any], n: int, peer: Callable[[], Any],
+             n_peer: int) -> None:
+    t = alternating_best({"ours": ours, "peer": peer}, repeat=3 if enabled(benchmark) else 1)
+    ns, peer_ns = t["ours"] * 1e9 / n, t["peer"] * 1e9 / n_peer
+    benchmark.extra_info.update({"ns_per_key": ns, "peer_ns_per_key": peer_ns, "ratio": peer_ns / ns})
+    print(f"\n{name}: {ns:.1f} ns/key, peer {peer_ns:.0f} ns/key, {peer_ns / ns:.1f}x")
+    benchmark.pedantic(ours, rounds=1, iterations=1)
+
+
+def test_uhashring_default(benchmark: Any) -> None:
+    uhashring = pytest.importorskip("uhashring")
+    nodes = [f"10.0.0.{i}:11211" for i in range(16)]
+    n = _n(benchmark)
+    keys = [f"session:{i}" for i in range(n)]
+    ring = uhashring.HashRing(nodes)
+    r = HashRingRouter(nodes)
+    sample = keys[: min(n, 50_000)]
+    _compare(benchmark, "uhashring default ring, list of str", lambda: r.route_many(keys), n,
+             lambda: [ring.get_node(k) for k in sample], len(sample))
+
+
+def test_cassandra_nts_replicas(benchmark: Any) -> None:
+    pytest.importorskip("cassandra")
+    rng = random.Random(1)
+    topo = {f"n{i}": (f"dc{i % 3}", f"r{i % 4}") for i in range(24)}
+    ring = cassandra.TokenRouter({n: cassandra.random_tokens(16, seed=i) for i, n in enumerate(topo)},
+                                 cql_type="bigint")
+    nts = cassandra.NetworkTopologyStrategy(ring, {"dc0": 3, "dc1": 3, "dc2": 2}, topo)
+    n = _n(benchmark)
+    ids = np.array([rng.randrange(-2**63, 2**63) for _ in range(n)], dtype=np.int64)
+    tmap = nts.token_replica_map()
+    toks = sorted(tmap)
+    sample = ids[: min(n, 50_000)].tolist()
+    from cassandra.metadata import Murmur3Token
+
+    def peer() -> None:
+        for v in sample:
+            t = Murmur3Token.hash_fn(int(v).to_bytes(8, "big", signed=True))
+            i = bisect.bisect_left(toks, t)
+            tmap[toks[0 if i == len(toks) else i]]
+
+    nts.replicas_many(ids[:10])  # the replica table, built once
+    _compare(benchmark, "NetworkTopologyStrategy.replicas_many, bigint (numpy)", lambda: nts.replicas_many(ids), n,
+             peer, len(sample))
+
+
+def test_cassandra_random_partitioner(benchmark: Any) -> None:
+    pytest.importorskip("cassandra")
+    from cassandra.metadata import MD5Token
+
+    rng = random.Random(2)
+    ring = {f"n{i}": [rng.randrange(0, 2**127) for _ in range(16)] for i in range(12)}
+    r = cassandra.RandomTokenRouter(ring, cql_type="text")
+    n = _n(benchmark)
+    keys = [f"user:{i}" for i in range(n)]
+    flat = sorted(t for ts in ring.values() for t in ts)
+    sample = keys[: min(n, 50_000)]
+
+    def peer() -> None:
+        for k in sample:
+            bisect.bisect_left(flat, MD5Token.hash_fn(k.encode()))
+
+    _compare(benchmark, "RandomTokenRouter.route_many, list of str", lambda: r.route_many(keys), n, peer,
+             len(sample))
+
+
+def test_vitess_binary_md5(benchmark: Any) -> None:
+    r = vitess.VitessRouter(vitess.generate_shard_ranges(512), "binary_md5")
+    starts = sorted(vitess.parse_shard_name(s)[0] for s in r.shards)
+    n = _n(benchmark)
+    keys = [f"user-{i}@example.com" for i in range(n)]
+    sample = keys[: min(n, 50_000)]
+
+    def peer() -> None:
+        for k in sample:
+            bisect.bisect_right(starts, int.from_bytes(hashlib.md5(k.encode()).digest()[:8], "big"))
+
+    _compare(benchmark, "VitessRouter(binary_md5, 512 shards).route_many, list of str", lambda: r.route_many(keys),
+             n, peer, len(sample))
+
+
+@pytest.mark.parametrize("key_hash", ["murmur", "one_at_a_time"])
+def test_twemproxy_other_hashes(benchmark: Any, key_hash: str) -> None:
+    r = ketama.KetamaRouter([f"10.0.0.{i}:6379" for i in range(8)], flavor="twemproxy", key_hash=key_hash)
+    n = _n(benchmark)
+    keys = [f"session:{i}" for i in range(n)]
+    sample = keys[: min(n, 20_000)]
+    _compare(benchmark, f"twemproxy {key_hash}: route_many, list of str", lambda: r.route_many(keys), n,
+             lambda: [r.route_index(k) for k in sample], len(sample))
+
+
+@pytest.mark.parametrize("t", ["interval", "bool"])
+def test_postgres_more_types(benchmark: Any, t: str) -> None:
+    n = _n(benchmark)
+    rng = np.random.default_rng(3)
+    items: list[Any]
+    if t == "interval":
+        values: Any = rng.integers(-10**12, 10**12, n).astype("timedelta64[us]")
+        items = [dt.timedelta(microseconds=int(x)) for x in values[: min(n, 50_000)].astype(np.int64)]
+    else:
+        values = rng.integers(0, 2, n).astype(bool)
+        items = [bool(x) for x in values[: min(n, 50_000)]]
+    _compare(benchmark, f"postgres.hash_extended_array({t}), numpy", lambda: pg.hash_extended_array(values, t), n,
+             lambda: [pg.hash_extended(v, t) for v in items], len(items))

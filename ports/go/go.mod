@@ -1,0 +1,3 @@
+module shardhash
+
+go 1.19

@@ -1,0 +1,235 @@
+# distutils: sources = [src/shardhash/_core/hash/sh_des.c, src/shardhash/_core/hash/sh_xxhash.c, src/shardhash/_core/hash/sh_xxhash_avx512.c, src/shardhash/_core/hash/sh_xxhash_batch.c, src/shardhash/_core/common/sh_cpu.c]
+"""Compiled bindings of Vitess (private; the public API is
+:mod:`shardhash.compat.vitess`): the hash vindex (DES, all-zero key), the
+xxhash vindex and the key ranges' key router."""
+
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.ref cimport PyObject
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+
+from shardhash._common cimport sh_job, key_index_fn, KEY_NOT_MINE, sh_exact_raw, sh_decimal, SH_OK
+from shardhash._intake cimport seq_kernel, SH_SEQ_HEADER32
+from shardhash.compat._native_base cimport _RangeKeys, bytes_of, offs, count_le, map_array, map_offsets
+
+import numpy as np
+
+__all__ = ["des_encrypt_zero_key", "des_decrypt_zero_key", "xxh64", "des_encrypt_zero_key_array",
+           "xxh64_offsets", "xxh64_kernels", "xxh64_decimal_int64", "vitess_xxhash_seq", "VitessKeys"]
+
+cdef extern from "sh_des.h" nogil:
+    ctypedef struct sh_des_ctx:
+        pass
+    void sh_des_setkey(sh_des_ctx *ctx, const uint8_t *key)
+    uint64_t sh_des_encrypt(const sh_des_ctx *ctx, uint64_t block)
+    uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block)
+    void sh_des_encrypt_batch(const sh_des_ctx *ctx, const uint64_t *inp, size_t n, uint64_t *out)
+
+cdef extern from "sh_xxhash.h" nogil:
+    uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
+    void sh_xxh64_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed, uint64_t *out)
+    void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                uint64_t *out)
+    void sh_xxh64_batch_init()
+    const char *sh_xxh64_batch_kernel()
+    int sh_xxh64_avx512_available()
+    void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
+                                 uint64_t *out)
+    void sh_xxh64_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed, uint64_t *out)
+    void sh_xxh64_ptrs32_batch(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
+                               uint64_t *out)
+
+cdef extern from "sh_common.h" nogil:
+    uint64_t sh_swap64(uint64_t x)
+
+cdef object _DT_U64 = np.dtype(np.uint64)
+
+# xxh64 of Arrow data: the AVX-512 kernel where the CPU has it
+sh_xxh64_batch_init()
+
+
+def _simd_kernel():
+    """The kernel this build and CPU run for xxh64 over Arrow data."""
+    return sh_xxh64_batch_kernel().decode("ascii")
+
+
+# The Vitess `hash` vindex encrypts with an all-zero DES key.  The expanded
+# key is built once at import and only read afterwards (thread-safe).
+cdef sh_des_ctx _ZERO_KEY_DES
+cdef uint8_t _zero_key[8]
+_zero_key[:] = [0, 0, 0, 0, 0, 0, 0, 0]
+sh_des_setkey(&_ZERO_KEY_DES, _zero_key)
+
+
+def des_encrypt_zero_key(uint64_t block) -> int:
+    """DES (all-zero key) of one block, a big-endian uint64 value."""
+    return sh_des_encrypt(&_ZERO_KEY_DES, block)
+
+
+def des_decrypt_zero_key(uint64_t block) -> int:
+    """The inverse of :func:`des_encrypt_zero_key`."""
+    return sh_des_decrypt(&_ZERO_KEY_DES, block)
+
+
+def xxh64(const uint8_t[::1] data not None) -> int:
+    """xxh64 (seed 0) of a bytes-like object."""
+    return sh_xxh64(bytes_of(data), <size_t>data.shape[0], 0)
+
+
+cdef ptrdiff_t _k_des(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    sh_des_encrypt_batch(&_ZERO_KEY_DES, <const uint64_t *>j.data + s, <size_t>(e - s), <uint64_t *>j.out + s)
+    return SH_OK
+
+
+cdef int _XXH_MODES[6]  # the ctx of _k_xxh64 and _k_xxh64_decimal: kernel * 2 + swap
+for _i in range(6):
+    _XXH_MODES[_i] = _i
+_XXH_KERNELS = ("batch", "scalar", "avx512")  # kernel 0: the one chosen for this CPU
+
+
+cdef inline void _swap_u64(uint64_t *out, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = sh_swap64(out[i])
+
+
+cdef ptrdiff_t _k_xxh64(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.ctx: an entry of _XXH_MODES.  Kernel 0 is the one chosen for this CPU: eight keys per
+    # AVX-512 vector (sh_xxhash_simd.h), else keys queued by length and hashed by code compiled
+    # per length (sh_xxhash.c).  With swap, each hash is byte-swapped
+    # (its big-endian bytes: Vitess's keyspace id) while the chunk is in the cache.
+    cdef int mode = (<const int *>j.ctx)[0]
+    cdef const uint8_t *data = <const uint8_t *>j.data
+    cdef uint64_t *out = <uint64_t *>j.out + s
+    cdef size_t n = <size_t>(e - s)
+    cdef int kernel = mode >> 1
+    if kernel == 2:
+        sh_xxh64_offsets_avx512(data, offs(j, s), n, 0, out)
+    elif kernel == 1:
+        sh_xxh64_offsets(data, offs(j, s), n, 0, out)
+    else:
+        sh_xxh64_offsets_batch(data, offs(j, s), n, 0, out)
+    if mode & 1:
+        _swap_u64(out, e - s)
+    return SH_OK
+
+
+cdef ptrdiff_t _k_xxh64_decimal(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    # job.ctx: an entry of _XXH_MODES (only its swap bit counts)
+    cdef const int64_t *v = <const int64_t *>j.data
+    cdef uint64_t *out = <uint64_t *>j.out
+    cdef bint swap = (<const int *>j.ctx)[0] & 1
+    cdef char buf[24]
+    cdef Py_ssize_t i
+    for i in range(s, e):
+        out[i] = sh_xxh64(buf, <size_t>sh_decimal(v[i], buf), 0)
+    if swap:
+        _swap_u64(out + s, e - s)
+    return SH_OK
+
+
+def des_encrypt_zero_key_array(const uint64_t[::1] blocks not None, threads=None):
+    """DES (all-zero key) of each block, blocks as big-endian uint64 values."""
+    return map_array(_k_des, blocks, None, _DT_U64, False, threads)
+
+
+def xxh64_offsets(const uint8_t[::1] data not None, const int64_t[::1] offsets not None,
+                  threads=None, *, bint swap=False):
+    """xxh64 (seed 0) of every (data, offsets) key; with ``swap``, each
+    byte-swapped (read as a big-endian number: a Vitess keyspace id)."""
+    return map_offsets(_k_xxh64, data, offsets, None, _DT_U64, False, threads, 0, &_XXH_MODES[swap])
+
+
+def xxh64_kernels():
+    """The XXH64 batch kernels this build and CPU can run: "scalar", and
+    "avx512" where the CPU has it (see :func:`_xxh64_offsets_with`)."""
+    return ["scalar"] + (["avx512"] if sh_xxh64_avx512_available() else [])
+
+
+def _xxh64_offsets_with(str kernel, const uint8_t[::1] data not None, const int64_t[::1] offsets not None,
+                        threads=None):
+    """:func:`xxh64_offsets` with a named kernel instead of the one chosen
+    for this CPU (for the tests that hold every kernel to the reference, and
+    the benchmarks that compare them)."""
+    if kernel not in xxh64_kernels():
+        raise ValueError(f"the {kernel!r} XXH64 kernel is not available here ({xxh64_kernels()})")
+    cdef int which = _XXH_KERNELS.index(kernel)
+    return map_offsets(_k_xxh64, data, offsets, None, _DT_U64, False, threads, 0, &_XXH_MODES[2 * which])
+
+
+def xxh64_decimal_int64(const int64_t[::1] values not None, threads=None, *, bint swap=False):
+    """xxh64 (seed 0) of each value's decimal text (Vitess ``xxhash`` over
+    ints); with ``swap``, each byte-swapped (a Vitess keyspace id)."""
+    return map_array(_k_xxh64_decimal, values, None, _DT_U64, False, threads, 0, &_XXH_MODES[swap])
+
+
+cdef void _pk_xxh_swapped(const void *ctx, const uint8_t *const *ptrs, const int64_t *lens, size_t n,
+                          void *out) noexcept nogil:
+    # the kernel may read the 32 bytes before a key's end where the headers are that long
+    if SH_SEQ_HEADER32:
+        sh_xxh64_ptrs32_batch(ptrs, lens, n, 0, <uint64_t *>out)
+    else:
+        sh_xxh64_ptrs(ptrs, lens, n, 0, <uint64_t *>out)
+    _swap_u64(<uint64_t *>out, <Py_ssize_t>n)
+
+
+def vitess_xxhash_seq(keys, convert, threads=None):
+    """Vitess ``xxhash`` keyspace ids (xxh64 of each key, byte-swapped, as
+    uint64) of a list, tuple or numpy array of keys (read in place, see
+    ``shardhash._intake.seq_kernel``; with ``threads`` > 1 on helper
+    threads): bytes-like keys as they are, str as UTF-8, any other key
+    through ``convert(key) -> bytes``; None for other inputs."""
+    return seq_kernel(keys, _pk_xxh_swapped, NULL, _DT_U64, convert, True, threads, False)
+
+
+cdef class VitessKeys(_RangeKeys):
+    """Vitess key ranges: sorted range starts (uint64 keyspace ids, the first
+    0) and their shards; xxhash: the xxhash vindex, else the hash vindex."""
+    cdef bint xx
+
+    def __init__(self, starts, owners, bint xxhash):
+        self._fresh()
+        a = self._ranges(starts, owners, np.uint64, "one owner per range, the first starting at 0")
+        if a[0] != 0:
+            raise ValueError("one owner per range, the first starting at 0")
+        self.xx = xxhash
+
+    cdef key_index_fn _fn(self):
+        return _vitess_index
+
+
+cdef int32_t _vitess_index(void *ctx, PyObject *key) except -1:
+    cdef VitessKeys s = <VitessKeys>ctx
+    cdef long long v
+    cdef int overflow = 0
+    cdef uint64_t k, hx
+    cdef Py_ssize_t n
+    cdef const char *p
+    cdef char buf[24]
+    cdef int i
+    if s.xx:
+        p = sh_exact_raw(key, &n, True, True)
+        if p == NULL:
+            if <object>key is None:
+                p = buf
+                n = 0
+            elif PyLong_CheckExact(<object>key):
+                v = PyLong_AsLongLongAndOverflow(<object>key, &overflow)
+                if overflow != 0:
+                    return KEY_NOT_MINE
+                n = sh_decimal(v, buf)
+                p = buf
+            else:
+                return KEY_NOT_MINE
+        hx = sh_xxh64(p, <size_t>n, 0)
+        k = 0
+        for i in range(8):  # the little-endian digest bytes, read big-endian
+            k = (k << 8) | ((hx >> (8 * i)) & 0xFF)
+    else:
+        if not PyLong_CheckExact(<object>key):
+            return KEY_NOT_MINE
+        v = PyLong_AsLongLongAndOverflow(<object>key, &overflow)
+        if overflow != 0:
+            return KEY_NOT_MINE
+        k = sh_des_encrypt(&_ZERO_KEY_DES, <uint64_t>v)
+    # starts[0] == 0 <= k: at least one start is <= k
+    return s.owners[count_le(<const uint64_t *>s.bounds, s.m, k) - 1]

@@ -1,0 +1,228 @@
+"""cluster.atransaction / cluster.aread (shardhash.migrate.aclient) on SQLite
+(aiosqlite) and PostgreSQL (psycopg async, psycopg_pool): the same checks as
+the sync client, waits that do not block the event loop, and a migration
+under async writers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shardhash import plan
+from shardhash.migrate import Cluster, FenceTimeout, Migration, ShardKeyError, StaleRouteError
+from tests._support import oracle_required
+from tests.migrate._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+
+if not oracle_required():  # (in CI a missing driver fails the import below)
+    pytest.importorskip("aiosqlite", reason="pip install 'shardhash[async]'")
+
+FOUR = ["s0", "s1", "s2", "s3"]
+
+
+@pytest.fixture
+def root(tmp_path: Path, backend: str) -> Iterator[Path]:
+    if backend != "sqlite" and not oracle_required():
+        pytest.importorskip("psycopg_pool", reason="pip install 'shardhash[async]'")
+    yield tmp_path
+    drop_cluster(tmp_path, backend)
+
+
+def test_writes_land_on_the_owner_and_reads_read_them(root: Path, backend: str) -> None:
+    path = make_cluster(root, FOUR, backend=backend)
+    cl = Cluster.load(path)
+    r = cl.router()
+
+    async def main() -> list[Any]:
+        async def one(k: int) -> None:
+            async with cl.atransaction(k) as tx:
+                await tx.execute(UPSERT, (k, f"u{k}", k))
+                assert tx.shard == r.route(k)
+        await asyncio.gather(*(one(k) for k in range(1, 121)))
+        out = []
+        for k in (5, 77):
+            async with cl.aread(k) as tx:
+                out.append(await tx.fetchone("SELECT name, n FROM users WHERE id = ?", (k,)))
+        await cl.aclose()
+        return out
+
+    got = asyncio.run(main())
+    assert [tuple(x) for x in got] == [("u5", 5), ("u77", 77)]
+    for s in FOUR:
+        rows = shard_rows(root, s)
+        assert rows and all(r.route(k) == s for k in rows)
+    assert sum(len(shard_rows(root, s)) for s in FOUR) == 120
+    cl.close()
+
+
+def test_a_stale_router_is_refreshed_and_retried(root: Path, backend: str) -> None:
+    path = make_cluster(root, FOUR, users=200, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path)
+    old = cl.router()
+    mover = Cluster.load(path)
+    new, _ = plan.add_shards(mover.router(), "s4")
+    assert Migration.create(mover, "users", new).run() == "retained"
+    k = next(k for k in range(1, 201) if new.route(k) == "s4")
+
+    async def main() -> str:
+        async with cl.atransaction(k) as tx:
+            await tx.execute("UPDATE users SET n = 9 WHERE id = ?", (k,))
+            shard: str = tx.shard
+        await cl.aclose()
+        return shard
+
+    assert asyncio.run(main()) == "s4"
+    assert shard_rows(root, "s4")[k][2] == 9 and shard_rows(root, old.route(k))[k][2] == 0
+    assert cl.metrics.stale_retries == 1
+    none_left = Cluster.load(path, retries=0)
+    none_left._routers["users"] = old
+
+    async def refused() -> None:
+        try:
+            async with none_left.atransaction(k) as tx:
+                await tx.execute("UPDATE users SET n = 10 WHERE id = ?", (k,))
+        finally:
+            await none_left.aclose()
+
+    with pytest.raises(StaleRouteError):
+        asyncio.run(refused())
+    cl.close()
+    mover.close()
+    none_left.close()
+
+
+def test_a_frozen_key_waits_without_blocking_the_loop(root: Path, backend: str) -> None:
+    path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path, wait_timeout=10)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(cl, "users", new)
+    m.run(cutover=False)
+    k = next(k for k in range(1, 301) if new.route(k) == "s4")
+    src = old.route(k)
+    m._set_units(src, "source", ("copying",), "frozen")
+    threading.Timer(0.4, m._set_units, args=(src, "source", ("frozen",), "copying")).start()
+
+    async def main() -> tuple[int, float]:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        async def write() -> float:
+            t0 = time.perf_counter()
+            async with cl.atransaction(k) as tx:
+                await tx.execute("UPDATE users SET n = 7 WHERE id = ?", (k,))
+            done.set()
+            return time.perf_counter() - t0
+
+        t = asyncio.create_task(ticker())
+        waited = await write()
+        await t
+        await cl.aclose()
+        return ticks, waited
+
+    ticks, waited = asyncio.run(main())
+    assert waited >= 0.3 and ticks >= 10  # (the loop ran other tasks while the write waited)
+    assert shard_rows(root, src)[k][2] == 7
+    short = Cluster.load(path, wait_timeout=0.2)
+    m._set_units(src, "source", ("copying",), "frozen")
+
+    async def times_out() -> None:
+        try:
+            async with short.atransaction(k) as tx:
+                await tx.execute("UPDATE users SET n = 8 WHERE id = ?", (k,))
+        finally:
+            await short.aclose()
+
+    with pytest.raises(FenceTimeout):
+        asyncio.run(times_out())
+    assert shard_rows(root, src)[k][2] == 7
+    m._set_units(src, "source", ("frozen",), "copying")
+    assert m.run() == "retained"
+    cl.close()
+    short.close()
+
+
+def test_the_guard_refuses_a_row_of_another_key(root: Path, backend: str) -> None:
+    path = make_cluster(root, FOUR, users=50, backend=backend)
+    cl = Cluster.load(path)
+    r = cl.router()
+    same = next(k for k in range(2, 50) if r.route(k) == r.route(1))
+
+    async def main() -> None:
+        try:
+            async with cl.atransaction(1) as tx:
+                await tx.execute("UPDATE users SET n = 5 WHERE id = ?", (1,))
+                await tx.execute("UPDATE users SET n = 5 WHERE id = ?", (same,))
+        finally:
+            await cl.aclose()
+
+    with pytest.raises(ShardKeyError):
+        asyncio.run(main())
+    rows = shard_rows(root, r.route(1))
+    assert rows[1][2] == 0 and rows[same][2] == 0
+    cl.close()
+
+
+def test_a_migration_under_async_writers_loses_nothing(root: Path, backend: str) -> None:
+    path = make_cluster(root, FOUR, users=400, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path, retries=5)
+    acks: dict[int, int | None] = {}
+    stop = threading.Event()
+    counts = [0, 0, 0, 0]
+
+    async def writers() -> None:
+        async def writer(w: int) -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                k = 1 + (n * 8 + w) % 450
+                async with cl.atransaction(k) as tx:
+                    if n % 9 == 0:
+                        await tx.execute("DELETE FROM users WHERE id = ?", (k,))
+                        v = None
+                    else:
+                        await tx.execute(UPSERT, (k, "w", n))
+                        v = n
+                acks[k] = v
+                counts[w] += 1
+                await asyncio.sleep(0.001)
+        try:
+            await asyncio.gather(*(writer(w) for w in range(4)))
+        finally:
+            await cl.aclose()
+
+    t = threading.Thread(target=asyncio.run, args=(writers(),))
+    t.start()
+    time.sleep(0.2)
+    mover = Cluster.load(path)
+    new, _ = plan.add_shards(mover.router(), "s4")
+    m = Migration.create(mover, "users", new)
+    assert m.run(chunk=100) == "retained"
+    time.sleep(0.2)
+    stop.set()
+    t.join()
+    m.cleanup()
+    assert min(counts) > 0 and sum(counts) >= 40, counts
+    final: dict[int, tuple[Any, ...]] = {}
+    for s in FOUR + ["s4"]:
+        for k, row in shard_rows(root, s).items():
+            assert k not in final and new.route(k) == s, (k, s)
+            final[k] = row
+    for k, v in acks.items():
+        if v is None:
+            assert k not in final
+        else:
+            assert final[k][2] == v
+    cl.close()
+    mover.close()
