@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from shardhash.migrate.cluster import open_backend
-from shardhash.migrate.mysql import MySQLShard, connect_args, qi, ql, to_driver
+from shardhash.migrate.mysql import MySQLShard, connect_args, driver_text, qi, ql, to_driver
 from tests._mariadb import drop_databases, need_mysql, raw_connect, with_database
 
 
@@ -54,9 +54,13 @@ def test_identifiers_and_literals_are_quoted_once() -> None:
 
 def test_placeholders_outside_names_and_literals_become_the_drivers() -> None:
     assert to_driver("SELECT ? FROM t WHERE a = ?") == "SELECT %s FROM t WHERE a = %s"
-    # a ? or % inside a quoted name or a string literal is text; every other % is escaped
-    assert to_driver("SELECT '?%', `a?`, \"b?\" WHERE x LIKE 'y%' AND z = ? AND w % 2 = 1") == \
-        "SELECT '?%', `a?`, \"b?\" WHERE x LIKE 'y%' AND z = %s AND w %% 2 = 1"
+    # a ? inside a quoted name or a string literal is text; every % is escaped, quoted ones too
+    # (mysqlclient formats the whole text when values are bound)
+    assert to_driver("SELECT '?%', `a?%s`, \"b?\" WHERE x LIKE 'y%' AND z = ? AND w % 2 = 1") == \
+        "SELECT '?%%', `a?%%s`, \"b?\" WHERE x LIKE 'y%%' AND z = %s AND w %% 2 = 1"
+    # the backend's own %s statements: only a %s outside quotes stays a placeholder
+    assert driver_text("SELECT `a%s`, 'b%s', \"%\" FROM t WHERE a = %s AND b % 2 = 1") == \
+        "SELECT `a%%s`, 'b%%s', \"%%\" FROM t WHERE a = %s AND b %% 2 = 1"
     # MySQL's backslash escape inside a literal does not end it
     assert to_driver("SELECT 'it\\'s ?' , ?") == "SELECT 'it\\'s ?' , %s"
 
