@@ -166,6 +166,29 @@ def test_failed_transaction_leaves_nothing(mroot: Path, meta: str) -> None:
     cl.close()
 
 
+def test_fence_breaks_and_upserts_on_every_store(mroot: Path, meta: str) -> None:
+    path = make_cluster(mroot, FOUR, metadata=meta)
+    cl = Cluster.load(path)
+    try:
+        m = cl.metadata
+        m.put("m", "key", 1)
+        m.put("m", "key", 2)  # (an upsert: the row is replaced, the column named key read back)
+        assert m.progress("m") == {"key": 2}
+        assert m.break_fence("m", 1) == "aborted"
+        assert m.break_fence("m", 1) == "aborted"  # (recorded once)
+        assert m.fence_aborted(None, "m", 1) and not m.fence_aborted(None, "m", 2)
+        assert [msg for _ts, msg in m.events("m")].count(
+            "fence attempt 1 aborted by a writer that waited past its deadline") == 1
+        with m.tx() as c:
+            m.put("m", "committed_at", 1.5, c)
+        assert m.break_fence("m", 2) == "committed" and not m.fence_aborted(None, "m", 2)
+        with m.tx() as c:
+            m.set_shard(c, "s0", "sqlite:elsewhere.db", ["sqlite:r.db"])
+        assert m.shard_map()["s0"] == ("sqlite:elsewhere.db", ["sqlite:r.db"])
+    finally:
+        cl.close()
+
+
 @pytest.mark.parametrize("point", ["before-commit", "after-commit"])
 def test_sigkill_at_the_decision_point_then_resume(mroot: Path, meta: str, point: str) -> None:
     path = make_cluster(mroot, FOUR, users=800, extra_shards=["s4"], metadata=meta)
