@@ -429,7 +429,7 @@ class MySQLShard(SystemTables):
     def _clear_vars(self, c: Any) -> None:
         if c.vars_set:
             self.execute(c, "SET @shardhash_skip = NULL, @shardhash_guard_grp = NULL, @shardhash_guard_key = NULL, "
-                  "@shardhash_nocapture = NULL")
+                         "@shardhash_nocapture = NULL")
             c.vars_set = False
 
     # ------------------------------------------------------------ schema
@@ -776,7 +776,7 @@ class MySQLShard(SystemTables):
         for i in range(0, len(rows), MULTI_ROWS):
             part = rows[i:i + MULTI_ROWS]
             self.execute(c, head + ", ".join(one for _ in part) + " ON DUPLICATE KEY UPDATE " + upd,
-                  list(chain.from_iterable(part)))
+                         list(chain.from_iterable(part)))
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
         """Inside the caller's transaction: insert every row with plain
@@ -811,7 +811,7 @@ class MySQLShard(SystemTables):
         for i in range(0, len(rows), MULTI_ROWS):
             part = rows[i:i + MULTI_ROWS]
             self.execute(c, head + ", ".join(one for _ in part) + f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}",
-                  list(chain.from_iterable(part)))
+                         list(chain.from_iterable(part)))
 
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
         """The snapshot copy's fast path: plain multi-row INSERTs of every
