@@ -16,9 +16,11 @@ settings.load_profile(os.environ.get("SHARDHASH_HYPOTHESIS", "default"))
 
 
 def pytest_sessionfinish() -> None:
-    """Stop the session's throwaway PostgreSQL server, if a test started one (tests/_postgres.py)."""
+    """Stop the session's throwaway PostgreSQL and MariaDB servers, if a test started one
+    (tests/_postgres.py, tests/_mariadb.py)."""
     import sys
 
-    pg = sys.modules.get("tests._postgres")
-    if pg is not None:
-        pg.stop_throwaway()
+    for name in ("tests._postgres", "tests._mariadb"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            mod.stop_throwaway()

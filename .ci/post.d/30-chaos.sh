@@ -3,8 +3,9 @@
 # the default test run): at least 100 migrations on SQLite, each executor
 # SIGKILLed at random points and resumed, under writer processes that log
 # every acknowledged write; then the invariants are checked (see
-# tests/migrate/test_chaos.py).  The PostgreSQL set runs too when the server
-# from .ci/pre.d/10-postgres.sh is up (in CI a missing server fails).
+# tests/migrate/test_chaos.py).  The PostgreSQL and MariaDB sets (20 migrations
+# each) run too, on the servers from .ci/pre.d/10-postgres.sh and 30-mariadb.sh
+# (in CI a missing server fails).
 #
 # The sagas' crash injection follows (see the end of this file).
 #

@@ -75,6 +75,18 @@ def _ident(what: str, name: Any) -> str:
     return '"' + name + '"'
 
 
+#: SQL dialects of a store: "standard" (SQLite, PostgreSQL) or "mysql" (MariaDB / MySQL).
+_DIALECTS = ("standard", "mysql")
+#: Longest value (UTF-8 bytes) a MySQL lookup table holds: its primary key is a VARBINARY.
+MYSQL_MAX_VALUE = 1024
+
+
+def _dialect(dialect: Any) -> str:
+    if dialect not in _DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(_DIALECTS)}, got {dialect!r}")
+    return str(dialect)
+
+
 def _placeholder(what: str, placeholder: Any) -> str:
     if not isinstance(placeholder, str) or placeholder not in ("?", "%s"):
         raise ValueError(f"{what} placeholder must be '?' (sqlite3, a Cluster) or '%s' (psycopg), "
@@ -127,10 +139,14 @@ class FactoryStore:
 
     Each transaction opens a connection, runs, commits (writes) or rolls back
     (reads), and closes it.  ``placeholder``: ``"?"`` (sqlite3) or ``"%s"``
-    (psycopg).
+    (psycopg, mysqlclient).  ``dialect="mysql"`` for MariaDB / MySQL shards,
+    whose connections must read ``"name"`` as an identifier and count the
+    rows an UPDATE matched (``sql_mode`` ANSI_QUOTES, the FOUND_ROWS client
+    flag: :func:`shardhash.migrate.mysql.open_raw` opens such a connection).
     """
 
-    def __init__(self, shards: Mapping[str, Callable[[], Any]], router: Any, *, placeholder: str = "?") -> None:
+    def __init__(self, shards: Mapping[str, Callable[[], Any]], router: Any, *, placeholder: str = "?",
+                 dialect: str = "standard") -> None:
         if not isinstance(shards, Mapping) or not shards:
             raise TypeError("shards must be a non-empty mapping {shard: connection factory}")
         missing = [s for s in router.shards if s not in shards]
@@ -139,6 +155,7 @@ class FactoryStore:
         self._f = dict(shards)
         self.router = router
         self.placeholder = _placeholder("the", placeholder)
+        self.dialect = _dialect(dialect)
 
     def shard_of(self, key: Any) -> str:
         return str(self.router.route(key))
@@ -190,6 +207,17 @@ class ClusterStore:
         self.group = group
         self.placeholder = _placeholder("the", placeholder)
         cluster.group(group)  # fails early on an unknown group
+
+    @property
+    def dialect(self) -> str:
+        """"mysql" when the group's shards are MariaDB / MySQL ones, else "standard"."""
+        # (the group's declared shards: readable before the cluster's init)
+        kinds = {getattr(self.cluster.backend(s), "kind", "") == "mysql"
+                 for s in self.cluster.group(self.group).router.shards}
+        if len(kinds) > 1:
+            raise ValueError(f"group {self.group!r} mixes MySQL and other shards: a lookup table's statements "
+                             "are written for one of the two; keep a lookup group on one kind of backend")
+        return "mysql" if kinds == {True} else "standard"
 
     def shard_of(self, key: Any) -> str:
         return str(self.cluster.router(self.group).route(key))
@@ -247,6 +275,7 @@ class LookupIndex:
         self.grace = float(grace)
         self.clock = clock
         p = self._p = _placeholder("the lookup store's", getattr(lookup, "placeholder", "?"))
+        self._mysql = _dialect(getattr(lookup, "dialect", "standard")) == "mysql"
         po = self._po = _placeholder("the owner store's", getattr(owner, "placeholder", "?"))
         # Columns in expressions are qualified by the table: SQLite reads an
         # unknown bare "name" as a string literal, an unknown "table"."name" is an error.
@@ -256,7 +285,7 @@ class LookupIndex:
                                                                                     "created"))
         # Every fixed statement, built once from the quoted names and the
         # placeholders (values are always bound parameters).
-        self._sql = {
+        self._sql: dict[str, str] = {
             "create": f'CREATE TABLE IF NOT EXISTS {t} ("value" TEXT PRIMARY KEY, "owner_id" TEXT NOT NULL, '
                       f'"state" TEXT NOT NULL, "created" DOUBLE PRECISION NOT NULL)',
             "reserve": f'INSERT INTO {t} ("value", "owner_id", "state", "created") VALUES ({p}, {p}, {p}, {p}) '
@@ -275,6 +304,17 @@ class LookupIndex:
             "owner_change": f"UPDATE {ot} SET {ov} = {po} WHERE {tok} = {po} AND {tov} = {po}",
             "owner_delete": f"DELETE FROM {ot} WHERE {tok} = {po} AND {tov} = {po}",
         }
+        if self._mysql:
+            # MariaDB / MySQL: no ON CONFLICT, and a TEXT column cannot be a
+            # primary key; the value is a byte-exact VARBINARY (a VARCHAR's
+            # collation would make 'a' and 'a ' or 'A' one value), read back
+            # as text.  (INSERT IGNORE: the value's length is checked before.)
+            self._sql.update(
+                create=f'CREATE TABLE IF NOT EXISTS {t} ("value" VARBINARY({MYSQL_MAX_VALUE}) PRIMARY KEY, '
+                       f'"owner_id" TEXT NOT NULL, "state" VARCHAR(16) NOT NULL, "created" DOUBLE NOT NULL)',
+                reserve=f'INSERT IGNORE INTO {t} ("value", "owner_id", "state", "created") VALUES ({p}, {p}, {p}, {p})',
+                scan=f"SELECT CONVERT({value} USING utf8mb4), {owner_id}, {state}, {created} FROM {t} "
+                     f"WHERE {created} <= {p}")
         # test hook: called between the lookup row and the owner row
         self._between: Callable[[], None] | None = None
 
@@ -338,6 +378,9 @@ class LookupIndex:
         (inserted it or took it over), None when the row was already the
         owner's (a repeat, or a retry after a crash)."""
         sql, oid, now = self._sql, _oid(owner_id), self.clock()
+        if self._mysql and isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > MYSQL_MAX_VALUE:
+            raise ValueError(f"{self.name} value of {len(value.encode('utf-8', 'surrogatepass'))} bytes: a MySQL "
+                             f"lookup table holds values of at most {MYSQL_MAX_VALUE} bytes (UTF-8)")
         with self.lookup_store.write(value) as tx:
             n = tx.execute(sql["reserve"], (value, oid, "pending", now)).rowcount
             holder, state, created = tx.execute(sql["holder"], (value,)).fetchone()

@@ -1,5 +1,6 @@
-"""The databases the lookups tests run on: SQLite files, and PostgreSQL (one schema per shard) when
-tests/_postgres.py finds or starts a server (without one they skip; in CI a missing server fails)."""
+"""The databases the lookups tests run on: SQLite files, PostgreSQL (one schema per shard) when
+tests/_postgres.py finds or starts a server, and MariaDB (one database per shard) when tests/_mariadb.py
+finds or starts one (without a server they skip; in CI a missing server fails)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests._mariadb import drop_databases, need_mysql, with_database
 from tests._postgres import need_postgres
 
 NAMES = ["s0", "s1", "s2"]
@@ -23,11 +25,17 @@ class Backend:
     placeholder: str
     integrity: tuple[type[BaseException], ...]
     closers: list[Callable[[], None]] = field(default_factory=list)
+    dialect: str = "standard"
 
     def query(self, shard: str, sql: str) -> list[tuple[Any, ...]]:
         c = self.factories[shard]()
         try:
-            return [tuple(r) for r in _cursor(c).execute(sql).fetchall()]
+            cur = _cursor(c)
+            res = cur.execute(sql)  # (sqlite3 and psycopg return a cursor, mysqlclient a row count)
+            rows = (res if hasattr(res, "fetchall") else cur).fetchall()
+            # (MySQL: the lookup table's value column is a VARBINARY, read here as the text it holds)
+            return [tuple(v.decode() if isinstance(v, bytes) and self.dialect == "mysql" else v for v in r)
+                    for r in rows]
         finally:
             c.rollback()
             c.close()
@@ -101,3 +109,31 @@ def postgres_backend() -> Backend:
                 c.execute(f'DROP SCHEMA IF EXISTS "{sch}" CASCADE')
 
     return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (psycopg.IntegrityError,), [drop])
+
+
+def mariadb_backend() -> Backend:
+    url = need_mysql()
+    import MySQLdb
+
+    from shardhash.migrate.mysql import open_raw
+
+    tag = f"lsm{uuid.uuid4().hex[:10]}_"
+    urls = {s: with_database(url, tag + s) for s in NAMES}
+    pools: dict[str, list[Any]] = {s: [] for s in NAMES}
+
+    def connect(shard: str) -> _Pooled:
+        pool = pools[shard]
+        if pool:
+            return _Pooled(pool.pop(), pool)
+        raw = open_raw(urls[shard])  # (the database created when missing; ANSI_QUOTES, FOUND_ROWS)
+        raw.autocommit(False)  # (a transaction per block, as DB-API has it)
+        return _Pooled(raw, pool)
+
+    def drop() -> None:
+        for pool in pools.values():
+            while pool:
+                pool.pop().close()
+        drop_databases(url, tag)
+
+    return Backend({s: functools.partial(connect, s) for s in NAMES}, "%s", (MySQLdb.IntegrityError,), [drop],
+                   dialect="mysql")

@@ -214,8 +214,9 @@ def test_concurrent_double_submits_all_succeed(backend: Backend) -> None:
     # eight clients send the same registration at once: every one succeeds, one row of each kind remains
     idx = LookupIndex("email", owner_table="users",
                       lookup=FactoryStore(backend.factories, RingRouter(NAMES_B, vnodes=16),
-                                          placeholder=backend.placeholder),
-                      owner=FactoryStore(backend.factories, JumpRouter(NAMES_B), placeholder=backend.placeholder))
+                                          placeholder=backend.placeholder, dialect=backend.dialect),
+                      owner=FactoryStore(backend.factories, JumpRouter(NAMES_B), placeholder=backend.placeholder,
+                                         dialect=backend.dialect))
     idx.create_table()
     errors: list[BaseException] = []
     barrier = threading.Barrier(8)

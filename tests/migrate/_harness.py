@@ -1,5 +1,6 @@
-"""Builds small clusters for the migration tests, on SQLite files or on
-PostgreSQL schemas (one schema per shard in the test server's database)."""
+"""Builds small clusters for the migration tests, on SQLite files, on
+PostgreSQL schemas (one schema per shard in the test server's database) or on
+MariaDB databases (one per shard; ``backend`` is then the server's URL)."""
 
 from __future__ import annotations
 
@@ -20,15 +21,34 @@ UPSERT = ("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET nam
           "n = excluded.n")
 
 
+#: The same upsert on MariaDB / MySQL (no ON CONFLICT there).
+UPSERT_MYSQL = "INSERT INTO users VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), n = VALUES(n)"
+
+
+def upsert(tx: Any) -> str:
+    """:data:`UPSERT` in the dialect of the transaction's shard."""
+    return UPSERT_MYSQL if tx.backend.kind == "mysql" else UPSERT
+
+
+def is_mysql(backend: str) -> bool:
+    return backend.startswith(("mysql://", "mariadb://"))
+
+
 def shard_url(backend: str, root: Path, shard: str) -> str:
     if backend == "sqlite":
         return f"sqlite:{shard}.db"
+    if is_mysql(backend):
+        from tests._mariadb import with_database
+
+        return with_database(backend, f"t{_tag(root)}_{shard}")
     return f"postgresql:{backend} options='-csearch_path=t{_tag(root)}_{shard}'"
 
 
 def create_schemas(dsn: str, root: Path, names: Sequence[str]) -> None:
     """Create the PostgreSQL schema ``t<tag>_<name>`` of each name (the one
     ``shard_url`` names), the identifier quoted by psycopg."""
+    if is_mysql(dsn):
+        return  # (the MySQL backend creates the database a URL names)
     import psycopg
     from psycopg import sql
 
@@ -87,7 +107,8 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
     meta_url = "sqlite:meta.db"
     if metadata != "sqlite":
         create_schemas(metadata, root, ["meta"])
-        meta_url = f"postgresql:{metadata} options='-csearch_path=t{_tag(root)}_meta'"
+        meta_url = shard_url(metadata, root, "meta") if is_mysql(metadata) else \
+            f"postgresql:{metadata} options='-csearch_path=t{_tag(root)}_meta'"
     doc = {
         "metadata": meta_url,
         "shards": {s: {"primary": urls[s]} for s in every},
@@ -105,6 +126,11 @@ def make_cluster(root: Path, shards: list[str], router: Any = None, *, users: in
 def drop_cluster(root: Path, backend: str) -> None:
     """Drop a PostgreSQL cluster's schemas (SQLite files go with the folder)."""
     if backend == "sqlite" or not (root / ".tag").exists():
+        return
+    if is_mysql(backend):
+        from tests._mariadb import drop_databases
+
+        drop_databases(backend, f"t{_tag(root)}_")
         return
     import psycopg
 

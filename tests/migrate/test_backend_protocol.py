@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from shardhash.migrate import mysql
 from shardhash.migrate.backend import ShardBackend
 from shardhash.migrate.metadata import Metadata
+from shardhash.migrate.mysql import MySQLShard
 from shardhash.migrate.postgres import PGConnection, PostgresShard
 from shardhash.migrate.sqlite import SQLiteShard
+from tests._mariadb import drop_databases, need_mysql, new_database_url
 from tests._postgres import need_postgres
 
 
@@ -83,6 +86,52 @@ def test_postgres_implements_the_protocol_and_sends_its_statements_as_written(
 
         with psycopg.connect(dsn, autocommit=True) as pg:
             pg.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_mysql_implements_the_protocol_and_sends_its_statements_as_written(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    url = need_mysql()
+    prefix = "bp" + uuid.uuid4().hex[:8]
+    b: ShardBackend = MySQLShard(new_database_url(url, prefix))
+    assert isinstance(b, ShardBackend)
+    assert not isinstance(b, SQLiteShard)
+    assert b.placeholder == "%s" and b.quote_ident("a`b") == "`a``b`"
+
+    def no_translation(sql: str) -> str:
+        raise AssertionError(f"a backend statement went through the ? translation: {sql}")
+
+    monkeypatch.setattr(mysql, "to_driver", no_translation)
+    try:
+        _exercise(b)  # (names with % and ?: escaped for the driver, never read as placeholders)
+        c = b.connect()
+        try:  # the deadline table exists once the system tables do; a missing one reads as no deadline
+            assert b.fence_of(c, "other") is None
+            b.execute(c, "DROP TABLE _shardhash_fence")
+            assert b.fence_of(c, "m") is None
+            with b.writing(c):
+                b.ensure_system(c)
+                b.set_fence(c, "m", 2, 99.25)
+            assert b.fence_of(c, "m") == (2, 99.25)
+        finally:
+            c.close()
+    finally:
+        monkeypatch.undo()
+        b.close()
+        drop_databases(url, prefix)
+
+
+def test_the_mysql_application_connection_takes_question_marks_and_a_literal_percent() -> None:
+    url = need_mysql()
+    prefix = "bq" + uuid.uuid4().hex[:8]
+    b = MySQLShard(new_database_url(url, prefix))
+    c = b.connect()
+    try:
+        c.execute("CREATE TABLE `p%s?` (id BIGINT PRIMARY KEY, v TEXT)")
+        c.execute("INSERT INTO `p%s?` VALUES (?, CONCAT('%', ?))", (1, "x"))
+        assert list(c.execute("SELECT v, '?%s' FROM `p%s?` WHERE id = ?", (1,)).fetchall()) == [("%x", "?%s")]
+    finally:
+        c.close()
+        drop_databases(url, prefix)
 
 
 def test_the_application_connection_still_takes_question_marks() -> None:

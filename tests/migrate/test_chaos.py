@@ -35,6 +35,7 @@ the invariants are checked:
 
 ``SHARDHASH_CHAOS_MIGRATIONS`` sets the number of migrations on SQLite
 (default 100), ``SHARDHASH_CHAOS_PG_MIGRATIONS`` on PostgreSQL (default 20),
+``SHARDHASH_CHAOS_MYSQL_MIGRATIONS`` on MariaDB (default 20),
 ``SHARDHASH_CHAOS_SEED`` the seed (printed before the run).
 """
 
@@ -500,9 +501,11 @@ def _require(i: int, cs: dict[str, Any]) -> None:
 
 
 def test_crash_injection(tmp_path: Path, backend: str, capsys: pytest.CaptureFixture[str]) -> None:
-    name = "sqlite" if backend == "sqlite" else "postgresql"
+    name = "sqlite" if backend == "sqlite" else "mariadb" if backend.startswith("mysql://") else "postgresql"
     if backend == "sqlite":
         total = int(os.environ.get("SHARDHASH_CHAOS_MIGRATIONS", "100"))
+    elif name == "mariadb":
+        total = int(os.environ.get("SHARDHASH_CHAOS_MYSQL_MIGRATIONS", "20"))
     else:
         total = int(os.environ.get("SHARDHASH_CHAOS_PG_MIGRATIONS", "20"))
     seed = int(os.environ.get("SHARDHASH_CHAOS_SEED", str(int(time.time()))))
@@ -588,7 +591,7 @@ def test_a_rollback_before_the_cutover_resumes_after_a_kill(tmp_path: Path, back
 
 def test_a_rollback_before_the_cutover_does_not_deadlock_with_a_writer(tmp_path: Path, backend: str) -> None:
     if backend == "sqlite":
-        pytest.skip("PostgreSQL row and table locks (a SQLite write holds the whole shard)")
+        pytest.skip("PostgreSQL / MariaDB row and table locks (a SQLite write holds the whole shard)")
     initial = JumpRouter(["s0", "s1", "s2"])
     path = str(make_cluster(tmp_path, ["s0", "s1", "s2"], initial, users=300, extra_shards=["s3"],
                             backend=backend))
@@ -601,20 +604,21 @@ def test_a_rollback_before_the_cutover_does_not_deadlock_with_a_writer(tmp_path:
         src = initial.route(k)
         r, w = os.pipe()
 
+        src_url = cl.shard_map()[src][0]
+        kind = type(cl.backend(src))  # (PostgreSQL or MariaDB)
+
         def rollback() -> None:
             # on the key's source: after its system tables are ensured, tell
             # the test, then give its write a moment before the epoch bump
-            from shardhash.migrate.postgres import PostgresShard
+            orig = kind.ensure_system
 
-            orig = PostgresShard.ensure_system
-
-            def ensure_system(self: PostgresShard, c: Any) -> None:
+            def ensure_system(self: SQLiteShard, c: Any) -> None:
                 orig(self, c)
-                if self.path.endswith(f"_{src}'"):
+                if self.path == src_url:
                     os.write(w, b"x")
                     time.sleep(1.0)
 
-            pytest.MonkeyPatch().setattr(PostgresShard, "ensure_system", ensure_system)
+            pytest.MonkeyPatch().setattr(kind, "ensure_system", ensure_system)
             Migration(Cluster.load(path), "m0").rollback()
 
         with cl.read(k):  # (connected, ownership records read: the write below starts at once)

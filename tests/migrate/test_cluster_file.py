@@ -118,7 +118,7 @@ def test_options_must_be_a_table(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path, value, names", [
     (("metadata",), 5, "metadata"),
-    (("metadata",), "mysql://x", "metadata"),
+    (("metadata",), "oracle://x", "metadata"),
     (("shards", "a", "primary"), "sqlite:a\x00.db", "shards.a.primary"),
     (("shards", "a", "primary"), ["sqlite:a.db"], "shards.a.primary"),
     (("shards", "a", "replicas"), ["ftp://r"], "shards.a.replicas[0]"),

@@ -14,7 +14,7 @@ from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.executor import pending_router
 from shardhash.routing import BucketRouter, Router
 
-from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 ALL = FOUR + ["s4"]
@@ -75,7 +75,7 @@ def test_disjoint_migrations_run_side_by_side(root: Path, backend: str) -> None:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         acked[k] = None
                     else:
-                        tx.execute(UPSERT, (k, "w", seq))
+                        tx.execute(upsert(tx), (k, "w", seq))
                         acked[k] = seq
         except BaseException as e:  # noqa: BLE001
             errors.append(e)

@@ -29,7 +29,7 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 
-from ._harness import UPSERT, _tag, drop_cluster, make_cluster
+from ._harness import _tag, drop_cluster, make_cluster, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 ALL = FOUR + ["s4"]
@@ -64,7 +64,7 @@ class Writers:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         val: int | None = None
                     else:
-                        tx.execute(UPSERT, (k, "w", seq))
+                        tx.execute(upsert(tx), (k, "w", seq))
                         val = seq
                 self.acked[k] = val
         except BaseException as e:  # noqa: BLE001
@@ -120,6 +120,8 @@ def _after_chunks(n: int, fn: Callable[[], None]) -> Callable[[dict[str, Any]], 
 
 
 def test_destination_dies_mid_copy_then_resume(root: Path, backend: str) -> None:
+    if backend.startswith("mysql://"):
+        pytest.skip("needs a shard made unreachable and back: a MySQL database cannot be renamed")
     users = 4000
     path = make_cluster(root, FOUR, users=users, extra_shards=["s4"], backend=backend)
     cl = Cluster.load(path)

@@ -22,7 +22,7 @@ from shardhash.cli import main
 from shardhash.migrate import Cluster
 from shardhash.migrate.cluster import open_backend
 
-from ._harness import drop_cluster, make_cluster, shard_url
+from ._harness import drop_cluster, make_cluster, shard_url, upsert
 
 N = 6_000
 WRITERS = 4
@@ -77,8 +77,7 @@ class Writers:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         val = None
                     else:
-                        tx.execute("INSERT INTO users VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                                   "name = excluded.name, n = excluded.n", (k, f"w{w}", seq))
+                        tx.execute(upsert(tx), (k, f"w{w}", seq))  # (MySQL has its own spelling)
                         val = seq
                 with self.lock:  # acknowledged: the transaction committed
                     self.acks[k] = val

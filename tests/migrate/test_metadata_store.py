@@ -1,4 +1,4 @@
-"""The metadata store on both backends (SQLite file, PostgreSQL schema): the
+"""The metadata store on every backend (SQLite file, PostgreSQL schema, MariaDB database): the
 same migrations, the same exclusion of concurrent writers, the same
 resume after a SIGKILL at the decision point."""
 
@@ -17,18 +17,22 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.executor import pending_router
+from tests._mariadb import need_mysql
 from tests._postgres import need_postgres
 
-from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "mariadb"])
 def meta(request: pytest.FixtureRequest) -> str:
-    """'sqlite', or the DSN of a reachable PostgreSQL server (the store's home)."""
+    """'sqlite', the DSN of a reachable PostgreSQL server or the URL of a
+    reachable MariaDB server (the store's home)."""
     if request.param == "sqlite":
         return "sqlite"
+    if request.param == "mariadb":
+        return need_mysql()
     return need_postgres()
 
 
@@ -57,7 +61,8 @@ def test_metadata_url_selects_the_store(mroot: Path, meta: str) -> None:
     path = make_cluster(mroot, FOUR, users=10, metadata=meta)
     cl = Cluster.load(path)
     try:
-        assert cl.metadata.kind == ("sqlite" if meta == "sqlite" else "postgresql")
+        assert cl.metadata.kind == ("sqlite" if meta == "sqlite" else "mysql" if meta.startswith("mysql://")
+                                    else "postgresql")
         assert (mroot / "meta.db").exists() == (meta == "sqlite")
         assert list(cl.router("users").shards) == FOUR
         assert sorted(cl.metadata.shard_map()) == FOUR
@@ -79,7 +84,7 @@ def test_migration_end_to_end_with_either_store(mroot: Path, meta: str) -> None:
                 seq += 1
                 k = 1 + seq * 7 % 3000
                 with w.transaction(k) as tx:
-                    tx.execute(UPSERT, (k, "w", seq))
+                    tx.execute(upsert(tx), (k, "w", seq))
                 acked[k] = seq
         finally:
             w.close()
@@ -128,7 +133,7 @@ def test_write_transactions_exclude_each_other(mroot: Path, meta: str) -> None:
         try:
             for _ in range(per):
                 with cl.metadata.tx() as c:
-                    r = c.execute("SELECT value FROM progress WHERE mig = ? AND key = ?", ("m", "counter")).fetchone()
+                    r = c.execute('SELECT value FROM progress WHERE mig = ? AND "key" = ?', ("m", "counter")).fetchone()
                     v = int(r[0])
                     time.sleep(0.0005)  # widen the window a lost update would need
                     cl.metadata.put("m", "counter", v + 1, c)
@@ -161,6 +166,29 @@ def test_failed_transaction_leaves_nothing(mroot: Path, meta: str) -> None:
     cl.close()
 
 
+def test_fence_breaks_and_upserts_on_every_store(mroot: Path, meta: str) -> None:
+    path = make_cluster(mroot, FOUR, metadata=meta)
+    cl = Cluster.load(path)
+    try:
+        m = cl.metadata
+        m.put("m", "key", 1)
+        m.put("m", "key", 2)  # (an upsert: the row is replaced, the column named key read back)
+        assert m.progress("m") == {"key": 2}
+        assert m.break_fence("m", 1) == "aborted"
+        assert m.break_fence("m", 1) == "aborted"  # (recorded once)
+        assert m.fence_aborted(None, "m", 1) and not m.fence_aborted(None, "m", 2)
+        assert [msg for _ts, msg in m.events("m")].count(
+            "fence attempt 1 aborted by a writer that waited past its deadline") == 1
+        with m.tx() as c:
+            m.put("m", "committed_at", 1.5, c)
+        assert m.break_fence("m", 2) == "committed" and not m.fence_aborted(None, "m", 2)
+        with m.tx() as c:
+            m.set_shard(c, "s0", "sqlite:elsewhere.db", ["sqlite:r.db"])
+        assert m.shard_map()["s0"] == ("sqlite:elsewhere.db", ["sqlite:r.db"])
+    finally:
+        cl.close()
+
+
 @pytest.mark.parametrize("point", ["before-commit", "after-commit"])
 def test_sigkill_at_the_decision_point_then_resume(mroot: Path, meta: str, point: str) -> None:
     path = make_cluster(mroot, FOUR, users=800, extra_shards=["s4"], metadata=meta)
@@ -185,7 +213,7 @@ def test_sigkill_at_the_decision_point_then_resume(mroot: Path, meta: str, point
     assert m.run() == "retained"
     assert cl.refresh("users").version == new.version
     with cl.transaction(5) as tx:
-        tx.execute(UPSERT, (5, "after", 1))
+        tx.execute(upsert(tx), (5, "after", 1))
         assert tx.shard == new.route(5)
     cl.close()
 

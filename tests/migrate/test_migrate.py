@@ -17,7 +17,7 @@ from shardhash import JumpRouter, RingRouter, Router, plan
 from shardhash.migrate import Cluster, Migration, MigrationError, StaleRouteError, VerifyMismatch
 from tests._support import present
 
-from ._harness import UPSERT, connect, drop_cluster, make_cluster, shard_rows
+from ._harness import connect, drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -87,7 +87,7 @@ class LiveWriters:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         v = None
                     else:
-                        tx.execute(UPSERT, (k, "w", n))
+                        tx.execute(upsert(tx), (k, "w", n))
                         tx.execute("INSERT INTO events VALUES (?, ?, ?)", (k * 100_000 + n, k, f"p{n}"))
                         v = n
                 self.acks[k] = v
@@ -432,7 +432,7 @@ def test_watermark_walk_under_writes(root: Path, backend: str) -> None:
                         tx.execute("DELETE FROM users WHERE id = ?", (k,))
                         v = None
                     else:
-                        tx.execute(UPSERT, (k, "w", n))
+                        tx.execute(upsert(tx), (k, "w", n))
                         v = n
                 acks[k] = v
                 time.sleep(0.001)  # (writers that outpace catch-up would only delay the fence)

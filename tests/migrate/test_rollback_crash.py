@@ -23,7 +23,7 @@ import pytest
 from shardhash import Router, plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 
-from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 USERS = 240
@@ -162,7 +162,7 @@ def _migrated(root: Path, backend: str) -> tuple[Path, str, Router, dict[int, in
         expected[k] = None
     for k in range(USERS + 1, USERS + 30):
         with cl.transaction(k) as tx:
-            tx.execute(UPSERT, (k, "new", 7))
+            tx.execute(upsert(tx), (k, "new", 7))
         expected[k] = 7
     cl.close()
     return path, m.id, old, expected

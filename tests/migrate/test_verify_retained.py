@@ -13,7 +13,7 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError, VerifyMismatch
 
-from ._harness import UPSERT, connect, drop_cluster, make_cluster, shard_rows
+from ._harness import connect, drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -51,11 +51,11 @@ def test_writes_after_the_cutover_are_counted_apart(root: Path, backend: str) ->
     cl, m, moved = _retained(root, backend)
     for k in moved[:5]:  # updated on the owner
         with cl.transaction(k) as tx:
-            tx.execute(UPSERT, (k, "after", 99))
+            tx.execute(upsert(tx), (k, "after", 99))
     with cl.transaction(moved[5]) as tx:  # deleted on the owner
         tx.execute("DELETE FROM users WHERE id = ?", (moved[5],))
     with cl.transaction(moved[6]) as tx:  # written with the same values: equal, not counted
-        tx.execute(UPSERT, (moved[6], f"u{moved[6]}", 0))
+        tx.execute(upsert(tx), (moved[6], f"u{moved[6]}", 0))
     res = m.verify()
     assert (res["rows"], res["changed_since_cutover"], res["mismatches"]) == (len(moved), 6, 0)
     assert m.state == "retained"
@@ -72,7 +72,7 @@ def test_a_retained_copy_that_differs_unwritten_is_a_mismatch(root: Path, backen
         c.commit()
     c.close()
     with cl.transaction(moved[1]) as tx:  # and one write on the owner, counted apart
-        tx.execute(UPSERT, (moved[1], "after", 1))
+        tx.execute(upsert(tx), (moved[1], "after", 1))
     with pytest.raises(VerifyMismatch) as ei:
         m.verify()
     assert [d["pk"] for d in ei.value.diffs] == [[moved[0]]]

@@ -1,10 +1,10 @@
 """What a shard backend must offer the migration executor and the cluster client.
 
 :class:`ShardBackend` is the contract, as a typed :class:`typing.Protocol`:
-:class:`~shardhash.migrate.sqlite.SQLiteShard` and
-:class:`~shardhash.migrate.postgres.PostgresShard` implement it, and a new
-backend (MySQL/MariaDB, say) implements it too -- nothing in the executor,
-the client or the metadata store asks which class a backend is.
+:class:`~shardhash.migrate.sqlite.SQLiteShard`,
+:class:`~shardhash.migrate.postgres.PostgresShard` and
+:class:`~shardhash.migrate.mysql.MySQLShard` implement it -- nothing in the
+executor, the client or the metadata store asks which class a backend is.
 
 The contract in one paragraph.  A backend owns the SQL of its database: its
 placeholder style (:attr:`~ShardBackend.placeholder`) and its quoting of
@@ -20,6 +20,17 @@ of its group).  A client's write transaction must exclude the fence's
 update of the ownership records (:meth:`~ShardBackend.begin_client_write`);
 that, plus the metadata store's single commit, is what makes a migration
 safe.
+
+Lock order.  The methods that write the ownership, fence or capture records
+(:meth:`~ShardBackend.put_unit`, :meth:`~ShardBackend.set_unit_state`,
+:meth:`~ShardBackend.set_fence`, :meth:`~ShardBackend.start_capture`, ...)
+run in the executor's transactions in whatever order the phase needs; a
+backend whose writers lock the epoch row before the tables their triggers
+read (MySQL: ``LOCK IN SHARE MODE``) takes the epoch row's exclusive lock in
+the first of them, so that both sides lock in one order.  A transaction the
+backend owns whole (:meth:`~ShardBackend.copy_new`) may be run again after a
+deadlock or lock wait timeout of its database; a caller's transaction never
+is (the error reaches the caller, nothing of it written).
 
 Connections.  :meth:`~ShardBackend.conn` is this thread's connection,
 :meth:`~ShardBackend.connect` a new one the caller closes.  A connection is
@@ -53,7 +64,7 @@ class ShardBackend(Protocol):
     whatever transaction the caller opened, and commits nothing itself
     unless it says so."""
 
-    #: The backend's name: ``"sqlite"``, ``"postgresql"``, ... (error
+    #: The backend's name: ``"sqlite"``, ``"postgresql"``, ``"mysql"`` (error
     #: messages, the cross-backend column checks of
     #: :mod:`shardhash.migrate.coltypes`, the metadata store's dialect).
     kind: str
@@ -289,10 +300,19 @@ class ShardBackend(Protocol):
         none when any is present: the caller compares with ``len(rows)``)."""
         ...
 
+    def insert_absent(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert the rows whose primary key is absent, in the caller's
+        transaction; a row whose key is there is left as it is (``INSERT ...
+        ON CONFLICT DO NOTHING``; MySQL has its own spelling)."""
+        ...
+
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
         """The snapshot copy's fast path: insert every row, atomically and
         committed, when none of their primary keys is there (True); else
-        change nothing (False)."""
+        change nothing (False).  The backend may run it again after a
+        deadlock or lock wait timeout (it owns the whole transaction), and may
+        skip the capture triggers' work when it sees, under the lock that
+        keeps a capture from starting, that the shard has none."""
         ...
 
     def delete(self, c: Any, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:

@@ -210,7 +210,11 @@ def open_backend(url: str, base_dir: str | os.PathLike[str] | None = None, *,
         from .postgres import PostgresShard
 
         return PostgresShard(url)
-    raise ValueError(f"unsupported connection URL {url!r}: use sqlite:PATH or postgresql://...")
+    if url.startswith(("mysql://", "mariadb://")):  # (MariaDB / MySQL: shardhash.migrate.mysql)
+        from .mysql import MySQLShard
+
+        return MySQLShard(url)
+    raise ValueError(f"unsupported connection URL {url!r}: use sqlite:PATH, postgresql://... or mysql://...")
 
 
 def _read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -244,9 +248,9 @@ def _check_url(url: Any, where: str) -> str:
     if not isinstance(url, str):
         raise ValueError(f"cluster document: {where} must be a connection URL (a string), "
                          f"not {type(url).__name__}")
-    if not url.startswith(("sqlite:", "postgresql:", "postgres:")):
+    if not url.startswith(("sqlite:", "postgresql:", "postgres:", "mysql://", "mariadb://")):
         raise ValueError(f"cluster document: {where}: unsupported connection URL {url!r} "
-                         "(use sqlite:PATH or postgresql://...)")
+                         "(use sqlite:PATH, postgresql://... or mysql://...)")
     if "\x00" in url or len(url) > 4096:
         raise ValueError(f"cluster document: {where}: connection URL {url[:80]!r} holds a NUL or is too long")
     return url

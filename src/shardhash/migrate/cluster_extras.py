@@ -109,8 +109,9 @@ class ClusterExtras:
         styles: dict[str, str] = {}
         for s in r.shards:
             b = self.backend(s)
-            if getattr(b, "kind", "") == "postgresql":
-                # the raw psycopg connection (the backend's adapter has no cursor())
+            if getattr(b, "kind", "") in ("postgresql", "mysql"):
+                # the raw psycopg / mysqlclient connection (the backend's adapter has no cursor();
+                # a MySQL one reads "name" as an identifier: the backend sets ANSI_QUOTES)
                 shards[s] = (lambda b=b: b.connect().raw)
                 styles[s] = "%s"
             else:

@@ -40,6 +40,7 @@ from .sqlite import qi
 
 if TYPE_CHECKING:
     from .backend import ShardBackend
+    from .mysql import MySQLShard
 
 
 class ColumnTypeError(ValueError):
@@ -75,8 +76,20 @@ _PG_OF = {"int": "bigint", "float": "double precision", "text": "text", "bytes":
 _SQLITE_OF = {"int": "INTEGER", "bool": "INTEGER", "float": "REAL", "text": "TEXT", "bytes": "BLOB"}
 
 
+def _mysql(b: ShardBackend) -> MySQLShard:
+    """The MySQL backend behind a backend of kind ``mysql`` (its catalogue
+    readers, which the other kinds' are here)."""
+    from .mysql import MySQLShard
+
+    if not isinstance(b, MySQLShard):
+        raise TypeError(f"a backend of kind 'mysql' must be a MySQLShard, not {type(b).__name__}")
+    return b
+
+
 def column_types(b: ShardBackend, c: Any, table: str) -> list[tuple[str, str, bool]]:
     """(name, declared type, not null) of every column of ``table``."""
+    if b.kind == "mysql":  # (MariaDB / MySQL: the backend reads information_schema)
+        return _mysql(b).column_types(c, table)
     if b.kind == "sqlite":
         return [(str(r[1]), str(r[2] or ""), bool(r[3]))
                 for r in c.execute(f"PRAGMA table_info({qi(table)})").fetchall()]
@@ -89,6 +102,16 @@ def column_types(b: ShardBackend, c: Any, table: str) -> list[tuple[str, str, bo
 def kind_of(backend_kind: str, table: str, column: str, declared: str) -> Kind:
     """The kind of values a column holds; ColumnTypeError when it has no exact
     counterpart on the other backend."""
+    if backend_kind == "mysql":
+        from .mysql import mysql_kind
+
+        mk = mysql_kind(declared)
+        if mk is None:
+            raise ColumnTypeError(
+                f"table {table!r}, column {column!r}: MySQL type {declared!r} has no exact counterpart on the other "
+                f"backends (supported: tinyint(1), smallint, int, bigint, float, double, char/varchar/text, "
+                f"binary/varbinary/blob; or create the destination table yourself)")
+        return Kind(*mk)
     if backend_kind == "sqlite":
         aff = sqlite_affinity(declared)
         if aff == "NUMERIC":
@@ -137,6 +160,12 @@ def _indexes_pg(c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
     return out
 
 
+def _indexes(src: ShardBackend, c: Any, table: str) -> list[tuple[str, bool, list[str]]]:
+    if src.kind == "mysql":
+        return _mysql(src).indexes(c, table)
+    return _indexes_sqlite(c, table) if src.kind == "sqlite" else _indexes_pg(c, table)
+
+
 def translate_ddl(src: ShardBackend, c: Any, table: str, dst_kind: str) -> list[str]:
     """The statements that create ``table`` (and its column indexes) on a
     backend of kind ``dst_kind`` like on ``src``: the source's own DDL on the
@@ -149,10 +178,15 @@ def translate_ddl(src: ShardBackend, c: Any, table: str, dst_kind: str) -> list[
     for name, declared, notnull in column_types(src, c, table):
         k = kind_of(src.kind, table, name, declared)
         t = _PG_OF[k.kind] if dst_kind == "postgresql" else _SQLITE_OF[k.kind]
+        if dst_kind == "mysql":
+            from .mysql import TYPE_OF, indexed_text_type
+
+            indexed = name in pk or name in {x for _n, _u, ks in _indexes(src, c, table) for x in ks}
+            t = indexed_text_type() if k.kind == "text" and indexed else TYPE_OF[k.kind]
         cols.append(f"{qi(name)} {t}{' NOT NULL' if notnull or name in pk else ''}")
     cols.append(f"PRIMARY KEY ({', '.join(qi(k) for k in pk)})")
     out = [f"CREATE TABLE {qi(table)} ({', '.join(cols)})"]
-    for name, unique, keys in (_indexes_sqlite(c, table) if src.kind == "sqlite" else _indexes_pg(c, table)):
+    for name, unique, keys in _indexes(src, c, table):
         iname = name if not name.startswith("sqlite_autoindex") else f"{table}_{'_'.join(keys)}_key"
         out.append(f"CREATE {'UNIQUE ' if unique else ''}INDEX {qi(iname)} ON {qi(table)} "
                    f"({', '.join(qi(k) for k in keys)})")
@@ -199,6 +233,8 @@ def check_source_values(src: ShardBackend, sc: Any, table: str, kinds: dict[str,
                 args = _INT_RANGE[k.bits]
             if k.kind == "text":
                 bad += f" OR instr(CAST({col} AS BLOB), x'00') > 0"
+        elif src.kind == "mysql":  # (its columns hold their declared kind; no NaN)
+            continue
         else:
             if k.kind != "float":
                 continue
@@ -208,11 +244,16 @@ def check_source_values(src: ShardBackend, sc: Any, table: str, kinds: dict[str,
             raise ColumnTypeError(_bad_value(table, name, tuple(r[:-1]), r[-1], k, src.kind))
 
 
-def _bad_value(table: str, column: str, key: tuple[Any, ...], value: Any, k: Kind, src_kind: str) -> str:
+def _bad_value(table: str, column: str, key: tuple[Any, ...], value: Any, k: Kind, src_kind: str,
+               dst_kind: str | None = None) -> str:
     dst = "PostgreSQL" if src_kind == "sqlite" else "SQLite"
+    if dst_kind is not None:
+        dst = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mysql": "MySQL"}.get(dst_kind, dst_kind)
     why = ""
     if isinstance(value, str) and "\x00" in value:
         why = " (PostgreSQL text cannot hold NUL)"
+    elif dst == "MySQL" and isinstance(value, float):
+        why = " (a MySQL DOUBLE holds no NaN or infinity)"
     elif isinstance(value, float) and (value != value or value == 0):
         why = " (SQLite stores a NaN as NULL and -0.0 as 0.0 in a REAL column)"
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
@@ -237,6 +278,8 @@ def fits(value: Any, k: Kind, to_kind: str) -> bool:
             return False
         if to_kind == "sqlite":
             return not (math.isnan(value) or (value == 0 and math.copysign(1.0, value) < 0))
+        if to_kind == "mysql":
+            return math.isfinite(value)
         return True
     if k.kind == "text":
         return isinstance(value, str) and (to_kind != "postgresql" or "\x00" not in value)
@@ -256,7 +299,7 @@ def check_rows(table: str, cols: Sequence[str], pk: Sequence[str], kinds: dict[s
             v = r[j]
             if not fits(v, k, to_kind):
                 raise ColumnTypeError(_bad_value(table, name, tuple(r[i] for i in pkx), v, k,
-                                                 "sqlite" if to_kind == "postgresql" else "postgresql"))
+                                                 "sqlite" if to_kind == "postgresql" else "postgresql", to_kind))
 
 
 def canonical_row(row: Sequence[Any]) -> str:

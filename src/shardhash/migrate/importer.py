@@ -46,10 +46,11 @@ from typing import Any
 import numpy as np
 
 from .._hashing import Hasher
+from .backend import ShardBackend
 from .coltypes import Kind, canonical_row, check_source_values, pair_kinds, translate_ddl
 from .executor import MigrationError
 from .filesource import is_file_url, stage
-from .sqlite import SQLiteShard, qi
+from .sqlite import SQLiteShard
 
 __all__ = ["ImportConflict", "ImportMismatch", "ImportReport", "import_from"]
 
@@ -270,20 +271,18 @@ def _prepare(cluster: Any, group: Any, src: SQLiteShard, sc: Any, table: Any, sh
     return cols, pk
 
 
-def _write(b: SQLiteShard, sid: str, table: str, cols: Sequence[str], pk: Sequence[str],
+def _write(b: ShardBackend, sid: str, table: str, cols: Sequence[str], pk: Sequence[str],
            rows: list[tuple[Any, ...]]) -> tuple[int, list[dict[str, Any]]]:
     """Write rows to their owner; (rows new there, conflicts)."""
     c = b.conn()
     if b.copy_new(c, table, cols, rows):
         return len(rows), []
     pkx = [list(cols).index(k) for k in pk]
-    q = (f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES ({', '.join('?' for _ in cols)}) "
-         "ON CONFLICT DO NOTHING")
     with b.writing(c):
         have = {tuple(r[j] for j in pkx): r for r in b.fetch(c, table, cols, pk, [[r[j] for j in pkx] for r in rows])}
         fresh = [r for r in rows if tuple(r[j] for j in pkx) not in have]
         if fresh:
-            c.executemany(q, fresh)
+            b.insert_absent(c, table, cols, fresh)
     conflicts = []
     for r in rows:
         there = have.get(tuple(r[j] for j in pkx))

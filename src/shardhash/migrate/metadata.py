@@ -1,15 +1,17 @@
 """The metadata store: topology versions, the shard map and migration records.
 
-SQLite (one file, WAL, ``synchronous=FULL``; the default) or PostgreSQL (a
+SQLite (one file, WAL, ``synchronous=FULL``; the default), PostgreSQL (a
 database or a schema of one: ``postgresql:CONNINFO`` / ``postgresql://URI``
-as the cluster file's ``metadata`` URL).  Its commit of a migration's
+as the cluster file's ``metadata`` URL) or MariaDB / MySQL (a database:
+``mysql://…`` / ``mariadb://…``; the same lock row, InnoDB's ``SELECT …
+FOR UPDATE``).  Its commit of a migration's
 cutover (one :meth:`Metadata.tx`, see the executor) is the single decision point of a
 migration: before it the source owns the moving keys, after it the
 destination does, whatever the shards' own records say at that moment.
 
 Every write transaction (:meth:`Metadata.tx`) excludes every other one until
 it ends: SQLite takes the database's write lock (``BEGIN IMMEDIATE``);
-PostgreSQL takes the row lock of the one-row table ``meta_lock``
+PostgreSQL and MySQL take the row lock of the one-row table ``meta_lock``
 (``SELECT … FOR UPDATE``) as its first statement, so two executors that
 read-check-write (the concurrent-migration check, the version check of a
 cutover) are serialised exactly as on SQLite.  Reads outside a transaction
@@ -28,7 +30,7 @@ Tables:
     resumable progress (copy cursors, verified units, timings).
 ``events(id, ts, mig, msg)``
     the log lines of every migration.
-``meta_lock(id)`` (PostgreSQL only)
+``meta_lock(id)`` (PostgreSQL and MySQL)
     the row every write transaction locks first.
 """
 
@@ -37,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +75,26 @@ PG_DDL = [s for s in _tables("DOUBLE PRECISION", "BIGSERIAL PRIMARY KEY").split(
     "INSERT INTO meta_lock VALUES (0) ON CONFLICT DO NOTHING",
 ]
 
+#: The MariaDB / MySQL schema: InnoDB tables, key columns of bounded length
+#: (a TEXT column cannot be a key there), the lock row.
+MYSQL_DDL = [
+    "CREATE TABLE IF NOT EXISTS topology(grp VARCHAR(64) PRIMARY KEY, version BIGINT NOT NULL, "
+    "router LONGTEXT NOT NULL) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS shard_map(shard VARCHAR(128) PRIMARY KEY, url TEXT NOT NULL, "
+    "replicas TEXT NOT NULL) ENGINE=InnoDB",
+    """CREATE TABLE IF NOT EXISTS migrations(
+        id VARCHAR(255) PRIMARY KEY, grp VARCHAR(64) NOT NULL, state VARCHAR(32) NOT NULL, kind VARCHAR(32) NOT NULL,
+        from_version BIGINT NOT NULL, to_version BIGINT NOT NULL,
+        old_router LONGTEXT NOT NULL, new_router LONGTEXT NOT NULL, units LONGTEXT NOT NULL,
+        info LONGTEXT NOT NULL, error LONGTEXT, created DOUBLE NOT NULL, updated DOUBLE NOT NULL) ENGINE=InnoDB""",
+    "CREATE TABLE IF NOT EXISTS progress(mig VARCHAR(255) NOT NULL, `key` VARCHAR(255) NOT NULL, "
+    "value LONGTEXT NOT NULL, PRIMARY KEY (mig, `key`)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS events(id BIGINT AUTO_INCREMENT PRIMARY KEY, ts DOUBLE NOT NULL, "
+    "mig VARCHAR(255), msg LONGTEXT NOT NULL, KEY events_mig (mig, id)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS meta_lock(id INTEGER PRIMARY KEY CHECK (id = 0)) ENGINE=InnoDB",
+    "INSERT INTO meta_lock VALUES (0) ON DUPLICATE KEY UPDATE id = id",
+]
+
 #: Migration states in which a migration holds its table group.
 ACTIVE = ("preparing", "copying", "catching-up", "freezing", "cutover", "failed", "verify-failed",
           "rolling-back")
@@ -88,19 +110,43 @@ class _Dialect:
     schema holds.  Chosen by the backend's :attr:`~ShardBackend.kind`; a new
     backend adds its entry to :data:`DIALECTS`."""
 
-    def __init__(self, ddl: list[str], lock: str | None, setup_lock: str | None) -> None:
+    def __init__(self, ddl: list[str], lock: str | None, setup_lock: str | None, *,
+                 setup_unlock: str | None = None, on_duplicate_key: bool = False) -> None:
         self.ddl, self.lock, self.setup_lock = ddl, lock, setup_lock
+        #: run after the schema's creation (a session-scoped setup lock)
+        self.setup_unlock = setup_unlock
+        #: upserts are ``ON DUPLICATE KEY UPDATE`` (MySQL), else ``ON CONFLICT``
+        self.on_duplicate_key = on_duplicate_key
+
+    def upsert(self, table: str, cols: Sequence[str], keys: Sequence[str], ph: str,
+               quote: Callable[[str], str]) -> str:
+        """Insert a row of ``cols`` into ``table``, replacing the other
+        columns of the row with the same ``keys`` (names quoted by ``quote``,
+        the backend's helper; ``ph``: its placeholder)."""
+        head = ("INSERT INTO " + quote(table) + " (" + ", ".join(quote(x) for x in cols) + ") VALUES ("
+                + ", ".join([ph] * len(cols)) + ")")
+        others = [x for x in cols if x not in keys]
+        if self.on_duplicate_key:
+            return head + " ON DUPLICATE KEY UPDATE " + ", ".join(quote(x) + " = VALUES(" + quote(x) + ")"
+                                                                  for x in others)
+        return (head + " ON CONFLICT (" + ", ".join(quote(k) for k in keys) + ") DO UPDATE SET "
+                + ", ".join(quote(x) + " = excluded." + quote(x) for x in others))
 
 
 #: The store's dialects by backend kind.  SQLite: ``BEGIN IMMEDIATE`` takes
 #: the database's write lock (the backend's :meth:`begin_write`), no more
 #: needed; PostgreSQL: the row lock of ``meta_lock``, taken first, and an
 #: advisory lock around the schema's creation (concurrent ``CREATE TABLE IF
-#: NOT EXISTS`` can collide there).
+#: NOT EXISTS`` can collide there); MySQL: the same lock row, and a named
+#: lock (``GET_LOCK``, held by the session: released after the schema's
+#: creation, whose DDL commits implicitly) around the schema's creation.
 DIALECTS = {
     "sqlite": _Dialect([s for s in DDL.split(";") if s.strip()], None, None),
     "postgresql": _Dialect(PG_DDL, "SELECT id FROM meta_lock WHERE id = 0 FOR UPDATE",
                            "SELECT pg_advisory_xact_lock(hashtext('shardhash.migrate.metadata'))"),
+    "mysql": _Dialect(MYSQL_DDL, "SELECT id FROM meta_lock WHERE id = 0 FOR UPDATE",
+                      "SELECT GET_LOCK('shardhash.migrate.metadata', 600)",
+                      setup_unlock="SELECT RELEASE_LOCK('shardhash.migrate.metadata')", on_duplicate_key=True),
 }
 
 #: The columns of a migration record, in the table's order.
@@ -109,7 +155,7 @@ _MIG_COLS = ("id", "grp", "state", "kind", "from_version", "to_version", "old_ro
 
 
 class Metadata:
-    """The metadata store (SQLite or PostgreSQL): every statement on it is here.
+    """The metadata store (SQLite, PostgreSQL or MySQL): every statement on it is here.
 
     ``store`` is a path (an SQLite file) or a shard backend
     (:func:`shardhash.migrate.cluster.open_backend`): an SQLite backend's
@@ -131,6 +177,7 @@ class Metadata:
                              f"{', '.join(sorted(DIALECTS))})")
         self._dialect = DIALECTS[self.kind]
         self._p = self.db.placeholder
+        self._key = self.db.quote_ident("key")  # (a reserved word in MySQL)
         self._ready = False
 
     def __repr__(self) -> str:
@@ -142,15 +189,23 @@ class Metadata:
     def _ph(self, n: int) -> str:
         return ", ".join([self._p] * n)
 
+    def _upsert(self, c: Any, table: str, cols: Sequence[str], keys: Sequence[str], values: Sequence[Any]) -> None:
+        self._x(c, self._dialect.upsert(table, cols, keys, self._p, self.db.quote_ident), values)
+
     def setup(self) -> None:
         if self._ready:
             return
         c = self.db.conn()
         d = self._dialect
         self.db.begin_write(c)
+        locked = False
         try:
             if d.setup_lock is not None:
-                self._x(c, d.setup_lock)
+                r = self._x(c, d.setup_lock).fetchone()
+                if r is not None and r[0] == 0:  # (GET_LOCK's timeout)
+                    raise TimeoutError(f"{self.db.path}: another process has been creating the metadata store's "
+                                       "tables for more than 600 s")
+                locked = True
             self.db.ensure_schema(c)  # (the schema the URL names: created when missing)
             for stmt in d.ddl:
                 self._x(c, stmt)
@@ -158,6 +213,9 @@ class Metadata:
         except BaseException:
             self.db.rollback(c)
             raise
+        finally:
+            if locked and d.setup_unlock is not None:
+                self._x(c, d.setup_unlock)
         self._ready = True
 
     @contextmanager
@@ -197,8 +255,7 @@ class Metadata:
         return None if r is None else (int(r[0]), r[1])
 
     def set_topology(self, c: Any, group: str, version: int, router_json: str) -> None:
-        self._x(c, "INSERT INTO topology VALUES (" + self._ph(3) + ") ON CONFLICT (grp) DO UPDATE SET "
-                "version = excluded.version, router = excluded.router", (group, version, router_json))
+        self._upsert(c, "topology", ("grp", "version", "router"), ("grp",), (group, version, router_json))
 
     def seed(self, c: Any, shards: Mapping[str, tuple[str, list[str]]], routers: Mapping[str, Any]) -> None:
         """In transaction ``c``: record the shards of ``shards`` (id ->
@@ -222,8 +279,7 @@ class Metadata:
         return self.shard_map() if self.db.has_table(self.db.conn(), "shard_map") else None
 
     def set_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> None:
-        self._x(c, "INSERT INTO shard_map VALUES (" + self._ph(3) + ") ON CONFLICT (shard) DO UPDATE SET "
-                "url = excluded.url, replicas = excluded.replicas", (shard, url, json.dumps(replicas)))
+        self._upsert(c, "shard_map", ("shard", "url", "replicas"), ("shard",), (shard, url, json.dumps(replicas)))
 
     def add_shard(self, c: Any, shard: str, url: str, replicas: list[str]) -> bool:
         """Register a new shard in transaction ``c``; True when it was added.
@@ -334,17 +390,17 @@ class Metadata:
 
     def get(self, mig: str, key: str, default: Any = None, c: Any = None) -> Any:
         r = self._x(self.db.conn() if c is None else c,
-                    "SELECT value FROM progress WHERE mig = " + self._p + " AND key = " + self._p,
+                    "SELECT value FROM progress WHERE mig = " + self._p + " AND " + self._key + " = " + self._p,
                     (mig, key)).fetchone()
         return default if r is None else json.loads(r[0])
 
     def put(self, mig: str, key: str, value: Any, c: Any = None) -> None:
-        self._x(c if c is not None else self.db.conn(),
-                "INSERT INTO progress VALUES (" + self._ph(3) + ") ON CONFLICT (mig, key) DO UPDATE SET "
-                "value = excluded.value", (mig, key, json.dumps(value)))
+        self._upsert(c if c is not None else self.db.conn(), "progress", ("mig", "key", "value"), ("mig", "key"),
+                     (mig, key, json.dumps(value)))
 
     def progress(self, mig: str) -> dict[str, Any]:
-        rows = self._x(self.db.conn(), "SELECT key, value FROM progress WHERE mig = " + self._p, (mig,)).fetchall()
+        rows = self._x(self.db.conn(), "SELECT " + self._key + ", value FROM progress WHERE mig = " + self._p,
+                       (mig,)).fetchall()
         return {k: json.loads(v) for k, v in rows}
 
     def log(self, mig: str | None, msg: str, c: Any = None, *, ts: float | None = None) -> None:

@@ -219,6 +219,12 @@ class SystemTables:
             out.extend(self.execute(c, sql, params).fetchall())
         return out
 
+    def insert_absent(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert the rows whose primary key is absent (``ON CONFLICT DO NOTHING``)."""
+        q = self.quote_ident
+        self.executemany(c, "INSERT INTO " + q(table) + " (" + ", ".join(q(x) for x in cols) + ") VALUES ("
+                         + self.ph(len(cols)) + ") ON CONFLICT DO NOTHING", [tuple(r) for r in rows])
+
     def delete(self, c: Any, table: str, pk: Sequence[str], keys: Iterable[Sequence[Any]]) -> None:
         self.executemany(c, "DELETE FROM " + self.quote_ident(table) + " WHERE " + self.pk_where(pk),
                          [tuple(k) for k in keys])
