@@ -61,6 +61,7 @@ from sqlalchemy.sql.schema import Column, Table
 
 from . import _events, _fence
 from .migrate.cluster import Cluster, FenceTimeout, StaleRouteError
+from .migrate.sqlite import SQLiteShard
 
 __all__ = ["ShardedORM", "ShardhashSession", "keys_of"]
 
@@ -212,7 +213,7 @@ class ShardedORM:
     def _make_engine(self, shard: str) -> Engine:
         b = self.cluster.backend(shard)
         opts = dict(self._engine_options)
-        if b.kind == "sqlite":
+        if isinstance(b, SQLiteShard):
             sync = b.synchronous
             e = create_engine(URL.create("sqlite", database=b.path), **opts)
 
