@@ -276,3 +276,42 @@ def test_a_killed_executor_not_resumed_for_ten_seconds(tmp_path: Path, backend: 
     a shard that no longer owns its key (every final row is on the final
     owner with the last acknowledged value)."""
     _writers_while_dead(tmp_path, backend, point, 1.0)
+
+
+def test_a_writer_breaking_an_old_attempt_leaves_a_newer_freeze_be(tmp_path: Path, backend: str) -> None:
+    """A writer breaks attempt 1 while the executor's freeze of attempt 2 is in
+    flight on the same source: whichever order the two transactions take, the
+    units stay frozen by attempt 2 (the writer must not read attempt 1, then
+    unfreeze the units attempt 2 froze once that freeze commits)."""
+    path, initial, new, k = _setup(tmp_path, backend)
+    try:
+        _killed_at(path, "m0", "after-freeze")
+        src = initial.route(k)
+        executor, writer = Cluster.load(path), Cluster.load(path)
+        b2 = executor.backend(src)
+        errors: list[BaseException] = []
+        with b2.writing() as c2:  # attempt 2's freeze, held open
+            b2.set_fence(c2, "m0", 2, time.time() + 60)
+            b2.set_unit_state(c2, "m0", "source", ("copying", "frozen"), "frozen")
+            b2.bump_epoch(c2)
+
+            def brk() -> None:
+                try:
+                    writer._break_fence("users", src, writer.backend(src), "m0", 1)
+                except BaseException as e:  # noqa: BLE001
+                    errors.append(e)
+
+            t = threading.Thread(target=brk)
+            t.start()
+            time.sleep(0.5 if backend != "sqlite" else 0.05)
+        t.join(30)
+        assert not t.is_alive() and not errors, errors
+        b = writer.backend(src)
+        states = {str(r[4]) for r in b.unit_rows(b.conn(), "users") if r[1] == "m0" and r[3] == "source"}
+        assert states == {"frozen"}, states
+        f = b.fence_of(b.conn(), "m0")
+        assert f is not None and f[0] == 2, f
+        executor.close()
+        writer.close()
+    finally:
+        drop_cluster(tmp_path, backend)

@@ -266,6 +266,15 @@ class ShardBackend(Protocol):
         (none recorded, or a shard set up before deadlines existed)."""
         ...
 
+    def lock_fence(self, c: Any, mig: str) -> None:
+        """In a write transaction, before :meth:`fence_of`: wait for and hold
+        the lock a freeze takes first (its :meth:`set_fence`), so that a
+        writer breaking fence attempt N and a freeze of attempt N+1 are
+        serialised -- the writer then reads N+1 and leaves the new freeze be.
+        (SQLite: nothing, its write transactions are serial; PostgreSQL: the
+        fence record's row lock; MySQL: the epoch row, see ``fence_of``.)"""
+        ...
+
     def routers_of(self, c: Any, mig: str) -> tuple[str, str] | None:
         """(old, new) router documents of ``mig``, or None."""
         ...

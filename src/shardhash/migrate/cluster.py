@@ -817,6 +817,7 @@ class Cluster(ClusterExtras):
                 b.bump_epoch(c)
             return
         with b.writing() as c:
+            b.lock_fence(c, mig)  # (serialised with a newer freeze: see ShardBackend.lock_fence)
             f = b.fence_of(c, mig)
             if f is not None and f[0] == attempt:
                 b.set_unit_state(c, mig, "source", ("frozen",), "copying")

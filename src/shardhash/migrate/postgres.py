@@ -186,6 +186,13 @@ class PostgresShard(SystemTables):
     """One shard in a PostgreSQL database (or schema)."""
 
     kind = "postgresql"
+
+    def lock_fence(self, c: Any, mig: str) -> None:
+        """The fence record's row lock (a freeze's first statement takes it):
+        under READ COMMITTED, a writer that read attempt N while a freeze of
+        N+1 was in flight would otherwise unfreeze N+1's units when its
+        UPDATE re-reads them after that freeze commits."""
+        self.execute(c, "SELECT attempt FROM _shardhash_fence WHERE mig = %s FOR UPDATE", (mig,))
     #: psycopg's own placeholder: the backend's statements are sent as written.
     placeholder = "%s"
     prefetch = True  # (psycopg fetches a chunk in a few reads: the reader thread overlaps the server's work)

@@ -157,6 +157,9 @@ class SystemTables:
             raise
         return None if r is None else (int(r[0]), float(r[1]))
 
+    def lock_fence(self, c: Any, mig: str) -> None:
+        """Nothing: a write transaction here is serial (SQLite's BEGIN IMMEDIATE)."""
+
     def routers_of(self, c: Any, mig: str) -> tuple[str, str] | None:
         r = self.execute(c, "SELECT old, new FROM _shardhash_routers WHERE mig = " + self.ph(), (mig,)).fetchone()
         return None if r is None else (r[0], r[1])
