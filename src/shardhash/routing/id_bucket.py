@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .base import Hasher, RawKeyRouter, Router, _describe, no_weights, prepare_out, register_router_type
-from .bucket import _balanced_placement, _even_placement
+from .bucket import _balanced_placement, _even_placement, _placement_index, _placement_params
 
 __all__ = ["IdBucketRouter"]
 
@@ -54,17 +54,7 @@ class IdBucketRouter(RawKeyRouter):
         if placement is None:
             placement = _even_placement(self.shards, n, None) if n >= len(self.shards) else \
                 [self.shards[i % len(self.shards)] for i in range(n)]
-        if isinstance(placement, (str, bytes)) or not isinstance(placement, Iterable):
-            raise TypeError(f"placement must be a sequence of shard ids, not {type(placement).__name__}")
-        index = {s: i for i, s in enumerate(self.shards)}
-        idx = []
-        for b, s in enumerate(placement):
-            if not isinstance(s, str):
-                raise TypeError(f"placement[{b}] must be a shard id string, got {_describe(s)}")
-            i = index.get(s)
-            if i is None:
-                raise ValueError(f"placement[{b}] names unknown shard {s!r}")
-            idx.append(i)
+        idx = _placement_index(self.shards, placement)
         if len(idx) != n:
             raise ValueError(f"placement must name the shard of each of the layout's {n} buckets "
                              f"(2 ** bucket_bits), not {len(idx)}")
@@ -136,14 +126,7 @@ class IdBucketRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        p = params["placement"]
-        if not isinstance(p, list):
-            raise ValueError("id_bucket params: 'placement' must be a list of shard indices")
-        ids = []
-        for b, i in enumerate(p):
-            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(shards):
-                raise ValueError(f"id_bucket params: placement[{b}] = {i!r} is not a shard index")
-            ids.append(shards[i])
+        ids = _placement_params(params, shards, "id_bucket")
         if not isinstance(params["layout"], Mapping):
             raise ValueError("id_bucket params: 'layout' must be an id layout document")
         return cls(shards, dict(params["layout"]), ids, hasher=hasher, version=version, key_prefix=key_prefix)
