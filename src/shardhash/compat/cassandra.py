@@ -47,7 +47,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards, int_list, node_map
+from ._doc import doc_field, int_list, node_map, raw_doc_shards
 
 __all__ = [
     "MIN_TOKEN",
@@ -447,9 +447,7 @@ def _check_cql_type(cql_type: Any) -> str | tuple[str, ...]:
 
 def _doc_tokens(params: dict[str, Any], shards: tuple[str, ...], key_prefix: int | None) -> dict[str, list[int]]:
     """The ``params.tokens`` of a token router's document, checked."""
-    if key_prefix is not None:
-        raise ValueError("a Cassandra token router has no key_prefix")
-    shards = doc_shards(shards)
+    shards = raw_doc_shards(shards, key_prefix, "a Cassandra token router")
     toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
     return {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
 

@@ -52,7 +52,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, _describe, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards
+from ._doc import doc_field, raw_doc_shards
 
 __all__ = ["HASH_FNS", "HashRingRouter", "key_hash"]
 
@@ -269,9 +269,7 @@ class HashRingRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> HashRingRouter:
-        if key_prefix is not None:
-            raise ValueError("a uhashring router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a uhashring router")
         nodes = params["nodes"]
         if not isinstance(nodes, list):
             raise TypeError(f"params.nodes must be a list of [name, weight, vnodes], not {_describe(nodes)}")
