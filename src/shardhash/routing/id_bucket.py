@@ -7,7 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from .base import Hasher, RawKeyRouter, Router, _describe, no_weights, prepare_out, register_router_type
+from .base import (
+    Hasher,
+    RawKeyRouter,
+    Router,
+    _describe,
+    _route_each,
+    no_weights,
+    prepare_out,
+    register_router_type,
+)
 from .bucket import _balanced_placement, _even_placement, _placement_index, _placement_params
 
 __all__ = ["IdBucketRouter"]
@@ -109,16 +118,7 @@ class IdBucketRouter(RawKeyRouter):
             return o
         if isinstance(keys, np.ndarray) and keys.dtype.kind != "O":
             raise TypeError(f"an IdBucketRouter routes ids (integers); got an array of dtype {keys.dtype}")
-        if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
-            raise TypeError(f"keys must be an iterable of ids, not {type(keys).__name__}")
-        items = list(keys)
-        o = prepare_out(out, len(items))
-        for i, key in enumerate(items):
-            try:
-                o[i] = self._route_index_slow(key)
-            except (TypeError, ValueError) as e:
-                raise type(e)(f"keys[{i}]: {e}") from None
-        return o
+        return _route_each(self._route_index_slow, keys, out, "ids", (TypeError, ValueError))
 
     def _doc_params(self) -> dict[str, Any]:
         return {"layout": self._layout.to_dict(), "placement": self._placement.tolist()}
