@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,8 +115,26 @@ def _placement_params(params: dict[str, Any], shards: Sequence[str], kind: str) 
     return ids
 
 
+class _BucketTable:
+    """The bucket -> shard table (``_placement``, read-only int32 shard
+    indices) of :class:`BucketRouter` and ``IdBucketRouter``."""
+
+    _placement: np.ndarray
+
+    @property
+    def placement(self) -> np.ndarray:
+        """Shard index of each bucket (read-only int32 array)."""
+        return self._placement
+
+    @property
+    def placement_ids(self) -> tuple[str, ...]:
+        """Shard id of each bucket."""
+        sh = cast(Router, self).shards
+        return tuple(sh[i] for i in self._placement.tolist())
+
+
 @register_router_type("bucket")
-class BucketRouter(Router):
+class BucketRouter(_BucketTable, Router):
     """A fixed number of logical buckets (``hash % len(placement)``) and a
     placement table bucket -> shard id.
 
@@ -210,17 +228,6 @@ class BucketRouter(Router):
     @property
     def bucket_count(self) -> int:
         return int(self._placement.shape[0])
-
-    @property
-    def placement(self) -> np.ndarray:
-        """Shard index of each bucket (read-only int32 array)."""
-        return self._placement
-
-    @property
-    def placement_ids(self) -> tuple[str, ...]:
-        """Shard id of each bucket."""
-        sh = self.shards
-        return tuple(sh[i] for i in self._placement.tolist())
 
     def _doc_params(self) -> dict[str, Any]:
         return {"placement": self._placement.tolist()}

@@ -17,13 +17,13 @@ from .base import (
     prepare_out,
     register_router_type,
 )
-from .bucket import _balanced_placement, _even_placement, _placement_index, _placement_params
+from .bucket import _balanced_placement, _BucketTable, _even_placement, _placement_index, _placement_params
 
 __all__ = ["IdBucketRouter"]
 
 
 @register_router_type("id_bucket")
-class IdBucketRouter(RawKeyRouter):
+class IdBucketRouter(_BucketTable, RawKeyRouter):
     """Routes an id of :mod:`shardhash.ids` by the bucket in its low bits
     through a placement table (bucket -> shard id), without hashing it.
 
@@ -78,16 +78,6 @@ class IdBucketRouter(RawKeyRouter):
     def layout(self) -> Any:
         """The :class:`~shardhash.ids.IdLayout` of the ids this router places."""
         return self._layout
-
-    @property
-    def placement(self) -> np.ndarray:
-        """Shard index of each bucket (read-only int32 array)."""
-        return self._placement
-
-    @property
-    def placement_ids(self) -> tuple[str, ...]:
-        sh = self.shards
-        return tuple(sh[i] for i in self._placement.tolist())
 
     def route_index(self, key: Any) -> int:
         """The index of the shard of id ``key`` (its bucket's)."""
