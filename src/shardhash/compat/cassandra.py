@@ -48,6 +48,7 @@ from shardhash._parallel import kernel_array
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
 from ._doc import doc_field, int_list, node_map, raw_doc_shards
+from ._ring import point_index
 
 __all__ = [
     "MIN_TOKEN",
@@ -949,8 +950,7 @@ class RandomTokenRouter(_TokenRing):
         ring = [p[0] for p in pairs]
         owners = np.array([p[1] for p in pairs], dtype=np.int32)
         top = np.array([t >> 96 for t in ring], dtype=np.uint32)
-        bits = max(1, min(16, len(top).bit_length()))
-        index = _native.ketama_bucket_index(top, bits)
+        index, _ = point_index(top)
         for a in (owners, top, index):
             a.setflags(write=False)
         self._set("_ringlist", ring)

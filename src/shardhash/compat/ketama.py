@@ -68,6 +68,7 @@ from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 from . import _twemproxy_hash as _tw
 from ._doc import doc_field, raw_doc_shards
+from ._ring import point_index
 
 __all__ = ["FLAVORS", "MORE_FLAVORS", "ALL_FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
@@ -336,8 +337,7 @@ class KetamaRouter(RawKeyRouter):
             order = np.lexsort((owners, points))  # by point, then server index
             points, owners = points[order], owners[order]
         # lookup accelerator: about one point per bucket of the key hash's top bits
-        bits = max(1, min(16, int(len(points)).bit_length()))
-        index = _native.ketama_bucket_index(points, bits)
+        index, bits = point_index(points)
         for a in (points, owners, index):
             a.setflags(write=False)
         self._set("_index", index)
