@@ -70,3 +70,11 @@ def doc_shards(shards: tuple[Any, ...]) -> tuple[str, ...]:
     for i, s in enumerate(shards):
         _check_shard_id(s, f"shards[{i}]")
     return shards
+
+
+def raw_doc_shards(shards: tuple[Any, ...], key_prefix: int | None, router: str) -> tuple[str, ...]:
+    """:func:`doc_shards` for a router that places the whole raw key: a
+    document with a ``key_prefix`` is refused (ValueError naming ``router``)."""
+    if key_prefix is not None:
+        raise ValueError(f"{router} has no key_prefix")
+    return doc_shards(shards)

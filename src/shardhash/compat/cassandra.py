@@ -38,7 +38,7 @@ import numbers
 import struct
 import uuid as _uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,7 +47,8 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards, int_list, node_map
+from ._doc import doc_field, int_list, node_map, raw_doc_shards
+from ._ring import point_index
 
 __all__ = [
     "MIN_TOKEN",
@@ -393,7 +394,10 @@ def _check_token(t: Any, node: Any) -> int:
     return v
 
 
-def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _ring_pairs(tokens: Mapping[Any, Iterable[int]],
+                check: Callable[[Any, Any], int]) -> tuple[list[str], list[tuple[int, int]]]:
+    """The node names and the sorted ``(token, node index)`` pairs of a ring,
+    each token checked by ``check(token, node)`` and owned once."""
     if not isinstance(tokens, Mapping):
         raise TypeError(f"tokens must be a mapping node -> [token, ...], not {type(tokens).__name__}")
     nodes = [str(n) for n in tokens]
@@ -410,19 +414,121 @@ def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndar
         if not toks:
             raise ValueError(f"node {node!r} has no tokens")
         for t in toks:
-            v = _check_token(t, node)
+            v = check(t, node)
             if v in owner_of:
                 raise ValueError(f"token {v} is owned twice: by {owner_of[v]!r} and by {str(node)!r}")
             owner_of[v] = str(node)
             pairs.append((v, idx))
     pairs.sort()
+    return nodes, pairs
+
+
+def _build_ring(tokens: Mapping[Any, Iterable[int]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    nodes, pairs = _ring_pairs(tokens, _check_token)
     ring = np.array([p[0] for p in pairs], dtype=np.int64)
     owners = np.array([p[1] for p in pairs], dtype=np.int32)
     return nodes, ring, owners
 
 
+def _check_cql_type(cql_type: Any) -> str | tuple[str, ...]:
+    """``cql_type`` checked: a CQL type name or a non-empty tuple of them."""
+    if isinstance(cql_type, (list, tuple)):
+        ct: str | tuple[str, ...] = tuple(cql_type)
+        if not ct:
+            raise ValueError("a composite cql_type needs at least one column type")
+        for t in ct:
+            _type_name(t)
+    elif isinstance(cql_type, str):
+        _type_name(cql_type)
+        ct = cql_type
+    else:
+        raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
+    return ct
+
+
+def _doc_tokens(params: dict[str, Any], shards: tuple[str, ...], key_prefix: int | None) -> dict[str, list[int]]:
+    """The ``params.tokens`` of a token router's document, checked."""
+    shards = raw_doc_shards(shards, key_prefix, "a Cassandra token router")
+    toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
+    return {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
+
+
+class _TokenRing(RawKeyRouter):
+    """What :class:`TokenRouter` and :class:`RandomTokenRouter` share: a
+    sorted ring of tokens, each owned by a node (``_owners``), and the
+    ``cql_type`` of the keys.  A subclass gives ``_ring_tokens``,
+    ``_key_token`` and ``_index_of_token``."""
+
+    _doc_fields = ("tokens", "cql_type")
+    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
+
+    @staticmethod
+    def _cli_tokens(n: int) -> list[int]:
+        """``n`` ring tokens for ``shardhash topology new``."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
+                 hasher: Any, load: Callable[[str], Router]) -> Router:
+        toks = cls._cli_tokens(len(shards) * (args.vnodes or 1))
+        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
+        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},  # type: ignore[call-arg]
+                   cql_type=ct[0] if len(ct) == 1 else ct)
+
+    def _ring_tokens(self) -> list[int]:
+        raise NotImplementedError
+
+    def _key_token(self, key: Any) -> int:
+        raise NotImplementedError
+
+    def _index_of_token(self, t: int) -> int:
+        raise NotImplementedError
+
+    def _doc_params(self) -> dict[str, Any]:
+        per: dict[str, list[int]] = {s: [] for s in self.shards}
+        for t, o in zip(self._ring_tokens(), self._owners.tolist()):
+            per[self.shards[o]].append(int(t))
+        ct = self._cql_type
+        return {"tokens": per, "cql_type": list(ct) if isinstance(ct, tuple) else ct}
+
+    @property
+    def tokens(self) -> dict[str, list[int]]:
+        """Node -> its sorted ring tokens."""
+        return self._doc_params()["tokens"]  # type: ignore[no-any-return]
+
+    @property
+    def ring_owners(self) -> np.ndarray:
+        return self._owners  # type: ignore[no-any-return]
+
+    @property
+    def cql_type(self) -> str | tuple[str, ...]:
+        return self._cql_type  # type: ignore[no-any-return]
+
+    def _replicas(self, key: Any, rf: int | Mapping[str, int],
+                  topology: Mapping[str, tuple[str, str]] | None) -> list[str]:
+        if isinstance(rf, Mapping):
+            if topology is None:
+                raise ValueError("NetworkTopologyStrategy replicas need topology={node: (datacenter, rack)}")
+            return NetworkTopologyStrategy(cast("TokenRouter | RandomTokenRouter", self), rf, topology).replicas(key)
+        if topology is not None:
+            raise ValueError("topology is for NetworkTopologyStrategy: give rf as {datacenter: replicas}")
+        if isinstance(rf, bool) or not isinstance(rf, int) or rf < 1:
+            raise ValueError(f"rf must be a positive int, got {rf!r}")
+        i = self._index_of_token(self._key_token(key))
+        m = len(self._owners)  # one owner per ring token
+        out: list[str] = []
+        for k in range(m):
+            node = self.shards[int(self._owners[(i + k) % m])]
+            if node not in out:
+                out.append(node)
+                if len(out) == min(rf, len(self.shards)):
+                    break
+        return out
+
+
 @register_router_type("cassandra_token")
-class TokenRouter(RawKeyRouter):
+class TokenRouter(_TokenRing):
+
     """Primary ownership on a Cassandra token ring (``Murmur3Partitioner``).
 
     ``tokens`` maps each node to its ring tokens (one token per node, or
@@ -444,8 +550,6 @@ class TokenRouter(RawKeyRouter):
     True
     """
 
-    _doc_fields = ("tokens", "cql_type")
-
     _hashes_refused = ("a Cassandra token router routes tokens, not shardhash hashes: "
                         "use route_many(keys) or route_tokens(tokens)")
     _hash_refused = "a Cassandra token router routes tokens, not shardhash hashes"
@@ -453,30 +557,14 @@ class TokenRouter(RawKeyRouter):
     def hashing_description(self) -> str:
         return "Murmur3Partitioner token (Cassandra)"
 
-    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
-
-    @classmethod
-    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
-                 hasher: Any, load: Callable[[str], Router]) -> Router:
-        toks = evenly_spaced_tokens(len(shards) * (args.vnodes or 1))
-        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
-        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
-                   cql_type=ct[0] if len(ct) == 1 else ct)
+    @staticmethod
+    def _cli_tokens(n: int) -> list[int]:
+        return evenly_spaced_tokens(n)
 
     def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:
         nodes, ring, owners = _build_ring(tokens)
-        if isinstance(cql_type, (list, tuple)):
-            ct: str | tuple[str, ...] = tuple(cql_type)
-            if not ct:
-                raise ValueError("a composite cql_type needs at least one column type")
-            for t in ct:
-                _type_name(t)
-        elif isinstance(cql_type, str):
-            _type_name(cql_type)
-            ct = cql_type
-        else:
-            raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
+        ct = _check_cql_type(cql_type)
         super().__init__(nodes, version=version)
         ring.setflags(write=False)
         owners.setflags(write=False)
@@ -491,21 +579,13 @@ class TokenRouter(RawKeyRouter):
 
     # -- document ----------------------------------------------------------------
 
-    def _doc_params(self) -> dict[str, Any]:
-        per: dict[str, list[int]] = {s: [] for s in self.shards}
-        for t, o in zip(self._ring.tolist(), self._owners.tolist()):
-            per[self.shards[o]].append(int(t))
-        ct = self._cql_type
-        return {"tokens": per, "cql_type": list(ct) if isinstance(ct, tuple) else ct}
+    def _ring_tokens(self) -> list[int]:
+        return self._ring.tolist()  # type: ignore[no-any-return]
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> TokenRouter:
-        if key_prefix is not None:
-            raise ValueError("a Cassandra token router has no key_prefix")
-        shards = doc_shards(shards)
-        toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
-        tokens = {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
+        tokens = _doc_tokens(params, shards, key_prefix)
         cql_type = params.get("cql_type", "blob")
         if isinstance(cql_type, list):
             for i, t in enumerate(cql_type):
@@ -528,22 +608,9 @@ class TokenRouter(RawKeyRouter):
     # -- ring --------------------------------------------------------------------
 
     @property
-    def tokens(self) -> dict[str, list[int]]:
-        """Node -> its sorted ring tokens."""
-        return self._doc_params()["tokens"]  # type: ignore[no-any-return]
-
-    @property
     def ring(self) -> np.ndarray:
         """All ring tokens, sorted (read-only int64 array); ``ring_owners`` holds their nodes' indices."""
         return self._ring  # type: ignore[no-any-return]
-
-    @property
-    def ring_owners(self) -> np.ndarray:
-        return self._owners  # type: ignore[no-any-return]
-
-    @property
-    def cql_type(self) -> str | tuple[str, ...]:
-        return self._cql_type  # type: ignore[no-any-return]
 
     def _key_token(self, key: Any) -> int:
         ct = self._cql_type
@@ -592,24 +659,7 @@ class TokenRouter(RawKeyRouter):
         >>> r.replicas(b"k", {"dc1": 2}, topology={"a": ("dc1", "r1"), "b": ("dc1", "r1"), "c": ("dc1", "r2")})
         ['a', 'c']
         """
-        if isinstance(rf, Mapping):
-            if topology is None:
-                raise ValueError("NetworkTopologyStrategy replicas need topology={node: (datacenter, rack)}")
-            return NetworkTopologyStrategy(self, rf, topology).replicas(key)
-        if topology is not None:
-            raise ValueError("topology is for NetworkTopologyStrategy: give rf as {datacenter: replicas}")
-        if isinstance(rf, bool) or not isinstance(rf, int) or rf < 1:
-            raise ValueError(f"rf must be a positive int, got {rf!r}")
-        i = self._index_of_token(self._key_token(key))
-        m = len(self._ring)
-        out: list[str] = []
-        for k in range(m):
-            node = self.shards[int(self._owners[(i + k) % m])]
-            if node not in out:
-                out.append(node)
-                if len(out) == min(rf, len(self.shards)):
-                    break
-        return out
+        return self._replicas(key, rf, topology)
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, node index)`` ranges covering ``[0, 2**64-1]``,
@@ -869,7 +919,7 @@ def _check_random_token(t: Any, node: Any) -> int:
 
 
 @register_router_type("cassandra_random")
-class RandomTokenRouter(RawKeyRouter):
+class RandomTokenRouter(_TokenRing):
     """Primary ownership on a ``RandomPartitioner`` token ring.
 
     As :class:`TokenRouter`, but tokens are :func:`random_partitioner_token`
@@ -881,64 +931,26 @@ class RandomTokenRouter(RawKeyRouter):
     ('n2', [1, 1, 2, 2])
     """
 
-    _doc_fields = ("tokens", "cql_type")
     _hashes_refused = ("a RandomPartitioner router routes its own MD5 tokens, not shardhash hashes: "
                         "use route_many(keys) or route_tokens(tokens)")
     _hash_refused = "a RandomPartitioner router routes its own MD5 tokens, not shardhash hashes"
-    cli_options = frozenset({"vnodes", "cql_type"})  # shardhash topology new
 
     def hashing_description(self) -> str:
         return "RandomPartitioner token (Cassandra, MD5)"
 
-    @classmethod
-    def from_cli(cls, shards: list[str], args: Any, *, weights: dict[str, float] | None,
-                 hasher: Any, load: Callable[[str], Router]) -> Router:
-        n = len(shards) * (args.vnodes or 1)
-        toks = [i * (MAX_RANDOM_TOKEN // n) for i in range(n)]
-        ct = [t.strip() for t in (args.cql_type or "blob").split(",")]
-        return cls({sh: toks[i::len(shards)] for i, sh in enumerate(shards)},
-                   cql_type=ct[0] if len(ct) == 1 else ct)
+    @staticmethod
+    def _cli_tokens(n: int) -> list[int]:
+        return [i * (MAX_RANDOM_TOKEN // n) for i in range(n)]
 
     def __init__(self, tokens: Mapping[Any, Iterable[int]], *, cql_type: str | Sequence[str] = "blob",
                  version: int = 1) -> None:
-        if not isinstance(tokens, Mapping):
-            raise TypeError(f"tokens must be a mapping node -> [token, ...], not {type(tokens).__name__}")
-        nodes = [str(n) for n in tokens]
-        if not nodes:
-            raise ValueError("a token ring needs at least one node")
-        if len(set(nodes)) != len(nodes):
-            raise ValueError("node names must be distinct (as strings)")
-        pairs: list[tuple[int, int]] = []
-        seen: dict[int, str] = {}
-        for idx, node in enumerate(tokens):
-            given: Any = tokens[node]
-            toks = [given] if isinstance(given, (int, np.integer)) and not isinstance(given, bool) else list(given)
-            if not toks:
-                raise ValueError(f"node {node!r} has no tokens")
-            for t in toks:
-                v = _check_random_token(t, node)
-                if v in seen:
-                    raise ValueError(f"token {v} is owned twice: by {seen[v]!r} and by {str(node)!r}")
-                seen[v] = str(node)
-                pairs.append((v, idx))
-        pairs.sort()
-        if isinstance(cql_type, (list, tuple)):
-            ct: str | tuple[str, ...] = tuple(cql_type)
-            if not ct:
-                raise ValueError("a composite cql_type needs at least one column type")
-            for t in ct:
-                _type_name(t)
-        elif isinstance(cql_type, str):
-            _type_name(cql_type)
-            ct = cql_type
-        else:
-            raise TypeError(f"cql_type must be a type name or a tuple of them, not {type(cql_type).__name__}")
+        nodes, pairs = _ring_pairs(tokens, _check_random_token)
+        ct = _check_cql_type(cql_type)
         super().__init__(nodes, version=version)
         ring = [p[0] for p in pairs]
         owners = np.array([p[1] for p in pairs], dtype=np.int32)
         top = np.array([t >> 96 for t in ring], dtype=np.uint32)
-        bits = max(1, min(16, len(top).bit_length()))
-        index = _native.ketama_bucket_index(top, bits)
+        index, _ = point_index(top)
         for a in (owners, top, index):
             a.setflags(write=False)
         self._set("_ringlist", ring)
@@ -948,21 +960,13 @@ class RandomTokenRouter(RawKeyRouter):
         self._set("_cql_type", ct)
         self._finish()
 
-    def _doc_params(self) -> dict[str, Any]:
-        per: dict[str, list[int]] = {s: [] for s in self.shards}
-        for t, o in zip(self._ringlist, self._owners.tolist()):
-            per[self.shards[o]].append(int(t))
-        ct = self._cql_type
-        return {"tokens": per, "cql_type": list(ct) if isinstance(ct, tuple) else ct}
+    def _ring_tokens(self) -> list[int]:
+        return self._ringlist  # type: ignore[no-any-return]
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> RandomTokenRouter:
-        if key_prefix is not None:
-            raise ValueError("a Cassandra token router has no key_prefix")
-        shards = doc_shards(shards)
-        toks = node_map(params["tokens"], "params.tokens", shards, "tokens")
-        tokens = {s: int_list(toks[s], f"params.tokens[{s!r}]") for s in shards}
+        tokens = _doc_tokens(params, shards, key_prefix)
         cql_type = params.get("cql_type", "blob")
         if isinstance(cql_type, list):
             cql_type = tuple(cql_type)
@@ -973,22 +977,9 @@ class RandomTokenRouter(RawKeyRouter):
             return cls(tokens, cql_type=cql_type, version=version)
 
     @property
-    def tokens(self) -> dict[str, list[int]]:
-        """Node -> its sorted ring tokens."""
-        return self._doc_params()["tokens"]  # type: ignore[no-any-return]
-
-    @property
     def ring(self) -> list[int]:
         """All ring tokens, sorted (Python ints: they exceed 64 bits)."""
         return list(self._ringlist)
-
-    @property
-    def ring_owners(self) -> np.ndarray:
-        return self._owners  # type: ignore[no-any-return]
-
-    @property
-    def cql_type(self) -> str | tuple[str, ...]:
-        return self._cql_type  # type: ignore[no-any-return]
 
     def _key_token(self, key: Any) -> int:
         ct = self._cql_type
@@ -1063,21 +1054,4 @@ class RandomTokenRouter(RawKeyRouter):
         """The replicas of ``key``: SimpleStrategy for an int ``rf``,
         NetworkTopologyStrategy for ``{datacenter: replicas}`` with
         ``topology`` (see :meth:`TokenRouter.replicas`)."""
-        if isinstance(rf, Mapping):
-            if topology is None:
-                raise ValueError("NetworkTopologyStrategy replicas need topology={node: (datacenter, rack)}")
-            return NetworkTopologyStrategy(self, rf, topology).replicas(key)
-        if topology is not None:
-            raise ValueError("topology is for NetworkTopologyStrategy: give rf as {datacenter: replicas}")
-        if isinstance(rf, bool) or not isinstance(rf, int) or rf < 1:
-            raise ValueError(f"rf must be a positive int, got {rf!r}")
-        i = self._index_of_token(self._key_token(key))
-        m = len(self._ringlist)
-        out: list[str] = []
-        for k in range(m):
-            node = self.shards[int(self._owners[(i + k) % m])]
-            if node not in out:
-                out.append(node)
-                if len(out) == min(rf, len(self.shards)):
-                    break
-        return out
+        return self._replicas(key, rf, topology)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards, int_pairs
+from ._doc import doc_field, int_pairs, raw_doc_shards
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
 __all__ = ["HASH_TOKEN_COUNT", "MAX_SHARD_COUNT", "shard_ranges", "CitusRouter"]
@@ -168,9 +168,7 @@ class CitusRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> CitusRouter:
-        if key_prefix is not None:
-            raise ValueError("a Citus router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a Citus router")
         ranges = int_pairs(params["ranges"], "params.ranges", "min, max")
         typ = params["type"]
         with doc_field("type" if not isinstance(typ, str) else "ranges"):

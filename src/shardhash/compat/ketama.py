@@ -67,7 +67,8 @@ from shardhash._parallel import kernel_array
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 from . import _twemproxy_hash as _tw
-from ._doc import doc_field, doc_shards
+from ._doc import doc_field, raw_doc_shards
+from ._ring import point_index
 
 __all__ = ["FLAVORS", "MORE_FLAVORS", "ALL_FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]
 
@@ -336,8 +337,7 @@ class KetamaRouter(RawKeyRouter):
             order = np.lexsort((owners, points))  # by point, then server index
             points, owners = points[order], owners[order]
         # lookup accelerator: about one point per bucket of the key hash's top bits
-        bits = max(1, min(16, int(len(points)).bit_length()))
-        index = _native.ketama_bucket_index(points, bits)
+        index, bits = point_index(points)
         for a in (points, owners, index):
             a.setflags(write=False)
         self._set("_index", index)
@@ -378,9 +378,7 @@ class KetamaRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> KetamaRouter:
-        if key_prefix is not None:
-            raise ValueError("a ketama router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a ketama router")
         weights = params["weights"]
         if weights is not None and not isinstance(weights, (list, Mapping)):
             raise TypeError(f"params.weights must be a list or an object of node weights, not {weights!r}")

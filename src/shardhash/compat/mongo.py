@@ -39,7 +39,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards
+from ._doc import doc_field, raw_doc_shards
 
 __all__ = [
     "MIN_KEY",
@@ -483,9 +483,7 @@ class HashedChunkRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> HashedChunkRouter:
-        if key_prefix is not None:
-            raise ValueError("a MongoDB chunk router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a MongoDB chunk router")
         bounds, owners = params["bounds"], params["owners"]
         if not isinstance(bounds, list) or not isinstance(owners, list) or len(owners) != len(bounds) + 1:
             raise ValueError("params.owners must list one shard index per chunk (len(bounds) + 1)")

@@ -65,7 +65,7 @@ from shardhash.routing._kernels import prepare_out
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards
+from ._doc import doc_field, raw_doc_shards
 
 __all__ = [
     "HASH_PARTITION_SEED",
@@ -1314,9 +1314,7 @@ class HashPartitionRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> HashPartitionRouter:
-        if key_prefix is not None:
-            raise ValueError("a PostgreSQL hash-partition router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a PostgreSQL hash-partition router")
         types = params["types"]
         if not isinstance(types, list) or not types:
             raise ValueError("params.types must be a non-empty list of type names")

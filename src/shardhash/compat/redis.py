@@ -30,7 +30,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards, int_pairs, node_map
+from ._doc import doc_field, int_pairs, node_map, raw_doc_shards
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges",
            "from_cluster_nodes", "reshard_steps"]
@@ -369,9 +369,7 @@ class ClusterRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> ClusterRouter:
-        if key_prefix is not None:
-            raise ValueError("a Redis Cluster router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a Redis Cluster router")
         sr = node_map(params["slot_ranges"], "params.slot_ranges", shards, "slot ranges")
         ranges = {s: int_pairs(sr[s], f"params.slot_ranges[{s!r}]", "start, end") for s in shards}
         mig = params.get("migrating")

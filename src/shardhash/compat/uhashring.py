@@ -52,7 +52,8 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, _describe, fill_out, register_router_type
 from . import _native
-from ._doc import doc_field, doc_shards
+from ._doc import doc_field, raw_doc_shards
+from ._ring import point_index
 
 __all__ = ["HASH_FNS", "HashRingRouter", "key_hash"]
 
@@ -209,8 +210,7 @@ class HashRingRouter(RawKeyRouter):
         p = np.array(pts, dtype=np.uint32)
         o = np.array(idx, dtype=np.int32)
         points, owners = _last_wins(p, o, np.argsort(p, kind="stable"))
-        bits = max(1, min(16, int(len(points)).bit_length()))
-        index = _native.ketama_bucket_index(points, bits)
+        index, bits = point_index(points)
         for a in (points, owners, index):
             a.setflags(write=False)
         self._set("_points", points)
@@ -243,8 +243,7 @@ class HashRingRouter(RawKeyRouter):
         mbits = max(12, min(22, len(plist).bit_length() + 10))
         mark = np.zeros(1 << mbits, dtype=bool)
         mark[top32 >> np.uint32(32 - mbits)] = True
-        bits = max(1, min(16, int(len(top32)).bit_length()))
-        index = _native.ketama_bucket_index(top32, bits)
+        index, bits = point_index(top32)
         for a in (owners, top32, mark, index):
             a.setflags(write=False)
         self._set("_plist", plist)
@@ -269,9 +268,7 @@ class HashRingRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> HashRingRouter:
-        if key_prefix is not None:
-            raise ValueError("a uhashring router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a uhashring router")
         nodes = params["nodes"]
         if not isinstance(nodes, list):
             raise TypeError(f"params.nodes must be a list of [name, weight, vnodes], not {_describe(nodes)}")

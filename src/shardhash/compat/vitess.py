@@ -47,7 +47,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_hashes, fill_out, register_router_type
 from . import _native
-from ._doc import doc_shards
+from ._doc import raw_doc_shards
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
            "even_shard_names", "generate_shard_ranges", "VitessRouter"]
@@ -435,9 +435,7 @@ class VitessRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
                      key_prefix: int | None) -> VitessRouter:
-        if key_prefix is not None:
-            raise ValueError("a Vitess router has no key_prefix")
-        shards = doc_shards(shards)
+        shards = raw_doc_shards(shards, key_prefix, "a Vitess router")
         return cls(shards, params["vindex"], version=version)
 
     def route_keyspace_ids(self, ksids: Any, *, out: np.ndarray | None = None) -> np.ndarray:

@@ -221,6 +221,24 @@ def no_weights(router: Router) -> ValueError:
     return ValueError(f"{type(router).__name__} has no weights; use buckets, a ring, rendezvous or Maglev")
 
 
+def _route_each(route: Callable[[Any], int], keys: Any, out: np.ndarray | None, what: str,
+                errors: tuple[type[Exception], ...]) -> np.ndarray:
+    """``route(key)`` of each key of an iterable ``keys`` (not str/bytes) into
+    ``out``: the Python path of a raw-key router's ``route_many``.  An error
+    of the kinds ``errors`` (TypeError or ValueError) is raised again of its
+    kind with the key's position (``keys[i]: ...``)."""
+    if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
+        raise TypeError(f"keys must be an iterable of {what}, not {type(keys).__name__}")
+    items = list(keys)
+    o = prepare_out(out, len(items))
+    for i, key in enumerate(items):
+        try:
+            o[i] = route(key)
+        except errors as e:
+            raise (TypeError if isinstance(e, TypeError) else ValueError)(f"keys[{i}]: {e}") from None
+    return o
+
+
 def _merge_ranges(ranges: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """Drop empty ``(lo, hi, owner)`` intervals and merge adjacent ones of one owner."""
     out: list[tuple[int, int, int]] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -85,8 +85,56 @@ def _even_placement(shards: Sequence[str], buckets: int, weights: Mapping[str, f
     return [p for s in shards for p in [s] * placement.count(s)]
 
 
+def _placement_index(shards: Sequence[str], placement: Any) -> list[int]:
+    """The shard index of each bucket of ``placement`` (a sequence of shard
+    ids), checked: a clear TypeError/ValueError naming the bucket."""
+    if isinstance(placement, (str, bytes)) or not isinstance(placement, Iterable):
+        raise TypeError(f"placement must be a sequence of shard ids, not {type(placement).__name__}")
+    index = {s: i for i, s in enumerate(shards)}
+    idx: list[int] = []
+    for b, s in enumerate(placement):
+        if not isinstance(s, str):
+            raise TypeError(f"placement[{b}] must be a shard id string, got {_describe(s)}")
+        i = index.get(s)
+        if i is None:
+            raise ValueError(f"placement[{b}] names unknown shard {s!r}")
+        idx.append(i)
+    return idx
+
+
+def _placement_params(params: dict[str, Any], shards: Sequence[str], kind: str) -> list[str]:
+    """The shard ids of a document's ``params.placement`` (shard indices)."""
+    p = params["placement"]
+    if not isinstance(p, list):
+        raise ValueError(f"{kind} params: 'placement' must be a list of shard indices")
+    ids: list[str] = []
+    for b, i in enumerate(p):
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(shards):
+            raise ValueError(f"{kind} params: placement[{b}] = {i!r} is not a shard index")
+        ids.append(shards[i])
+    return ids
+
+
+class _BucketTable:
+    """The bucket -> shard table (``_placement``, read-only int32 shard
+    indices) of :class:`BucketRouter` and ``IdBucketRouter``."""
+
+    _placement: np.ndarray
+
+    @property
+    def placement(self) -> np.ndarray:
+        """Shard index of each bucket (read-only int32 array)."""
+        return self._placement
+
+    @property
+    def placement_ids(self) -> tuple[str, ...]:
+        """Shard id of each bucket."""
+        sh = cast(Router, self).shards
+        return tuple(sh[i] for i in self._placement.tolist())
+
+
 @register_router_type("bucket")
-class BucketRouter(Router):
+class BucketRouter(_BucketTable, Router):
     """A fixed number of logical buckets (``hash % len(placement)``) and a
     placement table bucket -> shard id.
 
@@ -119,17 +167,7 @@ class BucketRouter(Router):
             placement = _even_placement(self.shards, n, None)
         elif buckets is not None:
             raise ValueError("give either placement or buckets, not both")
-        if isinstance(placement, (str, bytes)) or not isinstance(placement, Iterable):
-            raise TypeError(f"placement must be a sequence of shard ids, not {type(placement).__name__}")
-        index = {s: i for i, s in enumerate(self.shards)}
-        idx = []
-        for b, s in enumerate(placement):
-            if not isinstance(s, str):
-                raise TypeError(f"placement[{b}] must be a shard id string, got {_describe(s)}")
-            i = index.get(s)
-            if i is None:
-                raise ValueError(f"placement[{b}] names unknown shard {s!r}")
-            idx.append(i)
+        idx = _placement_index(self.shards, placement)
         if not idx:
             raise ValueError("placement must not be empty")
         _limits.reserve(len(idx), _limits.MAX_BUCKETS, "bucket count")
@@ -191,17 +229,6 @@ class BucketRouter(Router):
     def bucket_count(self) -> int:
         return int(self._placement.shape[0])
 
-    @property
-    def placement(self) -> np.ndarray:
-        """Shard index of each bucket (read-only int32 array)."""
-        return self._placement
-
-    @property
-    def placement_ids(self) -> tuple[str, ...]:
-        """Shard id of each bucket."""
-        sh = self.shards
-        return tuple(sh[i] for i in self._placement.tolist())
-
     def _doc_params(self) -> dict[str, Any]:
         return {"placement": self._placement.tolist()}
 
@@ -230,14 +257,7 @@ class BucketRouter(Router):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        p = params["placement"]
-        if not isinstance(p, list):
-            raise ValueError("bucket params: 'placement' must be a list of shard indices")
-        ids = []
-        for b, i in enumerate(p):
-            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(shards):
-                raise ValueError(f"bucket params: placement[{b}] = {i!r} is not a shard index")
-            ids.append(shards[i])
+        ids = _placement_params(params, shards, "bucket")
         return cls(shards, ids, hasher=hasher, version=version, key_prefix=key_prefix)
 
     # -- `shardhash topology new` --------------------------------------------------

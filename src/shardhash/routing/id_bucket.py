@@ -7,14 +7,23 @@ from typing import Any
 
 import numpy as np
 
-from .base import Hasher, RawKeyRouter, Router, _describe, no_weights, prepare_out, register_router_type
-from .bucket import _balanced_placement, _even_placement
+from .base import (
+    Hasher,
+    RawKeyRouter,
+    Router,
+    _describe,
+    _route_each,
+    no_weights,
+    prepare_out,
+    register_router_type,
+)
+from .bucket import _balanced_placement, _BucketTable, _even_placement, _placement_index, _placement_params
 
 __all__ = ["IdBucketRouter"]
 
 
 @register_router_type("id_bucket")
-class IdBucketRouter(RawKeyRouter):
+class IdBucketRouter(_BucketTable, RawKeyRouter):
     """Routes an id of :mod:`shardhash.ids` by the bucket in its low bits
     through a placement table (bucket -> shard id), without hashing it.
 
@@ -54,17 +63,7 @@ class IdBucketRouter(RawKeyRouter):
         if placement is None:
             placement = _even_placement(self.shards, n, None) if n >= len(self.shards) else \
                 [self.shards[i % len(self.shards)] for i in range(n)]
-        if isinstance(placement, (str, bytes)) or not isinstance(placement, Iterable):
-            raise TypeError(f"placement must be a sequence of shard ids, not {type(placement).__name__}")
-        index = {s: i for i, s in enumerate(self.shards)}
-        idx = []
-        for b, s in enumerate(placement):
-            if not isinstance(s, str):
-                raise TypeError(f"placement[{b}] must be a shard id string, got {_describe(s)}")
-            i = index.get(s)
-            if i is None:
-                raise ValueError(f"placement[{b}] names unknown shard {s!r}")
-            idx.append(i)
+        idx = _placement_index(self.shards, placement)
         if len(idx) != n:
             raise ValueError(f"placement must name the shard of each of the layout's {n} buckets "
                              f"(2 ** bucket_bits), not {len(idx)}")
@@ -79,16 +78,6 @@ class IdBucketRouter(RawKeyRouter):
     def layout(self) -> Any:
         """The :class:`~shardhash.ids.IdLayout` of the ids this router places."""
         return self._layout
-
-    @property
-    def placement(self) -> np.ndarray:
-        """Shard index of each bucket (read-only int32 array)."""
-        return self._placement
-
-    @property
-    def placement_ids(self) -> tuple[str, ...]:
-        sh = self.shards
-        return tuple(sh[i] for i in self._placement.tolist())
 
     def route_index(self, key: Any) -> int:
         """The index of the shard of id ``key`` (its bucket's)."""
@@ -119,16 +108,7 @@ class IdBucketRouter(RawKeyRouter):
             return o
         if isinstance(keys, np.ndarray) and keys.dtype.kind != "O":
             raise TypeError(f"an IdBucketRouter routes ids (integers); got an array of dtype {keys.dtype}")
-        if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
-            raise TypeError(f"keys must be an iterable of ids, not {type(keys).__name__}")
-        items = list(keys)
-        o = prepare_out(out, len(items))
-        for i, key in enumerate(items):
-            try:
-                o[i] = self._route_index_slow(key)
-            except (TypeError, ValueError) as e:
-                raise type(e)(f"keys[{i}]: {e}") from None
-        return o
+        return _route_each(self._route_index_slow, keys, out, "ids", (TypeError, ValueError))
 
     def _doc_params(self) -> dict[str, Any]:
         return {"layout": self._layout.to_dict(), "placement": self._placement.tolist()}
@@ -136,14 +116,7 @@ class IdBucketRouter(RawKeyRouter):
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
                      version: int, key_prefix: int | None) -> Router:
-        p = params["placement"]
-        if not isinstance(p, list):
-            raise ValueError("id_bucket params: 'placement' must be a list of shard indices")
-        ids = []
-        for b, i in enumerate(p):
-            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(shards):
-                raise ValueError(f"id_bucket params: placement[{b}] = {i!r} is not a shard index")
-            ids.append(shards[i])
+        ids = _placement_params(params, shards, "id_bucket")
         if not isinstance(params["layout"], Mapping):
             raise ValueError("id_bucket params: 'layout' must be an id layout document")
         return cls(shards, dict(params["layout"]), ids, hasher=hasher, version=version, key_prefix=key_prefix)

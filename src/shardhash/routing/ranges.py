@@ -16,6 +16,7 @@ from .base import (
     _check_int,
     _describe,
     _owners_of,
+    _route_each,
     _unmasked,
     prepare_out,
     register_router_type,
@@ -171,16 +172,7 @@ class RangeRouter(RawKeyRouter):
             elif k != "O":
                 want = "integer" if self._split_type == "int" else "string"
                 raise TypeError(f"this RangeRouter splits {want} keys; got an array of dtype {keys.dtype}")
-        if not isinstance(keys, Iterable) or isinstance(keys, (str, bytes)):
-            raise TypeError(f"keys must be an iterable of keys, not {type(keys).__name__}")
-        items = list(keys)
-        o = prepare_out(out, len(items))
-        for i, key in enumerate(items):
-            try:
-                o[i] = self.route_index(key)
-            except TypeError as e:
-                raise TypeError(f"keys[{i}]: {e}") from None
-        return o
+        return _route_each(self.route_index, keys, out, "keys", (TypeError,))
 
     def _doc_params(self) -> dict[str, Any]:
         return {"splits": list(self._splits), "owners": [self.shards[i] for i in self._range_owners]}
