@@ -1,4 +1,4 @@
-"""``shardhash migrate init|start|status|resume|verify|cutover|rollback|cleanup``.
+"""``shardhash migrate init|start|status|resume|pause|set|verify|cutover|rollback|cleanup``.
 
 Every command takes ``--config CLUSTER`` (a TOML or JSON cluster file, see
 :mod:`shardhash.migrate.cluster`).  Log lines carry the migration id and the
@@ -195,7 +195,9 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
     else:
         lag = st.get("lag") or {}
         _out(f"migration {st['id']} (group {st['group']}, version {st['from_version']} -> {st['to_version']}): "
-             f"{st['state']}")
+             f"{st['state']}" + (" (paused)" if st.get("paused") else ""))
+        if st.get("max_rows_per_s"):
+            _out(f"  copy rate limit: {st['max_rows_per_s']:,.0f} rows/s")
         _out(f"  units {st['units']}, rows copied {st['rows_copied']:,}, lag {lag.get('changes', 0)} changes")
         if st.get("verify"):
             v = st["verify"]
@@ -339,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
     A refused command or a failed step raises :class:`~shardhash.cli.common.UsageError`
     (exit status 2, 3 for a verify mismatch), as every ``shardhash`` command does."""
     from .cluster import Cluster
-    from .executor import Migration, MigrationError, VerifyMismatch, _is_db_error, describe_fault
+    from .executor import Migration, MigrationError, MigrationPaused, VerifyMismatch, _is_db_error, describe_fault
 
     try:
         cluster = Cluster.load(args.config)
@@ -380,7 +382,19 @@ def run(args: argparse.Namespace) -> int:
         m.log_fn = prog
         m.progress_fn = prog.progress
         if args.action in ("start", "resume"):
-            m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover)
+            if args.action == "resume":
+                m.unpause()
+            try:
+                m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover,
+                      max_rows_per_s=args.max_rows_per_s)
+            except MigrationPaused as e:
+                prog(str(e))  # (a pause is the operator's: not a failure)
+        elif args.action == "pause":
+            m.pause()
+        elif args.action == "set":
+            if args.max_rows_per_s is None:
+                raise ValueError("set needs a setting to change: --max-rows-per-s N (0: no limit)")
+            m.set_max_rows_per_s(args.max_rows_per_s)
         elif args.action == "verify":
             state = m.state
             if state not in ("catching-up", "verify-failed", "retained"):

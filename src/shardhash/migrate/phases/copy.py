@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _events
+from ..control import TokenBucket
 from ..errors import crash_point
 
 if TYPE_CHECKING:
@@ -187,6 +188,12 @@ def copy(m: Migration, chunk: int | None = None) -> None:
     dsts = m.mem.destinations
     unit_dst = np.array([dsts.index(u.destination) for u in m.units], dtype=np.int64)
     size = COPY_CHUNK if chunk is None else max(1, int(chunk))
+    # The operator's pause and rate limit (shardhash.migrate.control): read
+    # here, then by the writer after each chunk's commit, on its connection.
+    ctl = m._controls
+    ctl.refresh(force=True)
+    ctl.check("before the copy")
+    bucket = TokenBucket(ctl.rate)
     total = 0
     if m.progress_fn is not None:
         for s in m.mem.sources:
@@ -236,13 +243,28 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                             m.meta.put(m.id, extra[0], extra[1], mc)
                     _done[0] = cursor == "done"
                     prog["scanned"] += n_scanned
+                    ctl.refresh(mconn, force=True)  # (one read per chunk: a pause stops the next one)
 
+                cap0 = bucket.chunk_cap()
                 reader = _Reader(partial(sb.scan, sc, t.name, cols, pk, where=where, args=args), cur,
-                                 pkx, size, thread=sb.prefetch)
+                                 pkx, size if cap0 is None else min(size, cap0), thread=sb.prefetch)
                 writer = _Writer(write)
+
+                def idle_refresh(_w: _Writer = writer) -> bool:
+                    # (the writer idle, this thread may use the metadata connection)
+                    _w.finish()
+                    ctl.refresh(m.meta.db.conn())
+                    bucket.rate = ctl.rate
+                    return ctl.paused
+
                 try:
                     t_last = time.perf_counter()
                     for rows, last in reader:
+                        # a chunk boundary: stop here when paused (the chunks put so far
+                        # are written and their cursors committed); else keep the pace
+                        bucket.rate = ctl.rate
+                        if not ctl.paused:
+                            bucket.take(len(rows), stop=idle_refresh)
                         keys = [r[kx] for r in rows]
                         m._check_keys(t.name, keys, rows, pkx)
                         ui = m.mem.assign(keys)
@@ -257,6 +279,11 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                             with m._on(d, "destination", f"copying {t.name!r} from {s!r}"):
                                 dc = cl.backend(d).conn()
                             parts.append((d, dc, [rows[i] for i in pick.tolist()]))
+                        # (put waits for the previous chunk anyway: wait here, then a
+                        # pause the writer read after its commit stops this chunk)
+                        writer.finish()
+                        if ctl.paused:
+                            ctl.check(f"copying {t.name!r} from {s!r}")
                         writer.put((parts, m.meta.db.conn(), "done" if last else [rows[-1][j] for j in pkx],
                                     len(rows), snap))
                         snap = []
@@ -265,7 +292,8 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                         now = time.perf_counter()
                         if chunk is None:
                             size = _next_chunk(size, len(rows), now - t_last)
-                            reader.size = size
+                        cap = bucket.chunk_cap()  # (rate-limited: small chunks, a smooth pace)
+                        reader.size = size if cap is None else min(size, cap)
                         t_last = now
                         if m.progress_fn is not None and now - m._last_tick >= m.progress_every:
                             writer.finish()  # (no write in flight while the callback runs)
