@@ -107,5 +107,11 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-rows-per-s", type=non_negative_float, default=None, metavar="N",
                    help="start/resume/set: limit the snapshot copy to N rows read per second, recorded in the "
                         "metadata store (0: no limit; default: keep the recorded limit)")
+    p.add_argument("--skip-preflight", action="store_true",
+                   help="start/resume: copy even when the preflight estimates that a destination lacks room")
+    p.add_argument("--max-dest-bytes", type=positive_int, default=None, metavar="BYTES",
+                   help="start/resume (and --dry-run): the largest size a destination may reach, for the "
+                        "preflight (PostgreSQL: compared with pg_database_size; SQLite: with the file's size, "
+                        "besides the file system's free space)")
     add_json(p, None)
     p.set_defaults(func=_run)

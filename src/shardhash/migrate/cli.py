@@ -83,6 +83,7 @@ def _new_shards(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]] | 
 
 
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
+    from . import preflight
     from .executor import check_start, pending_router
     from .units import Membership, units_for
 
@@ -103,15 +104,18 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
                     if u >= 0:
                         counts[u] += 1
     steps = [dict(u.to_dict(), rows=n) for u, n in zip(units, counts)]
+    pre = preflight.estimate(cluster, g, mem, mem.destinations, args.max_dest_bytes)
     if args.json:
         _out(json.dumps({"group": g.name, "from_version": old.version, "to_version": new.version,
-                         "steps": steps, "rows": sum(counts)}, indent=2))
+                         "steps": steps, "rows": sum(counts), "preflight": pre}, indent=2))
         return 0
     _out(f"group {g.name}: version {old.version} -> {new.version}, {len(units)} step(s), "
          f"{sum(counts):,} row(s) to move (dry run: nothing written)")
     for st in steps:
         _out(f"  step {st['index'] + 1:>4}: {st['source']} -> {st['destination']}  {st['kind']:<7} "
              f"{st['rows']:>10,} rows")
+    for line in preflight.describe(pre):
+        _out("  preflight: " + line)
     return 0
 
 
@@ -386,7 +390,8 @@ def run(args: argparse.Namespace) -> int:
                 m.unpause()
             try:
                 m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover,
-                      max_rows_per_s=args.max_rows_per_s)
+                      max_rows_per_s=args.max_rows_per_s, skip_preflight=args.skip_preflight,
+                      max_dest_bytes=args.max_dest_bytes)
             except MigrationPaused as e:
                 prog(str(e))  # (a pause is the operator's: not a failure)
         elif args.action == "pause":

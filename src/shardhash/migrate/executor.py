@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..routing import Router, load_router
-from . import control
+from . import control, preflight
 from .cluster import Cluster
 from .coltypes import Kind
 from .control import MigrationPaused
@@ -200,7 +200,8 @@ class Migration:
 
     def run(self, *, fence_threshold: float = 0.5, chunk: int | None = None, cutover: bool = True,
             max_catchup_seconds: float = 600.0, fence_timeout: float | None = None,
-            fence_attempts: int = FENCE_ATTEMPTS, max_rows_per_s: float | None = None) -> str:
+            fence_attempts: int = FENCE_ATTEMPTS, max_rows_per_s: float | None = None,
+            skip_preflight: bool = False, max_dest_bytes: int | None = None) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
@@ -219,9 +220,16 @@ class Migration:
         (:meth:`set_max_rows_per_s`).  A pause (:meth:`pause`) stops the run
         at its next chunk boundary before the fence with
         :class:`MigrationPaused`; the run refuses to start while one stands
-        (:meth:`unpause` lifts it)."""
+        (:meth:`unpause` lifts it).
+
+        Before the copy's first row, a preflight (:mod:`shardhash.migrate.preflight`)
+        compares each destination's estimated share of the copy with the room
+        the backend can tell (``max_dest_bytes``: a limit on a destination's
+        size) and refuses with :class:`~shardhash.migrate.preflight.PreflightError`;
+        ``skip_preflight=True`` copies anyway."""
         if max_rows_per_s is not None:
             control.check_rate(max_rows_per_s)
+        preflight.check_limit(max_dest_bytes)
         if fence_timeout is not None:
             self.fence_timeout = _check_fence_timeout(fence_timeout)
         if isinstance(fence_attempts, bool) or not isinstance(fence_attempts, int) or fence_attempts < 1:
@@ -248,6 +256,10 @@ class Migration:
                 self._set("copying")
                 st = "copying"
             if st == "copying":
+                if not skip_preflight and not self.meta.get(self.id, "copied"):
+                    # (before any row is copied: a resumed copy's rows are already there)
+                    for line in preflight.describe(preflight.check(self, max_dest_bytes)):
+                        self.log("preflight: " + line)
                 self._copy(chunk)
                 self._set("catching-up")
                 st = "catching-up"
