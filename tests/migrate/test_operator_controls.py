@@ -38,7 +38,9 @@ def _start(root: Path, backend: str, users: int) -> tuple[Path, Cluster, Migrati
     return path, cl, m, moved
 
 
-def test_pause_during_the_copy_stops_at_the_chunk_boundary_and_resume_finishes(root: Path, backend: str) -> None:
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_pause_during_the_copy_stops_at_the_chunk_boundary_and_resume_finishes(root: Path, backend: str,
+                                                                              parallel: int) -> None:
     path, cl, m, moved = _start(root, backend, 2000)
     writes: list[int] = []
     other = Cluster.load(path)  # (the operator: another process's view of the store)
@@ -51,17 +53,18 @@ def test_pause_during_the_copy_stops_at_the_chunk_boundary_and_resume_finishes(r
 
     m._write_copy = write_copy  # type: ignore[method-assign]
     with pytest.raises(MigrationPaused, match="paused"):
-        m.run(chunk=100)
-    # the chunk in hand was written and its cursor committed; no chunk after it
-    assert len(writes) == 1
+        m.run(chunk=100, parallel=parallel)
+    # each worker's chunk in hand was written and its cursor committed; no chunk after it
+    assert 1 <= len(writes) <= parallel
+    n_writes = len(writes)
     st = m.status()
     assert st["state"] == "copying" and st["paused"] is True and st["error"] is None
-    assert st["rows_copied"] == writes[0] == len(shard_rows(root, "s4"))
+    assert st["rows_copied"] == sum(writes) == len(shard_rows(root, "s4"))
     assert any(k.startswith("cursor:") and v not in (None, "done") for k, v in m.meta.progress(m.id).items())
     # while paused, a run refuses to start (the operator's hand wins)
     with pytest.raises(MigrationPaused):
         Migration(cl, m.id).run(chunk=100)
-    assert len(writes) == 1
+    assert len(writes) == n_writes
     assert m.unpause() is True
     m2 = Migration(cl, m.id)
     assert m2.run(chunk=100) == "retained"

@@ -107,6 +107,9 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-rows-per-s", type=non_negative_float, default=None, metavar="N",
                    help="start/resume/set: limit the snapshot copy to N rows read per second, recorded in the "
                         "metadata store (0: no limit; default: keep the recorded limit)")
+    p.add_argument("--parallel", type=positive_int, default=None, metavar="N",
+                   help="start/resume: copy N sources at once, each by a worker with its own connections "
+                        "(default: the number of sources, at most the cores)")
     p.add_argument("--skip-preflight", action="store_true",
                    help="start/resume: copy even when the preflight estimates that a destination lacks room")
     p.add_argument("--max-dest-bytes", type=positive_int, default=None, metavar="BYTES",

@@ -391,7 +391,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover,
                       max_rows_per_s=args.max_rows_per_s, skip_preflight=args.skip_preflight,
-                      max_dest_bytes=args.max_dest_bytes)
+                      max_dest_bytes=args.max_dest_bytes, parallel=args.parallel)
             except MigrationPaused as e:
                 prog(str(e))  # (a pause is the operator's: not a failure)
         elif args.action == "pause":

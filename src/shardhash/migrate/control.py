@@ -15,6 +15,7 @@ there) or it is refused because the fence has begun.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,7 @@ class TokenBucket:
         self.burst_s = burst_s
         self.tokens = 0.0
         self._t = time.monotonic()
+        self._lock = threading.Lock()  # (one bucket for every copy worker: the limit is the total)
 
     def _refill(self) -> None:
         now = time.monotonic()
@@ -117,6 +119,10 @@ class TokenBucket:
         self._t = now
 
     def take(self, n: int, stop: Any = None, slice_s: float = 0.1) -> None:
+        with self._lock:
+            self._take(n, stop, slice_s)
+
+    def _take(self, n: int, stop: Any, slice_s: float) -> None:
         self._refill()
         if self.rate is None:
             self.tokens = 0.0

@@ -101,6 +101,8 @@ class Migration:
         #: the operator's pause and rate limit, as the running phase last read them
         self._controls = control.Controls(self)
         self._pausable = False  # (a pause stops catch-up rounds only before the fence)
+        #: copy workers (sources copied at once); None: the sources, at most the cores
+        self.parallel: int | None = None
 
     # ------------------------------------------------------------- create
 
@@ -201,7 +203,8 @@ class Migration:
     def run(self, *, fence_threshold: float = 0.5, chunk: int | None = None, cutover: bool = True,
             max_catchup_seconds: float = 600.0, fence_timeout: float | None = None,
             fence_attempts: int = FENCE_ATTEMPTS, max_rows_per_s: float | None = None,
-            skip_preflight: bool = False, max_dest_bytes: int | None = None) -> str:
+            skip_preflight: bool = False, max_dest_bytes: int | None = None,
+            parallel: int | None = None) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
@@ -226,10 +229,21 @@ class Migration:
         compares each destination's estimated share of the copy with the room
         the backend can tell (``max_dest_bytes``: a limit on a destination's
         size) and refuses with :class:`~shardhash.migrate.preflight.PreflightError`;
-        ``skip_preflight=True`` copies anyway."""
+        ``skip_preflight=True`` copies anyway.
+
+        ``parallel``: sources copied at once by workers of their own (each
+        with its own connections and committed cursors, so a crash re-copies
+        at most one chunk per worker); default: the number of sources, at
+        most the cores.  The first worker's error stops the others at their
+        next chunk boundary and is raised with a note naming its source and
+        destinations."""
         if max_rows_per_s is not None:
             control.check_rate(max_rows_per_s)
         preflight.check_limit(max_dest_bytes)
+        if parallel is not None:
+            if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+                raise ValueError(f"parallel must be an int >= 1 (copy workers), not {parallel!r}")
+            self.parallel = parallel
         if fence_timeout is not None:
             self.fence_timeout = _check_fence_timeout(fence_timeout)
         if isinstance(fence_attempts, bool) or not isinstance(fence_attempts, int) or fence_attempts < 1:

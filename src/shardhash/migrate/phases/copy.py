@@ -11,6 +11,7 @@ time a chunk takes (:data:`COPY_CHUNK_SECONDS`).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -21,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _events
-from ..control import TokenBucket
-from ..errors import crash_point
+from ..control import MigrationPaused, TokenBucket
+from ..errors import MigrationError, crash_point
+from .workers import Stopped, default_workers, run_pool
 
 if TYPE_CHECKING:
     from ..executor import Migration
@@ -163,7 +165,7 @@ class _Writer:
         self._t.join()
 
 
-def copy(m: Migration, chunk: int | None = None) -> None:
+def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) -> None:
     """The snapshot copy (see docs/migrate.md), as a pipeline of three
     threads per table: one reads the next chunk from the source (in the
     snapshot's read transaction) while this one routes the current chunk
@@ -176,7 +178,12 @@ def copy(m: Migration, chunk: int | None = None) -> None:
     :data:`COPY_CHUNK`).  The writer uses this thread's connections (so
     a fault on "the executor's connection" hits the copy), never while
     this thread does; ``progress_fn`` runs on this thread, with no write
-    in flight."""
+    in flight.
+
+    ``parallel``: sources copied at once, each by a worker of its own (its
+    own connections, cursors and pipeline; see :mod:`.workers`); default:
+    the number of sources, at most the cores.  With one, the sources are
+    copied one after the other on this thread."""
     if m.info.get("skip_copy"):
         return
     cl = m.cluster
@@ -187,7 +194,10 @@ def copy(m: Migration, chunk: int | None = None) -> None:
     # unit index -> index of its destination in dsts (batch selection below)
     dsts = m.mem.destinations
     unit_dst = np.array([dsts.index(u.destination) for u in m.units], dtype=np.int64)
-    size = COPY_CHUNK if chunk is None else max(1, int(chunk))
+    size0 = COPY_CHUNK if chunk is None else max(1, int(chunk))
+    plock = threading.Lock()  # (the counters and their metadata rows, shared by the workers)
+    tlock = threading.Lock()  # (the progress callback)
+    stop = threading.Event()  # (set when a worker failed: the others stop at a chunk boundary)
     # The operator's pause and rate limit (shardhash.migrate.control): read
     # here, then by the writer after each chunk's commit, on its connection.
     ctl = m._controls
@@ -199,7 +209,8 @@ def copy(m: Migration, chunk: int | None = None) -> None:
         for s in m.mem.sources:
             b = cl.backend(s)
             total += sum(b.count(b.conn(), t.name) for t in m.group.tables)
-    for s in m.mem.sources:
+    def one_source(s: str) -> None:
+        size = size0
         sb = cl.backend(s)
         # Only this source's units: a shard that is also a destination (a
         # change of strategy over the same shards) holds copies of other
@@ -234,15 +245,16 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                         m._write_copy(_s, d, dc, _t, _c, drows)
                         if n == 0:
                             crash_point("copy-chunk")
-                        prog["copied"] += len(drows)
+                        with plock:
+                            prog["copied"] += len(drows)
                     # (one metadata transaction per chunk; the last one marks the table done)
-                    with m.meta.tx(mconn) as mc:
+                    with plock, m.meta.tx(mconn) as mc:
                         m.meta.put(m.id, _k, cursor, mc)
                         m.meta.put(m.id, "copied", prog["copied"], mc)
                         if extra:
                             m.meta.put(m.id, extra[0], extra[1], mc)
+                        prog["scanned"] += n_scanned
                     _done[0] = cursor == "done"
-                    prog["scanned"] += n_scanned
                     ctl.refresh(mconn, force=True)  # (one read per chunk: a pause stops the next one)
 
                 cap0 = bucket.chunk_cap()
@@ -260,6 +272,8 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                 try:
                     t_last = time.perf_counter()
                     for rows, last in reader:
+                        if stop.is_set():
+                            raise Stopped()
                         # a chunk boundary: stop here when paused (the chunks put so far
                         # are written and their cursors committed); else keep the pace
                         bucket.rate = ctl.rate
@@ -300,12 +314,16 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                             el = time.perf_counter() - t0
                             rate = prog["scanned"] / el if el > 0 else 0.0
                             left = total - prog["scanned"]
-                            m._tick(phase="copy", rows_copied=prog["copied"], rows_scanned=prog["scanned"],
-                                       rows_total=total, rows_per_s=rate,
-                                       eta_s=left / rate if rate and total else None)
+                            with tlock:
+                                m._tick(phase="copy", rows_copied=prog["copied"], rows_scanned=prog["scanned"],
+                                        rows_total=total, rows_per_s=rate,
+                                        eta_s=left / rate if rate and total else None)
                         _events.emit("migration_progress", migration_id=m.id, copied=prog["copied"],
                                      scanned=prog["scanned"], total=total if m.progress_fn is not None else None)
                     writer.finish()
+                except BaseException:
+                    stop.set()  # (the other workers stop at their next chunk, not after this cleanup)
+                    raise
                 finally:
                     writer.close()
                     reader.close()
@@ -317,6 +335,38 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                             m.meta.put(m.id, snap[0], snap[1], mc)
         finally:
             sc.close()
+
+    srcs = list(m.mem.sources)
+    par = parallel if parallel is not None else getattr(m, "parallel", None)
+    n = default_workers(len(srcs), os.cpu_count()) if par is None else int(par)
+    if n <= 1 or len(srcs) <= 1:
+        for s in srcs:
+            one_source(s)
+    else:
+        for x in m._involved():
+            cl.backend(x)  # (opened here: the workers only look them up)
+
+        def close() -> None:  # (the worker thread's own connections)
+            for x in m._involved():
+                cl.backend(x).close()
+            m.meta.db.close()
+
+        def describe(s: str) -> str:
+            return f"source {s!r} -> " + ", ".join(repr(u) for u in sorted({u.destination for u in m.units
+                                                                          if u.source == s}))
+
+        def pooled(s: str) -> None:
+            try:
+                one_source(s)
+            except (Stopped, MigrationPaused):
+                raise
+            except Exception as e:
+                if isinstance(e, MigrationError) and repr(s) not in str(e):
+                    raise MigrationError(f"{e} (in the copy worker for {describe(s)})") from e
+                raise
+
+        m.log(f"copy: {min(n, len(srcs))} worker(s) for {len(srcs)} source(s)")
+        run_pool(srcs, pooled, n, stop, describe, close)
     dt = time.perf_counter() - t0
     copied_now = prog["copied"] - copied0
     if prog["scanned"] and dt > 0:
