@@ -41,7 +41,7 @@ def test_estimate_follows_the_moved_share_of_the_sources_sizes(root: Path, backe
     cl, m, moved = _start(root, backend, 3000)
     rows = pf.estimate(cl, m.group, m.mem, m.mem.destinations)
     assert [r["destination"] for r in rows] == ["s4"]
-    src = sum(pf.table_bytes(cl.backend(s), cl.backend(s).conn(), "users") for s in FOUR)
+    src = sum(pf.table_bytes(cl.backend(s), cl.backend(s).conn(), "users") or 0 for s in FOUR)
     assert src > 0
     est = rows[0]["estimate_bytes"]
     # the sampled share against the real moved rows (about a fifth): within a factor 2
@@ -144,3 +144,20 @@ def test_dry_run_shows_the_preflight(root: Path, backend: str, capsys: pytest.Ca
     assert "preflight refused the copy" in capsys.readouterr().err
     assert main(["migrate", "resume", *cfg, "-q", "--max-dest-bytes", "1", "--skip-preflight"]) == 0
     assert "retained" in capsys.readouterr().out
+
+
+def test_a_source_whose_size_is_unknown_refuses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend that cannot tell a table's size (table_bytes -> None) leaves
+    the room unknown rather than refusing on a partial estimate."""
+    cl, m, _ = _start(tmp_path, "sqlite", 400)
+    real = pf.table_bytes
+
+    def some_unknown(b: Any, c: Any, table: str) -> int | None:
+        return None if b is cl.backend("s0") else real(b, c, table)
+
+    monkeypatch.setattr(pf, "table_bytes", some_unknown)
+    rows = pf.estimate(cl, m.group, m.mem, m.mem.destinations, max_dest_bytes=1)
+    assert rows[0]["room_bytes"] is None and rows[0]["fits"]
+    assert "leaves out source(s) s0" in rows[0]["room"] and "s0" not in rows[0]["from"]
+    assert m.run(max_dest_bytes=1) == "retained"
+    cl.close()

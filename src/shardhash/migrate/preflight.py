@@ -52,8 +52,10 @@ def _sample_keys(key_type: str) -> list[Any]:
     return list(range(1, SAMPLE + 1))
 
 
-def table_bytes(b: Any, c: Any, table: str) -> int:
-    """The bytes a table takes on its shard, indexes included (0 when absent)."""
+def table_bytes(b: Any, c: Any, table: str) -> int | None:
+    """The bytes a table takes on its shard, indexes included (0 when absent;
+    None when this kind of backend cannot tell: the estimate is then unknown
+    and the preflight refuses nothing)."""
     if not b.has_table(c, table):
         return 0
     if b.kind == "postgresql":
@@ -70,7 +72,7 @@ def table_bytes(b: Any, c: Any, table: str) -> int:
             if not is_db_error(e):
                 raise
             return os.path.getsize(b.path) if os.path.exists(b.path) else 0
-    raise ValueError(f"preflight: no size estimate for a {b.kind} shard")
+    return None
 
 
 def _room(b: Any, c: Any, limit: int | None) -> tuple[int | None, str, Any]:
@@ -103,6 +105,7 @@ def estimate(cluster: Any, group: Any, mem: Membership, destinations: Sequence[s
     old_owner = [mem.old.route(k) for k in keys]
     units = mem.units
     per: dict[str, dict[str, float]] = {d: {} for d in destinations}
+    unknown: set[str] = set()  # (sources whose size the backend cannot tell)
     for s in mem.sources:
         mine = sum(1 for o in old_owner if o == s)
         if not mine:
@@ -110,12 +113,16 @@ def estimate(cluster: Any, group: Any, mem: Membership, destinations: Sequence[s
         b = cluster.backend(s)
         try:
             c = b.conn()
-            size = sum(table_bytes(b, c, t.name) for t in group.tables)
+            sizes = [table_bytes(b, c, t.name) for t in group.tables]
         except Exception as e:
             if not is_db_error(e):
                 raise
             raise MigrationError(f"preflight: source shard {s!r} failed while reading its tables' sizes: "
                                  f"{describe_fault(e)}") from e
+        if any(x is None for x in sizes):
+            unknown.add(s)
+            continue
+        size = sum(x for x in sizes if x is not None)
         for u, o in zip(ui, old_owner):
             if u >= 0 and o == s and units[u].source == s:
                 d = units[u].destination
@@ -133,6 +140,10 @@ def estimate(cluster: Any, group: Any, mem: Membership, destinations: Sequence[s
             raise MigrationError(f"preflight: destination shard {d!r} failed while reading its size: "
                                  f"{describe_fault(e)}") from e
         est = int(sum(per.get(d, {}).values()))
+        if any(u.destination == d and u.source in unknown for u in units):
+            room, what, space = None, what + "; the estimate leaves out source(s) " \
+                + ", ".join(sorted({u.source for u in units if u.destination == d and u.source in unknown})) \
+                + " (their backend cannot tell their size)", None
         if space is not None:
             shared[space] = shared.get(space, 0) + est
         rows.append((d, est, room, what, space))
