@@ -102,3 +102,38 @@ def test_bad_parallel_is_refused(tmp_path: Path) -> None:
             m.run(parallel=bad)  # type: ignore[arg-type]
     assert m.state == "preparing"
     cl.close()
+
+
+def test_status_shows_progress_and_eta_per_pair(root: Path, backend: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from shardhash.migrate.cli import _print_status
+
+    cl, m, moved = _start(root, backend, 1600)
+    n = [0]
+
+    def write_copy(s: str, d: str, dc: Any, table: str, cols: list[str], rows: list[tuple[Any, ...]]) -> None:
+        Migration._write_copy(m, s, d, dc, table, cols, rows)
+        n[0] += 1
+        if n[0] == 3:
+            m.pause()
+
+    m._write_copy = write_copy  # type: ignore[method-assign]
+    with pytest.raises(MigrationError):
+        m.run(chunk=40, parallel=1)
+    pairs = m.status()["copy_pairs"]
+    assert pairs and all(p["destinations"] == ["s4"] for p in pairs)
+    first = pairs[0]
+    on_source = len(shard_rows(root, first["source"]))
+    assert first["rows_total"] == on_source and not first["done"]
+    assert 0 < first["rows_scanned"] < on_source and first["rows_copied"] <= first["rows_scanned"]
+    assert first["rows_per_s"] is not None and first["rows_per_s"] > 0 and first["eta_s"] is not None
+    _print_status(m.status(), False)
+    assert f"copy {first['source']} -> s4: {first['rows_scanned']:,} of {on_source:,} rows scanned" \
+        in capsys.readouterr().out
+    m.unpause()
+    assert Migration(cl, m.id).run(chunk=40) == "retained"
+    pairs = m.status()["copy_pairs"]
+    assert sorted(p["source"] for p in pairs) == FOUR and all(p["done"] and p["eta_s"] == 0 for p in pairs)
+    assert sum(p["rows_copied"] for p in pairs) == len(moved)
+    assert all(p["rows_scanned"] == p["rows_total"] for p in pairs)
+    cl.close()

@@ -161,3 +161,14 @@ def test_a_source_whose_size_is_unknown_refuses_nothing(tmp_path: Path, monkeypa
     assert "leaves out source(s) s0" in rows[0]["room"] and "s0" not in rows[0]["from"]
     assert m.run(max_dest_bytes=1) == "retained"
     cl.close()
+
+
+def test_dry_run_with_a_new_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A destination the start registers (--add ID --primary URL) is not in
+    the shard map yet: the dry run says so instead of failing."""
+    from shardhash.cli import main
+
+    path = make_cluster(tmp_path, FOUR, users=300, backend="sqlite")
+    assert main(["migrate", "start", "--config", str(path), "--add", "s5", "--primary", "sqlite:s5.db",
+                 "--dry-run"]) == 0
+    assert "preflight: destination s5: a new shard, checked when the migration starts" in capsys.readouterr().out

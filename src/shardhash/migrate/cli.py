@@ -104,7 +104,14 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
                     if u >= 0:
                         counts[u] += 1
     steps = [dict(u.to_dict(), rows=n) for u, n in zip(units, counts)]
-    pre = preflight.estimate(cluster, g, mem, mem.destinations, args.max_dest_bytes)
+    known, new_ids = [], []
+    for d in mem.destinations:
+        try:
+            cluster.backend(d)
+            known.append(d)
+        except KeyError:  # (a shard the start registers: --add ID --primary URL)
+            new_ids.append(d)
+    pre = preflight.estimate(cluster, g, mem, known, args.max_dest_bytes)
     if args.json:
         _out(json.dumps({"group": g.name, "from_version": old.version, "to_version": new.version,
                          "steps": steps, "rows": sum(counts), "preflight": pre}, indent=2))
@@ -116,6 +123,8 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
              f"{st['rows']:>10,} rows")
     for line in preflight.describe(pre):
         _out("  preflight: " + line)
+    for d in new_ids:
+        _out(f"  preflight: destination {d}: a new shard, checked when the migration starts")
     return 0
 
 
@@ -203,6 +212,14 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
         if st.get("max_rows_per_s"):
             _out(f"  copy rate limit: {st['max_rows_per_s']:,.0f} rows/s")
         _out(f"  units {st['units']}, rows copied {st['rows_copied']:,}, lag {lag.get('changes', 0)} changes")
+        for p in st.get("copy_pairs") or []:
+            if p["done"] and st["state"] not in ("preparing", "copying"):
+                continue  # (the copy's figures matter while it runs)
+            tot = f" of {p['rows_total']:,}" if p.get("rows_total") is not None else ""
+            rate = f", {p['rows_per_s']:,.0f} rows/s" if p.get("rows_per_s") else ""
+            eta = " (done)" if p["done"] else (f", ETA {p['eta_s']:.0f} s" if p.get("eta_s") is not None else "")
+            _out(f"  copy {p['source']} -> {', '.join(p['destinations'])}: {p['rows_scanned']:,}{tot} rows scanned, "
+                 f"{p['rows_copied']:,} copied{rate}{eta}")
         if st.get("verify"):
             v = st["verify"]
             _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"

@@ -65,6 +65,24 @@ __all__ = ["COPY_CHUNK", "COPY_CHUNK_MAX", "COPY_CHUNK_MIN", "COPY_CHUNK_SECONDS
            "crash_point", "describe_fault", "pending_router", "walk_watermark"]
 
 
+def copy_pairs(prog: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per source (the copy's workers): rows total / scanned / copied, the
+    scan rate of the last run that copied (rows/s) and the ETA it gives."""
+    out = []
+    for k in sorted(prog):
+        if not k.startswith("pair:") or not isinstance(prog[k], dict):
+            continue
+        p = prog[k]
+        el = (p["updated"] - p["started"]) if p.get("updated") else 0.0
+        rate = p["run_scanned"] / el if el > 0 and p.get("run_scanned") else None
+        left = max(0, int(p.get("rows_total") or 0) - int(p["rows_scanned"]))
+        eta = 0.0 if p.get("done") else (left / rate if rate else None)
+        out.append({"source": p["source"], "destinations": p["destinations"], "rows_total": p.get("rows_total"),
+                    "rows_scanned": p["rows_scanned"], "rows_copied": p["rows_copied"], "done": bool(p.get("done")),
+                    "rows_per_s": rate, "eta_s": eta})
+    return out
+
+
 class Migration:
     """One migration of a table group from its current router to a new one.
 
@@ -503,6 +521,7 @@ class Migration:
         # (a pause stands only before the fence: after it, the flag is moot)
         out["paused"] = paused and out["state"] in control.PAUSABLE
         out["max_rows_per_s"] = rate
+        out["copy_pairs"] = copy_pairs(self.meta.progress(self.id))
         return out
 
     def captures(self) -> list[dict[str, Any]]:

@@ -126,7 +126,8 @@ def estimate(cluster: Any, group: Any, mem: Membership, destinations: Sequence[s
         for u, o in zip(ui, old_owner):
             if u >= 0 and o == s and units[u].source == s:
                 d = units[u].destination
-                per.setdefault(d, {})[s] = per[d].get(s, 0.0) + size / mine
+                pd = per.setdefault(d, {})
+                pd[s] = pd.get(s, 0.0) + size / mine
     out = []
     shared: dict[Any, int] = {}  # (space -> estimate of the destinations that share it)
     rows = []

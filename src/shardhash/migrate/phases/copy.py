@@ -216,6 +216,16 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
         # change of strategy over the same shards) holds copies of other
         # sources' rows, which are not its to copy.
         mine = np.array([u.source == s for u in m.units] + [False], dtype=bool)
+        # This pair's progress (status: copy_pairs), kept across runs
+        pk_ = f"pair:{s}"
+        rec = m.meta.get(m.id, pk_) or {}
+        pair: dict[str, Any] = {
+            "source": s, "destinations": sorted({u.destination for u in m.units if u.source == s}),
+            "rows_total": rec.get("rows_total"), "rows_scanned": int(rec.get("rows_scanned", 0)),
+            "rows_copied": int(rec.get("rows_copied", 0)), "started": time.time(), "run_scanned": 0,
+            "updated": None, "done": False}
+        if pair["rows_total"] is None:
+            pair["rows_total"] = sum(sb.count(sb.conn(), t.name) for t in m.group.tables)
         # Its own connection: one read transaction (one snapshot) per table.
         sc = sb.connect()
         try:
@@ -247,10 +257,15 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                             crash_point("copy-chunk")
                         with plock:
                             prog["copied"] += len(drows)
+                        pair["rows_copied"] += len(drows)
+                    pair["rows_scanned"] += n_scanned
+                    pair["run_scanned"] += n_scanned
+                    pair["updated"] = time.time()
                     # (one metadata transaction per chunk; the last one marks the table done)
                     with plock, m.meta.tx(mconn) as mc:
                         m.meta.put(m.id, _k, cursor, mc)
                         m.meta.put(m.id, "copied", prog["copied"], mc)
+                        m.meta.put(m.id, pk_, pair, mc)
                         if extra:
                             m.meta.put(m.id, extra[0], extra[1], mc)
                         prog["scanned"] += n_scanned
@@ -333,6 +348,8 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                         m.meta.put(m.id, ck, "done", mc)
                         if snap:
                             m.meta.put(m.id, snap[0], snap[1], mc)
+            pair["done"] = True
+            m.meta.put(m.id, pk_, pair)
         finally:
             sc.close()
 
