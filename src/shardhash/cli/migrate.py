@@ -1,4 +1,4 @@
-"""``shardhash migrate init|start|status|resume|verify|cutover|rollback|cleanup``: the parser.
+"""``shardhash migrate init|start|status|resume|pause|set|verify|cutover|rollback|cleanup``: the parser.
 
 The actions run in :mod:`shardhash.migrate.cli`, imported when the command
 runs (building this parser imports nothing of :mod:`shardhash.migrate`).
@@ -12,6 +12,17 @@ from typing import Any
 
 from .common import HelpFormatter, add_command, add_json, command, positive_float, positive_int
 
+
+def non_negative_float(text: str) -> float:
+    """A number >= 0 (an argparse ``type``)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (0 <= v < 1e12):
+        raise argparse.ArgumentTypeError(f"must be >= 0 (and < 1e12), not {text!r}")
+    return v
+
 #: Every action, with what it does (``shardhash migrate --help`` lists them).
 ACTION_HELP = {
     "init": "record the cluster file's shard map and routers in the metadata store, install the shards' "
@@ -20,7 +31,10 @@ ACTION_HELP = {
               "resumable, verified",
     "start": "plan and run a migration: --add IDS [--primary URL], --remove IDS or --to ROUTER",
     "status": "the migration's state, figures and next step (--watch: refresh until it stops running)",
-    "resume": "continue a migration after a failure or a crash",
+    "resume": "continue a migration after a failure, a crash or a pause",
+    "pause": "stop a running migration at its next chunk boundary (any phase before the fence); "
+             "`resume` continues it",
+    "set": "change a running migration's settings (--max-rows-per-s), taken up within a quarter second",
     "verify": "compare the copied rows with their sources (while catching up, or the retained copies "
               "against their owners)",
     "cutover": "finish a migration started with --no-cutover",
@@ -28,7 +42,8 @@ ACTION_HELP = {
     "cleanup": "delete the retained copies of a cut-over migration (or of a rolled-back one's reverse)",
     "check": "find rows on a shard that does not own them (--repair: move them to their owners)",
 }
-ACTIONS = ("init", "start", "status", "resume", "verify", "cutover", "rollback", "cleanup", "import", "check")
+ACTIONS = ("init", "start", "status", "resume", "pause", "set", "verify", "cutover", "rollback", "cleanup", "import",
+           "check")
 assert set(ACTIONS) == set(ACTION_HELP)
 
 
@@ -89,5 +104,17 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="status --watch: seconds between refreshes (default 2)")
     p.add_argument("--count", type=positive_int, default=None, metavar="N",
                    help="status --watch: stop after N refreshes (default: until the migration stops running)")
+    p.add_argument("--max-rows-per-s", type=non_negative_float, default=None, metavar="N",
+                   help="start/resume/set: limit the snapshot copy to N rows read per second, recorded in the "
+                        "metadata store (0: no limit; default: keep the recorded limit)")
+    p.add_argument("--parallel", type=positive_int, default=None, metavar="N",
+                   help="start/resume: copy N sources at once, each by a worker with its own connections "
+                        "(default: the number of sources, at most the cores)")
+    p.add_argument("--skip-preflight", action="store_true",
+                   help="start/resume: copy even when the preflight estimates that a destination lacks room")
+    p.add_argument("--max-dest-bytes", type=positive_int, default=None, metavar="BYTES",
+                   help="start/resume (and --dry-run): the largest size a destination may reach, for the "
+                        "preflight (PostgreSQL: compared with pg_database_size; SQLite: with the file's size, "
+                        "besides the file system's free space)")
     add_json(p, None)
     p.set_defaults(func=_run)

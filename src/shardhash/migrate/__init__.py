@@ -22,7 +22,7 @@ from .cluster import (
     StaleRouteError,
     TableSpec,
 )
-from .executor import Migration, MigrationError, VerifyMismatch
+from .executor import Migration, MigrationError, MigrationPaused, VerifyMismatch
 from .units import Membership, Unit, units_for
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Metrics",
     "Migration",
     "MigrationError",
+    "MigrationPaused",
     "ShardKeyError",
     "ShardTransaction",
     "StaleRouteError",

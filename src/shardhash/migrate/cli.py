@@ -1,4 +1,4 @@
-"""``shardhash migrate init|start|status|resume|verify|cutover|rollback|cleanup``.
+"""``shardhash migrate init|start|status|resume|pause|set|verify|cutover|rollback|cleanup``.
 
 Every command takes ``--config CLUSTER`` (a TOML or JSON cluster file, see
 :mod:`shardhash.migrate.cluster`).  Log lines carry the migration id and the
@@ -83,6 +83,7 @@ def _new_shards(args: argparse.Namespace) -> dict[str, tuple[str, list[str]]] | 
 
 
 def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
+    from . import preflight
     from .executor import check_start, pending_router
     from .units import Membership, units_for
 
@@ -103,15 +104,27 @@ def _dry_run(cluster: Any, args: argparse.Namespace, new: Any) -> int:
                     if u >= 0:
                         counts[u] += 1
     steps = [dict(u.to_dict(), rows=n) for u, n in zip(units, counts)]
+    known, new_ids = [], []
+    for d in mem.destinations:
+        try:
+            cluster.backend(d)
+            known.append(d)
+        except KeyError:  # (a shard the start registers: --add ID --primary URL)
+            new_ids.append(d)
+    pre = preflight.estimate(cluster, g, mem, known, args.max_dest_bytes)
     if args.json:
         _out(json.dumps({"group": g.name, "from_version": old.version, "to_version": new.version,
-                         "steps": steps, "rows": sum(counts)}, indent=2))
+                         "steps": steps, "rows": sum(counts), "preflight": pre}, indent=2))
         return 0
     _out(f"group {g.name}: version {old.version} -> {new.version}, {len(units)} step(s), "
          f"{sum(counts):,} row(s) to move (dry run: nothing written)")
     for st in steps:
         _out(f"  step {st['index'] + 1:>4}: {st['source']} -> {st['destination']}  {st['kind']:<7} "
              f"{st['rows']:>10,} rows")
+    for line in preflight.describe(pre):
+        _out("  preflight: " + line)
+    for d in new_ids:
+        _out(f"  preflight: destination {d}: a new shard, checked when the migration starts")
     return 0
 
 
@@ -195,8 +208,18 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
     else:
         lag = st.get("lag") or {}
         _out(f"migration {st['id']} (group {st['group']}, version {st['from_version']} -> {st['to_version']}): "
-             f"{st['state']}")
+             f"{st['state']}" + (" (paused)" if st.get("paused") else ""))
+        if st.get("max_rows_per_s"):
+            _out(f"  copy rate limit: {st['max_rows_per_s']:,.0f} rows/s")
         _out(f"  units {st['units']}, rows copied {st['rows_copied']:,}, lag {lag.get('changes', 0)} changes")
+        for p in st.get("copy_pairs") or []:
+            if p["done"] and st["state"] not in ("preparing", "copying"):
+                continue  # (the copy's figures matter while it runs)
+            tot = f" of {p['rows_total']:,}" if p.get("rows_total") is not None else ""
+            rate = f", {p['rows_per_s']:,.0f} rows/s" if p.get("rows_per_s") else ""
+            eta = " (done)" if p["done"] else (f", ETA {p['eta_s']:.0f} s" if p.get("eta_s") is not None else "")
+            _out(f"  copy {p['source']} -> {', '.join(p['destinations'])}: {p['rows_scanned']:,}{tot} rows scanned, "
+                 f"{p['rows_copied']:,} copied{rate}{eta}")
         if st.get("verify"):
             v = st["verify"]
             _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"
@@ -339,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
     A refused command or a failed step raises :class:`~shardhash.cli.common.UsageError`
     (exit status 2, 3 for a verify mismatch), as every ``shardhash`` command does."""
     from .cluster import Cluster
-    from .executor import Migration, MigrationError, VerifyMismatch, _is_db_error, describe_fault
+    from .executor import Migration, MigrationError, MigrationPaused, VerifyMismatch, _is_db_error, describe_fault
 
     try:
         cluster = Cluster.load(args.config)
@@ -380,7 +403,20 @@ def run(args: argparse.Namespace) -> int:
         m.log_fn = prog
         m.progress_fn = prog.progress
         if args.action in ("start", "resume"):
-            m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover)
+            if args.action == "resume":
+                m.unpause()
+            try:
+                m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover,
+                      max_rows_per_s=args.max_rows_per_s, skip_preflight=args.skip_preflight,
+                      max_dest_bytes=args.max_dest_bytes, parallel=args.parallel)
+            except MigrationPaused as e:
+                prog(str(e))  # (a pause is the operator's: not a failure)
+        elif args.action == "pause":
+            m.pause()
+        elif args.action == "set":
+            if args.max_rows_per_s is None:
+                raise ValueError("set needs a setting to change: --max-rows-per-s N (0: no limit)")
+            m.set_max_rows_per_s(args.max_rows_per_s)
         elif args.action == "verify":
             state = m.state
             if state not in ("catching-up", "verify-failed", "retained"):

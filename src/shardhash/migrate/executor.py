@@ -25,8 +25,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..routing import Router, load_router
+from . import control, preflight
 from .cluster import Cluster
 from .coltypes import Kind
+from .control import MigrationPaused
 from .errors import FenceAborted, MigrationError, VerifyMismatch, crash_point, describe_fault, is_db_error
 from .metadata import DONE
 from .phases import catchup, cleanup, columns, copy, cutover, prepare, rollback, status, verify
@@ -58,9 +60,27 @@ def _check_fence_timeout(v: Any) -> float:
     return f
 
 __all__ = ["COPY_CHUNK", "COPY_CHUNK_MAX", "COPY_CHUNK_MIN", "COPY_CHUNK_SECONDS", "DONE", "FENCE_ATTEMPTS",
-           "FENCE_TIMEOUT", "FenceAborted", "Migration",
+           "FENCE_TIMEOUT", "FenceAborted", "Migration", "MigrationPaused",
            "MigrationError", "VerifyMismatch", "active_migrations", "check_new_shards", "check_start",
            "crash_point", "describe_fault", "pending_router", "walk_watermark"]
+
+
+def copy_pairs(prog: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per source (the copy's workers): rows total / scanned / copied, the
+    scan rate of the last run that copied (rows/s) and the ETA it gives."""
+    out = []
+    for k in sorted(prog):
+        if not k.startswith("pair:") or not isinstance(prog[k], dict):
+            continue
+        p = prog[k]
+        el = (p["updated"] - p["started"]) if p.get("updated") else 0.0
+        rate = p["run_scanned"] / el if el > 0 and p.get("run_scanned") else None
+        left = max(0, int(p.get("rows_total") or 0) - int(p["rows_scanned"]))
+        eta = 0.0 if p.get("done") else (left / rate if rate else None)
+        out.append({"source": p["source"], "destinations": p["destinations"], "rows_total": p.get("rows_total"),
+                    "rows_scanned": p["rows_scanned"], "rows_copied": p["rows_copied"], "done": bool(p.get("done")),
+                    "rows_per_s": rate, "eta_s": eta})
+    return out
 
 
 class Migration:
@@ -96,6 +116,11 @@ class Migration:
         self._kinds: dict[str, dict[str, Kind]] = {}  # (see _column_kinds)
         #: seconds a freeze may hold writers before they may abort it (see :meth:`run`)
         self.fence_timeout = FENCE_TIMEOUT
+        #: the operator's pause and rate limit, as the running phase last read them
+        self._controls = control.Controls(self)
+        self._pausable = False  # (a pause stops catch-up rounds only before the fence)
+        #: copy workers (sources copied at once); None: the sources, at most the cores
+        self.parallel: int | None = None
 
     # ------------------------------------------------------------- create
 
@@ -195,7 +220,9 @@ class Migration:
 
     def run(self, *, fence_threshold: float = 0.5, chunk: int | None = None, cutover: bool = True,
             max_catchup_seconds: float = 600.0, fence_timeout: float | None = None,
-            fence_attempts: int = FENCE_ATTEMPTS) -> str:
+            fence_attempts: int = FENCE_ATTEMPTS, max_rows_per_s: float | None = None,
+            skip_preflight: bool = False, max_dest_bytes: int | None = None,
+            parallel: int | None = None) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
@@ -206,7 +233,35 @@ class Migration:
         A writer that waits past it asks the metadata store and, unless the
         cutover has committed, aborts the fence attempt and writes on; the
         executor then catches up again and fences anew, at most
-        ``fence_attempts`` times in this run (see docs/migrate.md)."""
+        ``fence_attempts`` times in this run (see docs/migrate.md).
+
+        ``max_rows_per_s``: a limit on the rows the snapshot copy reads per
+        second, recorded in the metadata store (0: no limit; None, the
+        default: keep the recorded one) and changeable while the copy runs
+        (:meth:`set_max_rows_per_s`).  A pause (:meth:`pause`) stops the run
+        at its next chunk boundary before the fence with
+        :class:`MigrationPaused`; the run refuses to start while one stands
+        (:meth:`unpause` lifts it).
+
+        Before the copy's first row, a preflight (:mod:`shardhash.migrate.preflight`)
+        compares each destination's estimated share of the copy with the room
+        the backend can tell (``max_dest_bytes``: a limit on a destination's
+        size) and refuses with :class:`~shardhash.migrate.preflight.PreflightError`;
+        ``skip_preflight=True`` copies anyway.
+
+        ``parallel``: sources copied at once by workers of their own (each
+        with its own connections and committed cursors, so a crash re-copies
+        at most one chunk per worker); default: the number of sources, at
+        most the cores.  The first worker's error stops the others at their
+        next chunk boundary and is raised with a note naming its source and
+        destinations."""
+        if max_rows_per_s is not None:
+            control.check_rate(max_rows_per_s)
+        preflight.check_limit(max_dest_bytes)
+        if parallel is not None:
+            if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+                raise ValueError(f"parallel must be an int >= 1 (copy workers), not {parallel!r}")
+            self.parallel = parallel
         if fence_timeout is not None:
             self.fence_timeout = _check_fence_timeout(fence_timeout)
         if isinstance(fence_attempts, bool) or not isinstance(fence_attempts, int) or fence_attempts < 1:
@@ -214,6 +269,11 @@ class Migration:
         st = "reading its state"
         try:
             st = self.state
+            if max_rows_per_s is not None:
+                control.set_rate(self, max_rows_per_s)
+            if st in control.PAUSABLE:
+                self._controls.refresh(force=True)
+                self._controls.check(f"before {st}")
             if st == "rolled-back" and self._reverse_unfinished():
                 return self.rollback()
             if st in ("retained", "cleaning", "cleaned", "rolled-back"):
@@ -223,9 +283,15 @@ class Migration:
                 return self.state
             if st == "preparing":
                 self._prepare()
+                self._controls.refresh(force=True)
+                self._controls.check("after preparing")
                 self._set("copying")
                 st = "copying"
             if st == "copying":
+                if not skip_preflight and not self.meta.get(self.id, "copied"):
+                    # (before any row is copied: a resumed copy's rows are already there)
+                    for line in preflight.describe(preflight.check(self, max_dest_bytes)):
+                        self.log("preflight: " + line)
                 self._copy(chunk)
                 self._set("catching-up")
                 st = "catching-up"
@@ -234,15 +300,24 @@ class Migration:
                 self._set("catching-up")
                 st = "catching-up"
             if st == "catching-up":
-                self._catch_up_until(fence_threshold, max_catchup_seconds)
-                self.verify()
-                if not cutover:
-                    return self.state
-                self._wait_turn()
-                self._catch_up_until(fence_threshold, max_catchup_seconds)
-                self._settle()
-                self._catch_up_until(fence_threshold, max_catchup_seconds)
-                self._set("freezing")
+                self._pausable = True
+                try:
+                    self._catch_up_until(fence_threshold, max_catchup_seconds)
+                    self.verify()
+                    if not cutover:
+                        return self.state
+                    self._wait_turn()
+                    self._catch_up_until(fence_threshold, max_catchup_seconds)
+                    self._settle()
+                    self._catch_up_until(fence_threshold, max_catchup_seconds)
+                finally:
+                    self._pausable = False
+                # (one transaction with the pause flag: a pause recorded before it
+                # stops the run here, one after it is refused)
+                if not self.meta.set_state_unless_paused(self.id, "freezing"):
+                    self._controls.refresh(force=True)
+                    self._controls.check("before the fence")
+                self.log("state -> freezing")
                 st = "freezing"
             if st == "freezing":
                 for n in range(1, fence_attempts + 1):
@@ -267,7 +342,7 @@ class Migration:
                 self._retain()
             self.meta.set_state(self.id, self.state, error=None)
             return self.state
-        except VerifyMismatch:
+        except (VerifyMismatch, MigrationPaused):
             raise
         except Exception as e:
             err = self._db_error(e, f"running step {st!r}")
@@ -316,8 +391,29 @@ class Migration:
         return catchup.cid(self, shard)
 
     def catch_up(self, limit: int = 2000, upto: dict[str, int] | None = None) -> tuple[int, int]:
-        """Apply one batch of captured changes per source; returns (applied, pending)."""
+        """Apply one batch of captured changes per source; returns (applied, pending).
+        Before the fence, a recorded pause stops the run here (between batches)."""
+        if self._pausable:
+            self._controls.refresh(force=True)  # (one metadata read per batch)
+            self._controls.check("between catch-up batches")
         return catchup.catch_up(self, limit, upto)
+
+    # --------------------------------------------------- operator controls
+
+    def pause(self) -> None:
+        """Pause the migration (any state before the fence): a running
+        executor stops at its next chunk boundary, cursors committed, and
+        :meth:`run` raises :class:`MigrationPaused` until :meth:`unpause`."""
+        control.pause(self)
+
+    def unpause(self) -> bool:
+        """Lift a pause (then :meth:`run` continues); returns whether one stood."""
+        return control.unpause(self)
+
+    def set_max_rows_per_s(self, rows_per_s: float | None) -> float | None:
+        """Limit the snapshot copy to ``rows_per_s`` rows read per second (None
+        or 0: no limit); a running copy takes it up within a quarter second."""
+        return control.set_rate(self, rows_per_s)
 
     def _sync(self, s: str, batch: Sequence[tuple[int, str, str]]) -> None:
         catchup.sync(self, s, batch)
@@ -420,7 +516,13 @@ class Migration:
         return status.next_step(self, state)
 
     def status(self) -> dict[str, Any]:
-        return status.status(self)
+        out = status.status(self)
+        paused, rate = self.meta.controls(self.id)
+        # (a pause stands only before the fence: after it, the flag is moot)
+        out["paused"] = paused and out["state"] in control.PAUSABLE
+        out["max_rows_per_s"] = rate
+        out["copy_pairs"] = copy_pairs(self.meta.progress(self.id))
+        return out
 
     def captures(self) -> list[dict[str, Any]]:
         """This migration's change captures that still exist on a shard, with

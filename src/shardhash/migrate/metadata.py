@@ -411,3 +411,51 @@ class Metadata:
         rows = self._x(self.db.conn(), "SELECT ts, msg FROM events WHERE mig = " + self._p + " ORDER BY id DESC LIMIT "
                        + self._p, (mig, limit)).fetchall()[::-1]
         return [(float(r[0]), str(r[1])) for r in rows]
+
+    # ------------------------------------------------- operator controls
+    # (pause / resume and the copy's rate limit: progress rows under the
+    # keys below, so that another process changes what a running executor
+    # does; see shardhash.migrate.control)
+
+    def pause(self, mig: str, pausable: Sequence[str]) -> str:
+        """Record a pause of ``mig`` if its state is one of ``pausable``, in
+        one transaction with the state read (so a pause and the executor's
+        step into the fence, :meth:`set_state_unless_paused`, exclude each
+        other); returns the state read."""
+        with self.tx() as c:
+            rec = self.migration(mig, c)
+            if rec is None:
+                raise KeyError(f"no migration {mig!r}")
+            st = str(rec["state"])
+            if st in pausable:
+                self.put(mig, "control:paused", True, c)
+            return st
+
+    def set_paused(self, mig: str, paused: bool) -> bool:
+        """Set (or lift) the pause flag; returns whether it was set before."""
+        with self.tx() as c:
+            was = bool(self.get(mig, "control:paused", False, c))
+            self.put(mig, "control:paused", bool(paused), c)
+            return was
+
+    def set_rate_limit(self, mig: str, rows_per_s: float | None) -> None:
+        with self.tx() as c:
+            self.put(mig, "control:max_rows_per_s", rows_per_s, c)
+
+    def controls(self, mig: str, c: Any = None) -> tuple[bool, float | None]:
+        """(paused, max rows per second or None), in one read."""
+        rows = self._x(self.db.conn() if c is None else c,
+                       "SELECT key, value FROM progress WHERE mig = " + self._p + " AND key IN ("
+                       + self._ph(2) + ")", (mig, "control:paused", "control:max_rows_per_s")).fetchall()
+        d = {str(k): json.loads(v) for k, v in rows}
+        rate = d.get("control:max_rows_per_s")
+        return bool(d.get("control:paused", False)), (float(rate) if rate else None)
+
+    def set_state_unless_paused(self, mig: str, state: str) -> bool:
+        """Set the state unless a pause is recorded (one transaction); returns
+        whether the state was set."""
+        with self.tx() as c:
+            if self.get(mig, "control:paused", False, c):
+                return False
+            self.set_state(mig, state, c=c)
+            return True

@@ -11,6 +11,7 @@ time a chunk takes (:data:`COPY_CHUNK_SECONDS`).
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -21,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _events
-from ..errors import crash_point
+from ..control import MigrationPaused, TokenBucket
+from ..errors import MigrationError, crash_point
+from .workers import Stopped, default_workers, run_pool
 
 if TYPE_CHECKING:
     from ..executor import Migration
@@ -162,7 +165,7 @@ class _Writer:
         self._t.join()
 
 
-def copy(m: Migration, chunk: int | None = None) -> None:
+def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) -> None:
     """The snapshot copy (see docs/migrate.md), as a pipeline of three
     threads per table: one reads the next chunk from the source (in the
     snapshot's read transaction) while this one routes the current chunk
@@ -175,7 +178,12 @@ def copy(m: Migration, chunk: int | None = None) -> None:
     :data:`COPY_CHUNK`).  The writer uses this thread's connections (so
     a fault on "the executor's connection" hits the copy), never while
     this thread does; ``progress_fn`` runs on this thread, with no write
-    in flight."""
+    in flight.
+
+    ``parallel``: sources copied at once, each by a worker of its own (its
+    own connections, cursors and pipeline; see :mod:`.workers`); default:
+    the number of sources, at most the cores.  With one, the sources are
+    copied one after the other on this thread."""
     if m.info.get("skip_copy"):
         return
     cl = m.cluster
@@ -186,18 +194,38 @@ def copy(m: Migration, chunk: int | None = None) -> None:
     # unit index -> index of its destination in dsts (batch selection below)
     dsts = m.mem.destinations
     unit_dst = np.array([dsts.index(u.destination) for u in m.units], dtype=np.int64)
-    size = COPY_CHUNK if chunk is None else max(1, int(chunk))
+    size0 = COPY_CHUNK if chunk is None else max(1, int(chunk))
+    plock = threading.Lock()  # (the counters and their metadata rows, shared by the workers)
+    tlock = threading.Lock()  # (the progress callback)
+    stop = threading.Event()  # (set when a worker failed: the others stop at a chunk boundary)
+    # The operator's pause and rate limit (shardhash.migrate.control): read
+    # here, then by the writer after each chunk's commit, on its connection.
+    ctl = m._controls
+    ctl.refresh(force=True)
+    ctl.check("before the copy")
+    bucket = TokenBucket(ctl.rate)
     total = 0
     if m.progress_fn is not None:
         for s in m.mem.sources:
             b = cl.backend(s)
             total += sum(b.count(b.conn(), t.name) for t in m.group.tables)
-    for s in m.mem.sources:
+    def one_source(s: str) -> None:
+        size = size0
         sb = cl.backend(s)
         # Only this source's units: a shard that is also a destination (a
         # change of strategy over the same shards) holds copies of other
         # sources' rows, which are not its to copy.
         mine = np.array([u.source == s for u in m.units] + [False], dtype=bool)
+        # This pair's progress (status: copy_pairs), kept across runs
+        pk_ = f"pair:{s}"
+        rec = m.meta.get(m.id, pk_) or {}
+        pair: dict[str, Any] = {
+            "source": s, "destinations": sorted({u.destination for u in m.units if u.source == s}),
+            "rows_total": rec.get("rows_total"), "rows_scanned": int(rec.get("rows_scanned", 0)),
+            "rows_copied": int(rec.get("rows_copied", 0)), "started": time.time(), "run_scanned": 0,
+            "updated": None, "done": False}
+        if pair["rows_total"] is None:
+            pair["rows_total"] = sum(sb.count(sb.conn(), t.name) for t in m.group.tables)
         # Its own connection: one read transaction (one snapshot) per table.
         sc = sb.connect()
         try:
@@ -227,22 +255,45 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                         m._write_copy(_s, d, dc, _t, _c, drows)
                         if n == 0:
                             crash_point("copy-chunk")
-                        prog["copied"] += len(drows)
+                        with plock:
+                            prog["copied"] += len(drows)
+                        pair["rows_copied"] += len(drows)
+                    pair["rows_scanned"] += n_scanned
+                    pair["run_scanned"] += n_scanned
+                    pair["updated"] = time.time()
                     # (one metadata transaction per chunk; the last one marks the table done)
-                    with m.meta.tx(mconn) as mc:
+                    with plock, m.meta.tx(mconn) as mc:
                         m.meta.put(m.id, _k, cursor, mc)
                         m.meta.put(m.id, "copied", prog["copied"], mc)
+                        m.meta.put(m.id, pk_, pair, mc)
                         if extra:
                             m.meta.put(m.id, extra[0], extra[1], mc)
+                        prog["scanned"] += n_scanned
                     _done[0] = cursor == "done"
-                    prog["scanned"] += n_scanned
+                    ctl.refresh(mconn, force=True)  # (one read per chunk: a pause stops the next one)
 
+                cap0 = bucket.chunk_cap()
                 reader = _Reader(partial(sb.scan, sc, t.name, cols, pk, where=where, args=args), cur,
-                                 pkx, size, thread=sb.prefetch)
+                                 pkx, size if cap0 is None else min(size, cap0), thread=sb.prefetch)
                 writer = _Writer(write)
+
+                def idle_refresh(_w: _Writer = writer) -> bool:
+                    # (the writer idle, this thread may use the metadata connection)
+                    _w.finish()
+                    ctl.refresh(m.meta.db.conn())
+                    bucket.rate = ctl.rate
+                    return ctl.paused
+
                 try:
                     t_last = time.perf_counter()
                     for rows, last in reader:
+                        if stop.is_set():
+                            raise Stopped()
+                        # a chunk boundary: stop here when paused (the chunks put so far
+                        # are written and their cursors committed); else keep the pace
+                        bucket.rate = ctl.rate
+                        if not ctl.paused:
+                            bucket.take(len(rows), stop=idle_refresh)
                         keys = [r[kx] for r in rows]
                         m._check_keys(t.name, keys, rows, pkx)
                         ui = m.mem.assign(keys)
@@ -257,6 +308,11 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                             with m._on(d, "destination", f"copying {t.name!r} from {s!r}"):
                                 dc = cl.backend(d).conn()
                             parts.append((d, dc, [rows[i] for i in pick.tolist()]))
+                        # (put waits for the previous chunk anyway: wait here, then a
+                        # pause the writer read after its commit stops this chunk)
+                        writer.finish()
+                        if ctl.paused:
+                            ctl.check(f"copying {t.name!r} from {s!r}")
                         writer.put((parts, m.meta.db.conn(), "done" if last else [rows[-1][j] for j in pkx],
                                     len(rows), snap))
                         snap = []
@@ -265,19 +321,24 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                         now = time.perf_counter()
                         if chunk is None:
                             size = _next_chunk(size, len(rows), now - t_last)
-                            reader.size = size
+                        cap = bucket.chunk_cap()  # (rate-limited: small chunks, a smooth pace)
+                        reader.size = size if cap is None else min(size, cap)
                         t_last = now
                         if m.progress_fn is not None and now - m._last_tick >= m.progress_every:
                             writer.finish()  # (no write in flight while the callback runs)
                             el = time.perf_counter() - t0
                             rate = prog["scanned"] / el if el > 0 else 0.0
                             left = total - prog["scanned"]
-                            m._tick(phase="copy", rows_copied=prog["copied"], rows_scanned=prog["scanned"],
-                                       rows_total=total, rows_per_s=rate,
-                                       eta_s=left / rate if rate and total else None)
+                            with tlock:
+                                m._tick(phase="copy", rows_copied=prog["copied"], rows_scanned=prog["scanned"],
+                                        rows_total=total, rows_per_s=rate,
+                                        eta_s=left / rate if rate and total else None)
                         _events.emit("migration_progress", migration_id=m.id, copied=prog["copied"],
                                      scanned=prog["scanned"], total=total if m.progress_fn is not None else None)
                     writer.finish()
+                except BaseException:
+                    stop.set()  # (the other workers stop at their next chunk, not after this cleanup)
+                    raise
                 finally:
                     writer.close()
                     reader.close()
@@ -287,8 +348,42 @@ def copy(m: Migration, chunk: int | None = None) -> None:
                         m.meta.put(m.id, ck, "done", mc)
                         if snap:
                             m.meta.put(m.id, snap[0], snap[1], mc)
+            pair["done"] = True
+            m.meta.put(m.id, pk_, pair)
         finally:
             sc.close()
+
+    srcs = list(m.mem.sources)
+    par = parallel if parallel is not None else getattr(m, "parallel", None)
+    n = default_workers(len(srcs), os.cpu_count()) if par is None else int(par)
+    if n <= 1 or len(srcs) <= 1:
+        for s in srcs:
+            one_source(s)
+    else:
+        for x in m._involved():
+            cl.backend(x)  # (opened here: the workers only look them up)
+
+        def close() -> None:  # (the worker thread's own connections)
+            for x in m._involved():
+                cl.backend(x).close()
+            m.meta.db.close()
+
+        def describe(s: str) -> str:
+            return f"source {s!r} -> " + ", ".join(repr(u) for u in sorted({u.destination for u in m.units
+                                                                          if u.source == s}))
+
+        def pooled(s: str) -> None:
+            try:
+                one_source(s)
+            except (Stopped, MigrationPaused):
+                raise
+            except Exception as e:
+                if isinstance(e, MigrationError) and repr(s) not in str(e):
+                    raise MigrationError(f"{e} (in the copy worker for {describe(s)})") from e
+                raise
+
+        m.log(f"copy: {min(n, len(srcs))} worker(s) for {len(srcs)} source(s)")
+        run_pool(srcs, pooled, n, stop, describe, close)
     dt = time.perf_counter() - t0
     copied_now = prog["copied"] - copied0
     if prog["scanned"] and dt > 0:
