@@ -99,7 +99,7 @@ from pathlib import Path
 doc = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))
 extra = doc["project"]["optional-dependencies"]["test"]
 cibw = doc["tool"]["cibuildwheel"]
-no_win_arm64 = {"pyarrow", "cassandra-driver", "dask"}  # dask[dataframe] needs pyarrow
+no_win_arm64 = {"pyarrow", "cassandra-driver", "dask", "mysqlclient"}  # dask[dataframe] needs pyarrow
 def name(req):
     return re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0].lower()
 want = [r for r in extra if name(r) not in no_win_arm64]
