@@ -32,23 +32,8 @@ def create(cls: type[Migration], cluster: Cluster, group: str | None, new_router
            mig_id: str | None = None, from_version: int | None = None,
            info: dict[str, Any] | None = None, old_router: Router | None = None,
            new_shards: dict[str, tuple[str, list[str]]] | None = None) -> Migration:
-    """Record a new migration (state ``preparing``); :meth:`run` executes it.
-
-    The migration starts from the group's *pending* router
-    (:func:`pending_router`): the current topology, or the target of the
-    newest migration of the group that has not cut over yet -- so
-    ``new_router`` must be planned from that router, and the migrations
-    cut over in the order they were created.  ``from_version`` (the
-    version the plan was made from) must be that router's version.  A
-    migration whose units overlap those of a migration still holding
-    the group (any state before ``cleaned`` / ``rolled-back``) is refused;
-    non-overlapping ones run side by side.
-
-    ``new_shards`` (shard id -> (primary URL, replica URLs)) registers
-    shards in the shard map in the same metadata transaction that records
-    the migration (a crash before it leaves nothing, after it ``resume``
-    finishes); an id already mapped to another primary is refused.  Every
-    check of :func:`check_start` runs first."""
+    """The body of :meth:`Migration.create <shardhash.migrate.executor.Migration.create>`,
+    whose docstring says what it records and refuses."""
     g = cluster.group(group)
     meta = cluster.metadata
     meta.setup()
