@@ -445,8 +445,9 @@ class Metadata:
     def controls(self, mig: str, c: Any = None) -> tuple[bool, float | None]:
         """(paused, max rows per second or None), in one read."""
         rows = self._x(self.db.conn() if c is None else c,
-                       "SELECT key, value FROM progress WHERE mig = " + self._p + " AND key IN ("
-                       + self._ph(2) + ")", (mig, "control:paused", "control:max_rows_per_s")).fetchall()
+                       "SELECT " + self._key + ", value FROM progress WHERE mig = " + self._p
+                       + " AND " + self._key + " IN (" + self._ph(2) + ")",
+                       (mig, "control:paused", "control:max_rows_per_s")).fetchall()
         d = {str(k): json.loads(v) for k, v in rows}
         rate = d.get("control:max_rows_per_s")
         return bool(d.get("control:paused", False)), (float(rate) if rate else None)
