@@ -16,7 +16,7 @@ from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.control import MigrationPaused, TokenBucket
 
-from ._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -222,7 +222,7 @@ def test_a_writer_sees_no_difference_while_paused(root: Path, backend: str) -> N
     m.pause()
     k = next(iter(sorted(moved)))
     with cl.transaction(k) as tx:
-        tx.execute(UPSERT, (k, "while paused", 7.0))
+        tx.execute(upsert(tx), (k, "while paused", 7.0))
     m.unpause()
     assert Migration(cl, m.id).run() == "retained"
     assert shard_rows(root, "s4")[k][1] == "while paused"

@@ -60,6 +60,9 @@ def test_a_limit_below_the_estimate_refuses_before_any_copy(root: Path, backend:
     if backend == "sqlite":
         import os
         size = os.path.getsize(b4.path)
+    elif b4.kind == "mysql":
+        size = int(b4.execute(b4.conn(), "SELECT COALESCE(SUM(data_length + index_length), 0) "
+                              "FROM information_schema.tables WHERE table_schema = DATABASE()").fetchone()[0])
     else:
         size = int(b4.execute(b4.conn(), "SELECT pg_database_size(current_database())").fetchone()[0])
     limit = size + est // 2

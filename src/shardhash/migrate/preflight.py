@@ -2,7 +2,8 @@
 
 The estimate per destination is, for every source, the bytes its tables
 take (rows and indexes: SQLite's ``dbstat`` when the library has it, else
-the file's size; PostgreSQL's ``pg_total_relation_size``) times the share
+the file's size; PostgreSQL's ``pg_total_relation_size``; MySQL's data and
+index lengths in ``information_schema.tables``) times the share
 of the source's keys that move to that destination (from a sample of keys
 assigned by the migration's units: the plan's moved share, source by
 source).  The room is what the backend can tell:
@@ -10,8 +11,9 @@ source).  The room is what the backend can tell:
 * SQLite: the free space of the file system that holds the destination's
   file (destinations on one file system share it), and, with a limit
   ``max_dest_bytes``, that limit less the file's size;
-* PostgreSQL: ``max_dest_bytes`` less ``pg_database_size`` (no limit given:
-  the room is unknown and nothing is refused).
+* PostgreSQL: ``max_dest_bytes`` less ``pg_database_size``; MySQL: the same
+  less the database's data and index lengths (no limit given: the room is
+  unknown and nothing is refused).
 
 A destination whose estimate exceeds its room is refused with
 :class:`PreflightError`, naming it with both figures (``--skip-preflight`` /
@@ -72,6 +74,10 @@ def table_bytes(b: Any, c: Any, table: str) -> int | None:
             if not is_db_error(e):
                 raise
             return os.path.getsize(b.path) if os.path.exists(b.path) else 0
+    if b.kind == "mysql":  # (InnoDB's own figures, data and indexes; refreshed by its statistics)
+        r = b.execute(c, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
+                      "WHERE table_schema = DATABASE() AND table_name = " + b.placeholder, (table,)).fetchone()
+        return int(r[0])
     return None
 
 
@@ -91,6 +97,12 @@ def _room(b: Any, c: Any, limit: int | None) -> tuple[int | None, str, Any]:
         if limit is None:
             return None, "unknown (PostgreSQL: give --max-dest-bytes)", None
         size = int(b.execute(c, "SELECT pg_database_size(current_database())").fetchone()[0])
+        return max(0, limit - size), f"--max-dest-bytes {limit:,} less the database's {size:,}", ("db", b.path)
+    if b.kind == "mysql":
+        if limit is None:
+            return None, "unknown (MySQL: give --max-dest-bytes)", None
+        size = int(b.execute(c, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables "
+                             "WHERE table_schema = DATABASE()").fetchone()[0])
         return max(0, limit - size), f"--max-dest-bytes {limit:,} less the database's {size:,}", ("db", b.path)
     return None, f"unknown ({b.kind})", None
 
