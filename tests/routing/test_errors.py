@@ -384,3 +384,18 @@ def test_unaligned_arrays_are_copied_or_refused() -> None:
     out = np.frombuffer(bytearray(8 * len(vals) + 1), dtype=np.uint64, offset=1, count=len(vals))
     with pytest.raises(ValueError, match="out must be aligned"):
         hash_array(vals, out=out)
+
+
+def test_version_is_a_signed_64_bit_integer() -> None:
+    top = (1 << 63) - 1
+    assert JumpRouter(["a"], version=top).version == top
+    with pytest.raises(ValueError, match="version must be <= 9223372036854775807"):
+        JumpRouter(["a"], version=top + 1)
+    # a successor of the largest version is refused where it is made, not by a
+    # metadata store's BIGINT column later
+    with pytest.raises(ValueError, match="version must be <= "):
+        JumpRouter(["a"], version=top).with_shards(["a", "b"])
+    doc = JumpRouter(["a"], version=top).to_dict()
+    doc["version"] = top + 1
+    with pytest.raises(ValueError, match="version must be <= "):
+        load_router(doc)

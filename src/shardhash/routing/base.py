@@ -513,8 +513,9 @@ class Router(RouterCore):
       index order: ``route_index`` and ``route_many`` give positions in it.
     * ``hasher`` -- the :class:`shardhash.Hasher` that turns keys into 64-bit
       hashes (default ``Hasher()``: xxh3_64, seed 0, the default codec).
-    * ``version`` -- an int >= 0 chosen by whoever publishes the topology
-      (default 1); planners give the next topology ``version + 1``.
+    * ``version`` -- an int in ``[0, 2**63 - 1]`` chosen by whoever publishes
+      the topology (default 1); planners give the next topology
+      ``version + 1`` (so the successor of ``2**63 - 1`` is refused).
     * ``key_prefix`` -- route tuple keys on their first ``key_prefix`` parts
       only (default None: the whole key).
     """
@@ -532,7 +533,9 @@ class Router(RouterCore):
                  key_prefix: int | None = None) -> None:
         shards_t = _check_shards(shards)
         hasher = _check_hasher(hasher)
-        self._set("_version", _check_int(version, "version", 0))
+        # (a signed 64-bit integer: metadata stores keep it in a BIGINT column;
+        # a successor of the largest is refused here, not by a database later)
+        self._set("_version", _check_int(version, "version", 0, (1 << 63) - 1))
         if key_prefix is not None:
             key_prefix = _check_int(key_prefix, "key_prefix", 1, 1 << 20)
         self._core_init(shards_t, hasher, key_prefix or 0)
