@@ -58,11 +58,11 @@ def test_an_import_recorded_with_the_first_checksum_resumes_with_it(tmp_path: Pa
     real_commit, real_checksum = importer._commit_cursor, importer._checksum
     calls = [0]
 
-    def old_version(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any]) -> None:
+    def old_version(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any], token: str) -> None:
         calls[0] += 1
         if calls[0] == 3:
             raise RuntimeError("injected crash")
-        real_commit(cluster, group, mig, key, {k: v for k, v in state.items() if k != "hash"})
+        real_commit(cluster, group, mig, key, {k: v for k, v in state.items() if k != "hash"}, token)
 
     # a run of the version before: sums of the first checksum, no "hash" recorded
     monkeypatch.setattr(importer, "_commit_cursor", old_version)

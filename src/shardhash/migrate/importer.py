@@ -20,7 +20,8 @@ At the end every shard's rows of each table are counted and checksummed
 
 The import is for an initial load: it refuses to run while the group has a
 migration in flight (and stops if one starts), and the source must not
-change while it runs (the final verify would report the difference).  Use
+change while it runs (the final verify would report the difference).  One
+import of a group at a time: a lease in the metadata store (``LEASE_S``).  Use
 the live way (the unsharded database as the one shard of a topology, then
 ``migrate start --add``) for a database that cannot stop.
 
@@ -33,9 +34,12 @@ hold exactly are refused before anything is written.
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
 import sqlite3
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +60,11 @@ __all__ = ["ImportConflict", "ImportMismatch", "ImportReport", "import_from"]
 
 #: Rows read from the source per chunk.
 CHUNK = 50_000
+#: Seconds an import's lease on its group lasts without a recorded chunk: a
+#: second import of the group is refused while the lease is live, and may
+#: take it over once it has lapsed (the first then stops at its next chunk).
+LEASE_S = 60.0
+_LEASE = "import-lease"
 _MASK = (1 << 64) - 1
 
 
@@ -227,13 +236,42 @@ def _progress_key(url: str, table: str) -> tuple[str, str]:
     return f"import:{table}", hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _commit_cursor(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any]) -> None:
-    """Record a table's import cursor (and sums), refusing when a migration of the group started meanwhile."""
+def _take_lease(cluster: Any, group: str, token: str, c: Any, *, first: bool) -> None:
+    """In the metadata transaction ``c``: hold (``first``: take) the group's
+    import lease for ``token``, refusing while another import holds a live one."""
+    now = time.time()
+    held = cluster.metadata.get(_LEASE, group, c=c)
+    if held is not None and held.get("token") != token:
+        if first and now - float(held.get("at", 0.0)) < LEASE_S:
+            raise MigrationError(
+                f"group {group!r}: another import is running (pid {held.get('pid')} on {held.get('host')!r}, "
+                f"last chunk recorded {now - float(held['at']):.0f} s ago): one import of a group at a time; "
+                f"run this one again when it is done, or after {LEASE_S:.0f} s without a chunk if it died")
+        if not first:
+            raise MigrationError(f"import of group {group!r} stopped: its lease lapsed (no chunk recorded for "
+                                 f"{LEASE_S:.0f} s) and another import took the group over")
+    cluster.metadata.put(_LEASE, group, {"token": token, "pid": os.getpid(), "host": socket.gethostname(),
+                                         "at": now}, c)
+
+
+def _drop_lease(cluster: Any, group: str, token: str) -> None:
+    """Give the group's import lease back (if it is still this import's)."""
+    with cluster.metadata.tx() as c:
+        held = cluster.metadata.get(_LEASE, group, c=c)
+        if held is not None and held.get("token") == token:
+            cluster.metadata.put(_LEASE, group, None, c)
+
+
+def _commit_cursor(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any], token: str) -> None:
+    """Record a table's import cursor (and sums) and renew the import's lease,
+    refusing when a migration of the group started meanwhile or another import
+    took the group over."""
     with cluster.metadata.tx() as c:
         act = _active(cluster, group, c)
         if act is not None:
             raise MigrationError(f"import of group {group!r} stopped: migration {act} started meanwhile "
                                  f"(run the import again once it is done)")
+        _take_lease(cluster, group, token, c, first=False)
         cluster.metadata.put(mig, key, state, c)
 
 
@@ -331,7 +369,7 @@ def _write_parts(cluster: Any, table: str, cols: Sequence[str], pk: Sequence[str
 
 
 def _finish(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any], ch: _Chunk,
-            rep: ImportReport) -> None:
+            rep: ImportReport, token: str) -> None:
     """Wait for a chunk's writes; record its cursor and sums (ImportConflict instead when a row conflicted)."""
     assert ch.future is not None
     conflicts: list[dict[str, Any]] = []
@@ -347,7 +385,7 @@ def _finish(cluster: Any, group: str, mig: str, key: str, state: dict[str, Any],
     state["after"] = ch.after
     state["rows"] += ch.rows
     rep.rows_read += ch.rows
-    _commit_cursor(cluster, group, mig, key, state)
+    _commit_cursor(cluster, group, mig, key, state, token)
 
 
 def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int = CHUNK, verify: bool = True,
@@ -358,7 +396,6 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     table, see :mod:`shardhash.migrate.filesource`), onto their owners; see
     the module docstring.  Resumable and idempotent; returns an :class:`ImportReport`.
     ``on_chunk(table, rows_done)`` is called after each chunk is recorded."""
-    from .cluster import open_backend
 
     if isinstance(chunk, bool) or not isinstance(chunk, int) or not 1 <= chunk <= 10_000_000:
         raise ValueError(f"chunk must be an integer in 1..10000000, not {chunk!r}")
@@ -370,6 +407,20 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
     if act is not None:
         raise MigrationError(f"group {g.name!r} has migration {act} in flight: the import is for an initial load "
                              "and runs only when no migration of the group is active")
+    token = uuid.uuid4().hex
+    with cluster.metadata.tx() as c:
+        _take_lease(cluster, g.name, token, c, first=True)
+    try:
+        return _import(cluster, url, g, token, chunk, verify, base_dir, on_chunk)
+    finally:
+        _drop_lease(cluster, g.name, token)
+
+
+def _import(cluster: Any, url: str, g: Any, token: str, chunk: int, verify: bool, base_dir: str | None,
+            on_chunk: Callable[[str, int], None] | None) -> ImportReport:
+    """:func:`import_from`'s work, under the group's import lease."""
+    from .cluster import open_backend
+
     router = cluster.refresh(g.name)
     shards = list(router.shards)
     t0 = time.perf_counter()
@@ -421,13 +472,13 @@ def import_from(cluster: Any, url: str, group: str | None = None, *, chunk: int 
                     nxt = _Chunk(len(rows), [_enc(v) for v in after], {sid: (len(p), checksum(p)) for sid, p in parts},
                                  parts)
                 if pending is not None:
-                    _finish(cluster, g.name, mig, key, state, pending, rep)
+                    _finish(cluster, g.name, mig, key, state, pending, rep, token)
                     pending = None
                     if on_chunk is not None:
                         on_chunk(t.name, int(state["rows"]))
                 if nxt is None:
                     state["done"] = True
-                    _commit_cursor(cluster, g.name, mig, key, state)
+                    _commit_cursor(cluster, g.name, mig, key, state, token)
                     break
                 nxt.future = pool.submit(_write_parts, cluster, t.name, cols, pk, nxt.parts)
                 pending = nxt
