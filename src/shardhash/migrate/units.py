@@ -97,14 +97,43 @@ def units_for(old: Any, new: Any, *, max_step_share: float = 0.02) -> list[Unit]
     if getattr(old, "routes_on_hash", False) and getattr(new, "routes_on_hash", False) \
             and old.hasher == new.hasher:
         try:
-            units = units_from_steps(plan.plan_steps(old, new, max_step_share=max_step_share))
+            steps = plan.plan_steps(old, new, max_step_share=max_step_share)
         except ValueError:
             pass
+        else:
+            units = units_from_steps(steps)
+            if any(st.kind == "filter" for st in steps):
+                units += _catch_all(old, new, units)
     if units is None:
         pairs = [(s, d) for s in old.shards for d in new.shards if s != d]
         units = [Unit(i, s, d, "all") for i, (s, d) in enumerate(pairs)]
     _check_pinned(old, new, units)
     return units
+
+
+#: A plan of two routers without hash-space structure (rendezvous,
+#: multi-probe, a change of strategy) finds its (source, destination) pairs
+#: by routing random hashes; a pair that owns a sliver of the hash space (a
+#: tiny change of weight, hundreds of shards) can be missed, and its keys
+#: would stay behind on a shard that no longer owns them.  Up to this many
+#: unseen pairs, each gets an ``all`` unit (exact: it holds precisely the keys
+#: the two routers place on that pair); beyond it, see docs/migrate.md.
+CATCH_ALL_PAIRS = 4096
+
+
+def _catch_all(old: Any, new: Any, units: Sequence[Unit]) -> list[Unit]:
+    """``all`` units for the pairs of shards that a sampled plan did not see."""
+    seen = {(u.source, u.destination) for u in units}
+    # (a change that moves keys only off dropped shards or onto added ones
+    # cannot move a key between two shards both routers keep)
+    only = old.moves_only_added_removed(new)
+    in_new, in_old = set(new.shards), set(old.shards)
+    missing = [(s, d) for s in old.shards for d in new.shards if s != d and (s, d) not in seen
+               and not (only and s in in_new and d in in_old)]
+    if len(missing) > CATCH_ALL_PAIRS:
+        return []
+    first = len(units)
+    return [Unit(first + i, s, d, "all") for i, (s, d) in enumerate(missing)]
 
 
 def _pinned_keys(router: Any) -> list[Any]:
@@ -218,7 +247,12 @@ class Membership:
         ni = np.asarray(self.new.route_many(klist)).astype(np.int64)
         code = oi * self._n_new + ni
         h = self._hashes(klist) if self._need_hash else None
-        for pair, specs in self._by_pair.items():
+        # (with many pairs, only those this batch has: a plan may hold thousands)
+        pairs = self._by_pair if len(self._by_pair) <= 32 else np.unique(code).tolist()
+        for pair in pairs:
+            specs = self._by_pair.get(pair)
+            if specs is None:
+                continue
             idx = np.flatnonzero(code == pair)
             if idx.size == 0:
                 continue

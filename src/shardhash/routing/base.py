@@ -850,6 +850,19 @@ class Router(RouterCore):
         default) otherwise."""
         return None
 
+    def moves_only_added_removed(self, new: Router) -> bool:
+        """True when going from this router to ``new`` provably moves keys
+        only off shards ``new`` drops or onto shards it adds: a key of a
+        shard both keep never goes to another shard both keep.  The planner
+        uses it to tell which (source, destination) pairs can hold moving
+        keys when it cannot list the moved hash ranges.  False (the default)
+        when it cannot be shown for this change."""
+        return False
+
+    def _same_placement_params(self, new: Router) -> bool:
+        """``new`` is of this router's type, hasher and key prefix."""
+        return type(new) is type(self) and new.hasher == self.hasher and new.key_prefix == self.key_prefix
+
     # -- `shardhash topology new` ----------------------------------------------------
 
     #: The ``topology new`` options this strategy takes, by their argparse

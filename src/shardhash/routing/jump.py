@@ -78,6 +78,16 @@ class JumpRouter(Router):
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)
 
+    def moves_only_added_removed(self, new: Router) -> bool:
+        """Jump hashing moves keys only into buckets added at the end (or
+        out of the last ones removed): when one router's shards are the
+        other's first shards, in order."""
+        if not self._same_placement_params(new):
+            return False
+        a, b = self.shards, new.shards
+        k = min(len(a), len(b))
+        return a[:k] == b[:k]
+
     def explain_hash(self, h: int, key: Any) -> list[str]:
         return [f"bucket:   {self.route_index(key)} of {len(self.shards)} (jump consistent hash)"]
 

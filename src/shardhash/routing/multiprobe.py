@@ -98,6 +98,13 @@ class MultiProbeRouter(Router):
     def with_weights(self, weights: Mapping[str, float], *, version: int | None = None) -> Router:
         raise no_weights(self)
 
+    def moves_only_added_removed(self, new: Router) -> bool:
+        """A shard's token depends on its id only, and a key goes to the
+        token nearest (clockwise) to any of its probes: an added token can
+        only win keys, a removed one only lose its own."""
+        return self._same_placement_params(new) and isinstance(new, MultiProbeRouter) \
+            and new.probes == self._probes
+
     def explain_hash(self, h: int, key: Any) -> list[str]:
         return [f"placement: the token closest clockwise to any of {self._probes} probes "
                 f"({len(self.shards)} tokens, one per shard)"]

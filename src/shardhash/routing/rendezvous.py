@@ -74,6 +74,16 @@ class RendezvousRouter(Router):
                                 version=self.version + 1 if version is None else version,
                                 key_prefix=self.key_prefix)
 
+    def moves_only_added_removed(self, new: Router) -> bool:
+        """Each shard's score for a key depends on the key's hash, its own
+        seed and its own weight only: when the shards both routers keep keep
+        their weights, a kept shard's key can only be outbid by an added one."""
+        if not (self._same_placement_params(new) and isinstance(new, RendezvousRouter)):
+            return False
+        w0, w1 = self._weights or {}, new._weights or {}
+        kept = set(self.shards) & set(new.shards)
+        return all(w0.get(s, 1.0) == w1.get(s, 1.0) for s in kept)
+
     def explain_hash(self, h: int, key: Any) -> list[str]:
         return [f"placement: highest (weighted) score of the key against each of {len(self.shards)} shards"]
 
