@@ -67,8 +67,8 @@ from shardhash._parallel import kernel_array
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 from . import _twemproxy_hash as _tw
+from ._common import text_or_bytes
 from ._doc import doc_field, raw_doc_shards
-from ._keys import text_or_bytes
 from ._ring import point_index
 
 __all__ = ["FLAVORS", "MORE_FLAVORS", "ALL_FLAVORS", "KEY_HASHES", "KetamaRouter", "ketama_hash", "md5_counts"]

@@ -30,8 +30,8 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
+from ._common import text_or_bytes
 from ._doc import doc_field, int_pairs, node_map, raw_doc_shards
-from ._keys import text_or_bytes
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges",
            "from_cluster_nodes", "reshard_steps"]
