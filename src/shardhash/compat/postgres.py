@@ -743,13 +743,19 @@ def _range_hash(value: Any, t: str, seed: int | None) -> int:
     return r ^ uh
 
 
+def _null_at(v: Any, i: int, t: str, allow_null: bool) -> bool:
+    """True when the value at position ``i`` is NULL (None) and NULLs are
+    allowed; a TypeError naming the position when they are not."""
+    if v is None and not allow_null:
+        raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+    return v is None
+
+
 def _range_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     items = values.to_pylist() if _is_arrow(values) else list(values)
     isnull = np.zeros(len(items), dtype=np.uint8)
     for i, v in enumerate(items):
-        if v is None:
-            if not allow_null:
-                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+        if _null_at(v, i, t, allow_null):
             isnull[i] = 1
     return _Keys("pyvalues", items, t, len(items), isnull if isnull.any() else None)
 
@@ -833,9 +839,7 @@ def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     lengths = np.zeros(len(items), dtype=np.int64)
     isnull = np.zeros(len(items), dtype=np.uint8)
     for i, v in enumerate(items):
-        if v is None:
-            if not allow_null:
-                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+        if _null_at(v, i, t, allow_null):
             isnull[i] = 1
             continue
         elems = _flatten(v, f"value at position {i}")
@@ -898,9 +902,7 @@ def _int_like_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     isnull = np.zeros(n, dtype=np.uint8)
     conv = _interval_span if t == "interval" else _bool_value if t == "bool" else _oid_value
     for i, v in enumerate(items):
-        if v is None:
-            if not allow_null:
-                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+        if _null_at(v, i, t, allow_null):
             isnull[i] = 1
             continue
         try:

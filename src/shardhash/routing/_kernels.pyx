@@ -25,7 +25,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_New
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 
 from shardhash._hashing cimport Hasher
 from shardhash._common cimport (sh_job, key_index_fn, sh_py_ascii, run, check_out, check_out_layout,
@@ -1026,21 +1026,12 @@ cdef class RouterCore:
                 if r == -2:
                     return None
                 res_i[i] = r
-        elif t is list:
-            n = PyList_GET_SIZE(keys)
+        elif t is list or t is tuple:  # (the PySequence_Fast_* macros read both)
+            n = PySequence_Fast_GET_SIZE(keys)
             if n > SMALL_BATCH:
                 return None
             for i in range(n):
-                r = self._kfn(self._kctx, PyList_GET_ITEM(keys, i))
-                if r == -2:
-                    return None
-                res_i[i] = r
-        elif t is tuple:
-            n = PyTuple_GET_SIZE(keys)
-            if n > SMALL_BATCH:
-                return None
-            for i in range(n):
-                r = self._kfn(self._kctx, PyTuple_GET_ITEM(keys, i))
+                r = self._kfn(self._kctx, PySequence_Fast_GET_ITEM(keys, i))
                 if r == -2:
                     return None
                 res_i[i] = r
@@ -1338,21 +1329,13 @@ cdef class RouterCore:
         cdef const char *p
         cdef int32_t *o
         cdef type t = type(keys)
-        if t is list:
-            n = PyList_GET_SIZE(keys)
+        if t is list or t is tuple:  # (the PySequence_Fast_* macros read both)
+            n = PySequence_Fast_GET_SIZE(keys)
             if n > SMALL_BATCH:
                 return None
             for i in range(n):
-                if not sh_route_fast_hash(<object>PyList_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
-                                          self._str_xxh3, self._hasher._seed, &hs[i]):
-                    return None
-        elif t is tuple:
-            n = PyTuple_GET_SIZE(keys)
-            if n > SMALL_BATCH:
-                return None
-            for i in range(n):
-                if not sh_route_fast_hash(<object>PyTuple_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
-                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                if not sh_route_fast_hash(<object>PySequence_Fast_GET_ITEM(keys, i), self._int_xxh3,
+                                          self._int_key, self._str_xxh3, self._hasher._seed, &hs[i]):
                     return None
         elif self._int_xxh3:
             code = int_array(keys, &p, &n, &stride)
