@@ -36,7 +36,7 @@ import gzip
 import io as _stdio
 import os
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -609,24 +609,22 @@ class IdReader:
         import pyarrow as pa
         import pyarrow.ipc as ipc
 
-        row0 = 1
+        def chunks(batches: Iterable[Any]) -> Iterator[tuple[IdChunk, Any]]:
+            row0 = 1
+            for batch in batches:
+                for s in range(0, batch.num_rows, self.chunk_size):
+                    part = batch.slice(s, self.chunk_size)
+                    yield self._batch_chunk(part, row0), (part if keep else None)
+                    row0 += part.num_rows
+
         try:
             if self._ipc_kind == "file":
                 with pa.memory_map(self.path, "r") as src:
                     r = ipc.open_file(src)
-                    batches: Any = (r.get_batch(i) for i in range(r.num_record_batches))
-                    for batch in batches:
-                        for s in range(0, batch.num_rows, self.chunk_size):
-                            part = batch.slice(s, self.chunk_size)
-                            yield self._batch_chunk(part, row0), (part if keep else None)
-                            row0 += part.num_rows
+                    yield from chunks(r.get_batch(i) for i in range(r.num_record_batches))
             else:
                 with pa.OSFile(self.path, "rb") as src:
-                    for batch in ipc.open_stream(src):
-                        for s in range(0, batch.num_rows, self.chunk_size):
-                            part = batch.slice(s, self.chunk_size)
-                            yield self._batch_chunk(part, row0), (part if keep else None)
-                            row0 += part.num_rows
+                    yield from chunks(ipc.open_stream(src))
         except (pa.ArrowException, OSError) as exc:
             raise ValueError(f"{self.path}: error while reading Arrow data ({exc})") from None
 

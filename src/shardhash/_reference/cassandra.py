@@ -30,6 +30,11 @@ def _fmix64(k: int) -> int:
     return k
 
 
+def _mix_k(k: int, ca: int, r: int, cb: int) -> int:
+    """A block (or tail) word scrambled: ``k *= ca; k = rotl(k, r); k *= cb``."""
+    return (_rotl64((k * ca) & _M64, r) * cb) & _M64
+
+
 def _signed64(u: int) -> int:
     return u - (1 << 64) if u >= 1 << 63 else u
 
@@ -46,17 +51,11 @@ def cassandra_murmur_h1(key: bytes) -> int:
     nblocks = n // 16
     for i in range(nblocks):
         k1, k2 = struct.unpack_from("<QQ", key, 16 * i)
-        k1 = (k1 * c1) & _M64
-        k1 = _rotl64(k1, 31)
-        k1 = (k1 * c2) & _M64
-        h1 ^= k1
+        h1 ^= _mix_k(k1, c1, 31, c2)
         h1 = _rotl64(h1, 27)
         h1 = (h1 + h2) & _M64
         h1 = (h1 * 5 + 0x52DCE729) & _M64
-        k2 = (k2 * c2) & _M64
-        k2 = _rotl64(k2, 33)
-        k2 = (k2 * c1) & _M64
-        h2 ^= k2
+        h2 ^= _mix_k(k2, c2, 33, c1)
         h2 = _rotl64(h2, 31)
         h2 = (h2 + h1) & _M64
         h2 = (h2 * 5 + 0x38495AB5) & _M64
@@ -70,15 +69,9 @@ def cassandra_murmur_h1(key: bytes) -> int:
         else:
             k2 ^= widened
     if len(tail) > 8:
-        k2 = (k2 * c2) & _M64
-        k2 = _rotl64(k2, 33)
-        k2 = (k2 * c1) & _M64
-        h2 ^= k2
+        h2 ^= _mix_k(k2, c2, 33, c1)
     if len(tail) > 0:
-        k1 = (k1 * c1) & _M64
-        k1 = _rotl64(k1, 31)
-        k1 = (k1 * c2) & _M64
-        h1 ^= k1
+        h1 ^= _mix_k(k1, c1, 31, c2)
     h1 ^= n
     h2 ^= n
     h1 = (h1 + h2) & _M64

@@ -24,53 +24,51 @@ def _rot(x: int, k: int) -> int:
     return ((x << k) | (x >> (32 - k))) & M32
 
 
+def _mix_step(x: int, y: int, z: int, r: int) -> tuple[int, int]:
+    """One line of lookup3's ``mix``: ``x -= z; x ^= rot(z, r); z += y``."""
+    x = ((x - z) & M32) ^ _rot(z, r)
+    return x, (z + y) & M32
+
+
 def _mix(a: int, b: int, c: int) -> tuple[int, int, int]:
-    a = (a - c) & M32
-    a ^= _rot(c, 4)
-    c = (c + b) & M32
-    b = (b - a) & M32
-    b ^= _rot(a, 6)
-    a = (a + c) & M32
-    c = (c - b) & M32
-    c ^= _rot(b, 8)
-    b = (b + a) & M32
-    a = (a - c) & M32
-    a ^= _rot(c, 16)
-    c = (c + b) & M32
-    b = (b - a) & M32
-    b ^= _rot(a, 19)
-    a = (a + c) & M32
-    c = (c - b) & M32
-    c ^= _rot(b, 4)
-    b = (b + a) & M32
+    a, c = _mix_step(a, b, c, 4)
+    b, a = _mix_step(b, c, a, 6)
+    c, b = _mix_step(c, a, b, 8)
+    a, c = _mix_step(a, b, c, 16)
+    b, a = _mix_step(b, c, a, 19)
+    c, b = _mix_step(c, a, b, 4)
     return a, b, c
+
+
+def _final_step(x: int, y: int, r: int) -> int:
+    """One line of lookup3's ``final``: ``x ^= y; x -= rot(y, r)``."""
+    return ((x ^ y) - _rot(y, r)) & M32
 
 
 def _final(a: int, b: int, c: int) -> tuple[int, int, int]:
-    c ^= b
-    c = (c - _rot(b, 14)) & M32
-    a ^= c
-    a = (a - _rot(c, 11)) & M32
-    b ^= a
-    b = (b - _rot(a, 25)) & M32
-    c ^= b
-    c = (c - _rot(b, 16)) & M32
-    a ^= c
-    a = (a - _rot(c, 4)) & M32
-    b ^= a
-    b = (b - _rot(a, 14)) & M32
-    c ^= b
-    c = (c - _rot(b, 24)) & M32
+    c = _final_step(c, b, 14)
+    a = _final_step(a, c, 11)
+    b = _final_step(b, a, 25)
+    c = _final_step(c, b, 16)
+    a = _final_step(a, c, 4)
+    b = _final_step(b, a, 14)
+    c = _final_step(c, b, 24)
     return a, b, c
 
 
-def _lookup3(k: bytes, seed: int | None) -> tuple[int, int, int]:
-    n = len(k)
+def _start(n: int, seed: int | None) -> tuple[int, int, int]:
+    """lookup3's initial state for ``n`` bytes, the 64-bit ``seed`` mixed in."""
     a = b = c = (0x9E3779B9 + n + 3923095) & M32
     if seed:
         a = (a + (seed >> 32)) & M32
         b = (b + (seed & M32)) & M32
         a, b, c = _mix(a, b, c)
+    return a, b, c
+
+
+def _lookup3(k: bytes, seed: int | None) -> tuple[int, int, int]:
+    n = len(k)
+    a, b, c = _start(n, seed)
     pos = 0
     while n - pos >= 12:
         a = (a + int.from_bytes(k[pos:pos + 4], "little")) & M32
@@ -95,20 +93,14 @@ def hash_bytes(k: bytes) -> int:
 
 
 def hash_uint32_extended(k: int, seed: int) -> int:
-    a = b = c = (0x9E3779B9 + 4 + 3923095) & M32
-    if seed:
-        a = (a + (seed >> 32)) & M32
-        b = (b + (seed & M32)) & M32
-        a, b, c = _mix(a, b, c)
-    a = (a + (k & M32)) & M32
-    _, b, c = _final(a, b, c)
+    a, b, c = _start(4, seed)
+    _, b, c = _final((a + (k & M32)) & M32, b, c)
     return (b << 32) | c
 
 
 def hash_uint32(k: int) -> int:
-    a = b = c = (0x9E3779B9 + 4 + 3923095) & M32
-    a = (a + (k & M32)) & M32
-    return _final(a, b, c)[2]
+    a, b, c = _start(4, None)
+    return _final((a + (k & M32)) & M32, b, c)[2]
 
 
 def hash_combine64(a: int, b: int) -> int:

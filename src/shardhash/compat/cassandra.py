@@ -951,12 +951,8 @@ class RandomTokenRouter(_TokenRing):
         owners = np.array([p[1] for p in pairs], dtype=np.int32)
         top = np.array([t >> 96 for t in ring], dtype=np.uint32)
         index, _ = point_index(top)
-        for a in (owners, top, index):
-            a.setflags(write=False)
         self._set("_ringlist", ring)
-        self._set("_owners", owners)
-        self._set("_top", top)
-        self._set("_index", index)
+        self._set_frozen(_owners=owners, _top=top, _index=index)
         self._set("_cql_type", ct)
         self._finish()
 

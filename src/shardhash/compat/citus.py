@@ -29,6 +29,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
+from ._common import int_pair_seq
 from ._doc import doc_field, int_pairs, raw_doc_shards
 from .postgres import _check_types, _out_array, canonical_type, hash32, hash32_array
 
@@ -66,23 +67,12 @@ def shard_ranges(n: int) -> list[tuple[int, int]]:
 
 
 def _check_ranges(ranges: Any, n: int) -> list[tuple[int, int]]:
-    if isinstance(ranges, (str, bytes)) or not isinstance(ranges, Sequence):
-        raise TypeError(f"ranges must be a sequence of (min, max) pairs, not {type(ranges).__name__}")
-    if len(ranges) != n:
-        raise ValueError(f"{len(ranges)} ranges given for {n} shards")
-    out = []
-    for i, r in enumerate(ranges):
-        if isinstance(r, (str, bytes)) or not isinstance(r, Sequence) or len(r) != 2:
-            raise TypeError(f"ranges[{i}] must be a (min, max) pair, not {r!r}")
-        lo, hi = r
-        for v in (lo, hi):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"ranges[{i}] bounds must be ints, not {v!r}")
-        lo, hi = int(lo), int(hi)
+    def check(i: int, lo: int, hi: int) -> None:
         if not _I32_MIN <= lo <= hi <= _I32_MAX:
             raise ValueError(f"ranges[{i}] = ({lo}, {hi}) is not an inclusive range within "
                              f"[{_I32_MIN}, {_I32_MAX}]")
-        out.append((lo, hi))
+
+    out = int_pair_seq(ranges, n, "ranges", "min, max", "shards", "bounds must be ints", check)
     order = sorted(range(n), key=lambda i: out[i])
     expect = _I32_MIN
     for i in order:

@@ -67,6 +67,7 @@ from shardhash._parallel import kernel_array
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 from . import _twemproxy_hash as _tw
+from ._common import text_or_bytes
 from ._doc import doc_field, raw_doc_shards
 from ._ring import point_index
 
@@ -172,15 +173,8 @@ def _point_name(node_id: str, flavor: str) -> bytes:
 def _key_bytes(key: Any, flavor: str) -> bytes:
     if flavor == "uhashring":
         return (key if isinstance(key, str) else str(key)).encode("utf-8")
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, str):
-        return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
-    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-        return str(int(key)).encode()
-    raise TypeError(f"a ketama key must be bytes, str or int, not {type(key).__name__} ({key!r:.60})")
+    b = text_or_bytes(key)
+    return b if b is not None else _decimal(key)
 
 
 def _decimal(k: Any) -> bytes:
@@ -338,11 +332,7 @@ class KetamaRouter(RawKeyRouter):
             points, owners = points[order], owners[order]
         # lookup accelerator: about one point per bucket of the key hash's top bits
         index, bits = point_index(points)
-        for a in (points, owners, index):
-            a.setflags(write=False)
-        self._set("_index", index)
-        self._set("_points", points)
-        self._set("_powners", owners)
+        self._set_frozen(_index=index, _points=points, _powners=owners)
         self._set("_weights", tuple(w))
         self._set("_flavor", flavor)
         self._set("_key_hash", khash)

@@ -65,6 +65,7 @@ from shardhash.routing._kernels import prepare_out
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
+from ._common import int_pair_seq
 from ._doc import doc_field, raw_doc_shards
 
 __all__ = [
@@ -742,13 +743,19 @@ def _range_hash(value: Any, t: str, seed: int | None) -> int:
     return r ^ uh
 
 
+def _null_at(v: Any, i: int, t: str, allow_null: bool) -> bool:
+    """True when the value at position ``i`` is NULL (None) and NULLs are
+    allowed; a TypeError naming the position when they are not."""
+    if v is None and not allow_null:
+        raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+    return v is None
+
+
 def _range_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     items = values.to_pylist() if _is_arrow(values) else list(values)
     isnull = np.zeros(len(items), dtype=np.uint8)
     for i, v in enumerate(items):
-        if v is None:
-            if not allow_null:
-                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+        if _null_at(v, i, t, allow_null):
             isnull[i] = 1
     return _Keys("pyvalues", items, t, len(items), isnull if isnull.any() else None)
 
@@ -832,9 +839,7 @@ def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     lengths = np.zeros(len(items), dtype=np.int64)
     isnull = np.zeros(len(items), dtype=np.uint8)
     for i, v in enumerate(items):
-        if v is None:
-            if not allow_null:
-                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+        if _null_at(v, i, t, allow_null):
             isnull[i] = 1
             continue
         elems = _flatten(v, f"value at position {i}")
@@ -897,9 +902,7 @@ def _int_like_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     isnull = np.zeros(n, dtype=np.uint8)
     conv = _interval_span if t == "interval" else _bool_value if t == "bool" else _oid_value
     for i, v in enumerate(items):
-        if v is None:
-            if not allow_null:
-                raise TypeError(f"value at position {i} is NULL (None): cannot hash NULL as {t}")
+        if _null_at(v, i, t, allow_null):
             isnull[i] = 1
             continue
         try:
@@ -1180,24 +1183,13 @@ _MAX_TABLE = 1 << 26      # largest modulus a router builds its remainder table 
 
 def _check_bounds(bounds: Any, n: int) -> tuple[tuple[int, int], ...]:
     """Validate (modulus, remainder) pairs as PostgreSQL does when partitions are attached."""
-    if isinstance(bounds, (str, bytes)) or not isinstance(bounds, Sequence):
-        raise TypeError(f"bounds must be a sequence of (modulus, remainder) pairs, not {type(bounds).__name__}")
-    if len(bounds) != n:
-        raise ValueError(f"{len(bounds)} bounds given for {n} partitions")
-    out = []
-    for i, b in enumerate(bounds):
-        if isinstance(b, (str, bytes)) or not isinstance(b, Sequence) or len(b) != 2:
-            raise TypeError(f"bounds[{i}] must be a (modulus, remainder) pair, not {b!r}")
-        m, r = b
-        for v in (m, r):
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"bounds[{i}] must hold ints, not {v!r}")
-        m, r = int(m), int(r)
+    def check(i: int, m: int, r: int) -> None:
         if not 1 <= m <= _MAX_TABLE:
             raise ValueError(f"bounds[{i}]: modulus {m} must be in [1, {_MAX_TABLE}]")
         if not 0 <= r < m:
             raise ValueError(f"bounds[{i}]: remainder {r} must be in [0, {m - 1}] for modulus {m}")
-        out.append((m, r))
+
+    out = int_pair_seq(bounds, n, "bounds", "modulus, remainder", "partitions", "must hold ints", check)
     moduli = sorted({m for m, _ in out})
     for a, b in zip(moduli, moduli[1:]):
         if b % a:

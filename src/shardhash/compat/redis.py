@@ -30,6 +30,7 @@ import numpy as np
 
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
+from ._common import text_or_bytes
 from ._doc import doc_field, int_pairs, node_map, raw_doc_shards
 
 __all__ = ["SLOTS", "keyslot", "keyslot_array", "hash_tag", "ClusterRouter", "even_slot_ranges",
@@ -39,12 +40,9 @@ SLOTS = 16384
 
 
 def _key_bytes(key: Any) -> bytes:
-    if isinstance(key, bytes):
-        return key
-    if isinstance(key, str):
-        return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
+    b = text_or_bytes(key)
+    if b is not None:
+        return b
     raise TypeError(f"a Redis key must be bytes or str, not {type(key).__name__} ({key!r:.60})")
 
 

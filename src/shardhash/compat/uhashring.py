@@ -211,11 +211,7 @@ class HashRingRouter(RawKeyRouter):
         o = np.array(idx, dtype=np.int32)
         points, owners = _last_wins(p, o, np.argsort(p, kind="stable"))
         index, bits = point_index(points)
-        for a in (points, owners, index):
-            a.setflags(write=False)
-        self._set("_points", points)
-        self._set("_powners", owners)
-        self._set("_index", index)
+        self._set_frozen(_points=points, _powners=owners, _index=index)
         self._set("_counts", tuple(counts))
         keys = _native.KetamaKeys(points, owners, index, bits, upper=True, fnv=False,
                                   empty_zero=False, str_all=True)
@@ -244,17 +240,12 @@ class HashRingRouter(RawKeyRouter):
         mark = np.zeros(1 << mbits, dtype=bool)
         mark[top32 >> np.uint32(32 - mbits)] = True
         index, bits = point_index(top32)
-        for a in (owners, top32, mark, index):
-            a.setflags(write=False)
         self._set("_plist", plist)
         wrap = [int(o) for o in owners.tolist()]
         wrap.append(wrap[0])  # a key hash above the last point wraps to the first
         self._set("_wrap_owners", tuple(wrap))
         self._set("_wrap_names", tuple(self.shards[o] for o in wrap))
-        self._set("_points", top32)
-        self._set("_powners", owners)
-        self._set("_index", index)
-        self._set("_mark", mark)
+        self._set_frozen(_points=top32, _powners=owners, _index=index, _mark=mark)
         self._set("_mbits", mbits)
         self._set("_counts", tuple(counts))
 

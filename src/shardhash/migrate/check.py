@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .sqlite import qi
+from .systables import keyset_chunks
 
 __all__ = ["check"]
 
@@ -58,22 +59,6 @@ def _jsonable(v: Any) -> Any:
     if isinstance(v, (int, float, str)) or v is None:
         return v
     return str(v)
-
-
-def _scan(b: Any, c: Any, table: str, sel: Sequence[str], pk: Sequence[str],
-          chunk: int, after: list[Any] | None = None) -> Any:
-    """Chunks of (columns ``sel``) rows of ``table`` in primary-key order,
-    from after ``after`` (keyset pagination: each chunk starts after the last
-    key of the previous)."""
-    pkx = [list(sel).index(k) for k in pk]
-    while True:
-        rows = b.scan(c, table, sel, pk, after, chunk)
-        if not rows:
-            return
-        after = [rows[-1][j] for j in pkx]
-        yield rows
-        if len(rows) < chunk:
-            return
 
 
 def _held(cluster: Any, shard: str, b: Any, c: Any, group: str, keys: list[Any]) -> list[str | None]:
@@ -207,7 +192,7 @@ def check(cluster: Any, group: str | None = None, *, repair: bool = False, first
                 if not repair:
                     b.begin_read(c)  # (one snapshot per table; a repair commits chunk by chunk)
                 try:
-                    for rows in _scan(b, c, t.name, sel, pk, chunk, after):
+                    for rows in keyset_chunks(b, c, t.name, sel, pk, chunk, after):
                         tres["rows_scanned"] += len(rows)
                         keys = [r[kx] for r in rows]
                         own = np.asarray(router.route_many(keys))

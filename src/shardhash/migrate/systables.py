@@ -50,6 +50,23 @@ def decode_pk(text: str) -> tuple[Any, ...]:
     return tuple(json.loads(text))
 
 
+def keyset_chunks(b: Any, c: Any, table: str, cols: Sequence[str], pk: Sequence[str], chunk: int,
+                  after: Sequence[Any] | None = None) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of ``table`` (columns ``cols``, which hold ``pk``) after
+    primary key ``after`` (None: from the first), ``chunk`` rows at a time in
+    primary-key order: backend ``b``'s ``scan`` after the last row of the
+    previous chunk (keyset pagination); a short chunk is the last."""
+    pkx = [list(cols).index(k) for k in pk]
+    while True:
+        rows = b.scan(c, table, cols, pk, after, chunk)
+        if not rows:
+            return
+        after = [rows[-1][j] for j in pkx]
+        yield rows
+        if len(rows) < chunk:
+            return
+
+
 class SystemTables:
     """The standard-SQL half of a shard backend (see the module docstring)."""
 
@@ -191,14 +208,7 @@ class SystemTables:
                     chunk: int) -> Iterator[list[tuple[Any, ...]]]:
         """Every row of ``table``, ``chunk`` rows at a time in primary-key
         order (:meth:`scan` after the last row of the previous chunk)."""
-        pkx = [list(cols).index(k) for k in pk]
-        after: list[Any] | None = None
-        while True:
-            rows = self.scan(c, table, cols, pk, after, chunk)
-            if not rows:
-                return
-            after = [rows[-1][j] for j in pkx]
-            yield rows
+        return keyset_chunks(self, c, table, cols, pk, chunk)
 
     def fetch(self, c: Any, table: str, cols: Sequence[str], pk: Sequence[str],
               keys: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:

@@ -25,7 +25,7 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport PyUnicode_Compare
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_GetContext, PyCapsule_New
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.sequence cimport PySequence_Fast_GET_ITEM, PySequence_Fast_GET_SIZE
 
 from shardhash._hashing cimport Hasher
 from shardhash._common cimport (sh_job, key_index_fn, sh_py_ascii, run, check_out, check_out_layout,
@@ -230,6 +230,31 @@ cdef extern from * nogil:
         return p;
     }
 
+    /* A placer's three entry points over its state (a T): SHP_ONE returns
+     * the shard of hash h, SHP_BATCH fills out[0..n) for h[0..n), and
+     * SHP_REPLICAS returns the replica count written to out (scratch is the
+     * caller's work area, there for the placers that need one). */
+    #define SHP_ONE(name, T, expr)                        \
+        static int32_t name(const void *st, uint64_t h)   \
+        {                                                 \
+            const T *s = (const T *)st;                   \
+            return (int32_t)(expr);                       \
+        }
+    #define SHP_BATCH(name, T, call)                                                    \
+        static void name(const void *st, const uint64_t *h, size_t n, int32_t *out)   \
+        {                                                                             \
+            const T *s = (const T *)st;                                               \
+            call;                                                                     \
+        }
+    #define SHP_REPLICAS(name, T, expr)                                                \
+        static size_t name(const void *st, size_t nshards, uint64_t h, size_t r,      \
+                           const sh_replica_work *w, uint64_t *scratch, int32_t *out) \
+        {                                                                             \
+            const T *s = (const T *)st;                                               \
+            (void)scratch;                                                            \
+            return expr;                                                              \
+        }
+
     /* Bucket tables (bucket, modulo, Maglev): shard = table[h mod size].
      * Scalar lookups read a 1- or 2-byte copy when the shard count allows (a
      * smaller table stays in cache between calls). */
@@ -241,32 +266,14 @@ cdef extern from * nogil:
         const uint8_t *table8;
     } shp_bucket;
 
-    #define SHP_BUCKET_ONE(name, field, bucket)           \
-        static int32_t name(const void *st, uint64_t h)   \
-        {                                                 \
-            const shp_bucket *b = (const shp_bucket *)st; \
-            return (int32_t)b->field[bucket];             \
-        }
-    SHP_BUCKET_ONE(shp_bucket_one8_pow2, table8, h & b->mask)
-    SHP_BUCKET_ONE(shp_bucket_one16_pow2, table16, h & b->mask)
-    SHP_BUCKET_ONE(shp_bucket_one32_pow2, table, h & b->mask)
-    SHP_BUCKET_ONE(shp_bucket_one8, table8, sh_fastmod_u64(h, &b->fm))
-    SHP_BUCKET_ONE(shp_bucket_one16, table16, sh_fastmod_u64(h, &b->fm))
-    SHP_BUCKET_ONE(shp_bucket_one32, table, sh_fastmod_u64(h, &b->fm))
-
-    static void shp_bucket_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        const shp_bucket *b = (const shp_bucket *)st;
-        sh_bucket_batch(h, n, &b->fm, b->table, out);
-    }
-
-    static size_t shp_bucket_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
-                                      const sh_replica_work *w, uint64_t *scratch, int32_t *out)
-    {
-        const shp_bucket *b = (const shp_bucket *)st;
-        (void)scratch;
-        return sh_table_replicas(b->table, b->fm.d, nshards, h, r, w, out);
-    }
+    SHP_ONE(shp_bucket_one8_pow2, shp_bucket, s->table8[h & s->mask])
+    SHP_ONE(shp_bucket_one16_pow2, shp_bucket, s->table16[h & s->mask])
+    SHP_ONE(shp_bucket_one32_pow2, shp_bucket, s->table[h & s->mask])
+    SHP_ONE(shp_bucket_one8, shp_bucket, s->table8[sh_fastmod_u64(h, &s->fm)])
+    SHP_ONE(shp_bucket_one16, shp_bucket, s->table16[sh_fastmod_u64(h, &s->fm)])
+    SHP_ONE(shp_bucket_one32, shp_bucket, s->table[sh_fastmod_u64(h, &s->fm)])
+    SHP_BATCH(shp_bucket_batch, shp_bucket, sh_bucket_batch(h, n, &s->fm, s->table, out))
+    SHP_REPLICAS(shp_bucket_replicas, shp_bucket, sh_table_replicas(s->table, s->fm.d, nshards, h, r, w, out))
 
     /* b's table; width: the bytes per entry of the scalar copy (1, 2 or 4). */
     static sh_placer shp_table_bucket(const shp_bucket *b, int width)
@@ -286,15 +293,8 @@ cdef extern from * nogil:
         const int32_t *map;
     } shp_memento;
 
-    static int32_t shp_jump_one(const void *st, uint64_t h)
-    {
-        return sh_jump(h, ((const shp_memento *)st)->m.n);
-    }
-
-    static void shp_jump_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        sh_jump_batch(h, n, ((const shp_memento *)st)->m.n, out);
-    }
+    SHP_ONE(shp_jump_one, shp_memento, sh_jump(h, s->m.n))
+    SHP_BATCH(shp_jump_batch, shp_memento, sh_jump_batch(h, n, s->m.n, out))
 
     static int32_t shp_memento_one(const void *st, uint64_t h)
     {
@@ -304,19 +304,8 @@ cdef extern from * nogil:
         return i >= 0 ? i : s->map[sh_memento_resolve_from(&s->m, b, h)];
     }
 
-    static void shp_memento_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        const shp_memento *s = (const shp_memento *)st;
-        sh_memento_batch(&s->m, h, n, s->map, out);
-    }
-
-    static size_t shp_memento_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
-                                       const sh_replica_work *w, uint64_t *scratch, int32_t *out)
-    {
-        const shp_memento *s = (const shp_memento *)st;
-        (void)scratch;
-        return sh_memento_replicas(&s->m, s->map, nshards, h, r, w, out);
-    }
+    SHP_BATCH(shp_memento_batch, shp_memento, sh_memento_batch(&s->m, h, n, s->map, out))
+    SHP_REPLICAS(shp_memento_replicas, shp_memento, sh_memento_replicas(&s->m, s->map, nshards, h, r, w, out))
 
     static sh_placer shp_table_memento(const shp_memento *s)
     {
@@ -331,28 +320,11 @@ cdef extern from * nogil:
         sh_ring16 ring16;
     } shp_ring;
 
-    static int32_t shp_ring_one(const void *st, uint64_t h)
-    {
-        return sh_ring_lookup(&((const shp_ring *)st)->ring, h);
-    }
-
-    static int32_t shp_ring16_one(const void *st, uint64_t h)
-    {
-        return sh_ring16_lookup(&((const shp_ring *)st)->ring16, h);
-    }
-
-    static void shp_ring_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        sh_ring_batch(&((const shp_ring *)st)->ring, h, n, out);
-    }
-
-    static size_t shp_ring_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
-                                    const sh_replica_work *w, uint64_t *scratch, int32_t *out)
-    {
-        const sh_ring *g = &((const shp_ring *)st)->ring;
-        (void)scratch;
-        return sh_ring_replicas(g->tokens, g->owners, g->ntokens, nshards, h, r, w, out);
-    }
+    SHP_ONE(shp_ring_one, shp_ring, sh_ring_lookup(&s->ring, h))
+    SHP_ONE(shp_ring16_one, shp_ring, sh_ring16_lookup(&s->ring16, h))
+    SHP_BATCH(shp_ring_batch, shp_ring, sh_ring_batch(&s->ring, h, n, out))
+    SHP_REPLICAS(shp_ring_replicas, shp_ring,
+                 sh_ring_replicas(s->ring.tokens, s->ring.owners, s->ring.ntokens, nshards, h, r, w, out))
 
     static sh_placer shp_table_ring(const shp_ring *s, int has16)
     {
@@ -366,24 +338,10 @@ cdef extern from * nogil:
         size_t n;
     } shp_rendezvous;
 
-    static int32_t shp_rendezvous_one(const void *st, uint64_t h)
-    {
-        const shp_rendezvous *s = (const shp_rendezvous *)st;
-        return sh_rendezvous(h, s->seeds, s->weights, s->n);
-    }
-
-    static void shp_rendezvous_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        const shp_rendezvous *s = (const shp_rendezvous *)st;
-        sh_rendezvous_batch(h, n, s->seeds, s->weights, s->n, out);
-    }
-
-    static size_t shp_rendezvous_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
-                                          const sh_replica_work *w, uint64_t *scratch, int32_t *out)
-    {
-        const shp_rendezvous *s = (const shp_rendezvous *)st;
-        return sh_rendezvous_replicas(s->seeds, s->weights, nshards, h, r, w, scratch, out);
-    }
+    SHP_ONE(shp_rendezvous_one, shp_rendezvous, sh_rendezvous(h, s->seeds, s->weights, s->n))
+    SHP_BATCH(shp_rendezvous_batch, shp_rendezvous, sh_rendezvous_batch(h, n, s->seeds, s->weights, s->n, out))
+    SHP_REPLICAS(shp_rendezvous_replicas, shp_rendezvous,
+                 sh_rendezvous_replicas(s->seeds, s->weights, nshards, h, r, w, scratch, out))
 
     static sh_placer shp_table_rendezvous(const shp_rendezvous *s)
     {
@@ -391,22 +349,9 @@ cdef extern from * nogil:
     }
 
     /* Multi-probe consistent hashing. */
-    static int32_t shp_mprobe_one(const void *st, uint64_t h)
-    {
-        return sh_mprobe_lookup((const sh_mprobe *)st, h);
-    }
-
-    static void shp_mprobe_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        sh_mprobe_batch((const sh_mprobe *)st, h, n, out);
-    }
-
-    static size_t shp_mprobe_replicas(const void *st, size_t nshards, uint64_t h, size_t r,
-                                      const sh_replica_work *w, uint64_t *scratch, int32_t *out)
-    {
-        (void)scratch;
-        return sh_mprobe_replicas((const sh_mprobe *)st, nshards, h, r, w, out);
-    }
+    SHP_ONE(shp_mprobe_one, sh_mprobe, sh_mprobe_lookup(s, h))
+    SHP_BATCH(shp_mprobe_batch, sh_mprobe, sh_mprobe_batch(s, h, n, out))
+    SHP_REPLICAS(shp_mprobe_replicas, sh_mprobe, sh_mprobe_replicas(s, nshards, h, r, w, out))
 
     static sh_placer shp_table_mprobe(const sh_mprobe *s)
     {
@@ -416,15 +361,8 @@ cdef extern from * nogil:
     /* A delegate: place exactly as another (sealed) router, its pre-transform
      * and overrides included.  Its replica lists are the other router's when
      * nothing stands between them (_replica_plan walks the delegates). */
-    static int32_t shp_delegate_one(const void *st, uint64_t h)
-    {
-        return sh_router_place((const sh_router *)st, h);
-    }
-
-    static void shp_delegate_batch(const void *st, const uint64_t *h, size_t n, int32_t *out)
-    {
-        sh_router_batch((const sh_router *)st, h, n, out);
-    }
+    SHP_ONE(shp_delegate_one, sh_router, sh_router_place(s, h))
+    SHP_BATCH(shp_delegate_batch, sh_router, sh_router_batch(s, h, n, out))
 
     static sh_placer shp_table_delegate(const sh_router *other)
     {
@@ -1088,21 +1026,12 @@ cdef class RouterCore:
                 if r == -2:
                     return None
                 res_i[i] = r
-        elif t is list:
-            n = PyList_GET_SIZE(keys)
+        elif t is list or t is tuple:  # (the PySequence_Fast_* macros read both)
+            n = PySequence_Fast_GET_SIZE(keys)
             if n > SMALL_BATCH:
                 return None
             for i in range(n):
-                r = self._kfn(self._kctx, PyList_GET_ITEM(keys, i))
-                if r == -2:
-                    return None
-                res_i[i] = r
-        elif t is tuple:
-            n = PyTuple_GET_SIZE(keys)
-            if n > SMALL_BATCH:
-                return None
-            for i in range(n):
-                r = self._kfn(self._kctx, PyTuple_GET_ITEM(keys, i))
+                r = self._kfn(self._kctx, PySequence_Fast_GET_ITEM(keys, i))
                 if r == -2:
                     return None
                 res_i[i] = r
@@ -1400,21 +1329,13 @@ cdef class RouterCore:
         cdef const char *p
         cdef int32_t *o
         cdef type t = type(keys)
-        if t is list:
-            n = PyList_GET_SIZE(keys)
+        if t is list or t is tuple:  # (the PySequence_Fast_* macros read both)
+            n = PySequence_Fast_GET_SIZE(keys)
             if n > SMALL_BATCH:
                 return None
             for i in range(n):
-                if not sh_route_fast_hash(<object>PyList_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
-                                          self._str_xxh3, self._hasher._seed, &hs[i]):
-                    return None
-        elif t is tuple:
-            n = PyTuple_GET_SIZE(keys)
-            if n > SMALL_BATCH:
-                return None
-            for i in range(n):
-                if not sh_route_fast_hash(<object>PyTuple_GET_ITEM(keys, i), self._int_xxh3, self._int_key,
-                                          self._str_xxh3, self._hasher._seed, &hs[i]):
+                if not sh_route_fast_hash(<object>PySequence_Fast_GET_ITEM(keys, i), self._int_xxh3,
+                                          self._int_key, self._str_xxh3, self._hasher._seed, &hs[i]):
                     return None
         elif self._int_xxh3:
             code = int_array(keys, &p, &n, &stride)

@@ -546,6 +546,12 @@ class Router(RouterCore):
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
 
+    def _set_frozen(self, **arrays: np.ndarray) -> None:
+        """Set each array attribute, made read-only first (a router's tables never change)."""
+        for name, a in arrays.items():
+            a.setflags(write=False)
+            self._set(name, a)
+
     def __getattr__(self, name: str) -> Any:
         # Only reached when an attribute is missing: on a router whose
         # __init__ never ran (a subclass that skipped Router.__init__, or

@@ -55,8 +55,9 @@ class Relay:
         self.cluster, self.group, self.tables, self.batch = cluster, cluster.group(group).name, tables, batch
         self.delivered = 0
 
-    def _keys(self) -> list[Any]:
-        """Keys with undelivered events, on the shards that own them under the current router."""
+    def _owned_keys(self, query: str, params: tuple[Any, ...] | None = None) -> list[Any]:
+        """The keys the outbox query ``query`` finds on each shard, kept on the
+        shard that owns them under the current router."""
         router = self.cluster.refresh(self.group)
         keys: list[Any] = []
         for sid in self.cluster.shard_ids():
@@ -66,11 +67,16 @@ class Relay:
             try:
                 if not b.has_table(c, self.tables.outbox):
                     continue
-                found = [r[0] for r in c.execute(self.tables.sql["pending_keys"]).fetchall()]
+                sql = self.tables.sql[query]
+                found = [r[0] for r in (c.execute(sql) if params is None else c.execute(sql, params)).fetchall()]
             finally:
                 b.rollback(c)
             keys += [k for k in found if router.route(k) == sid]
         return keys
+
+    def _keys(self) -> list[Any]:
+        """Keys with undelivered events, on the shards that own them under the current router."""
+        return self._owned_keys("pending_keys")
 
     def _read(self, key: Any) -> list[Event]:
         with self.cluster.read(key, group=self.group) as tx:
@@ -160,21 +166,8 @@ class Relay:
     def purge(self, older_than: float) -> int:
         """Delete the events delivered more than ``older_than`` seconds ago (through each key's owner)."""
         cut = time.time() - float(older_than)
-        router = self.cluster.refresh(self.group)
         n = 0
-        for sid in self.cluster.shard_ids():
-            b = self.cluster.backend(sid)
-            c = b.conn()
-            b.begin_read(c)
-            try:
-                if not b.has_table(c, self.tables.outbox):
-                    continue
-                keys = [r[0] for r in c.execute(self.tables.sql["delivered_keys"], (cut,)).fetchall()]
-            finally:
-                b.rollback(c)
-            for k in keys:
-                if router.route(k) != sid:
-                    continue
-                with self.cluster.transaction(k, group=self.group) as tx:
-                    n += max(0, tx.execute(self.tables.sql["purge"], (k, cut)).rowcount or 0)
+        for k in self._owned_keys("delivered_keys", (cut,)):
+            with self.cluster.transaction(k, group=self.group) as tx:
+                n += max(0, tx.execute(self.tables.sql["purge"], (k, cut)).rowcount or 0)
         return n
