@@ -113,6 +113,20 @@ class FenceTimeout(TimeoutError):
     """A write waited longer than ``wait_timeout`` for a cutover to finish (nothing was written)."""
 
 
+#: Seconds between a waiting writer's attempts to have a fence past its
+#: deadline decided when the metadata store (or a shard) could not be reached.
+_FENCE_RETRY_S = 0.05
+
+
+def _unreachable(e: BaseException) -> bool:
+    """A database or network error (PEP 249's DatabaseError / InterfaceError
+    of any driver, or an OSError): the store is down or the connection lost,
+    not a fault of the call."""
+    if isinstance(e, OSError):
+        return True
+    return any(k.__name__ in ("DatabaseError", "InterfaceError") for k in type(e).__mro__)
+
+
 class ShardKeyError(ValueError):
     """A client transaction wrote a row of another shard key (or of another
     group's table); it was rolled back, nothing was written.
@@ -745,14 +759,29 @@ class Cluster(ClusterExtras):
                 fence = b.fence_of(c, mig) if mig is not None else None
                 # Wait for the shard's ownership records to change (a cheap
                 # read that takes no lock), then check again.
+                undecided: Exception | None = None
+                next_try = 0.0
                 while b.epoch(c) == ep:
                     waited = time.perf_counter() - t_wait
-                    if fence is not None and mig is not None and time.time() > fence[1]:
+                    if fence is not None and mig is not None and time.time() > fence[1] \
+                            and time.perf_counter() >= next_try:
                         # Past the freeze's deadline: the executor may be gone.
-                        self._break_fence(g.name, shard, b, mig, fence[0])
-                        break
+                        try:
+                            self._break_fence(g.name, shard, b, mig, fence[0])
+                            break
+                        except Exception as e:
+                            if not _unreachable(e):
+                                raise
+                            # The store that decides (or a shard to update) cannot be
+                            # reached: nothing is written; wait on and ask again
+                            # (the decision is idempotent) until wait_timeout.
+                            undecided, next_try = e, time.perf_counter() + _FENCE_RETRY_S
                     if waited > self.wait_timeout:
-                        raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
+                        msg = f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}"
+                        if undecided is not None:
+                            msg += (f"; past the freeze's deadline the metadata store could not be reached to "
+                                    f"decide it ({type(undecided).__name__}: {undecided}); nothing was written")
+                        raise FenceTimeout(msg) from undecided
                     time.sleep(0.001)
             if t_wait is not None:
                 self.metrics.add_pause(time.perf_counter() - t_wait)
