@@ -56,6 +56,7 @@ import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from decimal import Decimal
 from typing import Any, Protocol
 
 from shardhash import _events
@@ -73,6 +74,22 @@ def _ident(what: str, name: Any) -> str:
         raise ValueError(f"{what} must be a plain SQL identifier (letters, digits, underscores, "
                          f"not starting with a digit), got {name!r}")
     return '"' + name + '"'
+
+
+def _same(stored: Any, value: Any) -> bool:
+    """Does the owner column's ``stored`` value hold exactly ``value``?  The
+    lookup index places and compares values as keys are (the integer 7 and
+    the string "7" are two keys), so a column that stores one as the other
+    (SQLite's or MySQL's text columns store 7 as "7") does not hold it.
+    Bytes compare by content whatever buffer type the driver returns; an
+    integer equals an integral NUMERIC (PostgreSQL returns a Decimal)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return isinstance(stored, (bytes, bytearray, memoryview)) and bytes(stored) == bytes(value)
+    if isinstance(value, str):
+        return isinstance(stored, str) and stored == value
+    if isinstance(value, int):
+        return isinstance(stored, (int, Decimal)) and not isinstance(stored, bool) and stored == value
+    return bool(stored == value)
 
 
 #: SQL dialects of a store: "standard" (SQLite, PostgreSQL) or "mysql" (MariaDB / MySQL).
@@ -332,7 +349,7 @@ class LookupIndex:
         """Does the owner row exist and hold ``value``?  (One routed read.)"""
         with self.owner_store.read(owner_id) as tx:
             row = tx.execute(self._sql["owner_value"], (owner_id,)).fetchone()
-        return row is not None and row[0] == value
+        return row is not None and _same(row[0], value)
 
     def _row_columns(self, row: Mapping[str, Any] | None) -> list[tuple[str, str, Any]]:
         """``row`` as (name, quoted name, value): every name a plain SQL
@@ -352,6 +369,18 @@ class LookupIndex:
             out.append((c, q, v))
         return out
 
+    def _check_stored(self, tx: Any, owner_id: Any, value: Any) -> None:
+        """In the owner row's own write transaction: the column must give
+        ``value`` back as it was given (else TypeError, and the transaction
+        and this call's lookup row are undone): a value the column changes
+        could never be found again."""
+        got = tx.execute(self._sql["owner_value"], (owner_id,)).fetchone()
+        if got is None or not _same(got[0], value):
+            stored = None if got is None else got[0]
+            raise TypeError(f"{self.name} {value!r} ({type(value).__name__}) comes back from "
+                            f"{self.owner_table}.{self.owner_value} as {stored!r} ({type(stored).__name__}): "
+                            f"the lookup index compares values exactly, so give values of the column's type")
+
     def _registered(self, owner_id: Any, value: Any, extra: list[tuple[str, str, Any]]) -> bool:
         """Does the owner row exist holding ``value``?  If it does but its
         ``extra`` columns hold other values, ValueError: a repeat of a
@@ -363,7 +392,7 @@ class LookupIndex:
         params = [v for _, _, v in extra if v is not None] + [owner_id]
         with self.owner_store.read(owner_id) as tx:
             r = tx.execute(sql, params).fetchone()
-        if r is None or r[0] != value:
+        if r is None or not _same(r[0], value):
             return False
         differ = [c for (c, _, _), same in zip(extra, r[1:]) if not same]
         if differ:
@@ -441,6 +470,7 @@ class LookupIndex:
                 try:
                     with self.owner_store.write(owner_id) as tx:
                         tx.execute(sql, (owner_id, value, *(v for _, _, v in extra)))
+                        self._check_stored(tx, owner_id, value)
                     inserted = True
                 except Exception:
                     if not self._registered(owner_id, value, extra):  # not a concurrent repeat of this call
@@ -475,6 +505,8 @@ class LookupIndex:
         try:
             with self.owner_store.write(owner_id) as tx:
                 n = tx.execute(self._sql["owner_change"], (new, owner_id, old)).rowcount
+                if n == 1:
+                    self._check_stored(tx, owner_id, new)
             if n != 1 and not self._owner_holds(owner_id, new):
                 raise LookupError(f"owner {owner_id!r} does not hold {self.name} {old!r}")
         except BaseException:
@@ -520,7 +552,7 @@ class LookupIndex:
             r = cur.fetchone()
             cols = [d[0] for d in cur.description]
         owner = None if r is None else dict(zip(cols, r))
-        if owner is None or owner.get(self.owner_value) != value:
+        if owner is None or not _same(owner.get(self.owner_value), value):
             _events.emit("lookup", index=self.name, shard=shard, found=False, orphan=True)
             return None, None
         if row[1] == "pending":  # the owner row exists: a crash before the commit mark; repair it
