@@ -56,6 +56,7 @@ import pytest
 from shardhash import JumpRouter, Router, load_router, plan
 from shardhash.migrate import Cluster, Migration, StaleRouteError
 from shardhash.migrate.sqlite import SQLiteShard
+from shardhash.migrate.systables import SystemTables
 
 from ._harness import drop_cluster, make_cluster, shard_rows
 
@@ -210,16 +211,17 @@ def _cleanup_points(point: str) -> None:
 
         mp.setattr(Migration, "_set", _set)
     elif point == "cleanup:between-shards":
-        orig_scan = SQLiteShard.scan_chunks
+        # (on the class every backend's scan comes from: SQLite, PostgreSQL, MySQL)
+        orig_scan = SystemTables.scan_chunks
         calls = [0]
 
-        def scan_chunks(self: SQLiteShard, *a: Any, **kw: Any) -> Any:
+        def scan_chunks(self: SystemTables, *a: Any, **kw: Any) -> Any:
             calls[0] += 1
             if calls[0] == 2:  # (the first shard's deletions are committed)
                 _die()
             return orig_scan(self, *a, **kw)
 
-        mp.setattr(SQLiteShard, "scan_chunks", scan_chunks)
+        mp.setattr(SystemTables, "scan_chunks", scan_chunks)
 
 
 def _attempt(path: str, action: str, mig: str, rnd: random.Random, cs: dict[str, Any], label: str,
