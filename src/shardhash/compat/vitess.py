@@ -266,7 +266,7 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
         ksids: np.ndarray = _native.xxh64_decimal_int64(kernel_array(values, dtype=np.int64), threads, swap=True)
         return ksids
     # a list, tuple or numpy array: each key read in place (ints, None: their SQL bytes)
-    seq = _native.vitess_xxhash_seq(values, _sql_bytes)
+    seq = _native.vitess_xxhash_seq(values, _sql_bytes, threads)  # threads > 1: the helper-thread pipeline
     if seq is not None:
         return seq
     data, offsets = _sql_keys(values)
