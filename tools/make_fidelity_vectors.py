@@ -592,6 +592,32 @@ def postgres_ranges(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def postgres_multiranges(out: Path) -> None:
+    """hash_multirange / hash_multirange_extended of the five multirange types
+    (empty, unbounded, overlapping, touching and repeated ranges)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_multirange import multirange_sql, multirange_values
+    from tests.compat.test_postgres_types import SEEDS
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    rows: list[list[object]] = []
+    seeds = ", ".join(f"hash_multirange_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
+    for t in ("int4multirange", "int8multirange", "datemultirange", "tsmultirange", "tstzmultirange"):
+        vals = multirange_values(t, random.Random(f"vectors-{t}"), 40)
+        script = ("SET TimeZone = 'UTC';\n" + f"SELECT hash_multirange(v), {seeds} FROM (VALUES " +
+                  ", ".join(f"({i}, {multirange_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+        for v, line in zip(vals, got):
+            rows.append([t, "[" + ", ".join(_range_json(r) for r in v.ranges) + "]", *line.split("\t")])
+    _write(out, "postgres_multiranges.tsv",
+           ["postgres_multiranges.tsv: PostgreSQL hash_multirange (32-bit) and hash_multirange_extended under seeds",
+            "0, 1 and HASH_PARTITION_SEED (signed) of multirange values; value: a JSON list of its ranges as given",
+            "(each \"empty\" or [lower, upper, bounds]; null: unbounded; dates and timestamps in ISO form, UTC).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ------------------------------------------------------------------------ Redis
 
 
@@ -704,6 +730,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "postgres_ranges.tsv": (postgres_ranges, ()),
     "redis_migration.tsv": (redis_migration, ()),
     "postgres_numeric.tsv": (postgres_numeric, ()),
+    "postgres_multiranges.tsv": (postgres_multiranges, ()),
 }
 
 
@@ -718,7 +745,8 @@ def check(names: list[str]) -> int:
             if make is redis_migration:
                 print(f"not checked: {name}: which keys move first depends on the server's iteration order")
                 continue
-            if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric) and not (
+            if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric,
+                        postgres_multiranges) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(
