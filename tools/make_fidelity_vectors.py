@@ -618,6 +618,23 @@ def postgres_multiranges(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def postgres_composites(out: Path) -> None:
+    """hash_record / hash_record_extended of a composite type with integer,
+    text, date, numeric, array, range and nested composite fields (NULLs too)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_composite import OUTER, _encode, _server_hashes, composite_values
+
+    vals = composite_values(random.Random("vectors-composite"), 120)
+    rows: list[list[object]] = [[OUTER, _encode(v), *line] for v, line in zip(vals, _server_hashes(vals))]
+    _write(out, "postgres_composites.tsv",
+           ["postgres_composites.tsv: PostgreSQL hash_record (32-bit) and hash_record_extended under seeds 0, 1",
+            "and HASH_PARTITION_SEED (signed) of values of CREATE TYPE sh_outer AS (a int4, b text, c date,",
+            "d numeric, e int8[], f int4range, g sh_inner) with sh_inner AS (x int8, y text); value: JSON list of",
+            "the fields (date ISO, numeric as text, range [lower, upper, bounds] or \"empty\", null: NULL).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ------------------------------------------------------------------------ Redis
 
 
@@ -731,6 +748,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "redis_migration.tsv": (redis_migration, ()),
     "postgres_numeric.tsv": (postgres_numeric, ()),
     "postgres_multiranges.tsv": (postgres_multiranges, ()),
+    "postgres_composites.tsv": (postgres_composites, ()),
 }
 
 
@@ -746,7 +764,7 @@ def check(names: list[str]) -> int:
                 print(f"not checked: {name}: which keys move first depends on the server's iteration order")
                 continue
             if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric,
-                        postgres_multiranges) and not (
+                        postgres_multiranges, postgres_composites) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(

@@ -185,6 +185,8 @@ def canonical_type(type: str) -> str:
     if t.endswith("[]"):  # an array of a supported type (int4[][] is int4[]: dimensions are not types)
         base = t.rstrip("[] ")
         return canonical_type(base) + "[]" if base else canonical_type(type.strip()[:-2] or "?")
+    if t.startswith("(") and t.endswith(")"):  # a composite type, described by its field types
+        return "(" + ",".join(_composite_fields(t)) + ")"
     t = _ALIASES.get(t, t)
     if t in RANGE_TYPES or t == NUMERIC or t in MULTIRANGE_TYPES:
         return t
@@ -378,6 +380,8 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
         return _range_hash(value, t, s)
     if t in MULTIRANGE_TYPES:
         return _multirange_hash(value, t, s)
+    if t.startswith("("):
+        return _composite_hash(value, t, s)
     if t == NUMERIC:
         return _numeric_hash(value, s)
     kind, key = _scalar_key(value, t)
@@ -405,8 +409,8 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
-    if t in MULTIRANGE_TYPES:
-        h = _multirange_hash(value, t, None)
+    if t in MULTIRANGE_TYPES or t.startswith("("):
+        h = _multirange_hash(value, t, None) if t in MULTIRANGE_TYPES else _composite_hash(value, t, None)
         return h - (1 << 32) if h >> 31 else h
     if t.endswith("[]") or t in RANGE_TYPES or t == NUMERIC:
         h = _array_hash_one(value, t[:-2], None) if t.endswith("[]") else \
@@ -787,7 +791,8 @@ def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
             continue
         try:
             out[i] = _numeric_hash(v, seed) if keys.b == NUMERIC else \
-                _multirange_hash(v, keys.b, seed) if keys.b in MULTIRANGE_TYPES else _range_hash(v, keys.b, seed)
+                _multirange_hash(v, keys.b, seed) if keys.b in MULTIRANGE_TYPES else \
+                _composite_hash(v, keys.b, seed) if keys.b.startswith("(") else _range_hash(v, keys.b, seed)
         except (TypeError, ValueError, OverflowError) as e:
             raise type(e)(f"value at position {i}: {e}") from None
     return out
@@ -868,6 +873,59 @@ def _multirange_hash(value: Any, t: str, seed: int | None) -> int:
         h = _range_hash(Range(lo, hi, bounds), rt, seed)
         result = (result * 31 + h) & mask
     return result
+
+
+# ------------------------------------------------------------------- composite types
+# hash_record(_extended): r = 0, then r = r * 31 + (each field's hash, 0 for
+# NULL) over the fields in order, in 32 or 64 bits; the extended field hashes
+# take the seed.  A composite type is named by its field types: "(int4,text)".
+
+@_functools.lru_cache(maxsize=256)
+def _composite_fields(t: str) -> tuple[str, ...]:
+    """The canonical field types of a composite type ``"(type, type, ...)"``."""
+    inner = t.strip()[1:-1]
+    fields: list[str] = []
+    depth = 0
+    start = 0
+    for i, c in enumerate(inner):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                break
+        elif c == "," and depth == 0:
+            fields.append(inner[start:i])
+            start = i + 1
+    if depth != 0:
+        raise ValueError(f"unbalanced parentheses in the composite type {t!r}")
+    fields.append(inner[start:])
+    if any(not f.strip() for f in fields):
+        raise ValueError(f"a composite type lists its field types, e.g. '(int4, text)', not {t!r}")
+    return tuple(canonical_type(f) for f in fields)
+
+
+def _composite_hash(value: Any, t: str, seed: int | None) -> int:
+    """The composite value's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    fields = _composite_fields(t)
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"a {t} value must be a tuple of its {len(fields)} fields, not {_describe(value)}")
+    if len(value) != len(fields):
+        raise ValueError(f"a {t} value has {len(fields)} fields, got {len(value)}")
+    bits = _M64 if seed is not None else 0xFFFFFFFF
+    r = 0
+    for i, (v, ft) in enumerate(zip(value, fields)):
+        if v is None:
+            h = 0
+        else:
+            try:
+                h = hash_extended(v, ft, seed) if seed is not None else hash32(v, ft) & 0xFFFFFFFF
+            except (TypeError, ValueError, OverflowError) as e:
+                raise type(e)(f"field {i}: {e}") from None
+        r = (r * 31 + h) & bits
+    return r
 
 
 # ------------------------------------------------------------------- array types
@@ -1021,7 +1079,7 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
         return _int_like_keys(values, t, allow_null)
     if t.endswith("[]"):
         return _array_keys(values, t, allow_null)
-    if t in RANGE_TYPES or t == NUMERIC or t in MULTIRANGE_TYPES:
+    if t in RANGE_TYPES or t == NUMERIC or t in MULTIRANGE_TYPES or t.startswith("("):
         return _range_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)
