@@ -72,6 +72,27 @@ def test_folding_matches_x_text() -> None:
     assert not bad, f"{len(bad)} keys differ from x/text, e.g. {bad[:5]}"
 
 
+def test_folded_keys_of_the_vectors() -> None:
+    # loose_key (with its str.translate path for simple text) against x/text's keys
+    rows = _rows("vitess_unicode_loose_xtext.tsv")
+    bad = [inp for inp, want in rows
+           if not bytes.fromhex(inp).endswith(b" ") and vitess.collation_key(bytes.fromhex(inp)).hex() != want]
+    assert not bad, f"{len(bad)} keys differ from x/text, e.g. {bad[:5]}"
+
+
+def test_translate_path_agrees_with_the_iterator() -> None:
+    rng = random.Random(21)
+    pools = [(0x20, 0x250), (0x370, 0x530), (0x590, 0x700), (0xE00, 0xF00), (0x1E00, 0x2000), (0x3040, 0x3100),
+             (0x4E00, 0x9F00), (0xAC00, 0xD7A4), (0xFF00, 0xFFF0), (0x1F300, 0x1F400), (0x300, 0x370)]
+    fast = 0
+    for _ in range(3000):
+        text = "".join(chr(rng.randrange(*rng.choice(pools))) for _ in range(rng.randrange(0, 10)))
+        want = _encode(_unicode_loose.primaries(text.rstrip(" ")))
+        assert vitess.collation_key(text) == want, [hex(ord(c)) for c in text]
+        fast += _unicode_loose._FAST is not None and _unicode_loose._FAST[1].search(text.rstrip(" ")) is None
+    assert fast > 1000  # both paths are exercised
+
+
 def test_keys_of_the_vectors_hash_as_vitess_does() -> None:
     # the keyspace id is the hash of the collation key (checked on x/text's keys, not on ours)
     rows = _rows("vitess_unicode_loose_xtext.tsv")[:300]

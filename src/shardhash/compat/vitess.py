@@ -20,8 +20,9 @@ vindex, and a keyspace id to the shard whose key range contains it.
   (``golang.org/x/text/collate``, English, ``Loose``: case, accents and
   width ignored, so ``"Tést"`` and ``"TEST"`` share a keyspace id), which is
   hashed with MD5 (16 bytes, shards chosen by the first 8) or xxh64 (8 bytes,
-  little-endian).  The folding runs in Python, about a microsecond per
-  character.
+  little-endian).  The folding runs in Python: ``str.translate`` for text
+  whose characters start no contraction and carry no combining mark (most
+  text), the full collation iterator otherwise.
 * Shard names are hex key ranges ``start-end``: ``-80`` (up to 0x80),
   ``80-`` (from 0x80), ``40-80``, ``c0-``; ``-`` or ``0`` is the whole
   range.  A keyspace id belongs to the shard with ``start <= id < end``,
