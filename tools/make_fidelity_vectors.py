@@ -592,6 +592,49 @@ def postgres_ranges(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def postgres_multiranges(out: Path) -> None:
+    """hash_multirange / hash_multirange_extended of the five multirange types
+    (empty, unbounded, overlapping, touching and repeated ranges)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_multirange import multirange_sql, multirange_values
+    from tests.compat.test_postgres_types import SEEDS
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    rows: list[list[object]] = []
+    seeds = ", ".join(f"hash_multirange_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
+    for t in ("int4multirange", "int8multirange", "datemultirange", "tsmultirange", "tstzmultirange"):
+        vals = multirange_values(t, random.Random(f"vectors-{t}"), 40)
+        script = ("SET TimeZone = 'UTC';\n" + f"SELECT hash_multirange(v), {seeds} FROM (VALUES " +
+                  ", ".join(f"({i}, {multirange_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+        for v, line in zip(vals, got):
+            rows.append([t, "[" + ", ".join(_range_json(r) for r in v.ranges) + "]", *line.split("\t")])
+    _write(out, "postgres_multiranges.tsv",
+           ["postgres_multiranges.tsv: PostgreSQL hash_multirange (32-bit) and hash_multirange_extended under seeds",
+            "0, 1 and HASH_PARTITION_SEED (signed) of multirange values; value: a JSON list of its ranges as given",
+            "(each \"empty\" or [lower, upper, bounds]; null: unbounded; dates and timestamps in ISO form, UTC).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
+def postgres_composites(out: Path) -> None:
+    """hash_record / hash_record_extended of a composite type with integer,
+    text, date, numeric, array, range and nested composite fields (NULLs too)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_composite import OUTER, _encode, _server_hashes, composite_values
+
+    vals = composite_values(random.Random("vectors-composite"), 120)
+    rows: list[list[object]] = [[OUTER, _encode(v), *line] for v, line in zip(vals, _server_hashes(vals))]
+    _write(out, "postgres_composites.tsv",
+           ["postgres_composites.tsv: PostgreSQL hash_record (32-bit) and hash_record_extended under seeds 0, 1",
+            "and HASH_PARTITION_SEED (signed) of values of CREATE TYPE sh_outer AS (a int4, b text, c date,",
+            "d numeric, e int8[], f int4range, g sh_inner) with sh_inner AS (x int8, y text); value: JSON list of",
+            "the fields (date ISO, numeric as text, range [lower, upper, bounds] or \"empty\", null: NULL).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ------------------------------------------------------------------------ Redis
 
 
@@ -704,6 +747,8 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "postgres_ranges.tsv": (postgres_ranges, ()),
     "redis_migration.tsv": (redis_migration, ()),
     "postgres_numeric.tsv": (postgres_numeric, ()),
+    "postgres_multiranges.tsv": (postgres_multiranges, ()),
+    "postgres_composites.tsv": (postgres_composites, ()),
 }
 
 
@@ -718,7 +763,8 @@ def check(names: list[str]) -> int:
             if make is redis_migration:
                 print(f"not checked: {name}: which keys move first depends on the server's iteration order")
                 continue
-            if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric) and not (
+            if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric,
+                        postgres_multiranges, postgres_composites) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(

@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses as _dataclasses
 import datetime as _dt
 import decimal as _decimal
+import functools as _functools
 import math
 import numbers
 import operator
@@ -75,6 +76,8 @@ __all__ = [
     "ALL_TYPES",
     "RANGE_TYPES",
     "Range",
+    "MULTIRANGE_TYPES",
+    "Multirange",
     "NUMERIC",
     "canonical_type",
     "hash_extended",
@@ -104,6 +107,9 @@ NUMERIC = "numeric"
 RANGE_TYPES = {"int4range": "int4", "int8range": "int8", "daterange": "date", "tsrange": "timestamp",
                "tstzrange": "timestamptz"}
 _DISCRETE = ("int4range", "int8range", "daterange")  # canonical form [lower, upper)
+#: Multirange types and their range types (``hash_multirange_extended``).
+MULTIRANGE_TYPES = {"int4multirange": "int4range", "int8multirange": "int8range",
+                    "datemultirange": "daterange", "tsmultirange": "tsrange", "tstzmultirange": "tstzrange"}
 _R_EMPTY, _R_LB_INC, _R_UB_INC, _R_LB_INF, _R_UB_INF = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
@@ -117,6 +123,21 @@ class Range:
     upper: Any = None
     bounds: str = "[)"
     empty: bool = False
+
+
+@_dataclasses.dataclass(frozen=True)
+class Multirange:
+    """A multirange value: its ranges (:class:`Range` or ``"empty"``), in any
+    order; PostgreSQL sorts them and merges those that overlap or touch, and
+    so does the hash.  ``Multirange()`` is the empty multirange."""
+
+    ranges: tuple[Any, ...] = ()
+
+    def __init__(self, ranges: Any = ()) -> None:
+        if isinstance(ranges, (str, Range)):
+            raise TypeError("Multirange takes a sequence of ranges, e.g. Multirange([Range(1, 3)])")
+        object.__setattr__(self, "ranges", tuple(ranges))
+
 
 _ALIASES = {
     "smallint": "int2", "smallserial": "int2", "serial2": "int2",
@@ -165,8 +186,10 @@ def canonical_type(type: str) -> str:
     if t.endswith("[]"):  # an array of a supported type (int4[][] is int4[]: dimensions are not types)
         base = t.rstrip("[] ")
         return canonical_type(base) + "[]" if base else canonical_type(type.strip()[:-2] or "?")
+    if t.startswith("(") and t.endswith(")"):  # a composite type, described by its field types
+        return "(" + ",".join(_composite_fields(t)) + ")"
     t = _ALIASES.get(t, t)
-    if t in RANGE_TYPES or t == NUMERIC:
+    if t in RANGE_TYPES or t == NUMERIC or t in MULTIRANGE_TYPES:
         return t
     if t not in ALL_TYPES:
         raise ValueError(f"unsupported PostgreSQL type {type!r}; supported: {', '.join(ALL_TYPES)}")
@@ -356,6 +379,10 @@ def _hash_extended_py(value: Any, type: str, seed: int = HASH_PARTITION_SEED) ->
         return _array_hash_one(value, t[:-2], s)
     if t in RANGE_TYPES:
         return _range_hash(value, t, s)
+    if t in MULTIRANGE_TYPES:
+        return _multirange_hash(value, t, s)
+    if t.startswith("("):
+        return _composite_hash(value, t, s)
     if t == NUMERIC:
         return _numeric_hash(value, s)
     kind, key = _scalar_key(value, t)
@@ -383,6 +410,9 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
+    if t in MULTIRANGE_TYPES or t.startswith("("):
+        h = _multirange_hash(value, t, None) if t in MULTIRANGE_TYPES else _composite_hash(value, t, None)
+        return h - (1 << 32) if h >> 31 else h
     if t.endswith("[]") or t in RANGE_TYPES or t == NUMERIC:
         h = _array_hash_one(value, t[:-2], None) if t.endswith("[]") else \
             _numeric_hash(value, None) if t == NUMERIC else _range_hash(value, t, None)
@@ -767,10 +797,142 @@ def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
         if v is None:
             continue
         try:
-            out[i] = _numeric_hash(v, seed) if keys.b == NUMERIC else _range_hash(v, keys.b, seed)
+            out[i] = _numeric_hash(v, seed) if keys.b == NUMERIC else \
+                _multirange_hash(v, keys.b, seed) if keys.b in MULTIRANGE_TYPES else \
+                _composite_hash(v, keys.b, seed) if keys.b.startswith("(") else _range_hash(v, keys.b, seed)
         except (TypeError, ValueError, OverflowError) as e:
             raise type(e)(f"value at position {i}: {e}") from None
     return out
+
+
+# ------------------------------------------------------------------- multirange types
+# hash_multirange(_extended): r = 1, then r = r * 31 + (each range's hash, as
+# hash_range computes it from its flags and bounds) over the ranges of the
+# canonical multirange: empty ranges dropped, the rest sorted by lower then
+# upper bound and merged where they overlap or touch (multirange_canonicalize).
+
+def _bound_cmp(a: tuple[Any, bool, bool], b: tuple[Any, bool, bool]) -> int:
+    """range_cmp_bounds of two bounds ``(value or None, inclusive, is_lower)``."""
+    (av, ainc, alow), (bv, binc, blow) = a, b
+    if av is None and bv is None:
+        return 0 if alow == blow else (-1 if alow else 1)
+    if av is None:
+        return -1 if alow else 1
+    if bv is None:
+        return 1 if blow else -1
+    if av != bv:
+        return -1 if av < bv else 1
+    if not ainc and not binc:
+        return 0 if alow == blow else (1 if alow else -1)
+    if not ainc:
+        return 1 if alow else -1
+    if not binc:
+        return -1 if blow else 1
+    return 0
+
+
+def _canonical_ranges(value: Any, t: str) -> list[tuple[int, Any, Any]]:
+    """The (flags, lower, upper) of each range of the canonical multirange."""
+    if not isinstance(value, Multirange):
+        raise TypeError(f"a {t} value must be a Multirange([...ranges]), not {_describe(value)}")
+    rt = MULTIRANGE_TYPES[t]
+    parts = [p for p in (_range_parts(r, rt) for r in value.ranges) if not p[0] & _R_EMPTY]
+
+    def lower(p: tuple[int, Any, Any]) -> tuple[Any, bool, bool]:
+        return (None if p[0] & _R_LB_INF else p[1], bool(p[0] & _R_LB_INC), True)
+
+    def upper(p: tuple[int, Any, Any]) -> tuple[Any, bool, bool]:
+        return (None if p[0] & _R_UB_INF else p[2], bool(p[0] & _R_UB_INC), False)
+
+    def order(a: tuple[int, Any, Any], b: tuple[int, Any, Any]) -> int:
+        return _bound_cmp(lower(a), lower(b)) or _bound_cmp(upper(a), upper(b))
+
+    parts.sort(key=_functools.cmp_to_key(order))
+    out: list[tuple[int, Any, Any]] = []
+    for p in parts:
+        if not out:
+            out.append(p)
+            continue
+        last = out[-1]
+        lu, pl = upper(last), lower(p)
+        adjacent = lu[0] is not None and pl[0] is not None and lu[0] == pl[0] and lu[1] != pl[1]
+        if not adjacent and _bound_cmp(lu, pl) < 0:  # a gap: a new range
+            out.append(p)
+            continue
+        # overlapping or touching: the union, from the lower of the lower bounds to the higher of the upper
+        lo = lower(last) if _bound_cmp(lower(last), pl) <= 0 else pl
+        hi = lu if _bound_cmp(lu, upper(p)) >= 0 else upper(p)
+        flags = (_R_LB_INF if lo[0] is None else _R_LB_INC if lo[1] else 0) | \
+            (_R_UB_INF if hi[0] is None else _R_UB_INC if hi[1] else 0)
+        out[-1] = (flags, lo[0], hi[0])
+    return out
+
+
+def _multirange_hash(value: Any, t: str, seed: int | None) -> int:
+    """The multirange's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    rt = MULTIRANGE_TYPES[t]
+    mask = 0xFFFFFFFF if seed is None else 0xFFFFFFFFFFFFFFFF
+    result = 1
+    for flags, lo, hi in _canonical_ranges(value, t):
+        bounds = ("[" if flags & _R_LB_INC else "(") + ("]" if flags & _R_UB_INC else ")")
+        h = _range_hash(Range(lo, hi, bounds), rt, seed)
+        result = (result * 31 + h) & mask
+    return result
+
+
+# ------------------------------------------------------------------- composite types
+# hash_record(_extended): r = 0, then r = r * 31 + (each field's hash, 0 for
+# NULL) over the fields in order, in 32 or 64 bits; the extended field hashes
+# take the seed.  A composite type is named by its field types: "(int4,text)".
+
+@_functools.lru_cache(maxsize=256)
+def _composite_fields(t: str) -> tuple[str, ...]:
+    """The canonical field types of a composite type ``"(type, type, ...)"``."""
+    inner = t.strip()[1:-1]
+    fields: list[str] = []
+    depth = 0
+    start = 0
+    for i, c in enumerate(inner):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                break
+        elif c == "," and depth == 0:
+            fields.append(inner[start:i])
+            start = i + 1
+    if depth != 0:
+        raise ValueError(f"unbalanced parentheses in the composite type {t!r}")
+    fields.append(inner[start:])
+    if any(not f.strip() for f in fields):
+        raise ValueError(f"a composite type lists its field types, e.g. '(int4, text)', not {t!r}")
+    return tuple(canonical_type(f) for f in fields)
+
+
+def _composite_hash(value: Any, t: str, seed: int | None) -> int:
+    """The composite value's extended hash with ``seed``, or its 32-bit hash (unsigned) for None."""
+    if value is None:
+        raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
+    fields = _composite_fields(t)
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"a {t} value must be a tuple of its {len(fields)} fields, not {_describe(value)}")
+    if len(value) != len(fields):
+        raise ValueError(f"a {t} value has {len(fields)} fields, got {len(value)}")
+    bits = _M64 if seed is not None else 0xFFFFFFFF
+    r = 0
+    for i, (v, ft) in enumerate(zip(value, fields)):
+        if v is None:
+            h = 0
+        else:
+            try:
+                h = hash_extended(v, ft, seed) if seed is not None else hash32(v, ft) & 0xFFFFFFFF
+            except (TypeError, ValueError, OverflowError) as e:
+                raise type(e)(f"field {i}: {e}") from None
+        r = (r * 31 + h) & bits
+    return r
 
 
 # ------------------------------------------------------------------- array types
@@ -920,7 +1082,7 @@ def _to_keys(values: Any, t: str, allow_null: bool = False) -> _Keys:
         return _int_like_keys(values, t, allow_null)
     if t.endswith("[]"):
         return _array_keys(values, t, allow_null)
-    if t in RANGE_TYPES or t == NUMERIC:
+    if t in RANGE_TYPES or t == NUMERIC or t in MULTIRANGE_TYPES or t.startswith("("):
         return _range_keys(values, t, allow_null)
     if _is_arrow(values):
         return _arrow_keys(values, t, allow_null)

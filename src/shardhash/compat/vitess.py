@@ -14,6 +14,15 @@ vindex, and a keyspace id to the shard whose key range contains it.
 * ``binary_md5`` vindex: MD5 of the value's SQL bytes (as ``xxhash``), a
   16-byte keyspace id; shards are chosen by its first 8 bytes (every key
   range bound has at most 8 bytes).
+* ``unicode_loose_md5`` / ``unicode_loose_xxhash`` vindexes (the usual
+  choice for VARCHAR keys): the value's SQL bytes must be UTF-8; trailing
+  spaces are dropped and the text is folded to its primary collation key
+  (``golang.org/x/text/collate``, English, ``Loose``: case, accents and
+  width ignored, so ``"Tést"`` and ``"TEST"`` share a keyspace id), which is
+  hashed with MD5 (16 bytes, shards chosen by the first 8) or xxh64 (8 bytes,
+  little-endian).  The folding runs in Python: ``str.translate`` for text
+  whose characters start no contraction and carry no combining mark (most
+  text), the full collation iterator otherwise.
 * Shard names are hex key ranges ``start-end``: ``-80`` (up to 0x80),
   ``80-`` (from 0x80), ``40-80``, ``c0-``; ``-`` or ``0`` is the whole
   range.  A keyspace id belongs to the shard with ``start <= id < end``,
@@ -21,11 +30,17 @@ vindex, and a keyspace id to the shard whose key range contains it.
 
 What is exact: these vindexes (checked against the vectors of Vitess's own
 ``hash_test.go``, ``xxhash_test.go``, ``numeric_test.go``,
-``reverse_bits_test.go`` and ``binarymd5_test.go``), shard selection for
+``reverse_bits_test.go``, ``binarymd5_test.go``, ``unicodeloosemd5_test.go``,
+``unicodeloosexxhash_test.go`` and two texts of ``unicode_hash_golden.json``;
+the folding also against ``x/text`` itself on random text in many scripts),
+shard selection for
 bounds of up to 8 bytes, and :func:`generate_shard_ranges` (Vitess's
 ``key.GenerateShardRanges``, up to 65,536 shards).  Not modelled: the other
 vindex types (lookup, ``unicode_loose_*`` collations, region-based) and key
-range bounds longer than 8 bytes.
+range bounds longer than 8 bytes.  ``unicode_loose_*`` follow Vitess built with
+Go 1.21 or newer (Unicode 15 ideographs); the ``x/text`` normalisation data
+they use for combining classes is Python's (Unicode 14 on Python 3.11), so
+marks added in Unicode 15 may fold differently.
 
 >>> keyspace_id(1).hex(), keyspace_id(1, "xxhash").hex()
 ('166b40b44aba4bd6', 'd46405367612b4b7')
@@ -49,12 +64,13 @@ from ..routing.base import RawKeyRouter, Router, as_hashes, fill_out, register_r
 from . import _native
 from ._doc import raw_doc_shards
 
-__all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "reverse_hash", "parse_shard_name",
+__all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "collation_key", "reverse_hash", "parse_shard_name",
            "even_shard_names", "generate_shard_ranges", "VitessRouter"]
 
-VINDEXES = ("hash", "xxhash", "numeric", "reverse_bits", "binary_md5")
+VINDEXES = ("hash", "xxhash", "numeric", "reverse_bits", "binary_md5", "unicode_loose_md5", "unicode_loose_xxhash")
 _NATIVE_VINDEXES = ("hash", "xxhash")  # routed one key at a time in C
 _UNSIGNED_VINDEXES = ("numeric", "reverse_bits")
+_LOOSE_VINDEXES = ("unicode_loose_md5", "unicode_loose_xxhash")
 _M64 = (1 << 64) - 1
 _INT_MIN = -(1 << 63)
 _NAME_RE = re.compile(r"^([0-9a-fA-F]*)-([0-9a-fA-F]*)$")
@@ -144,6 +160,8 @@ def _ksid_u64(value: Any, vindex: str) -> int:
         return _reverse64(_unsigned_value(value, vindex))
     if vindex == "binary_md5":
         return int.from_bytes(hashlib.md5(_sql_bytes(value)).digest()[:8], "big")
+    if vindex in _LOOSE_VINDEXES:
+        return int.from_bytes(_loose_ksid(value, vindex)[:8], "big")
     h = int(_native.xxh64(_sql_bytes(value)))
     return int.from_bytes(h.to_bytes(8, "little"), "big")
 
@@ -159,7 +177,39 @@ def keyspace_id(value: Any, vindex: str = "hash") -> bytes:
     vindex = _check_vindex(vindex)
     if vindex == "binary_md5":
         return hashlib.md5(_sql_bytes(value)).digest()
+    if vindex in _LOOSE_VINDEXES:
+        return _loose_ksid(value, vindex)
     return _ksid_u64(value, vindex).to_bytes(8, "big")
+
+
+def loose_key(data: bytes) -> bytes:
+    """The collation key of UTF-8 bytes (the weight tables load on first use)."""
+    from ._unicode_loose import loose_key as fold
+    return fold(data)
+
+
+def _loose_ksid(value: Any, vindex: str, what: str = "value") -> bytes:
+    """The ``unicode_loose_md5`` (16 bytes) or ``unicode_loose_xxhash`` (8 bytes) keyspace id."""
+    try:
+        key = loose_key(_sql_bytes(value, what))
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+    if vindex == "unicode_loose_md5":
+        return hashlib.md5(key).digest()
+    return int(_native.xxh64(key)).to_bytes(8, "little")
+
+
+def collation_key(value: Any) -> bytes:
+    """The folded form of a value that the ``unicode_loose_*`` vindexes hash:
+    trailing spaces dropped, then 2 bytes (3 above 0x7FFF) per primary
+    collation weight.
+
+    >>> collation_key("Tést").hex() == collation_key("TEST ").hex()
+    True
+    >>> collation_key("T").hex()
+    '1816'
+    """
+    return loose_key(_sql_bytes(value))
 
 
 def reverse_hash(ksid: bytes) -> int:
@@ -200,6 +250,8 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
         return _unsigned_array(values, vindex)
     if vindex == "binary_md5":
         return _md5_prefix_array(values)
+    if vindex in _LOOSE_VINDEXES:
+        return _loose_array(values, vindex, threads)
     u = _ints_u64(values)
     if vindex == "hash":
         if u is None:
@@ -215,7 +267,7 @@ def keyspace_id_array(values: Any, vindex: str = "hash", threads: int | None = N
         ksids: np.ndarray = _native.xxh64_decimal_int64(kernel_array(values, dtype=np.int64), threads, swap=True)
         return ksids
     # a list, tuple or numpy array: each key read in place (ints, None: their SQL bytes)
-    seq = _native.vitess_xxhash_seq(values, _sql_bytes)
+    seq = _native.vitess_xxhash_seq(values, _sql_bytes, threads)  # threads > 1: the helper-thread pipeline
     if seq is not None:
         return seq
     data, offsets = _sql_keys(values)
@@ -255,6 +307,25 @@ def _md5_prefix_array(values: Any) -> np.ndarray:
     off = offsets.tolist()
     return np.array([int.from_bytes(hashlib.md5(buf[off[i]:off[i + 1]]).digest()[:8], "big")
                      for i in range(len(off) - 1)], dtype=np.uint64)
+
+
+def _loose_array(values: Any, vindex: str, threads: int | None) -> np.ndarray:
+    """``unicode_loose_*`` keyspace ids of many values (the first 8 bytes, uint64):
+    the folding value by value in Python, the hashing of the folded keys in one pass."""
+    vals = values.to_pylist() if hasattr(values, "to_pylist") and not isinstance(values, (list, tuple, np.ndarray)) \
+        else values.tolist() if isinstance(values, np.ndarray) else list(values)
+    keys = []
+    for i, v in enumerate(vals):
+        what = f"value at position {i}"
+        try:
+            keys.append(loose_key(_sql_bytes(v, what)))
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from None
+    if vindex == "unicode_loose_md5":
+        return np.array([int.from_bytes(hashlib.md5(k).digest()[:8], "big") for k in keys], dtype=np.uint64)
+    data, offsets = _native.pack_keys(keys)
+    ksids: np.ndarray = _native.xxh64_offsets(data, offsets, threads, swap=True)
+    return ksids
 
 
 def generate_shard_ranges(n: int) -> list[str]:
