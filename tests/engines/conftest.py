@@ -75,6 +75,24 @@ def sweep_routers() -> tuple[dict[str, Router], dict[str, Router]]:
     return ints, strs
 
 
+ENGINE_FIXTURES = ("dask_client", "spark", "ray_ctx")
+
+
+def unmarked_engine_use(fixturenames: list[str], marked: bool) -> list[str]:
+    """The engine fixtures a test uses without the ``engines`` marker: such a test would start a
+    JVM or worker processes in the default run, which leaves them to -m engines."""
+    return [] if marked else [f for f in ENGINE_FIXTURES if f in fixturenames]
+
+
+@pytest.fixture(autouse=True)
+def _engines_are_marked(request: pytest.FixtureRequest) -> None:
+    used = unmarked_engine_use(list(request.fixturenames),
+                               request.node.get_closest_marker("engines") is not None)
+    if used:
+        pytest.fail(f"{request.node.nodeid} uses {', '.join(used)}: mark it @pytest.mark.engines "
+                    "(engines run with -m engines, .ci/post.d/45-engines.sh)")
+
+
 def _write(path: str, table: object) -> None:
     import pyarrow.parquet as pq
 

@@ -14,6 +14,9 @@ from tests._support import present
 
 from .conftest import N_FILES, compat_routers, need, sweep_routers
 
+# Every test here starts (or shares) the engine's session: run with -m engines (.ci/post.d/45-engines.sh).
+pytestmark = pytest.mark.engines
+
 
 @pytest.fixture(scope="module")
 def shd(dask_client: Any) -> ModuleType:

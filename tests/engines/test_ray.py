@@ -16,6 +16,9 @@ from shardhash import JumpRouter, MaglevRouter, RingRouter, plan
 
 from .conftest import N_FILES, compat_routers, sweep_routers
 
+# Every test here starts (or shares) the engine's session: run with -m engines (.ci/post.d/45-engines.sh).
+pytestmark = pytest.mark.engines
+
 # Two actors on two CPUs, each reserving half a CPU so Ray Data's own small
 # tasks (listing files) can run beside them.
 POOL = {"concurrency": 2, "num_cpus": 0.5}

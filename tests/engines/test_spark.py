@@ -13,6 +13,9 @@ from tests._support import present
 
 from .conftest import compat_routers, sweep_routers
 
+# Every test here starts (or shares) the engine's session: run with -m engines (.ci/post.d/45-engines.sh).
+pytestmark = pytest.mark.engines
+
 
 @pytest.fixture(scope="module")
 def shs(spark: Any) -> ModuleType:
