@@ -26,7 +26,7 @@ def shd(dask_client: Any) -> ModuleType:
     return mod
 
 
-def test_route_and_diff_1m_ids_over_8_files(shd: ModuleType, dask_client: Any, data: dict[str, Any]) -> None:
+def test_route_and_diff_over_8_files(shd: ModuleType, dask_client: Any, data: dict[str, Any]) -> None:
     ids, w = data["ids"], data["w"]
     ddf = shd.read_parquet(data["main"], "id")
     assert ddf.npartitions == N_FILES

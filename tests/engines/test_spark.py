@@ -44,7 +44,7 @@ def test_plain_parquet_scans_are_read_by_the_workers(shs: ModuleType, spark: Any
 
 @pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 @pytest.mark.parametrize("parquet", [True, False], ids=["workers-read-parquet", "dataframe-rows"])
-def test_route_and_diff_1m_ids_over_8_files(shs: ModuleType, spark: Any, data: dict[str, Any],
+def test_route_and_diff_over_8_files(shs: ModuleType, spark: Any, data: dict[str, Any],
                                             parquet: bool) -> None:
     ids, w = data["ids"], data["w"]
     df = spark.read.parquet(data["main"])
