@@ -3,7 +3,8 @@
 #
 # The plain-C test programs (tests/c/run_c_tests.sh: every tests/c/test_*.c
 # linked with every core file) are built and run:
-#   - natively (x86-64 here),
+#   - natively (x86-64 here; under .ci/run, the main suite's run of them is
+#     taken as this one: see SHARDHASH_C_TESTS_LOG below),
 #   - cross-compiled for aarch64 and run under qemu-user,
 #   - cross-compiled for s390x (big-endian) and run under qemu-user,
 #   - cross-compiled for Windows x86-64 with mingw-w64 and, when wine is
@@ -58,21 +59,30 @@ run_suite() {
   shift 2
   local t0=$SECONDS
   if env "$@" timeout 600 bash "$RUN_C_TESTS" >"$out.raw" 2>&1; then
-    tr -d '\r' <"$out.raw" >"$out"  # Windows programs end their lines with CRLF
-    local programs totals
-    programs=$(grep -c '^== ' "$out" || true)
-    # (a program may put its name before the count: "test_x: 12 passed, 0 failed")
-    totals=$(grep -Ec '^([A-Za-z0-9_.-]+: )?[1-9][0-9]* passed, 0 failed$' "$out" || true)
-    if [ "$programs" -gt 0 ] && [ "$totals" -eq "$programs" ]; then
-      ok "$label: $programs program(s), $(grep -E ' passed, 0 failed$' "$out" | paste -sd';' - | sed 's/;/; /g') ($((SECONDS - t0)) s)"
-      return 0
-    fi
-    sed 's/^/    /' "$out"
-    bad "$label: a program did not print 'N passed, 0 failed' with N > 0"
-    return 1
+    suite_passed "$label" "$out" "$t0"
+    return
   fi
   sed 's/^/    /' "$out.raw"
   bad "$label: run_c_tests.sh failed"
+  return 1
+}
+
+# suite_passed LABEL OUTFILE T0: OUTFILE.raw (the output of a run of
+# run_c_tests.sh that exited 0) reports "N passed, 0 failed" with N > 0 for
+# every program; OUTFILE gets it without carriage returns.
+suite_passed() {
+  local label=$1 out=$2 t0=$3
+  tr -d '\r' <"$out.raw" >"$out"  # Windows programs end their lines with CRLF
+  local programs totals
+  programs=$(grep -c '^== ' "$out" || true)
+  # (a program may put its name before the count: "test_x: 12 passed, 0 failed")
+  totals=$(grep -Ec '^([A-Za-z0-9_.-]+: )?[1-9][0-9]* passed, 0 failed$' "$out" || true)
+  if [ "$programs" -gt 0 ] && [ "$totals" -eq "$programs" ]; then
+    ok "$label: $programs program(s), $(grep -E ' passed, 0 failed$' "$out" | paste -sd';' - | sed 's/;/; /g') ($((SECONDS - t0)) s)"
+    return 0
+  fi
+  sed 's/^/    /' "$out"
+  bad "$label: a program did not print 'N passed, 0 failed' with N > 0"
   return 1
 }
 
@@ -103,7 +113,22 @@ fi
 
 section "native ($(uname -m))"
 native_ok=0
-if need gcc gcc; then
+# .ci/run runs this step after the main suite, whose
+# tests/c/test_c_core.py::test_c_programs_pass built and ran the same programs
+# natively with the same flags (against the installed package's copy of the
+# core) and left their output in SHARDHASH_C_TESTS_LOG: that run is the native
+# one here, not built and run a second time.  Without it (a run by hand), the
+# programs are built and run natively here.
+main_log=${SHARDHASH_C_TESTS_LOG:-}
+if [ -n "$main_log" ] && [ -s "$main_log" ] && grep -Eq "^compiler: [^ ]+ $STRICT\$" "$main_log" \
+    && [ "$(grep -c '^== ' "$main_log")" -eq ${#c_tests[@]} ]; then
+  cp "$main_log" "$work/native.out.raw"
+  suite_passed "native $(sed -n 's/^compiler: \([^ ]*\) .*/\1/p' "$main_log" | head -n 1) (the main suite's run)" \
+    "$work/native.out" "$SECONDS" && native_ok=1
+elif need gcc gcc; then
+  if [ -n "$main_log" ]; then
+    echo "(SHARDHASH_C_TESTS_LOG=$main_log holds no run of all ${#c_tests[@]} programs with $STRICT: building natively)"
+  fi
   run_suite "native gcc" "$work/native.out" CC=gcc CFLAGS="$STRICT" && native_ok=1
 fi
 

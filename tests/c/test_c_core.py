@@ -90,6 +90,16 @@ def test_c_programs_pass() -> None:
     assert "passed, 0 failed" in res.stdout, out
     assert "BUILD FAILED" not in out
     check_vector_kernels_ran(res.stdout, cpu_flags(), platform.machine(), os.environ.get("CC", ""))
+    keep_output(res.stdout)
+
+
+def keep_output(stdout: str) -> None:
+    """With SHARDHASH_C_TESTS_LOG set (.ci/run sets it), a passing run's output is left in that file:
+    the portability step (.ci/post.d/60-portability.sh, after the main suite) compares its emulated
+    runs with this native one instead of building and running the programs natively again."""
+    path = os.environ.get("SHARDHASH_C_TESTS_LOG", "")
+    if path:
+        Path(path).write_text(stdout, encoding="utf-8")
 
 
 # The vector kernels the C programs print as run ("core: vector kernels run:
@@ -186,3 +196,13 @@ def test_c_vector_program_detects_a_wrong_vector(tmp_path: Path) -> None:
     res = _run(tmp_path, "test_hash_vectors", cflags="-std=c99 -O0")
     assert res.returncode != 0, res.stdout + res.stderr
     assert ", 2 failed" in res.stdout, res.stdout + res.stderr
+
+
+def test_keep_output_writes_the_run_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "c-tests.log"
+    monkeypatch.delenv("SHARDHASH_C_TESTS_LOG", raising=False)
+    keep_output("== test_pipe\n65 passed, 0 failed\n")
+    assert not log.exists()
+    monkeypatch.setenv("SHARDHASH_C_TESTS_LOG", str(log))
+    keep_output("== test_pipe\n65 passed, 0 failed\n")
+    assert log.read_text(encoding="utf-8") == "== test_pipe\n65 passed, 0 failed\n"

@@ -182,9 +182,24 @@ def test_analyze(work: dict[str, Path]) -> None:
     assert out2["imbalance"]["max_mean"] < 1.1
 
 
-def test_analyze_by_bytes_requests_and_rate(work: dict[str, Path], tmp_path: Path) -> None:
+def test_analyze_by_bytes_requests_and_rate(work: dict[str, Path], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # Load per shard by count, bytes, requests and request rate; hot keys by
-    # each measure.  Small chunks: the column readers go in lockstep.
+    # each measure.  Small chunks: the column readers go in lockstep.  The first
+    # command and the refusals run as the installed command; the others in this
+    # process (shardhash.cli.main: the same code, without an interpreter's
+    # start-up each).
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def here(*args: str | Path) -> str:
+        from shardhash.cli import main
+
+        rc = main([str(a) for a in args])
+        got = capsys.readouterr()
+        assert rc == 0, got.err
+        return got.out
+
     rng = np.random.default_rng(3)
     keys = np.concatenate([rng.integers(0, 1 << 40, size=9_000), np.full(1_000, 777)]).astype(np.int64)
     rng.shuffle(keys)
@@ -217,22 +232,22 @@ def test_analyze_by_bytes_requests_and_rate(work: dict[str, Path], tmp_path: Pat
         "count_at_most"]
     assert out["hot_keys"] == by["bytes"]["hot_keys"]
     # a hot set proposed from the requests (the first measure given after --weights/--bytes: here requests only)
-    out3 = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--requests", "reqs",
-                          "--propose-hot-set", "--json").stdout)
+    out3 = json.loads(here("analyze", ids, "--column", "user_id", "--topology", work["new"], "--requests", "reqs",
+                           "--propose-hot-set", "--json"))
     from shardhash.hotkeys import propose_hot_set
 
     assert out3["proposed_hot_set"] == [[k, n] for k, n in propose_hot_set(keys, r, weights=reqs).items()]
     assert [k for k, _ in out3["proposed_hot_set"]] == [777] and out3["proposed_hot_set"][0][1] >= 2
-    assert "proposed hot set (by requests" in run("analyze", ids, "--column", "user_id", "--topology",
-                                                  work["new"], "--requests", "reqs", "--propose-hot-set").stdout
+    assert "proposed hot set (by requests" in here("analyze", ids, "--column", "user_id", "--topology",
+                                                   work["new"], "--requests", "reqs", "--propose-hot-set")
     fails("analyze", ids, "--column", "user_id", "--propose-hot-set", match="needs --topology")
     # rows as requests when there is no requests column; text output names every measure
-    out2 = json.loads(run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--duration", "4",
-                          "--json").stdout)
+    out2 = json.loads(here("analyze", ids, "--column", "user_id", "--topology", work["new"], "--duration", "4",
+                           "--json"))
     assert out2["requests_per_second"] == 2500
     assert sum(v["requests_per_second"] for v in out2["shards"].values()) == pytest.approx(2500)
-    text = run("analyze", ids, "--column", "user_id", "--topology", work["new"], "--bytes", "size",
-               "--requests", "reqs", "--duration", "20").stdout
+    text = here("analyze", ids, "--column", "user_id", "--topology", work["new"], "--bytes", "size",
+                "--requests", "reqs", "--duration", "20")
     assert "hot keys by bytes" in text and "hot keys by requests" in text and "requests/s" in text
     fails("analyze", ids, "--column", "user_id", "--bytes", "size", "--requests", "size",
           match="column 'size' given twice")

@@ -76,6 +76,9 @@ KNOWN_BROKEN: dict[tuple[str, str], str] = {}
 # Pages whose blocks start engines (a JVM, Ray, Dask workers): about 45 s on 2 idle cores, Spark's
 # block alone more than 20 s.
 SLOW_PAGES = {"docs/distributed.md"}
+# Pages that start engines carry the `engines` marker: left out of the default run, they run with
+# the engine tests (-m engines, .ci/post.d/45-engines.sh).
+ENGINE_PAGES = {"docs/distributed.md"}
 REQUIRES = {"docs/distributed.md": ("dask", "distributed", "pyspark", "ray", "pyarrow")}
 NEEDS_JAVA = {"docs/distributed.md"}
 
@@ -169,7 +172,8 @@ def run_page(page: str, folder: Path) -> list[str]:
     return failures
 
 
-@pytest.mark.parametrize("page", [pytest.param(p, marks=[pytest.mark.slow] if p in SLOW_PAGES else [])
+@pytest.mark.parametrize("page", [pytest.param(p, marks=[pytest.mark.slow, pytest.mark.engines] if p in ENGINE_PAGES
+                                                 else [pytest.mark.slow] if p in SLOW_PAGES else [])
                                   for p in PAGES])
 def test_page_runs(page: str, tmp_path: Path) -> None:
     if not (ROOT / "docs").is_dir():  # wheels are tested with a copy of tests/ and bench/ only

@@ -28,7 +28,12 @@ os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-N_IDS = 1_000_000
+# 200,000 ids in 8 files of 3 row groups each (10,000, 10,000 and 5,000 rows): what the engine tests
+# check (every id routed as route_many routes it, the partials merged into plan.diff's report, runs of
+# row groups spread over the workers) needs many batches and row groups, not many ids; a million made
+# each engine pass seconds longer.
+N_IDS = 200_000
+ROW_GROUP = 10_000
 N_FILES = 8
 SWEEP_IDS = 80_000
 
@@ -75,15 +80,33 @@ def sweep_routers() -> tuple[dict[str, Router], dict[str, Router]]:
     return ints, strs
 
 
+ENGINE_FIXTURES = ("dask_client", "spark", "ray_ctx")
+
+
+def unmarked_engine_use(fixturenames: list[str], marked: bool) -> list[str]:
+    """The engine fixtures a test uses without the ``engines`` marker: such a test would start a
+    JVM or worker processes in the default run, which leaves them to -m engines."""
+    return [] if marked else [f for f in ENGINE_FIXTURES if f in fixturenames]
+
+
+@pytest.fixture(autouse=True)
+def _engines_are_marked(request: pytest.FixtureRequest) -> None:
+    used = unmarked_engine_use(list(request.fixturenames),
+                               request.node.get_closest_marker("engines") is not None)
+    if used:
+        pytest.fail(f"{request.node.nodeid} uses {', '.join(used)}: mark it @pytest.mark.engines "
+                    "(engines run with -m engines, .ci/post.d/45-engines.sh)")
+
+
 def _write(path: str, table: object) -> None:
     import pyarrow.parquet as pq
 
-    pq.write_table(table, path, row_group_size=50_000)
+    pq.write_table(table, path, row_group_size=ROW_GROUP)
 
 
 @pytest.fixture(scope="session")
 def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """1M int64 ids with a weight column over 8 Parquet files, and smaller
+    """N_IDS int64 ids with a weight column over 8 Parquet files, and smaller
     int (int32 range) and string sets for the all-types sweep."""
     pa = need("pyarrow", "pyarrow")
     root = tmp_path_factory.mktemp("engines")
@@ -96,7 +119,11 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for i, (a, b) in enumerate(zip(np.array_split(ids, N_FILES), np.array_split(w, N_FILES))):
         _write(str(main / f"part-{i:02d}.parquet"), pa.table({"id": a, "w": b}))
     out["main"] = str(main)
-    sweep_int = rng.integers(-(1 << 31), 1 << 31, SWEEP_IDS, dtype=np.int64)
+    # distinct ids (the --engine tests map each id to its shard): 80,000 draws from 2**32 values
+    # repeat one about as often as not, so draw a few more and keep the first distinct ones
+    drawn = rng.integers(-(1 << 31), 1 << 31, SWEEP_IDS + 1_000, dtype=np.int64)
+    sweep_int = drawn[np.sort(np.unique(drawn, return_index=True)[1])][:SWEEP_IDS]
+    assert sweep_int.size == SWEEP_IDS
     sweep_str = np.array([f"user:{x}" for x in rng.integers(0, 1 << 40, SWEEP_IDS)], dtype=object)
     for name, arr in (("sweep_int", sweep_int), ("sweep_str", sweep_str)):
         d = root / name

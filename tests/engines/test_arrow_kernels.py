@@ -265,3 +265,12 @@ def test_footers_are_read_on_threads_in_file_order(tmp_path: Any, monkeypatch: p
         sa.parquet_units([f for i, f in enumerate(files) if i != 12], "id")
     with pytest.raises(ValueError, match=r"part-12\.parquet: no column 'id'"):
         sa.parquet_units(files[8:], "id")
+
+
+def test_a_test_that_starts_an_engine_must_carry_the_engines_marker() -> None:
+    from .conftest import unmarked_engine_use
+
+    assert unmarked_engine_use(["tmp_path", "spark", "data"], marked=False) == ["spark"]
+    assert unmarked_engine_use(["dask_client", "ray_ctx"], marked=False) == ["dask_client", "ray_ctx"]
+    assert unmarked_engine_use(["spark"], marked=True) == []
+    assert unmarked_engine_use(["data", "tmp_path"], marked=False) == []

@@ -14,6 +14,9 @@ from tests._support import present
 
 from .conftest import N_FILES, compat_routers, need, sweep_routers
 
+# Every test here starts (or shares) the engine's session: run with -m engines (.ci/post.d/45-engines.sh).
+pytestmark = pytest.mark.engines
+
 
 @pytest.fixture(scope="module")
 def shd(dask_client: Any) -> ModuleType:
@@ -23,7 +26,7 @@ def shd(dask_client: Any) -> ModuleType:
     return mod
 
 
-def test_route_and_diff_1m_ids_over_8_files(shd: ModuleType, dask_client: Any, data: dict[str, Any]) -> None:
+def test_route_and_diff_over_8_files(shd: ModuleType, dask_client: Any, data: dict[str, Any]) -> None:
     ids, w = data["ids"], data["w"]
     ddf = shd.read_parquet(data["main"], "id")
     assert ddf.npartitions == N_FILES

@@ -1,4 +1,7 @@
-"""``shardhash route|plan|analyze --engine ...`` over folders of Parquet files."""
+"""``shardhash route|plan|analyze --engine ...`` over folders of Parquet files.
+
+The tests that start an engine carry the ``engines`` marker (run with -m engines); the refusals
+before any engine starts run in the default suite."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ def _check_routed(folder: str | Path, ids: Any, router: Router, column: str = "s
     assert sorted(folders) == sorted(f"{column}={s}" for s in set(want.values()))
 
 
+@pytest.mark.engines
 def test_dask_route_plan_moves_analyze(dask_client: Any, data: dict[str, Any],
                                        topologies: tuple[Router, Router, str, str], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,6 +95,7 @@ def test_cli_refuses_bad_input_before_starting_an_engine(data: dict[str, Any],
     assert not out.exists()
 
 
+@pytest.mark.engines
 def test_dask_null_id_leaves_no_output(dask_client: Any, data: dict[str, Any],
                                        topologies: tuple[Router, Router, str, str], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,6 +108,7 @@ def test_dask_null_id_leaves_no_output(dask_client: Any, data: dict[str, Any],
     assert not out.exists() and os.listdir(tmp_path) == []
 
 
+@pytest.mark.engines
 @pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 def test_spark_route(spark: Any, data: dict[str, Any], topologies: tuple[Router, Router, str, str],
                      tmp_path: Path) -> None:
@@ -113,6 +119,7 @@ def test_spark_route(spark: Any, data: dict[str, Any], topologies: tuple[Router,
     _check_routed(str(out), data["sweep_int_ids"], new)
 
 
+@pytest.mark.engines
 def test_ray_route(ray_ctx: Any, data: dict[str, Any], topologies: tuple[Router, Router, str, str],
                    tmp_path: Path) -> None:
     # (plan --engine ray is shardhash.ray.diff, tested in test_ray.py; the writer is the CLI's own)

@@ -16,6 +16,9 @@ from shardhash import JumpRouter, MaglevRouter, RingRouter, plan
 
 from .conftest import N_FILES, compat_routers, sweep_routers
 
+# Every test here starts (or shares) the engine's session: run with -m engines (.ci/post.d/45-engines.sh).
+pytestmark = pytest.mark.engines
+
 # Two actors on two CPUs, each reserving half a CPU so Ray Data's own small
 # tasks (listing files) can run beside them.
 POOL = {"concurrency": 2, "num_cpus": 0.5}
@@ -42,7 +45,7 @@ def _table(ds: Any) -> Any:
 
 
 @pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
-def test_route_and_diff_1m_ids_over_8_files(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
+def test_route_and_diff_over_8_files(shr: ModuleType, ray_ctx: Any, data: dict[str, Any]) -> None:
     ids, w = data["ids"], data["w"]
     ds = _read(ray_ctx, data["main"])
     old = MaglevRouter([f"db{i}" for i in range(6)])

@@ -13,6 +13,9 @@ from tests._support import present
 
 from .conftest import compat_routers, sweep_routers
 
+# Every test here starts (or shares) the engine's session: run with -m engines (.ci/post.d/45-engines.sh).
+pytestmark = pytest.mark.engines
+
 
 @pytest.fixture(scope="module")
 def shs(spark: Any) -> ModuleType:
@@ -41,7 +44,7 @@ def test_plain_parquet_scans_are_read_by_the_workers(shs: ModuleType, spark: Any
 
 @pytest.mark.slow  # (the slowest tests: 7-40 s each on 2 cores; `-m "not slow"` leaves them out)
 @pytest.mark.parametrize("parquet", [True, False], ids=["workers-read-parquet", "dataframe-rows"])
-def test_route_and_diff_1m_ids_over_8_files(shs: ModuleType, spark: Any, data: dict[str, Any],
+def test_route_and_diff_over_8_files(shs: ModuleType, spark: Any, data: dict[str, Any],
                                             parquet: bool) -> None:
     ids, w = data["ids"], data["w"]
     df = spark.read.parquet(data["main"])
