@@ -55,7 +55,7 @@ import operator
 import re
 import struct
 import uuid as _uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -921,16 +921,23 @@ def _composite_hash(value: Any, t: str, seed: int | None) -> int:
         raise TypeError(f"a {t} value must be a tuple of its {len(fields)} fields, not {_describe(value)}")
     if len(value) != len(fields):
         raise ValueError(f"a {t} value has {len(fields)} fields, got {len(value)}")
+    return _fold31(0, zip(value, fields), seed, "field")
+
+
+def _fold31(r: int, parts: Iterable[tuple[Any, str]], seed: int | None, what: str) -> int:
+    """PostgreSQL's fold of a record's fields and of an array's elements:
+    ``r = r * 31 + (the part's hash, 0 for NULL)`` over ``(value, type)``
+    parts, in 64 bits with the extended hashes' ``seed``, else in 32; an
+    error names the part (``what`` and its position)."""
     bits = _M64 if seed is not None else 0xFFFFFFFF
-    r = 0
-    for i, (v, ft) in enumerate(zip(value, fields)):
+    for i, (v, t) in enumerate(parts):
         if v is None:
             h = 0
         else:
             try:
-                h = hash_extended(v, ft, seed) if seed is not None else hash32(v, ft) & 0xFFFFFFFF
+                h = hash_extended(v, t, seed) if seed is not None else hash32(v, t) & 0xFFFFFFFF
             except (TypeError, ValueError, OverflowError) as e:
-                raise type(e)(f"field {i}: {e}") from None
+                raise type(e)(f"{what} {i}: {e}") from None
         r = (r * 31 + h) & bits
     return r
 
@@ -962,18 +969,7 @@ def _array_hash_one(value: Any, et: str, seed: int | None) -> int:
     """The array's hash: extended with ``seed``, or the 32-bit one (unsigned) for None."""
     if value is None:
         raise TypeError("cannot hash NULL (None) as an array; rows skip NULL columns (see partition_of)")
-    bits = _M64 if seed is not None else 0xFFFFFFFF
-    r = 1
-    for i, v in enumerate(_flatten(value, "array value")):
-        if v is None:
-            h = 0
-        else:
-            try:
-                h = hash_extended(v, et, seed) if seed is not None else hash32(v, et) & 0xFFFFFFFF
-            except (TypeError, ValueError, OverflowError) as e:
-                raise type(e)(f"array element {i}: {e}") from None
-        r = (r * 31 + h) & bits
-    return r
+    return _fold31(1, ((v, et) for v in _flatten(value, "array value")), seed, "array element")
 
 
 _POW31: list[int] = [1]
