@@ -52,6 +52,18 @@ SH_FORCE_INLINE uint64_t sh_swap64(uint64_t x)
     return ((uint64_t)sh_swap32((uint32_t)x) << 32) | (uint64_t)sh_swap32((uint32_t)(x >> 32));
 }
 
+/* The xor-shift-multiply finaliser that MurmurHash3 (fmix32, fmix64) and
+ * xxHash (the XXH32 and XXH64 avalanches) share, on a variable x of the
+ * hash's width: x ^= x >> s1; x *= m1; x ^= x >> s2; x *= m2; x ^= x >> s3. */
+#define SH_XORSHIFT_MUL2(x, s1, m1, s2, m2, s3) \
+    do {                                        \
+        (x) ^= (x) >> (s1);                     \
+        (x) *= (m1);                            \
+        (x) ^= (x) >> (s2);                     \
+        (x) *= (m2);                            \
+        (x) ^= (x) >> (s3);                     \
+    } while (0)
+
 /* Explicit little-endian loads, assembled byte by byte; compilers turn these
  * into single loads on little-endian targets. */
 SH_FORCE_INLINE uint32_t sh_read32le(const void *p)
