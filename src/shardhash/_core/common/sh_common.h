@@ -105,6 +105,21 @@ SH_FORCE_INLINE void sh_write64le(void *p, uint64_t v)
     for (i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* First position in [lo, hi) of the ascending values v[] whose value is
+ * >= x (hi when none is): the binary search of the ring walks and the
+ * override lookups. */
+SH_FORCE_INLINE size_t sh_lower_bound_u64(const uint64_t *v, size_t lo, size_t hi, uint64_t x)
+{
+    while (lo < hi) {
+        size_t mid = lo + ((hi - lo) >> 1);
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Full 64x64 -> 128-bit product, returned as (lo, hi). */
 SH_FORCE_INLINE uint64_t sh_mul128(uint64_t a, uint64_t b, uint64_t *hi)
 {

@@ -127,12 +127,9 @@ void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, siz
 {
     /* sh_cassandra_avx512.c: eight keys per vector where the build and the
      * CPU have AVX-512; sh_cassandra_avx2.c: four, with AVX2 */
-    if (sh_cass_cpu & SH_CPU_AVX512)
-        sh_cassandra_token_offsets_avx512(data, offsets, n, out);
-    else if (sh_cass_cpu & SH_CPU_AVX2)
-        sh_cassandra_token_offsets_avx2(data, offsets, n, out);
-    else
-        sh_cassandra_token_offsets_scalar(data, offsets, n, out);
+    SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX512, sh_cassandra_token_offsets_avx512,
+                SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX2, sh_cassandra_token_offsets_avx2,
+                            sh_cassandra_token_offsets_scalar))(data, offsets, n, out);
 }
 
 void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
@@ -147,36 +144,38 @@ void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offse
     }
 }
 
-void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+/* The tokens of keys given by pointer: each key's window read inside the
+ * key, or (padded) with the two loads of sh_window_padded. */
+SH_FORCE_INLINE void sh_cass_tokens_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n,
+                                         int padded, int64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
         size_t len = (size_t)lens[i];
         uint64_t lo, hi;
-        sh_window_inside(ptrs[i], len, &lo, &hi);
+        if (padded)
+            sh_window_padded(ptrs[i], len, &lo, &hi);
+        else
+            sh_window_inside(ptrs[i], len, &lo, &hi);
         out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
     }
+}
+
+void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
+    sh_cass_tokens_ptrs(ptrs, lens, n, 0, out);
 }
 
 void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
 {
-    if (sh_cass_cpu & SH_CPU_AVX512)
-        sh_cassandra_token_ptrs16_avx512(ptrs, lens, n, out);
-    else if (sh_cass_cpu & SH_CPU_AVX2)
-        sh_cassandra_token_ptrs16_avx2(ptrs, lens, n, out);
-    else
-        sh_cassandra_token_ptrs16_scalar(ptrs, lens, n, out);
+    SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX512, sh_cassandra_token_ptrs16_avx512,
+                SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX2, sh_cassandra_token_ptrs16_avx2,
+                            sh_cassandra_token_ptrs16_scalar))(ptrs, lens, n, out);
 }
 
 void sh_cassandra_token_ptrs16_scalar(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        size_t len = (size_t)lens[i];
-        uint64_t lo, hi;
-        sh_window_padded(ptrs[i], len, &lo, &hi);
-        out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
-    }
+    sh_cass_tokens_ptrs(ptrs, lens, n, 1, out);
 }
 
 /* The token of a key of at most 8 bytes, given as the little-endian word w

@@ -66,37 +66,25 @@ static const uint32_t sh_md5_T[64] = {
 /* The 64 steps of RFC 1321, in its order: STEP(f, a, b, c, d, k, s, t) for
  * each step, with f the round's function (F, G, H, I as named by the
  * caller), k the index of the message word, s the rotation and t the
- * constant T[i].  Round 1 takes word k = i, round 2 k = (1 + 5i) mod 16,
- * round 3 k = (5 + 3i) mod 16, round 4 k = 7i mod 16.  The scalar, the SSE2
- * and the portable lane transforms below all expand this one schedule. */
+ * constant T[i].  Round r takes steps i = 16r .. 16r + 15 with the word
+ * k = (m * i + o) mod 16 (m, o = 1, 0; 5, 1; 3, 5; 7, 0) and rotations
+ * s0..s3 in turn.  The scalar, the SSE2 and the portable lane transforms
+ * below all expand this one schedule. */
 /* clang-format off */
-#define SH_MD5_SCHEDULE(STEP, F, G, H, I)                                              \
-    do {                                                                               \
-        int i_;                                                                        \
-        for (i_ = 0; i_ < 16; i_ += 4) {                                               \
-            STEP(F, a, b, c, d, i_, 7, sh_md5_T[i_]);                                  \
-            STEP(F, d, a, b, c, i_ + 1, 12, sh_md5_T[i_ + 1]);                         \
-            STEP(F, c, d, a, b, i_ + 2, 17, sh_md5_T[i_ + 2]);                         \
-            STEP(F, b, c, d, a, i_ + 3, 22, sh_md5_T[i_ + 3]);                         \
-        }                                                                              \
-        for (i_ = 16; i_ < 32; i_ += 4) {                                              \
-            STEP(G, a, b, c, d, (5 * i_ + 1) & 15, 5, sh_md5_T[i_]);                   \
-            STEP(G, d, a, b, c, (5 * (i_ + 1) + 1) & 15, 9, sh_md5_T[i_ + 1]);        \
-            STEP(G, c, d, a, b, (5 * (i_ + 2) + 1) & 15, 14, sh_md5_T[i_ + 2]);       \
-            STEP(G, b, c, d, a, (5 * (i_ + 3) + 1) & 15, 20, sh_md5_T[i_ + 3]);       \
-        }                                                                              \
-        for (i_ = 32; i_ < 48; i_ += 4) {                                              \
-            STEP(H, a, b, c, d, (3 * i_ + 5) & 15, 4, sh_md5_T[i_]);                   \
-            STEP(H, d, a, b, c, (3 * (i_ + 1) + 5) & 15, 11, sh_md5_T[i_ + 1]);       \
-            STEP(H, c, d, a, b, (3 * (i_ + 2) + 5) & 15, 16, sh_md5_T[i_ + 2]);       \
-            STEP(H, b, c, d, a, (3 * (i_ + 3) + 5) & 15, 23, sh_md5_T[i_ + 3]);       \
-        }                                                                              \
-        for (i_ = 48; i_ < 64; i_ += 4) {                                              \
-            STEP(I, a, b, c, d, (7 * i_) & 15, 6, sh_md5_T[i_]);                       \
-            STEP(I, d, a, b, c, (7 * (i_ + 1)) & 15, 10, sh_md5_T[i_ + 1]);            \
-            STEP(I, c, d, a, b, (7 * (i_ + 2)) & 15, 15, sh_md5_T[i_ + 2]);            \
-            STEP(I, b, c, d, a, (7 * (i_ + 3)) & 15, 21, sh_md5_T[i_ + 3]);            \
-        }                                                                              \
+#define SH_MD5_ROUND(STEP, f, first, m, o, s0, s1, s2, s3)                               \
+    for (i_ = (first); i_ < (first) + 16; i_ += 4) {                                     \
+        STEP(f, a, b, c, d, ((m) * i_ + (o)) & 15, s0, sh_md5_T[i_]);                    \
+        STEP(f, d, a, b, c, ((m) * (i_ + 1) + (o)) & 15, s1, sh_md5_T[i_ + 1]);          \
+        STEP(f, c, d, a, b, ((m) * (i_ + 2) + (o)) & 15, s2, sh_md5_T[i_ + 2]);          \
+        STEP(f, b, c, d, a, ((m) * (i_ + 3) + (o)) & 15, s3, sh_md5_T[i_ + 3]);          \
+    }
+#define SH_MD5_SCHEDULE(STEP, F, G, H, I)                                                \
+    do {                                                                                 \
+        int i_;                                                                          \
+        SH_MD5_ROUND(STEP, F, 0, 1, 0, 7, 12, 17, 22)                                    \
+        SH_MD5_ROUND(STEP, G, 16, 5, 1, 5, 9, 14, 20)                                    \
+        SH_MD5_ROUND(STEP, H, 32, 3, 5, 4, 11, 16, 23)                                   \
+        SH_MD5_ROUND(STEP, I, 48, 7, 0, 6, 10, 15, 21)                                   \
     } while (0)
 /* clang-format on */
 

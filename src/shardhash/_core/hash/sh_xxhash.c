@@ -42,17 +42,8 @@ uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
         acc = seed + SH_XXH_PRIME32_5;
     }
     acc += (uint32_t)len;
-    while (rem >= 4) {
-        acc = sh_xxh32_step4(acc, sh_read32le(p));
-        p += 4;
-        rem -= 4;
-    }
-    while (rem > 0) {
-        acc += (uint32_t)(*p) * SH_XXH_PRIME32_5;
-        acc = sh_rotl32(acc, 11) * SH_XXH_PRIME32_1;
-        p++;
-        rem--;
-    }
+    for (; rem >= 4; p += 4, rem -= 4) acc = sh_xxh32_step4(acc, sh_read32le(p));
+    for (; rem > 0; p++, rem--) acc = sh_rotl32(acc + (uint32_t)*p * SH_XXH_PRIME32_5, 11) * SH_XXH_PRIME32_1;
     return sh_xxh32_avalanche(acc);
 }
 
@@ -99,23 +90,14 @@ SH_FORCE_INLINE uint64_t xxh64_body(const uint8_t *p, size_t len, uint64_t seed)
         acc = seed + SH_XXH_PRIME64_5;
     }
     acc += (uint64_t)len;
-    while (rem >= 8) {
-        acc = sh_xxh64_step8(acc, sh_read64le(p));
-        p += 8;
-        rem -= 8;
-    }
+    for (; rem >= 8; p += 8, rem -= 8) acc = sh_xxh64_step8(acc, sh_read64le(p));
     if (rem >= 4) {
-        acc ^= (uint64_t)sh_read32le(p) * SH_XXH_PRIME64_1;
-        acc = sh_rotl64(acc, 23) * SH_XXH_PRIME64_2 + SH_XXH_PRIME64_3;
+        acc = sh_rotl64(acc ^ (uint64_t)sh_read32le(p) * SH_XXH_PRIME64_1, 23) * SH_XXH_PRIME64_2 +
+              SH_XXH_PRIME64_3;
         p += 4;
         rem -= 4;
     }
-    while (rem > 0) {
-        acc ^= (uint64_t)(*p) * SH_XXH_PRIME64_5;
-        acc = sh_rotl64(acc, 11) * SH_XXH_PRIME64_1;
-        p++;
-        rem--;
-    }
+    for (; rem > 0; p++, rem--) acc = sh_rotl64(acc ^ (uint64_t)*p * SH_XXH_PRIME64_5, 11) * SH_XXH_PRIME64_1;
     return sh_xxh64_avalanche(acc);
 }
 
