@@ -275,31 +275,26 @@ static uint64_t xxh3_len_129to240(const uint8_t *p, size_t len, uint64_t seed)
 
 /* One stripe: 8 independent lanes, each adding the 32x32->64 product of the
  * keyed input word's halves plus the neighbouring raw input word (lane i ^ 1).
- * The loads are spelled out one per word and the arithmetic is two simple
- * lane loops: the shape that both gcc and clang -O3 compile best (measured;
- * a rolled load loop keeps clang from vectorising and slows gcc). */
+ * The loads are spelled out one per word (XXH3_LOAD8) and the arithmetic is
+ * two simple lane loops: the shape that both gcc and clang -O3 compile best
+ * (measured; a rolled load loop keeps clang from vectorising and slows gcc). */
+/* clang-format off */
+#define XXH3_LOAD8(w, src)                                                                \
+    do {                                                                                  \
+        w[0] = sh_read64le(src);      w[1] = sh_read64le(src + 8);                        \
+        w[2] = sh_read64le(src + 16); w[3] = sh_read64le(src + 24);                       \
+        w[4] = sh_read64le(src + 32); w[5] = sh_read64le(src + 40);                       \
+        w[6] = sh_read64le(src + 48); w[7] = sh_read64le(src + 56);                       \
+    } while (0)
+/* clang-format on */
 SH_FORCE_INLINE void xxh3_accumulate_stripe(uint64_t *SH_RESTRICT acc, const uint8_t *SH_RESTRICT in,
                                             const uint8_t *SH_RESTRICT sec)
 {
     uint64_t d[8];
     uint64_t k[8];
     int i;
-    d[0] = sh_read64le(in);
-    d[1] = sh_read64le(in + 8);
-    d[2] = sh_read64le(in + 16);
-    d[3] = sh_read64le(in + 24);
-    d[4] = sh_read64le(in + 32);
-    d[5] = sh_read64le(in + 40);
-    d[6] = sh_read64le(in + 48);
-    d[7] = sh_read64le(in + 56);
-    k[0] = sh_read64le(sec);
-    k[1] = sh_read64le(sec + 8);
-    k[2] = sh_read64le(sec + 16);
-    k[3] = sh_read64le(sec + 24);
-    k[4] = sh_read64le(sec + 32);
-    k[5] = sh_read64le(sec + 40);
-    k[6] = sh_read64le(sec + 48);
-    k[7] = sh_read64le(sec + 56);
+    XXH3_LOAD8(d, in);
+    XXH3_LOAD8(k, sec);
     for (i = 0; i < 8; i++) {
         uint64_t x = d[i] ^ k[i];
         acc[i] += (x & 0xFFFFFFFFu) * (x >> 32);
