@@ -1,5 +1,5 @@
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +10,9 @@ from shardhash._codec import KeyCodec
 __all__ = ["ALGORITHMS", "HASHER_FORMAT", "Hasher", "check_algorithm", "check_seed", "check_code_points",
            "hash_bytes", "hash_key", "hash_array"]
 
+_Keys: TypeAlias = Iterable[Any] | npt.ArrayLike | Any
+_U64Array: TypeAlias = npt.NDArray[np.uint64]
+
 ALGORITHMS: tuple[str, ...]
 HASHER_FORMAT: str
 
@@ -18,14 +21,8 @@ def check_seed(algorithm: str, seed: int) -> int: ...
 def check_code_points(s: str) -> None: ...
 def hash_bytes(data: Buffer, algorithm: str = ..., seed: int = ...) -> int: ...
 def hash_key(key: Any, algorithm: str = ..., seed: int = ..., codec: KeyCodec | None = ...) -> int: ...
-def hash_array(
-    keys: Iterable[Any] | npt.ArrayLike | Any,
-    algorithm: str = ...,
-    seed: int = ...,
-    codec: KeyCodec | None = ...,
-    out: npt.NDArray[np.uint64] | None = ...,
-    threads: int | None = ...,
-) -> npt.NDArray[np.uint64]: ...
+def hash_array(keys: _Keys, algorithm: str = ..., seed: int = ..., codec: KeyCodec | None = ...,
+               out: _U64Array | None = ..., threads: int | None = ...) -> _U64Array: ...
 
 @disjoint_base
 class Hasher:
@@ -35,12 +32,7 @@ class Hasher:
     def __new__(cls, algorithm: str = ..., seed: int = ..., codec: KeyCodec | None = ...) -> Self: ...
     def __call__(self, key: Any) -> int: ...
     def encode(self, key: Any) -> bytes: ...
-    def hash_array(
-        self,
-        keys: Iterable[Any] | npt.ArrayLike | Any,
-        out: npt.NDArray[np.uint64] | None = ...,
-        threads: int | None = ...,
-    ) -> npt.NDArray[np.uint64]: ...
+    def hash_array(self, keys: _Keys, out: _U64Array | None = ..., threads: int | None = ...) -> _U64Array: ...
     def to_dict(self) -> dict[str, Any]: ...
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Hasher: ...

@@ -71,30 +71,17 @@ cdef inline uint64_t int_word(const char *p, int code) noexcept nogil:
     """The integer at ``p`` (of ``int_array``'s ``code``) as the 64-bit word
     ``hash_array`` hashes for it: sign-extended for a signed dtype,
     zero-extended for an unsigned one (unaligned loads are fine)."""
-    cdef int8_t i8
-    cdef int16_t i16
-    cdef int32_t i32
-    cdef uint8_t u8
     cdef uint16_t u16
     cdef uint32_t u32
-    cdef uint64_t u64
-    if code == 8 or code == 8 + NP_UNSIGNED:
-        memcpy(&u64, p, 8)
-        return u64
-    if code == 4:
-        memcpy(&i32, p, 4)
-        return <uint64_t><int64_t>i32
-    if code == 4 + NP_UNSIGNED:
-        memcpy(&u32, p, 4)
-        return u32
-    if code == 2:
-        memcpy(&i16, p, 2)
-        return <uint64_t><int64_t>i16
-    if code == 2 + NP_UNSIGNED:
-        memcpy(&u16, p, 2)
-        return u16
-    if code == 1:
-        memcpy(&i8, p, 1)
-        return <uint64_t><int64_t>i8
-    memcpy(&u8, p, 1)
-    return u8
+    cdef uint64_t w, sign
+    cdef int size = code & ~NP_UNSIGNED
+    # the item in its own width (host order), zero-extended
+    if size == 8: memcpy(&w, p, 8); return w
+    elif size == 4: memcpy(&u32, p, 4); w = u32
+    elif size == 2: memcpy(&u16, p, 2); w = u16
+    else: w = (<const uint8_t *>p)[0]
+    if code & NP_UNSIGNED:
+        return w
+    # sign extension from the item's top bit: (w ^ sign) - sign
+    sign = (<uint64_t>1) << (8 * size - 1)
+    return (w ^ sign) - sign

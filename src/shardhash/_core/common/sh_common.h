@@ -52,6 +52,18 @@ SH_FORCE_INLINE uint64_t sh_swap64(uint64_t x)
     return ((uint64_t)sh_swap32((uint32_t)x) << 32) | (uint64_t)sh_swap32((uint32_t)(x >> 32));
 }
 
+/* The xor-shift-multiply finaliser that MurmurHash3 (fmix32, fmix64) and
+ * xxHash (the XXH32 and XXH64 avalanches) share, on a variable x of the
+ * hash's width: x ^= x >> s1; x *= m1; x ^= x >> s2; x *= m2; x ^= x >> s3. */
+#define SH_XORSHIFT_MUL2(x, s1, m1, s2, m2, s3) \
+    do {                                        \
+        (x) ^= (x) >> (s1);                     \
+        (x) *= (m1);                            \
+        (x) ^= (x) >> (s2);                     \
+        (x) *= (m2);                            \
+        (x) ^= (x) >> (s3);                     \
+    } while (0)
+
 /* Explicit little-endian loads, assembled byte by byte; compilers turn these
  * into single loads on little-endian targets. */
 SH_FORCE_INLINE uint32_t sh_read32le(const void *p)
@@ -91,6 +103,21 @@ SH_FORCE_INLINE void sh_write64le(void *p, uint64_t v)
     uint8_t *b = (uint8_t *)p;
     int i;
     for (i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* First position in [lo, hi) of the ascending values v[] whose value is
+ * >= x (hi when none is): the binary search of the ring walks and the
+ * override lookups. */
+SH_FORCE_INLINE size_t sh_lower_bound_u64(const uint64_t *v, size_t lo, size_t hi, uint64_t x)
+{
+    while (lo < hi) {
+        size_t mid = lo + ((hi - lo) >> 1);
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* Full 64x64 -> 128-bit product, returned as (lo, hi). */

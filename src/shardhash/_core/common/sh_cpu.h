@@ -68,6 +68,12 @@ extern "C" {
 #define SH_CPU_AVX2   2u /* AVX2, with the OS saving the YMM registers (XCR0) */
 #define SH_CPU_AVX512 4u /* AVX512F and AVX512DQ, with the OS saving the ZMM and mask registers */
 
+/* The kernel a dispatching entry point runs: fast where the SH_CPU_* flags
+ * word cpu has flag, else slow (two functions of one type), e.g.
+ *     SH_CPU_PICK(cpu, SH_CPU_AVX2, f_avx2, f_scalar)(args);
+ * nested for more than two kernels. */
+#define SH_CPU_PICK(cpu, flag, fast, slow) (((cpu) & (flag)) ? (fast) : (slow))
+
 /* The SH_CPU_* features of this CPU that this build has kernels for (0 on
  * other architectures).  Runs cpuid every call: callers cache the answer. */
 unsigned sh_cpu_detect(void);

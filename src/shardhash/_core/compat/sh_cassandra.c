@@ -34,53 +34,13 @@ const char *sh_cassandra_kernel(void)
     return (sh_cass_cpu & SH_CPU_AVX512) ? "avx512" : (sh_cass_cpu & SH_CPU_AVX2) ? "avx2" : "scalar";
 }
 
-/* The blocks and the finalisation are MurmurHash3_x64_128's (sh_murmur3.h,
- * seed 0); only the tail, whose bytes Cassandra sign-extends, is its own. */
-
-/* A Java byte widened to long: sign-extended, as a uint64 bit pattern. */
-SH_FORCE_INLINE uint64_t sh_cass_sbyte(uint8_t b)
-{
-    return (b & 0x80u) ? (UINT64_C(0xffffffffffffff00) | b) : (uint64_t)b;
-}
+/* MurmurHash3_x64_128 (sh_murmur3.h) with seed 0 and the tail bytes
+ * sign-extended, as Cassandra's Java code widens them. */
 
 uint64_t sh_cassandra_murmur_h1(const void *data, size_t len)
 {
-    const uint8_t *p = (const uint8_t *)data;
-    size_t nblocks = len / 16;
-    const uint8_t *tail;
-    uint64_t h1 = 0, h2 = 0, k1, k2;
-
-    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
-
-    tail = p + 16 * nblocks;
-    k1 = 0;
-    k2 = 0;
-    switch (len & 15u) {
-    case 15: k2 ^= sh_cass_sbyte(tail[14]) << 48; /* fall through */
-    case 14: k2 ^= sh_cass_sbyte(tail[13]) << 40; /* fall through */
-    case 13: k2 ^= sh_cass_sbyte(tail[12]) << 32; /* fall through */
-    case 12: k2 ^= sh_cass_sbyte(tail[11]) << 24; /* fall through */
-    case 11: k2 ^= sh_cass_sbyte(tail[10]) << 16; /* fall through */
-    case 10: k2 ^= sh_cass_sbyte(tail[9]) << 8;   /* fall through */
-    case 9:
-        k2 ^= sh_cass_sbyte(tail[8]);
-        h2 ^= sh_murmur3_scramble_k2(k2);
-        /* fall through */
-    case 8: k1 ^= sh_cass_sbyte(tail[7]) << 56; /* fall through */
-    case 7: k1 ^= sh_cass_sbyte(tail[6]) << 48; /* fall through */
-    case 6: k1 ^= sh_cass_sbyte(tail[5]) << 40; /* fall through */
-    case 5: k1 ^= sh_cass_sbyte(tail[4]) << 32; /* fall through */
-    case 4: k1 ^= sh_cass_sbyte(tail[3]) << 24; /* fall through */
-    case 3: k1 ^= sh_cass_sbyte(tail[2]) << 16; /* fall through */
-    case 2: k1 ^= sh_cass_sbyte(tail[1]) << 8;  /* fall through */
-    case 1:
-        k1 ^= sh_cass_sbyte(tail[0]);
-        h1 ^= sh_murmur3_scramble_k1(k1);
-        break;
-    default: break;
-    }
-
-    sh_murmur3_128_final(&h1, &h2, len);
+    uint64_t h1, h2;
+    sh_murmur3_128_hash((const uint8_t *)data, len, 0, 1, &h1, &h2);
     return h1;
 }
 
@@ -108,8 +68,8 @@ int64_t sh_cassandra_token(const void *data, size_t len)
  * Batch kernels.
  *
  * On keys of mixed lengths the reference function above pays for its
- * `switch (len & 15)`: an indirect jump whose target changes with every key
- * is mispredicted almost every time, and each misprediction also throws away
+ * byte-by-byte tail: a loop whose trip count changes with every key is
+ * mispredicted almost every time, and each misprediction also throws away
  * the overlap between consecutive keys.  The batch kernels below compute the
  * same h1 without a per-length branch in the tail:
  *
@@ -167,12 +127,9 @@ void sh_cassandra_token_offsets(const uint8_t *data, const int64_t *offsets, siz
 {
     /* sh_cassandra_avx512.c: eight keys per vector where the build and the
      * CPU have AVX-512; sh_cassandra_avx2.c: four, with AVX2 */
-    if (sh_cass_cpu & SH_CPU_AVX512)
-        sh_cassandra_token_offsets_avx512(data, offsets, n, out);
-    else if (sh_cass_cpu & SH_CPU_AVX2)
-        sh_cassandra_token_offsets_avx2(data, offsets, n, out);
-    else
-        sh_cassandra_token_offsets_scalar(data, offsets, n, out);
+    SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX512, sh_cassandra_token_offsets_avx512,
+                SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX2, sh_cassandra_token_offsets_avx2,
+                            sh_cassandra_token_offsets_scalar))(data, offsets, n, out);
 }
 
 void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int64_t *out)
@@ -187,36 +144,38 @@ void sh_cassandra_token_offsets_scalar(const uint8_t *data, const int64_t *offse
     }
 }
 
-void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+/* The tokens of keys given by pointer: each key's window read inside the
+ * key, or (padded) with the two loads of sh_window_padded. */
+SH_FORCE_INLINE void sh_cass_tokens_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n,
+                                         int padded, int64_t *out)
 {
     size_t i;
     for (i = 0; i < n; i++) {
         size_t len = (size_t)lens[i];
         uint64_t lo, hi;
-        sh_window_inside(ptrs[i], len, &lo, &hi);
+        if (padded)
+            sh_window_padded(ptrs[i], len, &lo, &hi);
+        else
+            sh_window_inside(ptrs[i], len, &lo, &hi);
         out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
     }
+}
+
+void sh_cassandra_token_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
+{
+    sh_cass_tokens_ptrs(ptrs, lens, n, 0, out);
 }
 
 void sh_cassandra_token_ptrs16(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
 {
-    if (sh_cass_cpu & SH_CPU_AVX512)
-        sh_cassandra_token_ptrs16_avx512(ptrs, lens, n, out);
-    else if (sh_cass_cpu & SH_CPU_AVX2)
-        sh_cassandra_token_ptrs16_avx2(ptrs, lens, n, out);
-    else
-        sh_cassandra_token_ptrs16_scalar(ptrs, lens, n, out);
+    SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX512, sh_cassandra_token_ptrs16_avx512,
+                SH_CPU_PICK(sh_cass_cpu, SH_CPU_AVX2, sh_cassandra_token_ptrs16_avx2,
+                            sh_cassandra_token_ptrs16_scalar))(ptrs, lens, n, out);
 }
 
 void sh_cassandra_token_ptrs16_scalar(const uint8_t *const *ptrs, const int64_t *lens, size_t n, int64_t *out)
 {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        size_t len = (size_t)lens[i];
-        uint64_t lo, hi;
-        sh_window_padded(ptrs[i], len, &lo, &hi);
-        out[i] = sh_cass_token_window(ptrs[i], len, lo, hi);
-    }
+    sh_cass_tokens_ptrs(ptrs, lens, n, 1, out);
 }
 
 /* The token of a key of at most 8 bytes, given as the little-endian word w

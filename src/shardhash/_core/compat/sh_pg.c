@@ -22,6 +22,26 @@ int sh_pg_avx2_available(void)
     return (sh_pg_cpu & SH_CPU_AVX2) != 0;
 }
 
+/* lookup3's 12-byte blocks of k[0 .. *len) into (*pa, *pb, *pc): returns
+ * where the tail starts, *len becoming its length (len % 12). */
+SH_FORCE_INLINE const uint8_t *sh_pg_lookup3_blocks(const uint8_t *k, size_t *len, uint32_t *pa, uint32_t *pb,
+                                                    uint32_t *pc)
+{
+    uint32_t a = *pa, b = *pb, c = *pc;
+    size_t rest = *len;
+    for (; rest >= 12; k += 12, rest -= 12) {
+        a += sh_read32le(k);
+        b += sh_read32le(k + 4);
+        c += sh_read32le(k + 8);
+        SH_PG_MIX(a, b, c);
+    }
+    *pa = a;
+    *pb = b;
+    *pc = c;
+    *len = rest;
+    return k;
+}
+
 /* lookup3 over a byte string, with PostgreSQL's little-endian tail layout:
  * the bytes left after the 12-byte blocks go, in order, into the low bytes
  * of a, then b, then bytes 9..11 into c's upper three bytes (its low byte is
@@ -29,15 +49,11 @@ int sh_pg_avx2_available(void)
 SH_FORCE_INLINE void sh_pg_lookup3_body(const uint8_t *k, size_t len, uint32_t *pa, uint32_t *pb,
                                         uint32_t *pc)
 {
-    uint32_t a = *pa, b = *pb, c = *pc;
-    while (len >= 12) {
-        a += sh_read32le(k);
-        b += sh_read32le(k + 4);
-        c += sh_read32le(k + 8);
-        SH_PG_MIX(a, b, c);
-        k += 12;
-        len -= 12;
-    }
+    uint32_t a, b, c;
+    k = sh_pg_lookup3_blocks(k, &len, pa, pb, pc);
+    a = *pa;
+    b = *pb;
+    c = *pc;
     switch (len) {
     case 11: c += (uint32_t)k[10] << 24; /* fall through */
     case 10: c += (uint32_t)k[9] << 16;  /* fall through */
@@ -155,17 +171,13 @@ void sh_pg_fixed_extended(const uint8_t *data, size_t width, size_t n, uint64_t 
 SH_FORCE_INLINE void sh_pg_lookup3_window(const uint8_t *k, size_t len, uint64_t lo, uint64_t hi,
                                           uint32_t *pa, uint32_t *pb, uint32_t *pc)
 {
-    uint32_t a = *pa, b = *pb, c = *pc;
+    uint32_t a, b, c;
     uint64_t w0, w1;
     size_t rest = len;
-    while (rest >= 12) {
-        a += sh_read32le(k);
-        b += sh_read32le(k + 4);
-        c += sh_read32le(k + 8);
-        SH_PG_MIX(a, b, c);
-        k += 12;
-        rest -= 12;
-    }
+    k = sh_pg_lookup3_blocks(k, &rest, pa, pb, pc);
+    a = *pa;
+    b = *pb;
+    c = *pc;
     sh_window_tail(lo, hi, (unsigned)rest, &w0, &w1);
     a += (uint32_t)w0;
     b += (uint32_t)(w0 >> 32);
@@ -180,29 +192,39 @@ void sh_pg_varlen_extended(const uint8_t *data, const int64_t *offsets, size_t n
                            uint64_t *out)
 {
     /* sh_pg_avx2.c: eight keys per vector where the build and the CPU have AVX2 */
-    if (sh_pg_cpu & SH_CPU_AVX2)
-        sh_pg_varlen_extended_avx2(data, offsets, n, seed, out);
-    else
-        sh_pg_varlen_extended_scalar(data, offsets, n, seed, out);
+    SH_CPU_PICK(sh_pg_cpu, SH_CPU_AVX2, sh_pg_varlen_extended_avx2,
+                sh_pg_varlen_extended_scalar)(data, offsets, n, seed, out);
+}
+
+/* lookup3's (b, c) for key i of Arrow data: hash_bytes_extended's with a
+ * seed, hash_bytes's (c) with seed 0 (the two differ only in the seed's
+ * mix). */
+SH_FORCE_INLINE void sh_pg_varlen_key(const uint8_t *data, const int64_t *offsets, size_t i, uint64_t seed,
+                                      uint32_t *pb, uint32_t *pc)
+{
+    int64_t start = offsets[i], stop = offsets[i + 1];
+    size_t len = (size_t)(stop - start);
+    uint32_t a, b, c;
+    uint64_t lo, hi;
+    sh_window_arrow(data, start, stop, &lo, &hi);
+    a = b = c = SH_PG_INIT + (uint32_t)len + SH_PG_INIT_EXTRA;
+    if (seed != 0) {
+        a += (uint32_t)(seed >> 32);
+        b += (uint32_t)seed;
+        SH_PG_MIX(a, b, c);
+    }
+    sh_pg_lookup3_window(data + start, len, lo, hi, &a, &b, &c);
+    *pb = b;
+    *pc = c;
 }
 
 void sh_pg_varlen_extended_scalar(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                                   uint64_t *out)
 {
     size_t i;
+    uint32_t b, c;
     for (i = 0; i < n; i++) {
-        int64_t start = offsets[i], stop = offsets[i + 1];
-        size_t len = (size_t)(stop - start);
-        uint32_t a, b, c;
-        uint64_t lo, hi;
-        sh_window_arrow(data, start, stop, &lo, &hi);
-        a = b = c = SH_PG_INIT + (uint32_t)len + SH_PG_INIT_EXTRA;
-        if (seed != 0) {
-            a += (uint32_t)(seed >> 32);
-            b += (uint32_t)seed;
-            SH_PG_MIX(a, b, c);
-        }
-        sh_pg_lookup3_window(data + start, len, lo, hi, &a, &b, &c);
+        sh_pg_varlen_key(data, offsets, i, seed, &b, &c);
         out[i] = ((uint64_t)b << 32) | (uint64_t)c;
     }
 }
@@ -245,23 +267,15 @@ void sh_pg_fixed_32(const uint8_t *data, size_t width, size_t n, int32_t *out)
 
 void sh_pg_varlen_32(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out)
 {
-    if (sh_pg_cpu & SH_CPU_AVX2)
-        sh_pg_varlen_32_avx2(data, offsets, n, out);
-    else
-        sh_pg_varlen_32_scalar(data, offsets, n, out);
+    SH_CPU_PICK(sh_pg_cpu, SH_CPU_AVX2, sh_pg_varlen_32_avx2, sh_pg_varlen_32_scalar)(data, offsets, n, out);
 }
 
 void sh_pg_varlen_32_scalar(const uint8_t *data, const int64_t *offsets, size_t n, int32_t *out)
 {
     size_t i;
+    uint32_t b, c;
     for (i = 0; i < n; i++) {
-        int64_t start = offsets[i], stop = offsets[i + 1];
-        size_t len = (size_t)(stop - start);
-        uint32_t a, b, c;
-        uint64_t lo, hi;
-        sh_window_arrow(data, start, stop, &lo, &hi);
-        a = b = c = SH_PG_INIT + (uint32_t)len + SH_PG_INIT_EXTRA;
-        sh_pg_lookup3_window(data + start, len, lo, hi, &a, &b, &c);
+        sh_pg_varlen_key(data, offsets, i, 0, &b, &c);
         out[i] = sh_pg_as_int32(c);
     }
 }

@@ -124,6 +124,16 @@ SH_PG_AVX2_INLINE void sh_pg_transpose(__m256i r0, __m256i r1, __m256i r2, __m25
     *w3 = _mm256_unpackhi_epi64(t1, t3);
 }
 
+/* Row l of a block (l = 0..3): the 16 bytes ending where block j ends, of
+ * keys l (low half) and l + 4 (high half); row l of the tail: the 16 bytes
+ * ending where the keys end, shuffled so that the tail bytes are in place
+ * (sh_pg_tail_shuffle) and the rest zero. */
+#  define SH_PG_BLOCK_ROW(l) SH_PG_LOAD2(p[(l) + 4] + at, p[l] + at)
+#  define SH_PG_TAIL_ROW(l)              \
+      _mm256_shuffle_epi8(               \
+          SH_PG_LOAD2(e[(l) + 4], e[l]), \
+          SH_PG_LOAD2(sh_pg_tail_shuffle[len[(l) + 4] - base], sh_pg_tail_shuffle[len[l] - base]))
+
 /* lookup3 of eight keys p[l][0 .. len[l]) that all have nb whole blocks;
  * b and c of each key's final state to ob[l], oc[l].  ext: the seeded
  * initial step of hash_bytes_extended (seed != 0). */
@@ -146,11 +156,8 @@ SH_PG_AVX2_INLINE void sh_pg_lanes8(const uint8_t *const *p, const uint32_t *len
     for (j = 0; j < nb; j++) {
         /* the 16 bytes ending where block j ends: words 1..3 are the block */
         ptrdiff_t at = 12 * (ptrdiff_t)j - 4;
-        __m256i r0 = SH_PG_LOAD2(p[4] + at, p[0] + at);
-        __m256i r1 = SH_PG_LOAD2(p[5] + at, p[1] + at);
-        __m256i r2 = SH_PG_LOAD2(p[6] + at, p[2] + at);
-        __m256i r3 = SH_PG_LOAD2(p[7] + at, p[3] + at);
-        sh_pg_transpose(r0, r1, r2, r3, &w0, &w1, &w2, &w3);
+        sh_pg_transpose(SH_PG_BLOCK_ROW(0), SH_PG_BLOCK_ROW(1), SH_PG_BLOCK_ROW(2), SH_PG_BLOCK_ROW(3), &w0,
+                        &w1, &w2, &w3);
         a = _mm256_add_epi32(a, w1);
         b = _mm256_add_epi32(b, w2);
         c = _mm256_add_epi32(c, w3);
@@ -159,19 +166,8 @@ SH_PG_AVX2_INLINE void sh_pg_lanes8(const uint8_t *const *p, const uint32_t *len
     for (l = 0; l < SH_PG_LANES; l++) e[l] = p[l] + len[l] - 16;
     {
         unsigned base = 12u * nb;
-        __m256i r0 =
-            _mm256_shuffle_epi8(SH_PG_LOAD2(e[4], e[0]), SH_PG_LOAD2(sh_pg_tail_shuffle[len[4] - base],
-                                                                     sh_pg_tail_shuffle[len[0] - base]));
-        __m256i r1 =
-            _mm256_shuffle_epi8(SH_PG_LOAD2(e[5], e[1]), SH_PG_LOAD2(sh_pg_tail_shuffle[len[5] - base],
-                                                                     sh_pg_tail_shuffle[len[1] - base]));
-        __m256i r2 =
-            _mm256_shuffle_epi8(SH_PG_LOAD2(e[6], e[2]), SH_PG_LOAD2(sh_pg_tail_shuffle[len[6] - base],
-                                                                     sh_pg_tail_shuffle[len[2] - base]));
-        __m256i r3 =
-            _mm256_shuffle_epi8(SH_PG_LOAD2(e[7], e[3]), SH_PG_LOAD2(sh_pg_tail_shuffle[len[7] - base],
-                                                                     sh_pg_tail_shuffle[len[3] - base]));
-        sh_pg_transpose(r0, r1, r2, r3, &w0, &w1, &w2, &w3);
+        sh_pg_transpose(SH_PG_TAIL_ROW(0), SH_PG_TAIL_ROW(1), SH_PG_TAIL_ROW(2), SH_PG_TAIL_ROW(3), &w0, &w1,
+                        &w2, &w3);
         a = _mm256_add_epi32(a, w0);
         b = _mm256_add_epi32(b, w1);
         c = _mm256_add_epi32(c, w2);

@@ -189,25 +189,20 @@ void sh_hash_decimal_strided(int algo, uint64_t seed, const char *base, ptrdiff_
     }
 }
 
-void sh_hash_offsets32(int algo, uint64_t seed, const uint8_t *data, const int32_t *offsets, size_t n,
-                       uint64_t *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        const int32_t a = offsets[i], b = offsets[i + 1];
-        out[i] = sh_hash64(algo, data + a, (size_t)(b - a), seed);
+/* The Arrow offset layouts, 32- and 64-bit offsets: one loop, defined for
+ * each offset type T. */
+#define SH_HASH_OFFSETS_FN(name, T)                                                                    \
+    void name(int algo, uint64_t seed, const uint8_t *data, const T *offsets, size_t n, uint64_t *out) \
+    {                                                                                                  \
+        size_t i;                                                                                      \
+        for (i = 0; i < n; i++) {                                                                      \
+            const T a = offsets[i], b = offsets[i + 1];                                                \
+            out[i] = sh_hash64(algo, data + a, (size_t)(b - a), seed);                                 \
+        }                                                                                              \
     }
-}
-
-void sh_hash_offsets64(int algo, uint64_t seed, const uint8_t *data, const int64_t *offsets, size_t n,
-                       uint64_t *out)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        const int64_t a = offsets[i], b = offsets[i + 1];
-        out[i] = sh_hash64(algo, data + a, (size_t)(b - a), seed);
-    }
-}
+SH_HASH_OFFSETS_FN(sh_hash_offsets32, int32_t)
+SH_HASH_OFFSETS_FN(sh_hash_offsets64, int64_t)
+#undef SH_HASH_OFFSETS_FN
 
 ptrdiff_t sh_hash_views(int algo, uint64_t seed, const uint8_t *views, const uint8_t *const *buffers,
                         const int64_t *buffer_sizes, size_t n_buffers, size_t n, uint64_t *out)

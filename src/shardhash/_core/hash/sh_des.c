@@ -175,17 +175,20 @@ SH_FORCE_INLINE uint32_t sh_des_f(const sh_des_ctx *ctx, uint32_t r, uint64_t k)
     return out;
 }
 
+/* One Feistel round with subkey k: (L, R) becomes (R, L ^ f(R, k)). */
+#define SH_DES_ROUND(l, r, k)                \
+    do {                                     \
+        uint32_t t_ = (r);                   \
+        (r) = (l) ^ sh_des_f(ctx, (r), (k)); \
+        (l) = t_;                            \
+    } while (0)
+
 SH_FORCE_INLINE uint64_t sh_des_crypt(const sh_des_ctx *ctx, uint64_t block, int decrypt)
 {
-    uint32_t l, r, t;
+    uint32_t l, r;
     int i;
     sh_des_ip(block, &l, &r);
-    for (i = 0; i < 16; i++) {
-        uint64_t k = ctx->subkey[decrypt ? 15 - i : i];
-        t = r;
-        r = l ^ sh_des_f(ctx, r, k);
-        l = t;
-    }
+    for (i = 0; i < 16; i++) SH_DES_ROUND(l, r, ctx->subkey[decrypt ? 15 - i : i]);
     /* The pre-output block is R16 L16. */
     return sh_des_fp(r, l);
 }
@@ -203,18 +206,14 @@ uint64_t sh_des_decrypt(const sh_des_ctx *ctx, uint64_t block)
  * overlaps them (one block alone waits on each round's table lookups). */
 SH_FORCE_INLINE void sh_des_crypt2(const sh_des_ctx *ctx, const uint64_t *in, uint64_t *out, int decrypt)
 {
-    uint32_t l0, r0, l1, r1, t;
+    uint32_t l0, r0, l1, r1;
     int i;
     sh_des_ip(in[0], &l0, &r0);
     sh_des_ip(in[1], &l1, &r1);
     for (i = 0; i < 16; i++) {
         uint64_t k = ctx->subkey[decrypt ? 15 - i : i];
-        t = r0;
-        r0 = l0 ^ sh_des_f(ctx, r0, k);
-        l0 = t;
-        t = r1;
-        r1 = l1 ^ sh_des_f(ctx, r1, k);
-        l1 = t;
+        SH_DES_ROUND(l0, r0, k);
+        SH_DES_ROUND(l1, r1, k);
     }
     out[0] = sh_des_fp(r0, l0);
     out[1] = sh_des_fp(r1, l1);

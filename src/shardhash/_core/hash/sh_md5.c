@@ -63,39 +63,39 @@ static const uint32_t sh_md5_T[64] = {
         (a) = sh_rotl32((a), (s)) + (b); \
     } while (0)
 
+/* The 64 steps of RFC 1321, in its order: STEP(f, a, b, c, d, k, s, t) for
+ * each step, with f the round's function (F, G, H, I as named by the
+ * caller), k the index of the message word, s the rotation and t the
+ * constant T[i].  Round r takes steps i = 16r .. 16r + 15 with the word
+ * k = (m * i + o) mod 16 (m, o = 1, 0; 5, 1; 3, 5; 7, 0) and rotations
+ * s0..s3 in turn.  The scalar, the SSE2 and the portable lane transforms
+ * below all expand this one schedule. */
+/* clang-format off */
+#define SH_MD5_ROUND(STEP, f, first, m, o, s0, s1, s2, s3)                               \
+    for (i_ = (first); i_ < (first) + 16; i_ += 4) {                                     \
+        STEP(f, a, b, c, d, ((m) * i_ + (o)) & 15, s0, sh_md5_T[i_]);                    \
+        STEP(f, d, a, b, c, ((m) * (i_ + 1) + (o)) & 15, s1, sh_md5_T[i_ + 1]);          \
+        STEP(f, c, d, a, b, ((m) * (i_ + 2) + (o)) & 15, s2, sh_md5_T[i_ + 2]);          \
+        STEP(f, b, c, d, a, ((m) * (i_ + 3) + (o)) & 15, s3, sh_md5_T[i_ + 3]);          \
+    }
+#define SH_MD5_SCHEDULE(STEP, F, G, H, I)                                                \
+    do {                                                                                 \
+        int i_;                                                                          \
+        SH_MD5_ROUND(STEP, F, 0, 1, 0, 7, 12, 17, 22)                                    \
+        SH_MD5_ROUND(STEP, G, 16, 5, 1, 5, 9, 14, 20)                                    \
+        SH_MD5_ROUND(STEP, H, 32, 3, 5, 4, 11, 16, 23)                                   \
+        SH_MD5_ROUND(STEP, I, 48, 7, 0, 6, 10, 15, 21)                                   \
+    } while (0)
+/* clang-format on */
+
+/* A scalar step on the message word X[k]. */
+#define SH_MD5_XSTEP(f, a, b, c, d, k, s, t) f(a, b, c, d, X[k], s, t)
+
 /* The 64 steps of RFC 1321 on the message words X into the state s[4]. */
 SH_FORCE_INLINE void sh_md5_words(uint32_t s[4], const uint32_t X[16])
 {
     uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
-    int i;
-    /* Round 1: X[k] with k = i. */
-    for (i = 0; i < 16; i += 4) {
-        SH_MD5_SF(a, b, c, d, X[i], 7, sh_md5_T[i]);
-        SH_MD5_SF(d, a, b, c, X[i + 1], 12, sh_md5_T[i + 1]);
-        SH_MD5_SF(c, d, a, b, X[i + 2], 17, sh_md5_T[i + 2]);
-        SH_MD5_SF(b, c, d, a, X[i + 3], 22, sh_md5_T[i + 3]);
-    }
-    /* Round 2: k = (1 + 5i) mod 16. */
-    for (i = 16; i < 32; i += 4) {
-        SH_MD5_SG(a, b, c, d, X[(5 * i + 1) & 15], 5, sh_md5_T[i]);
-        SH_MD5_SG(d, a, b, c, X[(5 * (i + 1) + 1) & 15], 9, sh_md5_T[i + 1]);
-        SH_MD5_SG(c, d, a, b, X[(5 * (i + 2) + 1) & 15], 14, sh_md5_T[i + 2]);
-        SH_MD5_SG(b, c, d, a, X[(5 * (i + 3) + 1) & 15], 20, sh_md5_T[i + 3]);
-    }
-    /* Round 3: k = (5 + 3i) mod 16. */
-    for (i = 32; i < 48; i += 4) {
-        SH_MD5_SH(a, b, c, d, X[(3 * i + 5) & 15], 4, sh_md5_T[i]);
-        SH_MD5_SH(d, a, b, c, X[(3 * (i + 1) + 5) & 15], 11, sh_md5_T[i + 1]);
-        SH_MD5_SH(c, d, a, b, X[(3 * (i + 2) + 5) & 15], 16, sh_md5_T[i + 2]);
-        SH_MD5_SH(b, c, d, a, X[(3 * (i + 3) + 5) & 15], 23, sh_md5_T[i + 3]);
-    }
-    /* Round 4: k = 7i mod 16. */
-    for (i = 48; i < 64; i += 4) {
-        SH_MD5_SI(a, b, c, d, X[(7 * i) & 15], 6, sh_md5_T[i]);
-        SH_MD5_SI(d, a, b, c, X[(7 * (i + 1)) & 15], 10, sh_md5_T[i + 1]);
-        SH_MD5_SI(c, d, a, b, X[(7 * (i + 2)) & 15], 15, sh_md5_T[i + 2]);
-        SH_MD5_SI(b, c, d, a, X[(7 * (i + 3)) & 15], 21, sh_md5_T[i + 3]);
-    }
+    SH_MD5_SCHEDULE(SH_MD5_XSTEP, SH_MD5_SF, SH_MD5_SG, SH_MD5_SH, SH_MD5_SI);
     s[0] += a;
     s[1] += b;
     s[2] += c;
@@ -111,20 +111,22 @@ void sh_md5_block(uint32_t s[4], const uint8_t *p)
     sh_md5_words(s, X);
 }
 
-/* The padded block of a message of at most 55 bytes, as words. */
-static void sh_md5_short_words(uint32_t X[16], const uint8_t *p, size_t len)
+/* The padded block of a message of at most 55 bytes, as words: word w goes
+ * to X[w * stride] (stride 1: a block of its own; SH_MD5_LANES: one lane of
+ * the multi-lane block). */
+SH_FORCE_INLINE void sh_md5_short_words(uint32_t *X, size_t stride, const uint8_t *p, size_t len)
 {
     size_t full = len >> 2, w, r = len & 3u;
     uint32_t last = 0x80u << (8 * r);
-    for (w = 0; w < full; w++) X[w] = sh_read32le(p + 4 * w);
+    for (w = 0; w < full; w++) X[w * stride] = sh_read32le(p + 4 * w);
     /* the partial word: the remaining bytes, then the 0x80 terminator */
     if (r >= 1) last |= (uint32_t)p[4 * full];
     if (r >= 2) last |= (uint32_t)p[4 * full + 1] << 8;
     if (r >= 3) last |= (uint32_t)p[4 * full + 2] << 16;
-    X[full] = last;
-    for (w = full + 1; w < 14; w++) X[w] = 0;
-    X[14] = (uint32_t)(len << 3);
-    X[15] = 0;
+    X[full * stride] = last;
+    for (w = full + 1; w < 14; w++) X[w * stride] = 0;
+    X[14 * stride] = (uint32_t)(len << 3);
+    X[15 * stride] = 0;
 }
 
 /* Digest state after the whole message (padding included). */
@@ -141,7 +143,7 @@ static void sh_md5_state(const void *data, size_t len, uint32_t s[4])
     s[3] = 0x10325476u;
     if (len <= 55) { /* one block, built as words (no byte buffer) */
         uint32_t X[16];
-        sh_md5_short_words(X, p, len);
+        sh_md5_short_words(X, 1, p, len);
         sh_md5_words(s, X);
         return;
     }
@@ -233,30 +235,7 @@ void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint
         X2[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][8]);
         X3[i] = _mm_loadu_si128((const __m128i *)(const void *)&X[i][12]);
     }
-    for (i = 0; i < 16; i += 4) {
-        SH_V_STEP(SH_V_F, a, b, c, d, i, 7, sh_md5_T[i]);
-        SH_V_STEP(SH_V_F, d, a, b, c, i + 1, 12, sh_md5_T[i + 1]);
-        SH_V_STEP(SH_V_F, c, d, a, b, i + 2, 17, sh_md5_T[i + 2]);
-        SH_V_STEP(SH_V_F, b, c, d, a, i + 3, 22, sh_md5_T[i + 3]);
-    }
-    for (i = 16; i < 32; i += 4) {
-        SH_V_STEP(SH_V_G, a, b, c, d, (5 * i + 1) & 15, 5, sh_md5_T[i]);
-        SH_V_STEP(SH_V_G, d, a, b, c, (5 * (i + 1) + 1) & 15, 9, sh_md5_T[i + 1]);
-        SH_V_STEP(SH_V_G, c, d, a, b, (5 * (i + 2) + 1) & 15, 14, sh_md5_T[i + 2]);
-        SH_V_STEP(SH_V_G, b, c, d, a, (5 * (i + 3) + 1) & 15, 20, sh_md5_T[i + 3]);
-    }
-    for (i = 32; i < 48; i += 4) {
-        SH_V_STEP(SH_V_H, a, b, c, d, (3 * i + 5) & 15, 4, sh_md5_T[i]);
-        SH_V_STEP(SH_V_H, d, a, b, c, (3 * (i + 1) + 5) & 15, 11, sh_md5_T[i + 1]);
-        SH_V_STEP(SH_V_H, c, d, a, b, (3 * (i + 2) + 5) & 15, 16, sh_md5_T[i + 2]);
-        SH_V_STEP(SH_V_H, b, c, d, a, (3 * (i + 3) + 5) & 15, 23, sh_md5_T[i + 3]);
-    }
-    for (i = 48; i < 64; i += 4) {
-        SH_V_STEP(SH_V_I, a, b, c, d, (7 * i) & 15, 6, sh_md5_T[i]);
-        SH_V_STEP(SH_V_I, d, a, b, c, (7 * (i + 1)) & 15, 10, sh_md5_T[i + 1]);
-        SH_V_STEP(SH_V_I, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
-        SH_V_STEP(SH_V_I, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
-    }
+    SH_MD5_SCHEDULE(SH_V_STEP, SH_V_F, SH_V_G, SH_V_H, SH_V_I);
     {
         const __m128i init = _mm_set1_epi32((int)0x67452301u);
         _mm_storeu_si128((__m128i *)(void *)&out[0], _mm_add_epi32(a0, init));
@@ -277,58 +256,19 @@ void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint
 void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint32_t *out_b)
 {
     uint32_t a[SH_MD5_LANES], b[SH_MD5_LANES], c[SH_MD5_LANES], d[SH_MD5_LANES];
-    int l, i;
+    int l;
     for (l = 0; l < SH_MD5_LANES; l++) {
         a[l] = 0x67452301u;
         b[l] = 0xefcdab89u;
         c[l] = 0x98badcfeu;
         d[l] = 0x10325476u;
     }
-    for (i = 0; i < 16; i += 4) {
-        SH_MD5_LSTEP(SH_MD5_RF, a, b, c, d, i, 7, sh_md5_T[i]);
-        SH_MD5_LSTEP(SH_MD5_RF, d, a, b, c, i + 1, 12, sh_md5_T[i + 1]);
-        SH_MD5_LSTEP(SH_MD5_RF, c, d, a, b, i + 2, 17, sh_md5_T[i + 2]);
-        SH_MD5_LSTEP(SH_MD5_RF, b, c, d, a, i + 3, 22, sh_md5_T[i + 3]);
-    }
-    for (i = 16; i < 32; i += 4) {
-        SH_MD5_LSTEP(SH_MD5_RG, a, b, c, d, (5 * i + 1) & 15, 5, sh_md5_T[i]);
-        SH_MD5_LSTEP(SH_MD5_RG, d, a, b, c, (5 * (i + 1) + 1) & 15, 9, sh_md5_T[i + 1]);
-        SH_MD5_LSTEP(SH_MD5_RG, c, d, a, b, (5 * (i + 2) + 1) & 15, 14, sh_md5_T[i + 2]);
-        SH_MD5_LSTEP(SH_MD5_RG, b, c, d, a, (5 * (i + 3) + 1) & 15, 20, sh_md5_T[i + 3]);
-    }
-    for (i = 32; i < 48; i += 4) {
-        SH_MD5_LSTEP(SH_MD5_RH, a, b, c, d, (3 * i + 5) & 15, 4, sh_md5_T[i]);
-        SH_MD5_LSTEP(SH_MD5_RH, d, a, b, c, (3 * (i + 1) + 5) & 15, 11, sh_md5_T[i + 1]);
-        SH_MD5_LSTEP(SH_MD5_RH, c, d, a, b, (3 * (i + 2) + 5) & 15, 16, sh_md5_T[i + 2]);
-        SH_MD5_LSTEP(SH_MD5_RH, b, c, d, a, (3 * (i + 3) + 5) & 15, 23, sh_md5_T[i + 3]);
-    }
-    for (i = 48; i < 64; i += 4) {
-        SH_MD5_LSTEP(SH_MD5_RI, a, b, c, d, (7 * i) & 15, 6, sh_md5_T[i]);
-        SH_MD5_LSTEP(SH_MD5_RI, d, a, b, c, (7 * (i + 1)) & 15, 10, sh_md5_T[i + 1]);
-        SH_MD5_LSTEP(SH_MD5_RI, c, d, a, b, (7 * (i + 2)) & 15, 15, sh_md5_T[i + 2]);
-        SH_MD5_LSTEP(SH_MD5_RI, b, c, d, a, (7 * (i + 3)) & 15, 21, sh_md5_T[i + 3]);
-    }
+    SH_MD5_SCHEDULE(SH_MD5_LSTEP, SH_MD5_RF, SH_MD5_RG, SH_MD5_RH, SH_MD5_RI);
     for (l = 0; l < SH_MD5_LANES; l++) out[l] = a[l] + 0x67452301u;
     if (out_b)
         for (l = 0; l < SH_MD5_LANES; l++) out_b[l] = b[l] + 0xefcdab89u;
 }
 #endif
-
-/* Load a message of at most 55 bytes as lane `l` of a padded block. */
-static void sh_md5_load_lane(uint32_t X[16][SH_MD5_LANES], int l, const uint8_t *p, size_t len)
-{
-    size_t full = len >> 2, w, r = len & 3u;
-    uint32_t last = 0x80u << (8 * r);
-    for (w = 0; w < full; w++) X[w][l] = sh_read32le(p + 4 * w);
-    /* the partial word: the remaining bytes, then the 0x80 terminator */
-    if (r >= 1) last |= (uint32_t)p[4 * full];
-    if (r >= 2) last |= (uint32_t)p[4 * full + 1] << 8;
-    if (r >= 3) last |= (uint32_t)p[4 * full + 2] << 16;
-    X[full][l] = last;
-    for (w = full + 1; w < 14; w++) X[w][l] = 0;
-    X[14][l] = (uint32_t)(len << 3);
-    X[15][l] = 0;
-}
 
 void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
 {
@@ -342,7 +282,7 @@ void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n,
             out[i] = sh_md5_u32le(data + offsets[i], len);
             continue;
         }
-        sh_md5_load_lane(X, fill, data + offsets[i], len);
+        sh_md5_short_words(&X[0][fill], SH_MD5_LANES, data + offsets[i], len);
         idx[fill++] = i;
         if (fill == SH_MD5_LANES) {
             sh_md5_lanes(X, h, NULL);

@@ -37,38 +37,5 @@ uint32_t sh_murmur3_32(const void *data, size_t len, uint32_t seed)
 
 void sh_murmur3_128(const void *data, size_t len, uint32_t seed, uint64_t out[2])
 {
-    const uint8_t *p = (const uint8_t *)data;
-    size_t nblocks = len / 16;
-    size_t i;
-    uint64_t h1 = (uint64_t)seed;
-    uint64_t h2 = (uint64_t)seed;
-    uint64_t k1 = 0;
-    uint64_t k2 = 0;
-    size_t rem;
-    const uint8_t *tail;
-
-    sh_murmur3_128_blocks(p, nblocks, &h1, &h2);
-
-    /* 1..15 trailing bytes: the first 8 (little-endian) feed k1, the rest
-     * feed k2.  Each lane is mixed only if it received at least one byte. */
-    tail = p + 16 * nblocks;
-    rem = len & 15u;
-    for (i = rem; i > 8; i--) {
-        k2 = (k2 << 8) | (uint64_t)tail[i - 1];
-    }
-    for (i = (rem < 8 ? rem : 8); i > 0; i--) {
-        k1 = (k1 << 8) | (uint64_t)tail[i - 1];
-    }
-    if (rem > 8) {
-        h2 ^= sh_murmur3_scramble_k2(k2);
-    }
-    if (rem > 0) {
-        h1 ^= sh_murmur3_scramble_k1(k1);
-    }
-
-    /* The full length is mixed in (as the PyPI `mmh3` package does; the
-     * original code took an `int` length and so never saw 4 GiB or more). */
-    sh_murmur3_128_final(&h1, &h2, len);
-    out[0] = h1;
-    out[1] = h2;
+    sh_murmur3_128_hash((const uint8_t *)data, len, (uint64_t)seed, 0, &out[0], &out[1]);
 }

@@ -29,12 +29,6 @@ const uint8_t sh_xxh3_default_secret[SH_XXH3_SECRET_SIZE] = {
 /* XXH32                                                                    */
 /* ======================================================================== */
 
-SH_FORCE_INLINE uint32_t xxh32_round(uint32_t acc, uint32_t lane)
-{
-    acc += lane * SH_XXH_PRIME32_2;
-    return sh_rotl32(acc, 13) * SH_XXH_PRIME32_1;
-}
-
 uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
 {
     const uint8_t *p = (const uint8_t *)data;
@@ -42,88 +36,34 @@ uint32_t sh_xxh32(const void *data, size_t len, uint32_t seed)
     uint32_t acc;
 
     if (len >= 16) {
-        uint32_t a1 = seed + SH_XXH_PRIME32_1 + SH_XXH_PRIME32_2;
-        uint32_t a2 = seed + SH_XXH_PRIME32_2;
-        uint32_t a3 = seed;
-        uint32_t a4 = seed - SH_XXH_PRIME32_1;
-        do {
-            a1 = xxh32_round(a1, sh_read32le(p));
-            a2 = xxh32_round(a2, sh_read32le(p + 4));
-            a3 = xxh32_round(a3, sh_read32le(p + 8));
-            a4 = xxh32_round(a4, sh_read32le(p + 12));
-            p += 16;
-            rem -= 16;
-        } while (rem >= 16);
-        acc = sh_rotl32(a1, 1) + sh_rotl32(a2, 7) + sh_rotl32(a3, 12) + sh_rotl32(a4, 18);
+        SH_XXH_STRIPES(uint32_t, SH_XXH_PRIME32_1, SH_XXH_PRIME32_2, sh_xxh32_round, sh_read32le, sh_rotl32,
+                       4);
     } else {
         acc = seed + SH_XXH_PRIME32_5;
     }
     acc += (uint32_t)len;
-    while (rem >= 4) {
-        acc += sh_read32le(p) * SH_XXH_PRIME32_3;
-        acc = sh_rotl32(acc, 17) * SH_XXH_PRIME32_4;
-        p += 4;
-        rem -= 4;
-    }
-    while (rem > 0) {
-        acc += (uint32_t)(*p) * SH_XXH_PRIME32_5;
-        acc = sh_rotl32(acc, 11) * SH_XXH_PRIME32_1;
-        p++;
-        rem--;
-    }
-    acc ^= acc >> 15;
-    acc *= SH_XXH_PRIME32_2;
-    acc ^= acc >> 13;
-    acc *= SH_XXH_PRIME32_3;
-    acc ^= acc >> 16;
-    return acc;
+    for (; rem >= 4; p += 4, rem -= 4) acc = sh_xxh32_step4(acc, sh_read32le(p));
+    for (; rem > 0; p++, rem--) acc = sh_rotl32(acc + (uint32_t)*p * SH_XXH_PRIME32_5, 11) * SH_XXH_PRIME32_1;
+    return sh_xxh32_avalanche(acc);
 }
 
 /* ======================================================================== */
 /* XXH64                                                                    */
 /* ======================================================================== */
 
-SH_FORCE_INLINE uint64_t xxh64_round(uint64_t acc, uint64_t lane)
-{
-    acc += lane * SH_XXH_PRIME64_2;
-    return sh_rotl64(acc, 31) * SH_XXH_PRIME64_1;
-}
-
 SH_FORCE_INLINE uint64_t xxh64_merge(uint64_t acc, uint64_t a)
 {
-    acc ^= xxh64_round(0, a);
+    acc ^= sh_xxh64_round(0, a);
     return acc * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
-}
-
-SH_FORCE_INLINE uint64_t xxh64_avalanche(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= SH_XXH_PRIME64_2;
-    h ^= h >> 29;
-    h *= SH_XXH_PRIME64_3;
-    h ^= h >> 32;
-    return h;
 }
 
 /* XXH64's 32-byte stripes of p[0 .. len), len >= 32, and their merge: the
  * accumulator the steps after the stripes start from. */
 SH_FORCE_INLINE uint64_t xxh64_stripes(const uint8_t *p, size_t len, uint64_t seed)
 {
-    uint64_t a1 = seed + SH_XXH_PRIME64_1 + SH_XXH_PRIME64_2;
-    uint64_t a2 = seed + SH_XXH_PRIME64_2;
-    uint64_t a3 = seed;
-    uint64_t a4 = seed - SH_XXH_PRIME64_1;
-    uint64_t acc;
     size_t rem = len;
-    do {
-        a1 = xxh64_round(a1, sh_read64le(p));
-        a2 = xxh64_round(a2, sh_read64le(p + 8));
-        a3 = xxh64_round(a3, sh_read64le(p + 16));
-        a4 = xxh64_round(a4, sh_read64le(p + 24));
-        p += 32;
-        rem -= 32;
-    } while (rem >= 32);
-    acc = sh_rotl64(a1, 1) + sh_rotl64(a2, 7) + sh_rotl64(a3, 12) + sh_rotl64(a4, 18);
+    uint64_t acc;
+    SH_XXH_STRIPES(uint64_t, SH_XXH_PRIME64_1, SH_XXH_PRIME64_2, sh_xxh64_round, sh_read64le, sh_rotl64, 8);
     acc = xxh64_merge(acc, a1);
     acc = xxh64_merge(acc, a2);
     acc = xxh64_merge(acc, a3);
@@ -150,25 +90,15 @@ SH_FORCE_INLINE uint64_t xxh64_body(const uint8_t *p, size_t len, uint64_t seed)
         acc = seed + SH_XXH_PRIME64_5;
     }
     acc += (uint64_t)len;
-    while (rem >= 8) {
-        acc ^= xxh64_round(0, sh_read64le(p));
-        acc = sh_rotl64(acc, 27) * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
-        p += 8;
-        rem -= 8;
-    }
+    for (; rem >= 8; p += 8, rem -= 8) acc = sh_xxh64_step8(acc, sh_read64le(p));
     if (rem >= 4) {
-        acc ^= (uint64_t)sh_read32le(p) * SH_XXH_PRIME64_1;
-        acc = sh_rotl64(acc, 23) * SH_XXH_PRIME64_2 + SH_XXH_PRIME64_3;
+        acc = sh_rotl64(acc ^ (uint64_t)sh_read32le(p) * SH_XXH_PRIME64_1, 23) * SH_XXH_PRIME64_2 +
+              SH_XXH_PRIME64_3;
         p += 4;
         rem -= 4;
     }
-    while (rem > 0) {
-        acc ^= (uint64_t)(*p) * SH_XXH_PRIME64_5;
-        acc = sh_rotl64(acc, 11) * SH_XXH_PRIME64_1;
-        p++;
-        rem--;
-    }
-    return xxh64_avalanche(acc);
+    for (; rem > 0; p++, rem--) acc = sh_rotl64(acc ^ (uint64_t)*p * SH_XXH_PRIME64_5, 11) * SH_XXH_PRIME64_1;
+    return sh_xxh64_avalanche(acc);
 }
 
 uint64_t sh_xxh64(const void *data, size_t len, uint64_t seed)
@@ -295,9 +225,9 @@ static uint64_t xxh3_len_0to16(const uint8_t *p, size_t len, uint64_t seed)
         uint32_t combined = (uint32_t)p[len - 1] | ((uint32_t)len << 8) | ((uint32_t)p[0] << 16) |
                             ((uint32_t)p[len >> 1] << 24);
         uint64_t k = (uint64_t)(sh_read32le(s) ^ sh_read32le(s + 4)) + seed;
-        return xxh64_avalanche(k ^ (uint64_t)combined);
+        return sh_xxh64_avalanche(k ^ (uint64_t)combined);
     }
-    return xxh64_avalanche(seed ^ sh_read64le(s + 56) ^ sh_read64le(s + 64));
+    return sh_xxh64_avalanche(seed ^ sh_read64le(s + 56) ^ sh_read64le(s + 64));
 }
 
 static uint64_t xxh3_len_17to128(const uint8_t *p, size_t len, uint64_t seed)
@@ -345,31 +275,26 @@ static uint64_t xxh3_len_129to240(const uint8_t *p, size_t len, uint64_t seed)
 
 /* One stripe: 8 independent lanes, each adding the 32x32->64 product of the
  * keyed input word's halves plus the neighbouring raw input word (lane i ^ 1).
- * The loads are spelled out one per word and the arithmetic is two simple
- * lane loops: the shape that both gcc and clang -O3 compile best (measured;
- * a rolled load loop keeps clang from vectorising and slows gcc). */
+ * The loads are spelled out one per word (XXH3_LOAD8) and the arithmetic is
+ * two simple lane loops: the shape that both gcc and clang -O3 compile best
+ * (measured; a rolled load loop keeps clang from vectorising and slows gcc). */
+/* clang-format off */
+#define XXH3_LOAD8(w, src)                                                                \
+    do {                                                                                  \
+        w[0] = sh_read64le(src);      w[1] = sh_read64le(src + 8);                        \
+        w[2] = sh_read64le(src + 16); w[3] = sh_read64le(src + 24);                       \
+        w[4] = sh_read64le(src + 32); w[5] = sh_read64le(src + 40);                       \
+        w[6] = sh_read64le(src + 48); w[7] = sh_read64le(src + 56);                       \
+    } while (0)
+/* clang-format on */
 SH_FORCE_INLINE void xxh3_accumulate_stripe(uint64_t *SH_RESTRICT acc, const uint8_t *SH_RESTRICT in,
                                             const uint8_t *SH_RESTRICT sec)
 {
     uint64_t d[8];
     uint64_t k[8];
     int i;
-    d[0] = sh_read64le(in);
-    d[1] = sh_read64le(in + 8);
-    d[2] = sh_read64le(in + 16);
-    d[3] = sh_read64le(in + 24);
-    d[4] = sh_read64le(in + 32);
-    d[5] = sh_read64le(in + 40);
-    d[6] = sh_read64le(in + 48);
-    d[7] = sh_read64le(in + 56);
-    k[0] = sh_read64le(sec);
-    k[1] = sh_read64le(sec + 8);
-    k[2] = sh_read64le(sec + 16);
-    k[3] = sh_read64le(sec + 24);
-    k[4] = sh_read64le(sec + 32);
-    k[5] = sh_read64le(sec + 40);
-    k[6] = sh_read64le(sec + 48);
-    k[7] = sh_read64le(sec + 56);
+    XXH3_LOAD8(d, in);
+    XXH3_LOAD8(k, sec);
     for (i = 0; i < 8; i++) {
         uint64_t x = d[i] ^ k[i];
         acc[i] += (x & 0xFFFFFFFFu) * (x >> 32);

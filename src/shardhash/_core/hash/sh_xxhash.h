@@ -89,37 +89,72 @@ void sh_xxh64_offsets_avx512(const uint8_t *data, const int64_t *offsets, size_t
 void sh_xxh64_ptrs32_avx512(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
                             uint64_t *out);
 
-/* ---- XXH32 of one 8-byte little-endian word ---------------------------- */
-SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
+/* ---- the steps of XXH32 and XXH64 (shared with sh_xxhash.c) ----------- */
+/* One lane of a stripe (16 bytes for XXH32, 32 for XXH64). */
+SH_FORCE_INLINE uint32_t sh_xxh32_round(uint32_t acc, uint32_t lane)
 {
-    /* Fewer than 16 bytes: single accumulator, length added, then the two
-     * 4-byte lanes and the final avalanche. */
-    uint32_t acc = seed + SH_XXH_PRIME32_5 + 8u;
-    acc += (uint32_t)v * SH_XXH_PRIME32_3;
-    acc = sh_rotl32(acc, 17) * SH_XXH_PRIME32_4;
-    acc += (uint32_t)(v >> 32) * SH_XXH_PRIME32_3;
-    acc = sh_rotl32(acc, 17) * SH_XXH_PRIME32_4;
-    acc ^= acc >> 15;
-    acc *= SH_XXH_PRIME32_2;
-    acc ^= acc >> 13;
-    acc *= SH_XXH_PRIME32_3;
-    acc ^= acc >> 16;
-    return acc;
+    return sh_rotl32(acc + lane * SH_XXH_PRIME32_2, 13) * SH_XXH_PRIME32_1;
 }
 
-/* ---- XXH64 of one 8-byte little-endian word ---------------------------- */
+SH_FORCE_INLINE uint64_t sh_xxh64_round(uint64_t acc, uint64_t lane)
+{
+    return sh_rotl64(acc + lane * SH_XXH_PRIME64_2, 31) * SH_XXH_PRIME64_1;
+}
+
+/* The four lanes' accumulators a1..a4 (declared here, type T, seeded from
+ * seed), the stripes of W bytes a lane from p while rem >= 4 * W (at least
+ * one), and their convergence into acc (the caller's seed, p, rem and acc):
+ * the same for XXH32 (W = 4) and
+ * XXH64 (W = 8). */
+#define SH_XXH_STRIPES(T, PRIME_1, PRIME_2, round, read, rotl, W)                         \
+    T a1 = seed + PRIME_1 + PRIME_2, a2 = seed + PRIME_2, a3 = seed, a4 = seed - PRIME_1; \
+    do {                                                                                  \
+        a1 = round(a1, read(p));                                                          \
+        a2 = round(a2, read(p + (W)));                                                    \
+        a3 = round(a3, read(p + 2 * (W)));                                                \
+        a4 = round(a4, read(p + 3 * (W)));                                                \
+        p += 4 * (W);                                                                     \
+        rem -= 4 * (W);                                                                   \
+    } while (rem >= 4 * (W));                                                             \
+    acc = rotl(a1, 1) + rotl(a2, 7) + rotl(a3, 12) + rotl(a4, 18)
+
+/* After the stripes: a 4-byte step of XXH32, an 8-byte step of XXH64. */
+SH_FORCE_INLINE uint32_t sh_xxh32_step4(uint32_t acc, uint32_t word)
+{
+    return sh_rotl32(acc + word * SH_XXH_PRIME32_3, 17) * SH_XXH_PRIME32_4;
+}
+
+SH_FORCE_INLINE uint64_t sh_xxh64_step8(uint64_t acc, uint64_t word)
+{
+    return sh_rotl64(acc ^ sh_xxh64_round(0, word), 27) * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
+}
+
+SH_FORCE_INLINE uint32_t sh_xxh32_avalanche(uint32_t h)
+{
+    SH_XORSHIFT_MUL2(h, 15, SH_XXH_PRIME32_2, 13, SH_XXH_PRIME32_3, 16);
+    return h;
+}
+
+SH_FORCE_INLINE uint64_t sh_xxh64_avalanche(uint64_t h)
+{
+    SH_XORSHIFT_MUL2(h, 33, SH_XXH_PRIME64_2, 29, SH_XXH_PRIME64_3, 32);
+    return h;
+}
+
+/* ---- XXH32 and XXH64 of one 8-byte little-endian word ------------------- */
+/* Fewer than 16 (32) bytes: a single accumulator, the length added, then
+ * the word's steps and the final avalanche. */
+SH_FORCE_INLINE uint32_t sh_xxh32_word(uint64_t v, uint32_t seed)
+{
+    uint32_t acc = seed + SH_XXH_PRIME32_5 + 8u;
+    acc = sh_xxh32_step4(acc, (uint32_t)v);
+    acc = sh_xxh32_step4(acc, (uint32_t)(v >> 32));
+    return sh_xxh32_avalanche(acc);
+}
+
 SH_FORCE_INLINE uint64_t sh_xxh64_word(uint64_t v, uint64_t seed)
 {
-    uint64_t acc = seed + SH_XXH_PRIME64_5 + 8u;
-    uint64_t lane = sh_rotl64(v * SH_XXH_PRIME64_2, 31) * SH_XXH_PRIME64_1;
-    acc ^= lane;
-    acc = sh_rotl64(acc, 27) * SH_XXH_PRIME64_1 + SH_XXH_PRIME64_4;
-    acc ^= acc >> 33;
-    acc *= SH_XXH_PRIME64_2;
-    acc ^= acc >> 29;
-    acc *= SH_XXH_PRIME64_3;
-    acc ^= acc >> 32;
-    return acc;
+    return sh_xxh64_avalanche(sh_xxh64_step8(seed + SH_XXH_PRIME64_5 + 8u, v));
 }
 
 /* ---- XXH3-64 of one 8-byte little-endian word -------------------------- */

@@ -34,10 +34,8 @@ const char *sh_xxh64_batch_kernel(void)
 void sh_xxh64_offsets_batch(const uint8_t *data, const int64_t *offsets, size_t n, uint64_t seed,
                             uint64_t *out)
 {
-    if (sh_xxh_cpu & SH_CPU_AVX512)
-        sh_xxh64_offsets_avx512(data, offsets, n, seed, out);
-    else
-        sh_xxh64_offsets(data, offsets, n, seed, out);
+    SH_CPU_PICK(sh_xxh_cpu, SH_CPU_AVX512, sh_xxh64_offsets_avx512, sh_xxh64_offsets)(data, offsets, n, seed,
+                                                                                      out);
 }
 
 void sh_xxh64_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed, uint64_t *out)
@@ -49,8 +47,5 @@ void sh_xxh64_ptrs(const uint8_t *const *ptrs, const int64_t *lens, size_t n, ui
 void sh_xxh64_ptrs32_batch(const uint8_t *const *ptrs, const int64_t *lens, size_t n, uint64_t seed,
                            uint64_t *out)
 {
-    if (sh_xxh_cpu & SH_CPU_AVX512)
-        sh_xxh64_ptrs32_avx512(ptrs, lens, n, seed, out);
-    else
-        sh_xxh64_ptrs(ptrs, lens, n, seed, out);
+    SH_CPU_PICK(sh_xxh_cpu, SH_CPU_AVX512, sh_xxh64_ptrs32_avx512, sh_xxh64_ptrs)(ptrs, lens, n, seed, out);
 }

@@ -8,14 +8,7 @@
 
 int32_t sh_override_find(const uint64_t *ohashes, const int32_t *oshards, size_t m, uint64_t h)
 {
-    size_t lo = 0, hi = m;
-    while (lo < hi) {
-        size_t mid = lo + ((hi - lo) >> 1);
-        if (ohashes[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = sh_lower_bound_u64(ohashes, 0, m, h);
     if (lo < m && ohashes[lo] == h) return oshards[lo];
     return -1;
 }

@@ -54,7 +54,7 @@ SH_FORCE_INLINE int32_t sh_ring_lookup_inline(const uint64_t *SH_RESTRICT tokens
     for (k = 0; k < 4; k++, lo++)
         if (tokens[lo] >= h) return owners[lo];
     /* A crowded prefix: binary search the rest of the ring. */
-    return owners[sh_ring_lower_bound(tokens, lo, ntokens, h)];
+    return owners[sh_lower_bound_u64(tokens, lo, ntokens, h)];
 }
 
 int32_t sh_ring_lookup(const sh_ring *r, uint64_t h)

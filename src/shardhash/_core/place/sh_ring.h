@@ -36,25 +36,11 @@ typedef struct {
     unsigned shift;      /* width - bits */
 } sh_ring;
 
-/* First position in [lo, hi) of the sorted tokens whose token is >= h (hi
- * when none is): the binary search every ring walk shares. */
-SH_FORCE_INLINE size_t sh_ring_lower_bound(const uint64_t *tokens, size_t lo, size_t hi, uint64_t h)
-{
-    while (lo < hi) {
-        size_t mid = lo + ((hi - lo) >> 1);
-        if (tokens[mid] < h)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Position of h's successor token: the first token >= h, wrapping to 0
  * past the last. */
 SH_INLINE size_t sh_ring_successor(const uint64_t *tokens, size_t ntokens, uint64_t h)
 {
-    size_t i = sh_ring_lower_bound(tokens, 0, ntokens, h);
+    size_t i = sh_lower_bound_u64(tokens, 0, ntokens, h);
     return i == ntokens ? 0 : i;
 }
 
@@ -103,7 +89,7 @@ SH_FORCE_INLINE int32_t sh_ring16_lookup(const sh_ring16 *r, uint64_t h)
     lo = e;
     for (k = 0; k < 4; k++, lo++)
         if (tokens[lo] >= h) return r->owners[lo];
-    return r->owners[sh_ring_lower_bound(tokens, lo, r->ntokens, h)];
+    return r->owners[sh_lower_bound_u64(tokens, lo, r->ntokens, h)];
 }
 
 #ifdef __cplusplus
