@@ -111,22 +111,20 @@ void sh_md5_block(uint32_t s[4], const uint8_t *p)
     sh_md5_words(s, X);
 }
 
-/* The padded block of a message of at most 55 bytes, as words: word w goes
- * to X[w * stride] (stride 1: a block of its own; SH_MD5_LANES: one lane of
- * the multi-lane block). */
-SH_FORCE_INLINE void sh_md5_short_words(uint32_t *X, size_t stride, const uint8_t *p, size_t len)
+/* The padded block of a message of at most 55 bytes, as its 16 words. */
+SH_FORCE_INLINE void sh_md5_short_words(uint32_t X[16], const uint8_t *p, size_t len)
 {
     size_t full = len >> 2, w, r = len & 3u;
     uint32_t last = 0x80u << (8 * r);
-    for (w = 0; w < full; w++) X[w * stride] = sh_read32le(p + 4 * w);
+    for (w = 0; w < full; w++) X[w] = sh_read32le(p + 4 * w);
     /* the partial word: the remaining bytes, then the 0x80 terminator */
     if (r >= 1) last |= (uint32_t)p[4 * full];
     if (r >= 2) last |= (uint32_t)p[4 * full + 1] << 8;
     if (r >= 3) last |= (uint32_t)p[4 * full + 2] << 16;
-    X[full * stride] = last;
-    for (w = full + 1; w < 14; w++) X[w * stride] = 0;
-    X[14 * stride] = (uint32_t)(len << 3);
-    X[15 * stride] = 0;
+    X[full] = last;
+    for (w = full + 1; w < 14; w++) X[w] = 0;
+    X[14] = (uint32_t)(len << 3);
+    X[15] = 0;
 }
 
 /* Digest state after the whole message (padding included). */
@@ -143,7 +141,7 @@ static void sh_md5_state(const void *data, size_t len, uint32_t s[4])
     s[3] = 0x10325476u;
     if (len <= 55) { /* one block, built as words (no byte buffer) */
         uint32_t X[16];
-        sh_md5_short_words(X, 1, p, len);
+        sh_md5_short_words(X, p, len);
         sh_md5_words(s, X);
         return;
     }
@@ -272,17 +270,19 @@ void sh_md5_lanes(uint32_t X[16][SH_MD5_LANES], uint32_t out[SH_MD5_LANES], uint
 
 void sh_md5_u32le_offsets(const uint8_t *data, const int64_t *offsets, size_t n, uint32_t *out)
 {
-    uint32_t X[16][SH_MD5_LANES], h[SH_MD5_LANES];
+    uint32_t X[16][SH_MD5_LANES], h[SH_MD5_LANES], W[16];
     size_t idx[SH_MD5_LANES];
     size_t i;
-    int fill = 0, l;
+    int fill = 0, l, w;
     for (i = 0; i < n; i++) {
         size_t len = (size_t)(offsets[i + 1] - offsets[i]);
         if (len > 55) {
             out[i] = sh_md5_u32le(data + offsets[i], len);
             continue;
         }
-        sh_md5_short_words(&X[0][fill], SH_MD5_LANES, data + offsets[i], len);
+        /* built as one block, then stored into its lane: word w at X[w][fill] */
+        sh_md5_short_words(W, data + offsets[i], len);
+        for (w = 0; w < 16; w++) X[w][fill] = W[w];
         idx[fill++] = i;
         if (fill == SH_MD5_LANES) {
             sh_md5_lanes(X, h, NULL);
