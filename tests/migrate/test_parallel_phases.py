@@ -81,6 +81,7 @@ class _Overlap:
         return inner
 
 
+@pytest.mark.slow  # (two clusters, each migrated with live writes: about 6 s on PostgreSQL)
 def test_catch_up_and_verify_per_pair_at_once_equal_one_worker(root: Path, backend: str) -> None:
     results: dict[int, Any] = {}
     for par in (1, 2):

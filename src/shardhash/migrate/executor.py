@@ -125,6 +125,8 @@ class Migration:
         self._pausable = False  # (a pause stops catch-up rounds only before the fence)
         #: workers (sources copied, caught up and verified at once); None: the sources, at most the cores
         self.parallel: int | None = None
+        #: the load throttle of the copy and the catch-up (``run(throttle=...)``), for this process
+        self.throttle: control.Throttle | None = None
         self._pool: workers.Pool | None = None  # (the catch-up's and verify's workers, during run)
 
     # ------------------------------------------------------------- create
@@ -262,7 +264,7 @@ class Migration:
             max_catchup_seconds: float = 600.0, fence_timeout: float | None = None,
             fence_attempts: int = FENCE_ATTEMPTS, max_rows_per_s: float | None = None,
             skip_preflight: bool = False, max_dest_bytes: int | None = None,
-            parallel: int | None = None) -> str:
+            parallel: int | None = None, throttle: control.Throttle | None = None) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
@@ -296,10 +298,19 @@ class Migration:
         next chunk boundary and is raised with a note naming its source and
         destinations.  The catch-up, the verify and the check under the
         fence run per source (or shard side) on ``parallel`` workers too,
-        kept for this run (:meth:`_each`)."""
+        kept for this run (:meth:`_each`).
+
+        ``throttle``: a :class:`~shardhash.migrate.control.Throttle` (a load
+        probe per (source, destination) pair and a threshold): the copy's
+        and the catch-up's workers back off while a pair's signal is above
+        it (None, the default: none in this run)."""
         if max_rows_per_s is not None:
             control.check_rate(max_rows_per_s)
         preflight.check_limit(max_dest_bytes)
+        if throttle is not None:
+            if not isinstance(throttle, control.Throttle):
+                raise TypeError(f"throttle must be a shardhash.migrate.Throttle, not {type(throttle).__name__}")
+            self.throttle = throttle
         if parallel is not None:
             if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
                 raise ValueError(f"parallel must be an int >= 1 (copy workers), not {parallel!r}")
@@ -569,7 +580,9 @@ class Migration:
         # (a pause stands only before the fence: after it, the flag is moot)
         out["paused"] = paused and out["state"] in control.PAUSABLE
         out["max_rows_per_s"] = rate
-        out["copy_pairs"] = copy_pairs(self.meta.progress(self.id))
+        prog = self.meta.progress(self.id)
+        out["copy_pairs"] = copy_pairs(prog)
+        out["throttle"] = [prog[k] for k in sorted(prog) if k.startswith("throttle:") and isinstance(prog[k], dict)]
         return out
 
     def captures(self) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..control import MigrationPaused
 from ..errors import MigrationError, crash_point
 from ..systables import decode_pk
 
@@ -44,6 +45,11 @@ def catch_up(m: Migration, limit: int = 2000, upto: dict[str, int] | None = None
 def catch_up_source(m: Migration, s: str, limit: int, upto: dict[str, int] | None) -> tuple[int, int]:
     """One batch of source ``s``'s captured changes; returns (applied, pending)."""
     sb = m.cluster.backend(s)
+    if m.throttle is not None and upto is None:  # (never under the fence: writers wait there)
+        pairs = [(s, d) for d in sorted({u.destination for u in m.units if u.source == s})]
+        if not m.throttle.wait(m, s, pairs, stop=lambda: m._pausable and m.meta.controls(m.id)[0]):
+            raise MigrationPaused(f"migration {m.id} is paused (while the throttle held source {s!r}); "
+                                  f"`shardhash migrate resume {m.id}` continues it")
     with m._on(s, "source", "reading its captured changes"):
         sc = sb.conn()
         cid = m._cid(s)

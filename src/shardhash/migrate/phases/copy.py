@@ -228,6 +228,13 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
         # another worker read must not stand for this worker's boundary)
         wctl = Controls(m)
         wctl.paused, wctl.rate = ctl.paused, ctl.rate
+        tpairs = [(s, d) for d in pair["destinations"]]
+
+        def throttle_stop() -> bool:  # (between back-offs: another worker failed, or a pause)
+            if stop.is_set():
+                return True
+            wctl.refresh(m.meta.db.conn(), force=True)
+            return wctl.paused
         if pair["rows_total"] is None:
             pair["rows_total"] = sum(sb.count(sb.conn(), t.name) for t in m.group.tables)
         # Its own connection: one read transaction (one snapshot) per table.
@@ -316,6 +323,10 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                         # now, by this worker, on its own connection -- not a value read
                         # before this chunk was routed, nor one another worker read.
                         writer.finish()
+                        if m.throttle is not None:  # (backs off while a destination's load is high)
+                            m.throttle.wait(m, s, tpairs, stop=throttle_stop)
+                            if stop.is_set():
+                                raise Stopped()
                         wctl.refresh(m.meta.db.conn(), force=True)
                         wctl.check(f"copying {t.name!r} from {s!r}")
                         writer.put((parts, m.meta.db.conn(), "done" if last else [rows[-1][j] for j in pkx],
