@@ -5,9 +5,12 @@ pair (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +148,50 @@ def test_an_error_in_one_catch_up_worker_stops_the_others_and_names_its_pair(roo
     assert sum(1 for v in s4.values() if v[1] == "pending") == 4
     assert set(s4) == set(moved)
     cl.close()
+
+
+def _fork(fn: Callable[[], object], env: dict[str, str]) -> int:
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.environ.update(env)
+            fn()
+        except BaseException:  # noqa: BLE001
+            os.write(2, traceback.format_exc().encode())
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+@pytest.mark.slow  # (a forked executor killed twice, then resumed)
+@pytest.mark.parametrize("skip", [0, 3])
+def test_an_executor_killed_in_a_parallel_catch_up_batch_resumes(root: Path, backend: str, skip: int) -> None:
+    """SIGKILL in a catch-up batch on a worker (the first one, or a later one
+    while other workers' batches are under way): the resume applies every
+    change, once, and the migration verifies and cuts over."""
+    cl, m, moved = _start(root / "e", backend)
+    _writes(cl, moved)
+    want = {k: v for s in FOUR for k, v in shard_rows(root / "e", s).items() if k in set(moved) or k > USERS}
+    path = str(root / "e" / "cluster.json")
+    cl.close()
+
+    def body() -> None:
+        Migration(Cluster.load(path), m.id).run(parallel=2)
+
+    _, status = os.waitpid(_fork(body, {"SHARDHASH_MIGRATE_CRASH": "catch-up-batch",
+                                        "SHARDHASH_MIGRATE_CRASH_SKIP": str(skip)}), 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
+    cl2 = Cluster.load(path)
+    m2 = Migration(cl2, m.id)
+    assert m2.state == "catching-up"
+    assert m2.run(parallel=2) == "retained"
+    assert m2.status()["verify"]["mismatches"] == 0
+    new = cl2.router()
+    # every row on its owner (the sources keep retained copies: not counted) as written
+    got = {k: v for s in FOUR + ["s4"] for k, v in shard_rows(root / "e", s).items() if new.route(k) == s}
+    assert {k: got.get(k) for k in want} == want
+    assert not (set(moved) - set(want)) & set(got)  # (the deleted ones are gone)
+    assert any(new.route(k) == "s4" for k in want if k > USERS)
+    cl2.close()
