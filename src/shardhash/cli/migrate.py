@@ -110,6 +110,18 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--parallel", type=positive_int, default=None, metavar="N",
                    help="start/resume: copy N sources at once, each by a worker with its own connections "
                         "(default: the number of sources, at most the cores)")
+    p.add_argument("--throttle-sql", metavar="SQL", default=None,
+                   help="start/resume/cutover: a load probe run on each destination (its first column: a number, "
+                        "e.g. a replica's lag); the copy and the catch-up back off while it is above "
+                        "--throttle-above")
+    p.add_argument("--throttle-above", type=float, default=None, metavar="X",
+                   help="start/resume/cutover, with --throttle-sql: the threshold of the load probe")
+    p.add_argument("--throttle-max-backoff", type=positive_float, default=None, metavar="S",
+                   help="start/resume/cutover, with --throttle-sql: the longest back-off between two probes "
+                        "(seconds, default 5; the first is 0.05 s, doubling while the signal stays high)")
+    p.add_argument("--fence-timeout", type=positive_float, default=None, metavar="SECONDS",
+                   help="start/resume/cutover: the deadline of a freeze -- a writer that waits longer aborts "
+                        "the fence attempt and writes on the source (default 2)")
     p.add_argument("--skip-preflight", action="store_true",
                    help="start/resume: copy even when the preflight estimates that a destination lacks room")
     p.add_argument("--max-dest-bytes", type=positive_int, default=None, metavar="BYTES",

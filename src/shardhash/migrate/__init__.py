@@ -22,6 +22,7 @@ from .cluster import (
     StaleRouteError,
     TableSpec,
 )
+from .control import Throttle
 from .executor import Migration, MigrationError, MigrationPaused, VerifyMismatch
 from .units import Membership, Unit, units_for
 
@@ -38,6 +39,7 @@ __all__ = [
     "ShardTransaction",
     "StaleRouteError",
     "TableSpec",
+    "Throttle",
     "Unit",
     "VerifyMismatch",
     "units_for",

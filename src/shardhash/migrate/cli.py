@@ -220,6 +220,11 @@ def _print_status(st: dict[str, Any], as_json: bool) -> None:
             eta = " (done)" if p["done"] else (f", ETA {p['eta_s']:.0f} s" if p.get("eta_s") is not None else "")
             _out(f"  copy {p['source']} -> {', '.join(p['destinations'])}: {p['rows_scanned']:,}{tot} rows scanned, "
                  f"{p['rows_copied']:,} copied{rate}{eta}")
+        for t in st.get("throttle") or []:
+            sig = f", signal {t['signal']:g}" if t.get("signal") is not None else ""
+            _out(f"  throttle {t['source']} -> {', '.join(t['destinations'])}: "
+                 + ("backing off" if t.get("waiting") else "running")
+                 + f" (above {t['above']:g}{sig}; {t['backoffs']} back-off(s), {t['seconds']:.1f} s in all)")
         if st.get("verify"):
             v = st["verify"]
             _out(f"  verify: {v.get('mismatches', 0)} mismatch(es)"
@@ -356,6 +361,23 @@ def _watch_bar() -> Any:
     return draw
 
 
+def _throttle(args: argparse.Namespace) -> Any:
+    """The run's :class:`~shardhash.migrate.control.Throttle` from
+    ``--throttle-sql`` / ``--throttle-above`` / ``--throttle-max-backoff`` (None without them)."""
+    from .control import THROTTLE_MAX_BACKOFF, Throttle
+
+    sql = getattr(args, "throttle_sql", None)
+    above = getattr(args, "throttle_above", None)
+    backoff = getattr(args, "throttle_max_backoff", None)
+    if sql is None:
+        if above is not None or backoff is not None:
+            raise ValueError("--throttle-above and --throttle-max-backoff go with --throttle-sql SQL")
+        return None
+    if above is None:
+        raise ValueError("--throttle-sql needs --throttle-above X (back off while the probe gives more than X)")
+    return Throttle(sql, above, max_backoff=THROTTLE_MAX_BACKOFF if backoff is None else backoff)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one ``shardhash migrate`` action; returns the exit status.
 
@@ -402,13 +424,19 @@ def run(args: argparse.Namespace) -> int:
         prog = _Progress(m, args.json or getattr(args, "quiet", False))
         m.log_fn = prog
         m.progress_fn = prog.progress
+        throttle = _throttle(args)
+        fence_timeout = getattr(args, "fence_timeout", None)
+        if args.action not in ("start", "resume", "cutover") and (throttle is not None or fence_timeout is not None):
+            raise ValueError(f"--throttle-sql and --fence-timeout go with start, resume and cutover, "
+                             f"not `{args.action}`")
         if args.action in ("start", "resume"):
             if args.action == "resume":
                 m.unpause()
             try:
                 m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=not args.no_cutover,
                       max_rows_per_s=args.max_rows_per_s, skip_preflight=args.skip_preflight,
-                      max_dest_bytes=args.max_dest_bytes, parallel=args.parallel)
+                      max_dest_bytes=args.max_dest_bytes, parallel=args.parallel, throttle=throttle,
+                      fence_timeout=fence_timeout)
             except MigrationPaused as e:
                 prog(str(e))  # (a pause is the operator's: not a failure)
         elif args.action == "pause":
@@ -427,7 +455,8 @@ def run(args: argparse.Namespace) -> int:
                 m.meta.set_state(m.id, "catching-up")
             m.verify()
         elif args.action == "cutover":
-            m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=True)
+            m.run(fence_threshold=args.fence_threshold, chunk=args.chunk, cutover=True, throttle=throttle,
+                  fence_timeout=fence_timeout)
         elif args.action == "rollback":
             m.rollback()
         elif args.action == "cleanup":

@@ -19,10 +19,11 @@ offer is :class:`shardhash.migrate.backend.ShardBackend`.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ..routing import Router, load_router
 from . import control, preflight
@@ -31,7 +32,7 @@ from .coltypes import Kind
 from .control import MigrationPaused
 from .errors import FenceAborted, MigrationError, VerifyMismatch, crash_point, describe_fault, is_db_error
 from .metadata import DONE
-from .phases import catchup, cleanup, columns, copy, cutover, prepare, rollback, status, verify
+from .phases import catchup, cleanup, columns, copy, cutover, prepare, rollback, status, verify, workers
 from .phases import cutover as cutover_phase
 from .phases.copy import COPY_CHUNK, COPY_CHUNK_MAX, COPY_CHUNK_MIN, COPY_CHUNK_SECONDS
 from .start import _base as _base  # (these three: their old home)
@@ -43,6 +44,9 @@ from .units import Membership, Unit
 from .watermark import walk_watermark
 
 _is_db_error = is_db_error  # (its old name)
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: The default deadline of a freeze, in seconds (``run(fence_timeout=...)``).
 FENCE_TIMEOUT = 2.0
@@ -119,8 +123,11 @@ class Migration:
         #: the operator's pause and rate limit, as the running phase last read them
         self._controls = control.Controls(self)
         self._pausable = False  # (a pause stops catch-up rounds only before the fence)
-        #: copy workers (sources copied at once); None: the sources, at most the cores
+        #: workers (sources copied, caught up and verified at once); None: the sources, at most the cores
         self.parallel: int | None = None
+        #: the load throttle of the copy and the catch-up (``run(throttle=...)``), for this process
+        self.throttle: control.Throttle | None = None
+        self._pool: workers.Pool | None = None  # (the catch-up's and verify's workers, during run)
 
     # ------------------------------------------------------------- create
 
@@ -216,13 +223,48 @@ class Migration:
     def _involved(self) -> list[str]:
         return sorted(set(self.mem.sources) | set(self.mem.destinations))
 
+    def _workers(self) -> int:
+        """Workers for the per-source phases: ``parallel``, else the sources, at most the cores."""
+        if self.parallel is not None:
+            return self.parallel
+        return workers.default_workers(len(self.mem.sources), os.cpu_count())
+
+    def _open_pool(self) -> workers.Pool | None:
+        n = min(self._workers(), max(len(self.mem.sources), len(self._involved())))
+        if n <= 1:
+            return None
+        for x in self._involved():
+            self.cluster.backend(x)  # (opened here: the workers only look them up)
+
+        def close() -> None:  # (a worker thread's own connections)
+            for x in self._involved():
+                self.cluster.backend(x).close()
+            self.meta.db.close()
+
+        return workers.Pool(n, close)
+
+    def _pair(self, s: str) -> str:
+        """A source and its destinations, as a worker's errors name them."""
+        return f"source {s!r} -> " + ", ".join(repr(d) for d in sorted({u.destination for u in self.units
+                                                                          if u.source == s}))
+
+    def _each(self, items: Sequence[T], fn: Callable[[T], R], what: str,
+              describe: Callable[[T], str] | None = None) -> list[R]:
+        """``[fn(x) for x in items]``: on the run's workers (one item per
+        worker at once, see :class:`~shardhash.migrate.phases.workers.Pool`)
+        when it has some, else here, one after the other."""
+        pool = self._pool
+        if pool is None or len(items) <= 1:
+            return [fn(x) for x in items]
+        return pool.map(items, fn, describe or (lambda x: self._pair(str(x))), what)
+
     # -------------------------------------------------------------- run
 
     def run(self, *, fence_threshold: float = 0.5, chunk: int | None = None, cutover: bool = True,
             max_catchup_seconds: float = 600.0, fence_timeout: float | None = None,
             fence_attempts: int = FENCE_ATTEMPTS, max_rows_per_s: float | None = None,
             skip_preflight: bool = False, max_dest_bytes: int | None = None,
-            parallel: int | None = None) -> str:
+            parallel: int | None = None, throttle: control.Throttle | None = None) -> str:
         """Drive the migration from its recorded state to ``retained`` (or to
         a verified, caught-up state when ``cutover=False``).  Call again after
         any failure or crash: every step resumes where it stopped.  ``chunk``:
@@ -254,10 +296,21 @@ class Migration:
         at most one chunk per worker); default: the number of sources, at
         most the cores.  The first worker's error stops the others at their
         next chunk boundary and is raised with a note naming its source and
-        destinations."""
+        destinations.  The catch-up, the verify and the check under the
+        fence run per source (or shard side) on ``parallel`` workers too,
+        kept for this run (:meth:`_each`).
+
+        ``throttle``: a :class:`~shardhash.migrate.control.Throttle` (a load
+        probe per (source, destination) pair and a threshold): the copy's
+        and the catch-up's workers back off while a pair's signal is above
+        it (None, the default: none in this run)."""
         if max_rows_per_s is not None:
             control.check_rate(max_rows_per_s)
         preflight.check_limit(max_dest_bytes)
+        if throttle is not None:
+            if not isinstance(throttle, control.Throttle):
+                raise TypeError(f"throttle must be a shardhash.migrate.Throttle, not {type(throttle).__name__}")
+            self.throttle = throttle
         if parallel is not None:
             if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
                 raise ValueError(f"parallel must be an int >= 1 (copy workers), not {parallel!r}")
@@ -266,94 +319,100 @@ class Migration:
             self.fence_timeout = _check_fence_timeout(fence_timeout)
         if isinstance(fence_attempts, bool) or not isinstance(fence_attempts, int) or fence_attempts < 1:
             raise ValueError(f"fence_attempts must be an int >= 1, not {fence_attempts!r}")
-        st = "reading its state"
+        self._pool = self._open_pool()
         try:
-            st = self.state
-            if max_rows_per_s is not None:
-                control.set_rate(self, max_rows_per_s)
-            if st in control.PAUSABLE:
-                self._controls.refresh(force=True)
-                self._controls.check(f"before {st}")
-            if st == "rolled-back" and self._reverse_unfinished():
-                return self.rollback()
-            if st in ("retained", "cleaning", "cleaned", "rolled-back"):
-                return st
-            if st == "rolling-back":
-                self.rollback()
-                return self.state
-            if st == "preparing":
-                self._prepare()
-                self._controls.refresh(force=True)
-                self._controls.check("after preparing")
-                self._set("copying")
-                st = "copying"
-            if st == "copying":
-                if not skip_preflight and not self.meta.get(self.id, "copied"):
-                    # (before any row is copied: a resumed copy's rows are already there)
-                    for line in preflight.describe(preflight.check(self, max_dest_bytes)):
-                        self.log("preflight: " + line)
-                self._copy(chunk)
-                self._set("catching-up")
-                st = "catching-up"
-            if st == "verify-failed":
-                self.meta.put(self.id, "verify", None)
-                self._set("catching-up")
-                st = "catching-up"
-            if st == "catching-up":
-                self._pausable = True
-                try:
-                    self._catch_up_until(fence_threshold, max_catchup_seconds)
-                    self.verify()
-                    if not cutover:
-                        return self.state
-                    self._wait_turn()
-                    self._catch_up_until(fence_threshold, max_catchup_seconds)
-                    self._settle()
-                    self._catch_up_until(fence_threshold, max_catchup_seconds)
-                finally:
-                    self._pausable = False
-                # (one transaction with the pause flag: a pause recorded before it
-                # stops the run here, one after it is refused)
-                if not self.meta.set_state_unless_paused(self.id, "freezing"):
+            st = "reading its state"
+            try:
+                st = self.state
+                if max_rows_per_s is not None:
+                    control.set_rate(self, max_rows_per_s)
+                if st in control.PAUSABLE:
                     self._controls.refresh(force=True)
-                    self._controls.check("before the fence")
-                self.log("state -> freezing")
-                st = "freezing"
-            if st == "freezing":
-                for n in range(1, fence_attempts + 1):
+                    self._controls.check(f"before {st}")
+                if st == "rolled-back" and self._reverse_unfinished():
+                    return self.rollback()
+                if st in ("retained", "cleaning", "cleaned", "rolled-back"):
+                    return st
+                if st == "rolling-back":
+                    self.rollback()
+                    return self.state
+                if st == "preparing":
+                    self._prepare()
+                    self._controls.refresh(force=True)
+                    self._controls.check("after preparing")
+                    self._set("copying")
+                    st = "copying"
+                if st == "copying":
+                    if not skip_preflight and not self.meta.get(self.id, "copied"):
+                        # (before any row is copied: a resumed copy's rows are already there)
+                        for line in preflight.describe(preflight.check(self, max_dest_bytes)):
+                            self.log("preflight: " + line)
+                    self._copy(chunk)
+                    self._set("catching-up")
+                    st = "catching-up"
+                if st == "verify-failed":
+                    self.meta.put(self.id, "verify", None)
+                    self._set("catching-up")
+                    st = "catching-up"
+                if st == "catching-up":
+                    self._pausable = True
                     try:
-                        self._freeze_and_commit()
-                        break
-                    except FenceAborted as e:
-                        self.log(f"{e}: catching up again before the next fence")
-                        cutover_phase.after_abort(self)
-                        if n == fence_attempts:
-                            raise MigrationError(
-                                f"migration {self.id}: {n} fence attempt(s) in a row were aborted by writers "
-                                f"that waited past fence_timeout ({self.fence_timeout:g} s): the drain under "
-                                f"the fence takes longer; resume with a larger fence_timeout or a smaller "
-                                f"fence_threshold") from e
+                        self._catch_up_until(fence_threshold, max_catchup_seconds)
+                        self.verify()
+                        if not cutover:
+                            return self.state
+                        self._wait_turn()
                         self._catch_up_until(fence_threshold, max_catchup_seconds)
                         self._settle()
                         self._catch_up_until(fence_threshold, max_catchup_seconds)
-                st = "cutover"
-            if st == "cutover":
-                self._reconcile()
-                self._retain()
-            self.meta.set_state(self.id, self.state, error=None)
-            return self.state
-        except (VerifyMismatch, MigrationPaused):
-            raise
-        except Exception as e:
-            err = self._db_error(e, f"running step {st!r}")
-            try:
-                self.meta.set_state(self.id, self.state, error=f"{type(err).__name__}: {err}")
-                self.log(f"error: {type(err).__name__}: {err}")
-            except Exception:
-                pass
-            if err is not e:
-                raise err from e
-            raise
+                    finally:
+                        self._pausable = False
+                    # (one transaction with the pause flag: a pause recorded before it
+                    # stops the run here, one after it is refused)
+                    if not self.meta.set_state_unless_paused(self.id, "freezing"):
+                        self._controls.refresh(force=True)
+                        self._controls.check("before the fence")
+                    self.log("state -> freezing")
+                    st = "freezing"
+                if st == "freezing":
+                    for n in range(1, fence_attempts + 1):
+                        try:
+                            self._freeze_and_commit()
+                            break
+                        except FenceAborted as e:
+                            self.log(f"{e}: catching up again before the next fence")
+                            cutover_phase.after_abort(self)
+                            if n == fence_attempts:
+                                raise MigrationError(
+                                    f"migration {self.id}: {n} fence attempt(s) in a row were aborted by writers "
+                                    f"that waited past fence_timeout ({self.fence_timeout:g} s): the drain under "
+                                    f"the fence takes longer; resume with a larger fence_timeout or a smaller "
+                                    f"fence_threshold") from e
+                            self._catch_up_until(fence_threshold, max_catchup_seconds)
+                            self._settle()
+                            self._catch_up_until(fence_threshold, max_catchup_seconds)
+                    st = "cutover"
+                if st == "cutover":
+                    self._reconcile()
+                    self._retain()
+                self.meta.set_state(self.id, self.state, error=None)
+                return self.state
+            except (VerifyMismatch, MigrationPaused):
+                raise
+            except Exception as e:
+                err = self._db_error(e, f"running step {st!r}")
+                try:
+                    self.meta.set_state(self.id, self.state, error=f"{type(err).__name__}: {err}")
+                    self.log(f"error: {type(err).__name__}: {err}")
+                except Exception:
+                    pass
+                if err is not e:
+                    raise err from e
+                raise
+        finally:
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                pool.close()
 
     def _db_error(self, e: BaseException, what: str) -> BaseException:
         """A database error that no step named (the metadata store's, say) as
@@ -521,7 +580,9 @@ class Migration:
         # (a pause stands only before the fence: after it, the flag is moot)
         out["paused"] = paused and out["state"] in control.PAUSABLE
         out["max_rows_per_s"] = rate
-        out["copy_pairs"] = copy_pairs(self.meta.progress(self.id))
+        prog = self.meta.progress(self.id)
+        out["copy_pairs"] = copy_pairs(prog)
+        out["throttle"] = [prog[k] for k in sorted(prog) if k.startswith("throttle:") and isinstance(prog[k], dict)]
         return out
 
     def captures(self) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..control import MigrationPaused
 from ..errors import MigrationError, crash_point
 from ..systables import decode_pk
 
@@ -32,26 +33,37 @@ def cid(m: Migration, shard: str) -> int:
 
 
 def catch_up(m: Migration, limit: int = 2000, upto: dict[str, int] | None = None) -> tuple[int, int]:
-    """Apply one batch of captured changes per source; returns (applied, pending)."""
-    cl = m.cluster
+    """Apply one batch of captured changes per source; returns (applied,
+    pending).  The sources' batches run at once on the run's workers (one
+    per source with its destinations, at most ``parallel``; see
+    :meth:`Migration._each`): the first error stops the others after the
+    batch in hand and is raised naming its source and destinations."""
+    done = m._each(list(m.mem.sources), lambda s: catch_up_source(m, s, limit, upto), "catch-up")
+    return sum(a for a, _ in done), sum(p for _, p in done)
+
+
+def catch_up_source(m: Migration, s: str, limit: int, upto: dict[str, int] | None) -> tuple[int, int]:
+    """One batch of source ``s``'s captured changes; returns (applied, pending)."""
+    sb = m.cluster.backend(s)
+    if m.throttle is not None and upto is None:  # (never under the fence: writers wait there)
+        pairs = [(s, d) for d in sorted({u.destination for u in m.units if u.source == s})]
+        if not m.throttle.wait(m, s, pairs, stop=lambda: m._pausable and m.meta.controls(m.id)[0]):
+            raise MigrationPaused(f"migration {m.id} is paused (while the throttle held source {s!r}); "
+                                  f"`shardhash migrate resume {m.id}` continues it")
+    with m._on(s, "source", "reading its captured changes"):
+        sc = sb.conn()
+        cid = m._cid(s)
+        batch = sb.pending(sc, cid, limit)
+    if upto is not None:
+        batch = [r for r in batch if r[0] <= upto[s]]
     applied = 0
-    pending = 0
-    for s in m.mem.sources:
-        sb = cl.backend(s)
-        with m._on(s, "source", "reading its captured changes"):
-            sc = sb.conn()
-            cid = m._cid(s)
-            batch = sb.pending(sc, cid, limit)
-        if upto is not None:
-            batch = [r for r in batch if r[0] <= upto[s]]
-        if batch:
-            m._sync(s, batch)
-            with m._on(s, "source", "marking captured changes applied"), sb.writing(sc):
-                sb.mark_applied(sc, [r[0] for r in batch])
-            applied += len(batch)
-        with m._on(s, "source", "counting its captured changes"):
-            pending += sb.pending_count(sc, cid)
-    return applied, pending
+    if batch:
+        m._sync(s, batch)
+        with m._on(s, "source", "marking captured changes applied"), sb.writing(sc):
+            sb.mark_applied(sc, [r[0] for r in batch])
+        applied = len(batch)
+    with m._on(s, "source", "counting its captured changes"):
+        return applied, sb.pending_count(sc, cid)
 
 
 def sync(m: Migration, s: str, batch: Sequence[tuple[int, str, str]]) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _events
-from ..control import MigrationPaused, TokenBucket
+from ..control import Controls, MigrationPaused, TokenBucket
 from ..errors import MigrationError, crash_point
 from .workers import Stopped, default_workers, run_pool
 
@@ -224,6 +224,17 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
             "rows_total": rec.get("rows_total"), "rows_scanned": int(rec.get("rows_scanned", 0)),
             "rows_copied": int(rec.get("rows_copied", 0)), "started": time.time(), "run_scanned": 0,
             "updated": None, "done": False}
+        # This worker's view of the operator's controls (its own: a value
+        # another worker read must not stand for this worker's boundary)
+        wctl = Controls(m)
+        wctl.paused, wctl.rate = ctl.paused, ctl.rate
+        tpairs = [(s, d) for d in pair["destinations"]]
+
+        def throttle_stop() -> bool:  # (between back-offs: another worker failed, or a pause)
+            if stop.is_set():
+                return True
+            wctl.refresh(m.meta.db.conn(), force=True)
+            return wctl.paused
         if pair["rows_total"] is None:
             pair["rows_total"] = sum(sb.count(sb.conn(), t.name) for t in m.group.tables)
         # Its own connection: one read transaction (one snapshot) per table.
@@ -270,7 +281,6 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                             m.meta.put(m.id, extra[0], extra[1], mc)
                         prog["scanned"] += n_scanned
                     _done[0] = cursor == "done"
-                    ctl.refresh(mconn, force=True)  # (one read per chunk: a pause stops the next one)
 
                 cap0 = bucket.chunk_cap()
                 reader = _Reader(partial(sb.scan, sc, t.name, cols, pk, where=where, args=args), cur,
@@ -280,9 +290,9 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                 def idle_refresh(_w: _Writer = writer) -> bool:
                     # (the writer idle, this thread may use the metadata connection)
                     _w.finish()
-                    ctl.refresh(m.meta.db.conn())
-                    bucket.rate = ctl.rate
-                    return ctl.paused
+                    wctl.refresh(m.meta.db.conn())
+                    bucket.rate = wctl.rate
+                    return wctl.paused
 
                 try:
                     t_last = time.perf_counter()
@@ -291,8 +301,8 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                             raise Stopped()
                         # a chunk boundary: stop here when paused (the chunks put so far
                         # are written and their cursors committed); else keep the pace
-                        bucket.rate = ctl.rate
-                        if not ctl.paused:
+                        bucket.rate = wctl.rate
+                        if not wctl.paused:
                             bucket.take(len(rows), stop=idle_refresh)
                         keys = [r[kx] for r in rows]
                         m._check_keys(t.name, keys, rows, pkx)
@@ -308,11 +318,17 @@ def copy(m: Migration, chunk: int | None = None, parallel: int | None = None) ->
                             with m._on(d, "destination", f"copying {t.name!r} from {s!r}"):
                                 dc = cl.backend(d).conn()
                             parts.append((d, dc, [rows[i] for i in pick.tolist()]))
-                        # (put waits for the previous chunk anyway: wait here, then a
-                        # pause the writer read after its commit stops this chunk)
+                        # The chunk boundary: the previous chunk is written and its cursor
+                        # committed (put waits for it anyway), and the controls are read
+                        # now, by this worker, on its own connection -- not a value read
+                        # before this chunk was routed, nor one another worker read.
                         writer.finish()
-                        if ctl.paused:
-                            ctl.check(f"copying {t.name!r} from {s!r}")
+                        if m.throttle is not None:  # (backs off while a destination's load is high)
+                            m.throttle.wait(m, s, tpairs, stop=throttle_stop)
+                            if stop.is_set():
+                                raise Stopped()
+                        wctl.refresh(m.meta.db.conn(), force=True)
+                        wctl.check(f"copying {t.name!r} from {s!r}")
                         writer.put((parts, m.meta.db.conn(), "done" if last else [rows[-1][j] for j in pkx],
                                     len(rows), snap))
                         snap = []

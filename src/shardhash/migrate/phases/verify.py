@@ -76,6 +76,10 @@ def unit_sums_of(m: Migration, shard: str, side: str, units: set[int], keys_of: 
     return sums, per_key
 
 
+def _side(x: tuple[str, str]) -> str:
+    return f"{x[1]} {x[0]!r}"
+
+
 def verify(m: Migration) -> dict[str, Any]:
     """Compare per unit (and table) the row count and an order-independent
     checksum of the rows on the source and the destination.  Resumable
@@ -101,21 +105,20 @@ def verify(m: Migration) -> dict[str, Any]:
     t0 = time.perf_counter()
     src: dict[tuple[str, int], list[int]] = {}
     dst: dict[tuple[str, int], list[int]] = {}
-    for s in m.mem.sources:
-        src.update(m._unit_sums(s, "source", todo)[0])
-    for d in m.mem.destinations:
-        dst.update(m._unit_sums(d, "destination", todo)[0])
+    # (every shard's side at once on the run's workers, at most ``parallel``)
+    sides = [(s, "source") for s in m.mem.sources] + [(d, "destination") for d in m.mem.destinations]
+    for (_, side), sums in zip(sides, m._each(sides, lambda x: m._unit_sums(x[0], x[1], todo), "verify",
+                                               _side)):
+        (src if side == "source" else dst).update(sums[0])
     bad_units = {u for (t, u) in set(src) | set(dst) if src.get((t, u), [0, 0]) != dst.get((t, u), [0, 0])}
     diffs: list[dict[str, Any]] = []
     if bad_units:
         ps: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
         pd: dict[tuple[str, int], dict[Any, int]] = defaultdict(dict)
-        for s in m.mem.sources:
-            for k, v in m._unit_sums(s, "source", bad_units, bad_units)[1].items():
-                ps[k].update(v)
-        for d in m.mem.destinations:
-            for k, v in m._unit_sums(d, "destination", bad_units, bad_units)[1].items():
-                pd[k].update(v)
+        for (_, side), sums in zip(sides, m._each(sides, lambda x: m._unit_sums(x[0], x[1], bad_units, bad_units),
+                                                   "verify", _side)):
+            for k, v in sums[1].items():
+                (ps if side == "source" else pd)[k].update(v)
         # (collected after the scans: any key changed before or during them is listed)
         excused = m._changed_keys()
         for key in sorted(set(ps) | set(pd), key=repr):
@@ -289,12 +292,13 @@ def final_check(m: Migration) -> list[dict[str, Any]]:
     """Under the fence, after the drain: every row changed since the full
     verify (and not settled since) must be identical on its destination
     (or absent on both)."""
-    diffs: list[dict[str, Any]] = []
-    for s in m.mem.sources:
+    def one(s: str) -> list[dict[str, Any]]:
         sb = m.cluster.backend(s)
         keys: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
         with m._on(s, "source", "listing the rows changed since the verify"):
             for tbl, pk in sb.dirty(sb.conn(), m._cid(s)):
                 keys[tbl].append(decode_pk(pk))
-        diffs.extend(m._compare(s, keys))
-    return diffs
+        return m._compare(s, keys)
+
+    # (the sources at once on the run's workers: the check is under the fence)
+    return [d for part in m._each(list(m.mem.sources), one, "final check") for d in part]
