@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .. import _events
+from .. import _events, _fence
 
 __all__ = ["AsyncClient", "AsyncShardTransaction", "client_of", "DEFAULT_POOL_SIZE"]
 
@@ -223,7 +223,7 @@ class AsyncClient:
 
     @asynccontextmanager
     async def open(self, key: Any, group: str | None, write: bool) -> AsyncIterator[AsyncShardTransaction]:
-        from .cluster import FenceTimeout, ShardKeyError, StaleRouteError
+        from .cluster import FenceTimeout, ShardKeyError
 
         cl = self.cluster
         g = cl.group(group)
@@ -285,15 +285,7 @@ class AsyncClient:
                             raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
                         await asyncio.sleep(0.001)
                     continue
-            err = StaleRouteError(key, shard, router.version, cur, owner)
-            retried = attempt < cl.retries
-            _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key,
-                         topology_version=router.version, current_version=cur, retry_reason=str(err),
-                         retried=retried, migration_id=None)
-            if not retried:
-                cl.metrics.stale(False)
-                raise err
-            cl.metrics.stale(True)
+            _fence.stale_route(cl, g.name, key, shard, router.version, cur, owner, attempt < cl.retries)
             attempt += 1
             await asyncio.to_thread(cl.refresh, g.name)
 
