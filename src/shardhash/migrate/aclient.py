@@ -26,8 +26,10 @@ The transaction begins with its first statement, which goes to the shard
 with the lock and the ownership check: on SQLite, the begin, the guard's
 marker, the epoch read, the check against the cached records and the
 statement are one call on the connection's thread, and the end (the
-guard's check and the commit) another, so a point read or a point write
-costs two hops between the event loop and that thread; on PostgreSQL, the
+guard's check and the commit) another, so a point write costs two hops
+between the event loop and that thread, and a point read one and a half (a
+read's commit is queued on the thread, not waited for: the connection's
+next transaction runs after it); on PostgreSQL, the
 begin and the lock-and-epoch read are one round trip (a pipeline).  When
 the check refuses, the statement's effects are rolled back and it runs
 again on the owner (a stale route: ``tx.shard`` names the new one) or after
@@ -128,6 +130,29 @@ async def _one(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
 def _sqlite_rollback(c: Any) -> None:
     if c.in_transaction:
         c.execute("ROLLBACK")
+
+
+def _sqlite_commit(c: Any) -> None:
+    if c.in_transaction:
+        c.execute("COMMIT")
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # (a read's commit that failed: the next transaction rolls it back)
+
+
+def _post(conn: Any, fn: Any) -> bool:
+    """Queue ``fn(sqlite3 connection)`` on an aiosqlite connection's thread
+    without waiting for it (what is queued after it runs after it); False
+    when this aiosqlite has no such queue (the caller awaits instead)."""
+    q = getattr(conn, "_tx", None)
+    if q is None or not hasattr(q, "put_nowait"):
+        return False
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    fut.add_done_callback(_retrieve)
+    q.put_nowait((fut, partial(fn, conn._conn)))
+    return True
 
 
 class _SQLitePool:
@@ -408,6 +433,8 @@ class AsyncClient:
         let the key through, run the statement.  ('ok', epoch, (cursor,
         rows)), ('verdict', epoch, (verdict, version, owner)) or ('units',
         epoch, None): the records must be read first."""
+        if c.in_transaction:  # (a read whose queued commit failed)
+            c.execute("ROLLBACK")
         c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         if write:
             try:
@@ -474,7 +501,9 @@ class AsyncClient:
             if not tx.begun:
                 return
             if e is None:
-                if tx.kind == "sqlite":
+                if tx.kind == "sqlite" and not tx.write and _post(conn, _sqlite_commit):
+                    pass  # (a read's commit: queued on the connection's thread, not waited for)
+                elif tx.kind == "sqlite":
                     bad = await _on_thread(conn, partial(self._sqlite_end, g, key, tx.write))
                     self.cluster._check_guard(bad, g, key)  # (raises ShardKeyError for the first)
                 else:
