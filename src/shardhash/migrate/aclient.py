@@ -81,6 +81,7 @@ class AsyncShardTransaction:
         self.shard = ""
         self.version = 0
         self.begun = False
+        self._skip = False  # (SQLite: this transaction set the capture's skip marker)
         self._pool: Any = None
         self._t0 = 0.0
 
@@ -383,7 +384,7 @@ class AsyncClient:
                     else:
                         state, out = "verdict", v
                 if state == "ok":
-                    cur, rows = out
+                    cur, rows, tx._skip = out
                     import aiosqlite
 
                     out = (aiosqlite.Cursor(conn, cur), rows)
@@ -459,11 +460,11 @@ class AsyncClient:
                                           fetch, c)
 
     @staticmethod
-    def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: Any) -> tuple[Any, Any]:
+    def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: Any) -> tuple[Any, Any, bool]:
         if skip:
             c.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
         cur = c.execute(sql, params)
-        return cur, None if fetch == 0 else cur.fetchone() if fetch == 1 else cur.fetchall()
+        return cur, None if fetch == 0 else cur.fetchone() if fetch == 1 else cur.fetchall(), skip
 
     @staticmethod
     async def _pg_begin(conn: Any, group: str, key: Any, write: bool) -> int:
@@ -504,7 +505,7 @@ class AsyncClient:
                 if tx.kind == "sqlite" and not tx.write and _post(conn, _sqlite_commit):
                     pass  # (a read's commit: queued on the connection's thread, not waited for)
                 elif tx.kind == "sqlite":
-                    bad = await _on_thread(conn, partial(self._sqlite_end, g, key, tx.write))
+                    bad = await _on_thread(conn, partial(self._sqlite_end, g, key, tx.write, tx._skip))
                     self.cluster._check_guard(bad, g, key)  # (raises ShardKeyError for the first)
                 else:
                     await conn.execute("COMMIT")
@@ -522,7 +523,7 @@ class AsyncClient:
             await tx._pool.release(conn, dirty)
 
     @staticmethod
-    def _sqlite_end(group: str, key: Any, write: bool, c: Any) -> list[tuple[str, str, Any]]:
+    def _sqlite_end(group: str, key: Any, write: bool, skip: bool, c: Any) -> list[tuple[str, str, Any]]:
         """On the connection's thread, the end of a transaction whose block
         succeeded: a write's skip marker off and the guard's records read (the
         statements of SQLiteShard.end_skip / end_guard), then the commit when
@@ -530,7 +531,8 @@ class AsyncClient:
         caller raises ShardKeyError and rolls back)."""
         bad: list[tuple[str, str, Any]] = []
         if write:
-            c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
+            if skip:  # (only this transaction's own marker: none when it set none)
+                c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
             try:
                 rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
             except sqlite3.OperationalError as e:
