@@ -16,7 +16,7 @@ has one task and the writer's log is each key's order.
 SQLite (default 10: one cluster, every forced kill of test_chaos.py; about
 15 s), ``SHARDHASH_CHAOS_ASYNC_PG_MIGRATIONS`` on PostgreSQL (default 5:
 each forced kill but the resumed one's, which can fall on any migration;
-about 40 s);
+40-80 s);
 ``SHARDHASH_CHAOS_SEED`` the seed.  SQLite (aiosqlite) and PostgreSQL
 (psycopg async); the asyncio client has no MariaDB backend.
 """

@@ -30,7 +30,10 @@ guard's check and the commit) another, so a point write costs two hops
 between the event loop and that thread, and a point read one and a half (a
 read's commit is queued on the thread, not waited for: the connection's
 next transaction runs after it); on PostgreSQL, the
-begin and the lock-and-epoch read are one round trip (a pipeline).  When
+begin, the lock-and-epoch read and, when the cached records let the key
+through, the first statement are one round trip (a pipeline; when the
+epoch read differs from the cached records', the statement is rolled back
+and runs again after the check).  When
 the check refuses, the statement's effects are rolled back and it runs
 again on the owner (a stale route: ``tx.shard`` names the new one) or after
 the wait (a frozen key), before the block sees its result.
@@ -389,6 +392,13 @@ class AsyncClient:
 
                     out = (aiosqlite.Cursor(conn, cur), rows)
             else:
+                fast = await self._pg_first(conn, shard, g, key, version, write, sql, params, fetch)
+                if fast is not None:
+                    state, out = "ok", fast
+                    ep = cl._units[shard].epoch
+                else:
+                    state = ""
+            if state == "":
                 ep = await self._pg_begin(conn, g, key, write)
                 su = await self._units(shard, kind, conn, ep)
                 v = cl._verdict_of(su, shard, g, key, version, write)
@@ -465,6 +475,48 @@ class AsyncClient:
             c.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
         cur = c.execute(sql, params)
         return cur, None if fetch == 0 else cur.fetchone() if fetch == 1 else cur.fetchall(), skip
+
+    async def _pg_first(self, conn: Any, shard: str, group: str, key: Any, version: int, write: bool,
+                        sql: str, params: Any, fetch: int) -> tuple[Any, Any] | None:
+        """PostgreSQL, when the cached ownership records let the key through:
+        the begin, the lock-and-epoch read, the capture's skip marker and the
+        statement in one pipeline (one round trip).  (cursor, rows) when the
+        epoch read is the cached records' (the check held); else, or when a
+        statement failed, None after rolling back (the caller then checks
+        before it runs the statement)."""
+        import psycopg
+
+        from .postgres import PGConnection, _guard_key
+
+        su = self.cluster._units.get(shard)
+        if su is None or su.epoch < 0:
+            return None
+        v = self.cluster._verdict_of(su, shard, group, key, version, write)
+        if v is not None and v[0] != "ok":
+            return None
+        try:
+            async with conn.pipeline():
+                if write:
+                    await conn.execute("BEGIN")
+                    ecur = await conn.execute(PGConnection._sql(
+                        "SELECT n, set_config('shardhash.guard_grp', ?, true), "
+                        "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE"),
+                        (group, _guard_key(key)))
+                    if v is None and group in su.captures:
+                        await _execute("postgres", conn, "SELECT set_config('shardhash.skip', ?, true)", (group,))
+                else:
+                    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    ecur = await conn.execute(_EPOCH)
+                cur = await _execute("postgres", conn, sql, params)
+            row = await ecur.fetchone()
+        except psycopg.Error:
+            await conn.execute("ROLLBACK")
+            return None
+        if row is None or int(row[0]) != su.epoch:
+            await conn.execute("ROLLBACK")
+            return None
+        rows = None if fetch == 0 else await cur.fetchone() if fetch == 1 else await cur.fetchall()
+        return cur, rows
 
     @staticmethod
     async def _pg_begin(conn: Any, group: str, key: Any, write: bool) -> int:
