@@ -306,3 +306,39 @@ def test_a_cancelled_wait_for_a_connection_leaks_none(root: Path, backend: str) 
 
     assert asyncio.run(main()) == [1, 0, 2]
     cl.close()
+
+
+def test_a_write_checked_against_outdated_cached_records_is_rolled_back_and_rerouted(root: Path,
+                                                                                      backend: str) -> None:
+    """The first statement goes with the check against the cached ownership
+    records; when a migration changed them since, that statement's effects
+    are rolled back on the old shard and it runs on the new owner."""
+    path = make_cluster(root, FOUR, users=200, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    k = next(k for k in range(1, 201) if new.route(k) == "s4")
+    src = old.route(k)
+    warm = next(j for j in range(1, 201) if old.route(j) == src and new.route(j) == src)
+
+    async def write(key: int, n: int) -> str:
+        async with cl.atransaction(key) as tx:
+            cur = await tx.execute("UPDATE users SET n = ? WHERE id = ?", (n, key))
+            assert cur.rowcount == 1
+            return str(tx.shard)
+
+    async def main() -> tuple[str, str]:
+        try:
+            first = await write(warm, 3)  # (the client caches src's records now)
+            mover = Cluster.load(path)
+            assert Migration.create(mover, "users", new).run() == "retained"
+            mover.close()
+            return first, await write(k, 9)
+        finally:
+            await cl.aclose()
+
+    assert asyncio.run(main()) == (src, "s4")
+    assert shard_rows(root, "s4")[k][2] == 9 and shard_rows(root, src)[k][2] == 0
+    assert shard_rows(root, src)[warm][2] == 3
+    assert cl.metrics.stale_retries == 1
+    cl.close()
