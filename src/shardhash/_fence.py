@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["adapt", "lock", "refusals", "wait_unfrozen", "LOCK_SQL"]
+__all__ = ["adapt", "lock", "refusals", "wait_unfrozen", "stale_route", "LOCK_SQL"]
 
 #: PostgreSQL: the statement a client write transaction starts with (the
 #: fence's update of the ownership records waits for every holder).
@@ -85,3 +85,21 @@ def wait_unfrozen(cluster: Any, shard: str, c: Any, seen: int, t0: float, key: A
         if waited > cluster.wait_timeout:
             raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
         time.sleep(0.001)
+
+
+def stale_route(cluster: Any, group: str, key: Any, shard: str, version: int, current: int, owner: str,
+                retry: bool) -> None:
+    """A stale route of ``key`` to ``shard`` (router ``version``; the shard's
+    records are at ``current`` and name ``owner``): the ``stale_route_retry``
+    event and the stale-route metric; raises
+    :class:`~shardhash.migrate.StaleRouteError` unless ``retry`` (then the
+    caller refreshes the group's router and tries again)."""
+    from . import _events
+    from .migrate.cluster import StaleRouteError
+
+    err = StaleRouteError(key, shard, version, current, owner)
+    _events.emit("stale_route_retry", shard=shard, group=group, shard_key=key, topology_version=version,
+                 current_version=current, retry_reason=str(err), retried=retry, migration_id=None)
+    cluster.metrics.stale(retry)
+    if not retry:
+        raise err

@@ -38,8 +38,8 @@ from typing import Any
 from django.db import connections, transaction
 from django.db import router as django_router
 
-from . import _events, _fence
-from .migrate.cluster import Cluster, FenceTimeout, ShardKeyError, StaleRouteError
+from . import _fence
+from .migrate.cluster import Cluster, FenceTimeout, ShardKeyError
 
 __all__ = ["ShardRouter", "sharded_atomic", "databases", "ShardedWriteOutsideAtomic", "ShardKeyRequired"]
 
@@ -306,14 +306,7 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
             end = None if b.kind == "sqlite" else conn.connection.rollback
             _fence.wait_unfrozen(cl, shard, c, ep, t_wait, key, end)
             continue
-        err = StaleRouteError(key, shard, rt.version, cur, owner)
-        retry = attempt < cl.retries
-        _events.emit("stale_route_retry", shard=shard, group=g, shard_key=key, topology_version=rt.version,
-                     current_version=cur, retry_reason=str(err), retried=retry, migration_id=None)
-        if not retry:
-            cl.metrics.stale(False)
-            raise err
-        cl.metrics.stale(True)
+        _fence.stale_route(cl, g, key, shard, rt.version, cur, owner, attempt < cl.retries)
         attempt += 1
         cl.refresh(g)
     if t_wait is not None:

@@ -59,7 +59,7 @@ from sqlalchemy.sql.elements import (
 )
 from sqlalchemy.sql.schema import Column, Table
 
-from . import _events, _fence
+from . import _fence
 from .migrate.cluster import Cluster, FenceTimeout, StaleRouteError
 from .migrate.sqlite import SQLiteShard
 
@@ -526,14 +526,7 @@ class ShardedORM:
             if stale is None:
                 continue  # (waited: check again)
             k, shard, cur, owner, is_fixed = stale
-            err = StaleRouteError(k, shard, r.version, cur, owner)
-            retry = attempt < cl.retries and not is_fixed
-            _events.emit("stale_route_retry", shard=shard, group=g, shard_key=k, topology_version=r.version,
-                         current_version=cur, retry_reason=str(err), retried=retry, migration_id=None)
-            if not retry:
-                cl.metrics.stale(False)
-                raise err
-            cl.metrics.stale(True)
+            _fence.stale_route(cl, g, k, shard, r.version, cur, owner, attempt < cl.retries and not is_fixed)
             attempt += 1
             cl.refresh(g)
 

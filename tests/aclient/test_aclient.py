@@ -226,3 +226,119 @@ def test_a_migration_under_async_writers_loses_nothing(root: Path, backend: str)
             assert final[k][2] == v
     cl.close()
     mover.close()
+
+
+def test_a_read_is_one_snapshot_and_a_block_without_statements_touches_nothing(root: Path, backend: str) -> None:
+    path = make_cluster(root, FOUR, users=20, backend=backend)
+    cl = Cluster.load(path)
+    other = Cluster.load(path)
+
+    async def main() -> tuple[Any, Any, Any, str]:
+        try:
+            async with cl.aread(3) as tx:
+                first = await tx.fetchone("SELECT n FROM users WHERE id = ?", (3,))
+                # a write committed meanwhile (another client): this read's snapshot does not see it
+                await asyncio.to_thread(_update_n, other, 3, 41)
+                again = await tx.fetchone("SELECT n FROM users WHERE id = ?", (3,))
+            async with cl.aread(3) as tx:
+                after = await tx.fetchone("SELECT n FROM users WHERE id = ?", (3,))
+            async with cl.atransaction(4) as tx:
+                shard = tx.shard  # (no statement: no transaction, nothing to commit)
+            return first, again, after, shard
+        finally:
+            await cl.aclose()
+
+    first, again, after, shard = asyncio.run(main())
+    assert (first[0], again[0], after[0]) == (0, 0, 41)
+    assert shard == cl.router().route(4)
+    assert cl.metrics.stale_retries == 0
+    cl.close()
+    other.close()
+
+
+def _update_n(cl: Cluster, k: int, n: int) -> None:
+    with cl.transaction(k) as tx:
+        tx.execute("UPDATE users SET n = ? WHERE id = ?", (n, k))
+
+
+def test_a_cancelled_wait_for_a_connection_leaks_none(root: Path, backend: str) -> None:
+    from shardhash.migrate.aclient import client_of
+
+    path = make_cluster(root, FOUR, users=20, backend=backend)
+    cl = Cluster.load(path)
+    r = cl.router()
+    same = [k for k in range(1, 21) if r.route(k) == r.route(1)][:3]
+
+    async def main() -> list[Any]:
+        client_of(cl, pool_size=1)
+        held = asyncio.Event()
+        go = asyncio.Event()
+
+        async def holder() -> None:
+            async with cl.atransaction(same[0]) as tx:
+                await tx.execute("UPDATE users SET n = 1 WHERE id = ?", (same[0],))
+                held.set()
+                await go.wait()
+
+        async def waiter(k: int) -> None:
+            async with cl.atransaction(k) as tx:
+                await tx.execute("UPDATE users SET n = 2 WHERE id = ?", (k,))
+
+        try:
+            h = asyncio.create_task(holder())
+            await held.wait()
+            w = asyncio.create_task(waiter(same[1]))
+            await asyncio.sleep(0.05)
+            w.cancel()  # (waiting for the only connection)
+            go.set()
+            await h
+            with pytest.raises(asyncio.CancelledError):
+                await w
+            # the connection went back to the pool: the next transaction gets it
+            await asyncio.wait_for(waiter(same[2]), 10)
+            out = []
+            for k in same:
+                async with cl.aread(k) as tx:
+                    out.append((await tx.fetchone("SELECT n FROM users WHERE id = ?", (k,)))[0])
+            return out
+        finally:
+            await cl.aclose()
+
+    assert asyncio.run(main()) == [1, 0, 2]
+    cl.close()
+
+
+def test_a_write_checked_against_outdated_cached_records_is_rolled_back_and_rerouted(root: Path,
+                                                                                      backend: str) -> None:
+    """The first statement goes with the check against the cached ownership
+    records; when a migration changed them since, that statement's effects
+    are rolled back on the old shard and it runs on the new owner."""
+    path = make_cluster(root, FOUR, users=200, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    k = next(k for k in range(1, 201) if new.route(k) == "s4")
+    src = old.route(k)
+    warm = next(j for j in range(1, 201) if old.route(j) == src and new.route(j) == src)
+
+    async def write(key: int, n: int) -> str:
+        async with cl.atransaction(key) as tx:
+            cur = await tx.execute("UPDATE users SET n = ? WHERE id = ?", (n, key))
+            assert cur.rowcount == 1
+            return str(tx.shard)
+
+    async def main() -> tuple[str, str]:
+        try:
+            first = await write(warm, 3)  # (the client caches src's records now)
+            mover = Cluster.load(path)
+            assert Migration.create(mover, "users", new).run() == "retained"
+            mover.close()
+            return first, await write(k, 9)
+        finally:
+            await cl.aclose()
+
+    assert asyncio.run(main()) == (src, "s4")
+    assert shard_rows(root, "s4")[k][2] == 9 and shard_rows(root, src)[k][2] == 0
+    assert shard_rows(root, src)[warm][2] == 3
+    assert cl.metrics.stale_retries == 1
+    cl.close()

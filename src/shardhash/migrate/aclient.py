@@ -22,24 +22,40 @@ per shard; a further one waits for a connection.  One client per event
 loop (pools belong to the loop that made them); ``await cluster.aclose()``
 closes the current loop's.
 
+The transaction begins with its first statement, which goes to the shard
+with the lock and the ownership check: on SQLite, the begin, the guard's
+marker, the epoch read, the check against the cached records and the
+statement are one call on the connection's thread, and the end (the
+guard's check and the commit) another, so a point write costs two hops
+between the event loop and that thread, and a point read one and a half (a
+read's commit is queued on the thread, not waited for: the connection's
+next transaction runs after it); on PostgreSQL, the
+begin, the lock-and-epoch read and, when the cached records let the key
+through, the first statement are one round trip (a pipeline; when the
+epoch read differs from the cached records', the statement is rolled back
+and runs again after the check).  When
+the check refuses, the statement's effects are rolled back and it runs
+again on the owner (a stale route: ``tx.shard`` names the new one) or after
+the wait (a frozen key), before the block sees its result.
+
 The ownership records are cached per shard by epoch, as the sync client
-does: the transaction reads the shard's epoch (one statement); only when it
-changed are the records read again, by the sync backend on a worker thread
-(``asyncio.to_thread``), while this transaction holds the lock that keeps
-the epoch from changing.
+does: only when the shard's epoch changed are the records read again, by
+the sync backend on a worker thread (``asyncio.to_thread``), while this
+transaction holds the lock that keeps the epoch from changing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import sqlite3
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
-from .. import _events
+from .. import _events, _fence
 
 __all__ = ["AsyncClient", "AsyncShardTransaction", "client_of", "DEFAULT_POOL_SIZE"]
 
@@ -51,19 +67,45 @@ class AsyncShardTransaction:
     """A transaction on the shard that owns a key (from ``cluster.atransaction``
     / ``cluster.aread``): ``shard``, ``version`` (the router's), ``key``;
     ``await tx.execute(sql, params)`` takes ``?`` placeholders on every
-    backend and returns the driver's cursor (``await cur.fetchone()``...)."""
+    backend and returns the driver's cursor (``await cur.fetchone()``...).
 
-    def __init__(self, conn: Any, kind: str, shard: str, version: int, key: Any) -> None:
-        self.conn, self.kind, self.shard, self.version, self.key = conn, kind, shard, version, key
+    The transaction begins with its first statement: the lock, the ownership
+    check and that statement go to the shard together (on SQLite in one call
+    on the connection's thread).  When the check finds the route stale, the
+    statement's effects are rolled back and it runs again on the key's new
+    owner (``shard`` and ``version`` then name that one); when the key is
+    frozen for a cutover, it waits first.  Nothing before the first statement
+    touches the shard, so a block without statements opens no transaction."""
+
+    def __init__(self, client: AsyncClient, key: Any, group: str, write: bool) -> None:
+        self.client, self.key, self.group, self.write = client, key, group, write
+        self.conn: Any = None
+        self.kind = ""
+        self.shard = ""
+        self.version = 0
+        self.begun = False
+        self._skip = False  # (SQLite: this transaction set the capture's skip marker)
+        self._pool: Any = None
+        self._t0 = 0.0
 
     async def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        if not self.begun:
+            return (await self.client._first(self, sql, params, 0))[0]
         return await _execute(self.kind, self.conn, sql, params)
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if not self.begun:
+            return (await self.client._first(self, sql, params, 1))[1]
+        if self.kind == "sqlite":
+            return await _on_thread(self.conn, lambda c: c.execute(sql, params).fetchone())
         cur = await self.execute(sql, params)
         return await cur.fetchone()
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        if not self.begun:
+            return list((await self.client._first(self, sql, params, 2))[1])
+        if self.kind == "sqlite":
+            return list(await _on_thread(self.conn, lambda c: c.execute(sql, params).fetchall()))
         cur = await self.execute(sql, params)
         return list(await cur.fetchall())
 
@@ -89,53 +131,103 @@ async def _one(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
     return await cur.fetchone()
 
 
+def _sqlite_rollback(c: Any) -> None:
+    if c.in_transaction:
+        c.execute("ROLLBACK")
+
+
+def _sqlite_commit(c: Any) -> None:
+    if c.in_transaction:
+        c.execute("COMMIT")
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # (a read's commit that failed: the next transaction rolls it back)
+
+
+def _post(conn: Any, fn: Any) -> bool:
+    """Queue ``fn(sqlite3 connection)`` on an aiosqlite connection's thread
+    without waiting for it (what is queued after it runs after it); False
+    when this aiosqlite has no such queue (the caller awaits instead)."""
+    q = getattr(conn, "_tx", None)
+    if q is None or not hasattr(q, "put_nowait"):
+        return False
+    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    fut.add_done_callback(_retrieve)
+    q.put_nowait((fut, partial(fn, conn._conn)))
+    return True
+
+
 class _SQLitePool:
+    """At most ``size`` aiosqlite connections to one file; a released
+    connection goes straight to the longest waiter."""
+
     def __init__(self, path: str, synchronous: str, size: int) -> None:
         self.path, self.synchronous, self.size = path, synchronous, size
         self.idle: list[Any] = []
         self.made = 0
-        self.freed = asyncio.Condition()
+        self.waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
 
     async def _connect(self) -> Any:
         import aiosqlite
 
         c = await aiosqlite.connect(self.path, timeout=60.0, isolation_level=None)
-        await c.execute("PRAGMA journal_mode=WAL")
-        await c.execute(f"PRAGMA synchronous={self.synchronous}")
-        await c.execute("PRAGMA busy_timeout=60000")
+
+        def setup(raw: Any) -> None:
+            raw.execute("PRAGMA journal_mode=WAL")
+            raw.execute(f"PRAGMA synchronous={self.synchronous}")
+            raw.execute("PRAGMA busy_timeout=60000")
+
+        await _on_thread(c, setup)
         return c
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
-        async with self.freed:
-            while not self.idle and self.made >= self.size:
-                await self.freed.wait()
-            c = self.idle.pop() if self.idle else None
-            if c is None:
-                self.made += 1
-        if c is None:
+    async def acquire(self) -> Any:
+        if self.idle:
+            return self.idle.pop()
+        c = None
+        if self.made >= self.size:
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self.waiters.append(fut)
             try:
-                c = await self._connect()
-            except BaseException:
-                async with self.freed:
-                    self.made -= 1
-                    self.freed.notify()
+                c = await fut  # (a connection, or None: a place to make one)
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._hand(fut.result())
                 raise
+            if c is not None:
+                return c
+        else:
+            self.made += 1
         try:
-            yield c
-        finally:
-            if c.in_transaction:  # (a cancelled transaction: never hand out an open one)
+            return await self._connect()
+        except BaseException:
+            self._hand(None)
+            raise
+
+    def _hand(self, c: Any) -> None:
+        """``c`` (None: a connection was dropped) to the first waiter, else idle."""
+        while self.waiters:
+            w = self.waiters.popleft()
+            if not w.done():
+                w.set_result(c)
+                return
+        if c is not None:
+            self.idle.append(c)
+        else:
+            self.made -= 1
+
+    async def release(self, c: Any, dirty: bool) -> None:
+        if dirty:  # (a failed or cancelled transaction: never hand out an open one)
+            try:
+                await _on_thread(c, _sqlite_rollback)
+            except Exception:  # noqa: BLE001 - the connection is dropped
                 try:
-                    await c.execute("ROLLBACK")
-                except Exception:  # noqa: BLE001 - the connection is dropped below
                     await c.close()
-                    c = None
-            async with self.freed:
-                if c is not None:
-                    self.idle.append(c)
-                else:
-                    self.made -= 1
-                self.freed.notify()
+                finally:
+                    self._hand(None)
+                return
+        self._hand(c)
 
     async def close(self) -> None:
         for c in self.idle:
@@ -151,17 +243,41 @@ class _PGPool:
                                         kwargs={"autocommit": True})
         self.opened = False
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
+    async def acquire(self) -> Any:
         if not self.opened:
             self.opened = True
             await self.pool.open()
-        async with self.pool.connection() as c:
-            yield c
+        return await self.pool.getconn()
+
+    async def release(self, c: Any, dirty: bool) -> None:
+        if dirty:
+            try:
+                await c.execute("ROLLBACK")  # (autocommit mode: BEGIN was explicit)
+            except Exception:  # noqa: BLE001 - the pool checks and replaces a broken connection
+                pass
+        await self.pool.putconn(c)
 
     async def close(self) -> None:
         if self.opened:
             await self.pool.close()
+
+
+class _Open:
+    """The context manager of ``cluster.atransaction`` / ``cluster.aread``."""
+
+    __slots__ = ("client", "tx")
+
+    def __init__(self, client: AsyncClient, key: Any, group: str | None, write: bool) -> None:
+        self.client = client
+        self.tx = AsyncShardTransaction(client, key, client.cluster.group(group).name, write)
+
+    async def __aenter__(self) -> AsyncShardTransaction:
+        await self.client._route(self.tx)
+        return self.tx
+
+    async def __aexit__(self, et: Any, e: Any, tb: Any) -> bool:
+        await self.client._close_tx(self.tx, e)
+        return False
 
 
 class AsyncClient:
@@ -175,21 +291,30 @@ class AsyncClient:
         self.cluster = cluster
         self.pool_size = pool_size
         self._pools: dict[str, Any] = {}
+        self._by_shard: dict[str, tuple[Any, str, Any]] = {}  # shard -> (backend, kind, pool)
 
     def _pool(self, shard: str) -> tuple[str, Any]:
         b = self.cluster.backend(shard)
+        hit = self._by_shard.get(shard)
+        if hit is not None and hit[0] is b:
+            return hit[1], hit[2]
         url = b.path if b.kind == "sqlite" else getattr(b, "dsn", b.path)
         p = self._pools.get(url)
         if p is None:
             p = _SQLitePool(b.path, b.synchronous, self.pool_size) if b.kind == "sqlite" \
                 else _PGPool(url, self.pool_size)
             self._pools[url] = p
+        self._by_shard[shard] = (b, b.kind, p)
         return b.kind, p
 
     async def close(self) -> None:
         pools, self._pools = list(self._pools.values()), {}
+        self._by_shard.clear()
         for p in pools:
             await p.close()
+
+    def open(self, key: Any, group: str | None, write: bool) -> _Open:
+        return _Open(self, key, group, write)
 
     async def _units(self, shard: str, kind: str, conn: Any, ep: int | None) -> Any:
         """The shard's ownership records (the cluster's cache, by epoch ``ep``,
@@ -221,159 +346,261 @@ class AsyncClient:
                                f"(epoch {ep} -> {su.epoch})")
         return su
 
-    @asynccontextmanager
-    async def open(self, key: Any, group: str | None, write: bool) -> AsyncIterator[AsyncShardTransaction]:
-        from .cluster import FenceTimeout, ShardKeyError, StaleRouteError
+    async def _route(self, tx: AsyncShardTransaction) -> None:
+        """Point ``tx`` at its key's owner by the cluster's router, with a
+        connection of that shard's pool (released first: another shard's)."""
+        router = self.cluster.router(tx.group)
+        shard = router.route(tx.key)
+        tx.version = router.version
+        if tx.conn is not None and shard == tx.shard:
+            return
+        kind, pool = self._pool(shard)
+        if tx.conn is not None:
+            old, tx.conn = tx.conn, None
+            await tx._pool.release(old, False)
+        tx.conn = await pool.acquire()
+        tx.kind, tx.shard, tx._pool = kind, shard, pool
+
+    async def _first(self, tx: AsyncShardTransaction, sql: str, params: Any, fetch: int) -> tuple[Any, Any]:
+        """Begin ``tx`` with its first statement (see AsyncShardTransaction):
+        returns (cursor, fetched rows: ``fetch`` 1 one, 2 all, 0 none)."""
+        from .cluster import FenceTimeout
 
         cl = self.cluster
-        g = cl.group(group)
+        g, key, write = tx.group, tx.key, tx.write
         attempt = 0
         t_wait: float | None = None
         while True:
-            router = cl.router(g.name)
-            shard = router.route(key)
-            kind, pool = self._pool(shard)
-            async with pool.connection() as conn:
-                ep0 = await self._begin(kind, conn, g.name, key, write)
-                try:
-                    su = await self._units(shard, kind, conn, ep0)
-                    v = cl._verdict_of(su, shard, g.name, key, router.version, write)
-                    if v is None:
-                        verdict, cur, owner = "ok", router.version, shard
-                        if write and g.name in su.captures:
-                            await self._skip(kind, conn, g.name)
+            shard, kind, conn, version = tx.shard, tx.kind, tx.conn, tx.version
+            tx.begun = True
+            if kind == "sqlite":
+                res = await _on_thread(conn, partial(self._sqlite_first, shard, g, key, version, write,
+                                                     sql, params, fetch))
+                state, ep, out = res
+                if state == "units":  # (the records changed since cached: read them, then go on)
+                    su = await self._units(shard, kind, conn, ep)
+                    v = cl._verdict_of(su, shard, g, key, version, write)
+                    if v is None or v[0] == "ok":
+                        skip = v is None and write and g in su.captures
+                        out = await _on_thread(conn, partial(self._sqlite_run, g, skip, sql, params, fetch))
+                        state = "ok"
                     else:
-                        verdict, cur, owner = v
-                except BaseException:
-                    await self._rollback(kind, conn)
-                    raise
-                if verdict == "ok":
-                    if t_wait is not None:
-                        cl.metrics.add_pause(time.perf_counter() - t_wait)
-                    tx = AsyncShardTransaction(conn, kind, shard, router.version, key)
-                    _events.emit("route", shard=shard, keys=1, group=g.name, shard_key=key,
-                                 topology_version=router.version)
-                    t0 = time.perf_counter()
-                    try:
-                        yield tx
-                        committed = await self._end(kind, conn, g.name, key, write)
-                    except BaseException as e:
-                        await self._rollback(kind, conn)
-                        _events.emit("shard_op", shard=shard, op="write" if write else "read",
-                                     seconds=time.perf_counter() - t0, ok=False)
-                        if write and not isinstance(e, ShardKeyError):
-                            viol = cl.backend(shard).guard_violation(e)
-                            if viol is not None:
-                                raise ShardKeyError(viol[1], viol[2], key, g.name, viol[0]) from e
-                        raise
-                    if not committed:
-                        await _execute(kind, conn, "COMMIT")
-                    _events.emit("shard_op", shard=shard, op="write" if write else "read",
-                                 seconds=time.perf_counter() - t0, ok=True)
-                    return
-                ep = int((await _one(kind, conn, _EPOCH))[0])
-                await self._rollback(kind, conn)
-                if verdict == "wait":
-                    if t_wait is None:
-                        t_wait = time.perf_counter()
-                    while True:  # wait for the records to change, holding no lock
-                        now = int((await _one(kind, conn, _EPOCH))[0])
-                        if now != ep:
-                            break
-                        waited = time.perf_counter() - t_wait
-                        if waited > cl.wait_timeout:
-                            raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
-                        await asyncio.sleep(0.001)
-                    continue
-            err = StaleRouteError(key, shard, router.version, cur, owner)
-            retried = attempt < cl.retries
-            _events.emit("stale_route_retry", shard=shard, group=g.name, shard_key=key,
-                         topology_version=router.version, current_version=cur, retry_reason=str(err),
-                         retried=retried, migration_id=None)
-            if not retried:
-                cl.metrics.stale(False)
-                raise err
-            cl.metrics.stale(True)
-            attempt += 1
-            await asyncio.to_thread(cl.refresh, g.name)
+                        state, out = "verdict", v
+                if state == "ok":
+                    cur, rows, tx._skip = out
+                    import aiosqlite
 
-    @staticmethod
-    async def _begin(kind: str, conn: Any, group: str, key: Any, write: bool) -> int | None:
-        """Begin the transaction (the statements of SQLiteShard / PostgresShard.begin_client_write,
-        begin_guard, begin_read); on SQLite, in one call on the connection's thread, which also
-        reads and returns the shard's epoch (-1: no ownership records), else None."""
-        if kind == "sqlite":
-            def begin(c: Any) -> int:
-                c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                if write:
-                    try:
-                        c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
-                    except sqlite3.OperationalError as e:
-                        if "_shardhash_guard" not in str(e):
-                            raise  # (a shard set up by an older version has no guard table: unguarded)
-                try:
-                    row = c.execute(_EPOCH).fetchone()
-                except sqlite3.OperationalError as e:
-                    if "_shardhash_epoch" not in str(e):
-                        raise
-                    row = None
-                return int(row[0]) if row else -1
+                    out = (aiosqlite.Cursor(conn, cur), rows)
+            else:
+                fast = await self._pg_first(conn, shard, g, key, version, write, sql, params, fetch)
+                if fast is not None:
+                    state, out = "ok", fast
+                    ep = cl._units[shard].epoch
+                else:
+                    state = ""
+            if state == "":
+                ep = await self._pg_begin(conn, g, key, write)
+                su = await self._units(shard, kind, conn, ep)
+                v = cl._verdict_of(su, shard, g, key, version, write)
+                if v is None or v[0] == "ok":
+                    if v is None and write and g in su.captures:
+                        await _execute(kind, conn, "SELECT set_config('shardhash.skip', ?, true)", (g,))
+                    cur = await _execute(kind, conn, sql, params)
+                    rows = None if fetch == 0 else await cur.fetchone() if fetch == 1 else await cur.fetchall()
+                    state, out = "ok", (cur, rows)
+                else:
+                    state, out = "verdict", v
+            if state == "ok":
+                if t_wait is not None:
+                    cl.metrics.add_pause(time.perf_counter() - t_wait)
+                _events.emit("route", shard=shard, keys=1, group=g, shard_key=key, topology_version=version)
+                tx._t0 = time.perf_counter()
+                return out[0], out[1]
+            verdict, cur_v, owner = out
+            await self._rollback(kind, conn)
+            tx.begun = False
+            if verdict == "wait":
+                if t_wait is None:
+                    t_wait = time.perf_counter()
+                while True:  # wait for the records to change, holding no lock
+                    now = int((await _one(kind, conn, _EPOCH))[0])
+                    if now != ep:
+                        break
+                    waited = time.perf_counter() - t_wait
+                    if waited > cl.wait_timeout:
+                        raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
+                    await asyncio.sleep(0.001)
+            else:
+                _fence.stale_route(cl, g, key, shard, version, cur_v, owner, attempt < cl.retries)
+                attempt += 1
+                await asyncio.to_thread(cl.refresh, g)
+            await self._route(tx)
 
-            return int(await _on_thread(conn, begin))
-        from .postgres import _guard_key
-
+    def _sqlite_first(self, shard: str, group: str, key: Any, version: int, write: bool, sql: str,
+                      params: Any, fetch: int, c: Any) -> tuple[str, int, Any]:
+        """On the connection's thread: begin (the statements of SQLiteShard's
+        begin_client_write, begin_guard, begin_read), read the shard's epoch
+        (-1: no ownership records) and, when the cached records of that epoch
+        let the key through, run the statement.  ('ok', epoch, (cursor,
+        rows)), ('verdict', epoch, (verdict, version, owner)) or ('units',
+        epoch, None): the records must be read first."""
+        if c.in_transaction:  # (a read whose queued commit failed)
+            c.execute("ROLLBACK")
+        c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         if write:
-            await _execute(kind, conn, "BEGIN")
-            await _execute(kind, conn, "SELECT n, set_config('shardhash.guard_grp', ?, true), "
-                           "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE",
-                           (group, _guard_key(key)))
-        else:
-            await _execute(kind, conn, "BEGIN ISOLATION LEVEL REPEATABLE READ")
-        return None
+            try:
+                c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
+            except sqlite3.OperationalError as e:
+                if "_shardhash_guard" not in str(e):
+                    raise  # (a shard set up by an older version has no guard table: unguarded)
+        try:
+            row = c.execute(_EPOCH).fetchone()
+        except sqlite3.OperationalError as e:
+            if "_shardhash_epoch" not in str(e):
+                raise
+            row = None
+        ep = int(row[0]) if row else -1
+        su = self.cluster._units.get(shard)
+        if su is None or su.epoch != ep or ep < 0:
+            return "units", ep, None
+        v = self.cluster._verdict_of(su, shard, group, key, version, write)
+        if v is not None and v[0] != "ok":
+            return "verdict", ep, v
+        return "ok", ep, self._sqlite_run(group, v is None and write and group in su.captures, sql, params,
+                                          fetch, c)
 
     @staticmethod
-    async def _skip(kind: str, conn: Any, group: str) -> None:
-        if kind == "sqlite":
-            await conn.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
-        else:
-            await _execute(kind, conn, "SELECT set_config('shardhash.skip', ?, true)", (group,))
+    def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: Any) -> tuple[Any, Any, bool]:
+        if skip:
+            c.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
+        cur = c.execute(sql, params)
+        return cur, None if fetch == 0 else cur.fetchone() if fetch == 1 else cur.fetchall(), skip
 
-    async def _end(self, kind: str, conn: Any, group: str, key: Any, write: bool) -> bool:
-        """The end of a transaction whose block succeeded.  SQLite, in one call
-        on the connection's thread: a write's skip marker off and the guard's
-        records read (the statements of SQLiteShard.end_skip / end_guard),
-        then the commit when the guard recorded no row of another key (else
-        ShardKeyError; the caller rolls back).  True when it committed.
-        (PostgreSQL: the settings are transaction-local and the guard refused
-        at the statement; the caller commits.)"""
-        if kind != "sqlite":
-            return False
+    async def _pg_first(self, conn: Any, shard: str, group: str, key: Any, version: int, write: bool,
+                        sql: str, params: Any, fetch: int) -> tuple[Any, Any] | None:
+        """PostgreSQL, when the cached ownership records let the key through:
+        the begin, the lock-and-epoch read, the capture's skip marker and the
+        statement in one pipeline (one round trip).  (cursor, rows) when the
+        epoch read is the cached records' (the check held); else, or when a
+        statement failed, None after rolling back (the caller then checks
+        before it runs the statement)."""
+        import psycopg
 
-        def end(c: Any) -> list[tuple[str, str, Any]]:
-            bad: list[tuple[str, str, Any]] = []
+        from .postgres import PGConnection, _guard_key
+
+        su = self.cluster._units.get(shard)
+        if su is None or su.epoch < 0:
+            return None
+        v = self.cluster._verdict_of(su, shard, group, key, version, write)
+        if v is not None and v[0] != "ok":
+            return None
+        try:
+            async with conn.pipeline():
+                if write:
+                    await conn.execute("BEGIN")
+                    ecur = await conn.execute(PGConnection._sql(
+                        "SELECT n, set_config('shardhash.guard_grp', ?, true), "
+                        "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE"),
+                        (group, _guard_key(key)))
+                    if v is None and group in su.captures:
+                        await _execute("postgres", conn, "SELECT set_config('shardhash.skip', ?, true)", (group,))
+                else:
+                    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    ecur = await conn.execute(_EPOCH)
+                cur = await _execute("postgres", conn, sql, params)
+            row = await ecur.fetchone()
+        except psycopg.Error:
+            await conn.execute("ROLLBACK")
+            return None
+        if row is None or int(row[0]) != su.epoch:
+            await conn.execute("ROLLBACK")
+            return None
+        rows = None if fetch == 0 else await cur.fetchone() if fetch == 1 else await cur.fetchall()
+        return cur, rows
+
+    @staticmethod
+    async def _pg_begin(conn: Any, group: str, key: Any, write: bool) -> int:
+        """Begin, take the lock (a write) and read the shard's epoch, in one
+        round trip (a pipeline); -1: no ownership records."""
+        from .postgres import PGConnection, _guard_key
+
+        async with conn.pipeline():
             if write:
-                c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
-                try:
-                    rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
-                except sqlite3.OperationalError as e:
-                    if "_shardhash_guard" not in str(e):
-                        raise
-                    rows = []
-                touched = [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
-                bad = [t for t in touched if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
-            if not bad:
-                c.execute("COMMIT")
-            return bad
+                await conn.execute("BEGIN")
+                cur = await conn.execute(PGConnection._sql(
+                    "SELECT n, set_config('shardhash.guard_grp', ?, true), "
+                    "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE"),
+                    (group, _guard_key(key)))
+            else:
+                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                cur = await conn.execute(_EPOCH)
+        row = await cur.fetchone()
+        return int(row[0]) if row else -1
 
-        bad = await _on_thread(conn, end)
-        self.cluster._check_guard(bad, group, key)  # (raises ShardKeyError for the first)
-        return True
+    async def _close_tx(self, tx: AsyncShardTransaction, e: BaseException | None) -> None:
+        """End ``tx``: commit when its block succeeded (``e`` None; after the
+        guard's check), else roll back; its connection goes back to the pool.
+        Raises what ending it raised, or ShardKeyError for a statement the
+        guard refused."""
+        from .cluster import ShardKeyError
+
+        conn = tx.conn
+        if conn is None:
+            return
+        shard, g, key = tx.shard, tx.group, tx.key
+        op = "write" if tx.write else "read"
+        dirty = tx.begun
+        try:
+            if not tx.begun:
+                return
+            if e is None:
+                if tx.kind == "sqlite" and not tx.write and _post(conn, _sqlite_commit):
+                    pass  # (a read's commit: queued on the connection's thread, not waited for)
+                elif tx.kind == "sqlite":
+                    bad = await _on_thread(conn, partial(self._sqlite_end, g, key, tx.write, tx._skip))
+                    self.cluster._check_guard(bad, g, key)  # (raises ShardKeyError for the first)
+                else:
+                    await conn.execute("COMMIT")
+                dirty = False
+                _events.emit("shard_op", shard=shard, op=op, seconds=time.perf_counter() - tx._t0, ok=True)
+                return
+            _events.emit("shard_op", shard=shard, op=op, seconds=time.perf_counter() - tx._t0, ok=False)
+            if tx.write and isinstance(e, Exception) and not isinstance(e, ShardKeyError):
+                viol = self.cluster.backend(shard).guard_violation(e)
+                if viol is not None:
+                    raise ShardKeyError(viol[1], viol[2], key, g, viol[0]) from e
+        finally:
+            tx.conn = None
+            tx.begun = False
+            await tx._pool.release(conn, dirty)
+
+    @staticmethod
+    def _sqlite_end(group: str, key: Any, write: bool, skip: bool, c: Any) -> list[tuple[str, str, Any]]:
+        """On the connection's thread, the end of a transaction whose block
+        succeeded: a write's skip marker off and the guard's records read (the
+        statements of SQLiteShard.end_skip / end_guard), then the commit when
+        the guard recorded no row of another key; returns those rows (the
+        caller raises ShardKeyError and rolls back)."""
+        bad: list[tuple[str, str, Any]] = []
+        if write:
+            if skip:  # (only this transaction's own marker: none when it set none)
+                c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
+            try:
+                rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
+            except sqlite3.OperationalError as e:
+                if "_shardhash_guard" not in str(e):
+                    raise
+                rows = []
+            touched = [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
+            bad = [t for t in touched if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
+        if not bad:
+            c.execute("COMMIT")
+        return bad
 
     @staticmethod
     async def _rollback(kind: str, conn: Any) -> None:
         if kind == "sqlite":
-            if conn.in_transaction:
-                await conn.execute("ROLLBACK")
+            await _on_thread(conn, _sqlite_rollback)
         else:
             await conn.execute("ROLLBACK")  # (the connection is in autocommit mode: BEGIN was explicit)
 
