@@ -57,7 +57,6 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain
 from typing import Any, TypeVar
 
 from .systables import SystemTables
@@ -78,8 +77,10 @@ _GONE = (2006, 2013, 2055, 4031)
 #: The guard's refusal: SIGNAL with this errno, the message starts with _GUARD_TAG.
 GUARD_ERRNO = 1644
 _GUARD_TAG = "shardhash-guard:"
-#: Rows per multi-row INSERT of the snapshot copy.
-MULTI_ROWS = 1000
+#: Bytes of row values per multi-row INSERT (the copy's, the catch-up's):
+#: at most this, and at most half the server's ``max_allowed_packet``; a row
+#: longer than that goes alone.
+STATEMENT_BYTES = 1 << 20
 #: Session settings of every connection (see the module docstring).
 _SESSION = ("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
             "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'STRICT_ALL_TABLES')")
@@ -184,6 +185,42 @@ def errno_of(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def row_literals(raw: Any, rows: Sequence[Sequence[Any]], ncols: int) -> list[bytes]:
+    """Each row as the text of an SQL row value without its parentheses
+    (``1,'a\\'b',NULL``), every value escaped by the driver exactly as a bound
+    parameter is (its ``literal``; a column of plain ``int`` or ``str``
+    values column-wise by the same conversions, without the per-value type
+    dispatch).  A row of another length than ``ncols`` is a ValueError
+    naming its position."""
+    for i, r in enumerate(rows):
+        if len(r) != ncols:
+            raise ValueError(f"row {i} has {len(r)} values for {ncols} columns")
+    enc, text, lit = raw.encoding, raw.string_literal, raw.literal
+    cols: list[list[bytes]] = []
+    for col in zip(*rows):
+        kinds = set(map(type, col))
+        if kinds == {int}:
+            cols.append([b"%d" % v for v in col])
+        elif kinds == {str}:
+            cols.append([text(v.encode(enc)) for v in col])
+        else:
+            cols.append(list(map(lit, col)))
+    return list(map(b",".join, zip(*cols)))
+
+
+def statements(head: bytes, values: Sequence[bytes], tail: bytes, budget: int) -> Iterator[bytes]:
+    """Multi-row statements ``head (v),(v)… tail`` of at most ``budget``
+    bytes of values each (a longer row alone)."""
+    i, n = 0, len(values)
+    while i < n:
+        j, size = i, 0
+        while j < n and (j == i or size + len(values[j]) + 3 <= budget):
+            size += len(values[j]) + 3
+            j += 1
+        yield head + b"(" + b"),(".join(values[i:j]) + b")" + tail
+        i = j
+
+
 def retrying(fn: Callable[[], T], what: str, attempts: int = RETRIES) -> T:
     """``fn()``, again after a deadlock or a lock wait timeout (up to
     ``attempts`` times, with a short growing pause); ``fn`` must be one whole
@@ -216,6 +253,8 @@ class MySQLConnection:
         self.vars_set = False
         #: this transaction holds the epoch row's exclusive lock
         self.epoch_locked = False
+        #: bytes of values per multi-row INSERT (from max_allowed_packet, read once)
+        self.statement_bytes = 0
 
     def run(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         cur = self.raw.cursor()
@@ -225,6 +264,17 @@ class MySQLConnection:
             self._failed(e)
             raise
         self._track(sql)
+        return cur
+
+    def run_text(self, sql: bytes) -> Any:
+        """Run a statement whose values are already literals in its text
+        (:func:`row_literals`); no placeholder, no transaction control."""
+        cur = self.raw.cursor()
+        try:
+            cur.execute(sql)
+        except Exception as e:
+            self._failed(e)
+            raise
         return cur
 
     def runmany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
@@ -541,8 +591,17 @@ class MySQLShard(SystemTables):
         (a JSON array) into ``_shardhash_changes`` once per active capture
         of ``group``, unless the writing transaction said its key is in no
         moving unit (:meth:`skip_capture`).  An update logs the old key too
-        only when the primary key changed.  Every name is a validated plain
-        identifier quoted once (:func:`qi` / :func:`ql`)."""
+        only when the primary key changed.  The whole body is skipped at one
+        test in the snapshot copy's own transactions on a shard without
+        captures (``@shardhash_nocapture``, see :meth:`copy_new`): a row
+        costs the copy little more than an insert without triggers.  Every
+        name is a validated plain identifier quoted once (:func:`qi` /
+        :func:`ql`).
+
+        Version 2 of the triggers (``_shardhash_i2_…``); a version-1 trigger
+        is dropped after its successor exists (MySQL has no transactional
+        DDL: in between both run, which logs a change twice at worst, never
+        lets a write pass unlogged or unguarded)."""
         t, lt, lg = qi(table), ql(table), ql(group)
 
         def same(a: str, b: str) -> str:
@@ -564,29 +623,30 @@ class MySQLShard(SystemTables):
                     + "; SIGNAL SQLSTATE '45000' SET MYSQL_ERRNO = " + str(GUARD_ERRNO)
                     + ", MESSAGE_TEXT = shardhash_msg; END IF;")
 
-        def unless_none(body: str) -> str:
-            # (the snapshot copy's transaction found no capture on the shard,
-            # under the epoch row's lock: see copy_new)
-            return "IF @shardhash_nocapture IS NULL THEN " + body + " END IF;"
-
         moved = " OR ".join("NOT (OLD." + qi(k) + " <=> NEW." + qi(k) + ")" for k in pk)
         bodies = {
-            "i": ("INSERT", guard("NEW") + unless_none(logit("NEW"))),
-            "u": ("UPDATE", guard("NEW") + guard("OLD") + unless_none(logit("NEW") + " IF " + moved + " THEN "
-                                                                      + logit("OLD") + " END IF;")),
-            "d": ("DELETE", guard("OLD") + unless_none(logit("OLD"))),
+            "i": ("INSERT", guard("NEW") + logit("NEW")),
+            "u": ("UPDATE", guard("NEW") + guard("OLD") + logit("NEW") + " IF " + moved + " THEN " + logit("OLD")
+                  + " END IF;"),
+            "d": ("DELETE", guard("OLD") + logit("OLD")),
         }
         have = {str(r[0]): str(r[1]) for r in self.execute(c,
             "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE "
             "EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s", (table,)).fetchall()}
         for k, (event, body) in bodies.items():
-            name = "_shardhash_" + k + "1_" + table
-            stmt = "BEGIN " + ("DECLARE shardhash_msg VARCHAR(128); " if key is not None else "") + body + " END"
-            if have.get(name, "").strip() == stmt:
-                continue
-            if name in have:
-                self.execute(c, "DROP TRIGGER IF EXISTS " + qi(name))
-            self.execute(c, "CREATE TRIGGER " + qi(name) + " AFTER " + event + " ON " + t + " FOR EACH ROW " + stmt)
+            name = "_shardhash_" + k + "2_" + table
+            # (the snapshot copy's transaction found no capture on the shard,
+            # under the epoch row's lock, and set no guard: see copy_new)
+            stmt = ("IF @shardhash_nocapture IS NULL THEN BEGIN "
+                    + ("DECLARE shardhash_msg VARCHAR(128); " if key is not None else "") + body + " END; END IF")
+            if have.get(name, "").strip() != stmt:
+                if name in have:
+                    self.execute(c, "DROP TRIGGER IF EXISTS " + qi(name))
+                self.execute(c, "CREATE TRIGGER " + qi(name) + " AFTER " + event + " ON " + t + " FOR EACH ROW "
+                             + stmt)
+            older = "_shardhash_" + k + "1_" + table
+            if older in have:
+                self.execute(c, "DROP TRIGGER IF EXISTS " + qi(older))
 
     def begin_guard(self, c: Any, group: str, key: Any) -> None:
         self.execute(c, "SET @shardhash_skip = NULL, @shardhash_guard_grp = %s, @shardhash_guard_key = %s",
@@ -764,6 +824,22 @@ class MySQLShard(SystemTables):
             out.extend(self.execute(c, q, params).fetchall())
         return out
 
+    def _insert(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]], tail: str = "") -> None:
+        """``INSERT INTO table (cols) VALUES (…),(…) tail`` of every row, in
+        multi-row statements of up to :data:`STATEMENT_BYTES` of values (at
+        most half the server's ``max_allowed_packet``), the values escaped
+        by the driver (:func:`row_literals`): no placeholder to convert, no
+        ``%`` formatting of the statement's text."""
+        if not rows:
+            return
+        if not c.statement_bytes:
+            packet = int(self.execute(c, "SELECT @@max_allowed_packet").fetchone()[0])
+            c.statement_bytes = max(1024, min(STATEMENT_BYTES, packet // 2))
+        head = (f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES ").encode(c.raw.encoding)
+        end = tail.encode(c.raw.encoding)
+        for sql in statements(head, row_literals(c.raw, rows, len(cols)), end, c.statement_bytes):
+            c.run_text(sql)
+
     def upsert(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         rows = list(rows)
         if not rows:
@@ -771,12 +847,7 @@ class MySQLShard(SystemTables):
         _, pk = self.table_info(c, table)
         others = [x for x in cols if x not in pk]
         upd = ", ".join(f"{qi(x)} = VALUES({qi(x)})" for x in others) or f"{qi(pk[0])} = {qi(pk[0])}"
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
-        for i in range(0, len(rows), MULTI_ROWS):
-            part = rows[i:i + MULTI_ROWS]
-            self.execute(c, head + ", ".join(one for _ in part) + " ON DUPLICATE KEY UPDATE " + upd,
-                         list(chain.from_iterable(part)))
+        self._insert(c, table, cols, rows, " ON DUPLICATE KEY UPDATE " + upd)
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
         """Inside the caller's transaction: insert every row with plain
@@ -787,13 +858,9 @@ class MySQLShard(SystemTables):
 
         if not rows:
             return 0
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
         self.execute(c, "SAVEPOINT _shardhash_copy")
         try:
-            for i in range(0, len(rows), MULTI_ROWS):
-                part = rows[i:i + MULTI_ROWS]
-                self.execute(c, head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
+            self._insert(c, table, cols, rows)
         except MySQLdb.IntegrityError as e:
             if errno_of(e) != 1062:  # (1062: a duplicate primary key)
                 raise
@@ -806,12 +873,7 @@ class MySQLShard(SystemTables):
         """Insert the rows whose primary key is absent; a present one is left
         as it is (its "update" sets a key column to itself)."""
         _, pk = self.table_info(c, table)
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
-        for i in range(0, len(rows), MULTI_ROWS):
-            part = rows[i:i + MULTI_ROWS]
-            self.execute(c, head + ", ".join(one for _ in part) + f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}",
-                         list(chain.from_iterable(part)))
+        self._insert(c, table, cols, rows, f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}")
 
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
         """The snapshot copy's fast path: plain multi-row INSERTs of every
@@ -820,20 +882,19 @@ class MySQLShard(SystemTables):
         takes the checked upsert path).  A deadlock or lock wait timeout
         runs the transaction again.
 
-        A row trigger that runs a query costs more than the insert itself,
-        so the transaction first takes the epoch row's shared lock (as a
-        client write does: no capture can start until it ends, since a
-        capture's start locks that row first) and counts the shard's
-        captures; when there is none, the triggers skip the capture query
-        (``@shardhash_nocapture``, cleared at the end) -- exactly what they
-        would have found."""
+        The row triggers are what an insert costs most on InnoDB (MySQL
+        cannot switch them off for one session), so the transaction first
+        takes the epoch row's shared lock (as a client write does: no
+        capture can start until it ends, since a capture's start locks that
+        row first) and counts the shard's captures; when there is none, it
+        sets ``@shardhash_nocapture`` (cleared at the end), and the
+        triggers skip their whole body at one test -- exactly what they
+        would have done: no capture to log for, and no guard set in this
+        transaction (it is the backend's, not a client's)."""
         import MySQLdb
 
         if not rows:
             return True
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
-
         system = self._has_system(c)
 
         def once() -> bool:
@@ -844,9 +905,7 @@ class MySQLShard(SystemTables):
                     if self.execute(c, "SELECT COUNT(*) FROM _shardhash_captures").fetchone()[0] == 0:
                         self.execute(c, "SET @shardhash_nocapture = 1")
                         c.vars_set = True
-                for i in range(0, len(rows), MULTI_ROWS):
-                    part = rows[i:i + MULTI_ROWS]
-                    self.execute(c, head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
+                self._insert(c, table, cols, rows)
                 self.commit(c)
                 self._clear_vars(c)
             except MySQLdb.IntegrityError as e:
