@@ -52,14 +52,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from .systables import SystemTables
+from .systables import ServerSystemTables
 
 T = TypeVar("T")
 
@@ -375,7 +374,7 @@ SYSTEM_DDL = [
 ]
 
 
-class MySQLShard(SystemTables):
+class MySQLShard(ServerSystemTables):
     """One shard (or the metadata store) in a MariaDB / MySQL database: a
     :class:`~shardhash.migrate.backend.ShardBackend`.
 
@@ -393,12 +392,8 @@ class MySQLShard(SystemTables):
         except ImportError as e:
             raise ImportError("the MySQL backend needs mysqlclient: pip install 'shardhash[mysql]'") from e
         connect_args(url)  # (a malformed URL fails here, naming what is wrong)
-        self.path = url
+        super().__init__(url)
         self.url = url
-        self.synchronous = "FULL"
-        self._local = threading.local()
-        self._info: dict[str, tuple[list[str], list[str]]] = {}
-        self._system = False
 
     def __repr__(self) -> str:
         return f"MySQLShard({self.url!r})"
@@ -506,13 +501,9 @@ class MySQLShard(SystemTables):
         """A write transaction (see :class:`ShardBackend`); it also releases
         the schema lock :meth:`lock_schema` took in it."""
         c = self.conn() if c is None else c
-        self.begin_write(c)
         try:
-            yield c
-            self.commit(c)
-        except BaseException:
-            self.rollback(c)
-            raise
+            with super().writing(c):
+                yield c
         finally:
             self._release_schema(c)
 
@@ -535,12 +526,7 @@ class MySQLShard(SystemTables):
         pk = [str(r[0]) for r in self.execute(c,
             "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND "
             "TABLE_NAME = %s AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", (table,)).fetchall()]
-        if not pk:
-            raise ValueError(f"table {table!r} on {self.url} has no primary key: "
-                             "a migrated table needs one (rows are copied and caught up by primary key)")
-        if not table.startswith("_shardhash"):
-            self._info[table] = (cols, pk)
-        return cols, pk
+        return self._layout(table, cols, pk, self.url)
 
     def column_types(self, c: Any, table: str) -> list[tuple[str, str, bool]]:
         """(name, column type as MySQL writes it, not null) of every column."""
@@ -679,32 +665,7 @@ class MySQLShard(SystemTables):
     def end_skip(self, c: Any, group: str) -> None:
         self._clear_vars(c)
 
-    def active_capture_groups(self, c: Any) -> set[str]:
-        if not self._has_system(c):
-            return set()
-        return {str(r[0]) for r in self.execute(c, "SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
-
     # ------------------------------------------------------------- units
-
-    def _has_system(self, c: Any) -> bool:
-        if not self._system:
-            self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
-        return self._system
-
-    def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
-        if not self._has_system(c):
-            return []
-        if group is None:
-            return list(self.execute(c, "SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units"
-                                     ).fetchall())
-        return list(self.execute(c, "SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units "
-                                 "WHERE grp = %s", (group,)).fetchall())
-
-    def epoch(self, c: Any) -> int:
-        if not self._has_system(c):
-            return -1
-        r = self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0").fetchone()
-        return int(r[0]) if r else -1
 
     def _lock_epoch(self, c: Any) -> None:
         """In a transaction that writes the ownership or capture records: take
