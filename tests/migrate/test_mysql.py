@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shardhash.migrate.cluster import open_backend
 from shardhash.migrate.mysql import MySQLShard, connect_args, driver_text, qi, ql, row_literals, statements, to_driver
@@ -72,6 +74,19 @@ def test_statements_hold_at_most_the_byte_budget_of_values_and_a_longer_row_alon
         b"H (xxxxx),(xxxxx) T", b"H (xxxxx) T", b"H (" + b"x" * 30 + b") T", b"H (xxxxx),(x) T"]
     assert list(statements(b"H ", vals, b"", 1 << 20)) == [b"H (" + b"),(".join(vals) + b")"]
     assert list(statements(b"H ", [], b"", 16)) == []
+
+
+@given(st.lists(st.text("xyz'\\", min_size=1, max_size=40).map(str.encode), max_size=60),
+       st.integers(1, 200))
+def test_statements_are_greedy_and_keep_every_row_in_order(vals: list[bytes], budget: int) -> None:
+    out = list(statements(b"H", vals, b"T", budget))
+    parts = [s[2:-2].split(b"),(") for s in out]
+    assert [v for p in parts for v in p] == vals
+    for n, p in enumerate(parts):
+        size = sum(len(v) + 3 for v in p)
+        assert size <= budget or len(p) == 1
+        if n + 1 < len(parts):  # (the next row would not have fitted)
+            assert size + len(parts[n + 1][0]) + 3 > budget
 
 
 # ----------------------------------------------------------------- on a server

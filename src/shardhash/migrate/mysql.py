@@ -54,8 +54,10 @@ import logging
 import re
 import time
 import urllib.parse
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import accumulate
 from typing import Any, TypeVar
 
 from .systables import ServerSystemTables
@@ -191,9 +193,9 @@ def row_literals(raw: Any, rows: Sequence[Sequence[Any]], ncols: int) -> list[by
     values column-wise by the same conversions, without the per-value type
     dispatch).  A row of another length than ``ncols`` is a ValueError
     naming its position."""
-    for i, r in enumerate(rows):
-        if len(r) != ncols:
-            raise ValueError(f"row {i} has {len(r)} values for {ncols} columns")
+    if set(map(len, rows)) - {ncols}:
+        i, r = next((i, r) for i, r in enumerate(rows) if len(r) != ncols)
+        raise ValueError(f"row {i} has {len(r)} values for {ncols} columns")
     enc, text, lit = raw.encoding, raw.string_literal, raw.literal
     cols: list[list[bytes]] = []
     for col in zip(*rows):
@@ -209,13 +211,14 @@ def row_literals(raw: Any, rows: Sequence[Sequence[Any]], ncols: int) -> list[by
 
 def statements(head: bytes, values: Sequence[bytes], tail: bytes, budget: int) -> Iterator[bytes]:
     """Multi-row statements ``head (v),(v)… tail`` of at most ``budget``
-    bytes of values each (a longer row alone)."""
+    bytes of values each (a longer row alone), each value counted with its
+    parentheses and comma."""
+    ends = list(accumulate(map(len, values)))  # (bytes of values[:j + 1])
     i, n = 0, len(values)
     while i < n:
-        j, size = i, 0
-        while j < n and (j == i or size + len(values[j]) + 3 <= budget):
-            size += len(values[j]) + 3
-            j += 1
+        base = ends[i - 1] if i else 0
+        # (the most rows from i whose bytes with 3 each fit: a monotone key, bisected)
+        j = i + max(1, bisect_right(range(i, n), budget, key=lambda k: ends[k] - base + 3 * (k - i + 1)))
         yield head + b"(" + b"),(".join(values[i:j]) + b")" + tail
         i = j
 
