@@ -2,10 +2,14 @@
 moving every row to a destination of its own (a renamed topology), copied
 with ``run(parallel=1)`` and ``run(parallel=4)`` on fresh schemas.
 
-    python bench/parallel_copy.py ROWS      # needs SHARDHASH_PG_DSN (libpq key=value)
+    python bench/parallel_copy.py ROWS [PAIRS]   # needs SHARDHASH_PG_DSN (libpq key=value)
 
-Prints the copy's seconds and rows/s for each, and the executor process's
-CPU seconds (the rest of the work is the server's).  Figures: bench/README.md.
+Prints the copy's seconds and rows/s for each (PAIRS rounds of one worker,
+then four; default 2), the executor process's CPU seconds and, when the
+server runs on this machine and its processes can be read in /proc, the
+server's CPU seconds over the same time (every process of the postmaster:
+the live ones, and those that ended, which the postmaster has reaped).
+Figures: bench/README.md.
 """
 
 from __future__ import annotations
@@ -64,7 +68,37 @@ def _drop(dsn: str, names: list[str]) -> None:
             pg.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(n)))
 
 
-def one(dsn: str, rows: int, parallel: int) -> dict[str, float]:
+def _cpu_of(pid: int, children: bool) -> float:
+    """CPU seconds of process ``pid`` (with ``children``: and of its reaped children)."""
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(dsn: str) -> float | None:
+    """The PostgreSQL server's CPU seconds so far: its postmaster, the
+    backends it has reaped and those alive; None when not readable here."""
+    import psycopg
+
+    try:
+        with psycopg.connect(dsn, autocommit=True) as pg:
+            row = pg.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        post = int(Path(f"/proc/{int(row[0])}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        total = _cpu_of(post, True)
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == post:
+                        total += _cpu_of(int(d.name), False)
+                except (OSError, ValueError, IndexError):
+                    continue  # (a process that ended meanwhile)
+        return total
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def one(dsn: str, rows: int, parallel: int) -> dict[str, float | None]:
     with tempfile.TemporaryDirectory() as d:
         path, names = _setup(dsn, Path(d), rows)
         try:
@@ -74,13 +108,14 @@ def one(dsn: str, rows: int, parallel: int) -> dict[str, float]:
             m._prepare()
             m._set("copying")
             m.parallel = parallel
-            c0, t0 = time.process_time(), time.perf_counter()
+            s0, c0, t0 = server_cpu(dsn), time.process_time(), time.perf_counter()
             m._copy()
-            dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+            dt, cpu, s1 = time.perf_counter() - t0, time.process_time() - c0, server_cpu(dsn)
             copied = int(m.status()["rows_copied"])
             cl.close()
             return {"parallel": parallel, "rows": copied, "seconds": dt, "rows_per_s": copied / dt,
-                    "executor_cpu_s": cpu}
+                    "executor_cpu_s": cpu, "server_cpu_s": None if s0 is None or s1 is None else s1 - s0,
+                    "load_1min": os.getloadavg()[0]}
         finally:
             _drop(dsn, names)
 
@@ -91,7 +126,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("set SHARDHASH_PG_DSN (a libpq key=value string)\n")
         return 2
     rows = int(argv[0]) if argv else 400_000
-    for par in (1, 4, 1, 4):
+    pairs = int(argv[1]) if len(argv) > 1 else 2
+    for par in (1, 4) * pairs:
         r = one(dsn, rows, par)
         print(json.dumps(r), flush=True)
     return 0

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shardhash.migrate.cluster import open_backend
-from shardhash.migrate.mysql import MySQLShard, connect_args, driver_text, qi, ql, to_driver
+from shardhash.migrate.mysql import MySQLShard, connect_args, driver_text, qi, ql, row_literals, statements, to_driver
 from tests._mariadb import drop_databases, need_mysql, raw_connect, with_database
 
 
@@ -63,6 +65,28 @@ def test_placeholders_outside_names_and_literals_become_the_drivers() -> None:
         "SELECT `a%%s`, 'b%%s', \"%%\" FROM t WHERE a = %s AND b %% 2 = 1"
     # MySQL's backslash escape inside a literal does not end it
     assert to_driver("SELECT 'it\\'s ?' , ?") == "SELECT 'it\\'s ?' , %s"
+
+
+def test_statements_hold_at_most_the_byte_budget_of_values_and_a_longer_row_alone() -> None:
+    vals = [b"x" * n for n in (5, 5, 5, 30, 5, 1)]
+    # (a value costs its length and 3 bytes: "(", ")" and ",")
+    assert list(statements(b"H ", vals, b" T", 16)) == [
+        b"H (xxxxx),(xxxxx) T", b"H (xxxxx) T", b"H (" + b"x" * 30 + b") T", b"H (xxxxx),(x) T"]
+    assert list(statements(b"H ", vals, b"", 1 << 20)) == [b"H (" + b"),(".join(vals) + b")"]
+    assert list(statements(b"H ", [], b"", 16)) == []
+
+
+@given(st.lists(st.text("xyz'\\", min_size=1, max_size=40).map(str.encode), max_size=60),
+       st.integers(1, 200))
+def test_statements_are_greedy_and_keep_every_row_in_order(vals: list[bytes], budget: int) -> None:
+    out = list(statements(b"H", vals, b"T", budget))
+    parts = [s[2:-2].split(b"),(") for s in out]
+    assert [v for p in parts for v in p] == vals
+    for n, p in enumerate(parts):
+        size = sum(len(v) + 3 for v in p)
+        assert size <= budget or len(p) == 1
+        if n + 1 < len(parts):  # (the next row would not have fitted)
+            assert size + len(parts[n + 1][0]) + 3 > budget
 
 
 # ----------------------------------------------------------------- on a server
@@ -253,3 +277,69 @@ def test_a_table_like_an_sqlite_one_is_created_once_with_its_indexes(shard: tupl
         {"eid": "int", "who": "text", "at": "float", "body": "bytes"}
     c.close()
     src.close()
+
+
+_AWKWARD = [
+    (1, "it's", b"\x00'\\\"", 0.1, True, -2 ** 63),
+    (2, "back\\slash %s ? `x` \"q\"", b"", -1e300, False, 2 ** 63 - 1),
+    (3, "", None, 1 / 3, None, 0),
+    (4, "\u00e9\U0001f600\n\t\r\x1a", bytes(range(256)), None, True, None),
+    (5, None, b"%", 5e-324, False, 7),
+]
+
+
+@pytest.mark.oracle
+def test_copied_values_are_the_drivers_literals_and_read_back_unchanged(shard: tuple[MySQLShard, str]) -> None:
+    # (text, bytes, floats, booleans, NULLs and the integer bounds, in columns of one type and of several)
+    b, _url = shard
+    c = b.connect()
+    c.run("CREATE TABLE vals (id BIGINT PRIMARY KEY, t LONGTEXT, bl LONGBLOB, f DOUBLE, flag TINYINT(1), n BIGINT)")
+    cols = ["id", "t", "bl", "f", "flag", "n"]
+    for rows in (_AWKWARD, _AWKWARD[:4]):  # (the text column of plain str values, and with a NULL)
+        assert row_literals(c.raw, rows, 6) == [c.raw.literal(r)[1:-1] for r in rows]
+    assert b.copy_new(c, "vals", cols, _AWKWARD[:3])
+    b.upsert(c, "vals", cols, _AWKWARD[2:])  # (the catch-up's path, over a row already there)
+    got = c.run("SELECT id, t, bl, f, flag, n FROM vals ORDER BY id").fetchall()
+    assert [tuple(r) for r in got] == [tuple(None if v is None else int(v) if isinstance(v, bool) else v
+                                             for v in r) for r in _AWKWARD]
+    with pytest.raises(ValueError, match="row 1 has 2 values for 6 columns"):
+        b.copy_new(c, "vals", cols, [_AWKWARD[0], (9, "short")])
+    c.close()
+
+
+@pytest.mark.oracle
+def test_a_chunk_of_many_statements_is_one_transaction(shard: tuple[MySQLShard, str]) -> None:
+    # (a duplicate key in the chunk's last statement undoes its first ones: the caller's checked path then)
+    b, _url = shard
+    c = b.connect()
+    c.statement_bytes = 40  # (a few rows per statement)
+    c.run("INSERT INTO users VALUES (45, 'there')")
+    rows = [(i, f"u{i}") for i in range(1, 51)]
+    assert b.copy_new(c, "users", ["id", "name"], rows) is False
+    assert c.run("SELECT id FROM users").fetchall() == ((45,),)
+    assert b.copy_new(c, "users", ["id", "name"], [r for r in rows if r[0] != 45]) is True
+    assert c.run("SELECT COUNT(*), MIN(id), MAX(id) FROM users").fetchone() == (50, 1, 50)
+    c.close()
+
+
+@pytest.mark.oracle
+def test_version_1_triggers_give_way_to_version_2_and_a_write_is_logged_once(shard: tuple[MySQLShard, str]) -> None:
+    b, _url = shard
+    c = b.connect()
+    # (a shard set up by the first version: its insert trigger logged every row)
+    c.run("CREATE TRIGGER `_shardhash_i1_users` AFTER INSERT ON `users` FOR EACH ROW "
+          "INSERT INTO _shardhash_changes(capture, tbl, pk) SELECT id, 'users', JSON_ARRAY(NEW.`id`) "
+          "FROM _shardhash_captures WHERE grp = 'users'")
+    with b.writing(c):
+        b.lock_schema(c)
+        b.install_triggers(c, "users", "users", ["id"], "id")
+        b.start_capture(c, "m1", "users")
+    names = sorted(str(r[0]) for r in c.run("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE "
+                                              "EVENT_OBJECT_SCHEMA = DATABASE()").fetchall())
+    assert names == ["_shardhash_d2_users", "_shardhash_i2_users", "_shardhash_u2_users"]
+    b.begin_client_write(c, ("users", 1))
+    c.execute("INSERT INTO users VALUES (?, ?)", (1, "a"))
+    b.end_guard(c)
+    b.commit(c)
+    assert c.run("SELECT pk FROM _shardhash_changes").fetchall() == (("[1]",),)
+    c.close()

@@ -52,15 +52,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 import urllib.parse
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain
+from itertools import accumulate
 from typing import Any, TypeVar
 
-from .systables import SystemTables
+from .systables import ServerSystemTables
 
 T = TypeVar("T")
 
@@ -78,8 +78,10 @@ _GONE = (2006, 2013, 2055, 4031)
 #: The guard's refusal: SIGNAL with this errno, the message starts with _GUARD_TAG.
 GUARD_ERRNO = 1644
 _GUARD_TAG = "shardhash-guard:"
-#: Rows per multi-row INSERT of the snapshot copy.
-MULTI_ROWS = 1000
+#: Bytes of row values per multi-row INSERT (the copy's, the catch-up's):
+#: at most this, and at most half the server's ``max_allowed_packet``; a row
+#: longer than that goes alone.
+STATEMENT_BYTES = 1 << 20
 #: Session settings of every connection (see the module docstring).
 _SESSION = ("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
             "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'ANSI_QUOTES', 'STRICT_ALL_TABLES')")
@@ -184,6 +186,43 @@ def errno_of(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def row_literals(raw: Any, rows: Sequence[Sequence[Any]], ncols: int) -> list[bytes]:
+    """Each row as the text of an SQL row value without its parentheses
+    (``1,'a\\'b',NULL``), every value escaped by the driver exactly as a bound
+    parameter is (its ``literal``; a column of plain ``int`` or ``str``
+    values column-wise by the same conversions, without the per-value type
+    dispatch).  A row of another length than ``ncols`` is a ValueError
+    naming its position."""
+    if set(map(len, rows)) - {ncols}:
+        i, r = next((i, r) for i, r in enumerate(rows) if len(r) != ncols)
+        raise ValueError(f"row {i} has {len(r)} values for {ncols} columns")
+    enc, text, lit = raw.encoding, raw.string_literal, raw.literal
+    cols: list[list[bytes]] = []
+    for col in zip(*rows):
+        kinds = set(map(type, col))
+        if kinds == {int}:
+            cols.append([b"%d" % v for v in col])
+        elif kinds == {str}:
+            cols.append([text(v.encode(enc)) for v in col])
+        else:
+            cols.append(list(map(lit, col)))
+    return list(map(b",".join, zip(*cols)))
+
+
+def statements(head: bytes, values: Sequence[bytes], tail: bytes, budget: int) -> Iterator[bytes]:
+    """Multi-row statements ``head (v),(v)… tail`` of at most ``budget``
+    bytes of values each (a longer row alone), each value counted with its
+    parentheses and comma."""
+    ends = list(accumulate(map(len, values)))  # (bytes of values[:j + 1])
+    i, n = 0, len(values)
+    while i < n:
+        base = ends[i - 1] if i else 0
+        # (the most rows from i whose bytes with 3 each fit: a monotone key, bisected)
+        j = i + max(1, bisect_right(range(i, n), budget, key=lambda k: ends[k] - base + 3 * (k - i + 1)))
+        yield head + b"(" + b"),(".join(values[i:j]) + b")" + tail
+        i = j
+
+
 def retrying(fn: Callable[[], T], what: str, attempts: int = RETRIES) -> T:
     """``fn()``, again after a deadlock or a lock wait timeout (up to
     ``attempts`` times, with a short growing pause); ``fn`` must be one whole
@@ -216,6 +255,8 @@ class MySQLConnection:
         self.vars_set = False
         #: this transaction holds the epoch row's exclusive lock
         self.epoch_locked = False
+        #: bytes of values per multi-row INSERT (from max_allowed_packet, read once)
+        self.statement_bytes = 0
 
     def run(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         cur = self.raw.cursor()
@@ -225,6 +266,17 @@ class MySQLConnection:
             self._failed(e)
             raise
         self._track(sql)
+        return cur
+
+    def run_text(self, sql: bytes) -> Any:
+        """Run a statement whose values are already literals in its text
+        (:func:`row_literals`); no placeholder, no transaction control."""
+        cur = self.raw.cursor()
+        try:
+            cur.execute(sql)
+        except Exception as e:
+            self._failed(e)
+            raise
         return cur
 
     def runmany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
@@ -325,7 +377,7 @@ SYSTEM_DDL = [
 ]
 
 
-class MySQLShard(SystemTables):
+class MySQLShard(ServerSystemTables):
     """One shard (or the metadata store) in a MariaDB / MySQL database: a
     :class:`~shardhash.migrate.backend.ShardBackend`.
 
@@ -343,12 +395,8 @@ class MySQLShard(SystemTables):
         except ImportError as e:
             raise ImportError("the MySQL backend needs mysqlclient: pip install 'shardhash[mysql]'") from e
         connect_args(url)  # (a malformed URL fails here, naming what is wrong)
-        self.path = url
+        super().__init__(url)
         self.url = url
-        self.synchronous = "FULL"
-        self._local = threading.local()
-        self._info: dict[str, tuple[list[str], list[str]]] = {}
-        self._system = False
 
     def __repr__(self) -> str:
         return f"MySQLShard({self.url!r})"
@@ -456,13 +504,9 @@ class MySQLShard(SystemTables):
         """A write transaction (see :class:`ShardBackend`); it also releases
         the schema lock :meth:`lock_schema` took in it."""
         c = self.conn() if c is None else c
-        self.begin_write(c)
         try:
-            yield c
-            self.commit(c)
-        except BaseException:
-            self.rollback(c)
-            raise
+            with super().writing(c):
+                yield c
         finally:
             self._release_schema(c)
 
@@ -485,12 +529,7 @@ class MySQLShard(SystemTables):
         pk = [str(r[0]) for r in self.execute(c,
             "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND "
             "TABLE_NAME = %s AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", (table,)).fetchall()]
-        if not pk:
-            raise ValueError(f"table {table!r} on {self.url} has no primary key: "
-                             "a migrated table needs one (rows are copied and caught up by primary key)")
-        if not table.startswith("_shardhash"):
-            self._info[table] = (cols, pk)
-        return cols, pk
+        return self._layout(table, cols, pk, self.url)
 
     def column_types(self, c: Any, table: str) -> list[tuple[str, str, bool]]:
         """(name, column type as MySQL writes it, not null) of every column."""
@@ -541,8 +580,17 @@ class MySQLShard(SystemTables):
         (a JSON array) into ``_shardhash_changes`` once per active capture
         of ``group``, unless the writing transaction said its key is in no
         moving unit (:meth:`skip_capture`).  An update logs the old key too
-        only when the primary key changed.  Every name is a validated plain
-        identifier quoted once (:func:`qi` / :func:`ql`)."""
+        only when the primary key changed.  The whole body is skipped at one
+        test in the snapshot copy's own transactions on a shard without
+        captures (``@shardhash_nocapture``, see :meth:`copy_new`): a row
+        costs the copy little more than an insert without triggers.  Every
+        name is a validated plain identifier quoted once (:func:`qi` /
+        :func:`ql`).
+
+        Version 2 of the triggers (``_shardhash_i2_…``); a version-1 trigger
+        is dropped after its successor exists (MySQL has no transactional
+        DDL: in between both run, which logs a change twice at worst, never
+        lets a write pass unlogged or unguarded)."""
         t, lt, lg = qi(table), ql(table), ql(group)
 
         def same(a: str, b: str) -> str:
@@ -564,29 +612,30 @@ class MySQLShard(SystemTables):
                     + "; SIGNAL SQLSTATE '45000' SET MYSQL_ERRNO = " + str(GUARD_ERRNO)
                     + ", MESSAGE_TEXT = shardhash_msg; END IF;")
 
-        def unless_none(body: str) -> str:
-            # (the snapshot copy's transaction found no capture on the shard,
-            # under the epoch row's lock: see copy_new)
-            return "IF @shardhash_nocapture IS NULL THEN " + body + " END IF;"
-
         moved = " OR ".join("NOT (OLD." + qi(k) + " <=> NEW." + qi(k) + ")" for k in pk)
         bodies = {
-            "i": ("INSERT", guard("NEW") + unless_none(logit("NEW"))),
-            "u": ("UPDATE", guard("NEW") + guard("OLD") + unless_none(logit("NEW") + " IF " + moved + " THEN "
-                                                                      + logit("OLD") + " END IF;")),
-            "d": ("DELETE", guard("OLD") + unless_none(logit("OLD"))),
+            "i": ("INSERT", guard("NEW") + logit("NEW")),
+            "u": ("UPDATE", guard("NEW") + guard("OLD") + logit("NEW") + " IF " + moved + " THEN " + logit("OLD")
+                  + " END IF;"),
+            "d": ("DELETE", guard("OLD") + logit("OLD")),
         }
         have = {str(r[0]): str(r[1]) for r in self.execute(c,
             "SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE "
             "EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s", (table,)).fetchall()}
         for k, (event, body) in bodies.items():
-            name = "_shardhash_" + k + "1_" + table
-            stmt = "BEGIN " + ("DECLARE shardhash_msg VARCHAR(128); " if key is not None else "") + body + " END"
-            if have.get(name, "").strip() == stmt:
-                continue
-            if name in have:
-                self.execute(c, "DROP TRIGGER IF EXISTS " + qi(name))
-            self.execute(c, "CREATE TRIGGER " + qi(name) + " AFTER " + event + " ON " + t + " FOR EACH ROW " + stmt)
+            name = "_shardhash_" + k + "2_" + table
+            # (the snapshot copy's transaction found no capture on the shard,
+            # under the epoch row's lock, and set no guard: see copy_new)
+            stmt = ("IF @shardhash_nocapture IS NULL THEN BEGIN "
+                    + ("DECLARE shardhash_msg VARCHAR(128); " if key is not None else "") + body + " END; END IF")
+            if have.get(name, "").strip() != stmt:
+                if name in have:
+                    self.execute(c, "DROP TRIGGER IF EXISTS " + qi(name))
+                self.execute(c, "CREATE TRIGGER " + qi(name) + " AFTER " + event + " ON " + t + " FOR EACH ROW "
+                             + stmt)
+            older = "_shardhash_" + k + "1_" + table
+            if older in have:
+                self.execute(c, "DROP TRIGGER IF EXISTS " + qi(older))
 
     def begin_guard(self, c: Any, group: str, key: Any) -> None:
         self.execute(c, "SET @shardhash_skip = NULL, @shardhash_guard_grp = %s, @shardhash_guard_key = %s",
@@ -619,32 +668,7 @@ class MySQLShard(SystemTables):
     def end_skip(self, c: Any, group: str) -> None:
         self._clear_vars(c)
 
-    def active_capture_groups(self, c: Any) -> set[str]:
-        if not self._has_system(c):
-            return set()
-        return {str(r[0]) for r in self.execute(c, "SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
-
     # ------------------------------------------------------------- units
-
-    def _has_system(self, c: Any) -> bool:
-        if not self._system:
-            self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
-        return self._system
-
-    def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
-        if not self._has_system(c):
-            return []
-        if group is None:
-            return list(self.execute(c, "SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units"
-                                     ).fetchall())
-        return list(self.execute(c, "SELECT grp, mig, idx, role, state, version, unit FROM _shardhash_units "
-                                 "WHERE grp = %s", (group,)).fetchall())
-
-    def epoch(self, c: Any) -> int:
-        if not self._has_system(c):
-            return -1
-        r = self.execute(c, "SELECT n FROM _shardhash_epoch WHERE id = 0").fetchone()
-        return int(r[0]) if r else -1
 
     def _lock_epoch(self, c: Any) -> None:
         """In a transaction that writes the ownership or capture records: take
@@ -764,6 +788,22 @@ class MySQLShard(SystemTables):
             out.extend(self.execute(c, q, params).fetchall())
         return out
 
+    def _insert(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]], tail: str = "") -> None:
+        """``INSERT INTO table (cols) VALUES (…),(…) tail`` of every row, in
+        multi-row statements of up to :data:`STATEMENT_BYTES` of values (at
+        most half the server's ``max_allowed_packet``), the values escaped
+        by the driver (:func:`row_literals`): no placeholder to convert, no
+        ``%`` formatting of the statement's text."""
+        if not rows:
+            return
+        if not c.statement_bytes:
+            packet = int(self.execute(c, "SELECT @@max_allowed_packet").fetchone()[0])
+            c.statement_bytes = max(1024, min(STATEMENT_BYTES, packet // 2))
+        head = (f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES ").encode(c.raw.encoding)
+        end = tail.encode(c.raw.encoding)
+        for sql in statements(head, row_literals(c.raw, rows, len(cols)), end, c.statement_bytes):
+            c.run_text(sql)
+
     def upsert(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         rows = list(rows)
         if not rows:
@@ -771,12 +811,7 @@ class MySQLShard(SystemTables):
         _, pk = self.table_info(c, table)
         others = [x for x in cols if x not in pk]
         upd = ", ".join(f"{qi(x)} = VALUES({qi(x)})" for x in others) or f"{qi(pk[0])} = {qi(pk[0])}"
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
-        for i in range(0, len(rows), MULTI_ROWS):
-            part = rows[i:i + MULTI_ROWS]
-            self.execute(c, head + ", ".join(one for _ in part) + " ON DUPLICATE KEY UPDATE " + upd,
-                         list(chain.from_iterable(part)))
+        self._insert(c, table, cols, rows, " ON DUPLICATE KEY UPDATE " + upd)
 
     def insert_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
         """Inside the caller's transaction: insert every row with plain
@@ -787,13 +822,9 @@ class MySQLShard(SystemTables):
 
         if not rows:
             return 0
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
         self.execute(c, "SAVEPOINT _shardhash_copy")
         try:
-            for i in range(0, len(rows), MULTI_ROWS):
-                part = rows[i:i + MULTI_ROWS]
-                self.execute(c, head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
+            self._insert(c, table, cols, rows)
         except MySQLdb.IntegrityError as e:
             if errno_of(e) != 1062:  # (1062: a duplicate primary key)
                 raise
@@ -806,12 +837,7 @@ class MySQLShard(SystemTables):
         """Insert the rows whose primary key is absent; a present one is left
         as it is (its "update" sets a key column to itself)."""
         _, pk = self.table_info(c, table)
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
-        for i in range(0, len(rows), MULTI_ROWS):
-            part = rows[i:i + MULTI_ROWS]
-            self.execute(c, head + ", ".join(one for _ in part) + f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}",
-                         list(chain.from_iterable(part)))
+        self._insert(c, table, cols, rows, f" ON DUPLICATE KEY UPDATE {qi(pk[0])} = {qi(pk[0])}")
 
     def copy_new(self, c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> bool:
         """The snapshot copy's fast path: plain multi-row INSERTs of every
@@ -820,20 +846,19 @@ class MySQLShard(SystemTables):
         takes the checked upsert path).  A deadlock or lock wait timeout
         runs the transaction again.
 
-        A row trigger that runs a query costs more than the insert itself,
-        so the transaction first takes the epoch row's shared lock (as a
-        client write does: no capture can start until it ends, since a
-        capture's start locks that row first) and counts the shard's
-        captures; when there is none, the triggers skip the capture query
-        (``@shardhash_nocapture``, cleared at the end) -- exactly what they
-        would have found."""
+        The row triggers are what an insert costs most on InnoDB (MySQL
+        cannot switch them off for one session), so the transaction first
+        takes the epoch row's shared lock (as a client write does: no
+        capture can start until it ends, since a capture's start locks that
+        row first) and counts the shard's captures; when there is none, it
+        sets ``@shardhash_nocapture`` (cleared at the end), and the
+        triggers skip their whole body at one test -- exactly what they
+        would have done: no capture to log for, and no guard set in this
+        transaction (it is the backend's, not a client's)."""
         import MySQLdb
 
         if not rows:
             return True
-        head = f"INSERT INTO {qi(table)} ({', '.join(qi(x) for x in cols)}) VALUES "
-        one = "(" + ", ".join("%s" for _ in cols) + ")"
-
         system = self._has_system(c)
 
         def once() -> bool:
@@ -844,9 +869,7 @@ class MySQLShard(SystemTables):
                     if self.execute(c, "SELECT COUNT(*) FROM _shardhash_captures").fetchone()[0] == 0:
                         self.execute(c, "SET @shardhash_nocapture = 1")
                         c.vars_set = True
-                for i in range(0, len(rows), MULTI_ROWS):
-                    part = rows[i:i + MULTI_ROWS]
-                    self.execute(c, head + ", ".join(one for _ in part), list(chain.from_iterable(part)))
+                self._insert(c, table, cols, rows)
                 self.commit(c)
                 self._clear_vars(c)
             except MySQLdb.IntegrityError as e:

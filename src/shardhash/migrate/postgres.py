@@ -29,11 +29,10 @@ import functools
 import json
 import logging
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .systables import SystemTables, qi, ql
+from .systables import ServerSystemTables, qi, ql
 
 SYSTEM_DDL = [
     """CREATE TABLE IF NOT EXISTS _shardhash_units(
@@ -182,7 +181,7 @@ def _copy_in(c: Any, table: str, cols: Sequence[str], rows: Sequence[Sequence[An
                 cp.write_row(r)
 
 
-class PostgresShard(SystemTables):
+class PostgresShard(ServerSystemTables):
     """One shard in a PostgreSQL database (or schema)."""
 
     kind = "postgresql"
@@ -204,12 +203,8 @@ class PostgresShard(SystemTables):
             raise ImportError("the PostgreSQL backend needs psycopg 3: pip install 'shardhash[postgres]'") from e
         dsn = url.split(":", 1)[1] if url.startswith(("postgresql:", "postgres:")) and \
             not url.startswith(("postgresql://", "postgres://")) else url
-        self.path = url
+        super().__init__(url)
         self.dsn = dsn
-        self.synchronous = "FULL"
-        self._local = threading.local()
-        self._info: dict[str, tuple[list[str], list[str]]] = {}
-        self._system = False
 
     def __repr__(self) -> str:
         return f"PostgresShard({self.dsn!r})"
@@ -354,12 +349,7 @@ class PostgresShard(SystemTables):
             c, "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) "
             "ON true JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
             "WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY k.ord", rel).fetchall()]
-        if not pk:
-            raise ValueError(f"table {table!r} on {self.dsn} has no primary key: "
-                             "a migrated table needs one (rows are copied and caught up by primary key)")
-        if not table.startswith("_shardhash"):
-            self._info[table] = (cols, pk)
-        return cols, pk
+        return self._layout(table, cols, pk, self.dsn)
 
     def table_ddl(self, c: Any, table: str) -> list[str]:
         cols = self.execute(
@@ -477,27 +467,7 @@ class PostgresShard(SystemTables):
     def end_skip(self, c: Any, group: str) -> None:
         pass
 
-    def active_capture_groups(self, c: Any) -> set[str]:
-        if not self._has_system(c):
-            return set()
-        return {str(r[0]) for r in self.execute(c, "SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
-
     # ------------------------------------------------------------- units
-
-    def _has_system(self, c: Any) -> bool:
-        if not self._system:
-            self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
-        return self._system
-
-    def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
-        if not self._has_system(c):
-            return []
-        return super().unit_rows(c, group)
-
-    def epoch(self, c: Any) -> int:
-        if not self._has_system(c):
-            return -1
-        return super().epoch(c)
 
     def mark_applied(self, c: Any, ids: Sequence[int]) -> None:
         self.execute(c, "UPDATE _shardhash_changes SET state = 1 WHERE id = ANY(%s)", (list(ids),))

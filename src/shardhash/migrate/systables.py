@@ -17,11 +17,12 @@ always bound.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["SystemTables", "decode_pk", "qi", "ql"]
+__all__ = ["ServerSystemTables", "SystemTables", "decode_pk", "qi", "ql"]
 
 
 def qi(name: str) -> str:
@@ -304,3 +305,52 @@ class SystemTables:
     def position(self, c: Any) -> int:
         r = self.execute(c, "SELECT coalesce(max(id), 0) FROM _shardhash_changes").fetchone()
         return int(r[0] or 0)
+
+
+class ServerSystemTables(SystemTables):
+    """:class:`SystemTables` of a database server's shard (PostgreSQL,
+    MySQL), which may not be set up yet: its ownership records, epoch and
+    captures read as none until the system tables exist (looked up with
+    ``has_table`` until they do, then no more).  One connection per thread
+    (``_local.c``), table layouts cached (``_info``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.synchronous = "FULL"
+        self._local = threading.local()
+        self._info: dict[str, tuple[list[str], list[str]]] = {}
+        self._system = False
+
+    def has_table(self, c: Any, table: str) -> bool:  # pragma: no cover
+        raise NotImplementedError
+
+    def _layout(self, table: str, cols: list[str], pk: list[str], where: str) -> tuple[list[str], list[str]]:
+        """``table_info``'s answer from the columns and primary key it read:
+        a table without a primary key is a ValueError (naming ``where``); a
+        table of the application's is cached."""
+        if not pk:
+            raise ValueError(f"table {table!r} on {where} has no primary key: "
+                             "a migrated table needs one (rows are copied and caught up by primary key)")
+        if not table.startswith("_shardhash"):
+            self._info[table] = (cols, pk)
+        return cols, pk
+
+    def _has_system(self, c: Any) -> bool:
+        if not self._system:
+            self._system = self.has_table(c, "_shardhash_epoch") and self.has_table(c, "_shardhash_units")
+        return self._system
+
+    def active_capture_groups(self, c: Any) -> set[str]:
+        if not self._has_system(c):
+            return set()
+        return {str(r[0]) for r in self.execute(c, "SELECT DISTINCT grp FROM _shardhash_captures").fetchall()}
+
+    def unit_rows(self, c: Any, group: str | None = None) -> list[tuple[Any, ...]]:
+        if not self._has_system(c):
+            return []
+        return super().unit_rows(c, group)
+
+    def epoch(self, c: Any) -> int:
+        if not self._has_system(c):
+            return -1
+        return super().epoch(c)
