@@ -187,10 +187,10 @@ def _check_key_hash(key_hash: Any, flavor: str) -> str:
         return "one_at_a_time"
     if key_hash is None:
         return "fnv1a_64" if flavor == "twemproxy" else "md5"
-    key_hash = one_of(key_hash, "key_hash", KEY_HASHES, "unknown key_hash")
-    if key_hash != "md5" and flavor != "twemproxy":
-        raise ValueError(f"key_hash {key_hash!r} is only available for the twemproxy flavor")
-    return key_hash
+    name = one_of(key_hash, "key_hash", KEY_HASHES, "unknown key_hash")
+    if name != "md5" and flavor != "twemproxy":
+        raise ValueError(f"key_hash {name!r} is only available for the twemproxy flavor")
+    return name
 
 
 def _check_names(names: Any, ids: list[str], flavor: str) -> list[str] | None:
