@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import uuid as _uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,3 +43,27 @@ def int_pair_seq(value: Any, n: int, name: str, pair: str, of: str, ints: str,
         check(i, a, b)
         out.append((a, b))
     return out
+
+
+def one_of(value: Any, name: str, choices: Sequence[str], unknown: str) -> str:
+    """A str argument ``name`` that must be one of ``choices``; a str outside
+    them is refused as ``"{unknown} {value!r}"`` with the choices listed."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{unknown} {value!r}; choose one of {', '.join(choices)}")
+    return value
+
+
+def uuid_bytes(value: Any, not_uuid: Callable[[str], str], wrong_type: Callable[[Any], str]) -> bytes:
+    """The 16 bytes of a UUID given as a uuid.UUID or its text; the caller
+    words the refusals in its system's terms: ``not_uuid(text)`` for a str
+    that does not parse, ``wrong_type(value)`` for any other type."""
+    if isinstance(value, _uuid.UUID):
+        return value.bytes
+    if isinstance(value, str):
+        try:
+            return _uuid.UUID(value).bytes
+        except ValueError:
+            raise ValueError(not_uuid(value)) from None
+    raise TypeError(wrong_type(value))

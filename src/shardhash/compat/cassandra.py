@@ -36,7 +36,6 @@ import bisect
 import hashlib
 import numbers
 import struct
-import uuid as _uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -47,6 +46,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
+from ._common import uuid_bytes
 from ._doc import doc_field, int_list, node_map, raw_doc_shards
 from ._ring import point_index
 
@@ -178,14 +178,8 @@ def _serialize_one(value: Any, t: str) -> bytes:
                 raise ValueError(f"{value!r:.60} is not ASCII") from None
         return value.encode("utf-8")
     if t == "uuid":
-        if isinstance(value, _uuid.UUID):
-            return value.bytes
-        if isinstance(value, str):
-            try:
-                return _uuid.UUID(value).bytes
-            except ValueError:
-                raise ValueError(f"{value!r:.60} is not a UUID") from None
-        raise TypeError(f"a CQL uuid must be a uuid.UUID or str, not {type(value).__name__}")
+        return uuid_bytes(value, lambda text: f"{text!r:.60} is not a UUID",
+                          lambda v: f"a CQL uuid must be a uuid.UUID or str, not {type(v).__name__}")
     if t == "blob":
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)

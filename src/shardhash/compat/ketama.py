@@ -67,7 +67,7 @@ from shardhash._parallel import kernel_array
 from ..routing.base import RawKeyRouter, Router, fill_out, register_router_type
 from . import _native
 from . import _twemproxy_hash as _tw
-from ._common import text_or_bytes
+from ._common import one_of, text_or_bytes
 from ._doc import doc_field, raw_doc_shards
 from ._ring import point_index
 
@@ -85,11 +85,7 @@ _DEFAULT_PORT = 11211
 
 
 def _check_flavor(flavor: Any) -> str:
-    if not isinstance(flavor, str):
-        raise TypeError(f"flavor must be a str, not {type(flavor).__name__}")
-    if flavor not in ALL_FLAVORS:
-        raise ValueError(f"unknown ketama flavor {flavor!r}; choose one of {', '.join(ALL_FLAVORS)}")
-    return flavor
+    return one_of(flavor, "flavor", ALL_FLAVORS, "unknown ketama flavor")
 
 
 def md5_counts(weights: Sequence[int], flavor: str) -> list[int]:
@@ -191,13 +187,10 @@ def _check_key_hash(key_hash: Any, flavor: str) -> str:
         return "one_at_a_time"
     if key_hash is None:
         return "fnv1a_64" if flavor == "twemproxy" else "md5"
-    if not isinstance(key_hash, str):
-        raise TypeError(f"key_hash must be a str, not {type(key_hash).__name__}")
-    if key_hash not in KEY_HASHES:
-        raise ValueError(f"unknown key_hash {key_hash!r}; choose one of {', '.join(KEY_HASHES)}")
-    if key_hash != "md5" and flavor != "twemproxy":
-        raise ValueError(f"key_hash {key_hash!r} is only available for the twemproxy flavor")
-    return key_hash
+    name = one_of(key_hash, "key_hash", KEY_HASHES, "unknown key_hash")
+    if name != "md5" and flavor != "twemproxy":
+        raise ValueError(f"key_hash {name!r} is only available for the twemproxy flavor")
+    return name
 
 
 def _check_names(names: Any, ids: list[str], flavor: str) -> list[str] | None:

@@ -54,7 +54,6 @@ import numbers
 import operator
 import re
 import struct
-import uuid as _uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -66,7 +65,7 @@ from shardhash.routing._kernels import prepare_out
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
-from ._common import int_pair_seq
+from ._common import int_pair_seq, uuid_bytes
 from ._doc import doc_field, raw_doc_shards
 
 __all__ = [
@@ -270,14 +269,8 @@ def _bytea_bytes(value: Any) -> bytes:
 
 
 def _uuid_bytes(value: Any) -> bytes:
-    if isinstance(value, _uuid.UUID):
-        return value.bytes
-    if isinstance(value, str):
-        try:
-            return _uuid.UUID(value).bytes
-        except ValueError:
-            raise ValueError(f"invalid uuid text {value!r}") from None
-    raise TypeError(f"uuid value must be a uuid.UUID or str, not {_describe(value)}")
+    return uuid_bytes(value, lambda text: f"invalid uuid text {text!r}",
+                      lambda v: f"uuid value must be a uuid.UUID or str, not {_describe(v)}")
 
 
 def _float_value(value: Any, t: str) -> float:

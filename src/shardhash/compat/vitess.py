@@ -62,6 +62,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_hashes, fill_out, register_router_type
 from . import _native
+from ._common import one_of
 from ._doc import raw_doc_shards
 
 __all__ = ["VINDEXES", "keyspace_id", "keyspace_id_array", "collation_key", "reverse_hash", "parse_shard_name",
@@ -77,11 +78,7 @@ _NAME_RE = re.compile(r"^([0-9a-fA-F]*)-([0-9a-fA-F]*)$")
 
 
 def _check_vindex(vindex: Any) -> str:
-    if not isinstance(vindex, str):
-        raise TypeError(f"vindex must be a str, not {type(vindex).__name__}")
-    if vindex not in VINDEXES:
-        raise ValueError(f"unsupported vindex {vindex!r}; supported: {', '.join(VINDEXES)}")
-    return vindex
+    return one_of(vindex, "vindex", VINDEXES, "unsupported vindex")
 
 
 def _int_value(value: Any, what: str = "value") -> int:

@@ -534,14 +534,15 @@ def fill_out(out, res):
     return out
 
 
-def _check_count(n, name="num_buckets"):
+def _check_count(n, name="num_buckets", too_big=OverflowError):
+    """``n`` as an int in [1, 2**31 - 1]; a larger one raises ``too_big``."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(n).__name__}")
     n = int(n)
     if n < 1:
         raise ValueError(f"{name} must be >= 1, got {n}")
     if n > 0x7FFFFFFF:
-        raise OverflowError(f"{name} must be < 2**31, got {n}")
+        raise too_big(f"{name} must be < 2**31, got {n}")
     return n
 
 
@@ -1113,7 +1114,7 @@ cdef class RouterCore:
         return self._route_index_slow(key)
 
     cdef inline int32_t _index_of(self, object key) except -1:
-        """route_index(key), callable from C (route() repeats it inline)."""
+        """route_index(key), callable from C (inline: route() and route_index() are this)."""
         cdef uint64_t h
         if self._keymode:
             return self._key_index(key)
@@ -1245,16 +1246,7 @@ cdef class RouterCore:
 --
 
         The shard id that owns ``key``."""
-        cdef uint64_t h
-        if self._keymode:
-            return <object>PyTuple_GET_ITEM(self._shards, self._key_index(key))
-        if self._hasher is None:
-            self._not_initialised()
-        if self._prefix:
-            key = _prefix_of(key, self._prefix)
-        if not sh_route_fast_hash(key, self._int_xxh3, self._int_key, self._str_xxh3, self._hasher._seed, &h):
-            h = self._hasher.hash_one(key)
-        return <object>PyTuple_GET_ITEM(self._shards, self._place(h))
+        return <object>PyTuple_GET_ITEM(self._shards, self._index_of(key))
 
     @cython.binding(False)
     @cython.always_allow_keywords(False)
@@ -1774,14 +1766,7 @@ cdef int _replica_plan(RouterCore rt, Py_ssize_t r, ReplicaZones zones, shr_plan
 cdef Py_ssize_t _replica_count(object n) except -1:
     if type(n) is int and 0 < n < 0x80000000:   # the common case, without numpy's types
         return <Py_ssize_t>n
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be an int, got {n!r} (type {type(n).__name__})")
-    v = int(n)
-    if v < 1:
-        raise ValueError(f"n must be >= 1, got {v}")
-    if v > 0x7FFFFFFF:
-        raise ValueError(f"n must be < 2**31, got {v}")
-    return <Py_ssize_t>v
+    return <Py_ssize_t>_check_count(n, "n", ValueError)
 
 
 cdef object _short_ring(RouterCore rt, Py_ssize_t r, str where):

@@ -139,12 +139,10 @@ class MaglevRouter(Router):
 
     @property
     def table_size(self) -> int:
+        """Slots in the lookup table: bucket = hash % table_size."""
         return self._m
 
-    @property
-    def bucket_count(self) -> int:
-        """Same as ``table_size``: bucket = hash % bucket_count."""
-        return self._m
+    bucket_count = table_size  # the same count under the name other bucket routers use
 
     @property
     def table(self) -> np.ndarray:
