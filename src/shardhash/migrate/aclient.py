@@ -486,8 +486,6 @@ class AsyncClient:
         before it runs the statement)."""
         import psycopg
 
-        from .postgres import PGConnection, _guard_key
-
         su = self.cluster._units.get(shard)
         if su is None or su.epoch < 0:
             return None
@@ -496,17 +494,9 @@ class AsyncClient:
             return None
         try:
             async with conn.pipeline():
-                if write:
-                    await conn.execute("BEGIN")
-                    ecur = await conn.execute(PGConnection._sql(
-                        "SELECT n, set_config('shardhash.guard_grp', ?, true), "
-                        "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE"),
-                        (group, _guard_key(key)))
-                    if v is None and group in su.captures:
-                        await _execute("postgres", conn, "SELECT set_config('shardhash.skip', ?, true)", (group,))
-                else:
-                    await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                    ecur = await conn.execute(_EPOCH)
+                ecur = await self._pg_queue_begin(conn, group, key, write)
+                if write and v is None and group in su.captures:
+                    await _execute("postgres", conn, "SELECT set_config('shardhash.skip', ?, true)", (group,))
                 cur = await _execute("postgres", conn, sql, params)
             row = await ecur.fetchone()
         except psycopg.Error:
@@ -519,21 +509,26 @@ class AsyncClient:
         return cur, rows
 
     @staticmethod
-    async def _pg_begin(conn: Any, group: str, key: Any, write: bool) -> int:
-        """Begin, take the lock (a write) and read the shard's epoch, in one
-        round trip (a pipeline); -1: no ownership records."""
+    async def _pg_queue_begin(conn: Any, group: str, key: Any, write: bool) -> Any:
+        """In the caller's pipeline: the begin, a write's lock on the epoch row
+        with its guard, and the epoch read; the cursor of that read."""
         from .postgres import PGConnection, _guard_key
 
+        if write:
+            await conn.execute("BEGIN")
+            return await conn.execute(PGConnection._sql(
+                "SELECT n, set_config('shardhash.guard_grp', ?, true), "
+                "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE"),
+                (group, _guard_key(key)))
+        await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        return await conn.execute(_EPOCH)
+
+    @classmethod
+    async def _pg_begin(cls, conn: Any, group: str, key: Any, write: bool) -> int:
+        """Begin, take the lock (a write) and read the shard's epoch, in one
+        round trip (a pipeline); -1: no ownership records."""
         async with conn.pipeline():
-            if write:
-                await conn.execute("BEGIN")
-                cur = await conn.execute(PGConnection._sql(
-                    "SELECT n, set_config('shardhash.guard_grp', ?, true), "
-                    "set_config('shardhash.guard_key', ?, true) FROM _shardhash_epoch WHERE id = 0 FOR SHARE"),
-                    (group, _guard_key(key)))
-            else:
-                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-                cur = await conn.execute(_EPOCH)
+            cur = await cls._pg_queue_begin(conn, group, key, write)
         row = await cur.fetchone()
         return int(row[0]) if row else -1
 

@@ -805,11 +805,10 @@ class MySQLShard(ServerSystemTables):
             c.run_text(sql)
 
     def upsert(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        rows = list(rows)
-        if not rows:
+        parts = self._upsert_rows(c, table, cols, rows)
+        if parts is None:
             return
-        _, pk = self.table_info(c, table)
-        others = [x for x in cols if x not in pk]
+        rows, pk, others = parts
         upd = ", ".join(f"{qi(x)} = VALUES({qi(x)})" for x in others) or f"{qi(pk[0])} = {qi(pk[0])}"
         self._insert(c, table, cols, rows, " ON DUPLICATE KEY UPDATE " + upd)
 

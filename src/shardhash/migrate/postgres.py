@@ -478,11 +478,10 @@ class PostgresShard(ServerSystemTables):
     # --------------------------------------------------------- row access
 
     def upsert(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        rows = list(rows)
-        if not rows:
+        parts = self._upsert_rows(c, table, cols, rows)
+        if parts is None:
             return
-        _, pk = self.table_info(c, table)
-        others = [x for x in cols if x not in pk]
+        rows, pk, others = parts
         conflict = ", ".join(qi(k) for k in pk)
         action = ("DO UPDATE SET " + ", ".join(f"{qi(x)} = EXCLUDED.{qi(x)}" for x in others)) if others \
             else "DO NOTHING"

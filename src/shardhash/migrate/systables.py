@@ -324,6 +324,9 @@ class ServerSystemTables(SystemTables):
     def has_table(self, c: Any, table: str) -> bool:  # pragma: no cover
         raise NotImplementedError
 
+    def table_info(self, c: Any, table: str) -> tuple[list[str], list[str]]:  # pragma: no cover
+        raise NotImplementedError
+
     def _layout(self, table: str, cols: list[str], pk: list[str], where: str) -> tuple[list[str], list[str]]:
         """``table_info``'s answer from the columns and primary key it read:
         a table without a primary key is a ValueError (naming ``where``); a
@@ -334,6 +337,16 @@ class ServerSystemTables(SystemTables):
         if not table.startswith("_shardhash"):
             self._info[table] = (cols, pk)
         return cols, pk
+
+    def _upsert_rows(self, c: Any, table: str, cols: Sequence[str], rows: Iterable[Sequence[Any]]
+                     ) -> tuple[list[Sequence[Any]], list[str], list[str]] | None:
+        """An upsert's parts: (the rows, the table's primary key, the other
+        columns of ``cols``); None when there is no row."""
+        rows = list(rows)
+        if not rows:
+            return None
+        _, pk = self.table_info(c, table)
+        return rows, pk, [x for x in cols if x not in pk]
 
     def _has_system(self, c: Any) -> bool:
         if not self._system:
