@@ -68,3 +68,25 @@ def examples(n: int) -> int:
     if current is None:
         return n
     return max(1, round(n * current.max_examples / base))
+
+
+def fork_child(fn: Any, env: dict[str, str] | None = None) -> int:
+    """Run ``fn()`` in a forked child (with ``env`` added to its environment);
+    its pid.  The child exits 0 when ``fn`` returns, 1 when it raises (the
+    traceback written to the file descriptor 2: ``sys.stderr`` may be a
+    pytest buffer, lost with the child), and never returns into the caller."""
+    import traceback
+
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            if env:
+                os.environ.update(env)
+            fn()
+        except BaseException:  # noqa: BLE001
+            os.write(2, traceback.format_exc().encode())
+            code = 1
+        finally:
+            os._exit(code)
+    return pid

@@ -46,7 +46,6 @@ import os
 import random
 import signal
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from shardhash import JumpRouter, Router, load_router, plan
 from shardhash.migrate import Cluster, Migration, StaleRouteError
 from shardhash.migrate.sqlite import SQLiteShard
 from shardhash.migrate.systables import SystemTables
+from tests._support import fork_child as _fork
 
 from ._harness import drop_cluster, make_cluster, shard_rows
 
@@ -79,21 +79,6 @@ EARLY_ROLLBACK_KILLS = True
 WAIT = 60.0  # seconds to wait for the writers to reach a key (a failure after that)
 
 
-def _fork(fn: Callable[[], object], env: dict[str, str] | None = None) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            if env:
-                os.environ.update(env)
-            fn()
-        except BaseException:  # noqa: BLE001
-            # (to the file descriptor: sys.stderr may be a pytest buffer, lost with the child)
-            os.write(2, traceback.format_exc().encode())
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
 
 
 def _die() -> None:

@@ -12,8 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import pytest
 from shardhash import JumpRouter, plan
 from shardhash.migrate import Cluster, Migration, StaleRouteError
 from shardhash.migrate.executor import FenceAborted
+from tests._support import fork_child as _fork
 
 from ._harness import drop_cluster, make_cluster, shard_rows
 
@@ -29,20 +28,6 @@ FENCE = 0.5  # the fence_timeout of these tests, in seconds
 SHARDS = ["s0", "s1", "s2"]
 
 
-def _fork(fn: Callable[[], object], env: dict[str, str] | None = None) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            if env:
-                os.environ.update(env)
-            fn()
-        except BaseException:  # noqa: BLE001
-            os.write(2, traceback.format_exc().encode())
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
 
 
 def _killed_at(path: str, mig: str, point: str, fence_timeout: float = FENCE) -> None:

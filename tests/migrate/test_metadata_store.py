@@ -8,8 +8,7 @@ import os
 import signal
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.executor import pending_router
 from tests._mariadb import need_mysql
 from tests._postgres import need_postgres
+from tests._support import fork_child as _fork
 
 from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
@@ -42,19 +42,6 @@ def mroot(tmp_path: Path, meta: str) -> Iterator[Path]:
     drop_cluster(tmp_path, meta)
 
 
-def _fork(fn: Callable[[], None], env: dict[str, str]) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.environ.update(env)
-            fn()
-        except BaseException:  # noqa: BLE001
-            traceback.print_exc()
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
 
 
 def test_metadata_url_selects_the_store(mroot: Path, meta: str) -> None:

@@ -9,8 +9,7 @@ import os
 import signal
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 
 from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
+from tests._support import fork_child as _fork
 
 from ._harness import drop_cluster, make_cluster, shard_rows, upsert
 
@@ -150,19 +150,6 @@ def test_an_error_in_one_catch_up_worker_stops_the_others_and_names_its_pair(roo
     cl.close()
 
 
-def _fork(fn: Callable[[], object], env: dict[str, str]) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.environ.update(env)
-            fn()
-        except BaseException:  # noqa: BLE001
-            os.write(2, traceback.format_exc().encode())
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
 
 
 @pytest.mark.slow  # (a forked executor killed twice, then resumed)

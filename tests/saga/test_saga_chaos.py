@@ -36,7 +36,6 @@ import os
 import random
 import signal
 import time
-import traceback
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +46,7 @@ import pytest
 from shardhash import plan, saga
 from shardhash.migrate import Cluster, Migration
 from tests._postgres import need_postgres
+from tests._support import fork_child as _fork
 from tests.migrate._harness import drop_cluster
 
 from ._bank import START, balances, make_bank, make_transfer, shard_table
@@ -61,20 +61,6 @@ DRIVER_POINTS = ["after-step-commit", "in-compensation", "after-compensation-com
                  "after-log-update", "before-final", "lease-acquired", "timer", None]
 RECOVER_POINTS = ["lease-acquired", "after-step-commit", "in-compensation", "timer"]
 MUST_KILL = ("after-step-commit", "in-compensation", "lease-acquired", "in-step", "before-final")
-
-
-def _fork(fn: Callable[[], object]) -> int:
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            fn()
-        except BaseException:  # noqa: BLE001
-            os.write(2, traceback.format_exc().encode())
-            code = 1
-        finally:
-            os._exit(code)
-    return pid
 
 
 def _hook(point: str | None, kills: str) -> Callable[[str], None]:
