@@ -155,3 +155,18 @@ def shard_rows(root: Path, shard: str, table: str = "users") -> dict[Any, tuple[
     finally:
         c.close()
     return {r[0]: tuple(r) for r in rows}
+
+
+def add_shard_migration(root: Path, backend: str, users: int) -> tuple[Path, Cluster, Any, set[int]]:
+    """A cluster of four shards s0..s3 holding ``users`` rows (and s4, empty)
+    and a migration that adds s4 in steps of at most 5 % of the hash space:
+    (cluster.json's path, the cluster, the migration, the keys it moves)."""
+    from shardhash import plan
+    from shardhash.migrate import Migration
+
+    path = make_cluster(root, ["s0", "s1", "s2", "s3"], users=users, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    moved = {k for k in range(1, users + 1) if old.route(k) != new.route(k)}
+    return path, cl, Migration.create(cl, "users", new, max_step_share=0.05), moved

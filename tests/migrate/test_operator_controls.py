@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 from shardhash.migrate.control import MigrationPaused, TokenBucket
 
-from ._harness import drop_cluster, make_cluster, shard_rows, upsert
+from ._harness import add_shard_migration, drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -30,13 +29,7 @@ def root(tmp_path: Path, backend: str) -> Iterator[Path]:
 
 def _start(root: Path, backend: str, users: int) -> tuple[Path, Cluster, Migration, set[int]]:
     """A cluster of four shards and a migration that adds s4; the keys it moves."""
-    path = make_cluster(root, FOUR, users=users, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path)
-    old = cl.router()
-    new, _ = plan.add_shards(old, "s4")
-    m = Migration.create(cl, "users", new, max_step_share=0.05)
-    moved = {k for k in range(1, users + 1) if old.route(k) != new.route(k)}
-    return path, cl, m, moved
+    return add_shard_migration(root, backend, users)
 
 
 @pytest.mark.parametrize("parallel", [1, 2])

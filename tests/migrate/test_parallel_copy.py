@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError
 
-from ._harness import drop_cluster, make_cluster, shard_rows
+from ._harness import add_shard_migration, drop_cluster, shard_rows
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -27,12 +26,8 @@ def root(tmp_path: Path, backend: str) -> Iterator[Path]:
 
 
 def _start(root: Path, backend: str, users: int) -> tuple[Cluster, Migration, set[int]]:
-    path = make_cluster(root, FOUR, users=users, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path)
-    old = cl.router()
-    new, _ = plan.add_shards(old, "s4")
-    moved = {k for k in range(1, users + 1) if old.route(k) != new.route(k)}
-    return cl, Migration.create(cl, "users", new, max_step_share=0.05), moved
+    _, cl, m, moved = add_shard_migration(root, backend, users)
+    return cl, m, moved
 
 
 @pytest.mark.parametrize("parallel", [1, 3])

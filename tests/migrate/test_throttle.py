@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from shardhash import plan
 from shardhash.migrate import Cluster, Migration, MigrationError, Throttle
 
-from ._harness import connect, drop_cluster, make_cluster, shard_rows, upsert
+from ._harness import add_shard_migration, connect, drop_cluster, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -30,12 +29,8 @@ def root(tmp_path: Path, backend: str) -> Iterator[Path]:
 
 
 def _start(root: Path, backend: str, users: int) -> tuple[Cluster, Migration, set[int]]:
-    path = make_cluster(root, FOUR, users=users, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path)
-    old = cl.router()
-    new, _ = plan.add_shards(old, "s4")
-    m = Migration.create(cl, "users", new, max_step_share=0.05)
-    return cl, m, {k for k in range(1, users + 1) if old.route(k) != new.route(k)}
+    _, cl, m, moved = add_shard_migration(root, backend, users)
+    return cl, m, moved
 
 
 class _Load:
