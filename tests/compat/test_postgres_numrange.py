@@ -197,6 +197,8 @@ def test_numrange_rules() -> None:
     assert h(R(1, 2, "(]"), "numrange") != h(R(2, 3), "numrange")
     # NaN sorts above every numeric and equals itself
     assert h(R(NAN, NAN), "numrange") == h("empty", "numrange")
+    # infinite bounds are values, not unbounded sides
+    assert h(R(1, INF), "numrange") != h(R(1, None), "numrange")
     assert h(M([R(1, NAN), R(NAN, NAN, "[]")]), "nummultirange") == h(M([R(1, NAN, "[]")]), "nummultirange")
     assert pg.canonical_type("NUMRANGE") == "numrange"
     assert pg.canonical_type("(int4, numrange)[]") == "(int4,numrange)[]"
