@@ -218,7 +218,7 @@ def test_numrange_errors() -> None:
         pg.hash_extended(R(1, D("sNaN")), "numrange")
     with pytest.raises(ValueError, match="position 1"):
         pg.hash_extended_array([R(1, 2), R(3, 2)], "numrange")
-    with pytest.raises(TypeError, match="field 1: a numeric value must be"):
+    with pytest.raises(TypeError, match="position 0: array element 1: field 1: a numeric value must be"):
         pg.hash_extended_array([[(1, R(1, 2)), (2, R(1.5, 2))]], "(int4,numrange)[]")
 
 

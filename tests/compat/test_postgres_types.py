@@ -277,6 +277,11 @@ def test_array_inputs() -> None:
         pg.hash_extended(ill_typed(5), "int4[]")
     with pytest.raises(TypeError, match="NULL"):
         pg.hash_extended_array([[1], None], "int4[]")
+    # a batch's error names the array's position and the element's, not the element's place in all the arrays
+    with pytest.raises(ValueError, match=r"^value at position 1: array element 1: value 1099511627776 out of range"):
+        pg.hash_extended_array([[1, 2], [3, 2**40]], "int4[]")
+    with pytest.raises(TypeError, match=r"^value at position 2: array element 0: "):
+        pg.hash32_array([[1], [], ["x"]], "int4[]")
 
 
 def test_array_golden_vectors() -> None:

@@ -1016,19 +1016,35 @@ def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     return _Keys("array", (flat, t[:-2]), lengths, len(items), isnull if isnull.any() else None)
 
 
+def _array_error(flat: list[Any], et: str, lengths: np.ndarray, seed: int | None) -> None:
+    """Raise the first bad element's error, naming its array's position and
+    its own (the batch saw the arrays' elements as one flat list)."""
+    start = 0
+    for i, n in enumerate(lengths.tolist()):
+        try:
+            _fold31(1, ((v, et) for v in flat[start:start + n]), seed, "array element")
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
+        start += n
+
+
 def _array_combine(keys: _Keys, seed: int | None, threads: int | None) -> np.ndarray:
     """Every array's hash (uint64; the 32-bit ones in the low half)."""
     flat, et = keys.a
     lengths: np.ndarray = keys.b
-    ek = _to_keys(flat, et, allow_null=True)
     eh = np.empty(len(flat), dtype=np.uint64)
-    if seed is None:
-        h32 = np.empty(len(flat), dtype=np.int32)
-        if len(flat):
-            _hash32_keys(ek, h32, threads)
-        eh[:] = h32.view(np.uint32)
-    elif len(flat):
-        _extended_keys(ek, seed, eh, threads)
+    try:
+        ek = _to_keys(flat, et, allow_null=True)
+        if seed is None:
+            h32 = np.empty(len(flat), dtype=np.int32)
+            if len(flat):
+                _hash32_keys(ek, h32, threads)
+            eh[:] = h32.view(np.uint32)
+        elif len(flat):
+            _extended_keys(ek, seed, eh, threads)
+    except (TypeError, ValueError, OverflowError):
+        _array_error(flat, et, lengths, seed)  # the error again, naming the array and its element
+        raise
     if ek.isnull is not None:
         eh[ek.isnull.astype(bool)] = 0
     ends = np.cumsum(lengths)
