@@ -635,6 +635,48 @@ def postgres_composites(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+def postgres_numranges(out: Path) -> None:
+    """hash_range / hash_multirange (and _extended) of numrange and
+    nummultirange values (NULL, infinite and NaN bounds, empty ranges, long,
+    negative and trailing-zero numerics)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_multirange import multirange_sql, multirange_values
+    from tests.compat.test_postgres_numrange import _server, encode
+    from tests.compat.test_postgres_types import range_sql, range_values
+
+    ranges = range_values("numrange", random.Random("vectors-numrange"), 60)
+    mranges = multirange_values("nummultirange", random.Random("vectors-nummultirange"), 60)
+    rows: list[list[object]] = [["numrange", encode(v, "numrange"), *line] for v, line in zip(
+        ranges, _server(ranges, "hash_range", lambda v: range_sql("numrange", v)))]
+    rows += [["nummultirange", encode(v, "nummultirange"), *line] for v, line in zip(
+        mranges, _server(mranges, "hash_multirange", lambda v: multirange_sql("nummultirange", v)))]
+    _write(out, "postgres_numranges.tsv",
+           ["postgres_numranges.tsv: PostgreSQL hash_range / hash_multirange (32-bit) and their _extended forms under",
+            "seeds 0, 1 and HASH_PARTITION_SEED (signed) of numrange and nummultirange values; value: JSON",
+            "\"empty\" or [lower, upper, bounds] (numerics as text, null: unbounded), a multirange the list of its",
+            "ranges as given.",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
+def postgres_composite_arrays(out: Path) -> None:
+    """hash_array / hash_array_extended of arrays (one- and two-dimensional,
+    NULL elements) of a composite type with numrange and nummultirange fields."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_numrange import COMP, _server, composite_array_sql, composite_array_values, encode
+
+    vals = composite_array_values(random.Random("vectors-composite-arrays"), 80)
+    rows: list[list[object]] = [[COMP + "[]", encode(v, COMP + "[]"), *line]
+                                for v, line in zip(vals, _server(vals, "hash_array", composite_array_sql))]
+    _write(out, "postgres_composite_arrays.tsv",
+           ["postgres_composite_arrays.tsv: PostgreSQL hash_array (32-bit) and hash_array_extended under seeds 0, 1",
+            "and HASH_PARTITION_SEED (signed) of sh_nc[] values, CREATE TYPE sh_nc AS (a int4, r numrange,",
+            "m nummultirange, t text); value: JSON nested lists (the dimensions) of elements, each null or",
+            "{a, r, m, t} (ranges as in postgres_numranges.tsv, null: NULL).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
+
+
 # ------------------------------------------------------------------------ Redis
 
 
@@ -749,6 +791,8 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "postgres_numeric.tsv": (postgres_numeric, ()),
     "postgres_multiranges.tsv": (postgres_multiranges, ()),
     "postgres_composites.tsv": (postgres_composites, ()),
+    "postgres_numranges.tsv": (postgres_numranges, ()),
+    "postgres_composite_arrays.tsv": (postgres_composite_arrays, ()),
 }
 
 
@@ -764,7 +808,8 @@ def check(names: list[str]) -> int:
                 print(f"not checked: {name}: which keys move first depends on the server's iteration order")
                 continue
             if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric,
-                        postgres_multiranges, postgres_composites) and not (
+                        postgres_multiranges, postgres_composites, postgres_numranges,
+                        postgres_composite_arrays) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(

@@ -130,7 +130,7 @@ def _bound(t: str, x: Any) -> Any:
 def test_multirange_golden_vectors() -> None:
     lines = [ln.split("\t") for ln in (VECTORS / "compat" / "postgres_multiranges.tsv").read_text().splitlines()
              if ln and not ln.startswith("#")][1:]
-    assert len(lines) == 200 and {r[0] for r in lines} == set(pg.MULTIRANGE_TYPES)
+    assert len(lines) == 200 and {r[0] for r in lines} == set(pg.MULTIRANGE_TYPES) - {"nummultirange"}
     for t, value, h32, *ext in lines:
         v = M(["empty" if r == "empty" else R(_bound(t, r[0]), _bound(t, r[1]), r[2]) for r in json.loads(value)])
         assert pg.hash32(v, t) == int(h32)

@@ -11,6 +11,7 @@ tests/vectors/compat/postgres_more_types.tsv (from the server).
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import random
 import shutil
 import subprocess
@@ -276,6 +277,11 @@ def test_array_inputs() -> None:
         pg.hash_extended(ill_typed(5), "int4[]")
     with pytest.raises(TypeError, match="NULL"):
         pg.hash_extended_array([[1], None], "int4[]")
+    # a batch's error names the array's position and the element's, not the element's place in all the arrays
+    with pytest.raises(ValueError, match=r"^value at position 1: array element 1: value 1099511627776 out of range"):
+        pg.hash_extended_array([[1, 2], [3, 2**40]], "int4[]")
+    with pytest.raises(TypeError, match=r"^value at position 2: array element 0: "):
+        pg.hash32_array([[1], [], ["x"]], "int4[]")
 
 
 def test_array_golden_vectors() -> None:
@@ -306,6 +312,8 @@ def _bound_sql(et: str, v: Any) -> str:
         return "NULL"
     if et in ("int4", "int8"):
         return str(v)
+    if et == "numeric":
+        return f"'{v}'::numeric"
     if et == "date":
         return f"'{v.isoformat()}'::date"
     if et == "timestamp":
@@ -313,10 +321,31 @@ def _bound_sql(et: str, v: Any) -> str:
     return f"'{v.isoformat(sep=' ')}'::timestamptz"
 
 
+def numeric_bound(rng: random.Random) -> Any:
+    """A numeric range bound: small values that repeat and touch (some with
+    trailing zeros, some Python ints), long ones, negative ones, zero, NaN
+    and the infinities."""
+    r = rng.random()
+    if r < 0.06:
+        return decimal.Decimal(rng.choice(["NaN", "Infinity", "-Infinity"]))
+    if r < 0.15:
+        return rng.randrange(-20, 20)
+    if r < 0.6:  # 1.5, 1.50, 1.500: equal values, other scales
+        m, e, z = rng.randrange(-40, 40), rng.randrange(0, 2), rng.randrange(0, 3)
+        return decimal.Decimal(f"{m * 10 ** z}E-{e + z}")
+    return decimal.Decimal(f"{rng.randrange(-10 ** 30, 10 ** 30)}E{rng.randrange(-45, 25)}")
+
+
+def _bound_order(v: Any) -> Any:
+    return (1, 0) if isinstance(v, decimal.Decimal) and v.is_nan() else (0, v)  # NaN sorts last
+
+
 def range_values(t: str, rng: random.Random, n: int) -> list[Any]:
     et = pg.RANGE_TYPES[t]
 
     def bound() -> Any:
+        if et == "numeric":
+            return numeric_bound(rng)
         if et == "int4":
             return rng.choice([rng.randrange(-2**31 + 1, 2**31 - 1), rng.randrange(-50, 50)])
         if et == "int8":
@@ -329,7 +358,7 @@ def range_values(t: str, rng: random.Random, n: int) -> list[Any]:
 
     out: list[Any] = ["empty"]
     while len(out) < n:
-        lo, hi = sorted([bound(), bound()])
+        lo, hi = sorted([bound(), bound()], key=_bound_order if et == "numeric" else None)
         if rng.random() < 0.15:
             hi = lo  # equal bounds: empty unless [] (or canonicalised to one value)
         out.append(pg.Range(None if rng.random() < 0.15 else lo, None if rng.random() < 0.15 else hi,
@@ -384,7 +413,7 @@ def test_range_golden_vectors() -> None:
 
     lines = [ln.split("\t") for ln in (VECTORS / "compat" / "postgres_ranges.tsv").read_text().splitlines()
              if ln and not ln.startswith("#")][1:]
-    assert len(lines) == 200 and {r[0] for r in lines} == set(pg.RANGE_TYPES)
+    assert len(lines) == 200 and {r[0] for r in lines} == set(pg.RANGE_TYPES) - {"numrange"}
 
     def bound(t: str, x: Any) -> Any:
         if x is None or isinstance(x, int):

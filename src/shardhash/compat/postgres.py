@@ -104,11 +104,12 @@ _INT_LIKE = MORE_TYPES
 NUMERIC = "numeric"
 #: Range types and their element types (``hash_range_extended``).
 RANGE_TYPES = {"int4range": "int4", "int8range": "int8", "daterange": "date", "tsrange": "timestamp",
-               "tstzrange": "timestamptz"}
+               "tstzrange": "timestamptz", "numrange": "numeric"}
 _DISCRETE = ("int4range", "int8range", "daterange")  # canonical form [lower, upper)
 #: Multirange types and their range types (``hash_multirange_extended``).
 MULTIRANGE_TYPES = {"int4multirange": "int4range", "int8multirange": "int8range",
-                    "datemultirange": "daterange", "tsmultirange": "tsrange", "tstzmultirange": "tstzrange"}
+                    "datemultirange": "daterange", "tsmultirange": "tsrange", "tstzmultirange": "tstzrange",
+                    "nummultirange": "numrange"}
 _R_EMPTY, _R_LB_INC, _R_UB_INC, _R_LB_INF, _R_UB_INF = 0x01, 0x02, 0x04, 0x08, 0x10
 
 
@@ -403,7 +404,7 @@ def hash32(value: Any, type: str) -> int:
     (1509752520, 1509752520, -1870292951)
     """
     t = canonical_type(type)
-    if t in MULTIRANGE_TYPES or t.startswith("("):
+    if t in MULTIRANGE_TYPES or (t.startswith("(") and not t.endswith("[]")):
         h = _multirange_hash(value, t, None) if t in MULTIRANGE_TYPES else _composite_hash(value, t, None)
         return h - (1 << 32) if h >> 31 else h
     if t.endswith("[]") or t in RANGE_TYPES or t == NUMERIC:
@@ -711,6 +712,22 @@ def _numeric_hash(value: Any, seed: int | None) -> int:
 # missing bound hashes 0.  Discrete ranges are canonical first: [lower, upper).
 
 
+def _check_bound(b: Any, et: str) -> None:
+    """A range bound's own checks, as its element type's values get."""
+    if et == NUMERIC:
+        _numeric_digits(b)
+    else:
+        _scalar_key(b, et)
+
+
+def _ord(v: Any) -> Any:
+    """A bound's sort key: the value itself, but a numeric NaN sorts above
+    every other numeric (and equals itself), as in PostgreSQL."""
+    if isinstance(v, _decimal.Decimal):
+        return (1, 0) if v.is_nan() else (0, v)
+    return (0, v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v
+
+
 def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
     if isinstance(value, str) and value == "empty":
         return _R_EMPTY, None, None
@@ -725,12 +742,12 @@ def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
     lo_inc, hi_inc = value.bounds[0] == "[", value.bounds[1] == "]"
     for b in (lo, hi):
         if b is not None:
-            _scalar_key(b, et)  # the bound's own checks
+            _check_bound(b, et)  # the bound's own checks
     # as range_serialize: the bounds as given first, then (not empty) the canonical form, checked again
     if lo is not None and hi is not None:
-        if lo > hi:
+        if _ord(lo) > _ord(hi):
             raise ValueError(f"range lower bound must be less than or equal to range upper bound: {value!r}")
-        if lo == hi and not (lo_inc and hi_inc):
+        if _ord(lo) == _ord(hi) and not (lo_inc and hi_inc):
             return _R_EMPTY, None, None
     if t in _DISCRETE:
         one: Any = _dt.timedelta(days=1) if t == "daterange" else 1
@@ -813,8 +830,8 @@ def _bound_cmp(a: tuple[Any, bool, bool], b: tuple[Any, bool, bool]) -> int:
         return -1 if alow else 1
     if bv is None:
         return 1 if blow else -1
-    if av != bv:
-        return -1 if av < bv else 1
+    if _ord(av) != _ord(bv):
+        return -1 if _ord(av) < _ord(bv) else 1
     if not ainc and not binc:
         return 0 if alow == blow else (1 if alow else -1)
     if not ainc:
@@ -848,7 +865,7 @@ def _canonical_ranges(value: Any, t: str) -> list[tuple[int, Any, Any]]:
             continue
         last = out[-1]
         lu, pl = upper(last), lower(p)
-        adjacent = lu[0] is not None and pl[0] is not None and lu[0] == pl[0] and lu[1] != pl[1]
+        adjacent = lu[0] is not None and pl[0] is not None and _ord(lu[0]) == _ord(pl[0]) and lu[1] != pl[1]
         if not adjacent and _bound_cmp(lu, pl) < 0:  # a gap: a new range
             out.append(p)
             continue
@@ -999,19 +1016,35 @@ def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     return _Keys("array", (flat, t[:-2]), lengths, len(items), isnull if isnull.any() else None)
 
 
+def _array_error(flat: list[Any], et: str, lengths: np.ndarray, seed: int | None) -> None:
+    """Raise the first bad element's error, naming its array's position and
+    its own (the batch saw the arrays' elements as one flat list)."""
+    start = 0
+    for i, n in enumerate(lengths.tolist()):
+        try:
+            _fold31(1, ((v, et) for v in flat[start:start + n]), seed, "array element")
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
+        start += n
+
+
 def _array_combine(keys: _Keys, seed: int | None, threads: int | None) -> np.ndarray:
     """Every array's hash (uint64; the 32-bit ones in the low half)."""
     flat, et = keys.a
     lengths: np.ndarray = keys.b
-    ek = _to_keys(flat, et, allow_null=True)
     eh = np.empty(len(flat), dtype=np.uint64)
-    if seed is None:
-        h32 = np.empty(len(flat), dtype=np.int32)
-        if len(flat):
-            _hash32_keys(ek, h32, threads)
-        eh[:] = h32.view(np.uint32)
-    elif len(flat):
-        _extended_keys(ek, seed, eh, threads)
+    try:
+        ek = _to_keys(flat, et, allow_null=True)
+        if seed is None:
+            h32 = np.empty(len(flat), dtype=np.int32)
+            if len(flat):
+                _hash32_keys(ek, h32, threads)
+            eh[:] = h32.view(np.uint32)
+        elif len(flat):
+            _extended_keys(ek, seed, eh, threads)
+    except (TypeError, ValueError, OverflowError):
+        _array_error(flat, et, lengths, seed)  # the error again, naming the array and its element
+        raise
     if ek.isnull is not None:
         eh[ek.isnull.astype(bool)] = 0
     ends = np.cumsum(lengths)
