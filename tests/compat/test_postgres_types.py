@@ -28,6 +28,19 @@ SEEDS = (0, 1, pg.HASH_PARTITION_SEED)
 _M64 = (1 << 64) - 1
 
 
+def check_hashes(vals: list[Any], t: str, rows: list[list[str]]) -> None:
+    """Our 32-bit and extended hashes of ``vals`` as type ``t``, one at a time
+    and in batch, against the server's ``rows`` (its 32-bit hash, then the
+    extended one for each of SEEDS, as psql printed them)."""
+    assert len(rows) == len(vals)
+    assert [pg.hash32(v, t) for v in vals] == [int(r[0]) for r in rows]
+    assert pg.hash32_array(vals, t).tolist() == [int(r[0]) for r in rows]
+    for k, s in enumerate(SEEDS):
+        want = [int(r[1 + k]) & _M64 for r in rows]
+        assert [pg.hash_extended(v, t, s) for v in vals] == want
+        assert pg.hash_extended_array(vals, t, s).tolist() == want
+
+
 def _psql(script: str) -> list[list[str]]:
     exe = shutil.which("psql")
     if not exe:
@@ -235,12 +248,7 @@ def test_live_array_hashes(et: str) -> None:
     rows = _psql(f"SELECT hash_array(v), {seeds} FROM (VALUES " +
                  ", ".join(f"({i}, {_array_sql(et, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
     t = f"{et}[]"
-    assert [pg.hash32(v, t) for v in vals] == [int(r[0]) for r in rows]
-    assert pg.hash32_array(vals, t).tolist() == [int(r[0]) for r in rows]
-    for k, s in enumerate(SEEDS):
-        want = [int(r[1 + k]) & _M64 for r in rows]
-        assert [pg.hash_extended(v, t, s) for v in vals] == want
-        assert pg.hash_extended_array(vals, t, s).tolist() == want
+    check_hashes(vals, t, rows)
 
 
 @pytest.mark.oracle
@@ -381,12 +389,7 @@ def test_live_range_hashes(t: str) -> None:
     seeds = ", ".join(f"hash_range_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
     rows = _psql(f"SELECT hash_range(v), {seeds} FROM (VALUES " +
                  ", ".join(f"({i}, {range_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
-    assert [pg.hash32(v, t) for v in vals] == [int(r[0]) for r in rows]
-    assert pg.hash32_array(vals, t).tolist() == [int(r[0]) for r in rows]
-    for k, s in enumerate(SEEDS):
-        want = [int(r[1 + k]) & _M64 for r in rows]
-        assert [pg.hash_extended(v, t, s) for v in vals] == want
-        assert pg.hash_extended_array(vals, t, s).tolist() == want
+    check_hashes(vals, t, rows)
 
 
 def test_range_rules() -> None:
@@ -452,12 +455,7 @@ def test_live_numeric_hashes() -> None:
     cols = ["hash_numeric(v)"] + [f"hash_numeric_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS]
     rows = _psql("SELECT " + ", ".join(cols) + " FROM (VALUES " +
                  ", ".join(f"({i}, '{v}'::numeric)" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
-    assert [pg.hash32(v, "numeric") for v in vals] == [int(r[0]) for r in rows]
-    assert pg.hash32_array(vals, "numeric").tolist() == [int(r[0]) for r in rows]
-    for k, s in enumerate(SEEDS):
-        want = [int(r[1 + k]) & _M64 for r in rows]
-        assert [pg.hash_extended(v, "numeric", s) for v in vals] == want
-        assert pg.hash_extended_array(vals, "numeric", s).tolist() == want
+    check_hashes(vals, "numeric", rows)
 
 
 def test_numeric_rules() -> None:
