@@ -971,13 +971,19 @@ class RawKeyRouter(Router):
     ``_route_index_slow(key)`` that every subclass implements; ``route_many``
     is the subclass's own.  ``routes_on_hash`` is False, and ``route_hashes``
     / ``route_hash`` raise TypeError: there is no shardhash hash to route.
-    A subclass may say what it routes instead with the class attributes
-    ``_hashes_refused`` (the message of ``route_hashes``) and
-    ``_hash_refused`` (of ``route_hash``; default: the same).
+    A subclass may say what it routes instead with the class attribute
+    ``_routes_instead``, ``(what, use)``: ``route_hash`` then refuses with
+    ``"<what>, not shardhash hashes"`` and ``route_hashes`` adds
+    ``": <use>"``; or with messages of its own, ``_hashes_refused`` (of
+    ``route_hashes``) and ``_hash_refused`` (of ``route_hash``; default: the
+    same).  A router whose keys become positions by a fixed function (not
+    the hasher) names it in ``_hashing`` (its ``hashing_description()``).
     """
 
+    _routes_instead: ClassVar[tuple[str, str] | None] = None
     _hashes_refused: ClassVar[str | None] = None
     _hash_refused: ClassVar[str | None] = None
+    _hashing: ClassVar[str | None] = None
 
     def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
                  key_prefix: int | None = None) -> None:
@@ -989,7 +995,13 @@ class RawKeyRouter(Router):
         """False: this router places raw keys."""
         return False
 
+    def hashing_description(self) -> str:
+        return self._hashing if self._hashing is not None else super().hashing_description()
+
     def _no_hashes(self, one: bool) -> TypeError:
+        if self._routes_instead is not None:
+            what, use = self._routes_instead
+            return TypeError(f"{what}, not shardhash hashes" + ("" if one else f": {use}"))
         msg = (self._hash_refused if one else None) or self._hashes_refused
         return TypeError(msg or f"{type(self).__name__} routes on raw keys, not on hashes; use route_many")
 
@@ -1004,6 +1016,19 @@ class RawKeyRouter(Router):
 
     def _route_hashes_kernel(self, hashes: np.ndarray, out: np.ndarray) -> NoReturn:
         raise self._no_hashes(True)
+
+    def _route_keys(self, keys: Any, out: np.ndarray | None, threads: int | None,
+                    general: Callable[[], np.ndarray]) -> np.ndarray:
+        """What a subclass's ``route_many`` returns: up to 64 common keys in
+        one pass through the compiled key path (when neither ``out`` nor
+        ``threads`` is given and the subclass configured one), else
+        ``general()``, the subclass's own array path (which checks the keys
+        and raises)."""
+        if out is None and threads is None:
+            small: np.ndarray | None = self._route_small_keys(keys)
+            if small is not None:
+                return small
+        return general()
 
 
 class WrappingRouter(Router):
