@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from ._options import check_options
 from .analysis import imbalance
 from .io import DEFAULT_CHUNK_SIZE, AtomicWriter, iter_chunks
 from .routing import Router, hash_bits
@@ -1062,9 +1063,7 @@ def _change(planner: Callable[..., tuple[Any, list[Step]]], router: Any, arg: An
     planning its base with ``planner(base, arg, **extra)``; any other router
     gets ``build()``, its successor (which checks the change itself); then
     the steps from ``router`` to the new router."""
-    unknown = sorted(set(steps) - _StepOptions.__optional_keys__)
-    if unknown:  # as Python says it for a keyword the function does not take
-        raise TypeError(f"{planner.__name__}() got an unexpected keyword argument {unknown[0]!r}")
+    check_options(planner.__name__, steps, _StepOptions)
     _check_router(router, "router")
     kw: dict[str, Any] = {"weights" if k == "key_weights" else k: v for k, v in steps.items()}
     new = None
