@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, Generic, NoReturn, TypeVar
 
 import numpy as np
 
@@ -1029,6 +1029,39 @@ class RawKeyRouter(Router):
             if small is not None:
                 return small
         return general()
+
+
+_S = TypeVar("_S")
+
+
+class SplitRanges(Router, Generic[_S]):
+    """Base class of routers whose ranges are cut at split points
+    (HashRangeRouter: hashes, RangeRouter: raw keys): range 0 lies below
+    ``splits[0]``, range ``i`` starts at ``splits[i-1]`` (inclusive), and
+    each range has one owner.  A subclass's ``__init__`` calls
+    ``_set_ranges``; the document's params are ``splits`` and ``owners``."""
+
+    _splits: tuple[_S, ...]
+    _range_owners: tuple[int, ...]
+
+    _doc_fields: ClassVar[tuple[str, ...]] = ("splits", "owners")
+
+    def _set_ranges(self, splits: Sequence[_S], owner_index: Sequence[int]) -> None:
+        self._set("_splits", tuple(splits))
+        self._set("_range_owners", tuple(owner_index))
+
+    @property
+    def splits(self) -> tuple[_S, ...]:
+        """The split points, increasing: the lower bounds of ranges 1, 2, ..."""
+        return self._splits
+
+    @property
+    def range_owners(self) -> tuple[str, ...]:
+        """Owner of each range, in range order."""
+        return tuple(self.shards[i] for i in self._range_owners)
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"splits": list(self._splits), "owners": list(self.range_owners)}
 
 
 class WrappingRouter(Router):
