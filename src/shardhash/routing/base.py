@@ -41,22 +41,13 @@ from shardhash.routing._kernels import (
     unalias,
 )
 
+# What this module passes on from the compiled core (which no other module
+# imports) and shardhash._hashing.  Its own public names are exported by shardhash.routing (the
+# package's __all__); the other routing and compat modules import the rest
+# of its names from here directly.
 __all__ = [
-    "ROUTER_FORMAT",
-    "U64_MAX",
-    "Router",
-    "RawKeyRouter",
-    "WrappingRouter",
     "RouterCore",
     "Hasher",
-    "load_router",
-    "register_router_type",
-    "router_types",
-    "router_type",
-    "router_type_names",
-    "TopologyOptionError",
-    "hash_bits",
-    "no_weights",
     "jump_hash",
     "jump_hash_array",
     "maglev_populate",
@@ -64,7 +55,6 @@ __all__ = [
     "prepare_out",
     "fill_out",
     "as_hashes",
-    "as_int64",
     "unalias",
     "_unmasked",
     "bounded_assign",
