@@ -42,9 +42,9 @@ from shardhash.routing._kernels import (
 )
 
 # What this module passes on from the compiled core (which no other module
-# imports) and shardhash._hashing.  Its own public names are exported by shardhash.routing (the
-# package's __all__); the other routing and compat modules import the rest
-# of its names from here directly.
+# imports) and from shardhash._hashing.  Its own public names are exported by
+# shardhash.routing (the package's __all__); the other routing and compat
+# modules import the rest of its names from here directly.
 __all__ = [
     "RouterCore",
     "Hasher",
