@@ -38,11 +38,15 @@ import os
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 
+from shardhash._options import check_options
 from shardhash._parallel import kernel_array
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "IdChunk",
@@ -629,17 +633,20 @@ class IdReader:
             raise ValueError(f"{self.path}: error while reading Arrow data ({exc})") from None
 
 
-def open_ids(
-    path: str | os.PathLike[str],
-    *,
-    column: str | Sequence[str] | None = None,
-    weights: str | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    format: str | None = None,
-    id_type: Any = None,
-    delimiter: str | None = None,
-    header: bool = True,
-) -> IdReader:
+class _ReadOptions(TypedDict, total=False):
+    """The keyword options of :func:`open_ids` and :func:`read_ids`: those of
+    :class:`IdReader`, whose defaults apply."""
+
+    column: str | Sequence[str] | None
+    weights: str | None
+    chunk_size: int
+    format: str | None
+    id_type: Any
+    delimiter: str | None
+    header: bool
+
+
+def open_ids(path: str | os.PathLike[str], **options: Unpack[_ReadOptions]) -> IdReader:
     """Open an ids file for chunked reading; checks the file and columns now.
 
     ``id_type`` is the key type (``"int"``, ``"str"``, ``"bytes"``,
@@ -664,21 +671,11 @@ def open_ids(
     >>> [c.ids.tolist() for c in open_ids(p, id_type="str")]
     [['7', '008']]
     """
-    return IdReader(path, column=column, weights=weights, chunk_size=chunk_size, format=format, id_type=id_type,
-                    delimiter=delimiter, header=header)
+    check_options("open_ids", options, _ReadOptions)
+    return IdReader(path, **options)
 
 
-def read_ids(
-    path: str | os.PathLike[str],
-    *,
-    column: str | Sequence[str] | None = None,
-    weights: str | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    format: str | None = None,
-    id_type: Any = None,
-    delimiter: str | None = None,
-    header: bool = True,
-) -> Iterator[IdChunk]:
+def read_ids(path: str | os.PathLike[str], **options: Unpack[_ReadOptions]) -> Iterator[IdChunk]:
     """Iterate over ``(ids, weights)`` chunks of a file (see :func:`open_ids`).
 
     >>> import tempfile, os
@@ -687,8 +684,8 @@ def read_ids(
     >>> [c.ids.tolist() for c in read_ids(p, chunk_size=2, id_type="str")]
     [['alice', 'bob'], ['carol']]
     """
-    return iter(open_ids(path, column=column, weights=weights, chunk_size=chunk_size, format=format, id_type=id_type,
-                         delimiter=delimiter, header=header))
+    check_options("read_ids", options, _ReadOptions)
+    return iter(IdReader(path, **options))
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

@@ -26,13 +26,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from ._options import check_options
 from .analysis import imbalance
 from .io import DEFAULT_CHUNK_SIZE, AtomicWriter, iter_chunks
 from .routing import Router, hash_bits
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "PlanReport",
@@ -1039,20 +1043,42 @@ def _check_weights(weights: Mapping[str, float] | None, what: str = "weights") -
     return out
 
 
-def _planned(router: Any, planner: Callable[..., tuple[Any, list[Step]]], arg: Any,
-             kw: dict[str, Any], extra: dict[str, Any]) -> tuple[Any, list[Step]] | None:
-    """A router that places keys through another one (a DirectoryRouter) is
-    planned by planning its base; None for every other router."""
-    if not isinstance(router, Router):
-        return None
-    removing = ([arg] if isinstance(arg, str) else list(arg)) if planner is remove_shards else ()
+class _StepOptions(TypedDict, total=False):
+    """The step options of :func:`add_shards`, :func:`remove_shards` and
+    :func:`reweight`, given as keywords: they go to :func:`plan_steps`
+    (``key_weights`` as its ``weights``), whose defaults apply."""
 
-    def plan_base(base: Router) -> Router:
-        new_base: Router = planner(base, arg, max_step_share=kw["max_step_share"], **extra)[0]
-        return new_base
+    max_step_share: float
+    keys: Any
+    key_weights: Any
+    total_keys: int | None
+    total_bytes: float | None
 
-    new = router.replanned(plan_base, removing=removing)
-    return None if new is None else (new, plan_steps(router, new, **kw))
+
+def _change(planner: Callable[..., tuple[Any, list[Step]]], router: Any, arg: Any, extra: dict[str, Any],
+            steps: _StepOptions, build: Callable[[], Any]) -> tuple[Any, list[Step]]:
+    """What :func:`add_shards`, :func:`remove_shards` and :func:`reweight`
+    share: the checks of ``router`` and of the step options; a router that
+    places keys through another one (a DirectoryRouter) is planned by
+    planning its base with ``planner(base, arg, **extra)``; any other router
+    gets ``build()``, its successor (which checks the change itself); then
+    the steps from ``router`` to the new router."""
+    check_options(planner.__name__, steps, _StepOptions)
+    _check_router(router, "router")
+    kw: dict[str, Any] = {"weights" if k == "key_weights" else k: v for k, v in steps.items()}
+    new = None
+    if isinstance(router, Router):
+        removing = ([arg] if isinstance(arg, str) else list(arg)) if planner is remove_shards else ()
+        cap = {k: v for k, v in kw.items() if k == "max_step_share"}
+
+        def plan_base(base: Router) -> Router:
+            new_base: Router = planner(base, arg, **cap, **extra)[0]
+            return new_base
+
+        new = router.replanned(plan_base, removing=removing)
+    if new is None:
+        new = build()
+    return new, plan_steps(router, new, **kw)
 
 
 def _successor(router: Any) -> Router:
@@ -1093,11 +1119,7 @@ def add_shards(
     weights: Mapping[str, float] | None = None,
     tokens: Mapping[str, Sequence[int]] | None = None,
     zones: Mapping[str, str] | None = None,
-    max_step_share: float = 0.02,
-    keys: Any = None,
-    key_weights: Any = None,
-    total_keys: int | None = None,
-    total_bytes: float | None = None,
+    **steps: Unpack[_StepOptions],
 ) -> tuple[Any, list[Step]]:
     """Add shards: returns ``(new_router, steps)``; ``new_router.version`` is one more.
 
@@ -1107,8 +1129,9 @@ def add_shards(
     are stable); hash-range routers split the widest ranges.  ``tokens`` gives
     explicit ring positions for the new shards of a ring built with tokens.
     ``zones`` gives the new shards' zones (required when the topology has
-    zones; kept shards keep theirs).  See :func:`plan_steps` for the step
-    options.
+    zones; kept shards keep theirs).  The step options (``max_step_share``
+    = 0.02, ``keys``, ``key_weights``, ``total_keys``, ``total_bytes``) go
+    to :func:`plan_steps` (``key_weights`` as its ``weights``).
 
     >>> from shardhash import routing
     >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 8)
@@ -1118,40 +1141,31 @@ def add_shards(
     >>> new.version == r.version + 1
     True
     """
-    _check_router(router, "router")
-    kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
-              total_keys=total_keys, total_bytes=total_bytes)
-    through_base = _planned(router, add_shards, new_ids, kw, {"weights": weights, "tokens": tokens, "zones": zones})
-    if through_base is not None:
-        return through_base
-    ids = _check_ids(new_ids, "new_ids")
-    for s in ids:
-        if s in router.shards:
-            raise ValueError(f"shard {s!r} is already in the topology")
-    w_new = _check_weights(weights)
-    if w_new is not None:
-        unknown = set(w_new) - set(ids)
-        if unknown:
-            raise ValueError(f"weights given for shards that are not being added: {sorted(unknown)}")
-    shards = list(router.shards) + ids
-    old_w = _weights_dict(router)
-    w = None
-    if old_w is not None or w_new is not None:
-        w = {s: (old_w or {}).get(s, 1.0) for s in router.shards}
-        w.update({s: (w_new or {}).get(s, 1.0) for s in ids})
-    new = _carry_zones(router, _successor(router).with_shards(shards, weights=w, tokens=tokens), zones)
-    return new, plan_steps(router, new, **kw)
+    def build() -> Any:
+        ids = _check_ids(new_ids, "new_ids")
+        for s in ids:
+            if s in router.shards:
+                raise ValueError(f"shard {s!r} is already in the topology")
+        w_new = _check_weights(weights)
+        if w_new is not None:
+            unknown = set(w_new) - set(ids)
+            if unknown:
+                raise ValueError(f"weights given for shards that are not being added: {sorted(unknown)}")
+        shards = list(router.shards) + ids
+        old_w = _weights_dict(router)
+        w = None
+        if old_w is not None or w_new is not None:
+            w = {s: (old_w or {}).get(s, 1.0) for s in router.shards}
+            w.update({s: (w_new or {}).get(s, 1.0) for s in ids})
+        return _carry_zones(router, _successor(router).with_shards(shards, weights=w, tokens=tokens), zones)
+
+    return _change(add_shards, router, new_ids, {"weights": weights, "tokens": tokens, "zones": zones}, steps, build)
 
 
 def remove_shards(
     router: Any,
     ids: str | Sequence[str],
-    *,
-    max_step_share: float = 0.02,
-    keys: Any = None,
-    key_weights: Any = None,
-    total_keys: int | None = None,
-    total_bytes: float | None = None,
+    **steps: Unpack[_StepOptions],
 ) -> tuple[Any, list[Step]]:
     """Remove shards: returns ``(new_router, steps)`` with ``version`` one more.
 
@@ -1160,6 +1174,7 @@ def remove_shards(
     shards' tokens; hash-range routers merge each removed range into its
     neighbour.  Jump hash drops its last shards as jump does; losing any
     other shard makes it a MementoRouter, which moves only that shard's keys.
+    Step options as for :func:`add_shards`.
 
     >>> from shardhash import routing
     >>> r = routing.RingRouter(["a", "b", "c"])
@@ -1167,41 +1182,32 @@ def remove_shards(
     >>> new.shards, {s.source for s in steps}
     (('a', 'b'), {'c'})
     """
-    _check_router(router, "router")
-    kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
-              total_keys=total_keys, total_bytes=total_bytes)
-    through_base = _planned(router, remove_shards, ids, kw, {})
-    if through_base is not None:
-        return through_base
-    gone = _check_ids(ids, "ids")
-    for s in gone:
-        if s not in router.shards:
-            raise ValueError(f"shard {s!r} is not in the topology (shards: {', '.join(router.shards)})")
-    shards = [s for s in router.shards if s not in gone]
-    if not shards:
-        raise ValueError("cannot remove every shard")
-    old_w = _weights_dict(router)
-    w = None if old_w is None else {s: old_w.get(s, 1.0) for s in shards}
-    new = _carry_zones(router, _successor(router).with_shards(shards, weights=w))
-    return new, plan_steps(router, new, **kw)
+    def build() -> Any:
+        gone = _check_ids(ids, "ids")
+        for s in gone:
+            if s not in router.shards:
+                raise ValueError(f"shard {s!r} is not in the topology (shards: {', '.join(router.shards)})")
+        shards = [s for s in router.shards if s not in gone]
+        if not shards:
+            raise ValueError("cannot remove every shard")
+        old_w = _weights_dict(router)
+        w = None if old_w is None else {s: old_w.get(s, 1.0) for s in shards}
+        return _carry_zones(router, _successor(router).with_shards(shards, weights=w))
+
+    return _change(remove_shards, router, ids, {}, steps, build)
 
 
 def reweight(
     router: Any,
     weights: Mapping[str, float],
-    *,
-    max_step_share: float = 0.02,
-    keys: Any = None,
-    key_weights: Any = None,
-    total_keys: int | None = None,
-    total_bytes: float | None = None,
+    **steps: Unpack[_StepOptions],
 ) -> tuple[Any, list[Step]]:
     """Change shard weights: returns ``(new_router, steps)`` with ``version`` one more.
 
     Shards not named keep their weight.  Bucket routers move the fewest
     buckets that reach the new shares; rings, rendezvous and Maglev are
     rebuilt with the new weights (ring tokens keep their identities, so a
-    heavier shard only gains tokens).
+    heavier shard only gains tokens).  Step options as for :func:`add_shards`.
 
     >>> from shardhash import routing
     >>> r = routing.BucketRouter(["a", "b"], ["a", "b"] * 6)
@@ -1209,19 +1215,15 @@ def reweight(
     >>> [(s.source, s.destination, s.buckets) for s in steps]
     [('b', 'a', (9,)), ('b', 'a', (11,))]
     """
-    _check_router(router, "router")
-    kw = dict(max_step_share=max_step_share, keys=keys, weights=key_weights,
-              total_keys=total_keys, total_bytes=total_bytes)
-    through_base = _planned(router, reweight, weights, kw, {})
-    if through_base is not None:
-        return through_base
-    w_in = _check_weights(weights)
-    assert w_in is not None
-    for s in w_in:
-        if s not in router.shards:
-            raise ValueError(f"weights name shard {s!r}, which is not in the topology")
-    old_w = _weights_dict(router) or {}
-    w = {s: old_w.get(s, 1.0) for s in router.shards}
-    w.update(w_in)
-    new = _carry_zones(router, _successor(router).with_weights(w))
-    return new, plan_steps(router, new, **kw)
+    def build() -> Any:
+        w_in = _check_weights(weights)
+        assert w_in is not None
+        for s in w_in:
+            if s not in router.shards:
+                raise ValueError(f"weights name shard {s!r}, which is not in the topology")
+        old_w = _weights_dict(router) or {}
+        w = {s: old_w.get(s, 1.0) for s in router.shards}
+        w.update(w_in)
+        return _carry_zones(router, _successor(router).with_weights(w))
+
+    return _change(reweight, router, weights, {}, steps, build)

@@ -272,3 +272,15 @@ def test_iter_chunks_errors() -> None:
         list(sio.iter_chunks([1, 2], [1.0, float("nan")]))
     with pytest.raises(TypeError, match="keys must be an array-like"):
         list(sio.iter_chunks(42))
+
+
+def test_an_unknown_option_is_refused_in_the_readers_own_name(files: dict[str, Path]) -> None:
+    # open_ids and read_ids pass their options on to IdReader: a keyword none
+    # of them takes is refused before the file is read, naming the function called
+    with pytest.raises(TypeError, match=r"^open_ids\(\) got an unexpected keyword argument 'colum'$"):
+        sio.open_ids(files["csv"], **ill_typed({"colum": "user_id"}))
+    with pytest.raises(TypeError, match=r"^read_ids\(\) got an unexpected keyword argument 'colum'$"):
+        sio.read_ids(files["csv"], **ill_typed({"colum": "user_id"}))
+    r = sio.read_ids(files["csv"], column="user_id", chunk_size=7, id_type="int", weights="bytes")
+    first = next(r)
+    assert len(first.ids) == 7 and first.weights is not None

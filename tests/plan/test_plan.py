@@ -508,3 +508,16 @@ def test_small_ring_pieces_grouped_into_steps_and_step_count_bounded() -> None:
     assert abs(sum(s.share for s in steps) - sum(m.share for m in moved)) < 1e-12
     with pytest.raises(plan.TooManySteps, match="give a cap of at least"):
         plan.plan_steps(old, new, max_step_share=1e-9)
+
+
+def test_the_planners_take_their_step_options_and_refuse_others() -> None:
+    r = routing.RingRouter(["a", "b", "c"])
+    _, wide = plan.remove_shards(r, "c")
+    _, narrow = plan.remove_shards(r, "c", max_step_share=0.01)
+    assert len(narrow) > len(wide)  # the cap reaches plan_steps
+    _, counted = plan.add_shards(r, "d", total_keys=1000, total_bytes=8000.0)
+    assert sum(s.est_keys or 0 for s in counted) == pytest.approx(1000 * sum(s.share for s in counted))
+    wrong = ill_typed({"max_step": 0.1})
+    for name, arg in (("add_shards", "d"), ("remove_shards", "c"), ("reweight", {"a": 2.0})):
+        with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'max_step'$"):
+            getattr(plan, name)(r, arg, **wrong)

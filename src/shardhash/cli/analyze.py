@@ -12,10 +12,9 @@ import numpy as np
 
 from .common import (
     UsageError,
-    add_command,
     add_ids_options,
     add_json,
-    command,
+    command_parser,
     echo,
     file_error,
     format_table,
@@ -214,12 +213,11 @@ def _analyze(args: argparse.Namespace, readers: list[Any], router: Any, measures
     return 0
 
 
-@command("analyze")
-def _build_analyze(sub: Any, common: argparse.ArgumentParser) -> None:
-    a = add_command(sub, common, "analyze", help="load, skew and hot keys of an ids file",
-                    description="Count ids, find hot keys (Misra-Gries heavy hitters) and, with --topology, "
-                    "the load per shard: by count, and by bytes, requests and request rate when those "
-                    "columns (and --duration) are given.")
+@command_parser("analyze", cmd_analyze, help="load, skew and hot keys of an ids file",
+                description="Count ids, find hot keys (Misra-Gries heavy hitters) and, with --topology, "
+                "the load per shard: by count, and by bytes, requests and request rate when those "
+                "columns (and --duration) are given.")
+def _build_analyze(a: argparse.ArgumentParser) -> None:
     a.add_argument("ids", help="ids file, or - for stdin")
     a.add_argument("--topology", help="also count ids per shard of this topology (default: no per-shard load)")
     a.add_argument("--weights", metavar="COLUMN", help="numeric column to weigh keys by: load per shard and hot "
@@ -241,5 +239,4 @@ def _build_analyze(sub: Any, common: argparse.ArgumentParser) -> None:
     a.add_argument("--capacity", type=positive_int, default=10_000, help="heavy-hitter counters")
     add_json(a)
     add_ids_options(a, required_type=False)
-    a.set_defaults(func=cmd_analyze)
 

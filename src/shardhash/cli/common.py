@@ -76,6 +76,23 @@ def command(name: str) -> Callable[[Callable[[Any, argparse.ArgumentParser], Non
     return deco
 
 
+def command_parser(name: str, run: Callable[[argparse.Namespace], int], *, help: str,
+                   description: str | None = None) -> Callable[[Callable[[argparse.ArgumentParser], None]],
+                                                               Callable[[argparse.ArgumentParser], None]]:
+    """Register a subcommand (as :func:`command` does) whose builder only
+    adds its options: its parser (:func:`add_command`, with ``help`` and
+    ``description``) is made here, and runs ``run(args)``."""
+    def deco(fill: Callable[[argparse.ArgumentParser], None]) -> Callable[[argparse.ArgumentParser], None]:
+        def build(sub: Any, common: argparse.ArgumentParser) -> None:
+            p = add_command(sub, common, name, help, description)
+            fill(p)
+            p.set_defaults(func=run)
+
+        command(name)(build)
+        return fill
+    return deco
+
+
 # ------------------------------------------------------------------ helpers
 
 

@@ -13,9 +13,8 @@ import numpy as np
 
 from .common import (
     UsageError,
-    add_command,
     add_json,
-    command,
+    command_parser,
     echo,
     format_table,
     positive_float,
@@ -117,11 +116,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 
-@command("demo")
-def _build_demo(sub: Any, common: argparse.ArgumentParser) -> None:
-    d = add_command(sub, common, "demo", help="compare strategies when a fifth shard joins four",
-                    description="Route synthetic user ids over 4 shards, add a fifth, and compare how many "
-                    "keys each strategy moves, how even the load stays and how fast it routes.")
+@command_parser("demo", cmd_demo, help="compare strategies when a fifth shard joins four",
+                description="Route synthetic user ids over 4 shards, add a fifth, and compare how many "
+                "keys each strategy moves, how even the load stays and how fast it routes.")
+def _build_demo(d: argparse.ArgumentParser) -> None:
     d.add_argument("--keys", type=positive_int, default=10_000_000, help="number of synthetic ids")
     add_json(d, "a table")
     d.add_argument("--migrate", action="store_true",
@@ -132,6 +130,5 @@ def _build_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     d.add_argument("--accounts", type=positive_int, default=100_000, help="--saga: number of accounts")
     d.add_argument("--workers", type=positive_int, default=8, help="--saga: worker processes")
     d.add_argument("--seconds", type=positive_float, default=20.0, help="--saga: how long the workers run")
-    d.set_defaults(func=cmd_demo)
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from typing import Any
 
-from .common import HelpFormatter, add_command, add_json, command, positive_float, positive_int
+from .common import HelpFormatter, add_json, command_parser, positive_float, positive_int
 
 
 def non_negative_float(text: str) -> float:
@@ -63,10 +62,8 @@ def _run(args: argparse.Namespace) -> int:
     return run(args)
 
 
-@command("migrate")
-def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = add_command(sub, common, "migrate", help="execute a migration on the cluster's databases",
-                    description=_DESCRIPTION)
+@command_parser("migrate", _run, help="execute a migration on the cluster's databases", description=_DESCRIPTION)
+def _build_migrate(p: argparse.ArgumentParser) -> None:
     p.formatter_class = _Formatter  # (the description's list of actions as written)
     p.add_argument("action", choices=ACTIONS, metavar="ACTION",
                    help="one of " + ", ".join(ACTION_HELP) + " (described above)")
@@ -129,4 +126,3 @@ def _build_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
                         "preflight (PostgreSQL: compared with pg_database_size; SQLite: with the file's size, "
                         "besides the file system's free space)")
     add_json(p, None)
-    p.set_defaults(func=_run)

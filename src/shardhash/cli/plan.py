@@ -16,10 +16,9 @@ from .common import (
     REPLICA_SAMPLE,
     UsageError,
     abort_on_error,
-    add_command,
     add_ids_options,
     add_json,
-    command,
+    command_parser,
     echo,
     exc_text,
     file_error,
@@ -451,11 +450,10 @@ def _plot_plan(path: str, old: Any, new: Any, report: Any, ranges: Any, weights_
         plt.close(fig)
 
 
-@command("plan")
-def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
-    pl = add_command(sub, common, "plan", help="what moves from one topology to another",
-                     description="Compare two topologies: the share of the hash space (or of the given ids) "
-                     "that changes owner, the balance after, and ordered migration steps.")
+@command_parser("plan", cmd_plan, help="what moves from one topology to another",
+                description="Compare two topologies: the share of the hash space (or of the given ids) "
+                "that changes owner, the balance after, and ordered migration steps.")
+def _build_plan(pl: argparse.ArgumentParser) -> None:
     pl.add_argument("old", help="the current topology document (.json)")
     pl.add_argument("new", help="the proposed topology document (.json), e.g. from `shardhash topology add`")
     pl.add_argument("--ids", help="ids file to count moves over (default: the hash-space view, no ids)")
@@ -472,5 +470,4 @@ def _build_plan(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="also count the (key, replica) placements of N-replica lists that move, per shard in "
                     f"and out (over --ids, else {REPLICA_SAMPLE:,} synthetic ids) (default: not counted)")
     add_ids_options(pl)
-    pl.set_defaults(func=cmd_plan)
 

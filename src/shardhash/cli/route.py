@@ -13,9 +13,8 @@ import numpy as np
 from .common import (
     UsageError,
     abort_on_error,
-    add_command,
     add_ids_options,
-    command,
+    command_parser,
     describe_hashing,
     echo,
     exc_text,
@@ -256,11 +255,10 @@ def _record_columns(reader: Any, chunk: Any, rec: Any, names: list[str]) -> dict
     return out
 
 
-@command("route")
-def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
-    r = add_command(sub, common, "route", help="which shard owns each id: a file, stdin, or --key",
-                    description="Add a shard column to an ids file (every input column is kept; CSV records "
-                    "are copied as written), or print the owner of the keys given with --key.")
+@command_parser("route", cmd_route, help="which shard owns each id: a file, stdin, or --key",
+                description="Add a shard column to an ids file (every input column is kept; CSV records "
+                "are copied as written), or print the owner of the keys given with --key.")
+def _build_route(r: argparse.ArgumentParser) -> None:
     r.add_argument("topology", help="topology document (.json), e.g. from `shardhash topology new`")
     r.add_argument("ids", nargs="?", help="ids file, or - for stdin (default format there: text, one id per line)")
     r.add_argument("-o", "--output", help="output file: .csv/.tsv or .parquet; - writes CSV to stdout "
@@ -271,5 +269,4 @@ def _build_route(sub: Any, common: argparse.ArgumentParser) -> None:
                    "version behind each answer")
     r.add_argument("--shard-column", default="shard", help="name of the added column")
     add_ids_options(r, weights=False)
-    r.set_defaults(func=cmd_route)
 

@@ -6,9 +6,8 @@ The actions run in :mod:`shardhash.saga.cli`, imported when the command runs.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from .common import add_command, add_json, command
+from .common import add_json, command_parser
 
 ACTIONS = ("list", "show", "resume", "abort")
 
@@ -19,9 +18,8 @@ def _run(args: argparse.Namespace) -> int:
     return run(args)
 
 
-@command("saga")
-def _build_saga(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = add_command(sub, common, "saga", help="inspect, resume or abort the sagas of a cluster (docs/saga.md)")
+@command_parser("saga", _run, help="inspect, resume or abort the sagas of a cluster (docs/saga.md)")
+def _build_saga(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=ACTIONS,
                    help="list: the sagas and their states; show: one saga's log and step records; "
                         "resume: drive a saga (or every saga whose driver died) to its end; "
@@ -36,4 +34,3 @@ def _build_saga(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="resume SAGA: take the saga over even if its driver's lease has not expired")
     add_json(p, None)
-    p.set_defaults(func=_run)

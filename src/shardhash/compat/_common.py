@@ -9,6 +9,11 @@ from typing import Any
 
 import numpy as np
 
+#: The signed 64-bit range: MongoDB's hashed values and Cassandra's
+#: Murmur3Partitioner tokens both live in it.
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
 
 def text_or_bytes(key: Any) -> bytes | None:
     """``key`` as bytes when it is bytes-like or a str (UTF-8), else None

@@ -46,7 +46,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
-from ._common import uuid_bytes
+from ._common import INT64_MAX, INT64_MIN, uuid_bytes
 from ._doc import doc_field, int_list, node_map, raw_doc_shards
 from ._ring import point_index
 
@@ -66,8 +66,8 @@ __all__ = [
     "RandomTokenRouter",
 ]
 
-MIN_TOKEN = -(1 << 63)
-MAX_TOKEN = (1 << 63) - 1
+MIN_TOKEN = INT64_MIN
+MAX_TOKEN = INT64_MAX
 
 # CQL type name -> canonical name.
 _ALIASES = {
@@ -478,6 +478,19 @@ class _TokenRing(RawKeyRouter):
     def _index_of_token(self, t: int) -> int:
         raise NotImplementedError
 
+    @staticmethod
+    def _doc_cql_type(cql_type: Any) -> str | tuple[str, ...]:
+        """A document's ``params.cql_type`` (default ``"blob"``), checked."""
+        raise NotImplementedError
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
+                     key_prefix: int | None) -> Router:
+        tokens = _doc_tokens(params, shards, key_prefix)
+        cql_type = cls._doc_cql_type(params.get("cql_type", "blob"))
+        with doc_field("tokens"):
+            return cls(tokens, cql_type=cql_type, version=version)  # type: ignore[call-arg]
+
     def _doc_params(self) -> dict[str, Any]:
         per: dict[str, list[int]] = {s: [] for s in self.shards}
         for t, o in zip(self._ring_tokens(), self._owners.tolist()):
@@ -544,12 +557,8 @@ class TokenRouter(_TokenRing):
     True
     """
 
-    _hashes_refused = ("a Cassandra token router routes tokens, not shardhash hashes: "
-                        "use route_many(keys) or route_tokens(tokens)")
-    _hash_refused = "a Cassandra token router routes tokens, not shardhash hashes"
-
-    def hashing_description(self) -> str:
-        return "Murmur3Partitioner token (Cassandra)"
+    _routes_instead = ("a Cassandra token router routes tokens", "use route_many(keys) or route_tokens(tokens)")
+    _hashing = "Murmur3Partitioner token (Cassandra)"
 
     @staticmethod
     def _cli_tokens(n: int) -> list[int]:
@@ -576,11 +585,8 @@ class TokenRouter(_TokenRing):
     def _ring_tokens(self) -> list[int]:
         return self._ring.tolist()  # type: ignore[no-any-return]
 
-    @classmethod
-    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
-                     key_prefix: int | None) -> TokenRouter:
-        tokens = _doc_tokens(params, shards, key_prefix)
-        cql_type = params.get("cql_type", "blob")
+    @staticmethod
+    def _doc_cql_type(cql_type: Any) -> str | tuple[str, ...]:
         if isinstance(cql_type, list):
             for i, t in enumerate(cql_type):
                 if not isinstance(t, str):
@@ -596,8 +602,7 @@ class TokenRouter(_TokenRing):
                     raise ValueError(str(e) if isinstance(cql_type, str) else f"[{i}]: {e}") from None
             if not cql_type:
                 raise ValueError("a composite cql_type needs at least one column type")
-        with doc_field("tokens"):
-            return cls(tokens, cql_type=cql_type, version=version)
+        return cast("str | tuple[str, ...]", cql_type)  # a str, or a tuple of them: checked above
 
     # -- ring --------------------------------------------------------------------
 
@@ -632,11 +637,8 @@ class TokenRouter(_TokenRing):
         """Node indices (int32 array) for many keys, via :func:`token_array`."""
         if self._cql_type == "blob":
             keys = _blob_keys(keys)
-        if out is None and threads is None:  # up to 64 common keys: one pass in C
-            small = self._route_small_keys(keys)
-            if small is not None:
-                return small
-        return self.route_tokens(token_array(keys, self._cql_type, threads=threads), out=out, threads=threads)
+        return self._route_keys(keys, out, threads, lambda: self.route_tokens(
+            token_array(keys, self._cql_type, threads=threads), out=out, threads=threads))
 
     def replicas(self, key: Any, rf: int | Mapping[str, int], *,
                  topology: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
@@ -925,12 +927,9 @@ class RandomTokenRouter(_TokenRing):
     ('n2', [1, 1, 2, 2])
     """
 
-    _hashes_refused = ("a RandomPartitioner router routes its own MD5 tokens, not shardhash hashes: "
-                        "use route_many(keys) or route_tokens(tokens)")
-    _hash_refused = "a RandomPartitioner router routes its own MD5 tokens, not shardhash hashes"
-
-    def hashing_description(self) -> str:
-        return "RandomPartitioner token (Cassandra, MD5)"
+    _routes_instead = ("a RandomPartitioner router routes its own MD5 tokens",
+                       "use route_many(keys) or route_tokens(tokens)")
+    _hashing = "RandomPartitioner token (Cassandra, MD5)"
 
     @staticmethod
     def _cli_tokens(n: int) -> list[int]:
@@ -953,18 +952,14 @@ class RandomTokenRouter(_TokenRing):
     def _ring_tokens(self) -> list[int]:
         return self._ringlist  # type: ignore[no-any-return]
 
-    @classmethod
-    def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Any, version: int,
-                     key_prefix: int | None) -> RandomTokenRouter:
-        tokens = _doc_tokens(params, shards, key_prefix)
-        cql_type = params.get("cql_type", "blob")
+    @staticmethod
+    def _doc_cql_type(cql_type: Any) -> str | tuple[str, ...]:
         if isinstance(cql_type, list):
             cql_type = tuple(cql_type)
         with doc_field("cql_type"):
             if not isinstance(cql_type, (str, tuple)):
                 raise TypeError(f"must be a CQL type name or a list of them, not {cql_type!r}")
-        with doc_field("tokens"):
-            return cls(tokens, cql_type=cql_type, version=version)
+        return cql_type
 
     @property
     def ring(self) -> list[int]:

@@ -191,11 +191,8 @@ class CitusRouter(RawKeyRouter):
 
     def route_many(self, values: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32) of many distribution-column values."""
-        if out is None and threads is None:  # up to 64 common keys: one pass in C
-            small = self._route_small_keys(values)
-            if small is not None:
-                return small
-        return self.route_worker_hashes(hash32_array(values, self._type, threads=threads), out=out)
+        return self._route_keys(values, out, threads, lambda: self.route_worker_hashes(
+            hash32_array(values, self._type, threads=threads), out=out))
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges covering ``[0, 2**64-1]``:

@@ -251,9 +251,8 @@ class KetamaRouter(RawKeyRouter):
 
     _doc_fields = ("weights", "flavor", "key_hash", "names")
 
-    _hashes_refused = ("a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes: "
-                        "use route_many(keys) or route_key_hashes(hashes)")
-    _hash_refused = "a ketama router routes its own 32-bit MD5 key hashes, not shardhash hashes"
+    _routes_instead = ("a ketama router routes its own 32-bit MD5 key hashes",
+                       "use route_many(keys) or route_key_hashes(hashes)")
 
     def hashing_description(self) -> str:
         return f"MD5 ketama ({self.flavor})"

@@ -39,6 +39,7 @@ from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_int64, fill_out, register_router_type
 from . import _native
+from ._common import INT64_MAX, INT64_MIN
 from ._doc import doc_field, raw_doc_shards
 
 __all__ = [
@@ -57,9 +58,6 @@ __all__ = [
     "initial_split_points",
     "HashedChunkRouter",
 ]
-
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
 
 
 class _Bound:
@@ -384,12 +382,9 @@ class HashedChunkRouter(RawKeyRouter):
 
     _doc_fields = ("bounds", "owners")
 
-    _hashes_refused = ("a MongoDB chunk router routes hashed shard-key values, not shardhash hashes: "
-                        "use route_many(values) or route_hashed(hashed_values)")
-    _hash_refused = "a MongoDB chunk router routes hashed shard-key values, not shardhash hashes"
-
-    def hashing_description(self) -> str:
-        return "MongoDB hashed index (MD5 of the BSON value, int64)"
+    _routes_instead = ("a MongoDB chunk router routes hashed shard-key values",
+                       "use route_many(values) or route_hashed(hashed_values)")
+    _hashing = "MongoDB hashed index (MD5 of the BSON value, int64)"
 
     cli_options = frozenset()  # shardhash topology new
 
@@ -510,11 +505,8 @@ class HashedChunkRouter(RawKeyRouter):
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Shard indices (int32 array) for many shard-key values, via :func:`hashed_array`."""
-        if out is None and threads is None:  # up to 64 common keys: one pass in C
-            small = self._route_small_keys(keys)
-            if small is not None:
-                return small
-        return self.route_hashed(hashed_array(keys, threads=threads), out=out)
+        return self._route_keys(keys, out, threads,
+                                lambda: self.route_hashed(hashed_array(keys, threads=threads), out=out))
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, shard index)`` ranges covering ``[0, 2**64-1]``

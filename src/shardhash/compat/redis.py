@@ -319,12 +319,8 @@ class ClusterRouter(RawKeyRouter):
 
     _doc_fields = ("slot_ranges", "migrating")
 
-    _hashes_refused = ("a Redis Cluster router routes slots, not shardhash hashes: "
-                        "use route_many(keys) or route_slots(slots)")
-    _hash_refused = "a Redis Cluster router routes slots, not shardhash hashes"
-
-    def hashing_description(self) -> str:
-        return "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)"
+    _routes_instead = ("a Redis Cluster router routes slots", "use route_many(keys) or route_slots(slots)")
+    _hashing = "CRC16-XMODEM of the key (or its {hash tag}) mod 16384 (Redis Cluster)"
 
     cli_options = frozenset()  # shardhash topology new
 
@@ -424,11 +420,8 @@ class ClusterRouter(RawKeyRouter):
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """Node indices (int32 array) for many keys, via :func:`keyslot_array`."""
-        if out is None and threads is None:  # up to 64 common keys: one pass in C
-            small = self._route_small_keys(keys)
-            if small is not None:
-                return small
-        return fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads)))
+        return self._route_keys(keys, out, threads,
+                                lambda: fill_out(out, np.take(self._table, keyslot_array(keys, threads=threads))))
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """Inclusive ``(lo, hi, node index)`` ranges covering ``[0, 2**64-1]``:

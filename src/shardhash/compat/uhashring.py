@@ -148,9 +148,7 @@ class HashRingRouter(RawKeyRouter):
     """
 
     _doc_fields = ("nodes", "hash_fn", "replicas")
-    _hashes_refused = ("a uhashring router routes its own MD5 key hashes, not shardhash hashes: "
-                        "use route_many(keys)")
-    _hash_refused = "a uhashring router routes its own MD5 key hashes, not shardhash hashes"
+    _routes_instead = ("a uhashring router routes its own MD5 key hashes", "use route_many(keys)")
 
     cli_options = frozenset({"shard_weights"})  # shardhash topology new
 

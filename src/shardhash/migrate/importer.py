@@ -45,7 +45,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -68,31 +68,45 @@ _LEASE = "import-lease"
 _MASK = (1 << 64) - 1
 
 
-class ImportConflict(MigrationError):
+class _ImportFindings(MigrationError):
+    """An import error about a list of findings (dicts), told by their
+    number and the first: a subclass gives the template (``_message``, for
+    ``str.format`` with ``n`` and the first finding's fields) and names the
+    attribute that keeps the list (``_found_as``)."""
+
+    _message: ClassVar[str]
+    _found_as: ClassVar[str]
+
+    def __init__(self, found: list[dict[str, Any]], **more: Any) -> None:
+        setattr(self, self._found_as, found)
+        super().__init__(self._message.format(n=len(found), **found[0], **more))
+
+
+class ImportConflict(_ImportFindings):
     """Rows already on their owner with other values than the source's
     (``conflicts``: dicts with table, shard, key, source and shard rows)."""
 
-    def __init__(self, conflicts: list[dict[str, Any]]) -> None:
-        self.conflicts = conflicts
-        first = conflicts[0]
-        super().__init__(
-            f"import: {len(conflicts)} row(s) of table {first['table']!r} are already on their owner with other "
-            f"values; first: primary key {first['key']!r} on shard {first['shard']!r}: source {first['source']!r}, "
-            f"shard {first['shard_row']!r} (remove or fix those rows, then run the import again)")
+    conflicts: list[dict[str, Any]]
+    _found_as = "conflicts"
+    _message = ("import: {n} row(s) of table {table!r} are already on their owner with other values; first: "
+                "primary key {key!r} on shard {shard!r}: source {source!r}, shard {shard_row!r} (remove or fix "
+                "those rows, then run the import again)")
 
 
-class ImportMismatch(MigrationError):
+class ImportMismatch(_ImportFindings):
     """The final verify found a shard whose rows differ from the source rows it owns
     (``diffs``: dicts with table, shard, expected and found row counts)."""
 
+    diffs: list[dict[str, Any]]
+    _found_as = "diffs"
+    _message = ("import verify: {n} shard table(s) differ from the source; first: table {table!r} on shard "
+                "{shard!r}: {found_rows:,} row(s) there, {expected_rows:,} expected ({what}); rows written "
+                "outside the import, or a source that changed while it ran")
+
     def __init__(self, diffs: list[dict[str, Any]]) -> None:
-        self.diffs = diffs
         d = diffs[0]
-        super().__init__(
-            f"import verify: {len(diffs)} shard table(s) differ from the source; first: table {d['table']!r} on "
-            f"shard {d['shard']!r}: {d['found_rows']:,} row(s) there, {d['expected_rows']:,} expected "
-            f"({'same count, other values' if d['found_rows'] == d['expected_rows'] else 'other rows'}); rows "
-            f"written outside the import, or a source that changed while it ran")
+        super().__init__(diffs, what="same count, other values" if d["found_rows"] == d["expected_rows"]
+                         else "other rows")
 
 
 @dataclass

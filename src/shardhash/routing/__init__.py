@@ -79,6 +79,8 @@ Subclass contract (for routers defined outside this module)
 
 from __future__ import annotations
 
+import inspect
+
 from .base import (
     ROUTER_FORMAT,
     U64_MAX,
@@ -158,11 +160,8 @@ _helpers = (U64_MAX, Hasher, RouterCore, maglev_populate, mix64, prepare_out, un
 # The public objects keep ``shardhash.routing`` as their module: help() shows
 # the import path users know, and pickles name it (a router pickles as
 # ``shardhash.routing.load_router(document)``, as it always has).
-for _obj in (Router, RawKeyRouter, WrappingRouter, ModuloRouter, JumpRouter, RingRouter,
-             RendezvousRouter, MaglevRouter, BucketRouter, RangeRouter, HashRangeRouter,
-             DirectoryRouter, WatermarkRouter, MementoRouter, MultiProbeRouter, BoundedLoadRouter, IdBucketRouter,
-             ItemPlacement, place_items, TopologyOptionError, load_router, register_router_type,
-             router_types, router_type, router_type_names,
-             ring_owned_ranges, maglev_default_table_size, hash_bits, no_weights):
-    _obj.__module__ = __name__
-del _obj
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) or inspect.isfunction(_obj):  # not constants, nor the compiled functions
+        _obj.__module__ = __name__
+del _name, _obj

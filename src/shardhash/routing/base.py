@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, Generic, NoReturn, TypeVar
 
 import numpy as np
 
@@ -41,22 +41,13 @@ from shardhash.routing._kernels import (
     unalias,
 )
 
+# What this module passes on from the compiled core (which no other module
+# imports) and from shardhash._hashing.  Its own public names are exported by
+# shardhash.routing (the package's __all__); the other routing and compat
+# modules import the rest of its names from here directly.
 __all__ = [
-    "ROUTER_FORMAT",
-    "U64_MAX",
-    "Router",
-    "RawKeyRouter",
-    "WrappingRouter",
     "RouterCore",
     "Hasher",
-    "load_router",
-    "register_router_type",
-    "router_types",
-    "router_type",
-    "router_type_names",
-    "TopologyOptionError",
-    "hash_bits",
-    "no_weights",
     "jump_hash",
     "jump_hash_array",
     "maglev_populate",
@@ -64,7 +55,6 @@ __all__ = [
     "prepare_out",
     "fill_out",
     "as_hashes",
-    "as_int64",
     "unalias",
     "_unmasked",
     "bounded_assign",
@@ -971,13 +961,19 @@ class RawKeyRouter(Router):
     ``_route_index_slow(key)`` that every subclass implements; ``route_many``
     is the subclass's own.  ``routes_on_hash`` is False, and ``route_hashes``
     / ``route_hash`` raise TypeError: there is no shardhash hash to route.
-    A subclass may say what it routes instead with the class attributes
-    ``_hashes_refused`` (the message of ``route_hashes``) and
-    ``_hash_refused`` (of ``route_hash``; default: the same).
+    A subclass may say what it routes instead with the class attribute
+    ``_routes_instead``, ``(what, use)``: ``route_hash`` then refuses with
+    ``"<what>, not shardhash hashes"`` and ``route_hashes`` adds
+    ``": <use>"``; or with messages of its own, ``_hashes_refused`` (of
+    ``route_hashes``) and ``_hash_refused`` (of ``route_hash``; default: the
+    same).  A router whose keys become positions by a fixed function (not
+    the hasher) names it in ``_hashing`` (its ``hashing_description()``).
     """
 
+    _routes_instead: ClassVar[tuple[str, str] | None] = None
     _hashes_refused: ClassVar[str | None] = None
     _hash_refused: ClassVar[str | None] = None
+    _hashing: ClassVar[str | None] = None
 
     def __init__(self, shards: Iterable[str], *, hasher: Hasher | None = None, version: int = 1,
                  key_prefix: int | None = None) -> None:
@@ -989,7 +985,13 @@ class RawKeyRouter(Router):
         """False: this router places raw keys."""
         return False
 
+    def hashing_description(self) -> str:
+        return self._hashing if self._hashing is not None else super().hashing_description()
+
     def _no_hashes(self, one: bool) -> TypeError:
+        if self._routes_instead is not None:
+            what, use = self._routes_instead
+            return TypeError(f"{what}, not shardhash hashes" + ("" if one else f": {use}"))
         msg = (self._hash_refused if one else None) or self._hashes_refused
         return TypeError(msg or f"{type(self).__name__} routes on raw keys, not on hashes; use route_many")
 
@@ -1004,6 +1006,52 @@ class RawKeyRouter(Router):
 
     def _route_hashes_kernel(self, hashes: np.ndarray, out: np.ndarray) -> NoReturn:
         raise self._no_hashes(True)
+
+    def _route_keys(self, keys: Any, out: np.ndarray | None, threads: int | None,
+                    general: Callable[[], np.ndarray]) -> np.ndarray:
+        """What a subclass's ``route_many`` returns: up to 64 common keys in
+        one pass through the compiled key path (when neither ``out`` nor
+        ``threads`` is given and the subclass configured one), else
+        ``general()``, the subclass's own array path (which checks the keys
+        and raises)."""
+        if out is None and threads is None:
+            small: np.ndarray | None = self._route_small_keys(keys)
+            if small is not None:
+                return small
+        return general()
+
+
+_S = TypeVar("_S")
+
+
+class SplitRanges(Router, Generic[_S]):
+    """Base class of routers whose ranges are cut at split points
+    (HashRangeRouter: hashes, RangeRouter: raw keys): range 0 lies below
+    ``splits[0]``, range ``i`` starts at ``splits[i-1]`` (inclusive), and
+    each range has one owner.  A subclass's ``__init__`` calls
+    ``_set_ranges``; the document's params are ``splits`` and ``owners``."""
+
+    _splits: tuple[_S, ...]
+    _range_owners: tuple[int, ...]
+
+    _doc_fields: ClassVar[tuple[str, ...]] = ("splits", "owners")
+
+    def _set_ranges(self, splits: Sequence[_S], owner_index: Sequence[int]) -> None:
+        self._set("_splits", tuple(splits))
+        self._set("_range_owners", tuple(owner_index))
+
+    @property
+    def splits(self) -> tuple[_S, ...]:
+        """The split points, increasing: the lower bounds of ranges 1, 2, ..."""
+        return self._splits
+
+    @property
+    def range_owners(self) -> tuple[str, ...]:
+        """Owner of each range, in range order."""
+        return tuple(self.shards[i] for i in self._range_owners)
+
+    def _doc_params(self) -> dict[str, Any]:
+        return {"splits": list(self._splits), "owners": list(self.range_owners)}
 
 
 class WrappingRouter(Router):

@@ -11,6 +11,7 @@ from .base import (
     U64_MAX,
     Hasher,
     Router,
+    SplitRanges,
     _check_int,
     _merge_ranges,
     _owners_of,
@@ -24,7 +25,7 @@ __all__ = ["HashRangeRouter"]
 
 
 @register_router_type("hash_range")
-class HashRangeRouter(Router):
+class HashRangeRouter(SplitRanges[int]):
     """Ranges of the 64-bit hash space (Citus, MongoDB hashed, Vitess style).
 
     ``splits`` are the lower bounds (inclusive) of ranges 1..k; range 0
@@ -41,10 +42,6 @@ class HashRangeRouter(Router):
     ['low', 'low', 'high', 'high']
     """
 
-    _splits: tuple[int, ...]
-    _range_owners: tuple[int, ...]
-
-    _doc_fields = ("splits", "owners")
     replica_rule = "ring"
 
     def __init__(self, splits: Sequence[int], shards: Sequence[str], *, hasher: Hasher | None = None,
@@ -63,22 +60,12 @@ class HashRangeRouter(Router):
                                  f"splits[{i}] = {sp[i]}")
         uniq, idx = _owners_of(owners, "shards")
         super().__init__(uniq, hasher=hasher, version=version, key_prefix=key_prefix)
-        self._set("_splits", tuple(sp))
-        self._set("_range_owners", tuple(idx))
+        self._set_ranges(sp, idx)
         # Range i = [splits[i-1], splits[i] - 1]: a ring whose tokens are the
         # ranges' inclusive upper ends.
         tokens = [s - 1 for s in sp] + [U64_MAX]
         self._use_ring(np.array(tokens, dtype=np.uint64), np.array(idx, dtype=np.int32), _width(self.hasher))
         self._finish()
-
-    @property
-    def splits(self) -> tuple[int, ...]:
-        return self._splits
-
-    @property
-    def range_owners(self) -> tuple[str, ...]:
-        """Owner of each range, in range order."""
-        return tuple(self.shards[i] for i in self._range_owners)
 
     def owned_ranges(self) -> list[tuple[int, int, int]]:
         """``(lo, hi, shard index)`` inclusive hash intervals covering [0, 2**64 - 1]."""
@@ -86,8 +73,6 @@ class HashRangeRouter(Router):
         highs = [s - 1 for s in self._splits] + [U64_MAX]
         return _merge_ranges(list(zip(lows, highs, self._range_owners)))
 
-    def _doc_params(self) -> dict[str, Any]:
-        return {"splits": list(self._splits), "owners": [self.shards[i] for i in self._range_owners]}
 
     # -- planning hooks ----------------------------------------------------------
 

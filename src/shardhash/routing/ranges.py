@@ -12,6 +12,7 @@ from .base import (
     Hasher,
     RawKeyRouter,
     Router,
+    SplitRanges,
     TopologyOptionError,
     _check_int,
     _describe,
@@ -37,7 +38,7 @@ def _split_kind(splits: Sequence[Any]) -> str:
 
 
 @register_router_type("range")
-class RangeRouter(RawKeyRouter):
+class RangeRouter(SplitRanges[Any], RawKeyRouter):
     """Ranges of the raw key (ints or strings), lower bounds inclusive.
 
     ``len(shards) == len(splits) + 1``; ``shards[i]`` owns the keys ``k``
@@ -52,12 +53,8 @@ class RangeRouter(RawKeyRouter):
     ('a', 'b', 'c')
     """
 
-    _splits: tuple[Any, ...]
     _split_type: str
-    _range_owners: tuple[int, ...]
     _owner_arr: np.ndarray
-
-    _doc_fields = ("splits", "owners")
 
     def __init__(self, splits: Sequence[int] | Sequence[str], shards: Sequence[str], *,
                  hasher: Hasher | None = None, version: int = 1, key_prefix: int | None = None) -> None:
@@ -78,9 +75,8 @@ class RangeRouter(RawKeyRouter):
                                  f"splits[{i}] = {sp[i]!r}")
         uniq, idx = _owners_of(owners, "shards")
         super().__init__(uniq, hasher=hasher, version=version, key_prefix=key_prefix)
-        self._set("_splits", tuple(sp))
+        self._set_ranges(sp, idx)
         self._set("_split_type", kind)
-        self._set("_range_owners", tuple(idx))
         self._set("_owner_arr", np.array(idx, dtype=np.int32))
         self._use_key_ranges(self._splits, idx)  # route/route_index of exact ints/str in C
         self._finish()
@@ -111,14 +107,6 @@ class RangeRouter(RawKeyRouter):
         if shards is None:
             shards = [f"range-{i}" for i in range(n)]
         return cls(splits, shards, hasher=hasher, version=version)
-
-    @property
-    def splits(self) -> tuple[Any, ...]:
-        return self._splits
-
-    @property
-    def range_owners(self) -> tuple[str, ...]:
-        return tuple(self.shards[i] for i in self._range_owners)
 
     def _key(self, key: Any) -> Any:
         p = self.key_prefix
@@ -173,9 +161,6 @@ class RangeRouter(RawKeyRouter):
                 want = "integer" if self._split_type == "int" else "string"
                 raise TypeError(f"this RangeRouter splits {want} keys; got an array of dtype {keys.dtype}")
         return _route_each(self.route_index, keys, out, "keys", (TypeError,))
-
-    def _doc_params(self) -> dict[str, Any]:
-        return {"splits": list(self._splits), "owners": [self.shards[i] for i in self._range_owners]}
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], *, shards: tuple[str, ...], hasher: Hasher,
