@@ -894,7 +894,7 @@ def _composite_hasher(items: list[Any], t: str) -> _Hasher | None:
     names the position)."""
     fields = _composite_fields(t)
     cols, _, bad = _pgn.composite_columns(items, len(fields))
-    if bad >= 0:
+    if cols is None or bad >= 0:
         return None
     try:
         fkeys = [_to_keys(c, ft, allow_null=True) for c, ft in zip(cols, fields)]
@@ -912,7 +912,8 @@ def _composite_hasher(items: list[Any], t: str) -> _Hasher | None:
                     _hash32_keys(k, h32, threads)
                     h[:] = h32.view(np.uint32)
                 else:
-                    _extended_keys(k, seed, h, threads)  # type: ignore[arg-type]
+                    assert seed is not None
+                    _extended_keys(k, seed, h, threads)
                 _pgn.fold31(acc, h, k.isnull, threads)
         except (TypeError, ValueError, OverflowError):
             _hashes_at(items, range(n), t, seed, acc)  # the error again, naming the value and its field
