@@ -20,7 +20,7 @@ __all__ = [
     "float8_32", "int_extended", "int_32", "float8_extended_array", "float8_32_array", "fixed_extended",
     "fixed_32", "varlen_extended", "varlen_32", "combine64", "remainder", "PG_CODES", "HASH_PARTITION_SEED",
     "RANGE_ELEMENT_CODES", "range_columns", "multirange_columns", "range_hashes", "composite_columns", "int_column",
-    "fold31"
+    "fold31", "flatten_arrays"
 ]
 
 def _set_fallback(hash_extended: Callable[..., int] | None = None,
@@ -68,6 +68,7 @@ def multirange_columns(items: list[Any], range_cls: type, multirange_cls: type,
 def range_hashes(flags: _U8, lower: _I64, upper: _I64, offsets: _I64 | None, elem: int, seed: int | None,
                  out: npt.NDArray[np.uint64] | npt.NDArray[np.int32], threads: int | None = None) -> None: ...
 def composite_columns(items: list[Any], nfields: int) -> tuple[list[list[Any]] | None, _U8 | None, int]: ...
+def flatten_arrays(items: list[Any]) -> tuple[list[Any], _I64, _U8] | None: ...
 def int_column(items: list[Any], code: int) -> tuple[_I64, _U8 | None] | None: ...
 def fold31(acc: npt.NDArray[np.uint64], h: npt.NDArray[np.uint64], isnull: npt.NDArray[np.uint8] | None = None,
            threads: int | None = None) -> None: ...

@@ -860,3 +860,43 @@ def fold31(acc, const uint64_t[::1] h not None, isnull=None, threads=None):
     job.data = &h[0] if n else NULL
     job.out = address(acc)
     run(_k_pg_fold31, &job, n, threads)
+
+
+cdef int _flatten_into(list flat, object value, object ndarray) except -1:
+    """Append an array value's elements in storage order (lists nest for more
+    dimensions; a tuple is an element): 1, or 0 where a numpy array nests
+    (the Python path reads it)."""
+    for v in value:
+        if isinstance(v, list):
+            if not _flatten_into(flat, v, ndarray):
+                return 0
+        elif isinstance(v, ndarray):
+            return 0
+        else:
+            flat.append(v)
+    return 1
+
+
+def flatten_arrays(list items):
+    """Array values (a list: lists or tuples, nested lists for more
+    dimensions, or None) as (elements, lengths int64, isnull uint8), or None
+    when one is not read here (the Python path reads or refuses it)."""
+    cdef Py_ssize_t i, n = len(items), before
+    cdef list flat = []
+    lengths = np.zeros(n, dtype=np.int64)
+    isnull = np.zeros(n, dtype=np.uint8)
+    cdef int64_t[::1] ln = lengths
+    cdef uint8_t[::1] nul = isnull
+    ndarray = np.ndarray
+    for i in range(n):
+        v = items[i]
+        if v is None:
+            nul[i] = 1
+            continue
+        if not isinstance(v, (list, tuple)):
+            return None
+        before = len(flat)
+        if not _flatten_into(flat, v, ndarray):
+            return None
+        ln[i] = len(flat) - before
+    return flat, lengths, isnull

@@ -1110,7 +1110,14 @@ def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
             items = list(values)
         except TypeError:
             raise TypeError(f"expected a sequence of {t} values, not {_describe(values)}") from None
-    flat: list[Any] = []
+    pos = _native.first_of_type(items, type(None))
+    if pos >= 0:
+        _null_at(None, pos, t, allow_null)  # raises unless NULLs are allowed
+    fast = _pgn.flatten_arrays(items)  # lists and tuples of elements, in one C pass
+    if fast is not None:
+        flat, lengths, isnull = fast
+        return _Keys("array", (flat, t[:-2]), lengths, len(items), isnull if pos >= 0 else None)
+    flat = []
     lengths = np.zeros(len(items), dtype=np.int64)
     isnull = np.zeros(len(items), dtype=np.uint8)
     for i, v in enumerate(items):
