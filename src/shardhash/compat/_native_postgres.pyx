@@ -545,6 +545,8 @@ cdef enum:
     SH_R_LB_INF = 0x08
     SH_R_UB_INF = 0x10
 
+import datetime as _dt_mod
+cdef object _UTC_TZ = _dt_mod.timezone.utc
 cdef long long _DATE_PY_MAX = 2921939       # date.max - 2000-01-01, in days (date + 1 day fails beyond it)
 # datetime.min and datetime.max in microseconds since 2000-01-01
 cdef long long _DT_PY_MIN = -63082281600000000
@@ -581,11 +583,14 @@ cdef int _int_of(object v, int t, int64_t *x) except -1:
     elif t == PG_TIMESTAMPTZ:
         if not PyDateTime_CheckExact(v) or datetime_tzinfo(v) is None:
             return 0
-        off = v.utcoffset()
-        if not PyDelta_CheckExact(off):
-            return 0
-        y = _naive_us(v) - ((<long long>timedelta_days(off) * 86400 + timedelta_seconds(off)) * 1000000
-                            + timedelta_microseconds(off))
+        if datetime_tzinfo(v) is _UTC_TZ:  # (no utcoffset() call)
+            y = _naive_us(v)
+        else:
+            off = v.utcoffset()
+            if not PyDelta_CheckExact(off):
+                return 0
+            y = _naive_us(v) - ((<long long>timedelta_days(off) * 86400 + timedelta_seconds(off)) * 1000000
+                                + timedelta_microseconds(off))
         if not _DT_PY_MIN <= y <= _DT_PY_MAX:  # astimezone(utc) would leave datetime's range
             return 0
     else:
