@@ -261,6 +261,21 @@ def test_values_the_compiled_path_leaves_to_python() -> None:
     agree([R(dt.date.max - dt.timedelta(days=1), dt.date.max, "[)")], "daterange")
 
 
+def test_rows_of_many_columns() -> None:
+    # rows as tuples, lists and named tuples (read one at a time), and a bad row named by its position
+    from collections import namedtuple
+
+    Row = namedtuple("Row", "r c")
+    types = ("int8range", "(int4,text)")
+    rows: list[Any] = [(R(1, 5), (1, "a")), [R(None, 3), None], Row(R(2, 2), (None, "b")), (None, [7, "c"])]
+    want = [pg.partition_of(tuple(r), 8, types) for r in rows]
+    assert pg.partition_of_array(rows, 8, types).tolist() == want
+    assert pg.HashPartitionRouter([f"p{i}" for i in range(8)], types).route_many(rows).tolist() == want
+    for bad in (None, (R(1, 2),), ill_typed(5)):
+        with pytest.raises(ValueError, match=r"^row at position 1 must be a tuple of 2 values"):
+            pg.partition_of_array([rows[0], bad], 8, types)
+
+
 @pytest.mark.parametrize("threads", [None, 2])
 def test_large_batches(threads: int | None) -> None:
     # more keys than one chunk: the kernels split over threads

@@ -1444,6 +1444,9 @@ def _columns(rows_or_columns: Any, ntypes: int) -> list[Any]:
     if isinstance(rows_or_columns, np.ndarray) and rows_or_columns.dtype.kind != "O":
         raise TypeError("a multi-column key needs a sequence of row tuples (or columns=...)")
     rows = list(rows_or_columns)
+    fast, isnull, _ = _pgn.composite_columns(rows, ntypes)  # exact tuples and lists, transposed in C
+    if fast is not None and isnull is not None and not isnull.any():
+        return fast
     cols: list[list[Any]] = [[] for _ in range(ntypes)]
     for i, r in enumerate(rows):
         if not isinstance(r, (tuple, list)) or len(r) != ntypes:
