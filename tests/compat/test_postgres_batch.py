@@ -288,6 +288,21 @@ def test_large_batches(threads: int | None) -> None:
     assert pg.hash32_array(mrs * 40, "int4multirange", threads=threads).tolist() == want_m
 
 
+def test_daterange_to_the_last_python_date() -> None:
+    # '[d, 9999-12-31]' is '[d, 10000-01-01)' in the server (its dates go on to 5874897 AD): hashed, not
+    # refused; a date hashes as the int4 of its days since 2000-01-01, so the int4range of the days agrees
+    last, d = dt.date.max, dt.date(2020, 1, 1)
+    days = (last - dt.date(2000, 1, 1)).days
+    vals = [R(d, last, "[]"), R(last, None, "()"), R(last, last, "[]"), M([R(d, last, "[]"), R(last, None)])]
+    ints = [R(7305, days + 1), R(days + 1, None), R(days, days + 1), M([R(7305, None)])]
+    for s in SEEDS:
+        want = [pg.hash_extended(v, "int4range" if isinstance(v, R) else "int4multirange", s) for v in ints]
+        assert [pg.hash_extended(v, "daterange" if isinstance(v, R) else "datemultirange", s) for v in vals] == want
+        assert pg.hash_extended_array(vals[:3], "daterange", s).tolist() == want[:3]
+        assert pg.hash_extended_array(vals[3:], "datemultirange", s).tolist() == want[3:]
+    assert pg.hash32_array(vals[:3], "daterange").tolist() == [pg.hash32(v, "int4range") for v in ints[:3]]
+
+
 # ------------------------------------------------------------------ errors
 
 def test_range_errors_name_the_position() -> None:

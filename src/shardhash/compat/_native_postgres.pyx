@@ -547,7 +547,7 @@ cdef enum:
 
 import datetime as _dt_mod
 cdef object _UTC_TZ = _dt_mod.timezone.utc
-cdef long long _DATE_PY_MAX = 2921939       # date.max - 2000-01-01, in days (date + 1 day fails beyond it)
+cdef long long _DATE_MAX = 2145031948       # PostgreSQL's last date (5874897-12-31), in days since 2000-01-01
 # datetime.min and datetime.max in microseconds since 2000-01-01
 cdef long long _DT_PY_MIN = -63082281600000000
 cdef long long _DT_PY_MAX = 252455615999999999
@@ -647,7 +647,7 @@ cdef int _range_of(object v, object range_cls, int t, uint8_t *flags, int64_t *l
     elif not _int_of(b, t, hi):
         return 0
     flags[0] = <uint8_t>f
-    vmax = 2147483647 if t == PG_INT4 else 9223372036854775807 if t == PG_INT8 else _DATE_PY_MAX
+    vmax = 2147483647 if t == PG_INT4 else 9223372036854775807 if t == PG_INT8 else _DATE_MAX
     if sh_pg_range_canonical(t <= PG_INT8 or t == PG_DATE, vmax, flags, lo, hi) != 0:
         return 0
     return 1

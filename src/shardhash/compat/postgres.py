@@ -743,6 +743,9 @@ def _ord(v: Any) -> Any:
 
 
 def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
+    """The flags and bounds of a range value of type ``t``, checked and
+    canonical as range_serialize leaves them (a daterange's bounds as days
+    since 2000-01-01)."""
     if isinstance(value, str) and value == "empty":
         return _R_EMPTY, None, None
     if not isinstance(value, Range):
@@ -764,14 +767,17 @@ def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
         if _ord(lo) == _ord(hi) and not (lo_inc and hi_inc):
             return _R_EMPTY, None, None
     if t in _DISCRETE:
-        one: Any = _dt.timedelta(days=1) if t == "daterange" else 1
+        if t == "daterange":  # in days since 2000-01-01 from here: 9999-12-31 + 1 day is a PostgreSQL date
+            lo = None if lo is None else _date_days(lo)
+            hi = None if hi is None else _date_days(hi)
         if lo is not None and not lo_inc:
-            lo, lo_inc = lo + one, True
+            lo, lo_inc = lo + 1, True
         if hi is not None and hi_inc:
-            hi, hi_inc = hi + one, False
-        for b in (lo, hi):
-            if b is not None:
-                _scalar_key(b, et)  # lower + 1 / upper + 1 may leave the element type's range
+            hi, hi_inc = hi + 1, False
+        if t != "daterange":  # (a datetime.date + 1 day is always within PostgreSQL's dates)
+            for b in (lo, hi):
+                if b is not None:
+                    _scalar_key(b, et)  # lower + 1 / upper + 1 may leave the element type's range
         if lo is not None and hi is not None and lo == hi:
             return _R_EMPTY, None, None
     flags = (_R_LB_INF if lo is None else _R_LB_INC if lo_inc else 0) | \
@@ -784,7 +790,12 @@ def _range_hash(value: Any, t: str, seed: int | None) -> int:
     if value is None:
         raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
     flags, lo, hi = _range_parts(value, t)
-    et = RANGE_TYPES[t]
+    return _parts_hash(flags, lo, hi, t, seed)
+
+
+def _parts_hash(flags: int, lo: Any, hi: Any, t: str, seed: int | None) -> int:
+    """hash_range(_extended) of a canonical range given by _range_parts."""
+    et = "int4" if t == "daterange" else RANGE_TYPES[t]  # days: date's hash is hashint4's
     if seed is None:
         lh = hash32(lo, et) & 0xFFFFFFFF if lo is not None else 0
         uh = hash32(hi, et) & 0xFFFFFFFF if hi is not None else 0
@@ -993,9 +1004,7 @@ def _multirange_hash(value: Any, t: str, seed: int | None) -> int:
     mask = 0xFFFFFFFF if seed is None else 0xFFFFFFFFFFFFFFFF
     result = 1
     for flags, lo, hi in _canonical_ranges(value, t):
-        bounds = ("[" if flags & _R_LB_INC else "(") + ("]" if flags & _R_UB_INC else ")")
-        h = _range_hash(Range(lo, hi, bounds), rt, seed)
-        result = (result * 31 + h) & mask
+        result = (result * 31 + _parts_hash(flags, lo, hi, rt, seed)) & mask
     return result
 
 
