@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shardhash.compat import postgres as pg
 from tests._support import VECTORS, ill_typed
@@ -239,6 +241,30 @@ def test_composites_match_the_one_value_path() -> None:
     router = pg.HashPartitionRouter([f"p{i}" for i in range(8)], types)
     assert router.route_many(rows).tolist() == want
     assert router.route_many(rows, threads=2).tolist() == want
+
+
+_BOUND = st.one_of(st.none(), st.integers(-6, 6), st.sampled_from([-2**31, 2**31 - 1]))
+_RANGE = st.one_of(st.just("empty"), st.builds(R, _BOUND, _BOUND, st.sampled_from(["[)", "[]", "(]", "()"])))
+
+
+@given(st.lists(st.one_of(st.none(), st.lists(_RANGE, max_size=20).map(M)), max_size=12))
+def test_property_int4_multiranges(vals: list[Any]) -> None:
+    # small bounds that touch, overlap and repeat; the extremes; NULLs in rows; bad ranges refused alike
+    ok = [v for v in vals if v is not None and not isinstance(_one(v, "int4multirange", 0), BaseException)]
+    agree(ok, "int4multirange")
+    rows = [(v, 1) for v in vals if v is None or v in ok]
+    types = ("int4multirange", "int4")
+    assert pg.partition_of_array(rows, 7, types).tolist() == [pg.partition_of(r, 7, types) for r in rows]
+    if len(ok) < len([v for v in vals if v is not None]):
+        same_errors([M()] + [v for v in vals if v is not None], "int4multirange")
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), _RANGE), st.one_of(st.none(), st.text(max_size=4)),
+                          st.one_of(st.none(), st.integers(-2**63, 2**63 - 1))), max_size=12))
+def test_property_composites(vals: list[Any]) -> None:
+    ok = [v for v in vals if not isinstance(_one(v, "(int4range,text,int8)", 0), BaseException)]
+    agree(ok, "(int4range,text,int8)")
+    agree([ok], "(int4range,text,int8)[]")
 
 
 def test_values_the_compiled_path_leaves_to_python() -> None:
