@@ -13,7 +13,12 @@ alternating rounds; the peer's loop runs on a sample and is scaled per key):
 * twemproxy's other hashes (``murmur``, ``one_at_a_time``): ``KetamaRouter.route_many``
   against the same flavour's one-key ``route`` in a loop;
 * PostgreSQL ``interval`` and ``bool`` columns: ``hash_extended_array``
-  against ``hash_extended`` in a loop.
+  against ``hash_extended`` in a loop;
+* PostgreSQL range, multirange (1-4 ranges each) and composite ``(int4,
+  text)`` columns and arrays of composites (1-4 elements):
+  ``hash_extended_array`` against ``hash_extended`` in a loop, and
+  ``HashPartitionRouter.route_many`` of ``(daterange, int4)`` rows against
+  ``partition_of`` in a loop.
 
 With ``--benchmark-disable`` (the default) the sizes are small and every
 benchmark runs once as a plain test.
@@ -145,3 +150,58 @@ def test_postgres_more_types(benchmark: Any, t: str) -> None:
         items = [bool(x) for x in values[: min(n, 50_000)]]
     _compare(benchmark, f"postgres.hash_extended_array({t}), numpy", lambda: pg.hash_extended_array(values, t), n,
              lambda: [pg.hash_extended(v, t) for v in items], len(items))
+
+
+def _pg_values(t: str, n: int) -> list[Any]:
+    """n random values of a PostgreSQL range, multirange, composite or composite-array type."""
+    rng = random.Random(t)
+    bounds = ["[)", "[]", "(]", "()"]
+    day0, ts0 = dt.date(2000, 1, 1), dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+
+    def rng_value(kind: str) -> pg.Range:
+        if kind == "int4":
+            lo = rng.randrange(-2**30, 2**30)
+            return pg.Range(lo, lo + rng.randrange(1, 10_000), rng.choice(bounds))
+        if kind == "int8":
+            lo = rng.randrange(-2**62, 2**62)
+            return pg.Range(lo, lo + rng.randrange(1, 10**9), rng.choice(bounds))
+        if kind == "date":
+            d = day0 + dt.timedelta(days=rng.randrange(-20_000, 20_000))
+            return pg.Range(d, d + dt.timedelta(days=rng.randrange(1, 365)))
+        ts = ts0 + dt.timedelta(microseconds=rng.randrange(10**15))
+        return pg.Range(ts, ts + dt.timedelta(seconds=rng.randrange(1, 10**6)))
+
+    if t.endswith("multirange"):
+        kind = pg.RANGE_TYPES[pg.MULTIRANGE_TYPES[t]]
+        return [pg.Multirange([rng_value(kind) for _ in range(rng.randrange(1, 5))]) for _ in range(n)]
+    if t.endswith("range"):
+        return [rng_value(pg.RANGE_TYPES[t]) for _ in range(n)]
+
+    def comp() -> tuple[int, str]:
+        return (rng.randrange(-2**31, 2**31), f"customer-{rng.randrange(10**9)}")
+    if t.endswith("[]"):
+        return [[comp() for _ in range(rng.randrange(1, 5))] for _ in range(n)]
+    return [comp() for _ in range(n)]
+
+
+@pytest.mark.parametrize("t", ["int4range", "int8range", "daterange", "tstzrange", "int8multirange",
+                               "datemultirange", "(int4,text)", "(int4,text)[]"])
+def test_postgres_ranges_composites(benchmark: Any, t: str) -> None:
+    n = _n(benchmark)
+    values = _pg_values(t, n)
+    sample = values[: min(n, 20_000)]
+    assert pg.hash_extended_array(sample, t).tolist() == [pg.hash_extended(v, t) for v in sample]
+    _compare(benchmark, f"postgres.hash_extended_array({t}), list", lambda: pg.hash_extended_array(values, t), n,
+             lambda: [pg.hash_extended(v, t) for v in sample], len(sample))
+
+
+def test_postgres_route_many_daterange(benchmark: Any) -> None:
+    n = _n(benchmark)
+    rng = random.Random(8)
+    rows = [(r, rng.randrange(1000)) for r in _pg_values("daterange", n)]
+    types = ("daterange", "int4")
+    router = pg.HashPartitionRouter([f"p{i}" for i in range(16)], types)
+    sample = rows[: min(n, 20_000)]
+    assert router.route_many(sample).tolist() == [pg.partition_of(r, 16, types) for r in sample]
+    _compare(benchmark, "HashPartitionRouter.route_many((daterange, int4)), list of rows",
+             lambda: router.route_many(rows), n, lambda: [pg.partition_of(r, 16, types) for r in sample], len(sample))

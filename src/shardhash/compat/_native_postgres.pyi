@@ -18,7 +18,9 @@ __all__ = [
     "hash_extended", "hash_extended_small", "PgPartitionKeys", "CitusKeys", "hash_uint32_extended",
     "hash_uint32", "fold_int8", "hash_combine64", "hash_bytes_extended", "hash_bytes", "float8_extended",
     "float8_32", "int_extended", "int_32", "float8_extended_array", "float8_32_array", "fixed_extended",
-    "fixed_32", "varlen_extended", "varlen_32", "combine64", "remainder", "PG_CODES", "HASH_PARTITION_SEED"
+    "fixed_32", "varlen_extended", "varlen_32", "combine64", "remainder", "PG_CODES", "HASH_PARTITION_SEED",
+    "RANGE_ELEMENT_CODES", "range_columns", "multirange_columns", "range_hashes", "composite_columns", "int_column",
+    "fold31", "flatten_arrays"
 ]
 
 def _set_fallback(hash_extended: Callable[..., int] | None = None,
@@ -54,6 +56,22 @@ def combine64(acc: npt.NDArray[np.uint64], h: npt.NDArray[np.uint64], isnull: np
               threads: int | None = None) -> None: ...
 def remainder(rowhash: npt.NDArray[np.uint64], modulus: int, out: npt.NDArray[np.int64],
               threads: int | None = None) -> None: ...
+
+# -- range, multirange and composite types over arrays
+RANGE_ELEMENT_CODES: dict[str, int]
+_U8 = npt.NDArray[np.uint8]
+_I64 = npt.NDArray[np.int64]
+
+def range_columns(items: list[Any], range_cls: type, elem: int) -> tuple[_U8, _I64, _I64, _U8, list[int]]: ...
+def multirange_columns(items: list[Any], range_cls: type, multirange_cls: type,
+                       elem: int) -> tuple[_U8, _I64, _I64, _I64, _U8, list[int]]: ...
+def range_hashes(flags: _U8, lower: _I64, upper: _I64, offsets: _I64 | None, elem: int, seed: int | None,
+                 out: npt.NDArray[np.uint64] | npt.NDArray[np.int32], threads: int | None = None) -> None: ...
+def composite_columns(items: list[Any], nfields: int) -> tuple[list[list[Any]] | None, _U8 | None, int]: ...
+def flatten_arrays(items: list[Any]) -> tuple[list[Any], _I64, _U8] | None: ...
+def int_column(items: list[Any], code: int) -> tuple[_I64, _U8 | None] | None: ...
+def fold31(acc: npt.NDArray[np.uint64], h: npt.NDArray[np.uint64], isnull: npt.NDArray[np.uint8] | None = None,
+           threads: int | None = None) -> None: ...
 
 @disjoint_base
 class PgPartitionKeys(_Keys):

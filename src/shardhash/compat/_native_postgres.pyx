@@ -9,7 +9,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExa
 from cpython.datetime cimport (import_datetime, PyDate_CheckExact, PyDateTime_CheckExact, PyDateTime_GET_YEAR,
                                PyDateTime_GET_MONTH, PyDateTime_GET_DAY, PyDateTime_DATE_GET_HOUR,
                                PyDateTime_DATE_GET_MINUTE, PyDateTime_DATE_GET_SECOND,
-                               PyDateTime_DATE_GET_MICROSECOND, datetime_tzinfo)
+                               PyDateTime_DATE_GET_MICROSECOND, datetime_tzinfo, PyDelta_CheckExact,
+                               timedelta_days, timedelta_seconds, timedelta_microseconds)
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.ref cimport PyObject
 from cpython.sequence cimport PySequence_Fast_GET_ITEM
@@ -61,6 +62,17 @@ cdef extern from "sh_pg.h" nogil:
     void sh_pg_remainder(const uint64_t *rowhash, size_t n, uint64_t modulus, int64_t *out)
     void sh_pg_init()
     int sh_pg_avx2_available()
+    int sh_pg_range_canonical(int discrete, int64_t vmax, uint8_t *flags, int64_t *lower, int64_t *upper)
+    size_t sh_pg_multirange_canonical(uint8_t *flags, int64_t *lower, int64_t *upper, size_t k)
+    void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n,
+                              int wide, uint64_t seed, uint64_t *out)
+    void sh_pg_range_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
+                        int32_t *out)
+    void sh_pg_multirange_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
+                                   const int64_t *offsets, size_t n, int wide, uint64_t seed, uint64_t *out)
+    void sh_pg_multirange_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
+                             const int64_t *offsets, size_t n, int wide, int32_t *out)
+    void sh_pg_fold31(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n)
 
 cdef object _DT_I32 = np.dtype(np.int32)
 cdef object _DT_I64 = np.dtype(np.int64)
@@ -100,6 +112,7 @@ cdef enum:
     PG_TIMESTAMP = 7
     PG_UUID = 8
     PG_OTHER = 9     # timestamptz, floats: the Python path
+    PG_TIMESTAMPTZ = 10  # range bounds and int_column only (hash_extended: the Python path)
 
 PG_CODES = {"int2": PG_INT2, "int4": PG_INT4, "int8": PG_INT8, "text": PG_TEXT, "varchar": PG_TEXT,
             "bpchar": PG_BPCHAR, "bytea": PG_BYTEA, "date": PG_DATE, "timestamp": PG_TIMESTAMP,
@@ -512,3 +525,383 @@ def remainder(const uint64_t[::1] rowhash not None, uint64_t modulus, out, threa
     if modulus == 0:
         raise ValueError("modulus must be positive")
     map_array(_k_pg_remainder, rowhash, out, _DT_I64, True, threads, modulus)
+
+
+
+# -- range, multirange and composite types over arrays -------------------------------
+# The bindings read the Python values into columns with the GIL held (a value
+# they do not handle -- another type, a subclass, an error -- is left to the
+# Python path, which hashes it one at a time or raises naming it); the C
+# kernels then hash the columns without the GIL.
+
+#: Range element types the compiled path reads, by PostgreSQL's name.
+RANGE_ELEMENT_CODES = {"int4": PG_INT4, "int8": PG_INT8, "date": PG_DATE, "timestamp": PG_TIMESTAMP,
+                       "timestamptz": PG_TIMESTAMPTZ}
+
+cdef enum:
+    SH_R_EMPTY = 0x01
+    SH_R_LB_INC = 0x02
+    SH_R_UB_INC = 0x04
+    SH_R_LB_INF = 0x08
+    SH_R_UB_INF = 0x10
+
+import datetime as _dt_mod
+cdef object _UTC_TZ = _dt_mod.timezone.utc
+cdef long long _DATE_MAX = 2145031948       # PostgreSQL's last date (5874897-12-31), in days since 2000-01-01
+# datetime.min and datetime.max in microseconds since 2000-01-01
+cdef long long _DT_PY_MIN = -63082281600000000
+cdef long long _DT_PY_MAX = 252455615999999999
+
+
+cdef inline long long _naive_us(object v) noexcept:
+    return ((_ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - _EPOCH_ORD)
+            * 86400 + PyDateTime_DATE_GET_HOUR(v) * 3600 + PyDateTime_DATE_GET_MINUTE(v) * 60
+            + PyDateTime_DATE_GET_SECOND(v)) * 1000000 + PyDateTime_DATE_GET_MICROSECOND(v)
+
+
+cdef int _int_of(object v, int t, int64_t *x) except -1:
+    """The integer a non-NULL value of element code t hashes as (int2/4/8
+    values, dates as days and timestamps as microseconds since 2000-01-01):
+    1 with *x set, or 0 for a value the Python path must judge."""
+    cdef long long y
+    cdef int overflow = 0
+    if t <= PG_INT8:
+        if not PyLong_CheckExact(v):
+            return 0
+        y = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow != 0 or (t == PG_INT2 and not -32768 <= y <= 32767) or \
+                (t == PG_INT4 and not -2147483648 <= y <= 2147483647):
+            return 0
+    elif t == PG_DATE:
+        if not PyDate_CheckExact(v):
+            return 0
+        y = _ordinal(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) - _EPOCH_ORD
+    elif t == PG_TIMESTAMP:
+        if not PyDateTime_CheckExact(v) or datetime_tzinfo(v) is not None:
+            return 0
+        y = _naive_us(v)
+    elif t == PG_TIMESTAMPTZ:
+        if not PyDateTime_CheckExact(v) or datetime_tzinfo(v) is None:
+            return 0
+        if datetime_tzinfo(v) is _UTC_TZ:  # (no utcoffset() call)
+            y = _naive_us(v)
+        else:
+            off = v.utcoffset()
+            if not PyDelta_CheckExact(off):
+                return 0
+            y = _naive_us(v) - ((<long long>timedelta_days(off) * 86400 + timedelta_seconds(off)) * 1000000
+                                + timedelta_microseconds(off))
+        if not _DT_PY_MIN <= y <= _DT_PY_MAX:  # astimezone(utc) would leave datetime's range
+            return 0
+    else:
+        return 0
+    x[0] = y
+    return 1
+
+
+cdef int _bounds_flags(object b) noexcept:
+    """The inclusive flags of a Range's bounds string, or -1."""
+    if not PyUnicode_CheckExact(b) or len(<str>b) != 2:
+        return -1
+    if b == "[)":
+        return SH_R_LB_INC
+    if b == "[]":
+        return SH_R_LB_INC | SH_R_UB_INC
+    if b == "(]":
+        return SH_R_UB_INC
+    if b == "()":
+        return 0
+    return -1
+
+
+cdef int _range_of(object v, object range_cls, int t, uint8_t *flags, int64_t *lo, int64_t *hi) except -1:
+    """One range value (a Range of the exact class, or 'empty') as canonical
+    flags and bounds: 1, or 0 for a value the Python path must judge."""
+    cdef int f
+    cdef int64_t vmax
+    if type(v) is not range_cls:
+        if PyUnicode_CheckExact(v) and v == "empty":
+            flags[0] = SH_R_EMPTY
+            lo[0] = hi[0] = 0
+            return 1
+        return 0
+    e = v.empty
+    if e is True:
+        flags[0] = SH_R_EMPTY
+        lo[0] = hi[0] = 0
+        return 1
+    if e is not False:
+        return 0
+    f = _bounds_flags(v.bounds)
+    if f < 0:
+        return 0
+    lo[0] = hi[0] = 0
+    b = v.lower
+    if b is None:
+        f |= SH_R_LB_INF
+    elif not _int_of(b, t, lo):
+        return 0
+    b = v.upper
+    if b is None:
+        f |= SH_R_UB_INF
+    elif not _int_of(b, t, hi):
+        return 0
+    flags[0] = <uint8_t>f
+    vmax = 2147483647 if t == PG_INT4 else 9223372036854775807 if t == PG_INT8 else _DATE_MAX
+    if sh_pg_range_canonical(t <= PG_INT8 or t == PG_DATE, vmax, flags, lo, hi) != 0:
+        return 0
+    return 1
+
+
+cdef int _elem_code(int elem) except -1:
+    if elem != PG_INT4 and elem != PG_INT8 and elem != PG_DATE and elem != PG_TIMESTAMP and elem != PG_TIMESTAMPTZ:
+        raise ValueError(f"no compiled range path for element code {elem}")
+    return elem
+
+
+def range_columns(list items, range_cls, int elem):
+    """Range values (a list: Range, 'empty' or None) as canonical columns:
+    (flags uint8, lower int64, upper int64, isnull uint8, slow), where slow
+    lists the positions the Python path must hash (or refuse)."""
+    cdef Py_ssize_t i, n = len(items)
+    _elem_code(elem)
+    flags = np.zeros(n, dtype=np.uint8)
+    lows = np.zeros(n, dtype=np.int64)
+    highs = np.zeros(n, dtype=np.int64)
+    isnull = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] f = flags
+    cdef int64_t[::1] lo = lows
+    cdef int64_t[::1] hi = highs
+    cdef uint8_t[::1] nul = isnull
+    cdef list slow = []
+    for i in range(n):
+        v = items[i]
+        if v is None:
+            nul[i] = 1
+        elif not _range_of(v, range_cls, elem, &f[i], &lo[i], &hi[i]):
+            slow.append(i)
+            f[i] = SH_R_EMPTY
+            lo[i] = hi[i] = 0
+    return flags, lows, highs, isnull, slow
+
+
+def multirange_columns(list items, range_cls, multirange_cls, int elem):
+    """Multirange values (a list: Multirange or None) as their canonical
+    ranges: (flags, lower, upper, offsets, isnull, slow); multirange i has
+    the ranges [offsets[i], offsets[i + 1]); slow as for range_columns."""
+    cdef Py_ssize_t i, j, k, n = len(items), total = 0, w = 0, start
+    cdef bint ok
+    _elem_code(elem)
+    for i in range(n):
+        v = items[i]
+        if type(v) is multirange_cls:
+            rs = v.ranges
+            if type(rs) is tuple:
+                total += len(<tuple>rs)
+    flags = np.zeros(total, dtype=np.uint8)
+    lows = np.zeros(total, dtype=np.int64)
+    highs = np.zeros(total, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    isnull = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] f = flags
+    cdef int64_t[::1] lo = lows
+    cdef int64_t[::1] hi = highs
+    cdef int64_t[::1] off = offsets
+    cdef uint8_t[::1] nul = isnull
+    cdef list slow = []
+    for i in range(n):
+        v = items[i]
+        start = w
+        if v is None:
+            nul[i] = 1
+        elif type(v) is not multirange_cls or type(v.ranges) is not tuple:
+            slow.append(i)
+        else:
+            rs = v.ranges
+            k = len(<tuple>rs)
+            ok = w + k <= total  # (the ranges were counted above; a changed value goes the Python way)
+            j = 0
+            while ok and j < k:
+                if not _range_of((<tuple>rs)[j], range_cls, elem, &f[w], &lo[w], &hi[w]):
+                    ok = False
+                elif not f[w] & SH_R_EMPTY:
+                    w += 1  # empty ranges are dropped
+                j += 1
+            if ok:
+                w = start + <Py_ssize_t>sh_pg_multirange_canonical(&f[start] if w > start else NULL,
+                                                                   &lo[start] if w > start else NULL,
+                                                                   &hi[start] if w > start else NULL,
+                                                                   <size_t>(w - start))
+            else:
+                w = start
+                slow.append(i)
+        off[i + 1] = w
+    return flags[:w], lows[:w], highs[:w], offsets, isnull, slow
+
+
+cdef struct _RangeCols:
+    const uint8_t *flags
+    const int64_t *lo
+    const int64_t *hi
+    const int64_t *offsets   # NULL: one range per key
+    int wide
+
+
+cdef ptrdiff_t _k_pg_ranges(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    cdef const _RangeCols *r = <const _RangeCols *>j.ctx
+    cdef size_t n = <size_t>(e - s)
+    if r.offsets == NULL:
+        if j.variant:
+            sh_pg_range_32(r.flags + s, r.lo + s, r.hi + s, n, r.wide, <int32_t *>j.out + s)
+        else:
+            sh_pg_range_extended(r.flags + s, r.lo + s, r.hi + s, n, r.wide, j.seed, <uint64_t *>j.out + s)
+    elif j.variant:
+        sh_pg_multirange_32(r.flags, r.lo, r.hi, r.offsets + s, n, r.wide, <int32_t *>j.out + s)
+    else:
+        sh_pg_multirange_extended(r.flags, r.lo, r.hi, r.offsets + s, n, r.wide, j.seed, <uint64_t *>j.out + s)
+    return SH_OK
+
+
+def range_hashes(const uint8_t[::1] flags not None, const int64_t[::1] lower not None,
+                 const int64_t[::1] upper not None, offsets, int elem, seed, out, threads=None):
+    """hash_range_extended (seed an int) or hash_range (seed None) of the
+    canonical ranges of range_columns into out (uint64 / int32); with the
+    offsets of multirange_columns, hash_multirange(_extended) of each
+    multirange instead."""
+    cdef _RangeCols cols
+    cdef sh_job job
+    cdef const int64_t[::1] off
+    cdef Py_ssize_t nr = flags.shape[0], n = nr, i
+    _elem_code(elem)
+    if lower.shape[0] != nr or upper.shape[0] != nr:
+        raise ValueError("flags, lower and upper must have the same length")
+    memset(&job, 0, sizeof(sh_job))
+    memset(&cols, 0, sizeof(_RangeCols))
+    for i in range(nr):  # canonical flags only (the kernels trust them)
+        if flags[i] & ~(SH_R_EMPTY | SH_R_LB_INC | SH_R_UB_INC | SH_R_LB_INF | SH_R_UB_INF):
+            raise ValueError(f"range flags at position {i} are not a range's")
+    if offsets is not None:
+        off = offsets
+        n = off.shape[0] - 1
+        if n < 0 or off[0] != 0 or off[n] != nr:
+            raise ValueError("offsets must start at 0 and end at the number of ranges")
+        for i in range(n):
+            if off[i + 1] < off[i]:
+                raise ValueError(f"offsets decrease at position {i}")
+        cols.offsets = &off[0]
+    cols.flags = &flags[0] if nr else NULL
+    cols.lo = &lower[0] if nr else NULL
+    cols.hi = &upper[0] if nr else NULL
+    cols.wide = elem == PG_INT8 or elem == PG_TIMESTAMP or elem == PG_TIMESTAMPTZ
+    check_out(out, n, _DT_I32 if seed is None else _DT_U64, True)
+    job.ctx = &cols
+    job.out = address(out)
+    job.variant = seed is None
+    job.seed = 0 if seed is None else <uint64_t>seed
+    run(_k_pg_ranges, &job, n, threads)
+
+
+def composite_columns(list items, Py_ssize_t nfields):
+    """The field columns of composite values (a list: tuples or lists of
+    nfields values, or None): (columns, isnull uint8, bad), bad the first
+    position that is neither (-1: none), where nothing is returned."""
+    cdef Py_ssize_t i, k, n = len(items)
+    cdef list cols = [[None] * n for _ in range(nfields)]
+    isnull = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] nul = isnull
+    for i in range(n):
+        v = items[i]
+        if v is None:
+            nul[i] = 1
+        elif (type(v) is tuple or type(v) is list) and len(v) == nfields:
+            for k in range(nfields):
+                (<list>cols[k])[i] = v[k]
+        else:
+            return None, None, i
+    return cols, isnull, -1
+
+
+def int_column(list items, int code):
+    """Values of an integer-like type (int2/int4/int8, date as days,
+    timestamp(tz) as microseconds) as (int64 array, isnull uint8 or None), or
+    None when a non-NULL value is not one this reads (the Python path judges)."""
+    cdef Py_ssize_t i, n = len(items)
+    cdef bint any_null = False
+    if code != PG_INT2:
+        _elem_code(code)
+    vals = np.zeros(n, dtype=np.int64)
+    isnull = np.zeros(n, dtype=np.uint8)
+    cdef int64_t[::1] x = vals
+    cdef uint8_t[::1] nul = isnull
+    for i in range(n):
+        v = items[i]
+        if v is None:
+            nul[i] = 1
+            any_null = True
+        elif not _int_of(v, code, &x[i]):
+            return None
+    return vals, isnull if any_null else None
+
+
+cdef ptrdiff_t _k_pg_fold31(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t e) noexcept nogil:
+    sh_pg_fold31(<uint64_t *>j.out + s, <const uint64_t *>j.data + s,
+                 <const uint8_t *>j.ctx + s if j.ctx != NULL else NULL, <size_t>(e - s))
+    return SH_OK
+
+
+def fold31(acc, const uint64_t[::1] h not None, isnull=None, threads=None):
+    """acc[i] = acc[i] * 31 + (0 if isnull[i] else h[i]) (mod 2**64, in place):
+    hash_record's and hash_array's fold of one field or element column."""
+    cdef Py_ssize_t n = h.shape[0]
+    cdef const uint8_t[::1] mask
+    cdef sh_job job
+    memset(&job, 0, sizeof(sh_job))
+    check_out(acc, n, _DT_U64, True)
+    if isnull is not None:
+        mask = isnull
+        if mask.shape[0] != n:
+            raise ValueError(f"isnull has {mask.shape[0]} elements, expected {n}")
+        job.ctx = &mask[0] if n else NULL
+    job.data = &h[0] if n else NULL
+    job.out = address(acc)
+    run(_k_pg_fold31, &job, n, threads)
+
+
+cdef int _flatten_into(list flat, object value, object ndarray) except -1:
+    """Append an array value's elements in storage order (lists nest for more
+    dimensions; a tuple is an element): 1, or 0 where a numpy array nests
+    (the Python path reads it)."""
+    for v in value:
+        if isinstance(v, list):
+            if not _flatten_into(flat, v, ndarray):
+                return 0
+        elif isinstance(v, ndarray):
+            return 0
+        else:
+            flat.append(v)
+    return 1
+
+
+def flatten_arrays(list items):
+    """Array values (a list: lists or tuples, nested lists for more
+    dimensions, or None) as (elements, lengths int64, isnull uint8), or None
+    when one is not read here (the Python path reads or refuses it)."""
+    cdef Py_ssize_t i, n = len(items), before
+    cdef list flat = []
+    lengths = np.zeros(n, dtype=np.int64)
+    isnull = np.zeros(n, dtype=np.uint8)
+    cdef int64_t[::1] ln = lengths
+    cdef uint8_t[::1] nul = isnull
+    ndarray = np.ndarray
+    for i in range(n):
+        v = items[i]
+        if v is None:
+            nul[i] = 1
+            continue
+        if not isinstance(v, (list, tuple)):
+            return None
+        before = len(flat)
+        if not _flatten_into(flat, v, ndarray):
+            return None
+        ln[i] = len(flat) - before
+    return flat, lengths, isnull

@@ -65,6 +65,7 @@ from shardhash.routing._kernels import prepare_out
 from .. import _limits
 from ..routing.base import RawKeyRouter, Router, register_router_type
 from . import _native
+from . import _native_postgres as _pgn
 from ._common import int_pair_seq, uuid_bytes
 from ._doc import doc_field, raw_doc_shards
 
@@ -592,6 +593,11 @@ def _varlen_fast(items: list[Any], t: str) -> tuple[np.ndarray, np.ndarray] | No
     return packed
 
 
+# The integer-like types _pgn.int_column reads (dates as days, timestamps as microseconds).
+_INT_CODES = {**{t: _pgn.PG_CODES[t] for t in ("int2", "int4", "int8", "date", "timestamp")},
+              "timestamptz": _pgn.RANGE_ELEMENT_CODES["timestamptz"]}
+
+
 def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
     n = len(items)
     isnull = None
@@ -600,6 +606,13 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         if not allow_null:
             raise TypeError(f"cannot hash NULL (None) at position {pos} as {t}")
         isnull = np.fromiter((x is None for x in items), dtype=np.uint8, count=n)
+    code = _INT_CODES.get(t)
+    if code is not None:  # one C pass over exact ints, dates and datetimes (NULLs too)
+        got = _pgn.int_column(items, code)
+        if got is not None:
+            vals = got[0] if t in ("int8", "timestamp", "timestamptz") else \
+                got[0].astype(_INT_DTYPE.get(t, np.int32))
+            return _Keys("int", vals, None, n, isnull)
     try:
         if t in _INT_RANGE:
             out = np.empty(n, dtype=_INT_DTYPE[t])
@@ -629,10 +642,11 @@ def _list_keys(items: list[Any], t: str, allow_null: bool) -> _Keys:
         if t == "uuid":
             blob = b"".join(b"\0" * 16 if x is None else _uuid_bytes(x) for x in items)
             return _Keys("fixed", np.frombuffer(blob, dtype=np.uint8), 16, n, isnull)
-        if isnull is None:
-            fast = _varlen_fast(items, t)
+        if t in _TEXT_TYPES or t == "bytea":
+            blank = b"" if t == "bytea" else ""
+            fast = _varlen_fast(items if isnull is None else [blank if x is None else x for x in items], t)
             if fast is not None:
-                return _Keys("varlen", fast[0], fast[1], n, None)
+                return _Keys("varlen", fast[0], fast[1], n, isnull)
         if t == "bytea":
             data, offsets = _varlen_from_bytes([b"" if x is None else _bytea_bytes(x) for x in items])
         else:
@@ -729,6 +743,9 @@ def _ord(v: Any) -> Any:
 
 
 def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
+    """The flags and bounds of a range value of type ``t``, checked and
+    canonical as range_serialize leaves them (a daterange's bounds as days
+    since 2000-01-01)."""
     if isinstance(value, str) and value == "empty":
         return _R_EMPTY, None, None
     if not isinstance(value, Range):
@@ -750,14 +767,17 @@ def _range_parts(value: Any, t: str) -> tuple[int, Any, Any]:
         if _ord(lo) == _ord(hi) and not (lo_inc and hi_inc):
             return _R_EMPTY, None, None
     if t in _DISCRETE:
-        one: Any = _dt.timedelta(days=1) if t == "daterange" else 1
+        if t == "daterange":  # in days since 2000-01-01 from here: 9999-12-31 + 1 day is a PostgreSQL date
+            lo = None if lo is None else _date_days(lo)
+            hi = None if hi is None else _date_days(hi)
         if lo is not None and not lo_inc:
-            lo, lo_inc = lo + one, True
+            lo, lo_inc = lo + 1, True
         if hi is not None and hi_inc:
-            hi, hi_inc = hi + one, False
-        for b in (lo, hi):
-            if b is not None:
-                _scalar_key(b, et)  # lower + 1 / upper + 1 may leave the element type's range
+            hi, hi_inc = hi + 1, False
+        if t != "daterange":  # (a datetime.date + 1 day is always within PostgreSQL's dates)
+            for b in (lo, hi):
+                if b is not None:
+                    _scalar_key(b, et)  # lower + 1 / upper + 1 may leave the element type's range
         if lo is not None and hi is not None and lo == hi:
             return _R_EMPTY, None, None
     flags = (_R_LB_INF if lo is None else _R_LB_INC if lo_inc else 0) | \
@@ -770,7 +790,12 @@ def _range_hash(value: Any, t: str, seed: int | None) -> int:
     if value is None:
         raise TypeError(f"cannot hash NULL (None) as {t}; rows skip NULL columns (see partition_of)")
     flags, lo, hi = _range_parts(value, t)
-    et = RANGE_TYPES[t]
+    return _parts_hash(flags, lo, hi, t, seed)
+
+
+def _parts_hash(flags: int, lo: Any, hi: Any, t: str, seed: int | None) -> int:
+    """hash_range(_extended) of a canonical range given by _range_parts."""
+    et = "int4" if t == "daterange" else RANGE_TYPES[t]  # days: date's hash is hashint4's
     if seed is None:
         lh = hash32(lo, et) & 0xFFFFFFFF if lo is not None else 0
         uh = hash32(hi, et) & 0xFFFFFFFF if hi is not None else 0
@@ -791,28 +816,121 @@ def _null_at(v: Any, i: int, t: str, allow_null: bool) -> bool:
     return v is None
 
 
+# Batches of range, multirange and composite values.  The compiled path
+# (_native_postgres) reads ranges of int4/int8/date/timestamp/timestamptz
+# into canonical (flags, lower, upper) columns, multiranges into their
+# sorted and merged ranges, and composites into one column per field; C
+# kernels hash those (a composite's fields through the element types' own
+# batch paths, folded with hash_record's r * 31 + h).  A value the compiled
+# path does not read (another type, a subclass, a bad value) is hashed --
+# or refused, naming its position -- by the one-value functions above, which
+# stay the reference; numeric ranges and multiranges take that path whole.
+
+_Hasher = Callable[[int | None, int | None], np.ndarray]
+
+
 def _range_keys(values: Any, t: str, allow_null: bool) -> _Keys:
     items = values.to_pylist() if _is_arrow(values) else list(values)
-    isnull = np.zeros(len(items), dtype=np.uint8)
-    for i, v in enumerate(items):
-        if _null_at(v, i, t, allow_null):
-            isnull[i] = 1
-    return _Keys("pyvalues", items, t, len(items), isnull if isnull.any() else None)
+    pos = _native.first_of_type(items, type(None))
+    isnull = None
+    if pos >= 0:
+        _null_at(None, pos, t, allow_null)  # raises unless NULLs are allowed
+        isnull = np.fromiter((x is None for x in items), dtype=np.uint8, count=len(items))
+    hasher: _Hasher | None = None
+    if t in RANGE_TYPES or t in MULTIRANGE_TYPES:
+        hasher = _ranges_hasher(items, t)
+    elif t.startswith("("):
+        hasher = _composite_hasher(items, t)
+    if hasher is not None:
+        return _Keys("native", hasher, None, len(items), isnull)
+    return _Keys("pyvalues", items, t, len(items), isnull)
+
+
+def _one_hash(v: Any, t: str, seed: int | None) -> int:
+    """The one-value hash of a non-NULL range, multirange, composite or numeric value."""
+    if t == NUMERIC:
+        return _numeric_hash(v, seed)
+    if t in MULTIRANGE_TYPES:
+        return _multirange_hash(v, t, seed)
+    if t.startswith("("):
+        return _composite_hash(v, t, seed)
+    return _range_hash(v, t, seed)
+
+
+def _hashes_at(items: list[Any], positions: Iterable[int], t: str, seed: int | None, out: np.ndarray) -> None:
+    """out[i] = the one-value hash of items[i] for each position (NULLs: 0);
+    an error names the position."""
+    for i in positions:
+        v = items[i]
+        if v is None:
+            out[i] = 0
+            continue
+        try:
+            out[i] = _one_hash(v, t, seed)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise type(e)(f"value at position {i}: {e}") from None
 
 
 def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
-    """One value at a time in Python (range types)."""
+    """One value at a time in Python (numeric and numeric ranges; the reference of the others)."""
     out = np.zeros(keys.n, dtype=np.uint64)
-    for i, v in enumerate(keys.a):
-        if v is None:
-            continue
-        try:
-            out[i] = _numeric_hash(v, seed) if keys.b == NUMERIC else \
-                _multirange_hash(v, keys.b, seed) if keys.b in MULTIRANGE_TYPES else \
-                _composite_hash(v, keys.b, seed) if keys.b.startswith("(") else _range_hash(v, keys.b, seed)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise type(e)(f"value at position {i}: {e}") from None
+    _hashes_at(keys.a, range(keys.n), keys.b, seed, out)
     return out
+
+
+def _ranges_hasher(items: list[Any], t: str) -> _Hasher | None:
+    """The batch hasher of range or multirange values, or None (numeric: one at a time)."""
+    multi = t in MULTIRANGE_TYPES
+    code = _pgn.RANGE_ELEMENT_CODES.get(RANGE_TYPES[MULTIRANGE_TYPES[t] if multi else t])
+    if code is None:
+        return None
+    if multi:
+        flags, lo, hi, offsets, _, slow = _pgn.multirange_columns(items, Range, Multirange, code)
+    else:
+        (flags, lo, hi, _, slow), offsets = _pgn.range_columns(items, Range, code), None
+
+    def hashes(seed: int | None, threads: int | None) -> np.ndarray:
+        out = np.empty(len(items), dtype=np.int32 if seed is None else np.uint64)
+        _pgn.range_hashes(flags, lo, hi, offsets, code, seed, out, threads)
+        res = out.view(np.uint32).astype(np.uint64) if seed is None else out
+        _hashes_at(items, slow, t, seed, res)
+        return res
+    return hashes
+
+
+def _composite_hasher(items: list[Any], t: str) -> _Hasher | None:
+    """The batch hasher of composite values: each field column hashed by its
+    type's batch path, folded as hash_record does; None when a value is not a
+    tuple of the fields or a field column is refused (the one-value path then
+    names the position)."""
+    fields = _composite_fields(t)
+    cols, _, bad = _pgn.composite_columns(items, len(fields))
+    if cols is None or bad >= 0:
+        return None
+    try:
+        fkeys = [_to_keys(c, ft, allow_null=True) for c, ft in zip(cols, fields)]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    n = len(items)
+
+    def hashes(seed: int | None, threads: int | None) -> np.ndarray:
+        acc = np.zeros(n, dtype=np.uint64)
+        h = np.empty(n, dtype=np.uint64)
+        h32 = np.empty(n, dtype=np.int32) if seed is None else None
+        try:
+            for k in fkeys:
+                if h32 is not None:
+                    _hash32_keys(k, h32, threads)
+                    h[:] = h32.view(np.uint32)
+                else:
+                    assert seed is not None
+                    _extended_keys(k, seed, h, threads)
+                _pgn.fold31(acc, h, k.isnull, threads)
+        except (TypeError, ValueError, OverflowError):
+            _hashes_at(items, range(n), t, seed, acc)  # the error again, naming the value and its field
+            raise
+        return acc & np.uint64(0xFFFFFFFF) if seed is None else acc
+    return hashes
 
 
 # ------------------------------------------------------------------- multirange types
@@ -886,9 +1004,7 @@ def _multirange_hash(value: Any, t: str, seed: int | None) -> int:
     mask = 0xFFFFFFFF if seed is None else 0xFFFFFFFFFFFFFFFF
     result = 1
     for flags, lo, hi in _canonical_ranges(value, t):
-        bounds = ("[" if flags & _R_LB_INC else "(") + ("]" if flags & _R_UB_INC else ")")
-        h = _range_hash(Range(lo, hi, bounds), rt, seed)
-        result = (result * 31 + h) & mask
+        result = (result * 31 + _parts_hash(flags, lo, hi, rt, seed)) & mask
     return result
 
 
@@ -1003,7 +1119,14 @@ def _array_keys(values: Any, t: str, allow_null: bool) -> _Keys:
             items = list(values)
         except TypeError:
             raise TypeError(f"expected a sequence of {t} values, not {_describe(values)}") from None
-    flat: list[Any] = []
+    pos = _native.first_of_type(items, type(None))
+    if pos >= 0:
+        _null_at(None, pos, t, allow_null)  # raises unless NULLs are allowed
+    fast = _pgn.flatten_arrays(items)  # lists and tuples of elements, in one C pass
+    if fast is not None:
+        flat, lengths, isnull = fast
+        return _Keys("array", (flat, t[:-2]), lengths, len(items), isnull if pos >= 0 else None)
+    flat = []
     lengths = np.zeros(len(items), dtype=np.int64)
     isnull = np.zeros(len(items), dtype=np.uint8)
     for i, v in enumerate(items):
@@ -1165,6 +1288,8 @@ def _extended_keys(keys: _Keys, seed: int, out: np.ndarray, threads: int | None)
         out[:] = _array_combine(keys, seed, threads)
     elif keys.kind == "pyvalues":
         out[:] = _pyvalues_hashes(keys, seed)
+    elif keys.kind == "native":
+        out[:] = keys.a(seed, threads)
     elif keys.kind == "int":
         _native.int_extended(keys.a, seed, out, threads)
     elif keys.kind == "float":
@@ -1180,6 +1305,8 @@ def _hash32_keys(keys: _Keys, out: np.ndarray, threads: int | None) -> None:
         out[:] = _array_combine(keys, None, threads).astype(np.uint32).view(np.int32)
     elif keys.kind == "pyvalues":
         out[:] = _pyvalues_hashes(keys, None).astype(np.uint32).view(np.int32)
+    elif keys.kind == "native":
+        out[:] = keys.a(None, threads).astype(np.uint32).view(np.int32)
     elif keys.kind == "int":
         _native.int_32(keys.a, out, threads)
     elif keys.kind == "float":
@@ -1326,6 +1453,9 @@ def _columns(rows_or_columns: Any, ntypes: int) -> list[Any]:
     if isinstance(rows_or_columns, np.ndarray) and rows_or_columns.dtype.kind != "O":
         raise TypeError("a multi-column key needs a sequence of row tuples (or columns=...)")
     rows = list(rows_or_columns)
+    fast, isnull, _ = _pgn.composite_columns(rows, ntypes)  # exact tuples and lists, transposed in C
+    if fast is not None and isnull is not None and not isnull.any():
+        return fast
     cols: list[list[Any]] = [[] for _ in range(ntypes)]
     for i, r in enumerate(rows):
         if not isinstance(r, (tuple, list)) or len(r) != ntypes:

@@ -296,3 +296,248 @@ void sh_pg_remainder(const uint64_t *rowhash, size_t n, uint64_t modulus, int64_
     size_t i;
     for (i = 0; i < n; i++) out[i] = (int64_t)(rowhash[i] % modulus);
 }
+
+/* ---- range and multirange types ---- */
+
+int sh_pg_range_canonical(int discrete, int64_t vmax, uint8_t *flags, int64_t *lower, int64_t *upper)
+{
+    unsigned f = *flags;
+    int64_t lo = *lower, hi = *upper;
+    int lo_inf, hi_inf, lo_inc, hi_inc;
+    if (f & SH_PG_RANGE_EMPTY) goto empty;
+    lo_inf = (f & SH_PG_RANGE_LB_INF) != 0;
+    hi_inf = (f & SH_PG_RANGE_UB_INF) != 0;
+    lo_inc = !lo_inf && (f & SH_PG_RANGE_LB_INC) != 0;
+    hi_inc = !hi_inf && (f & SH_PG_RANGE_UB_INC) != 0;
+    if (lo_inf) lo = 0;
+    if (hi_inf) hi = 0;
+    if (!lo_inf && !hi_inf) {
+        if (lo > hi) return -1;                  /* lower bound must be less than or equal to upper */
+        if (lo == hi && !(lo_inc && hi_inc)) goto empty;
+    }
+    if (discrete) {                              /* [lower, upper) */
+        if (!lo_inf && !lo_inc) {
+            if (lo >= vmax) return -1;           /* lower + 1 leaves the element type */
+            lo++;
+            lo_inc = 1;
+        }
+        if (!hi_inf && hi_inc) {
+            if (hi >= vmax) return -1;
+            hi++;
+            hi_inc = 0;
+        }
+        if (!lo_inf && !hi_inf && lo == hi) goto empty;
+    }
+    *flags = (uint8_t)((lo_inf ? SH_PG_RANGE_LB_INF : lo_inc ? SH_PG_RANGE_LB_INC : 0u) |
+                       (hi_inf ? SH_PG_RANGE_UB_INF : hi_inc ? SH_PG_RANGE_UB_INC : 0u));
+    *lower = lo;
+    *upper = hi;
+    return 0;
+empty:
+    *flags = (uint8_t)SH_PG_RANGE_EMPTY;
+    *lower = 0;
+    *upper = 0;
+    return 0;
+}
+
+/* One bound of a range, as range_cmp_bounds sees it. */
+typedef struct {
+    int64_t v;
+    int inf, inc, lower;
+} sh_pg_bound;
+
+SH_FORCE_INLINE sh_pg_bound sh_pg_lower_of(unsigned f, int64_t v)
+{
+    sh_pg_bound b;
+    b.v = v;
+    b.inf = (f & SH_PG_RANGE_LB_INF) != 0;
+    b.inc = (f & SH_PG_RANGE_LB_INC) != 0;
+    b.lower = 1;
+    return b;
+}
+
+SH_FORCE_INLINE sh_pg_bound sh_pg_upper_of(unsigned f, int64_t v)
+{
+    sh_pg_bound b;
+    b.v = v;
+    b.inf = (f & SH_PG_RANGE_UB_INF) != 0;
+    b.inc = (f & SH_PG_RANGE_UB_INC) != 0;
+    b.lower = 0;
+    return b;
+}
+
+/* range_cmp_bounds */
+static int sh_pg_cmp_bounds(sh_pg_bound a, sh_pg_bound b)
+{
+    if (a.inf && b.inf) return a.lower == b.lower ? 0 : (a.lower ? -1 : 1);
+    if (a.inf) return a.lower ? -1 : 1;
+    if (b.inf) return b.lower ? 1 : -1;
+    if (a.v != b.v) return a.v < b.v ? -1 : 1;
+    if (!a.inc && !b.inc) return a.lower == b.lower ? 0 : (a.lower ? 1 : -1);
+    if (!a.inc) return a.lower ? 1 : -1;
+    if (!b.inc) return b.lower ? -1 : 1;
+    return 0;
+}
+
+/* range_cmp: lower bounds, then upper bounds */
+static int sh_pg_cmp_ranges(const uint8_t *f, const int64_t *lo, const int64_t *hi, size_t i, size_t j)
+{
+    int c = sh_pg_cmp_bounds(sh_pg_lower_of(f[i], lo[i]), sh_pg_lower_of(f[j], lo[j]));
+    return c ? c : sh_pg_cmp_bounds(sh_pg_upper_of(f[i], hi[i]), sh_pg_upper_of(f[j], hi[j]));
+}
+
+static void sh_pg_swap_ranges(uint8_t *f, int64_t *lo, int64_t *hi, size_t i, size_t j)
+{
+    uint8_t tf = f[i];
+    int64_t tl = lo[i], th = hi[i];
+    f[i] = f[j];
+    lo[i] = lo[j];
+    hi[i] = hi[j];
+    f[j] = tf;
+    lo[j] = tl;
+    hi[j] = th;
+}
+
+/* heapsort's sift-down of node i in a heap of k ranges */
+static void sh_pg_sift_ranges(uint8_t *f, int64_t *lo, int64_t *hi, size_t i, size_t k)
+{
+    for (;;) {
+        size_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < k && sh_pg_cmp_ranges(f, lo, hi, l, big) > 0) big = l;
+        if (r < k && sh_pg_cmp_ranges(f, lo, hi, r, big) > 0) big = r;
+        if (big == i) return;
+        sh_pg_swap_ranges(f, lo, hi, i, big);
+        i = big;
+    }
+}
+
+static void sh_pg_sort_ranges(uint8_t *f, int64_t *lo, int64_t *hi, size_t k)
+{
+    size_t i, j;
+    if (k <= 16) { /* insertion sort: a multirange usually holds a few ranges */
+        for (i = 1; i < k; i++)
+            for (j = i; j > 0 && sh_pg_cmp_ranges(f, lo, hi, j - 1, j) > 0; j--) sh_pg_swap_ranges(f, lo, hi, j - 1, j);
+        return;
+    }
+    for (i = k / 2; i-- > 0;) sh_pg_sift_ranges(f, lo, hi, i, k);
+    for (i = k - 1; i > 0; i--) {
+        sh_pg_swap_ranges(f, lo, hi, 0, i);
+        sh_pg_sift_ranges(f, lo, hi, 0, i);
+    }
+}
+
+size_t sh_pg_multirange_canonical(uint8_t *flags, int64_t *lower, int64_t *upper, size_t k)
+{
+    size_t i, w = 0;
+    sh_pg_sort_ranges(flags, lower, upper, k);
+    for (i = 0; i < k; i++) {
+        sh_pg_bound lu, pl, pu, ll, lo, hi;
+        if (w == 0) {
+            flags[0] = flags[i];
+            lower[0] = lower[i];
+            upper[0] = upper[i];
+            w = 1;
+            continue;
+        }
+        lu = sh_pg_upper_of(flags[w - 1], upper[w - 1]);
+        pl = sh_pg_lower_of(flags[i], lower[i]);
+        if (!(!lu.inf && !pl.inf && lu.v == pl.v && lu.inc != pl.inc) /* not adjacent */
+            && sh_pg_cmp_bounds(lu, pl) < 0) {                        /* and a gap: a new range */
+            flags[w] = flags[i];
+            lower[w] = lower[i];
+            upper[w] = upper[i];
+            w++;
+            continue;
+        }
+        /* overlapping or touching: the union */
+        ll = sh_pg_lower_of(flags[w - 1], lower[w - 1]);
+        pu = sh_pg_upper_of(flags[i], upper[i]);
+        lo = sh_pg_cmp_bounds(ll, pl) <= 0 ? ll : pl;
+        hi = sh_pg_cmp_bounds(lu, pu) >= 0 ? lu : pu;
+        flags[w - 1] = (uint8_t)((lo.inf ? SH_PG_RANGE_LB_INF : lo.inc ? SH_PG_RANGE_LB_INC : 0u) |
+                                 (hi.inf ? SH_PG_RANGE_UB_INF : hi.inc ? SH_PG_RANGE_UB_INC : 0u));
+        lower[w - 1] = lo.inf ? 0 : lo.v;
+        upper[w - 1] = hi.inf ? 0 : hi.v;
+    }
+    return w;
+}
+
+SH_FORCE_INLINE uint32_t sh_pg_elem_key(int64_t v, int wide)
+{
+    return wide ? sh_pg_fold_int8(v) : (uint32_t)(uint64_t)v;
+}
+
+/* ROTATE_HIGH_AND_LOW_32BITS */
+SH_FORCE_INLINE uint64_t sh_pg_rot_halves(uint64_t r)
+{
+    return ((r << 1) & UINT64_C(0xFFFFFFFEFFFFFFFE)) | ((r >> 31) & UINT64_C(0x0000000100000001));
+}
+
+SH_FORCE_INLINE uint64_t sh_pg_range_ext1(sh_pg_u32state s, unsigned f, int64_t lo, int64_t hi, int wide)
+{
+    uint64_t r = sh_pg_u32ext_from(s, f);
+    if (!(f & (SH_PG_RANGE_EMPTY | SH_PG_RANGE_LB_INF))) r ^= sh_pg_u32ext_from(s, sh_pg_elem_key(lo, wide));
+    r = sh_pg_rot_halves(r);
+    if (!(f & (SH_PG_RANGE_EMPTY | SH_PG_RANGE_UB_INF))) r ^= sh_pg_u32ext_from(s, sh_pg_elem_key(hi, wide));
+    return r;
+}
+
+SH_FORCE_INLINE uint32_t sh_pg_range_321(unsigned f, int64_t lo, int64_t hi, int wide)
+{
+    uint32_t r = sh_pg_hash_uint32(f);
+    if (!(f & (SH_PG_RANGE_EMPTY | SH_PG_RANGE_LB_INF))) r ^= sh_pg_hash_uint32(sh_pg_elem_key(lo, wide));
+    r = sh_rotl32(r, 1);
+    if (!(f & (SH_PG_RANGE_EMPTY | SH_PG_RANGE_UB_INF))) r ^= sh_pg_hash_uint32(sh_pg_elem_key(hi, wide));
+    return r;
+}
+
+void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
+                          uint64_t seed, uint64_t *out)
+{
+    sh_pg_u32state s = sh_pg_u32state_init(seed);
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_pg_range_ext1(s, flags[i], lower[i], upper[i], wide);
+}
+
+void sh_pg_range_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
+                    int32_t *out)
+{
+    size_t i;
+    for (i = 0; i < n; i++) out[i] = sh_pg_as_int32(sh_pg_range_321(flags[i], lower[i], upper[i], wide));
+}
+
+void sh_pg_multirange_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
+                               const int64_t *offsets, size_t n, int wide, uint64_t seed, uint64_t *out)
+{
+    sh_pg_u32state s = sh_pg_u32state_init(seed);
+    size_t i;
+    int64_t j;
+    for (i = 0; i < n; i++) {
+        uint64_t r = 1;
+        for (j = offsets[i]; j < offsets[i + 1]; j++)
+            r = r * 31u + sh_pg_range_ext1(s, flags[j], lower[j], upper[j], wide);
+        out[i] = r;
+    }
+}
+
+void sh_pg_multirange_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
+                         const int64_t *offsets, size_t n, int wide, int32_t *out)
+{
+    size_t i;
+    int64_t j;
+    for (i = 0; i < n; i++) {
+        uint32_t r = 1;
+        for (j = offsets[i]; j < offsets[i + 1]; j++) r = r * 31u + sh_pg_range_321(flags[j], lower[j], upper[j], wide);
+        out[i] = sh_pg_as_int32(r);
+    }
+}
+
+void sh_pg_fold31(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n)
+{
+    size_t i;
+    if (isnull == NULL) {
+        for (i = 0; i < n; i++) acc[i] = acc[i] * 31u + h[i];
+    } else {
+        for (i = 0; i < n; i++) acc[i] = acc[i] * 31u + (isnull[i] ? 0u : h[i]);
+    }
+}

@@ -183,6 +183,53 @@ void sh_pg_combine64(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, si
  * in get_partition_for_tuple).  modulus must be > 0. */
 void sh_pg_remainder(const uint64_t *rowhash, size_t n, uint64_t modulus, int64_t *out);
 
+/* ---- range and multirange types (hash_range, hash_multirange) ----
+ *
+ * A range of an integer-like element type (int4, int8, date as days,
+ * timestamp / timestamptz as microseconds since 2000-01-01) is its flags
+ * byte (rangetypes.h: RANGE_EMPTY, RANGE_LB_INC, ...) and its two bounds as
+ * int64; a missing (infinite) bound's value is ignored.  `wide`: the
+ * element's hash folds 64 bits (int8, timestamp) instead of taking the low
+ * 32 bits (int4, date). */
+#define SH_PG_RANGE_EMPTY  0x01u
+#define SH_PG_RANGE_LB_INC 0x02u
+#define SH_PG_RANGE_UB_INC 0x04u
+#define SH_PG_RANGE_LB_INF 0x08u
+#define SH_PG_RANGE_UB_INF 0x10u
+
+/* range_serialize's checks and canonical form of one range given as written
+ * (flags: EMPTY, or LB_INF / UB_INF for a missing bound and LB_INC / UB_INC
+ * for '[' / ']'): lower > upper is an error; equal bounds not both inclusive
+ * make it empty; a discrete range (discrete != 0) becomes [lower, upper),
+ * where lower + 1 or upper + 1 must not pass `vmax`.  Infinite bounds lose
+ * their inclusive flag, an empty range keeps only RANGE_EMPTY (bounds 0).
+ * Returns 0, or -1 (the caller reports the error; the range is unchanged). */
+int sh_pg_range_canonical(int discrete, int64_t vmax, uint8_t *flags, int64_t *lower, int64_t *upper);
+
+/* multirange_canonicalize of k canonical, non-empty ranges (in place): sorted
+ * by range_cmp_bounds of the lower, then the upper bounds, and merged where
+ * they overlap or touch.  Returns the number of ranges left, at the start. */
+size_t sh_pg_multirange_canonical(uint8_t *flags, int64_t *lower, int64_t *upper, size_t k);
+
+/* hash_range_extended / hash_range of n canonical ranges. */
+void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
+                          uint64_t seed, uint64_t *out);
+void sh_pg_range_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
+                    int32_t *out);
+
+/* hash_multirange_extended / hash_multirange of n multiranges: multirange i
+ * is the canonical ranges [offsets[i], offsets[i + 1]) of the range arrays
+ * (as sh_pg_multirange_canonical leaves them). */
+void sh_pg_multirange_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
+                               const int64_t *offsets, size_t n, int wide, uint64_t seed, uint64_t *out);
+void sh_pg_multirange_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
+                         const int64_t *offsets, size_t n, int wide, int32_t *out);
+
+/* hash_record / hash_array's fold, one field or element column at a time:
+ *     acc[i] = acc[i] * 31 + (isnull && isnull[i] ? 0 : h[i])   (mod 2**64)
+ * (the 32-bit hashes: keep the low half of the result). */
+void sh_pg_fold31(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
