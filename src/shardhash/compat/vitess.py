@@ -20,9 +20,10 @@ vindex, and a keyspace id to the shard whose key range contains it.
   (``golang.org/x/text/collate``, English, ``Loose``: case, accents and
   width ignored, so ``"Tést"`` and ``"TEST"`` share a keyspace id), which is
   hashed with MD5 (16 bytes, shards chosen by the first 8) or xxh64 (8 bytes,
-  little-endian).  The folding runs in Python: ``str.translate`` for text
-  whose characters start no contraction and carry no combining mark (most
-  text), the full collation iterator otherwise.
+  little-endian).  The folding and hashing run in C, one key or a whole
+  batch (without the GIL, on ``threads``), by the rules of the pure-Python
+  implementation (``compat/_unicode_loose.py``), which the tests hold them to
+  and which still reports invalid input.
 * Shard names are hex key ranges ``start-end``: ``-80`` (up to 0x80),
   ``80-`` (from 0x80), ``40-80``, ``c0-``; ``-`` or ``0`` is the whole
   range.  A keyspace id belongs to the shard with ``start <= id < end``,
@@ -61,7 +62,7 @@ import numpy as np
 from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_hashes, fill_out, register_router_type
-from . import _native
+from . import _native, _native_vitess
 from ._common import one_of
 from ._doc import raw_doc_shards
 
@@ -179,16 +180,22 @@ def keyspace_id(value: Any, vindex: str = "hash") -> bytes:
     return _ksid_u64(value, vindex).to_bytes(8, "big")
 
 
-def loose_key(data: bytes) -> bytes:
-    """The collation key of UTF-8 bytes (the weight tables load on first use)."""
+def loose_key(data: bytes | str) -> bytes:
+    """The collation key of UTF-8 bytes or of a str, folded in C (the weight
+    tables load on first use); what the C kernel refuses (invalid UTF-8, a
+    lone surrogate) goes to the Python rules, which raise."""
+    if type(data) is bytes or type(data) is str:
+        key = _native_vitess.unicode_loose_key(data)
+        if key is not None:
+            return key
     from ._unicode_loose import loose_key as fold
-    return fold(data)
+    return fold(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def _loose_ksid(value: Any, vindex: str, what: str = "value") -> bytes:
     """The ``unicode_loose_md5`` (16 bytes) or ``unicode_loose_xxhash`` (8 bytes) keyspace id."""
     try:
-        key = loose_key(_sql_bytes(value, what))
+        key = loose_key(value if type(value) is str else _sql_bytes(value, what))
     except ValueError as e:
         raise ValueError(f"{what}: {e}") from None
     if vindex == "unicode_loose_md5":
@@ -306,22 +313,28 @@ def _md5_prefix_array(values: Any) -> np.ndarray:
                      for i in range(len(off) - 1)], dtype=np.uint64)
 
 
+def _loose_sql_bytes(value: Any, i: int) -> bytes:
+    """The SQL bytes of the value at position ``i`` of a batch, errors as :func:`_loose_ksid` words them."""
+    what = f"value at position {i}"
+    try:
+        return _sql_bytes(value, what)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+
+
 def _loose_array(values: Any, vindex: str, threads: int | None) -> np.ndarray:
-    """``unicode_loose_*`` keyspace ids of many values (the first 8 bytes, uint64):
-    the folding value by value in Python, the hashing of the folded keys in one pass."""
+    """``unicode_loose_*`` keyspace ids of many values (the first 8 bytes, uint64),
+    folded and hashed in C; a value the kernel refuses goes through
+    :func:`_loose_ksid`, which raises naming its position."""
     vals = values.to_pylist() if hasattr(values, "to_pylist") and not isinstance(values, (list, tuple, np.ndarray)) \
-        else values.tolist() if isinstance(values, np.ndarray) else list(values)
-    keys = []
-    for i, v in enumerate(vals):
-        what = f"value at position {i}"
-        try:
-            keys.append(loose_key(_sql_bytes(v, what)))
-        except ValueError as e:
-            raise ValueError(f"{what}: {e}") from None
-    if vindex == "unicode_loose_md5":
-        return np.array([int.from_bytes(hashlib.md5(k).digest()[:8], "big") for k in keys], dtype=np.uint64)
-    data, offsets = _native.pack_keys(keys)
-    ksids: np.ndarray = _native.xxh64_offsets(data, offsets, threads, swap=True)
+        else values.tolist() if isinstance(values, np.ndarray) else values if isinstance(values, (list, tuple)) \
+        else list(values)
+
+    def fallback(value: Any, i: int) -> int:
+        return int.from_bytes(_loose_ksid(value, vindex, f"value at position {i}")[:8], "big")
+
+    ksids: np.ndarray = _native_vitess.unicode_loose_ksids(vals, vindex == "unicode_loose_md5", _loose_sql_bytes,
+                                                           fallback, threads)
     return ksids
 
 

@@ -310,9 +310,18 @@ static int reserve(iter *it, size_t k)
 
 static int push_pool(iter *it, uint32_t off, size_t cnt)
 {
+    uint32_t *d;
+    const uint32_t *src = it->t->pool + off;
     if (reserve(it, cnt)) return -1;
-    memcpy(it->b->el + it->m, it->t->pool + off, cnt * sizeof(uint32_t));
+    d = it->b->el + it->m;
     it->m += cnt;
+    /* mostly 1 to 3 elements: copied one by one (a memcpy call costs more) */
+    d[0] = src[0];
+    if (cnt > 1) {
+        size_t i;
+        d[1] = src[1];
+        for (i = 2; i < cnt; i++) d[i] = src[i];
+    }
     return 0;
 }
 
