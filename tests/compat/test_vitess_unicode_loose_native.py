@@ -191,3 +191,19 @@ def test_a_refused_key_goes_to_the_fallback_and_the_batch_goes_on() -> None:
     want = [oracle_ksid(v, "unicode_loose_xxhash") for v in ("a", "b", "c")]
     assert got.tolist() == [want[0], 7, want[1], 7, want[2]]
     assert _native_vitess.unicode_loose_ksids([], True, vitess._loose_sql_bytes, fallback).tolist() == []
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2])
+def test_batches_longer_than_a_block(threads: int | None) -> None:
+    # one thread walks the keys a block (16,384) at a time: positions and results carry over
+    words: list[Any] = ["a", "\u00e9t\u00e9", "\u6f22\u5b57", b"b\xc3\xa9", 12, None, "\uac00 "]
+    values = [words[i % len(words)] for i in range(40_000)]
+    want = {i: int.from_bytes(vitess.keyspace_id(w, "unicode_loose_md5")[:8], "big") for i, w in enumerate(words)}
+    got = vitess.keyspace_id_array(values, "unicode_loose_md5", threads=threads).tolist()
+    assert got == [want[i % len(words)] for i in range(40_000)]
+    values[30_001] = b"\xc0\xaf"  # an overlong "/"
+    with pytest.raises(ValueError, match="position 30001: cannot normalize"):
+        vitess.keyspace_id_array(values, "unicode_loose_md5", threads=threads)
+    values[30_001] = 2.5
+    with pytest.raises(TypeError, match="position 30001"):
+        vitess.keyspace_id_array(tuple(values), "unicode_loose_md5", threads=threads)

@@ -16,6 +16,8 @@ from shardhash.compat._native_base cimport _RangeKeys, bytes_of, offs, count_le,
 
 import numpy as np
 
+from shardhash import _parallel
+
 __all__ = ["des_encrypt_zero_key", "des_decrypt_zero_key", "xxh64", "des_encrypt_zero_key_array",
            "xxh64_offsets", "xxh64_kernels", "xxh64_decimal_int64", "vitess_xxhash_seq", "VitessKeys",
            "unicode_loose_key", "unicode_loose_ksids"]
@@ -379,6 +381,10 @@ cdef ptrdiff_t _k_loose(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssize_t 
     return s + r
 
 
+cdef enum:
+    _LOOSE_BLOCK = 16384  # keys per block on one thread: their objects stay in cache from walk to kernel
+
+
 def unicode_loose_ksids(keys, bint md5, convert, fallback, threads=None):
     """``unicode_loose_md5`` (``md5``) or ``unicode_loose_xxhash`` keyspace
     ids (their first 8 bytes as big-endian uint64) of a list or tuple of
@@ -386,36 +392,49 @@ def unicode_loose_ksids(keys, bint md5, convert, fallback, threads=None):
     function takes it).
 
     Exact bytes keys are read as UTF-8 and exact str keys as their code
-    units, in place (the keys are held in a private tuple while the kernel
-    runs); any other key becomes ``convert(key, position) -> bytes`` first
-    (its errors are the caller's).  A key the kernel refuses (invalid
+    units, in place (the keys are held in a private copy of the sequence
+    while the kernel runs: a block of it at a time on one thread, all of it
+    on more); any other key becomes ``convert(key, position) -> bytes``
+    first (its errors are the caller's).  A key the kernel refuses (invalid
     UTF-8, a lone surrogate, nesting it does not follow) is passed to
     ``fallback(key, position) -> int``, which raises its error or returns its
     keyspace id."""
     cdef const sh_uloose *t = _uloose()
     if not isinstance(keys, (list, tuple)):
         raise TypeError(f"keys must be a list or tuple, not {type(keys).__name__}")
-    cdef tuple items = tuple(keys)
-    cdef Py_ssize_t n = len(items), i, start
+    cdef Py_ssize_t n = len(keys), base, block
     out = np.empty(n, dtype=np.uint64)
-    ptrs_a = np.empty(n, dtype=np.uintp)
-    lens_a = np.empty(n, dtype=np.int64)
-    kinds_a = np.empty(n, dtype=np.uint8)
-    cdef const void **ptrs = <const void **><size_t>ptrs_a.ctypes.data
-    cdef int64_t[::1] lens = lens_a
-    cdef uint8_t[::1] kinds = kinds_a
+    if n == 0:
+        return out
+    block = n if _parallel.resolve_threads(threads, n) > 1 else min(n, <Py_ssize_t>_LOOSE_BLOCK)
+    ptrs_a = np.empty(block, dtype=np.uintp)
+    lens_a = np.empty(block, dtype=np.int64)
+    kinds_a = np.empty(block, dtype=np.uint8)
     cdef uint64_t[::1] o = out
+    base = 0
+    while base < n:
+        _loose_block(t, keys[base:base + block], base, md5, convert, fallback, threads, ptrs_a, lens_a, kinds_a,
+                     &o[base])
+        base += block
+    return out
+
+
+cdef int _loose_block(const sh_uloose *t, object items, Py_ssize_t base, bint md5, object convert, object fallback,
+                      object threads, object ptrs_a, int64_t[::1] lens, uint8_t[::1] kinds, uint64_t *o) except -1:
+    """Keyspace ids of items (a slice of the caller's list or tuple: it holds every key) into o; base:
+    the position of items[0]."""
+    cdef Py_ssize_t n = len(items), i, start
+    cdef const void **ptrs = <const void **><size_t>ptrs_a.ctypes.data
     cdef list held = []
     for i in range(n):
         k = items[i]
         if not _key_parts(k, &ptrs[i], &lens[i], &kinds[i]):
-            b = convert(k, i)
+            b = convert(k, base + i)
             if not PyBytes_CheckExact(b):
-                raise TypeError(f"value at position {i}: the converter returned {type(b).__name__}, not bytes")
+                raise TypeError(f"value at position {base + i}: the converter returned {type(b).__name__}, "
+                                "not bytes")
             held.append(b)
             _key_parts(b, &ptrs[i], &lens[i], &kinds[i])
-    if n == 0:
-        return out
     cdef _LooseCtx ctx
     cdef sh_job job
     cdef ptrdiff_t r
@@ -432,6 +451,6 @@ def unicode_loose_ksids(keys, bint md5, convert, fallback, threads=None):
         if r == SH_OK:
             break
         i = start + r  # a key the kernel left to the Python rules
-        o[i] = fallback(items[i], i)
+        o[i] = fallback(items[i], base + i)
         start = i + 1
-    return out
+    return 0
