@@ -23,6 +23,11 @@
 #define K_HANGUL 2u    /* a Hangul syllable: its jamo's elements */
 #define K_IDEO 3u      /* implicit ideograph: + 0x10000 (CJK unified / compatibility), + 0x20000 */
 #define I_STARTER (1u << 27)
+/* "simple" (as _unicode_loose._fast_tables has it): in no contraction's suffix, its
+ * first element of class 0, and so the first character of its decomposition.  A
+ * string of simple characters weighs character by character: no contraction can
+ * match, and each character's elements open a new segment, so nothing is reordered */
+#define I_SIMPLE (1u << 28)
 
 /* how deep skipped marks may nest (each level a contraction inside the marks
  * another skipped); deeper keys are refused (SH_ULOOSE_BAD_INPUT), and the
@@ -126,9 +131,16 @@ SH_FORCE_INLINE size_t put_weight(uint8_t *o, uint32_t w)
     return 3;
 }
 
-static int build_blocks(sh_uloose *t, const uint32_t *exp_cp, const uint32_t *exp_off, const uint8_t *exp_cnt,
-                        size_t nexp, const uint32_t *ideo, size_t nideo)
+static int cmp_u32(const void *a, const void *b)
 {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int build_blocks(sh_uloose *t, const uint32_t *exp_cp, const uint32_t *exp_off, const uint8_t *exp_cnt,
+                        size_t nexp, const uint32_t *ideo, size_t nideo, const uint32_t *sfx, size_t nsfx)
+{
+    size_t ic = 0, isx = 0;
     uint32_t tmp[256];
     uint32_t uniform_val[16];
     uint16_t uniform_blk[16];
@@ -155,6 +167,11 @@ static int build_blocks(sh_uloose *t, const uint32_t *exp_cp, const uint32_t *ex
                 info |= I_STARTER;
                 is++;
             }
+            while (ic < t->nccc && t->ccc_cp[ic] < cp) ic++;
+            while (isx < nsfx && sfx[isx] < cp) isx++;
+            if (!(isx < nsfx && sfx[isx] == cp) && !(ic < t->nccc && t->ccc_cp[ic] == cp && t->ccc_lead[ic]) &&
+                !((info >> I_KIND_SHIFT & I_KIND_MASK) == K_EXPLICIT && (t->pool[info & I_OFF_MASK] & 0xFFu)))
+                info |= I_SIMPLE;
             tmp[j] = info;
             same &= tmp[j] == tmp[0];
         }
@@ -225,7 +242,19 @@ sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems,
         }
     }
     t->st_beg[t->nst] = (uint32_t)ncon;
-    if (build_blocks(t, exp_cp, exp_off, exp_cnt, nexp, ideo, nideo) != 0) goto fail;
+    {
+        /* the code points of every suffix, sorted */
+        uint32_t *sfx = (uint32_t *)malloc((ncon * SH_ULOOSE_MAX_SUFFIX + 1) * sizeof(uint32_t));
+        size_t nsfx = 0;
+        int bad;
+        if (sfx == NULL) goto fail;
+        for (i = 0; i < ncon; i++)
+            for (k = 0; k < con[i * SH_ULOOSE_CON_COLS + 1]; k++) sfx[nsfx++] = con[i * SH_ULOOSE_CON_COLS + 2 + k];
+        qsort(sfx, nsfx, sizeof(uint32_t), cmp_u32);
+        bad = build_blocks(t, exp_cp, exp_off, exp_cnt, nexp, ideo, nideo, sfx, nsfx);
+        free(sfx);
+        if (bad) goto fail;
+    }
     /* Hangul: every jamo must have explicit elements */
     {
         size_t most = 0, part;
@@ -590,6 +619,53 @@ static ptrdiff_t decode_utf8(const uint8_t *s, size_t n, uint32_t *cps)
     return (ptrdiff_t)k;
 }
 
+/* the key of simple characters, weighed one by one (the weights straight from the tables) */
+static ptrdiff_t fold_simple(const sh_uloose *t, const uint32_t *cps, size_t n, sh_uloose_buf *b,
+                             const uint8_t **key)
+{
+    size_t i, w = 0, cap = 4 * b->el_cap;
+    uint8_t *o = (uint8_t *)b->el;
+    for (i = 0; i < n; i++) {
+        uint32_t r = cps[i], info = info_of(t, r), kind = info >> I_KIND_SHIFT & I_KIND_MASK;
+        /* at most 3 jamo of I_CNT_MASK elements each, 3 bytes per element */
+        if (w + 9 * I_CNT_MASK > cap) {
+            size_t ncap = 2 * b->el_cap + 9 * I_CNT_MASK;
+            uint32_t *p = (uint32_t *)realloc(b->el, ncap * sizeof(uint32_t));
+            if (p == NULL) return SH_ULOOSE_NOMEM;
+            b->el = p;
+            b->el_cap = ncap;
+            cap = 4 * ncap;
+            o = (uint8_t *)p;
+        }
+        if (kind == K_EXPLICIT) {
+            const uint32_t *e = t->pool + (info & I_OFF_MASK);
+            size_t c = info >> I_CNT_SHIFT & I_CNT_MASK, j;
+            for (j = 0; j < c; j++)
+                if (e[j] >> 8) w += put_weight(o + w, e[j] >> 8);
+        } else if (kind == K_HANGUL) {
+            uint32_t s = r - 0xAC00u, jamo[3], v;
+            size_t nj = 2, j, q;
+            jamo[0] = 0x1100u + s / 588u;
+            jamo[1] = 0x1161u + (s % 588u) / 28u;
+            if (s % 28u) jamo[nj++] = 0x11A7u + s % 28u;
+            for (j = 0; j < nj; j++) {
+                const uint32_t *e;
+                v = info_of(t, jamo[j]);
+                e = t->pool + (v & I_OFF_MASK);
+                for (q = 0; q < (v >> I_CNT_SHIFT & I_CNT_MASK); q++)
+                    if (e[q] >> 8) w += put_weight(o + w, e[q] >> 8);
+            }
+        } else if (kind == K_IDEO) {
+            w += put_weight(o + w, r + ((r >= 0x4E00u && r <= 0x9FFFu) || (r >= 0xF900u && r <= 0xFAFFu)
+                                        ? 0x10000u : 0x20000u));
+        } else {
+            w += put_weight(o + w, r + 0x50000u);
+        }
+    }
+    *key = o;
+    return (ptrdiff_t)w;
+}
+
 ptrdiff_t sh_uloose_fold(const sh_uloose *t, const void *data, size_t len, int kind, sh_uloose_buf *b,
                          const uint8_t **key)
 {
@@ -647,6 +723,11 @@ ptrdiff_t sh_uloose_fold(const sh_uloose *t, const void *data, size_t len, int k
         return SH_ULOOSE_BAD_INPUT;
     }
     while (n && cps[n - 1] == 0x20u) n--;
+    {
+        uint32_t all = I_SIMPLE;
+        for (i = 0; i < n; i++) all &= info_of(t, cps[i]);
+        if (all) return fold_simple(t, cps, n, b, key);
+    }
     it.t = t;
     it.b = b;
     it.m = 0;
