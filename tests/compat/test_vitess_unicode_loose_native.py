@@ -92,6 +92,8 @@ def test_random_text_folds_as_the_python_rules(text: str) -> None:
     assert native_key(text) == want
     assert native_key(text.encode("utf-8")) == want
     assert vitess.collation_key(text) == want
+    for vindex in LOOSE:  # the one-key keyspace id, folded and hashed in C
+        assert _native_vitess.unicode_loose_ksid(text, vindex == "unicode_loose_md5") == oracle_ksid(text, vindex)
 
 
 @given(st.lists(st.one_of(_TEXT, _TEXT.map(str.encode), st.just("")), max_size=40),
@@ -111,6 +113,11 @@ def test_lone_surrogates_are_refused_as_by_the_python_rules(text: str) -> None:
     except UnicodeEncodeError:
         want = None
     assert native_key(text) == want  # None: left to the Python rules, which raise
+    if want is None:
+        assert _native_vitess.unicode_loose_ksid(text, True) is None
+        for vindex in LOOSE:
+            with pytest.raises(ValueError, match="value: 'utf-8' codec can't encode.*surrogates not allowed"):
+                vitess.VitessRouter(["-"], vindex).route(text)
 
 
 def test_strings_of_every_storage_width_and_long_runs() -> None:
@@ -173,6 +180,9 @@ def test_bad_values_name_their_position(vindex: str) -> None:
                 vitess.keyspace_id_array(values, vindex, threads=threads)
     with pytest.raises(TypeError, match="bytes or str"):
         _native_vitess.unicode_loose_key(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="bytes or str"):
+        _native_vitess.unicode_loose_ksid(bytearray(b"a"), True)  # type: ignore[arg-type]
+    assert _native_vitess.unicode_loose_ksid(b"\xff", False) is None
     with pytest.raises(TypeError, match="list or tuple"):
         _native_vitess.unicode_loose_ksids(iter(["a"]), True, vitess._loose_sql_bytes,  # type: ignore[arg-type]
                                            lambda v, i: 0)

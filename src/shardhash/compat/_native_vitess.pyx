@@ -20,7 +20,7 @@ from shardhash import _parallel
 
 __all__ = ["des_encrypt_zero_key", "des_decrypt_zero_key", "xxh64", "des_encrypt_zero_key_array",
            "xxh64_offsets", "xxh64_kernels", "xxh64_decimal_int64", "vitess_xxhash_seq", "VitessKeys",
-           "unicode_loose_key", "unicode_loose_ksids"]
+           "unicode_loose_key", "unicode_loose_ksid", "unicode_loose_ksids"]
 
 cdef extern from "sh_des.h" nogil:
     ctypedef struct sh_des_ctx:
@@ -361,6 +361,25 @@ def unicode_loose_key(key):
         return (<const char *>out)[:r]
     finally:
         sh_uloose_buf_free(&b)
+
+
+def unicode_loose_ksid(key, bint md5):
+    """The ``unicode_loose_md5`` (``md5``) or ``unicode_loose_xxhash``
+    keyspace id's first 8 bytes, as a big-endian number, of a bytes (UTF-8)
+    or str key, folded and hashed in C; None where :func:`unicode_loose_key`
+    gives None."""
+    cdef const sh_uloose *t = _uloose()
+    cdef const void *p
+    cdef int64_t n
+    cdef uint8_t kind
+    cdef uint64_t out
+    cdef ptrdiff_t r
+    if not _key_parts(key, &p, &n, &kind):
+        raise TypeError(f"a unicode_loose key is bytes or str, not {type(key).__name__}")
+    r = sh_uloose_ksids(t, &p, &n, &kind, 1, md5, &out)
+    if r == -2:
+        raise MemoryError()
+    return None if r == 0 else out
 
 
 cdef struct _LooseCtx:

@@ -52,6 +52,7 @@ marks added in Unicode 15 may fold differently.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -159,6 +160,10 @@ def _ksid_u64(value: Any, vindex: str) -> int:
     if vindex == "binary_md5":
         return int.from_bytes(hashlib.md5(_sql_bytes(value)).digest()[:8], "big")
     if vindex in _LOOSE_VINDEXES:
+        if type(value) is str or type(value) is bytes:  # folded and hashed in C
+            k = _native_vitess.unicode_loose_ksid(value, vindex == "unicode_loose_md5")
+            if k is not None:
+                return k
         return int.from_bytes(_loose_ksid(value, vindex)[:8], "big")
     h = int(_native.xxh64(_sql_bytes(value)))
     return int.from_bytes(h.to_bytes(8, "little"), "big")
@@ -489,6 +494,9 @@ class VitessRouter(RawKeyRouter):
         self._set("_starts", starts)
         self._set("_owners", owners)
         self._set("_vindex", vindex)
+        if vindex in _LOOSE_VINDEXES:  # one key: bisect over Python ints (a numpy scalar search takes microseconds)
+            self._set("_start_list", starts.tolist())
+            self._set("_owner_list", owners.tolist())
         if vindex in _NATIVE_VINDEXES:
             keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
             self._use_native_keys(keys.capsule(), keys)
@@ -530,6 +538,8 @@ class VitessRouter(RawKeyRouter):
     def _route_index_slow(self, key: Any) -> int:
         # route()/route_index() of the keys the compiled path leaves here
         k = _ksid_u64(key, self._vindex)
+        if self._vindex in _LOOSE_VINDEXES:
+            return int(self._owner_list[bisect.bisect_right(self._start_list, k) - 1])
         return int(self._owners[int(np.searchsorted(self._starts, np.uint64(k), side="right")) - 1])
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
