@@ -267,6 +267,7 @@ cdef extern from "sh_unicode_loose.h" nogil:
                              const uint32_t *ccc_cp, const uint8_t *ccc_lead, const uint8_t *ccc_trail, size_t nccc,
                              const uint32_t *con, size_t ncon, int max_combining)
     size_t sh_uloose_max_elems(const sh_uloose *t)
+    void sh_uloose_free(sh_uloose *t)
     void sh_uloose_buf_free(sh_uloose_buf *b)
     ptrdiff_t sh_uloose_fold(const sh_uloose *t, const void *data, size_t len, int kind, sh_uloose_buf *b,
                              const uint8_t **key)
@@ -303,14 +304,17 @@ cdef const sh_uloose *_uloose() except NULL:
         rows[i, 2 + SH_ULOOSE_MAX_SUFFIX] = off
         rows[i, 3 + SH_ULOOSE_MAX_SUFFIX] = cnt
     cdef const uint32_t[::1] con = rows.reshape(-1)
-    t = sh_uloose_new(&elems[0], <size_t>elems.shape[0], &exp_cp[0], &exp_off[0], &exp_cnt[0],
+    cdef sh_uloose *t = sh_uloose_new(&elems[0], <size_t>elems.shape[0], &exp_cp[0], &exp_off[0], &exp_cnt[0],
                       <size_t>exp_cp.shape[0], &ideo[0], <size_t>ideo.shape[0] // 2,
                       &ccc_cp[0], &ccc_lead[0], &ccc_trail[0], <size_t>ccc_cp.shape[0],
                       &con[0], <size_t>len(f["contractions"]), f["max_combining"])
     if t == NULL:  # pragma: no cover - out of memory or damaged tables
         raise RuntimeError("could not build the unicode_loose tables")
-    _ULOOSE = t
-    return t
+    if _ULOOSE != NULL:  # another thread built them meanwhile (the Python code above may switch threads)
+        sh_uloose_free(t)
+    else:
+        _ULOOSE = t
+    return _ULOOSE
 
 
 def _unicode_loose_max_elems():

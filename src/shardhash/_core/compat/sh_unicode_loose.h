@@ -26,6 +26,11 @@
  * most elements one code point or contraction yields: 18 with the current
  * tables).  The buffers in sh_uloose_buf start at 2n + 16 elements and grow
  * (doubling, up to that bound) only for keys that need it.
+ *
+ * Fast paths, as the Python rules' str.translate path: all-ASCII text, and text
+ * of "simple" characters only (in no contraction's suffix, first element and
+ * decomposition of class 0), weigh character by character, encoded straight
+ * from the tables.
  */
 #ifndef SH_UNICODE_LOOSE_H
 #define SH_UNICODE_LOOSE_H
