@@ -10,6 +10,10 @@ alternating rounds; the peer's loop runs on a sample and is scaled per key):
   ``RandomTokenRouter.route_many`` against ``MD5Token.hash_fn`` + ``bisect``;
 * Vitess ``binary_md5``: ``VitessRouter.route_many`` (512 shards) against a
   ``hashlib.md5`` + ``bisect`` loop;
+* Vitess ``unicode_loose_md5`` / ``unicode_loose_xxhash``:
+  ``keyspace_id_array`` on a list of str (ASCII, or a third each ASCII,
+  accented Latin and CJK) against the pure-Python folding
+  (``compat/_unicode_loose.py``) + hash in a loop;
 * twemproxy's other hashes (``murmur``, ``one_at_a_time``): ``KetamaRouter.route_many``
   against the same flavour's one-key ``route`` in a loop;
 * PostgreSQL ``interval`` and ``bool`` columns: ``hash_extended_array``
@@ -37,7 +41,7 @@ import numpy as np
 import pytest
 
 from bench._timing import alternating_best, enabled
-from shardhash.compat import cassandra, ketama, vitess
+from shardhash.compat import _native, _unicode_loose, cassandra, ketama, vitess
 from shardhash.compat import postgres as pg
 from shardhash.compat.uhashring import HashRingRouter
 
@@ -125,6 +129,42 @@ def test_vitess_binary_md5(benchmark: Any) -> None:
 
     _compare(benchmark, "VitessRouter(binary_md5, 512 shards).route_many, list of str", lambda: r.route_many(keys),
              n, peer, len(sample))
+
+
+def _loose_keys(n: int, mix: str) -> list[str]:
+    rng = random.Random(11)
+    latin = "abcdefghijklmnopqrstuvwxyzéèêëàâäçñøåæœßüöABCDEÉÀÇÜ"
+    keys = []
+    for i in range(n):
+        kind = 0 if mix == "ascii" else i % 3
+        if kind == 0:
+            keys.append(f"user-{i}@example.com")
+        elif kind == 1:
+            keys.append("".join(rng.choice(latin) for _ in range(rng.randrange(6, 20))))
+        else:
+            keys.append("".join(chr(rng.randrange(0x4E00, 0x9F00)) for _ in range(rng.randrange(2, 8))))
+    return keys
+
+
+@pytest.mark.parametrize("mix", ["ascii", "mixed"])
+@pytest.mark.parametrize("vindex", ["unicode_loose_xxhash", "unicode_loose_md5"])
+def test_vitess_unicode_loose(benchmark: Any, vindex: str, mix: str) -> None:
+    n = _n(benchmark)
+    keys = _loose_keys(n, mix)
+    sample = keys[: min(n, 20_000)]
+    vitess.keyspace_id_array(keys[:10], vindex)  # the C tables are built on first use,
+    _unicode_loose.loose_key(b"x")  # the Python rules' translate table too
+
+    def peer() -> None:
+        for k in sample:
+            key = _unicode_loose.loose_key(k.encode())
+            if vindex == "unicode_loose_md5":
+                int.from_bytes(hashlib.md5(key).digest()[:8], "big")
+            else:
+                int.from_bytes(int(_native.xxh64(key)).to_bytes(8, "little"), "big")
+
+    _compare(benchmark, f"vitess.keyspace_id_array(..., {vindex!r}), list of str, {mix}",
+             lambda: vitess.keyspace_id_array(keys, vindex, threads=1), n, peer, len(sample))
 
 
 @pytest.mark.parametrize("key_hash", ["murmur", "one_at_a_time"])

@@ -88,7 +88,7 @@ def test_translate_path_agrees_with_the_iterator() -> None:
     for _ in range(3000):
         text = "".join(chr(rng.randrange(*rng.choice(pools))) for _ in range(rng.randrange(0, 10)))
         want = _encode(_unicode_loose.primaries(text.rstrip(" ")))
-        assert vitess.collation_key(text) == want, [hex(ord(c)) for c in text]
+        assert _unicode_loose.loose_key(text.encode()) == want, [hex(ord(c)) for c in text]  # the Python rules
         fast += _unicode_loose._FAST is not None and _unicode_loose._FAST[1].search(text.rstrip(" ")) is None
     assert fast > 1000  # both paths are exercised
 

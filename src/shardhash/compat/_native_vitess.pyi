@@ -15,7 +15,8 @@ _Offsets = npt.NDArray[np.int64]
 
 __all__ = [
     "des_encrypt_zero_key", "des_decrypt_zero_key", "xxh64", "des_encrypt_zero_key_array", "xxh64_offsets",
-    "xxh64_kernels", "xxh64_decimal_int64", "vitess_xxhash_seq", "VitessKeys"
+    "xxh64_kernels", "xxh64_decimal_int64", "vitess_xxhash_seq", "VitessKeys", "unicode_loose_key",
+    "unicode_loose_ksid", "unicode_loose_ksids"
 ]
 
 def _simd_kernel() -> str: ...
@@ -40,3 +41,11 @@ class VitessKeys(_RangeKeys):
 
 def vitess_xxhash_seq(keys: object, convert: Callable[[Any], bytes] | None,
                       threads: int | None = None) -> npt.NDArray[np.uint64] | None: ...
+
+# -- unicode_loose_md5 / unicode_loose_xxhash
+def _unicode_loose_max_elems() -> int: ...
+def unicode_loose_key(key: bytes | str) -> bytes | None: ...
+def unicode_loose_ksid(key: bytes | str, md5: bool) -> int | None: ...
+def unicode_loose_ksids(keys: list[Any] | tuple[Any, ...], md5: bool, convert: Callable[[Any, int], bytes],
+                        fallback: Callable[[Any, int], int],
+                        threads: int | None = None) -> npt.NDArray[np.uint64]: ...

@@ -284,3 +284,50 @@ def loose_key(data: bytes) -> bytes:
     if slow.search(text) is None:  # every character weighs alone: translated in C
         return text.translate(table).encode("latin-1")
     return _encode(primaries(text))
+
+
+def flat_tables() -> dict[str, object]:
+    """The tables above as flat lists of ints, for the C kernel
+    (``shardhash/_core/compat/sh_unicode_loose.h``) to build its lookup
+    tables from once, so that the weights have one source:
+
+    * ``elems``: a pool of collation elements, each ``primary << 8 | class``;
+    * ``explicit_cp`` / ``explicit_off`` / ``explicit_cnt``: the code points
+      with explicit elements (ascending), their elements' place in the pool;
+    * ``ideographs``: the implicit ideograph ranges, ``[first, last]`` each;
+    * ``ccc_cp`` / ``ccc_lead`` / ``ccc_trail``: every code point whose
+      :func:`_cccs` is not ``(0, 0)``, with it;
+    * ``contractions``: ``(starter, suffix, offset, count)``, by starter;
+    * ``max_suffix``, ``max_combining``."""
+    elems: list[int] = []
+    pool: dict[Elems, int] = {}
+
+    def place(es: Elems) -> int:
+        off = pool.get(es)
+        if off is None:
+            off = pool[es] = len(elems)
+            elems.extend(p << 8 | c for p, c in es)
+        return off
+
+    cps = sorted(_EXPLICIT)
+    offs = [place(_EXPLICIT[r]) for r in cps]
+    ccc_cp: list[int] = []
+    lead: list[int] = []
+    trail: list[int] = []
+    for c in range(0x300, 0x110000):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        ch = chr(c)
+        if unicodedata.combining(ch) or unicodedata.decomposition(ch):
+            a, b = _cccs(c)
+            if a or b:
+                ccc_cp.append(c)
+                lead.append(a)
+                trail.append(b)
+    contractions = [(r, sfx, place(es), len(es)) for r in sorted(_CONTRACT) for sfx, es in _CONTRACT[r].items()]
+    return {
+        "elems": elems, "explicit_cp": cps, "explicit_off": offs, "explicit_cnt": [len(_EXPLICIT[r]) for r in cps],
+        "ideographs": [list(rg) for rg in _IDEO_RANGES], "ccc_cp": ccc_cp, "ccc_lead": lead, "ccc_trail": trail,
+        "contractions": contractions, "max_suffix": max(len(s) for _, s, _, _ in contractions),
+        "max_combining": _MAX_COMBINING,
+    }

@@ -20,9 +20,10 @@ vindex, and a keyspace id to the shard whose key range contains it.
   (``golang.org/x/text/collate``, English, ``Loose``: case, accents and
   width ignored, so ``"Tést"`` and ``"TEST"`` share a keyspace id), which is
   hashed with MD5 (16 bytes, shards chosen by the first 8) or xxh64 (8 bytes,
-  little-endian).  The folding runs in Python: ``str.translate`` for text
-  whose characters start no contraction and carry no combining mark (most
-  text), the full collation iterator otherwise.
+  little-endian).  The folding and hashing run in C, one key or a whole
+  batch (without the GIL, on ``threads``), by the rules of the pure-Python
+  implementation (``compat/_unicode_loose.py``), which the tests hold them to
+  and which still reports invalid input.
 * Shard names are hex key ranges ``start-end``: ``-80`` (up to 0x80),
   ``80-`` (from 0x80), ``40-80``, ``c0-``; ``-`` or ``0`` is the whole
   range.  A keyspace id belongs to the shard with ``start <= id < end``,
@@ -51,6 +52,7 @@ marks added in Unicode 15 may fold differently.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -61,7 +63,7 @@ import numpy as np
 from shardhash._parallel import kernel_array
 
 from ..routing.base import RawKeyRouter, Router, as_hashes, fill_out, register_router_type
-from . import _native
+from . import _native, _native_vitess
 from ._common import one_of
 from ._doc import raw_doc_shards
 
@@ -158,6 +160,10 @@ def _ksid_u64(value: Any, vindex: str) -> int:
     if vindex == "binary_md5":
         return int.from_bytes(hashlib.md5(_sql_bytes(value)).digest()[:8], "big")
     if vindex in _LOOSE_VINDEXES:
+        if type(value) is str or type(value) is bytes:  # folded and hashed in C
+            k = _native_vitess.unicode_loose_ksid(value, vindex == "unicode_loose_md5")
+            if k is not None:
+                return k
         return int.from_bytes(_loose_ksid(value, vindex)[:8], "big")
     h = int(_native.xxh64(_sql_bytes(value)))
     return int.from_bytes(h.to_bytes(8, "little"), "big")
@@ -179,16 +185,22 @@ def keyspace_id(value: Any, vindex: str = "hash") -> bytes:
     return _ksid_u64(value, vindex).to_bytes(8, "big")
 
 
-def loose_key(data: bytes) -> bytes:
-    """The collation key of UTF-8 bytes (the weight tables load on first use)."""
+def loose_key(data: bytes | str) -> bytes:
+    """The collation key of UTF-8 bytes or of a str, folded in C (the weight
+    tables load on first use); what the C kernel refuses (invalid UTF-8, a
+    lone surrogate) goes to the Python rules, which raise."""
+    if type(data) is bytes or type(data) is str:
+        key = _native_vitess.unicode_loose_key(data)
+        if key is not None:
+            return key
     from ._unicode_loose import loose_key as fold
-    return fold(data)
+    return fold(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def _loose_ksid(value: Any, vindex: str, what: str = "value") -> bytes:
     """The ``unicode_loose_md5`` (16 bytes) or ``unicode_loose_xxhash`` (8 bytes) keyspace id."""
     try:
-        key = loose_key(_sql_bytes(value, what))
+        key = loose_key(value if type(value) is str else _sql_bytes(value, what))
     except ValueError as e:
         raise ValueError(f"{what}: {e}") from None
     if vindex == "unicode_loose_md5":
@@ -306,22 +318,28 @@ def _md5_prefix_array(values: Any) -> np.ndarray:
                      for i in range(len(off) - 1)], dtype=np.uint64)
 
 
+def _loose_sql_bytes(value: Any, i: int) -> bytes:
+    """The SQL bytes of the value at position ``i`` of a batch, errors as :func:`_loose_ksid` words them."""
+    what = f"value at position {i}"
+    try:
+        return _sql_bytes(value, what)
+    except ValueError as e:
+        raise ValueError(f"{what}: {e}") from None
+
+
 def _loose_array(values: Any, vindex: str, threads: int | None) -> np.ndarray:
-    """``unicode_loose_*`` keyspace ids of many values (the first 8 bytes, uint64):
-    the folding value by value in Python, the hashing of the folded keys in one pass."""
+    """``unicode_loose_*`` keyspace ids of many values (the first 8 bytes, uint64),
+    folded and hashed in C; a value the kernel refuses goes through
+    :func:`_loose_ksid`, which raises naming its position."""
     vals = values.to_pylist() if hasattr(values, "to_pylist") and not isinstance(values, (list, tuple, np.ndarray)) \
-        else values.tolist() if isinstance(values, np.ndarray) else list(values)
-    keys = []
-    for i, v in enumerate(vals):
-        what = f"value at position {i}"
-        try:
-            keys.append(loose_key(_sql_bytes(v, what)))
-        except ValueError as e:
-            raise ValueError(f"{what}: {e}") from None
-    if vindex == "unicode_loose_md5":
-        return np.array([int.from_bytes(hashlib.md5(k).digest()[:8], "big") for k in keys], dtype=np.uint64)
-    data, offsets = _native.pack_keys(keys)
-    ksids: np.ndarray = _native.xxh64_offsets(data, offsets, threads, swap=True)
+        else values.tolist() if isinstance(values, np.ndarray) else values if isinstance(values, (list, tuple)) \
+        else list(values)
+
+    def fallback(value: Any, i: int) -> int:
+        return int.from_bytes(_loose_ksid(value, vindex, f"value at position {i}")[:8], "big")
+
+    ksids: np.ndarray = _native_vitess.unicode_loose_ksids(vals, vindex == "unicode_loose_md5", _loose_sql_bytes,
+                                                           fallback, threads)
     return ksids
 
 
@@ -476,6 +494,9 @@ class VitessRouter(RawKeyRouter):
         self._set("_starts", starts)
         self._set("_owners", owners)
         self._set("_vindex", vindex)
+        if vindex in _LOOSE_VINDEXES:  # one key: bisect over Python ints (a numpy scalar search takes microseconds)
+            self._set("_start_list", starts.tolist())
+            self._set("_owner_list", owners.tolist())
         if vindex in _NATIVE_VINDEXES:
             keys = _native.VitessKeys(starts, owners, vindex == "xxhash")  # route/route_index of common keys in C
             self._use_native_keys(keys.capsule(), keys)
@@ -517,6 +538,8 @@ class VitessRouter(RawKeyRouter):
     def _route_index_slow(self, key: Any) -> int:
         # route()/route_index() of the keys the compiled path leaves here
         k = _ksid_u64(key, self._vindex)
+        if self._vindex in _LOOSE_VINDEXES:
+            return int(self._owner_list[bisect.bisect_right(self._start_list, k) - 1])
         return int(self._owners[int(np.searchsorted(self._starts, np.uint64(k), side="right")) - 1])
 
     def route_many(self, keys: Any, *, out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
