@@ -43,6 +43,7 @@ a row of another key is a :class:`~shardhash.migrate.ShardKeyError`.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -83,7 +84,9 @@ _EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
 
 @dataclass
 class _TxState:
-    root: SessionTransaction
+    # (a weak reference: a strong one, kept in session.info, would make every session a
+    # reference cycle left to the garbage collector -- a third of the fast path's cost)
+    root: weakref.ref[SessionTransaction]
     locked: set[str] = field(default_factory=set)   # shards locked in this transaction
     written: set[str] = field(default_factory=set)  # shards this transaction flushed writes to
 
@@ -494,8 +497,8 @@ class ShardedORM:
         if root is None:  # (never: the caller began one)
             raise RuntimeError("the session has no transaction")
         st = session.info.get(_INFO)
-        if st is None or st.root is not root:
-            st = _TxState(root)
+        if st is None or st.root() is not root:
+            st = _TxState(weakref.ref(root))
             session.info[_INFO] = st
         return st
 
@@ -508,9 +511,11 @@ class ShardedORM:
                 writes.append((st.mapper, obj, True))
         for obj in list(session.dirty) + list(session.deleted):
             st = instance_state(obj)
-            if self._key_attr(st.mapper) is None or st.key is None:
+            ka = self._key_attr(st.mapper)
+            if ka is None or st.key is None:
                 continue
-            self._immutable_key(st)
+            if ka.attr in st.committed_state:  # (the key attribute was set)
+                self._immutable_key(st)
             writes.append((st.mapper, obj, False))
         if not writes:
             return
@@ -593,7 +598,7 @@ class ShardedORM:
         migration on the shard) without the general bookkeeping."""
         root = session.get_transaction()
         st = session.info.get(_INFO)
-        if st is not None and st.root is root and st.written:
+        if st is not None and st.root() is root and st.written:
             return  # (checked in this transaction, whose lock it holds)
         shard, key = session.shardhash_shard, session.shardhash_key
         cl = self.cluster
@@ -610,12 +615,15 @@ class ShardedORM:
             row = raw.execute(_EPOCH).fetchone()
             su = cl._units.get(shard)
             if row is not None and su is not None and su.epoch == row[0] >= 0 and not su.migs:
-                session.info[_INFO] = _TxState(root, {shard}, {shard})
+                session.info[_INFO] = _TxState(weakref.ref(root), {shard}, {shard})
                 return
-            session.info[_INFO] = _TxState(root, {shard})
+            session.info[_INFO] = _TxState(weakref.ref(root), {shard})
         self._fence(session, lambda _r: {shard: [(key, None)]})
 
     def _immutable_key(self, st: Any) -> None:
+        """ValueError when the shard-key attribute of a loaded row changed
+        (reading its history makes the state a reference cycle: only an
+        attribute that was set, in ``committed_state``, is read)."""
         ka = self._key_attr(st.mapper)
         if ka is None:
             return
