@@ -82,6 +82,28 @@ _INFO = "shardhash.fence"
 _EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
 
 
+def _begin_immediate(raw: Any) -> None:
+    """Begin the SQLite connection's transaction with the write lock (one
+    open now was begun by the application, not by the driver, which begins
+    none on these engines: it is rolled back and begun again)."""
+    if raw.in_transaction:
+        raw.execute("ROLLBACK")
+    raw.execute("BEGIN IMMEDIATE")
+
+
+def _all_owned(cl: Cluster, shard: str, raw: Any) -> bool:
+    """Inside the SQLite shard's locked transaction: whether the shard's
+    ownership records, read at this epoch, hold no migration (then every key
+    routed there is its own; else :func:`_fence.refusals` checks each).
+    The cluster's cached records are used when they are of the epoch read
+    now, which the lock keeps from changing."""
+    row = raw.execute(_EPOCH).fetchone()
+    su = cl._units.get(shard)
+    if su is None or row is None or su.epoch != row[0] or row[0] < 0:
+        return False  # (not cached at this epoch: refusals reads and caches them)
+    return not su.migs
+
+
 @dataclass
 class _TxState:
     # (a weak reference: a strong one, kept in session.info, would make every session a
@@ -605,16 +627,8 @@ class ShardedORM:
         b = cl.backend(shard)
         if b.kind == "sqlite" and root is not None:
             raw = session.connection().connection.dbapi_connection
-            assert raw is not None
-            if raw.in_transaction:  # (begun by the application: begun again, with the lock)
-                raw.execute("ROLLBACK")
-            raw.execute("BEGIN IMMEDIATE")
-            # the shard's epoch, read under the lock: when the cluster's cached records
-            # are of that epoch and hold no migration here, every key of the shard is
-            # its own (else the records are read, and checked, by _fence)
-            row = raw.execute(_EPOCH).fetchone()
-            su = cl._units.get(shard)
-            if row is not None and su is not None and su.epoch == row[0] >= 0 and not su.migs:
+            _begin_immediate(raw)
+            if _all_owned(cl, shard, raw):
                 session.info[_INFO] = _TxState(weakref.ref(root), {shard}, {shard})
                 return
             session.info[_INFO] = _TxState(weakref.ref(root), {shard})
@@ -653,16 +667,19 @@ class ShardedORM:
                 conn = session.connection(bind_arguments={"shard_id": shard})
                 st = self._state(session)
                 b = cl.backend(shard)
-                c = _fence.adapt(b.kind, conn.connection.dbapi_connection)
+                raw = conn.connection.dbapi_connection
+                c = _fence.adapt(b.kind, raw)
                 if shard not in st.locked:
                     if b.kind == "sqlite":
                         # BEGIN IMMEDIATE (the driver begins nothing: a transaction open on the
                         # connection now was begun by the application, and is begun again)
-                        self._restart(b.kind, conn, c, lambda: None)
+                        _begin_immediate(c)
                     else:
                         _fence.lock(b.kind, c)
                     st.locked.add(shard)
                 items = p[shard]
+                if b.kind == "sqlite" and _all_owned(cl, shard, c):
+                    continue
                 refused = _fence.refusals(cl, g, shard, c, [k for k, _ in items], r.version)
                 if not refused:
                     continue
@@ -678,7 +695,6 @@ class ShardedORM:
                 if t_wait is None:
                     t_wait = time.perf_counter()
                 ep = _fence.epoch(cl, shard, c)
-                raw = conn.connection.dbapi_connection
                 end = None if b.kind == "sqlite" or raw is None else raw.rollback
                 self._restart(b.kind, conn, c, partial(_fence.wait_unfrozen, cl, shard, c, ep, t_wait, k, end))
                 st.locked.discard(shard)
