@@ -28,6 +28,7 @@ needs: the write lock from the start of the transaction).
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import sys
 import threading
 import time
@@ -249,6 +250,53 @@ class _Retry(Exception):
     pass
 
 
+#: SQLite: the guard's marker row and the shard's ownership-record epoch in
+#: one statement (SQLiteShard.begin_guard's INSERT, SQLiteShard.epoch's read).
+_SQLITE_GUARD_EPOCH = ("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?) "
+                       "RETURNING (SELECT n FROM _shardhash_epoch WHERE id = 0)")
+_SQLITE_EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
+
+
+def _check(cl: Cluster, shard: str, b: Any, c: Any, group: str, key: Any, version: int,
+           guard: bool) -> tuple[str, int, str, bool]:
+    """In the shard's write transaction just begun on ``c``: the lock a
+    cutover waits for, the ownership check of ``key`` (``Cluster._verdict``'s)
+    and, when it passes and ``guard``, the shard-key guard; (verdict, current
+    version, owner, whether the capture's skip marker was set).  On SQLite
+    (whose transaction holds the write lock from its BEGIN IMMEDIATE) the
+    guard's marker and the epoch read are one statement, and the cluster's
+    records cached at that epoch decide without another read."""
+    guarded = False
+    if b.kind == "sqlite":
+        row = None
+        if guard:
+            try:
+                row = c.execute(_SQLITE_GUARD_EPOCH, (group, key)).fetchone()
+                guarded = True
+            except sqlite3.OperationalError as e:
+                if "_shardhash_guard" not in str(e):
+                    raise
+                b.begin_guard(c, group, key)  # (a shard set up by an older version: warns, unguarded)
+                guarded = True
+        if row is None:
+            row = c.execute(_SQLITE_EPOCH).fetchone()
+        su = cl._units.get(shard)
+        if su is None or row is None or row[0] is None or su.epoch != row[0] or row[0] < 0:
+            su = cl._shard_units(shard, b, c)
+    else:
+        _fence.lock(b.kind, c)
+        su = cl._shard_units(shard, b, c)
+    v = cl._verdict_of(su, shard, group, key, version, True)
+    if v is not None and v[0] != "ok":
+        return v[0], v[1], v[2], False
+    skip = v is None and group in su.captures
+    if skip:
+        b.skip_capture(c, group)
+    if guard and not guarded:
+        b.begin_guard(c, group, key)
+    return "ok", version, shard, skip
+
+
 @contextlib.contextmanager
 def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | None = None,
                    guard: bool = True) -> Iterator[str]:
@@ -286,10 +334,7 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
                 raise ValueError(f"database {alias!r} (SQLite) needs OPTIONS['transaction_mode'] = 'IMMEDIATE' "
                                  "for sharded_atomic (the write lock from the start of the transaction)")
             c = _fence.adapt(b.kind, conn.connection)
-            _fence.lock(b.kind, c)
-            verdict, cur, owner = cl._verdict(shard, b, c, g, key, rt.version, True)
-            if verdict == "ok" and guard:
-                b.begin_guard(c, g, key)
+            verdict, cur, owner, skip = _check(cl, shard, b, c, g, key, rt.version, guard)
         except BaseException:
             atomic.__exit__(*sys.exc_info())
             raise
@@ -318,7 +363,8 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
             yield alias
         finally:
             blocks.pop()
-        b.end_skip(c, g)
+        if skip:
+            b.end_skip(c, g)
         if guard:
             cl._check_guard(b.end_guard(c), g, key)
     except BaseException as e:
