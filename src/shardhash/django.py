@@ -121,6 +121,8 @@ class ShardRouter:
         self.aliases = dict(aliases or {})
         self._shard_of_alias = {v: k for k, v in self.aliases.items()}
         self._keys: dict[type, tuple[str, str] | None] = {}
+        self._groups = set(self.apps.values())
+        self._immediate: dict[str, tuple[Any, bool]] = {}  # alias -> (its settings, IMMEDIATE?)
 
     # ------------------------------------------------------------ helpers
 
@@ -168,13 +170,26 @@ class ShardRouter:
         return self.alias(self.cluster.router(group or self._only_group()).route(key))
 
     def _only_group(self) -> str:
-        gs = set(self.apps.values())
+        gs = self._groups
         if len(gs) != 1:
             raise ValueError(f"this router serves groups {', '.join(sorted(gs))}: name one")
         return next(iter(gs))
 
+    def _is_immediate(self, alias: str, settings: Mapping[str, Any]) -> bool:
+        """Whether an SQLite database's settings begin its transactions with
+        BEGIN IMMEDIATE (cached per alias and settings dict)."""
+        known = self._immediate.get(alias)
+        if known is not None and known[0] is settings:
+            return known[1]
+        ok = str(settings.get("OPTIONS", {}).get("transaction_mode", "")).upper() == "IMMEDIATE"
+        self._immediate[alias] = (settings, ok)
+        return ok
+
     def _block(self, group: str) -> _Block | None:
-        for b in reversed(_blocks()):
+        blocks: list[_Block] | None = getattr(_local, "blocks", None)
+        if not blocks:
+            return None
+        for b in reversed(blocks):
             if b.router is self and b.group == group:
                 return b
         return None
@@ -329,8 +344,7 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
         atomic.__enter__()
         try:
             b = cl.backend(shard)
-            if b.kind == "sqlite" and not nested and \
-                    str(conn.settings_dict.get("OPTIONS", {}).get("transaction_mode", "")).upper() != "IMMEDIATE":
+            if b.kind == "sqlite" and not nested and not r._is_immediate(alias, conn.settings_dict):
                 raise ValueError(f"database {alias!r} (SQLite) needs OPTIONS['transaction_mode'] = 'IMMEDIATE' "
                                  "for sharded_atomic (the write lock from the start of the transaction)")
             c = _fence.adapt(b.kind, conn.connection)
