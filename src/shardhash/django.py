@@ -319,8 +319,9 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
     ownership check of ``cluster.transaction`` inside it (see the module
     docstring); yields the alias.  Inside the block, queries of the group's
     models go to that shard.  ``guard=False`` leaves out the shard-key guard
-    (two statements fewer on SQLite; a row of another key written in the
-    block is then not refused)."""
+    (on SQLite its marker row, written with the epoch read and removed before
+    the commit: one statement and one page write fewer; a row of another key
+    written in the block is then not refused)."""
     r = router or _active_router(group)
     cl = r.cluster
     g = cl.group(group or r._only_group()).name
