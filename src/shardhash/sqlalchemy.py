@@ -18,7 +18,8 @@ the ownership check of ``Cluster.transaction`` inside the ORM's transaction.
   the shard key is part of the primary key, else to every shard;
 * ``execute_chooser``: a statement goes only to the owners of the keys its
   WHERE clause pins (``key == v``, ``key IN (...)``, bound parameters
-  included, under AND and OR), else to every shard.
+  included, under AND and OR), else to every shard; an INSERT statement
+  into a group table is refused (add instances: the flush routes them).
 
 Before each flush, on each shard it writes to, the session takes the lock
 that excludes a cutover and checks the shard's ownership records for every
@@ -482,8 +483,11 @@ class ShardedORM:
         clause pins, else every shard.  An ORM UPDATE or DELETE by criteria
         is fenced like a flush, on the owners of the keys it pins (and
         refused when it pins none: name the keys, or run it through
-        ``cluster.transaction``)."""
+        ``cluster.transaction``); an INSERT statement into a group table is
+        refused."""
         stmt = ctx.statement
+        if ctx.is_insert:
+            self._refuse_insert(stmt)
         keys = self._clause_keys(getattr(stmt, "whereclause", None), ctx.parameters)
         if ctx.is_update or ctx.is_delete:
             if keys is None:
@@ -504,6 +508,16 @@ class ShardedORM:
         except (TypeError, ValueError, OverflowError):
             return self._all()  # (a value the router cannot place matches no row of a placed key)
         return owners or [r.shards[0]]  # (IN () matches nothing: one shard says so)
+
+    def _refuse_insert(self, stmt: Any) -> None:
+        """ValueError for an INSERT statement into a table of the group: its
+        rows' keys are neither routed nor checked (through a
+        ``ShardedSession`` it would run on every shard)."""
+        t = getattr(stmt, "table", None)
+        if isinstance(t, Table) and t.name in self._tables:
+            raise ValueError(f"an INSERT statement into {t.name!r} (group {self.group!r}) is neither routed "
+                             "nor checked: add instances to the session instead (the flush routes and checks "
+                             "them), or write it with cluster.transaction(key)")
 
     @staticmethod
     def _plan_keys(r: Any, keys: Iterable[Any]) -> dict[str, list[tuple[Any, Any]]]:
@@ -594,10 +608,7 @@ class ShardedORM:
         An INSERT statement into a table of the group is refused (its rows'
         keys are not checked: add instances instead)."""
         if ctx.is_insert:
-            t = getattr(ctx.statement, "table", None)
-            if isinstance(t, Table) and t.name in self._tables:
-                raise ValueError(f"an INSERT statement into {t.name!r} (group {self.group!r}) through "
-                                 "session_for is not checked: add instances to the session instead")
+            self._refuse_insert(ctx.statement)
             return
         keys = self._clause_keys(getattr(ctx.statement, "whereclause", None), ctx.parameters)
         if keys is None:
