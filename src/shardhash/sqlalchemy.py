@@ -356,7 +356,7 @@ class ShardedORM:
         shard = self.cluster.router(self.group).route(key)
         engine = self.engines.get(shard)
         if engine is None:  # (a shard the router names that the cached shard map does not)
-            self.cluster.refresh(self.group)
+            shard = self.cluster.refresh(self.group).route(key)
             engine = self.sync_engines()[shard]
             self._shards_seen = self.cluster._shard_map
         s = KeySession(bind=engine, **kw)
