@@ -3,9 +3,12 @@ unsharded SQLite database (target: <= 15% with the router and the ownership
 check included).
 
 * SQLAlchemy (``shardhash.sqlalchemy.ShardedORM``, 4 SQLite shards under a
-  jump router) against a plain ``Session`` on one SQLite file: a point read
-  (a new session, ``session.get``, close), a point insert (a new session,
-  ``add``, commit) and a read-modify-write (``get``, change, commit);
+  jump router: its ``ShardedSession``, ``orm.session()``, and the fast path
+  ``orm.session_for(key)``) against a plain ``Session`` on one SQLite file,
+  and SQLAlchemy's own ``ShardedSession`` with constant choosers on that
+  file: a point read (a new session, ``session.get``, close), a point
+  insert (a new session, ``add``, commit) and a read-modify-write (``get``,
+  change, commit);
 * Django (``shardhash.django``: ``ShardRouter`` and ``sharded_atomic``)
   against ``.using(alias)`` and ``transaction.atomic`` on one SQLite
   database: a point read and a point update; it runs in a child process of
