@@ -28,6 +28,7 @@ needs: the write lock from the start of the transaction).
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import sys
 import threading
 import time
@@ -120,6 +121,8 @@ class ShardRouter:
         self.aliases = dict(aliases or {})
         self._shard_of_alias = {v: k for k, v in self.aliases.items()}
         self._keys: dict[type, tuple[str, str] | None] = {}
+        self._groups = set(self.apps.values())
+        self._immediate: dict[str, tuple[Any, bool]] = {}  # alias -> (its settings, IMMEDIATE?)
 
     # ------------------------------------------------------------ helpers
 
@@ -167,13 +170,26 @@ class ShardRouter:
         return self.alias(self.cluster.router(group or self._only_group()).route(key))
 
     def _only_group(self) -> str:
-        gs = set(self.apps.values())
+        gs = self._groups
         if len(gs) != 1:
             raise ValueError(f"this router serves groups {', '.join(sorted(gs))}: name one")
         return next(iter(gs))
 
+    def _is_immediate(self, alias: str, settings: Mapping[str, Any]) -> bool:
+        """Whether an SQLite database's settings begin its transactions with
+        BEGIN IMMEDIATE (cached per alias and settings dict)."""
+        known = self._immediate.get(alias)
+        if known is not None and known[0] is settings:
+            return known[1]
+        ok = str(settings.get("OPTIONS", {}).get("transaction_mode", "")).upper() == "IMMEDIATE"
+        self._immediate[alias] = (settings, ok)
+        return ok
+
     def _block(self, group: str) -> _Block | None:
-        for b in reversed(_blocks()):
+        blocks: list[_Block] | None = getattr(_local, "blocks", None)
+        if not blocks:
+            return None
+        for b in reversed(blocks):
             if b.router is self and b.group == group:
                 return b
         return None
@@ -249,6 +265,53 @@ class _Retry(Exception):
     pass
 
 
+#: SQLite: the guard's marker row and the shard's ownership-record epoch in
+#: one statement (SQLiteShard.begin_guard's INSERT, SQLiteShard.epoch's read).
+_SQLITE_GUARD_EPOCH = ("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?) "
+                       "RETURNING (SELECT n FROM _shardhash_epoch WHERE id = 0)")
+_SQLITE_EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
+
+
+def _check(cl: Cluster, shard: str, b: Any, c: Any, group: str, key: Any, version: int,
+           guard: bool) -> tuple[str, int, str, bool]:
+    """In the shard's write transaction just begun on ``c``: the lock a
+    cutover waits for, the ownership check of ``key`` (``Cluster._verdict``'s)
+    and, when it passes and ``guard``, the shard-key guard; (verdict, current
+    version, owner, whether the capture's skip marker was set).  On SQLite
+    (whose transaction holds the write lock from its BEGIN IMMEDIATE) the
+    guard's marker and the epoch read are one statement, and the cluster's
+    records cached at that epoch decide without another read."""
+    guarded = False
+    if b.kind == "sqlite":
+        row = None
+        if guard:
+            try:
+                row = c.execute(_SQLITE_GUARD_EPOCH, (group, key)).fetchone()
+                guarded = True
+            except sqlite3.OperationalError as e:
+                if "_shardhash_guard" not in str(e):
+                    raise
+                b.begin_guard(c, group, key)  # (a shard set up by an older version: warns, unguarded)
+                guarded = True
+        if row is None:
+            row = c.execute(_SQLITE_EPOCH).fetchone()
+        su = cl._units.get(shard)
+        if su is None or row is None or row[0] is None or su.epoch != row[0] or row[0] < 0:
+            su = cl._shard_units(shard, b, c)
+    else:
+        _fence.lock(b.kind, c)
+        su = cl._shard_units(shard, b, c)
+    v = cl._verdict_of(su, shard, group, key, version, True)
+    if v is not None and v[0] != "ok":
+        return v[0], v[1], v[2], False
+    skip = v is None and group in su.captures
+    if skip:
+        b.skip_capture(c, group)
+    if guard and not guarded:
+        b.begin_guard(c, group, key)
+    return "ok", version, shard, skip
+
+
 @contextlib.contextmanager
 def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | None = None,
                    guard: bool = True) -> Iterator[str]:
@@ -256,8 +319,9 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
     ownership check of ``cluster.transaction`` inside it (see the module
     docstring); yields the alias.  Inside the block, queries of the group's
     models go to that shard.  ``guard=False`` leaves out the shard-key guard
-    (two statements fewer on SQLite; a row of another key written in the
-    block is then not refused)."""
+    (on SQLite its marker row, written with the epoch read and removed before
+    the commit: one statement and one page write fewer; a row of another key
+    written in the block is then not refused)."""
     r = router or _active_router(group)
     cl = r.cluster
     g = cl.group(group or r._only_group()).name
@@ -281,15 +345,11 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
         atomic.__enter__()
         try:
             b = cl.backend(shard)
-            if b.kind == "sqlite" and not nested and \
-                    str(conn.settings_dict.get("OPTIONS", {}).get("transaction_mode", "")).upper() != "IMMEDIATE":
+            if b.kind == "sqlite" and not nested and not r._is_immediate(alias, conn.settings_dict):
                 raise ValueError(f"database {alias!r} (SQLite) needs OPTIONS['transaction_mode'] = 'IMMEDIATE' "
                                  "for sharded_atomic (the write lock from the start of the transaction)")
             c = _fence.adapt(b.kind, conn.connection)
-            _fence.lock(b.kind, c)
-            verdict, cur, owner = cl._verdict(shard, b, c, g, key, rt.version, True)
-            if verdict == "ok" and guard:
-                b.begin_guard(c, g, key)
+            verdict, cur, owner, skip = _check(cl, shard, b, c, g, key, rt.version, guard)
         except BaseException:
             atomic.__exit__(*sys.exc_info())
             raise
@@ -318,7 +378,8 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
             yield alias
         finally:
             blocks.pop()
-        b.end_skip(c, g)
+        if skip:
+            b.end_skip(c, g)
         if guard:
             cl._check_guard(b.end_guard(c), g, key)
     except BaseException as e:

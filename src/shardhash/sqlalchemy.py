@@ -18,7 +18,8 @@ the ownership check of ``Cluster.transaction`` inside the ORM's transaction.
   the shard key is part of the primary key, else to every shard;
 * ``execute_chooser``: a statement goes only to the owners of the keys its
   WHERE clause pins (``key == v``, ``key IN (...)``, bound parameters
-  included, under AND and OR), else to every shard.
+  included, under AND and OR), else to every shard; an INSERT statement
+  into a group table is refused (add instances: the flush routes them).
 
 Before each flush, on each shard it writes to, the session takes the lock
 that excludes a cutover and checks the shard's ownership records for every
@@ -31,13 +32,20 @@ rolled back and begun again first, which only a shard this transaction has
 not written to yet allows: otherwise ``FenceTimeout``, nothing committed).
 The choosers read ``cluster.router(group)`` on every call, so
 ``cluster.refresh(group)`` re-points every session.
+
+The fast path of a request that knows its key, ``orm.session_for(key)``,
+is a plain ``Session`` (:class:`KeySession`) bound to the key's owner: no
+chooser runs, its flushes take the same lock and check the key the same way
+(a stale router: :class:`~shardhash.migrate.StaleRouteError` before anything
+commits; ``orm.run_for(key, work)`` refreshes and runs ``work`` again), and
+a row of another key is a :class:`~shardhash.migrate.ShardKeyError`.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -60,25 +68,48 @@ from sqlalchemy.sql.elements import (
 from sqlalchemy.sql.schema import Column, Table
 
 from . import _fence
-from .migrate.cluster import Cluster, FenceTimeout, StaleRouteError
+from .migrate.cluster import Cluster, FenceTimeout, ShardKeyError, StaleRouteError
 from .migrate.sqlite import SQLiteShard
 
-__all__ = ["ShardedORM", "ShardhashSession", "keys_of"]
+__all__ = ["KeySession", "ShardedORM", "ShardhashSession", "keys_of"]
 
 T = TypeVar("T")
 
 #: The session.info entry holding the per-transaction fence state.
 _INFO = "shardhash.fence"
-#: Set while a flush opens the connections it writes through: an SQLite
-#: transaction begun then takes the write lock at once (BEGIN IMMEDIATE).
-_WRITING: ContextVar[bool] = ContextVar("shardhash_sqlalchemy_writing", default=False)
-#: connection.info entry: this SQLite transaction began with BEGIN IMMEDIATE.
-_IMM = "shardhash.immediate"
+
+
+#: The shard's ownership-record epoch (SQLiteShard.epoch's statement).
+_EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
+
+
+def _begin_immediate(raw: Any) -> None:
+    """Begin the SQLite connection's transaction with the write lock (one
+    open now was begun by the application, not by the driver, which begins
+    none on these engines: it is rolled back and begun again)."""
+    if raw.in_transaction:
+        raw.execute("ROLLBACK")
+    raw.execute("BEGIN IMMEDIATE")
+
+
+def _all_owned(cl: Cluster, shard: str, raw: Any) -> bool:
+    """Inside the SQLite shard's locked transaction: whether the shard's
+    ownership records, read at this epoch, hold no migration (then every key
+    routed there is its own; else :func:`_fence.refusals` checks each).
+    The cluster's cached records are used when they are of the epoch read
+    now, which the lock keeps from changing."""
+    row = raw.execute(_EPOCH).fetchone()
+    su = cl._units.get(shard)
+    if su is None or row is None or su.epoch != row[0] or row[0] < 0:
+        return False  # (not cached at this epoch: refusals reads and caches them)
+    return not su.migs
 
 
 @dataclass
 class _TxState:
-    root: SessionTransaction
+    # (a weak reference: a strong one, kept in session.info, would make every session a
+    # reference cycle left to the garbage collector -- a third of the fast path's cost)
+    root: weakref.ref[SessionTransaction]
     locked: set[str] = field(default_factory=set)   # shards locked in this transaction
     written: set[str] = field(default_factory=set)  # shards this transaction flushed writes to
 
@@ -162,6 +193,39 @@ class ShardhashSession(ShardedSession):
 event.listen(ShardhashSession, "do_orm_execute", execute_and_instances, retval=True)
 
 
+class KeySession(Session):
+    """A plain SQLAlchemy ``Session`` bound to the engine of one shard key's
+    owner (:meth:`ShardedORM.session_for`): the fast path of a request that
+    knows its key.  Its flushes are checked as a ``ShardedSession``'s are
+    (the lock a cutover waits for, the shard's ownership records, a wait for
+    a frozen key) and every row they write must be of its key
+    (:class:`~shardhash.migrate.ShardKeyError` otherwise).  A key the
+    shard gave away raises :class:`~shardhash.migrate.StaleRouteError` at
+    the flush, before anything commits; the next session of a refreshed
+    router goes to the new owner.
+
+    ``shardhash_key`` and ``shardhash_shard``: its key and shard."""
+
+    shardhash_key: Any
+    shardhash_shard: str
+    _shardhash_orm: ShardedORM
+
+
+def _key_before_flush(session: KeySession, _ctx: Any, _instances: Any) -> None:
+    session._shardhash_orm._key_flush(session)
+
+
+def _key_execute(ctx: ORMExecuteState) -> None:
+    if ctx.is_update or ctx.is_delete or ctx.is_insert:
+        sess = ctx.session
+        assert isinstance(sess, KeySession)
+        sess._shardhash_orm._key_bulk(sess, ctx)
+
+
+event.listen(KeySession, "before_flush", _key_before_flush)
+event.listen(KeySession, "do_orm_execute", _key_execute)
+
+
 class ShardedORM:
     """SQLAlchemy sessions over one table group of a shardhash cluster.
 
@@ -224,15 +288,10 @@ class ShardedORM:
                 dbapi_conn.execute(f"PRAGMA synchronous={sync}")
                 dbapi_conn.execute("PRAGMA busy_timeout=60000")
 
-            @event.listens_for(e, "begin")
-            def _begin(conn: Connection) -> None:
-                # a flush's transaction takes the write lock; reads run without one (each
-                # statement its own snapshot, as the sqlite3 driver's default does)
-                imm = _WRITING.get()
-                if imm:  # (on the driver's connection: SQLAlchemy's statement path costs ~20 us more)
-                    conn.connection.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
-                conn.info[_IMM] = imm
-
+            # (no "begin" listener: the driver begins no transaction, so reads run without
+            # one -- each statement its own snapshot, as the sqlite3 driver's default does --
+            # and a flush begins the shard's with BEGIN IMMEDIATE itself, see _fence; an engine
+            # with a connection event listener costs every statement its event checks)
             return e
         dsn = getattr(b, "dsn", b.path)
 
@@ -274,6 +333,48 @@ class ShardedORM:
         while True:
             try:
                 with self.session(**kw) as s, s.begin():
+                    return work(s)
+            except StaleRouteError:
+                if attempt >= self.cluster.retries:
+                    raise
+                attempt += 1
+                self.cluster.refresh(self.group)
+
+    def session_for(self, key: Any, **kw: Any) -> KeySession:
+        """A plain ``Session`` (:class:`KeySession`) bound to the engine of
+        the shard that owns ``key`` (the cluster's router now), for the rows
+        of that one key: no chooser runs, and each transaction's first flush
+        takes the lock and checks the key against the shard's ownership
+        records, as a ``ShardedSession``'s flush does; a written row of
+        another key is a :class:`~shardhash.migrate.ShardKeyError`, a key
+        the shard gave away a :class:`~shardhash.migrate.StaleRouteError`
+        (nothing committed: refresh the router, or use :meth:`run_for`).
+        Reads go to that shard (keywords: ``Session``'s)."""
+        if self._shards_seen is None or self._shards_seen is not self.cluster._shard_map:
+            self.sync_engines()
+            self._shards_seen = self.cluster._shard_map
+        shard = self.cluster.router(self.group).route(key)
+        engine = self.engines.get(shard)
+        if engine is None:  # (a shard the router names that the cached shard map does not)
+            shard = self.cluster.refresh(self.group).route(key)
+            engine = self.sync_engines()[shard]
+            self._shards_seen = self.cluster._shard_map
+        s = KeySession(bind=engine, **kw)
+        s.shardhash_key = key
+        s.shardhash_shard = shard
+        s._shardhash_orm = self
+        return s
+
+    def run_for(self, key: Any, work: Callable[[KeySession], T], **kw: Any) -> T:
+        """``work(session)`` in the transaction of a new :meth:`session_for`
+        session of ``key``, committed; after a :class:`StaleRouteError` the
+        cluster's router is refreshed and ``work`` runs again in a session on
+        the new owner, at most ``cluster.retries`` times (``work`` must be
+        safe to run again: nothing of a failed run is committed)."""
+        attempt = 0
+        while True:
+            try:
+                with self.session_for(key, **kw) as s, s.begin():
                     return work(s)
             except StaleRouteError:
                 if attempt >= self.cluster.retries:
@@ -382,8 +483,11 @@ class ShardedORM:
         clause pins, else every shard.  An ORM UPDATE or DELETE by criteria
         is fenced like a flush, on the owners of the keys it pins (and
         refused when it pins none: name the keys, or run it through
-        ``cluster.transaction``)."""
+        ``cluster.transaction``); an INSERT statement into a group table is
+        refused."""
         stmt = ctx.statement
+        if ctx.is_insert:
+            self._refuse_insert(stmt)
         keys = self._clause_keys(getattr(stmt, "whereclause", None), ctx.parameters)
         if ctx.is_update or ctx.is_delete:
             if keys is None:
@@ -405,6 +509,16 @@ class ShardedORM:
             return self._all()  # (a value the router cannot place matches no row of a placed key)
         return owners or [r.shards[0]]  # (IN () matches nothing: one shard says so)
 
+    def _refuse_insert(self, stmt: Any) -> None:
+        """ValueError for an INSERT statement into a table of the group: its
+        rows' keys are neither routed nor checked (through a
+        ``ShardedSession`` it would run on every shard)."""
+        t = getattr(stmt, "table", None)
+        if isinstance(t, Table) and t.name in self._tables:
+            raise ValueError(f"an INSERT statement into {t.name!r} (group {self.group!r}) is neither routed "
+                             "nor checked: add instances to the session instead (the flush routes and checks "
+                             "them), or write it with cluster.transaction(key)")
+
     @staticmethod
     def _plan_keys(r: Any, keys: Iterable[Any]) -> dict[str, list[tuple[Any, Any]]]:
         plan: dict[str, list[tuple[Any, Any]]] = {}
@@ -419,8 +533,8 @@ class ShardedORM:
         if root is None:  # (never: the caller began one)
             raise RuntimeError("the session has no transaction")
         st = session.info.get(_INFO)
-        if st is None or st.root is not root:
-            st = _TxState(root)
+        if st is None or st.root() is not root:
+            st = _TxState(weakref.ref(root))
             session.info[_INFO] = st
         return st
 
@@ -436,11 +550,8 @@ class ShardedORM:
             ka = self._key_attr(st.mapper)
             if ka is None or st.key is None:
                 continue
-            hist = st.attrs[ka.attr].history
-            if hist.deleted and hist.added and hist.deleted[0] is not None and hist.added != hist.deleted:
-                raise ValueError(f"{st.mapper.class_.__name__}.{ka.attr} is the shard key of group "
-                                 f"{self.group!r} and cannot change ({hist.deleted[0]!r} -> {hist.added[0]!r}): "
-                                 "delete the row and insert a new one")
+            if ka.attr in st.committed_state:  # (the key attribute was set)
+                self._immutable_key(st)
             writes.append((st.mapper, obj, False))
         if not writes:
             return
@@ -463,7 +574,91 @@ class ShardedORM:
                 if o is not None:
                     instance_state(o).identity_token = shard
 
-    def _fence(self, session: ShardedSession,
+    def _key_flush(self, session: KeySession) -> None:
+        """Before a :class:`KeySession`'s flush: every row it writes is of
+        its key; the first flush of a transaction checks the key on its
+        shard (the lock it takes is held to the end of the transaction)."""
+        key = session.shardhash_key
+        wrote = False
+        for obj in session.new:
+            self._own_key(instance_state(obj).mapper, obj, key)
+            wrote = True
+        for obj in (*session.dirty, *session.deleted):
+            st = instance_state(obj)
+            if st.key is None:
+                continue
+            ka = self._key_attr(st.mapper)
+            if ka is not None and ka.attr in st.committed_state:  # (the key attribute was set)
+                self._immutable_key(st)
+            self._own_key(st.mapper, obj, key)
+            wrote = True
+        if wrote:
+            self._fence_key(session)
+
+    def _own_key(self, mapper: Mapper[Any], obj: Any, key: Any) -> None:
+        k = self._key_of(mapper, obj)
+        if type(k) is not type(key) or k != key:
+            ka = self._key_attr(mapper)
+            assert ka is not None
+            raise ShardKeyError(ka.table.name, k, key, self.group, self.group)
+
+    def _key_bulk(self, session: KeySession, ctx: ORMExecuteState) -> None:
+        """An ORM UPDATE/DELETE by criteria in a :class:`KeySession`: its
+        WHERE clause must pin its key (and no other); fenced like a flush.
+        An INSERT statement into a table of the group is refused (its rows'
+        keys are not checked: add instances instead)."""
+        if ctx.is_insert:
+            self._refuse_insert(ctx.statement)
+            return
+        keys = self._clause_keys(getattr(ctx.statement, "whereclause", None), ctx.parameters)
+        if keys is None:
+            raise ValueError(f"an ORM UPDATE/DELETE on group {self.group!r} must pin its shard key "
+                             f"({session.shardhash_key!r}: key == v) so that its owner can be fenced")
+        key = session.shardhash_key
+        for k in keys:
+            if type(k) is not type(key) or k != key:
+                raise ShardKeyError(self._tables_of_statement(ctx), k, key, self.group, self.group)
+        self._fence_key(session)
+
+    def _tables_of_statement(self, ctx: ORMExecuteState) -> str:
+        m = ctx.bind_mapper
+        ka = self._key_attr(m) if m is not None else None
+        return ka.table.name if ka is not None else "?"
+
+    def _fence_key(self, session: KeySession) -> None:
+        """:meth:`_fence` of a :class:`KeySession`'s one key and shard, once
+        per transaction; its common case (SQLite, no ownership record of a
+        migration on the shard) without the general bookkeeping."""
+        root = session.get_transaction()
+        st = session.info.get(_INFO)
+        if st is not None and st.root() is root and st.written:
+            return  # (checked in this transaction, whose lock it holds)
+        shard, key = session.shardhash_shard, session.shardhash_key
+        cl = self.cluster
+        b = cl.backend(shard)
+        if b.kind == "sqlite" and root is not None:
+            raw = session.connection().connection.dbapi_connection
+            _begin_immediate(raw)
+            if _all_owned(cl, shard, raw):
+                session.info[_INFO] = _TxState(weakref.ref(root), {shard}, {shard})
+                return
+            session.info[_INFO] = _TxState(weakref.ref(root), {shard})
+        self._fence(session, lambda _r: {shard: [(key, None)]})
+
+    def _immutable_key(self, st: Any) -> None:
+        """ValueError when the shard-key attribute of a loaded row changed
+        (reading its history makes the state a reference cycle: only an
+        attribute that was set, in ``committed_state``, is read)."""
+        ka = self._key_attr(st.mapper)
+        if ka is None:
+            return
+        hist = st.attrs[ka.attr].history
+        if hist.deleted and hist.added and hist.deleted[0] is not None and hist.added != hist.deleted:
+            raise ValueError(f"{st.mapper.class_.__name__}.{ka.attr} is the shard key of group "
+                             f"{self.group!r} and cannot change ({hist.deleted[0]!r} -> {hist.added[0]!r}): "
+                             "delete the row and insert a new one")
+
+    def _fence(self, session: Session,
                plan: Callable[[Any], dict[str, list[tuple[Any, Any]]]]) -> dict[str, list[tuple[Any, Any]]]:
         """Lock every shard of ``plan(router)`` in this session's transaction
         and check its keys there (see the module docstring); returns the
@@ -477,26 +672,25 @@ class ShardedORM:
             p = plan(r)
             stale: tuple[Any, str, int, str, bool] | None = None
             for shard in sorted(p):
-                if shard not in self.engines:
+                if shard not in self.engines and isinstance(session, ShardedSession):
                     self.sync_engines()
                     session.bind_shard(shard, self.engines[shard])
-                token = _WRITING.set(True)
-                try:
-                    conn = session.connection(bind_arguments={"shard_id": shard})
-                finally:
-                    _WRITING.reset(token)
+                conn = session.connection(bind_arguments={"shard_id": shard})
                 st = self._state(session)
                 b = cl.backend(shard)
-                c = _fence.adapt(b.kind, conn.connection.dbapi_connection)
+                raw = conn.connection.dbapi_connection
+                c = _fence.adapt(b.kind, raw)
                 if shard not in st.locked:
                     if b.kind == "sqlite":
-                        if not conn.info.get(_IMM):
-                            # (began for reads, without the lock: begin it with it)
-                            self._restart(b.kind, conn, c, lambda: None)
+                        # BEGIN IMMEDIATE (the driver begins nothing: a transaction open on the
+                        # connection now was begun by the application, and is begun again)
+                        _begin_immediate(c)
                     else:
                         _fence.lock(b.kind, c)
                     st.locked.add(shard)
                 items = p[shard]
+                if b.kind == "sqlite" and _all_owned(cl, shard, c):
+                    continue
                 refused = _fence.refusals(cl, g, shard, c, [k for k, _ in items], r.version)
                 if not refused:
                     continue
@@ -512,7 +706,6 @@ class ShardedORM:
                 if t_wait is None:
                     t_wait = time.perf_counter()
                 ep = _fence.epoch(cl, shard, c)
-                raw = conn.connection.dbapi_connection
                 end = None if b.kind == "sqlite" or raw is None else raw.rollback
                 self._restart(b.kind, conn, c, partial(_fence.wait_unfrozen, cl, shard, c, ep, t_wait, k, end))
                 st.locked.discard(shard)
@@ -544,7 +737,6 @@ class ShardedORM:
                 wait()
             finally:
                 raw.execute("BEGIN IMMEDIATE")
-                conn.info[_IMM] = True
         else:
             raw.rollback()
             wait()

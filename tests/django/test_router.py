@@ -237,3 +237,49 @@ def test_databases_builds_the_shards_entries(tmp_path: Path) -> None:
         ("django.db.backends.postgresql", "app", "svc", "/run/pg", "5999")
     assert pg["OPTIONS"] == {"options": "-csearch_path=b"}
     cl.close()
+
+
+def test_capture_skips_only_keys_that_do_not_move_and_the_skip_marker_never_commits(shop: Shop) -> None:
+    _add_users(range(1, 121))
+    old = shop.cluster.router("users")
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(shop.cluster, "users", new)
+    m.run(cutover=False)  # (copied; the capture of the sources stays on until the cutover)
+    moving = next(k for k in range(1, 121) if new.route(k) == "s4")
+    staying = next(k for k in range(1, 121) if new.route(k) == old.route(k) == old.route(moving))
+    src = old.route(moving)
+
+    def changes() -> list[tuple[Any, ...]]:
+        c = sqlite3.connect(DIR / f"{src}.db")
+        try:
+            assert c.execute("SELECT count(*) FROM _shardhash_skip").fetchone() == (0,)
+            return c.execute("SELECT tbl, pk FROM _shardhash_changes WHERE state = 0").fetchall()
+        finally:
+            c.close()
+
+    before = changes()
+    with sharded_atomic(staying):
+        User.objects.filter(id=staying).update(n=5)
+    assert changes() == before  # (a key no unit moves: not captured)
+    with sharded_atomic(moving):
+        User.objects.filter(id=moving).update(n=6)
+    assert changes()[len(before):] == [("shop_user", f"[{moving}]")]
+    assert m.run() == "retained"
+    assert shop.rows("s4")[moving][2] == 6 and shop.rows(src)[staying][2] == 5
+
+
+def test_a_shard_without_the_guard_table_is_written_unguarded(shop: Shop, caplog: pytest.LogCaptureFixture) -> None:
+    _add_users(range(1, 3))
+    shard = shop.cluster.router("users").route(1)
+    c = sqlite3.connect(DIR / f"{shard}.db")
+    # (as on a shard set up by an older version: no guard table, no guard triggers)
+    q = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '_shardhash_g%'"
+    for (name,) in c.execute(q).fetchall():
+        c.execute(f'DROP TRIGGER "{name}"')  # (a name read from the schema)
+    c.execute("DROP TABLE _shardhash_guard")
+    c.commit()
+    c.close()
+    with sharded_atomic(1):
+        User.objects.filter(id=1).update(n=9)
+    assert shop.rows(shard)[1][2] == 9
+    assert "no shard-key guard" in caplog.text

@@ -19,7 +19,7 @@ from tests._support import oracle_required
 if not oracle_required():  # (in CI a missing SQLAlchemy fails the import below)
     pytest.importorskip("sqlalchemy", reason="pip install 'shardhash[sqlalchemy]'")
 
-from sqlalchemy import bindparam, delete, event, or_, select, update  # noqa: E402
+from sqlalchemy import bindparam, delete, event, insert, or_, select, update  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
@@ -318,3 +318,19 @@ def test_a_failover_repoints_the_next_session(tmp_path: Path) -> None:
     orm.dispose()
     cl.close()
     new_primary.close()
+
+
+def test_an_insert_statement_into_a_group_table_is_refused(root: Path, backend: str) -> None:
+    # (it ran on every shard the execute chooser names: a copy of the row on each)
+    path = make_cluster(root, FOUR, users=10, backend=backend)
+    cl = Cluster.load(path)
+    orm = ShardedORM(cl, "users")
+    with orm.session() as s, s.begin():
+        with pytest.raises(ValueError, match="INSERT statement"):
+            s.execute(insert(User).values(id=5000, name="x", n=0))
+    assert all(5000 not in shard_rows(root, sh) for sh in FOUR)
+    with orm.session() as s, s.begin():  # (instances are routed, and checked, by the flush)
+        s.add(User(id=5000, name="x", n=0))
+    assert [sh for sh in FOUR if 5000 in shard_rows(root, sh)] == [cl.router("users").route(5000)]
+    orm.dispose()
+    cl.close()
