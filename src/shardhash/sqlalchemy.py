@@ -74,6 +74,7 @@ from .migrate.sqlite import SQLiteShard
 __all__ = ["KeySession", "ShardedORM", "ShardhashSession", "keys_of"]
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Session)
 
 #: The session.info entry holding the per-transaction fence state.
 _INFO = "shardhash.fence"
@@ -329,16 +330,7 @@ class ShardedORM:
         router is refreshed first), at most ``cluster.retries`` times.
         ``work`` must be safe to run again (nothing of a failed run is
         committed)."""
-        attempt = 0
-        while True:
-            try:
-                with self.session(**kw) as s, s.begin():
-                    return work(s)
-            except StaleRouteError:
-                if attempt >= self.cluster.retries:
-                    raise
-                attempt += 1
-                self.cluster.refresh(self.group)
+        return self._retried(lambda: self.session(**kw), work)
 
     def session_for(self, key: Any, **kw: Any) -> KeySession:
         """A plain ``Session`` (:class:`KeySession`) bound to the engine of
@@ -371,10 +363,16 @@ class ShardedORM:
         cluster's router is refreshed and ``work`` runs again in a session on
         the new owner, at most ``cluster.retries`` times (``work`` must be
         safe to run again: nothing of a failed run is committed)."""
+        return self._retried(lambda: self.session_for(key, **kw), work)
+
+    def _retried(self, open_session: Callable[[], S], work: Callable[[S], T]) -> T:
+        """``work`` in the transaction of ``open_session()``, committed; after
+        a :class:`StaleRouteError` the router is refreshed and ``work`` runs
+        again in a new session, at most ``cluster.retries`` times."""
         attempt = 0
         while True:
             try:
-                with self.session_for(key, **kw) as s, s.begin():
+                with open_session() as s, s.begin():
                     return work(s)
             except StaleRouteError:
                 if attempt >= self.cluster.retries:

@@ -18,7 +18,7 @@ from cpython.unicode cimport PyUnicode_CheckExact
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memchr, memset
 
-from shardhash._common cimport sh_job, key_index_fn, KEY_NOT_MINE, sh_exact_raw, run, check_out, address, SH_OK
+from shardhash._common cimport sh_job, sh_chunk_fn, key_index_fn, KEY_NOT_MINE, sh_exact_raw, run, check_out, address, SH_OK
 from shardhash._npy cimport import_numpy, is_ndarray_exact, int_array, NP_UINT64
 from shardhash.compat._native_base cimport (_Keys, _RangeKeys, SMALL, bytes_of, offs, count_le, small_len,
                                             array_of, map_array, map_offsets, map_fixed)
@@ -503,8 +503,9 @@ def varlen_32(const uint8_t[::1] data not None, const int64_t[::1] offsets not N
     map_offsets(_k_pg_varlen_32, data, offsets, out, _DT_I32, True, threads)
 
 
-def combine64(acc, const uint64_t[::1] h not None, isnull=None, threads=None):
-    """acc[i] = hash_combine64(acc[i], h[i]) where isnull[i] is false (in place)."""
+cdef int _fold_column(sh_chunk_fn kernel, acc, const uint64_t[::1] h, isnull, threads) except -1:
+    """Run ``kernel`` over ``acc`` (uint64, in place) and the column ``h``,
+    skipping the rows ``isnull`` (uint8, optional) marks."""
     cdef Py_ssize_t n = h.shape[0]
     cdef const uint8_t[::1] mask
     cdef sh_job job
@@ -517,7 +518,13 @@ def combine64(acc, const uint64_t[::1] h not None, isnull=None, threads=None):
         job.ctx = &mask[0] if n else NULL
     job.data = &h[0] if n else NULL
     job.out = address(acc)
-    run(_k_pg_combine, &job, n, threads)
+    run(kernel, &job, n, threads)
+    return 0
+
+
+def combine64(acc, const uint64_t[::1] h not None, isnull=None, threads=None):
+    """acc[i] = hash_combine64(acc[i], h[i]) where isnull[i] is false (in place)."""
+    _fold_column(_k_pg_combine, acc, h, isnull, threads)
 
 
 def remainder(const uint64_t[::1] rowhash not None, uint64_t modulus, out, threads=None):
@@ -852,19 +859,7 @@ cdef ptrdiff_t _k_pg_fold31(const sh_job *j, Py_ssize_t c, Py_ssize_t s, Py_ssiz
 def fold31(acc, const uint64_t[::1] h not None, isnull=None, threads=None):
     """acc[i] = acc[i] * 31 + (0 if isnull[i] else h[i]) (mod 2**64, in place):
     hash_record's and hash_array's fold of one field or element column."""
-    cdef Py_ssize_t n = h.shape[0]
-    cdef const uint8_t[::1] mask
-    cdef sh_job job
-    memset(&job, 0, sizeof(sh_job))
-    check_out(acc, n, _DT_U64, True)
-    if isnull is not None:
-        mask = isnull
-        if mask.shape[0] != n:
-            raise ValueError(f"isnull has {mask.shape[0]} elements, expected {n}")
-        job.ctx = &mask[0] if n else NULL
-    job.data = &h[0] if n else NULL
-    job.out = address(acc)
-    run(_k_pg_fold31, &job, n, threads)
+    _fold_column(_k_pg_fold31, acc, h, isnull, threads)
 
 
 cdef int _flatten_into(list flat, object value, object ndarray) except -1:

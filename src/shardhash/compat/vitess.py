@@ -449,9 +449,7 @@ class VitessRouter(RawKeyRouter):
 
     _doc_fields = ("vindex",)
 
-    _hashes_refused = ("a Vitess router routes keyspace ids, not shardhash hashes: "
-                        "use route_many(values) or route_keyspace_ids(ksids)")
-    _hash_refused = "a Vitess router routes keyspace ids, not shardhash hashes"
+    _routes_instead = ("a Vitess router routes keyspace ids", "use route_many(values) or route_keyspace_ids(ksids)")
 
     def hashing_description(self) -> str:
         return f"Vitess {self.vindex} vindex keyspace id"

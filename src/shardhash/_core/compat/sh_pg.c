@@ -346,25 +346,19 @@ typedef struct {
     int inf, inc, lower;
 } sh_pg_bound;
 
-SH_FORCE_INLINE sh_pg_bound sh_pg_lower_of(unsigned f, int64_t v)
+/* The lower (lower = 1) or upper bound of a range with flags f. */
+SH_FORCE_INLINE sh_pg_bound sh_pg_bound_of(unsigned f, int64_t v, int lower)
 {
     sh_pg_bound b;
     b.v = v;
-    b.inf = (f & SH_PG_RANGE_LB_INF) != 0;
-    b.inc = (f & SH_PG_RANGE_LB_INC) != 0;
-    b.lower = 1;
+    b.inf = (f & (lower ? SH_PG_RANGE_LB_INF : SH_PG_RANGE_UB_INF)) != 0;
+    b.inc = (f & (lower ? SH_PG_RANGE_LB_INC : SH_PG_RANGE_UB_INC)) != 0;
+    b.lower = lower;
     return b;
 }
 
-SH_FORCE_INLINE sh_pg_bound sh_pg_upper_of(unsigned f, int64_t v)
-{
-    sh_pg_bound b;
-    b.v = v;
-    b.inf = (f & SH_PG_RANGE_UB_INF) != 0;
-    b.inc = (f & SH_PG_RANGE_UB_INC) != 0;
-    b.lower = 0;
-    return b;
-}
+#define sh_pg_lower_of(f, v) sh_pg_bound_of((f), (v), 1)
+#define sh_pg_upper_of(f, v) sh_pg_bound_of((f), (v), 0)
 
 /* range_cmp_bounds */
 static int sh_pg_cmp_bounds(sh_pg_bound a, sh_pg_bound b)
