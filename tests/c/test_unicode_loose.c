@@ -53,11 +53,11 @@ static sh_uloose *make_tables(void)
     static const uint8_t ccc_lead[] = {230, 220, 230}, ccc_trail[] = {230, 220, 230};
     uint32_t con[2 * SH_ULOOSE_CON_COLS];
     uint32_t j;
-    one(0x00, 0, 0);  /* ignorable */
+    one(0x00, 0, 0); /* ignorable */
     one(0x20, 0x209, 0);
     one(0x61, 0x1000, 0);
     one(0x62, 0x1001, 0);
-    one(0x6C, 0x1002, 0);  /* a contraction starter */
+    one(0x6C, 0x1002, 0); /* a contraction starter */
     one(0xB7, 0x300, 0);
     add_explicit(0xE9, 2, e_acute);
     one(0x301, 0, 230);
@@ -82,7 +82,8 @@ static sh_uloose *make_tables(void)
     con[SH_ULOOSE_CON_COLS + 2 + SH_ULOOSE_MAX_SUFFIX] = (uint32_t)npool + 1;
     con[SH_ULOOSE_CON_COLS + 3 + SH_ULOOSE_MAX_SUFFIX] = 1;
     npool += 2;
-    return sh_uloose_new(pool, npool, ecp, eoff, ecnt, nexp, ideo, 2, ccc_cp, ccc_lead, ccc_trail, 3, con, 2, 30);
+    return sh_uloose_new(pool, npool, ecp, eoff, ecnt, nexp, ideo, 2, ccc_cp, ccc_lead, ccc_trail, 3, con, 2,
+                         30);
 }
 
 static sh_uloose_buf buf;
@@ -146,7 +147,10 @@ int main(int argc, char **argv)
         CHECK(strcmp(fold_hex(t, u4, 3, 4), "10001001") == 0, "UCS-4");
     }
     /* a precomposed letter: its mark element weighs nothing at primary strength */
-    check_utf8(t, "\xc3\xa9" "a", "10031000");
+    check_utf8(t,
+               "\xc3\xa9"
+               "a",
+               "10031000");
     /* contractions: contiguous, then across a lower-class mark (weighed after it) */
     check_utf8(t, "l\xc2\xb7", "1100");
     check_utf8(t, "l\xcc\x81", "1101");

@@ -33,7 +33,8 @@ __all__ = ["hash_extended", "hash_extended_small", "PgPartitionKeys", "CitusKeys
            "hash_uint32", "fold_int8", "hash_combine64", "hash_bytes_extended", "hash_bytes", "float8_extended",
            "float8_32", "int_extended", "int_32", "float8_extended_array", "float8_32_array", "fixed_extended",
            "fixed_32", "varlen_extended", "varlen_32", "combine64", "remainder", "PG_CODES",
-           "HASH_PARTITION_SEED"]
+           "HASH_PARTITION_SEED", "RANGE_ELEMENT_CODES", "range_columns", "multirange_columns", "range_hashes",
+           "composite_columns", "int_column", "fold31", "flatten_arrays"]
 
 cdef extern from "sh_pg.h" nogil:
     uint64_t SH_PG_HASH_PARTITION_SEED

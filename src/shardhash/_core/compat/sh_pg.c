@@ -312,12 +312,12 @@ int sh_pg_range_canonical(int discrete, int64_t vmax, uint8_t *flags, int64_t *l
     if (lo_inf) lo = 0;
     if (hi_inf) hi = 0;
     if (!lo_inf && !hi_inf) {
-        if (lo > hi) return -1;                  /* lower bound must be less than or equal to upper */
+        if (lo > hi) return -1; /* lower bound must be less than or equal to upper */
         if (lo == hi && !(lo_inc && hi_inc)) goto empty;
     }
-    if (discrete) {                              /* [lower, upper) */
+    if (discrete) { /* [lower, upper) */
         if (!lo_inf && !lo_inc) {
-            if (lo >= vmax) return -1;           /* lower + 1 leaves the element type */
+            if (lo >= vmax) return -1; /* lower + 1 leaves the element type */
             lo++;
             lo_inc = 1;
         }
@@ -328,8 +328,12 @@ int sh_pg_range_canonical(int discrete, int64_t vmax, uint8_t *flags, int64_t *l
         }
         if (!lo_inf && !hi_inf && lo == hi) goto empty;
     }
-    *flags = (uint8_t)((lo_inf ? SH_PG_RANGE_LB_INF : lo_inc ? SH_PG_RANGE_LB_INC : 0u) |
-                       (hi_inf ? SH_PG_RANGE_UB_INF : hi_inc ? SH_PG_RANGE_UB_INC : 0u));
+    *flags = (uint8_t)((lo_inf   ? SH_PG_RANGE_LB_INF
+                        : lo_inc ? SH_PG_RANGE_LB_INC
+                                 : 0u) |
+                       (hi_inf   ? SH_PG_RANGE_UB_INF
+                        : hi_inc ? SH_PG_RANGE_UB_INC
+                                 : 0u));
     *lower = lo;
     *upper = hi;
     return 0;
@@ -410,7 +414,8 @@ static void sh_pg_sort_ranges(uint8_t *f, int64_t *lo, int64_t *hi, size_t k)
     size_t i, j;
     if (k <= 16) { /* insertion sort: a multirange usually holds a few ranges */
         for (i = 1; i < k; i++)
-            for (j = i; j > 0 && sh_pg_cmp_ranges(f, lo, hi, j - 1, j) > 0; j--) sh_pg_swap_ranges(f, lo, hi, j - 1, j);
+            for (j = i; j > 0 && sh_pg_cmp_ranges(f, lo, hi, j - 1, j) > 0; j--)
+                sh_pg_swap_ranges(f, lo, hi, j - 1, j);
         return;
     }
     for (i = k / 2; i-- > 0;) sh_pg_sift_ranges(f, lo, hi, i, k);
@@ -448,8 +453,12 @@ size_t sh_pg_multirange_canonical(uint8_t *flags, int64_t *lower, int64_t *upper
         pu = sh_pg_upper_of(flags[i], upper[i]);
         lo = sh_pg_cmp_bounds(ll, pl) <= 0 ? ll : pl;
         hi = sh_pg_cmp_bounds(lu, pu) >= 0 ? lu : pu;
-        flags[w - 1] = (uint8_t)((lo.inf ? SH_PG_RANGE_LB_INF : lo.inc ? SH_PG_RANGE_LB_INC : 0u) |
-                                 (hi.inf ? SH_PG_RANGE_UB_INF : hi.inc ? SH_PG_RANGE_UB_INC : 0u));
+        flags[w - 1] = (uint8_t)((lo.inf   ? SH_PG_RANGE_LB_INF
+                                  : lo.inc ? SH_PG_RANGE_LB_INC
+                                           : 0u) |
+                                 (hi.inf   ? SH_PG_RANGE_UB_INF
+                                  : hi.inc ? SH_PG_RANGE_UB_INC
+                                           : 0u));
         lower[w - 1] = lo.inf ? 0 : lo.v;
         upper[w - 1] = hi.inf ? 0 : hi.v;
     }
@@ -485,8 +494,8 @@ SH_FORCE_INLINE uint32_t sh_pg_range_321(unsigned f, int64_t lo, int64_t hi, int
     return r;
 }
 
-void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
-                          uint64_t seed, uint64_t *out)
+void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n,
+                          int wide, uint64_t seed, uint64_t *out)
 {
     sh_pg_u32state s = sh_pg_u32state_init(seed);
     size_t i;
@@ -521,7 +530,8 @@ void sh_pg_multirange_32(const uint8_t *flags, const int64_t *lower, const int64
     int64_t j;
     for (i = 0; i < n; i++) {
         uint32_t r = 1;
-        for (j = offsets[i]; j < offsets[i + 1]; j++) r = r * 31u + sh_pg_range_321(flags[j], lower[j], upper[j], wide);
+        for (j = offsets[i]; j < offsets[i + 1]; j++)
+            r = r * 31u + sh_pg_range_321(flags[j], lower[j], upper[j], wide);
         out[i] = sh_pg_as_int32(r);
     }
 }

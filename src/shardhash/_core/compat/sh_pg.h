@@ -212,8 +212,8 @@ int sh_pg_range_canonical(int discrete, int64_t vmax, uint8_t *flags, int64_t *l
 size_t sh_pg_multirange_canonical(uint8_t *flags, int64_t *lower, int64_t *upper, size_t k);
 
 /* hash_range_extended / hash_range of n canonical ranges. */
-void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
-                          uint64_t seed, uint64_t *out);
+void sh_pg_range_extended(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n,
+                          int wide, uint64_t seed, uint64_t *out);
 void sh_pg_range_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper, size_t n, int wide,
                     int32_t *out);
 

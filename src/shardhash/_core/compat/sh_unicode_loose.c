@@ -13,26 +13,26 @@
 #define NBLOCKS (0x110000u >> 8)
 
 /* a code point's info word: pool offset (20 bits), element count (5 bits), kind, starter */
-#define I_OFF_MASK 0xFFFFFu
-#define I_CNT_SHIFT 20
-#define I_CNT_MASK 0x1Fu
+#define I_OFF_MASK   0xFFFFFu
+#define I_CNT_SHIFT  20
+#define I_CNT_MASK   0x1Fu
 #define I_KIND_SHIFT 25
-#define I_KIND_MASK 3u
-#define K_OTHER 0u     /* implicit: code point + 0x50000 */
-#define K_EXPLICIT 1u  /* elements in the pool */
-#define K_HANGUL 2u    /* a Hangul syllable: its jamo's elements */
-#define K_IDEO 3u      /* implicit ideograph: + 0x10000 (CJK unified / compatibility), + 0x20000 */
-#define I_STARTER (1u << 27)
+#define I_KIND_MASK  3u
+#define K_OTHER      0u /* implicit: code point + 0x50000 */
+#define K_EXPLICIT   1u /* elements in the pool */
+#define K_HANGUL     2u /* a Hangul syllable: its jamo's elements */
+#define K_IDEO       3u /* implicit ideograph: + 0x10000 (CJK unified / compatibility), + 0x20000 */
+#define I_STARTER    (1u << 27)
 /* "simple" (as _unicode_loose._fast_tables has it): in no contraction's suffix, its
  * first element of class 0, and so the first character of its decomposition.  A
  * string of simple characters weighs character by character: no contraction can
  * match, and each character's elements open a new segment, so nothing is reordered */
-#define I_SIMPLE (1u << 28)
+#define I_SIMPLE     (1u << 28)
 
 /* how deep skipped marks may nest (each level a contraction inside the marks
  * another skipped); deeper keys are refused (SH_ULOOSE_BAD_INPUT), and the
  * caller folds them by the Python rules */
-#define MAX_DEPTH 64
+#define MAX_DEPTH  64
 #define SKIP_STACK 32
 
 struct sh_uloose {
@@ -43,13 +43,13 @@ struct sh_uloose {
     uint8_t *ccc_lead;
     uint8_t *ccc_trail;
     size_t nccc;
-    uint32_t *st_cp;   /* contraction starters, ascending */
-    uint32_t *st_beg;  /* their rows: [st_beg[k], st_beg[k + 1]) */
+    uint32_t *st_cp;  /* contraction starters, ascending */
+    uint32_t *st_beg; /* their rows: [st_beg[k], st_beg[k + 1]) */
     size_t nst;
-    uint32_t *con;     /* rows of SH_ULOOSE_CON_COLS, grouped by starter */
+    uint32_t *con; /* rows of SH_ULOOSE_CON_COLS, grouped by starter */
     size_t max_elems;
     int max_combining;
-    int ascii_fast;    /* all-ASCII text weighs character by character */
+    int ascii_fast; /* all-ASCII text weighs character by character */
     uint8_t ascii_len[128];
     uint8_t ascii_key[128][3];
 };
@@ -64,10 +64,12 @@ static size_t find_u32(const uint32_t *v, size_t n, uint32_t x)
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x) lo = mid + 1;
-        else hi = mid;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return lo;  /* n, or the first index with v[i] >= x */
+    return lo; /* n, or the first index with v[i] >= x */
 }
 
 /* _cccs: the combining classes of the first and last character of the NFD of cp */
@@ -169,7 +171,8 @@ static int build_blocks(sh_uloose *t, const uint32_t *exp_cp, const uint32_t *ex
             }
             while (ic < t->nccc && t->ccc_cp[ic] < cp) ic++;
             while (isx < nsfx && sfx[isx] < cp) isx++;
-            if (!(isx < nsfx && sfx[isx] == cp) && !(ic < t->nccc && t->ccc_cp[ic] == cp && t->ccc_lead[ic]) &&
+            if (!(isx < nsfx && sfx[isx] == cp) &&
+                !(ic < t->nccc && t->ccc_cp[ic] == cp && t->ccc_lead[ic]) &&
                 !((info >> I_KIND_SHIFT & I_KIND_MASK) == K_EXPLICIT && (t->pool[info & I_OFF_MASK] & 0xFFu)))
                 info |= I_SIMPLE;
             tmp[j] = info;
@@ -196,14 +199,14 @@ static int build_blocks(sh_uloose *t, const uint32_t *exp_cp, const uint32_t *ex
         }
         t->stage1[b] = (uint16_t)nblocks++;
     }
-    return ie == nexp && is == t->nst ? 0 : -1;  /* every entry placed: ascending, in range */
+    return ie == nexp && is == t->nst ? 0 : -1; /* every entry placed: ascending, in range */
 }
 
-sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems,
-                         const uint32_t *exp_cp, const uint32_t *exp_off, const uint8_t *exp_cnt, size_t nexp,
-                         const uint32_t *ideo, size_t nideo,
-                         const uint32_t *ccc_cp, const uint8_t *ccc_lead, const uint8_t *ccc_trail, size_t nccc,
-                         const uint32_t *con, size_t ncon, int max_combining)
+sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems, const uint32_t *exp_cp,
+                         const uint32_t *exp_off, const uint8_t *exp_cnt, size_t nexp, const uint32_t *ideo,
+                         size_t nideo, const uint32_t *ccc_cp, const uint8_t *ccc_lead,
+                         const uint8_t *ccc_trail, size_t nccc, const uint32_t *con, size_t ncon,
+                         int max_combining)
 {
     sh_uloose *t;
     size_t i, k;
@@ -219,7 +222,8 @@ sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems,
     t->con = (uint32_t *)dup_mem(con, ncon * SH_ULOOSE_CON_COLS * sizeof(uint32_t));
     t->st_cp = (uint32_t *)malloc((ncon + 1) * sizeof(uint32_t));
     t->st_beg = (uint32_t *)malloc((ncon + 1) * sizeof(uint32_t));
-    if (!t->pool || !t->ccc_cp || !t->ccc_lead || !t->ccc_trail || !t->con || !t->st_cp || !t->st_beg) goto fail;
+    if (!t->pool || !t->ccc_cp || !t->ccc_lead || !t->ccc_trail || !t->con || !t->st_cp || !t->st_beg)
+        goto fail;
     for (i = 1; i < nccc; i++)
         if (ccc_cp[i] <= ccc_cp[i - 1]) goto fail;
     for (i = 0; i < nexp; i++) {
@@ -249,7 +253,8 @@ sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems,
         int bad;
         if (sfx == NULL) goto fail;
         for (i = 0; i < ncon; i++)
-            for (k = 0; k < con[i * SH_ULOOSE_CON_COLS + 1]; k++) sfx[nsfx++] = con[i * SH_ULOOSE_CON_COLS + 2 + k];
+            for (k = 0; k < con[i * SH_ULOOSE_CON_COLS + 1]; k++)
+                sfx[nsfx++] = con[i * SH_ULOOSE_CON_COLS + 2 + k];
         qsort(sfx, nsfx, sizeof(uint32_t), cmp_u32);
         bad = build_blocks(t, exp_cp, exp_off, exp_cnt, nexp, ideo, nideo, sfx, nsfx);
         free(sfx);
@@ -317,8 +322,8 @@ void sh_uloose_buf_free(sh_uloose_buf *b)
 typedef struct {
     const sh_uloose *t;
     sh_uloose_buf *b;
-    size_t m;     /* elements so far */
-    int err;      /* SH_ULOOSE_NOMEM or SH_ULOOSE_BAD_INPUT (too deep) */
+    size_t m; /* elements so far */
+    int err;  /* SH_ULOOSE_NOMEM or SH_ULOOSE_BAD_INPUT (too deep) */
 } iter;
 
 static int reserve(iter *it, size_t k)
@@ -373,8 +378,9 @@ static int push_single(iter *it, uint32_t r, uint32_t info)
     }
     if (reserve(it, 1)) return -1;
     if (kind == K_IDEO)
-        it->b->el[it->m++] = (r + ((r >= 0x4E00u && r <= 0x9FFFu) || (r >= 0xF900u && r <= 0xFAFFu)
-                                   ? 0x10000u : 0x20000u)) << 8;
+        it->b->el[it->m++] =
+            (r + ((r >= 0x4E00u && r <= 0x9FFFu) || (r >= 0xF900u && r <= 0xFAFFu) ? 0x10000u : 0x20000u))
+            << 8;
     else
         it->b->el[it->m++] = (r + 0x50000u) << 8;
     return 0;
@@ -382,11 +388,11 @@ static int push_single(iter *it, uint32_t r, uint32_t info)
 
 /* the contraction matcher's state (_contraction's closure) */
 typedef struct {
-    const uint32_t *rows;  /* the starter's rows */
+    const uint32_t *rows; /* the starter's rows */
     size_t nrows;
     uint32_t state[SH_ULOOSE_MAX_SUFFIX];
     size_t slen;
-    ptrdiff_t result;      /* the row of the longest full match, or -1 */
+    ptrdiff_t result; /* the row of the longest full match, or -1 */
     size_t pindex;
     int done;
 } matcher;
@@ -397,7 +403,7 @@ static size_t scan(matcher *mt, const uint32_t *s, size_t start, size_t p, size_
         size_t nl = mt->slen + 1, i;
         ptrdiff_t full = -1;
         int prefix = 0;
-        if (nl > SH_ULOOSE_MAX_SUFFIX) break;  /* no suffix is that long */
+        if (nl > SH_ULOOSE_MAX_SUFFIX) break; /* no suffix is that long */
         for (i = 0; i < mt->nrows; i++) {
             const uint32_t *row = mt->rows + i * SH_ULOOSE_CON_COLS;
             size_t len = row[1], j;
@@ -405,8 +411,10 @@ static size_t scan(matcher *mt, const uint32_t *s, size_t start, size_t p, size_
             for (j = 0; j < mt->slen && row[2 + j] == mt->state[j]; j++) {
             }
             if (j < mt->slen || row[2 + mt->slen] != s[p]) continue;
-            if (len == nl) full = (ptrdiff_t)i;
-            else prefix = 1;
+            if (len == nl)
+                full = (ptrdiff_t)i;
+            else
+                prefix = 1;
         }
         if (full >= 0) {
             mt->result = full;
@@ -521,7 +529,7 @@ static void reverse_el(uint32_t *el, size_t a, size_t b)
 /* elements(): the collation elements of s[0, n) into it->b->el[0, it->m) */
 static int elements(iter *it, const uint32_t *s, size_t n)
 {
-    size_t pos = 0, seg = 0;  /* seg: colltab's Iter.N */
+    size_t pos = 0, seg = 0; /* seg: colltab's Iter.N */
     ptrdiff_t u;
     for (;;) {
         /* next_segment */
@@ -564,7 +572,7 @@ static int elements(iter *it, const uint32_t *s, size_t n)
                 prev = ccc;
             }
         }
-        if (it->m == seg) return 0;  /* done = len(el) != n: False ends the walk */
+        if (it->m == seg) return 0; /* done = len(el) != n: False ends the walk */
         seg = it->m;
     next:;
     }
@@ -609,8 +617,8 @@ static ptrdiff_t decode_utf8(const uint8_t *s, size_t n, uint32_t *cps)
             if (i + 3 >= n || s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xC0u) != 0x80u ||
                 (s[i + 3] & 0xC0u) != 0x80u)
                 return -1;
-            cps[k++] = (c & 0x07u) << 18 | (uint32_t)(s[i + 1] & 0x3Fu) << 12 | (uint32_t)(s[i + 2] & 0x3Fu) << 6 |
-                       (s[i + 3] & 0x3Fu);
+            cps[k++] = (c & 0x07u) << 18 | (uint32_t)(s[i + 1] & 0x3Fu) << 12 |
+                       (uint32_t)(s[i + 2] & 0x3Fu) << 6 | (s[i + 3] & 0x3Fu);
             i += 4;
         } else {
             return -1;
@@ -656,8 +664,9 @@ static ptrdiff_t fold_simple(const sh_uloose *t, const uint32_t *cps, size_t n, 
                     if (e[q] >> 8) w += put_weight(o + w, e[q] >> 8);
             }
         } else if (kind == K_IDEO) {
-            w += put_weight(o + w, r + ((r >= 0x4E00u && r <= 0x9FFFu) || (r >= 0xF900u && r <= 0xFAFFu)
-                                        ? 0x10000u : 0x20000u));
+            w += put_weight(
+                o + w,
+                r + ((r >= 0x4E00u && r <= 0x9FFFu) || (r >= 0xF900u && r <= 0xFAFFu) ? 0x10000u : 0x20000u));
         } else {
             w += put_weight(o + w, r + 0x50000u);
         }
@@ -688,7 +697,7 @@ ptrdiff_t sh_uloose_fold(const sh_uloose *t, const void *data, size_t len, int k
             o = (uint8_t *)b->el;
             for (i = w = 0; i < len; i++) {
                 uint8_t c = s[i];
-                memcpy(o + w, t->ascii_key[c], 3);  /* el holds 4 bytes per character */
+                memcpy(o + w, t->ascii_key[c], 3); /* el holds 4 bytes per character */
                 w += t->ascii_len[c];
             }
             *key = o;

@@ -45,7 +45,7 @@ extern "C" {
 #define SH_ULOOSE_MAX_SUFFIX 4
 /* Columns of one contraction row given to sh_uloose_new:
  * starter, suffix length, SH_ULOOSE_MAX_SUFFIX suffix code points, element offset, element count. */
-#define SH_ULOOSE_CON_COLS (4 + SH_ULOOSE_MAX_SUFFIX)
+#define SH_ULOOSE_CON_COLS   (4 + SH_ULOOSE_MAX_SUFFIX)
 
 typedef struct sh_uloose sh_uloose;
 
@@ -59,11 +59,11 @@ typedef struct sh_uloose sh_uloose;
  *  - con[SH_ULOOSE_CON_COLS * ncon]: the contractions (elements in the pool);
  *  - max_combining: colltab's maxCombiningCharacters (30).
  * NULL if the tables are inconsistent or memory runs out. */
-sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems,
-                         const uint32_t *exp_cp, const uint32_t *exp_off, const uint8_t *exp_cnt, size_t nexp,
-                         const uint32_t *ideo, size_t nideo,
-                         const uint32_t *ccc_cp, const uint8_t *ccc_lead, const uint8_t *ccc_trail, size_t nccc,
-                         const uint32_t *con, size_t ncon, int max_combining);
+sh_uloose *sh_uloose_new(const uint32_t *elems, size_t nelems, const uint32_t *exp_cp,
+                         const uint32_t *exp_off, const uint8_t *exp_cnt, size_t nexp, const uint32_t *ideo,
+                         size_t nideo, const uint32_t *ccc_cp, const uint8_t *ccc_lead,
+                         const uint8_t *ccc_trail, size_t nccc, const uint32_t *con, size_t ncon,
+                         int max_combining);
 void sh_uloose_free(sh_uloose *t);
 /* E of the memory bound above. */
 size_t sh_uloose_max_elems(const sh_uloose *t);
@@ -78,7 +78,7 @@ typedef struct {
 void sh_uloose_buf_free(sh_uloose_buf *b);
 
 /* Results of the fold functions (>= 0: the key's length in bytes). */
-#define SH_ULOOSE_BAD_INPUT (-1)   /* invalid UTF-8, or a surrogate */
+#define SH_ULOOSE_BAD_INPUT (-1) /* invalid UTF-8, or a surrogate */
 #define SH_ULOOSE_NOMEM     (-2)
 
 /* The collation key of `len` units of `data` (kind 0: UTF-8 bytes; 1, 2, 4:
