@@ -64,6 +64,8 @@ DEFAULT_POOL_SIZE = 8
 _EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
 _GUARD_ON = "INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)"
 _GUARD_OFF = "DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k"
+_GUARD_OFF_ALONE = ("DELETE FROM _shardhash_guard WHERE id = 0 "
+                    "AND NOT EXISTS (SELECT 1 FROM _shardhash_guard WHERE id <> 0)")
 
 
 class AsyncShardTransaction:
@@ -675,14 +677,19 @@ def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: An
 
 def _sqlite_end(group: str, key: Any, skip: bool, c: Any) -> list[tuple[str, str, Any]]:
     """On the connection's thread, the end of a write transaction whose
-    block succeeded: the skip marker off and the guard's records read (the
-    statements of SQLiteShard.end_skip / end_guard), then the commit when
-    the guard recorded no row of another key; returns those rows (the
-    caller raises ShardKeyError and rolls back)."""
+    block succeeded: the skip marker off and the guard's records read and
+    cleared (SQLiteShard.end_skip / end_guard), then the commit when the
+    guard recorded no row of another key; returns those rows (the caller
+    raises ShardKeyError and rolls back).  When the guard's marker is its
+    only row (the usual case) one statement removes it; else the rows are
+    read as end_guard reads them."""
     if skip:  # (only this transaction's own marker: none when it set none)
         c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
     try:
-        rows = c.execute(_GUARD_OFF).fetchall()
+        if c.execute(_GUARD_OFF_ALONE).rowcount == 1:
+            rows = []
+        else:
+            rows = c.execute(_GUARD_OFF).fetchall()
     except sqlite3.OperationalError as e:
         if "_shardhash_guard" not in str(e):
             raise
@@ -693,7 +700,6 @@ def _sqlite_end(group: str, key: Any, skip: bool, c: Any) -> list[tuple[str, str
         c.execute("COMMIT")
     return bad
 
-
 _clients: weakref.WeakKeyDictionary[Any, dict[Any, AsyncClient]] = weakref.WeakKeyDictionary()
 
 
@@ -701,7 +707,9 @@ def client_of(cluster: Any, pool_size: int | None = None) -> AsyncClient:
     """The cluster's client on the running event loop (made at the first call;
     ``pool_size`` applies then)."""
     loop = asyncio.get_running_loop()
-    per = _clients.setdefault(cluster, {})
+    per = _clients.get(cluster)
+    if per is None:
+        per = _clients.setdefault(cluster, {})
     c = per.get(loop)
     if c is None:
         for old in [lp for lp in per if lp.is_closed()]:
