@@ -25,11 +25,14 @@ closes the current loop's.
 The transaction begins with its first statement, which goes to the shard
 with the lock and the ownership check: on SQLite, the begin, the guard's
 marker, the epoch read, the check against the cached records and the
-statement are one call on the connection's thread, and the end (the
-guard's check and the commit) another, so a point write costs two hops
-between the event loop and that thread, and a point read one and a half (a
-read's commit is queued on the thread, not waited for: the connection's
-next transaction runs after it); on PostgreSQL, the
+statement are one job on the connection's thread, and the end (the
+guard's marker removed, in one statement when the guard recorded nothing
+else, and the commit) another, so a point write waits for two hops
+between the event loop and that thread (the bare driver's
+``BEGIN IMMEDIATE``/statement/``COMMIT`` for three) and a point read for
+one (a read's commit is queued on the thread without a future: the event
+loop is not woken for it, and the connection's next job runs after it,
+rolling back one that failed); on PostgreSQL, the
 begin, the lock-and-epoch read and, when the cached records let the key
 through, the first statement are one round trip (a pipeline; when the
 epoch read differs from the cached records', the statement is rolled back
