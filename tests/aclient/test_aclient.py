@@ -342,3 +342,94 @@ def test_a_write_checked_against_outdated_cached_records_is_rolled_back_and_rero
     assert shard_rows(root, src)[warm][2] == 3
     assert cl.metrics.stale_retries == 1
     cl.close()
+
+
+def test_a_stale_router_is_refused_when_the_cached_records_are_current(root: Path, backend: str) -> None:
+    """The usual request is checked against ownership records cached at the
+    shard's current epoch, in the same job as its statement: a router that
+    predates a finished migration is refused for a moved key (its retained
+    copy on the old shard is never read or written) even though nothing
+    had to be read again."""
+    path = make_cluster(root, FOUR, users=200, extra_shards=["s4"], backend=backend)
+    mover = Cluster.load(path)
+    old = mover.router()
+    new, _ = plan.add_shards(old, "s4")
+    assert Migration.create(mover, "users", new).run() == "retained"
+    mover.close()
+    k = next(k for k in range(1, 201) if new.route(k) == "s4")
+    src = old.route(k)
+    stay = next(j for j in range(1, 201) if old.route(j) == src and new.route(j) == src)
+    stale = Cluster.load(path, retries=0)
+    stale._routers["users"] = old
+    retrying = Cluster.load(path, retries=1)
+    retrying._routers["users"] = old
+
+    async def main() -> list[Any]:
+        out: list[Any] = []
+        try:
+            for cl in (stale, retrying):  # (each caches the source's current records first)
+                async with cl.aread(stay) as tx:
+                    out.append((await tx.fetchone("SELECT n FROM users WHERE id = ?", (stay,)))[0])
+                async with cl.atransaction(stay) as tx:
+                    await tx.execute("UPDATE users SET n = 3 WHERE id = ?", (stay,))
+                    out.append(tx.shard)
+            for write in (False, True):
+                try:
+                    async with stale.atransaction(k) if write else stale.aread(k) as tx:
+                        if write:
+                            await tx.execute("UPDATE users SET n = 9 WHERE id = ?", (k,))
+                        else:
+                            await tx.fetchone("SELECT n FROM users WHERE id = ?", (k,))
+                    out.append("not refused")
+                except StaleRouteError as e:
+                    out.append((e.shard, e.owner))
+            async with retrying.aread(k) as tx:
+                await tx.execute("SELECT 1")
+                out.append(tx.shard)
+            async with retrying.atransaction(k) as tx:
+                cur = await tx.execute("UPDATE users SET n = 8 WHERE id = ?", (k,))
+                out.append((tx.shard, cur.rowcount))
+        finally:
+            await stale.aclose()
+            await retrying.aclose()
+        return out
+
+    got = asyncio.run(main())
+    assert got == [0, src, 3, src, (src, "s4"), (src, "s4"), "s4", ("s4", 1)]
+    assert shard_rows(root, src)[k][2] == 0 and shard_rows(root, "s4")[k][2] == 8
+    assert stale.metrics.stale_errors == 2 and retrying.metrics.stale_retries == 1  # (then refreshed)
+    stale.close()
+    retrying.close()
+
+
+def test_a_failover_reaches_the_async_client(tmp_path: Path) -> None:
+    """The client caches each shard's pool under the cluster's shard map: a
+    failover replaces the map, and the next transaction uses the new
+    primary."""
+    import sqlite3
+
+    path = make_cluster(tmp_path, FOUR, users=20)
+    cl = Cluster.load(path)
+    s = cl.router().route(1)
+
+    async def write(n: int) -> None:
+        async with cl.atransaction(1) as tx:
+            await tx.execute("UPDATE users SET n = ? WHERE id = ?", (n, 1))
+
+    async def main() -> int:
+        try:
+            await write(1)
+            with sqlite3.connect(tmp_path / f"{s}.db") as a, sqlite3.connect(tmp_path / "promoted.db") as b:
+                a.backup(b)
+            cl.failover(s, "sqlite:promoted.db")
+            await write(2)
+            async with cl.aread(1) as tx:
+                return int((await tx.fetchone("SELECT n FROM users WHERE id = ?", (1,)))[0])
+        finally:
+            await cl.aclose()
+
+    assert asyncio.run(main()) == 2
+    with sqlite3.connect(tmp_path / f"{s}.db") as a, sqlite3.connect(tmp_path / "promoted.db") as b:
+        assert a.execute("SELECT n FROM users WHERE id = 1").fetchone()[0] == 1
+        assert b.execute("SELECT n FROM users WHERE id = 1").fetchone()[0] == 2
+    cl.close()

@@ -25,11 +25,14 @@ closes the current loop's.
 The transaction begins with its first statement, which goes to the shard
 with the lock and the ownership check: on SQLite, the begin, the guard's
 marker, the epoch read, the check against the cached records and the
-statement are one call on the connection's thread, and the end (the
-guard's check and the commit) another, so a point write costs two hops
-between the event loop and that thread, and a point read one and a half (a
-read's commit is queued on the thread, not waited for: the connection's
-next transaction runs after it); on PostgreSQL, the
+statement are one job on the connection's thread, and the end (the
+guard's marker removed, in one statement when the guard recorded nothing
+else, and the commit) another, so a point write waits for two hops
+between the event loop and that thread (the bare driver's
+``BEGIN IMMEDIATE``/statement/``COMMIT`` for three) and a point read for
+one (a read's commit is queued on the thread without a future: the event
+loop is not woken for it, and the connection's next job runs after it,
+rolling back one that failed); on PostgreSQL, the
 begin, the lock-and-epoch read and, when the cached records let the key
 through, the first statement are one round trip (a pipeline; when the
 epoch read differs from the cached records', the statement is rolled back
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import sqlite3
 import time
 import weakref
@@ -61,6 +65,10 @@ __all__ = ["AsyncClient", "AsyncShardTransaction", "client_of", "DEFAULT_POOL_SI
 
 DEFAULT_POOL_SIZE = 8
 _EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
+_GUARD_ON = "INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)"
+_GUARD_OFF = "DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k"
+_GUARD_OFF_ALONE = ("DELETE FROM _shardhash_guard WHERE id = 0 "
+                    "AND NOT EXISTS (SELECT 1 FROM _shardhash_guard WHERE id <> 0)")
 
 
 class AsyncShardTransaction:
@@ -123,7 +131,20 @@ async def _execute(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
 async def _on_thread(conn: Any, fn: Any) -> Any:
     """``fn(sqlite3 connection)`` on an aiosqlite connection's own thread, in
     one call (several statements for one hop between threads)."""
-    return await conn._execute(fn, conn._conn)
+    return await _submit(conn, partial(fn, conn._conn))
+
+
+def _submit(conn: Any, job: Any) -> Any:
+    """An awaitable of ``job()`` run on an aiosqlite connection's thread:
+    straight onto its queue (the work of ``Connection._execute`` without its
+    coroutine and ``partial``), or through ``_execute`` when this aiosqlite
+    keeps no such queue."""
+    q = getattr(conn, "_tx", None)
+    if q is None or not getattr(conn, "_running", False) or not hasattr(q, "put_nowait"):
+        return conn._execute(job)  # (raises for a closed connection)
+    fut = asyncio.get_running_loop().create_future()
+    q.put_nowait((fut, job))
+    return fut
 
 
 async def _one(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
@@ -141,21 +162,15 @@ def _sqlite_commit(c: Any) -> None:
         c.execute("COMMIT")
 
 
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()  # (a read's commit that failed: the next transaction rolls it back)
-
-
 def _post(conn: Any, fn: Any) -> bool:
     """Queue ``fn(sqlite3 connection)`` on an aiosqlite connection's thread
-    without waiting for it (what is queued after it runs after it); False
+    without waiting for it (what is queued after it runs after it; its
+    result, or its error, goes nowhere: no wake-up of the event loop); False
     when this aiosqlite has no such queue (the caller awaits instead)."""
     q = getattr(conn, "_tx", None)
-    if q is None or not hasattr(q, "put_nowait"):
+    if q is None or not getattr(conn, "_running", False) or not hasattr(q, "put_nowait"):
         return False
-    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    fut.add_done_callback(_retrieve)
-    q.put_nowait((fut, partial(fn, conn._conn)))
+    q.put_nowait((None, partial(fn, conn._conn)))
     return True
 
 
@@ -272,8 +287,10 @@ class _Open:
         self.tx = AsyncShardTransaction(client, key, client.cluster.group(group).name, write)
 
     async def __aenter__(self) -> AsyncShardTransaction:
-        await self.client._route(self.tx)
-        return self.tx
+        tx = self.tx
+        if not self.client._route_idle(tx):
+            await self.client._route(tx)
+        return tx
 
     async def __aexit__(self, et: Any, e: Any, tb: Any) -> bool:
         await self.client._close_tx(self.tx, e)
@@ -292,24 +309,37 @@ class AsyncClient:
         self.pool_size = pool_size
         self._pools: dict[str, Any] = {}
         self._by_shard: dict[str, tuple[Any, str, Any]] = {}  # shard -> (backend, kind, pool)
+        self._map: Any = None  # (the cluster's shard map _by_shard was checked under)
 
     def _pool(self, shard: str) -> tuple[str, Any]:
-        b = self.cluster.backend(shard)
-        hit = self._by_shard.get(shard)
-        if hit is not None and hit[0] is b:
-            return hit[1], hit[2]
+        """(kind, pool) of a shard's current primary.  Cached under the
+        cluster's shard map of the moment (its identity: a failover or a
+        refresh replaces it, and then every entry is checked again)."""
+        cl = self.cluster
+        m = cl._shard_map
+        if m is None or m is not self._map:
+            self._by_shard.clear()
+            self._map = None
+        else:
+            hit = self._by_shard.get(shard)
+            if hit is not None:
+                return hit[1], hit[2]
+        b = cl.backend(shard)
         url = b.path if b.kind == "sqlite" else getattr(b, "dsn", b.path)
         p = self._pools.get(url)
         if p is None:
             p = _SQLitePool(b.path, b.synchronous, self.pool_size) if b.kind == "sqlite" \
                 else _PGPool(url, self.pool_size)
             self._pools[url] = p
-        self._by_shard[shard] = (b, b.kind, p)
+        if m is not None and cl._shard_map is m:  # (b is of map m: no replacement in between)
+            self._by_shard[shard] = (b, b.kind, p)
+            self._map = m
         return b.kind, p
 
     async def close(self) -> None:
         pools, self._pools = list(self._pools.values()), {}
         self._by_shard.clear()
+        self._map = None
         for p in pools:
             await p.close()
 
@@ -346,6 +376,21 @@ class AsyncClient:
                                f"(epoch {ep} -> {su.epoch})")
         return su
 
+    def _route_idle(self, tx: AsyncShardTransaction) -> bool:
+        """:meth:`_route` without awaiting when the owner's SQLite pool has an
+        idle connection (a new transaction's usual case); False: await
+        :meth:`_route`."""
+        cl = self.cluster
+        router = cl._routers.get(tx.group) or cl.router(tx.group)
+        shard = router.route(tx.key)
+        kind, pool = self._pool(shard)
+        if tx.conn is not None or kind != "sqlite" or not pool.idle:
+            return False
+        tx.version = router.version
+        tx.conn = pool.idle.pop()
+        tx.kind, tx.shard, tx._pool = kind, shard, pool
+        return True
+
     async def _route(self, tx: AsyncShardTransaction) -> None:
         """Point ``tx`` at its key's owner by the cluster's router, with a
         connection of that shard's pool (released first: another shard's)."""
@@ -363,7 +408,28 @@ class AsyncClient:
 
     async def _first(self, tx: AsyncShardTransaction, sql: str, params: Any, fetch: int) -> tuple[Any, Any]:
         """Begin ``tx`` with its first statement (see AsyncShardTransaction):
-        returns (cursor, fetched rows: ``fetch`` 1 one, 2 all, 0 none)."""
+        returns (cursor, fetched rows: ``fetch`` 1 one, 2 all, 0 none; the
+        cursor is None when rows were fetched)."""
+        pre = None
+        if tx.kind == "sqlite":  # (the usual case first: one job on the connection's thread, checked there)
+            conn = tx.conn
+            tx.begun = True
+            pre = await _submit(conn, partial(_sqlite_first, self.cluster, tx.shard, tx.group, tx.key, tx.version,
+                                              tx.write, sql, params, fetch, conn._conn))
+            if pre[0] == "ok":
+                cur, rows, tx._skip = pre[2]
+                if _events._listeners or _events.log.isEnabledFor(logging.DEBUG):
+                    _events.emit("route", shard=tx.shard, keys=1, group=tx.group, shard_key=tx.key,
+                                 topology_version=tx.version)
+                tx._t0 = time.perf_counter()
+                return (None, rows) if fetch else (_cursor(conn, cur), None)
+        return await self._first_slow(tx, sql, params, fetch, pre)
+
+    async def _first_slow(self, tx: AsyncShardTransaction, sql: str, params: Any, fetch: int,
+                          pre: tuple[str, int, Any] | None) -> tuple[Any, Any]:
+        """:meth:`_first` after a first SQLite attempt ``pre`` that did not
+        run the statement (or none yet): the records read, a verdict obeyed
+        (a wait, a refresh and a retry on the new owner), and PostgreSQL."""
         from .cluster import FenceTimeout
 
         cl = self.cluster
@@ -374,23 +440,23 @@ class AsyncClient:
             shard, kind, conn, version = tx.shard, tx.kind, tx.conn, tx.version
             tx.begun = True
             if kind == "sqlite":
-                res = await _on_thread(conn, partial(self._sqlite_first, shard, g, key, version, write,
-                                                     sql, params, fetch))
-                state, ep, out = res
+                if pre is None:
+                    pre = await _submit(conn, partial(_sqlite_first, cl, shard, g, key, version, write,
+                                                      sql, params, fetch, conn._conn))
+                state, ep, out = pre
+                pre = None
                 if state == "units":  # (the records changed since cached: read them, then go on)
                     su = await self._units(shard, kind, conn, ep)
                     v = cl._verdict_of(su, shard, g, key, version, write)
                     if v is None or v[0] == "ok":
                         skip = v is None and write and g in su.captures
-                        out = await _on_thread(conn, partial(self._sqlite_run, g, skip, sql, params, fetch))
+                        out = await _submit(conn, partial(_sqlite_run, g, skip, sql, params, fetch, conn._conn))
                         state = "ok"
                     else:
                         state, out = "verdict", v
                 if state == "ok":
                     cur, rows, tx._skip = out
-                    import aiosqlite
-
-                    out = (aiosqlite.Cursor(conn, cur), rows)
+                    out = (None, rows) if fetch else (_cursor(conn, cur), None)
             else:
                 fast = await self._pg_first(conn, shard, g, key, version, write, sql, params, fetch)
                 if fast is not None:
@@ -435,46 +501,6 @@ class AsyncClient:
                 attempt += 1
                 await asyncio.to_thread(cl.refresh, g)
             await self._route(tx)
-
-    def _sqlite_first(self, shard: str, group: str, key: Any, version: int, write: bool, sql: str,
-                      params: Any, fetch: int, c: Any) -> tuple[str, int, Any]:
-        """On the connection's thread: begin (the statements of SQLiteShard's
-        begin_client_write, begin_guard, begin_read), read the shard's epoch
-        (-1: no ownership records) and, when the cached records of that epoch
-        let the key through, run the statement.  ('ok', epoch, (cursor,
-        rows)), ('verdict', epoch, (verdict, version, owner)) or ('units',
-        epoch, None): the records must be read first."""
-        if c.in_transaction:  # (a read whose queued commit failed)
-            c.execute("ROLLBACK")
-        c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        if write:
-            try:
-                c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
-            except sqlite3.OperationalError as e:
-                if "_shardhash_guard" not in str(e):
-                    raise  # (a shard set up by an older version has no guard table: unguarded)
-        try:
-            row = c.execute(_EPOCH).fetchone()
-        except sqlite3.OperationalError as e:
-            if "_shardhash_epoch" not in str(e):
-                raise
-            row = None
-        ep = int(row[0]) if row else -1
-        su = self.cluster._units.get(shard)
-        if su is None or su.epoch != ep or ep < 0:
-            return "units", ep, None
-        v = self.cluster._verdict_of(su, shard, group, key, version, write)
-        if v is not None and v[0] != "ok":
-            return "verdict", ep, v
-        return "ok", ep, self._sqlite_run(group, v is None and write and group in su.captures, sql, params,
-                                          fetch, c)
-
-    @staticmethod
-    def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: Any) -> tuple[Any, Any, bool]:
-        if skip:
-            c.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
-        cur = c.execute(sql, params)
-        return cur, None if fetch == 0 else cur.fetchone() if fetch == 1 else cur.fetchall(), skip
 
     async def _pg_first(self, conn: Any, shard: str, group: str, key: Any, version: int, write: bool,
                         sql: str, params: Any, fetch: int) -> tuple[Any, Any] | None:
@@ -537,11 +563,34 @@ class AsyncClient:
         guard's check), else roll back; its connection goes back to the pool.
         Raises what ending it raised, or ShardKeyError for a statement the
         guard refused."""
-        from .cluster import ShardKeyError
-
         conn = tx.conn
         if conn is None:
             return
+        if e is None and tx.begun and tx.kind == "sqlite":  # (the usual case: no await when a read ends)
+            try:
+                if tx.write:
+                    bad = await _submit(conn, partial(_sqlite_end, tx.group, tx.key, tx._skip, conn._conn))
+                    self.cluster._check_guard(bad, tx.group, tx.key)  # (raises ShardKeyError for the first)
+                elif not _post(conn, _sqlite_commit):  # (a read's commit: queued on the thread, not waited for)
+                    await _on_thread(conn, _sqlite_commit)
+            except BaseException:
+                tx.conn = None
+                tx.begun = False
+                await tx._pool.release(conn, True)
+                raise
+            tx.conn = None
+            tx.begun = False
+            tx._pool._hand(conn)
+            if _events._listeners or _events.log.isEnabledFor(logging.DEBUG):
+                _events.emit("shard_op", shard=tx.shard, op="write" if tx.write else "read",
+                             seconds=time.perf_counter() - tx._t0, ok=True)
+            return
+        await self._close_slow(tx, e)
+
+    async def _close_slow(self, tx: AsyncShardTransaction, e: BaseException | None) -> None:
+        from .cluster import ShardKeyError
+
+        conn = tx.conn
         shard, g, key = tx.shard, tx.group, tx.key
         op = "write" if tx.write else "read"
         dirty = tx.begun
@@ -549,13 +598,7 @@ class AsyncClient:
             if not tx.begun:
                 return
             if e is None:
-                if tx.kind == "sqlite" and not tx.write and _post(conn, _sqlite_commit):
-                    pass  # (a read's commit: queued on the connection's thread, not waited for)
-                elif tx.kind == "sqlite":
-                    bad = await _on_thread(conn, partial(self._sqlite_end, g, key, tx.write, tx._skip))
-                    self.cluster._check_guard(bad, g, key)  # (raises ShardKeyError for the first)
-                else:
-                    await conn.execute("COMMIT")
+                await conn.execute("COMMIT")  # (PostgreSQL: SQLite ends in _close_tx)
                 dirty = False
                 _events.emit("shard_op", shard=shard, op=op, seconds=time.perf_counter() - tx._t0, ok=True)
                 return
@@ -570,35 +613,95 @@ class AsyncClient:
             await tx._pool.release(conn, dirty)
 
     @staticmethod
-    def _sqlite_end(group: str, key: Any, write: bool, skip: bool, c: Any) -> list[tuple[str, str, Any]]:
-        """On the connection's thread, the end of a transaction whose block
-        succeeded: a write's skip marker off and the guard's records read (the
-        statements of SQLiteShard.end_skip / end_guard), then the commit when
-        the guard recorded no row of another key; returns those rows (the
-        caller raises ShardKeyError and rolls back)."""
-        bad: list[tuple[str, str, Any]] = []
-        if write:
-            if skip:  # (only this transaction's own marker: none when it set none)
-                c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
-            try:
-                rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
-            except sqlite3.OperationalError as e:
-                if "_shardhash_guard" not in str(e):
-                    raise
-                rows = []
-            touched = [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
-            bad = [t for t in touched if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
-        if not bad:
-            c.execute("COMMIT")
-        return bad
-
-    @staticmethod
     async def _rollback(kind: str, conn: Any) -> None:
         if kind == "sqlite":
             await _on_thread(conn, _sqlite_rollback)
         else:
             await conn.execute("ROLLBACK")  # (the connection is in autocommit mode: BEGIN was explicit)
 
+
+_Cursor: Any = None
+
+
+def _cursor(conn: Any, cur: Any) -> Any:
+    """aiosqlite's cursor over a sqlite3 cursor of ``conn``'s thread."""
+    global _Cursor
+    if _Cursor is None:
+        import aiosqlite
+
+        _Cursor = aiosqlite.Cursor
+    return _Cursor(conn, cur)
+
+
+def _sqlite_first(cl: Any, shard: str, group: str, key: Any, version: int, write: bool, sql: str,
+                  params: Any, fetch: int, c: Any) -> tuple[str, int, Any]:
+    """On the connection's thread: begin (the statements of SQLiteShard's
+    begin_client_write, begin_guard, begin_read), read the shard's epoch
+    (-1: no ownership records) and, when the cached records of that epoch
+    let the key through, run the statement.  ('ok', epoch, (cursor, rows,
+    skip)), ('verdict', epoch, (verdict, version, owner)) or ('units', epoch,
+    None): the records must be read first."""
+    if c.in_transaction:  # (a read whose queued commit failed)
+        c.execute("ROLLBACK")
+    if write:
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            c.execute(_GUARD_ON, (group, key))
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guard" not in str(e):
+                raise  # (a shard set up by an older version has no guard table: unguarded)
+    else:
+        c.execute("BEGIN")
+    try:
+        row = c.execute(_EPOCH).fetchone()
+    except sqlite3.OperationalError as e:
+        if "_shardhash_epoch" not in str(e):
+            raise
+        row = None
+    ep = int(row[0]) if row else -1
+    su = cl._units.get(shard)
+    if su is None or su.epoch != ep or ep < 0:
+        return "units", ep, None
+    if su.migs:
+        v = cl._verdict_of(su, shard, group, key, version, write)
+        if v is not None and v[0] != "ok":
+            return "verdict", ep, v
+    else:
+        v = None
+    return "ok", ep, _sqlite_run(group, v is None and write and group in su.captures, sql, params, fetch, c)
+
+
+def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: Any) -> tuple[Any, Any, bool]:
+    if skip:
+        c.execute("INSERT INTO _shardhash_skip VALUES (?) ON CONFLICT DO NOTHING", (group,))
+    cur = c.execute(sql, params)
+    return cur, None if fetch == 0 else cur.fetchone() if fetch == 1 else cur.fetchall(), skip
+
+
+def _sqlite_end(group: str, key: Any, skip: bool, c: Any) -> list[tuple[str, str, Any]]:
+    """On the connection's thread, the end of a write transaction whose
+    block succeeded: the skip marker off and the guard's records read and
+    cleared (SQLiteShard.end_skip / end_guard), then the commit when the
+    guard recorded no row of another key; returns those rows (the caller
+    raises ShardKeyError and rolls back).  When the guard's marker is its
+    only row (the usual case) one statement removes it; else the rows are
+    read as end_guard reads them."""
+    if skip:  # (only this transaction's own marker: none when it set none)
+        c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
+    try:
+        if c.execute(_GUARD_OFF_ALONE).rowcount == 1:
+            rows = []
+        else:
+            rows = c.execute(_GUARD_OFF).fetchall()
+    except sqlite3.OperationalError as e:
+        if "_shardhash_guard" not in str(e):
+            raise
+        rows = []
+    bad = [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
+    bad = [t for t in bad if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
+    if not bad:
+        c.execute("COMMIT")
+    return bad
 
 _clients: weakref.WeakKeyDictionary[Any, dict[Any, AsyncClient]] = weakref.WeakKeyDictionary()
 
@@ -607,7 +710,9 @@ def client_of(cluster: Any, pool_size: int | None = None) -> AsyncClient:
     """The cluster's client on the running event loop (made at the first call;
     ``pool_size`` applies then)."""
     loop = asyncio.get_running_loop()
-    per = _clients.setdefault(cluster, {})
+    per = _clients.get(cluster)
+    if per is None:
+        per = _clients.setdefault(cluster, {})
     c = per.get(loop)
     if c is None:
         for old in [lp for lp in per if lp.is_closed()]:
