@@ -433,3 +433,44 @@ def test_a_failover_reaches_the_async_client(tmp_path: Path) -> None:
         assert a.execute("SELECT n FROM users WHERE id = 1").fetchone()[0] == 1
         assert b.execute("SELECT n FROM users WHERE id = 1").fetchone()[0] == 2
     cl.close()
+
+
+def test_a_writer_past_a_dead_executors_fence_deadline_goes_on(root: Path, backend: str) -> None:
+    """As the sync client (tests/migrate/test_fence_deadline.py): the executor
+    killed after its freeze, an async write waits about the fence timeout
+    (not wait_timeout), the metadata store aborts the attempt and the write
+    lands on the source; the resumed executor carries it to the destination."""
+    from shardhash import JumpRouter
+    from tests.migrate.test_fence_deadline import FENCE, _killed_at
+
+    initial = JumpRouter(FOUR[:3])
+    path = str(make_cluster(root, FOUR[:3], initial, users=300, extra_shards=["s3"], backend=backend,
+                            wait_timeout=8))
+    cl = Cluster.load(path)
+    new, _ = plan.add_shards(initial, "s3", max_step_share=0.2)
+    Migration.create(cl, "users", new, mig_id="m0", max_step_share=0.2)
+    cl.close()
+    k = next(k for k in range(1, 301) if initial.route(k) != new.route(k))
+    _killed_at(path, "m0", "after-freeze")
+    cl = Cluster.load(path)
+
+    async def write(n: int) -> tuple[str, float]:
+        t0 = time.perf_counter()
+        async with cl.atransaction(k) as tx:
+            await tx.execute("UPDATE users SET n = ? WHERE id = ?", (n, k))
+            shard: str = tx.shard
+        return shard, time.perf_counter() - t0
+
+    async def main() -> tuple[tuple[str, float], tuple[str, float]]:
+        first = await write(7)
+        second = await write(8)
+        await cl.aclose()
+        return first, second
+
+    (shard, pause), (shard2, pause2) = asyncio.run(main())
+    assert shard == initial.route(k) and FENCE * 0.5 < pause < FENCE + 2.0, (shard, pause)
+    assert shard2 == initial.route(k) and pause2 < FENCE, (shard2, pause2)
+    assert cl.metadata.get("m0", "fence_aborted:1") is not None
+    assert Migration(cl, "m0").run(fence_timeout=FENCE) == "retained"
+    assert shard_rows(root, new.route(k))[k][2] == 8
+    cl.close()

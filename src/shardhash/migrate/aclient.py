@@ -8,7 +8,10 @@ the shard's epoch row), checks the shard's ownership records *in that
 transaction*, retries a stale route after refreshing the router (at most
 ``cluster.retries`` times, then :class:`StaleRouteError`), and, when the
 key's unit is frozen for a cutover, rolls back and waits for it with
-``asyncio.sleep`` (the event loop keeps running; at most
+``asyncio.sleep`` (the event loop keeps running; past the freeze's
+deadline the metadata store decides, on a worker thread, whether the
+cutover committed or the fence attempt is aborted, as for the sync client,
+so a dead executor holds the writer for about its fence timeout; at most
 ``cluster.wait_timeout`` seconds, then :class:`FenceTimeout`).  A write
 transaction guards its key: a row of another key is a
 :class:`ShardKeyError` and the transaction is rolled back.
@@ -430,7 +433,7 @@ class AsyncClient:
         """:meth:`_first` after a first SQLite attempt ``pre`` that did not
         run the statement (or none yet): the records read, a verdict obeyed
         (a wait, a refresh and a retry on the new owner), and PostgreSQL."""
-        from .cluster import FenceTimeout
+        from .cluster import _FENCE_RETRY_S, FenceTimeout, _unreachable
 
         cl = self.cluster
         g, key, write = tx.group, tx.key, tx.write
@@ -488,13 +491,33 @@ class AsyncClient:
             if verdict == "wait":
                 if t_wait is None:
                     t_wait = time.perf_counter()
+                # (a frozen source unit: the freeze's deadline, read once per epoch; past it the
+                # executor may be gone and the metadata store decides, as for the sync client)
+                fence = await asyncio.to_thread(cl._fence_for_wait, shard, g, key, owner)
+                undecided: Exception | None = None
+                next_try = 0.0
                 while True:  # wait for the records to change, holding no lock
                     now = int((await _one(kind, conn, _EPOCH))[0])
                     if now != ep:
                         break
                     waited = time.perf_counter() - t_wait
+                    if fence is not None and time.time() > fence[1][1] and time.perf_counter() >= next_try:
+                        try:
+                            await asyncio.to_thread(cl._break_fence, g, shard, cl.backend(shard), fence[0],
+                                                    fence[1][0])
+                            break
+                        except Exception as e:
+                            if not _unreachable(e):
+                                raise
+                            # the store that decides cannot be reached: nothing is
+                            # written; ask again (the decision is idempotent)
+                            undecided, next_try = e, time.perf_counter() + _FENCE_RETRY_S
                     if waited > cl.wait_timeout:
-                        raise FenceTimeout(f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}")
+                        msg = f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}"
+                        if undecided is not None:
+                            msg += (f"; past the freeze's deadline the metadata store could not be reached to "
+                                    f"decide it ({type(undecided).__name__}: {undecided}); nothing was written")
+                        raise FenceTimeout(msg) from undecided
                     await asyncio.sleep(0.001)
             else:
                 _fence.stale_route(cl, g, key, shard, version, cur_v, owner, attempt < cl.retries)

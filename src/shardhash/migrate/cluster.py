@@ -821,6 +821,23 @@ class Cluster(ClusterExtras):
         _events.emit("shard_op", shard=shard, op="write" if write else "read",
                      seconds=time.perf_counter() - t0, ok=True)
 
+    def _fence_for_wait(self, shard: str, group: str, key: Any, owner: str | None) -> tuple[str, Any] | None:
+        """For a writer told to wait on ``shard`` (the asyncio client, on a
+        worker thread): ``(migration, (attempt, deadline))`` of the freeze
+        that holds ``key`` there, read in a transaction of its own; None
+        when ``shard`` owns the key or no fence is recorded."""
+        if owner == shard:
+            return None
+        b = self.backend(shard)
+        c = b.conn()
+        b.begin_read(c)
+        try:
+            mig = self._migration_of(shard, b, c, group, key)
+            fence = b.fence_of(c, mig) if mig is not None else None
+        finally:
+            b.rollback(c)
+        return None if mig is None or fence is None else (mig, fence)
+
     def _break_fence(self, group: str, shard: str, b: ShardBackend, mig: str, attempt: int) -> None:
         """A writer found ``mig``'s units on source ``shard`` frozen past the
         deadline of fence attempt ``attempt``.  The metadata store decides
