@@ -20,7 +20,7 @@ __all__ = [
     "float8_32", "int_extended", "int_32", "float8_extended_array", "float8_32_array", "fixed_extended",
     "fixed_32", "varlen_extended", "varlen_32", "combine64", "remainder", "PG_CODES", "HASH_PARTITION_SEED",
     "RANGE_ELEMENT_CODES", "range_columns", "multirange_columns", "range_hashes", "composite_columns", "int_column",
-    "fold31", "flatten_arrays"
+    "fold31", "flatten_arrays", "numeric_hashes"
 ]
 
 def _set_fallback(hash_extended: Callable[..., int] | None = None,
@@ -80,3 +80,7 @@ class PgPartitionKeys(_Keys):
 @disjoint_base
 class CitusKeys(_RangeKeys):
     def __init__(self, type_name: str, mins: Any, owner: Any) -> None: ...
+
+
+def numeric_hashes(items: list[Any], decimal_type: type, seed: int | None,
+                   out: npt.NDArray[np.uint64]) -> list[int]: ...

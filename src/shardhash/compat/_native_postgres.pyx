@@ -34,7 +34,7 @@ __all__ = ["hash_extended", "hash_extended_small", "PgPartitionKeys", "CitusKeys
            "float8_32", "int_extended", "int_32", "float8_extended_array", "float8_32_array", "fixed_extended",
            "fixed_32", "varlen_extended", "varlen_32", "combine64", "remainder", "PG_CODES",
            "HASH_PARTITION_SEED", "RANGE_ELEMENT_CODES", "range_columns", "multirange_columns", "range_hashes",
-           "composite_columns", "int_column", "fold31", "flatten_arrays"]
+           "composite_columns", "int_column", "fold31", "flatten_arrays", "numeric_hashes"]
 
 cdef extern from "sh_pg.h" nogil:
     uint64_t SH_PG_HASH_PARTITION_SEED
@@ -74,6 +74,8 @@ cdef extern from "sh_pg.h" nogil:
     void sh_pg_multirange_32(const uint8_t *flags, const int64_t *lower, const int64_t *upper,
                              const int64_t *offsets, size_t n, int wide, int32_t *out)
     void sh_pg_fold31(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n)
+    int sh_pg_numeric_text(const char *s, size_t len, int wide, uint64_t seed, uint64_t *out)
+    void sh_pg_numeric_int64(int64_t v, int wide, uint64_t seed, uint64_t *out)
 
 cdef object _DT_I32 = np.dtype(np.int32)
 cdef object _DT_I64 = np.dtype(np.int64)
@@ -901,3 +903,41 @@ def flatten_arrays(list items):
             return None
         ln[i] = len(flat) - before
     return flat, lengths, isnull
+
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+
+
+def numeric_hashes(list items, object decimal_type, seed, uint64_t[::1] out not None):
+    """out[i] = hash_numeric_extended(items[i], seed), or its 32-bit hash
+    (unsigned) for seed None, for each value that is an exact int or an
+    exact ``decimal_type``; returns the positions of the other values (None,
+    subclasses, bool, numpy integers, signalling NaNs, ...), whose out[i]
+    is left as it was: the Python path hashes or refuses them."""
+    cdef Py_ssize_t i, n = len(items), size
+    cdef int wide = seed is not None, overflow
+    cdef uint64_t s = <uint64_t>seed if wide else 0
+    cdef long long v
+    cdef const char *txt
+    if out.shape[0] != n:
+        raise ValueError(f"out has {out.shape[0]} slots for {n} values")
+    slow = []
+    for i in range(n):
+        x = items[i]
+        if PyLong_CheckExact(x):
+            v = PyLong_AsLongLongAndOverflow(x, &overflow)
+            if not overflow:
+                sh_pg_numeric_int64(v, wide, s, &out[i])
+                continue
+        elif type(x) is not decimal_type:
+            slow.append(i)
+            continue
+        try:
+            txt = PyUnicode_AsUTF8AndSize(str(x), &size)
+        except ValueError:  # an int beyond the int-to-str digit limit
+            slow.append(i)
+            continue
+        if sh_pg_numeric_text(txt, <size_t>size, wide, s, &out[i]) != 0:
+            slow.append(i)
+    return slow

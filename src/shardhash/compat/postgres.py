@@ -824,7 +824,8 @@ def _null_at(v: Any, i: int, t: str, allow_null: bool) -> bool:
 # batch paths, folded with hash_record's r * 31 + h).  A value the compiled
 # path does not read (another type, a subclass, a bad value) is hashed --
 # or refused, naming its position -- by the one-value functions above, which
-# stay the reference; numeric ranges and multiranges take that path whole.
+# stay the reference; numeric values are read in C too (_numeric_hasher),
+# numeric ranges and multiranges take the one-value path whole.
 
 _Hasher = Callable[[int | None, int | None], np.ndarray]
 
@@ -841,6 +842,8 @@ def _range_keys(values: Any, t: str, allow_null: bool) -> _Keys:
         hasher = _ranges_hasher(items, t)
     elif t.startswith("("):
         hasher = _composite_hasher(items, t)
+    elif t == NUMERIC:
+        hasher = _numeric_hasher(items)
     if hasher is not None:
         return _Keys("native", hasher, None, len(items), isnull)
     return _Keys("pyvalues", items, t, len(items), isnull)
@@ -872,7 +875,7 @@ def _hashes_at(items: list[Any], positions: Iterable[int], t: str, seed: int | N
 
 
 def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
-    """One value at a time in Python (numeric and numeric ranges; the reference of the others)."""
+    """One value at a time in Python (numeric ranges; the reference of the others)."""
     out = np.zeros(keys.n, dtype=np.uint64)
     _hashes_at(keys.a, range(keys.n), keys.b, seed, out)
     return out
@@ -895,6 +898,18 @@ def _ranges_hasher(items: list[Any], t: str) -> _Hasher | None:
         res = out.view(np.uint32).astype(np.uint64) if seed is None else out
         _hashes_at(items, slow, t, seed, res)
         return res
+    return hashes
+
+
+def _numeric_hasher(items: list[Any]) -> _Hasher:
+    """The batch hasher of numeric values: exact ints and Decimals in C (their
+    decimal text read into base-10000 digits), the rest -- NULLs, subclasses,
+    numpy integers, bad values -- by the one-value path at their position."""
+    def hashes(seed: int | None, threads: int | None) -> np.ndarray:
+        out = np.zeros(len(items), dtype=np.uint64)
+        slow = _pgn.numeric_hashes(items, _decimal.Decimal, seed, out)
+        _hashes_at(items, slow, NUMERIC, seed, out)
+        return out
     return hashes
 
 

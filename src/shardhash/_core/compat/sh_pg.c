@@ -6,6 +6,9 @@
 #include "sh_cpu.h"
 #include "sh_window.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* The SH_CPU_* kernels chosen by sh_pg_init; 0 (the scalar kernels) until it
  * runs.  Written only by sh_pg_init, which the caller runs once before any
  * other thread can run a kernel (the Python module does at import), so the
@@ -544,4 +547,137 @@ void sh_pg_fold31(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_
     } else {
         for (i = 0; i < n; i++) acc[i] = acc[i] * 31u + (isnull[i] ? 0u : h[i]);
     }
+}
+
+/* ------------------------------------------------------------------ numeric */
+
+static int64_t sh_floordiv4(int64_t p)
+{
+    return p >= 0 ? p / 4 : -((-p + 3) / 4);
+}
+
+/* The hash of base-10000 digits g[0..k) (first and last non-zero) and weight. */
+static uint64_t sh_numeric_digits_hash(const int16_t *g, size_t k, int64_t weight, int wide, uint64_t seed,
+                                       uint8_t *buf)
+{
+    size_t i;
+    for (i = 0; i < k; i++) {
+        uint16_t u = (uint16_t)g[i];
+        buf[2 * i] = (uint8_t)(u & 0xFFu);
+        buf[2 * i + 1] = (uint8_t)(u >> 8);
+    }
+    if (wide) return sh_pg_hash_bytes_extended(buf, 2 * k, seed) ^ (uint64_t)weight;
+    return (uint64_t)(sh_pg_hash_bytes(buf, 2 * k) ^ (uint32_t)(uint64_t)weight);
+}
+
+static void sh_numeric_special(int zero, int wide, uint64_t seed, uint64_t *out)
+{
+    if (zero)
+        *out = wide ? seed - 1u : 0xFFFFFFFFu;
+    else
+        *out = wide ? seed : 0u;
+}
+
+void sh_pg_numeric_int64(int64_t v, int wide, uint64_t seed, uint64_t *out)
+{
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    int16_t rev[5], g[5];
+    uint8_t buf[10];
+    size_t k = 0, i, low = 0;
+    if (u == 0) {
+        sh_numeric_special(1, wide, seed, out);
+        return;
+    }
+    while (u != 0) {
+        rev[k++] = (int16_t)(u % 10000u);
+        u /= 10000u;
+    }
+    while (rev[low] == 0) low++; /* trailing zero digits (the top one is not zero) */
+    for (i = 0; i < k - low; i++) g[i] = rev[k - 1 - i];
+    *out = sh_numeric_digits_hash(g, k - low, (int64_t)k - 1, wide, seed, buf);
+}
+
+int sh_pg_numeric_text(const char *s, size_t len, int wide, uint64_t seed, uint64_t *out)
+{
+    static const int16_t pow10[4] = {1, 10, 100, 1000};
+    size_t i = 0, nd = 0, nfrac = 0, first, last, j, k;
+    int64_t e = 0, exp10, top, weight, lowg;
+    int16_t gstack[64], *g;
+    uint8_t bstack[128], *buf;
+    char dstack[256], *d;
+    int saw_point = 0;
+    if (i < len && (s[i] == '-' || s[i] == '+')) i++;
+    if (len - i >= 3 && memcmp(s + i, "NaN", 3) == 0) {
+        for (j = i + 3; j < len; j++)
+            if (s[j] < '0' || s[j] > '9') return -1;
+        sh_numeric_special(0, wide, seed, out);
+        return 0;
+    }
+    if (len - i == 8 && memcmp(s + i, "Infinity", 8) == 0) {
+        sh_numeric_special(0, wide, seed, out);
+        return 0;
+    }
+    d = len <= sizeof dstack ? dstack : (char *)malloc(len);
+    if (d == NULL) return -1;
+    for (; i < len; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            d[nd++] = c;
+            if (saw_point) nfrac++;
+        } else if (c == '.' && !saw_point) {
+            saw_point = 1;
+        } else {
+            break;
+        }
+    }
+    if (nd == 0) goto bad;
+    if (i < len) {
+        int neg = 0;
+        size_t ne = 0;
+        if (s[i] != 'E' && s[i] != 'e') goto bad;
+        i++;
+        if (i < len && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+        for (; i < len; i++, ne++) {
+            if (s[i] < '0' || s[i] > '9' || ne >= 18) goto bad;
+            e = e * 10 + (s[i] - '0');
+        }
+        if (ne == 0) goto bad;
+        if (neg) e = -e;
+    }
+    /* value = int(d[first..last]) * 10**exp10 */
+    first = 0;
+    while (first < nd && d[first] == '0') first++;
+    if (first == nd) {
+        if (d != dstack) free(d);
+        sh_numeric_special(1, wide, seed, out);
+        return 0;
+    }
+    last = nd - 1;
+    while (d[last] == '0') last--;
+    exp10 = e - (int64_t)nfrac + (int64_t)(nd - 1 - last);
+    nd = last - first + 1;
+    top = (int64_t)nd - 1 + exp10;
+    weight = sh_floordiv4(top);
+    lowg = sh_floordiv4(exp10);
+    k = (size_t)(weight - lowg + 1);
+    g = k <= 64 ? gstack : (int16_t *)calloc(k, sizeof *g);
+    buf = k <= 64 ? bstack : (uint8_t *)malloc(2 * k);
+    if (g == NULL || buf == NULL) {
+        if (g != gstack) free(g);
+        if (buf != bstack) free(buf);
+        goto bad;
+    }
+    if (g == gstack) memset(g, 0, sizeof gstack);
+    for (j = 0; j < nd; j++) {
+        int64_t p = top - (int64_t)j, q = sh_floordiv4(p);
+        g[weight - q] = (int16_t)(g[weight - q] + (d[first + j] - '0') * pow10[p - 4 * q]);
+    }
+    *out = sh_numeric_digits_hash(g, k, weight, wide, seed, buf);
+    if (g != gstack) free(g);
+    if (buf != bstack) free(buf);
+    if (d != dstack) free(d);
+    return 0;
+bad:
+    if (d != dstack) free(d);
+    return -1;
 }

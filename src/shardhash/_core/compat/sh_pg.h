@@ -230,6 +230,21 @@ void sh_pg_multirange_32(const uint8_t *flags, const int64_t *lower, const int64
  * (the 32-bit hashes: keep the low half of the result). */
 void sh_pg_fold31(uint64_t *acc, const uint64_t *h, const uint8_t *isnull, size_t n);
 
+/* hash_numeric(_extended) of a numeric: lookup3 over its base-10000 digits
+ * (int16, little-endian) without leading and trailing zero digits, xor its
+ * weight (the first digit's power of 10000); the sign is not hashed; zero
+ * hashes to seed - 1 (32-bit: 0xFFFFFFFF), NaN and infinities to the seed
+ * (32-bit: 0).  wide: the extended hash with seed, else the 32-bit hash
+ * (unsigned) in *out.
+ *
+ * sh_pg_numeric_text reads the decimal text of a Python int or Decimal:
+ * [sign] digits [. digits] [(E|e) [sign] up to 18 digits], or [sign] NaN
+ * [digits] or [sign] Infinity; it returns 0, or -1 (out untouched) for any
+ * other text (a signalling NaN included: the caller's slow path judges it). */
+int sh_pg_numeric_text(const char *s, size_t len, int wide, uint64_t seed, uint64_t *out);
+/* The same for a value that fits in int64. */
+void sh_pg_numeric_int64(int64_t v, int wide, uint64_t seed, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif
