@@ -18,6 +18,8 @@ alternating rounds; the peer's loop runs on a sample and is scaled per key):
   against the same flavour's one-key ``route`` in a loop;
 * PostgreSQL ``interval`` and ``bool`` columns: ``hash_extended_array``
   against ``hash_extended`` in a loop;
+* PostgreSQL ``numeric`` columns (lists of ``decimal.Decimal``, of ``int``):
+  ``hash_extended_array`` against ``hash_extended`` in a loop;
 * PostgreSQL range, multirange (1-4 ranges each) and composite ``(int4,
   text)`` columns and arrays of composites (1-4 elements):
   ``hash_extended_array`` against ``hash_extended`` in a loop, and
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import decimal
 import hashlib
 import random
 from collections.abc import Callable
@@ -190,6 +193,23 @@ def test_postgres_more_types(benchmark: Any, t: str) -> None:
         items = [bool(x) for x in values[: min(n, 50_000)]]
     _compare(benchmark, f"postgres.hash_extended_array({t}), numpy", lambda: pg.hash_extended_array(values, t), n,
              lambda: [pg.hash_extended(v, t) for v in items], len(items))
+
+
+@pytest.mark.parametrize("kind", ["Decimal", "int"])
+def test_postgres_numeric(benchmark: Any, kind: str) -> None:
+    n = _n(benchmark)
+    rng = random.Random(kind)
+    values: list[Any]
+    if kind == "Decimal":  # up to 18 digits, 0-6 of them after the point
+        values = [decimal.Decimal(rng.randrange(-10**rng.randint(1, 18), 10**18)).scaleb(-rng.randint(0, 6))
+                  for _ in range(n)]
+    else:
+        values = [rng.randrange(-10**rng.randint(1, 25), 10**rng.randint(1, 25)) for _ in range(n)]
+    sample = values[: min(n, 20_000)]
+    assert pg.hash_extended_array(sample, "numeric").tolist() == [pg.hash_extended(v, "numeric") for v in sample]
+    _compare(benchmark, f"postgres.hash_extended_array(numeric), list of {kind}",
+             lambda: pg.hash_extended_array(values, "numeric"), n,
+             lambda: [pg.hash_extended(v, "numeric") for v in sample], len(sample))
 
 
 def _pg_values(t: str, n: int) -> list[Any]:
