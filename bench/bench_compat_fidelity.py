@@ -18,8 +18,9 @@ alternating rounds; the peer's loop runs on a sample and is scaled per key):
   against the same flavour's one-key ``route`` in a loop;
 * PostgreSQL ``interval`` and ``bool`` columns: ``hash_extended_array``
   against ``hash_extended`` in a loop;
-* PostgreSQL ``numeric`` columns (lists of ``decimal.Decimal``, of ``int``):
-  ``hash_extended_array`` against ``hash_extended`` in a loop;
+* PostgreSQL ``numeric`` columns (lists of ``decimal.Decimal``, of ``int``)
+  and ``numrange`` columns: ``hash_extended_array`` against ``hash_extended``
+  in a loop;
 * PostgreSQL range, multirange (1-4 ranges each) and composite ``(int4,
   text)`` columns and arrays of composites (1-4 elements):
   ``hash_extended_array`` against ``hash_extended`` in a loop, and
@@ -225,6 +226,9 @@ def _pg_values(t: str, n: int) -> list[Any]:
         if kind == "int8":
             lo = rng.randrange(-2**62, 2**62)
             return pg.Range(lo, lo + rng.randrange(1, 10**9), rng.choice(bounds))
+        if kind == "numeric":
+            a = decimal.Decimal(rng.randrange(-10**9, 10**9)).scaleb(-2)
+            return pg.Range(a, a + decimal.Decimal(rng.randrange(1, 10**6)).scaleb(-2), rng.choice(bounds))
         if kind == "date":
             d = day0 + dt.timedelta(days=rng.randrange(-20_000, 20_000))
             return pg.Range(d, d + dt.timedelta(days=rng.randrange(1, 365)))
@@ -244,7 +248,7 @@ def _pg_values(t: str, n: int) -> list[Any]:
     return [comp() for _ in range(n)]
 
 
-@pytest.mark.parametrize("t", ["int4range", "int8range", "daterange", "tstzrange", "int8multirange",
+@pytest.mark.parametrize("t", ["int4range", "int8range", "daterange", "tstzrange", "numrange", "int8multirange",
                                "datemultirange", "(int4,text)", "(int4,text)[]"])
 def test_postgres_ranges_composites(benchmark: Any, t: str) -> None:
     n = _n(benchmark)

@@ -207,8 +207,8 @@ def test_batch_goes_the_compiled_way(t: str) -> None:
         keys = pg._to_keys(vals, t)
     assert keys.kind == "native"
     agree(vals, t)
-    # numeric ranges stay one value at a time
-    assert pg._to_keys([R(1, 2)], "numrange").kind == "pyvalues"
+    # numranges: bounds through the numeric batch; numeric multiranges stay one value at a time
+    assert pg._to_keys([R(1, 2)], "numrange").kind == "native"
     assert pg._to_keys([M([R(1, 2)])], "nummultirange").kind == "pyvalues"
 
 

@@ -1,6 +1,7 @@
 """The numeric batch path (hash_extended_array / hash32_array of "numeric"),
-which reads exact ints and Decimals in C, against the one-value path, the
-frozen PostgreSQL vectors and a live server; values it does not read keep the
+which reads exact ints and Decimals in C, and the numrange batch, which
+hashes its bounds through it, against the one-value path, the frozen
+PostgreSQL vectors and a live server; values they do not read keep the
 one-value path's errors, naming their position."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 
 from shardhash.compat import postgres as pg
 from tests._support import VECTORS
-from tests.compat.test_postgres_types import SEEDS, _psql, check_hashes
+from tests.compat.test_postgres_numrange import CRAFTED_RANGES, _server, decode
+from tests.compat.test_postgres_types import SEEDS, _psql, check_hashes, range_sql, range_values
 
 _M64 = (1 << 64) - 1
 
@@ -141,3 +143,66 @@ def test_live_random_numerics() -> None:
     rows = _psql("SELECT " + ", ".join(cols) + " FROM (VALUES " +
                  ", ".join(f"({i}, '{v}'::numeric)" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
     check_hashes(vals, "numeric", rows)
+
+
+# ------------------------------------------------------------------- numrange
+
+_bound = st.one_of(st.none(), _scaled, st.integers(-(2**70), 2**70), st.just(Decimal("NaN")),
+                   st.sampled_from([Decimal("0"), Decimal("-0"), Decimal("1.50"), Decimal("1.5"), 1, 2]))
+
+
+@st.composite
+def _numranges(draw: st.DrawFn) -> Any:
+    if draw(st.integers(0, 15)) == 0:
+        return "empty"
+    a, b = draw(_bound), draw(_bound)
+    if a is not None and b is not None and pg._ord(a) > pg._ord(b):
+        a, b = b, a
+    return pg.Range(a, b, draw(st.sampled_from(["[)", "[]", "(]", "()"])))
+
+
+@given(st.lists(_numranges(), max_size=30), st.integers(0, _M64))
+def test_numrange_batch_equals_one_value_path(vals: list[Any], seed: int) -> None:
+    assert pg.hash_extended_array(vals, "numrange", seed).tolist() == [pg.hash_extended(v, "numrange", seed)
+                                                                        for v in vals]
+    assert pg.hash32_array(vals, "numrange").tolist() == [pg.hash32(v, "numrange") for v in vals]
+
+
+def test_numrange_frozen_vectors_through_the_batch() -> None:
+    lines = [ln.split("\t") for ln in (VECTORS / "compat" / "postgres_numranges.tsv").read_text().splitlines()
+             if ln and not ln.startswith("#")][1:]
+    rows = [r for r in lines if r[0] == "numrange"]
+    assert len(rows) >= 50
+    vals = [decode(r[1], "numrange") for r in rows]
+    assert pg.hash32_array(vals, "numrange").tolist() == [int(r[2]) for r in rows]
+    for k, s in enumerate(SEEDS):
+        assert pg.hash_extended_array(vals, "numrange", s).tolist() == [int(r[3 + k]) & _M64 for r in rows]
+
+
+@pytest.mark.parametrize(("bad", "exc", "msg"), [
+    (pg.Range(2, 1), ValueError, "value at position 2: range lower bound must be less than or equal to"),
+    (pg.Range(Decimal("sNaN"), 3), ValueError, "value at position 2: a signalling NaN is not a PostgreSQL numeric"),
+    (pg.Range(1.5, 3), TypeError, "value at position 2: a numeric value must be an int or a decimal.Decimal"),
+    (5, TypeError, "value at position 2: a numrange value must be a Range(lower, upper, bounds) or 'empty'"),
+])
+def test_numrange_bad_values_keep_their_error_and_position(bad: Any, exc: type[Exception], msg: str) -> None:
+    vals = [pg.Range(1, 2), "empty", bad, pg.Range(3, 1)]
+    with pytest.raises(exc) as got:
+        pg.hash_extended_array(vals, "numrange")
+    assert str(got.value).startswith(msg)
+    with pytest.raises(exc) as got:
+        pg.hash32_array(vals, "numrange")
+    assert str(got.value).startswith(msg)
+
+
+def test_numrange_bounds_the_reader_does_not_take() -> None:
+    vals = [pg.Range(np.int64(3), 7), pg.Range(None, np.uint64(2**64 - 1), "(]"), pg.Range(10**5000, None)]
+    for s in SEEDS:
+        assert pg.hash_extended_array(vals, "numrange", s).tolist() == [pg.hash_extended(v, "numrange", s)
+                                                                        for v in vals]
+
+
+@pytest.mark.oracle
+def test_live_random_numranges() -> None:
+    vals = range_values("numrange", random.Random("numrange-batch"), 400) + CRAFTED_RANGES
+    check_hashes(vals, "numrange", _server(vals, "hash_range", lambda v: range_sql("numrange", v)))

@@ -729,6 +729,8 @@ def _numeric_hash(value: Any, seed: int | None) -> int:
 def _check_bound(b: Any, et: str) -> None:
     """A range bound's own checks, as its element type's values get."""
     if et == NUMERIC:
+        if type(b) is int or (type(b) is _decimal.Decimal and not b.is_snan()):
+            return  # what _numeric_digits takes without a word, checked without its digits
         _numeric_digits(b)
     else:
         _scalar_key(b, et)
@@ -824,8 +826,9 @@ def _null_at(v: Any, i: int, t: str, allow_null: bool) -> bool:
 # batch paths, folded with hash_record's r * 31 + h).  A value the compiled
 # path does not read (another type, a subclass, a bad value) is hashed --
 # or refused, naming its position -- by the one-value functions above, which
-# stay the reference; numeric values are read in C too (_numeric_hasher),
-# numeric ranges and multiranges take the one-value path whole.
+# stay the reference.  Numeric values are read in C too (_numeric_hasher);
+# numranges are checked in Python and their bounds hashed by that batch;
+# nummultiranges take the one-value path whole.
 
 _Hasher = Callable[[int | None, int | None], np.ndarray]
 
@@ -886,7 +889,7 @@ def _ranges_hasher(items: list[Any], t: str) -> _Hasher | None:
     multi = t in MULTIRANGE_TYPES
     code = _pgn.RANGE_ELEMENT_CODES.get(RANGE_TYPES[MULTIRANGE_TYPES[t] if multi else t])
     if code is None:
-        return None
+        return _numrange_hasher(items) if t == "numrange" else None
     if multi:
         flags, lo, hi, offsets, _, slow = _pgn.multirange_columns(items, Range, Multirange, code)
     else:
@@ -901,6 +904,47 @@ def _ranges_hasher(items: list[Any], t: str) -> _Hasher | None:
     return hashes
 
 
+def _numrange_hasher(items: list[Any]) -> _Hasher:
+    """The batch hasher of numrange values: each value checked and made
+    canonical by _range_parts (in Python), its bounds hashed by the numeric
+    batch, its flags by hashint4's kernel, combined as hash_range does; a
+    value _range_parts refuses is refused by the one-value path at its position."""
+    n = len(items)
+    flags = np.zeros(n, dtype=np.int32)
+    lo: list[Any] = [None] * n
+    hi: list[Any] = [None] * n
+    bad = []
+    for i, v in enumerate(items):
+        if v is None:  # (NULLs: refused before, or masked by the caller's isnull)
+            continue
+        try:
+            f, lo[i], hi[i] = _range_parts(v, "numrange")
+        except (TypeError, ValueError, OverflowError):
+            bad.append(i)
+            continue
+        flags[i] = f
+    lo_hash, hi_hash = _numeric_hasher(lo), _numeric_hasher(hi)
+
+    def hashes(seed: int | None, threads: int | None) -> np.ndarray:
+        lh, uh = lo_hash(seed, threads), hi_hash(seed, threads)  # a missing bound hashes 0
+        r: np.ndarray
+        if seed is None:
+            fh = np.empty(n, dtype=np.int32)
+            _pgn.int_32(flags, fh, threads)
+            r = fh.view(np.uint32).astype(np.uint64) ^ lh
+            r = ((r << np.uint64(1)) | (r >> np.uint64(31))) & np.uint64(0xFFFFFFFF)
+        else:
+            r = np.empty(n, dtype=np.uint64)
+            _pgn.int_extended(flags, seed, r, threads)
+            r ^= lh
+            r = ((r << np.uint64(1)) & np.uint64(0xFFFFFFFEFFFFFFFE)) | \
+                ((r >> np.uint64(31)) & np.uint64(0x100000001))
+        r ^= uh
+        _hashes_at(items, bad, "numrange", seed, r)
+        return r
+    return hashes
+
+
 def _numeric_hasher(items: list[Any]) -> _Hasher:
     """The batch hasher of numeric values: exact ints and Decimals in C (their
     decimal text read into base-10000 digits), the rest -- NULLs, subclasses,
@@ -908,7 +952,7 @@ def _numeric_hasher(items: list[Any]) -> _Hasher:
     def hashes(seed: int | None, threads: int | None) -> np.ndarray:
         out = np.zeros(len(items), dtype=np.uint64)
         slow = _pgn.numeric_hashes(items, _decimal.Decimal, seed, out)
-        _hashes_at(items, slow, NUMERIC, seed, out)
+        _hashes_at(items, slow, NUMERIC, seed, out)  # (None: 0, a missing range bound's hash)
         return out
     return hashes
 
