@@ -31,7 +31,7 @@ What is exact, and what is not: the database must use a deterministic
 collation for text (the default; ICU nondeterministic collations hash a
 sort key) and the UTF-8 encoding; the server must be little-endian (x86-64,
 arm64: byte-string types hash differently on big-endian servers).
-``numeric`` and enum columns are not modelled.  See docs/compat.md.
+Enum columns are not modelled.  See docs/compat.md.
 
 >>> hash_extended(42, "int8")
 7363975540656877951
@@ -878,7 +878,7 @@ def _hashes_at(items: list[Any], positions: Iterable[int], t: str, seed: int | N
 
 
 def _pyvalues_hashes(keys: _Keys, seed: int | None) -> np.ndarray:
-    """One value at a time in Python (numeric ranges; the reference of the others)."""
+    """One value at a time in Python (numeric multiranges; the reference of the others)."""
     out = np.zeros(keys.n, dtype=np.uint64)
     _hashes_at(keys.a, range(keys.n), keys.b, seed, out)
     return out
