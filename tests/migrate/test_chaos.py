@@ -353,8 +353,10 @@ def _one_cluster(root: Path, n_migrations: int, rnd: random.Random, backend: str
             if j == f_resume:
                 forced += (_resume_point(f_start[j], rnd),)
             resumed = False
-            if EARLY_ROLLBACKS[backend != "sqlite"] and not forced and rnd.random() < 0.15:
-                # killed before its cutover, this one is rolled back instead of resumed
+            if EARLY_ROLLBACKS[backend != "sqlite"] and not forced and j not in (f_rollback, f_cleanup) \
+                    and rnd.random() < 0.15:
+                # killed before its cutover, this one is rolled back instead of resumed (not the
+                # migration picked for the forced rollback or cleanup kill: it would skip them)
                 resumed = not _attempt(path, "run", mig, rnd, cs, "start", None)
                 if resumed and Migration(cl, mig).state not in ("cutover", "retained"):
                     windows.pop()

@@ -503,8 +503,7 @@ class AsyncClient:
                     waited = time.perf_counter() - t_wait
                     if fence is not None and time.time() > fence[1][1] and time.perf_counter() >= next_try:
                         try:
-                            await asyncio.to_thread(cl._break_fence, g, shard, cl.backend(shard), fence[0],
-                                                    fence[1][0])
+                            await asyncio.to_thread(cl._break_fence_off_loop, g, shard, fence[0], fence[1][0])
                             break
                         except Exception as e:
                             if not _unreachable(e):

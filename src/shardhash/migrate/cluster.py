@@ -824,19 +824,35 @@ class Cluster(ClusterExtras):
     def _fence_for_wait(self, shard: str, group: str, key: Any, owner: str | None) -> tuple[str, Any] | None:
         """For a writer told to wait on ``shard`` (the asyncio client, on a
         worker thread): ``(migration, (attempt, deadline))`` of the freeze
-        that holds ``key`` there, read in a transaction of its own; None
-        when ``shard`` owns the key or no fence is recorded."""
+        that holds ``key`` there, read on a connection of its own (closed
+        after); None when ``shard`` owns the key or no fence is recorded."""
         if owner == shard:
             return None
         b = self.backend(shard)
-        c = b.conn()
-        b.begin_read(c)
+        c = b.connect()
         try:
-            mig = self._migration_of(shard, b, c, group, key)
-            fence = b.fence_of(c, mig) if mig is not None else None
+            b.begin_read(c)
+            try:
+                mig = self._migration_of(shard, b, c, group, key)
+                fence = b.fence_of(c, mig) if mig is not None else None
+            finally:
+                b.rollback(c)
         finally:
-            b.rollback(c)
+            c.close()
         return None if mig is None or fence is None else (mig, fence)
+
+    def _break_fence_off_loop(self, group: str, shard: str, mig: str, attempt: int) -> None:
+        """:meth:`_break_fence` on a worker thread of the asyncio client; the
+        connections it opened on that thread (the metadata store's, the
+        shards') are closed after, so that waits do not pile up connections."""
+        try:
+            self._break_fence(group, shard, self.backend(shard), mig, attempt)
+        finally:
+            self.metadata.close()
+            with self._lock:
+                backends = list(self._backends.values())
+            for b in backends:
+                b.close()
 
     def _break_fence(self, group: str, shard: str, b: ShardBackend, mig: str, attempt: int) -> None:
         """A writer found ``mig``'s units on source ``shard`` frozen past the
