@@ -433,7 +433,7 @@ class AsyncClient:
         """:meth:`_first` after a first SQLite attempt ``pre`` that did not
         run the statement (or none yet): the records read, a verdict obeyed
         (a wait, a refresh and a retry on the new owner), and PostgreSQL."""
-        from .cluster import _FENCE_RETRY_S, FenceTimeout, _unreachable
+        from .cluster import _FenceWait
 
         cl = self.cluster
         g, key, write = tx.group, tx.key, tx.write
@@ -493,30 +493,21 @@ class AsyncClient:
                     t_wait = time.perf_counter()
                 # (a frozen source unit: the freeze's deadline, read once per epoch; past it the
                 # executor may be gone and the metadata store decides, as for the sync client)
-                fence = await asyncio.to_thread(cl._fence_for_wait, shard, g, key, owner)
-                undecided: Exception | None = None
-                next_try = 0.0
+                fw = _FenceWait(await asyncio.to_thread(cl._fence_for_wait, shard, g, key, owner))
                 while True:  # wait for the records to change, holding no lock
                     now = int((await _one(kind, conn, _EPOCH))[0])
                     if now != ep:
                         break
                     waited = time.perf_counter() - t_wait
-                    if fence is not None and time.time() > fence[1][1] and time.perf_counter() >= next_try:
+                    if fw.due() and fw.fence is not None:
                         try:
-                            await asyncio.to_thread(cl._break_fence_off_loop, g, shard, fence[0], fence[1][0])
+                            await asyncio.to_thread(cl._break_fence_off_loop, g, shard, fw.fence[0],
+                                                    fw.fence[1][0])
                             break
                         except Exception as e:
-                            if not _unreachable(e):
-                                raise
-                            # the store that decides cannot be reached: nothing is
-                            # written; ask again (the decision is idempotent)
-                            undecided, next_try = e, time.perf_counter() + _FENCE_RETRY_S
+                            fw.failed(e)
                     if waited > cl.wait_timeout:
-                        msg = f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}"
-                        if undecided is not None:
-                            msg += (f"; past the freeze's deadline the metadata store could not be reached to "
-                                    f"decide it ({type(undecided).__name__}: {undecided}); nothing was written")
-                        raise FenceTimeout(msg) from undecided
+                        raise fw.timeout(key, shard, waited)
                     await asyncio.sleep(0.001)
             else:
                 _fence.stale_route(cl, g, key, shard, version, cur_v, owner, attempt < cl.retries)

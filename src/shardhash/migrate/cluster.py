@@ -127,6 +127,41 @@ def _unreachable(e: BaseException) -> bool:
     return any(k.__name__ in ("DatabaseError", "InterfaceError") for k in type(e).__mro__)
 
 
+class _FenceWait:
+    """The deadline side of a writer's wait on a frozen unit (the sync and
+    the asyncio client): ``fence`` is ``(migration, (attempt, deadline))``
+    of the freeze, or None.  :meth:`due` says when to ask the metadata
+    store to decide the fence; :meth:`failed` takes that call's error (an
+    unreachable store: ask again in ``_FENCE_RETRY_S``; anything else is
+    raised); :meth:`timeout` is the ``FenceTimeout`` of a wait that lasted
+    ``wait_timeout``."""
+
+    def __init__(self, fence: tuple[str, Any] | None) -> None:
+        self.fence = fence
+        self.undecided: Exception | None = None
+        self.next_try = 0.0
+
+    def due(self) -> bool:
+        return (self.fence is not None and time.time() > self.fence[1][1]
+                and time.perf_counter() >= self.next_try)
+
+    def failed(self, e: Exception) -> None:
+        if not _unreachable(e):
+            raise e
+        # The store that decides (or a shard to update) cannot be reached:
+        # nothing is written; wait on and ask again (the decision is idempotent).
+        self.undecided, self.next_try = e, time.perf_counter() + _FENCE_RETRY_S
+
+    def timeout(self, key: Any, shard: str, waited: float) -> FenceTimeout:
+        msg = f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}"
+        if self.undecided is not None:
+            msg += (f"; past the freeze's deadline the metadata store could not be reached to "
+                    f"decide it ({type(self.undecided).__name__}: {self.undecided}); nothing was written")
+        err = FenceTimeout(msg)
+        err.__cause__ = self.undecided
+        return err
+
+
 class ShardKeyError(ValueError):
     """A client transaction wrote a row of another shard key (or of another
     group's table); it was rolled back, nothing was written.
@@ -757,31 +792,20 @@ class Cluster(ClusterExtras):
                     t_wait = time.perf_counter()
                 # (a frozen source unit: the freeze's deadline, read once per epoch)
                 fence = b.fence_of(c, mig) if mig is not None else None
+                fw = _FenceWait(None if mig is None or fence is None else (mig, fence))
                 # Wait for the shard's ownership records to change (a cheap
                 # read that takes no lock), then check again.
-                undecided: Exception | None = None
-                next_try = 0.0
                 while b.epoch(c) == ep:
                     waited = time.perf_counter() - t_wait
-                    if fence is not None and mig is not None and time.time() > fence[1] \
-                            and time.perf_counter() >= next_try:
+                    if fw.due() and fw.fence is not None:
                         # Past the freeze's deadline: the executor may be gone.
                         try:
-                            self._break_fence(g.name, shard, b, mig, fence[0])
+                            self._break_fence(g.name, shard, b, fw.fence[0], fw.fence[1][0])
                             break
                         except Exception as e:
-                            if not _unreachable(e):
-                                raise
-                            # The store that decides (or a shard to update) cannot be
-                            # reached: nothing is written; wait on and ask again
-                            # (the decision is idempotent) until wait_timeout.
-                            undecided, next_try = e, time.perf_counter() + _FENCE_RETRY_S
+                            fw.failed(e)
                     if waited > self.wait_timeout:
-                        msg = f"key {key!r} waited {waited:.1f} s for a cutover on shard {shard!r}"
-                        if undecided is not None:
-                            msg += (f"; past the freeze's deadline the metadata store could not be reached to "
-                                    f"decide it ({type(undecided).__name__}: {undecided}); nothing was written")
-                        raise FenceTimeout(msg) from undecided
+                        raise fw.timeout(key, shard, waited)
                     time.sleep(0.001)
             if t_wait is not None:
                 self.metrics.add_pause(time.perf_counter() - t_wait)
