@@ -934,10 +934,11 @@ def numeric_hashes(list items, object decimal_type, seed, uint64_t[::1] out not 
             slow.append(i)
             continue
         try:
-            txt = PyUnicode_AsUTF8AndSize(str(x), &size)
+            text = str(x)  # (held while txt points into it)
         except ValueError:  # an int beyond the int-to-str digit limit
             slow.append(i)
             continue
+        txt = PyUnicode_AsUTF8AndSize(text, &size)
         if sh_pg_numeric_text(txt, <size_t>size, wide, s, &out[i]) != 0:
             slow.append(i)
     return slow
