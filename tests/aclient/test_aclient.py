@@ -440,17 +440,9 @@ def test_a_writer_past_a_dead_executors_fence_deadline_goes_on(root: Path, backe
     killed after its freeze, an async write waits about the fence timeout
     (not wait_timeout), the metadata store aborts the attempt and the write
     lands on the source; the resumed executor carries it to the destination."""
-    from shardhash import JumpRouter
-    from tests.migrate.test_fence_deadline import FENCE, _killed_at
+    from tests.migrate.test_fence_deadline import FENCE, _killed_at, _setup
 
-    initial = JumpRouter(FOUR[:3])
-    path = str(make_cluster(root, FOUR[:3], initial, users=300, extra_shards=["s3"], backend=backend,
-                            wait_timeout=8))
-    cl = Cluster.load(path)
-    new, _ = plan.add_shards(initial, "s3", max_step_share=0.2)
-    Migration.create(cl, "users", new, mig_id="m0", max_step_share=0.2)
-    cl.close()
-    k = next(k for k in range(1, 301) if initial.route(k) != new.route(k))
+    path, initial, new, k = _setup(root, backend)  # (wait_timeout 30 s: the old client waited it out)
     _killed_at(path, "m0", "after-freeze")
     cl = Cluster.load(path)
 

@@ -6,7 +6,6 @@ before anything commits, a frozen key waiting), and the key guard."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,18 +20,12 @@ from sqlalchemy import delete, insert, select, text, update  # noqa: E402
 from shardhash import plan  # noqa: E402
 from shardhash.migrate import Cluster, FenceTimeout, Migration, ShardKeyError, StaleRouteError  # noqa: E402
 from shardhash.sqlalchemy import KeySession, ShardedORM  # noqa: E402
-from tests.migrate._harness import drop_cluster, make_cluster, shard_rows  # noqa: E402
+from tests.migrate._harness import make_cluster, shard_rows  # noqa: E402
 
 from ._models import Event, User  # noqa: E402
 from .test_sharded_session import Executions  # noqa: E402
 
 FOUR = ["s0", "s1", "s2", "s3"]
-
-
-@pytest.fixture
-def root(tmp_path: Path, backend: str) -> Iterator[Path]:
-    yield tmp_path
-    drop_cluster(tmp_path, backend)
 
 
 def test_rows_land_on_the_owner_and_reads_ask_it_only(root: Path, backend: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +25,11 @@ from sqlalchemy.orm import Session  # noqa: E402
 from shardhash import plan  # noqa: E402
 from shardhash.migrate import Cluster, FenceTimeout, Migration, StaleRouteError  # noqa: E402
 from shardhash.sqlalchemy import ShardedORM  # noqa: E402
-from tests.migrate._harness import drop_cluster, make_cluster, shard_rows  # noqa: E402
+from tests.migrate._harness import make_cluster, shard_rows  # noqa: E402
 
 from ._models import Event, User  # noqa: E402
 
 FOUR = ["s0", "s1", "s2", "s3"]
-
-
-@pytest.fixture
-def root(tmp_path: Path, backend: str) -> Iterator[Path]:
-    yield tmp_path
-    drop_cluster(tmp_path, backend)
 
 
 class Executions:
