@@ -17,7 +17,7 @@ import pytest
 from shardhash import plan
 from shardhash.migrate import Cluster, FenceTimeout, Migration, ShardKeyError, StaleRouteError
 from tests._support import oracle_required
-from tests.migrate._harness import UPSERT, drop_cluster, make_cluster, shard_rows
+from tests.migrate._harness import UPSERT, drop_cluster, frozen_key, make_cluster, shard_rows
 
 if not oracle_required():  # (in CI a missing driver fails the import below)
     pytest.importorskip("aiosqlite", reason="pip install 'shardhash[async]'")
@@ -97,15 +97,7 @@ def test_a_stale_router_is_refreshed_and_retried(root: Path, backend: str) -> No
 
 
 def test_a_frozen_key_waits_without_blocking_the_loop(root: Path, backend: str) -> None:
-    path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path, wait_timeout=10)
-    old = cl.router()
-    new, _ = plan.add_shards(old, "s4")
-    m = Migration.create(cl, "users", new)
-    m.run(cutover=False)
-    k = next(k for k in range(1, 301) if new.route(k) == "s4")
-    src = old.route(k)
-    m._set_units(src, "source", ("copying",), "frozen")
+    path, cl, m, _old, _new, k, src = frozen_key(root, backend, 10)
     threading.Timer(0.4, m._set_units, args=(src, "source", ("frozen",), "copying")).start()
 
     async def main() -> tuple[int, float]:

@@ -170,3 +170,24 @@ def add_shard_migration(root: Path, backend: str, users: int) -> tuple[Path, Clu
     new, _ = plan.add_shards(old, "s4")
     moved = {k for k in range(1, users + 1) if old.route(k) != new.route(k)}
     return path, cl, Migration.create(cl, "users", new, max_step_share=0.05), moved
+
+
+def frozen_key(root: Path, backend: str, wait_timeout: float) -> tuple[Path, Cluster, Any, Any, Any, int, str]:
+    """A cluster of four shards s0..s3 holding 300 users (and s4, empty) whose
+    migration adding s4 is copied but not cut over, with the source unit of a
+    key k that moves to s4 frozen on its source shard: (cluster.json's path,
+    the cluster (``wait_timeout`` given), the migration, the old router, the
+    new router, k, k's source shard)."""
+    from shardhash import plan
+    from shardhash.migrate import Migration
+
+    path = make_cluster(root, ["s0", "s1", "s2", "s3"], users=300, extra_shards=["s4"], backend=backend)
+    cl = Cluster.load(path, wait_timeout=wait_timeout)
+    old = cl.router()
+    new, _ = plan.add_shards(old, "s4")
+    m = Migration.create(cl, "users", new)
+    m.run(cutover=False)
+    k = next(k for k in range(1, 301) if new.route(k) == "s4")
+    src = old.route(k)
+    m._set_units(src, "source", ("copying",), "frozen")
+    return path, cl, m, old, new, k, src

@@ -17,7 +17,7 @@ from shardhash import JumpRouter, RingRouter, Router, plan
 from shardhash.migrate import Cluster, Migration, MigrationError, StaleRouteError, VerifyMismatch
 from tests._support import present
 
-from ._harness import connect, drop_cluster, make_cluster, shard_rows, upsert
+from ._harness import connect, drop_cluster, frozen_key, make_cluster, shard_rows, upsert
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -601,16 +601,8 @@ def test_core_does_not_import_prometheus() -> None:
 def test_frozen_units_make_writers_wait_and_let_readers_read(root: Path, backend: str) -> None:
     from shardhash.migrate import FenceTimeout
 
-    path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path, wait_timeout=0.3)
-    old = cl.router()
-    new, _ = plan.add_shards(old, "s4")
-    m = Migration.create(cl, "users", new)
-    m.run(cutover=False)
-    k = next(k for k in range(1, 301) if new.route(k) == "s4")
-    still = next(k for k in range(1, 301) if new.route(k) == old.route(k) == old.route(k))
-    src = old.route(k)
-    m._set_units(src, "source", ("copying",), "frozen")
+    path, cl, m, old, new, k, src = frozen_key(root, backend, 0.3)
+    still = next(k for k in range(1, 301) if new.route(k) == old.route(k))
     with cl.read(k) as tx:
         assert tx.execute("SELECT n FROM users WHERE id = ?", (k,)).fetchone()[0] == 0
     t0 = time.perf_counter()

@@ -20,7 +20,7 @@ from sqlalchemy import delete, insert, select, text, update  # noqa: E402
 from shardhash import plan  # noqa: E402
 from shardhash.migrate import Cluster, FenceTimeout, Migration, ShardKeyError, StaleRouteError  # noqa: E402
 from shardhash.sqlalchemy import KeySession, ShardedORM  # noqa: E402
-from tests.migrate._harness import make_cluster, shard_rows  # noqa: E402
+from tests.migrate._harness import frozen_key, make_cluster, shard_rows  # noqa: E402
 
 from ._models import Event, User  # noqa: E402
 from .test_sharded_session import Executions  # noqa: E402
@@ -109,15 +109,7 @@ def test_a_stale_router_is_refused_before_commit_and_a_refresh_repoints(root: Pa
 
 
 def test_a_frozen_key_waits_for_the_cutover(root: Path, backend: str) -> None:
-    path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path, wait_timeout=0.3)
-    old = cl.router("users")
-    new, _ = plan.add_shards(old, "s4")
-    m = Migration.create(cl, "users", new)
-    m.run(cutover=False)
-    k = next(k for k in range(1, 301) if new.route(k) == "s4")
-    src = old.route(k)
-    m._set_units(src, "source", ("copying",), "frozen")
+    _path, cl, m, _old, _new, k, src = frozen_key(root, backend, 0.3)
     orm = ShardedORM(cl, "users")
     t0 = time.perf_counter()
     with orm.session_for(k) as s:

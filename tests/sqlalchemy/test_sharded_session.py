@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session  # noqa: E402
 from shardhash import plan  # noqa: E402
 from shardhash.migrate import Cluster, FenceTimeout, Migration, StaleRouteError  # noqa: E402
 from shardhash.sqlalchemy import ShardedORM  # noqa: E402
-from tests.migrate._harness import make_cluster, shard_rows  # noqa: E402
+from tests.migrate._harness import frozen_key, make_cluster, shard_rows  # noqa: E402
 
 from ._models import Event, User  # noqa: E402
 
@@ -151,15 +151,7 @@ def test_stale_router_new_rows_are_rerouted_and_loaded_rows_refused(root: Path, 
 
 
 def test_frozen_keys_wait_for_the_cutover(root: Path, backend: str) -> None:
-    path = make_cluster(root, FOUR, users=300, extra_shards=["s4"], backend=backend)
-    cl = Cluster.load(path, wait_timeout=0.3)
-    old = cl.router("users")
-    new, _ = plan.add_shards(old, "s4")
-    m = Migration.create(cl, "users", new)
-    m.run(cutover=False)
-    k = next(k for k in range(1, 301) if new.route(k) == "s4")
-    src = old.route(k)
-    m._set_units(src, "source", ("copying",), "frozen")
+    path, cl, m, _old, _new, k, src = frozen_key(root, backend, 0.3)
     orm = ShardedORM(cl, "users")
     t0 = time.perf_counter()
     with orm.session() as s:
