@@ -5,7 +5,6 @@ before anything commits, a frozen key waiting), and the key guard."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,12 @@ if not oracle_required():  # (in CI a missing SQLAlchemy fails the import below)
 from sqlalchemy import delete, insert, select, text, update  # noqa: E402
 
 from shardhash import plan  # noqa: E402
-from shardhash.migrate import Cluster, FenceTimeout, Migration, ShardKeyError, StaleRouteError  # noqa: E402
+from shardhash.migrate import Cluster, Migration, ShardKeyError, StaleRouteError  # noqa: E402
 from shardhash.sqlalchemy import KeySession, ShardedORM  # noqa: E402
 from tests.migrate._harness import frozen_key, make_cluster, shard_rows  # noqa: E402
 
 from ._models import Event, User  # noqa: E402
-from .test_sharded_session import Executions  # noqa: E402
+from .test_sharded_session import Executions, commit_waits_out  # noqa: E402
 
 FOUR = ["s0", "s1", "s2", "s3"]
 
@@ -111,15 +110,7 @@ def test_a_stale_router_is_refused_before_commit_and_a_refresh_repoints(root: Pa
 def test_a_frozen_key_waits_for_the_cutover(root: Path, backend: str) -> None:
     _path, cl, m, _old, _new, k, src = frozen_key(root, backend, 0.3)
     orm = ShardedORM(cl, "users")
-    t0 = time.perf_counter()
-    with orm.session_for(k) as s:
-        u = s.get(User, k)
-        assert u is not None
-        u.n = 5
-        with pytest.raises(FenceTimeout):
-            s.commit()
-    assert time.perf_counter() - t0 >= 0.3
-    assert shard_rows(root, src)[k][2] == 0
+    commit_waits_out(orm.session_for(k), k, root, src, 0.3)
     m._set_units(src, "source", ("frozen",), "copying")
     orm.run_for(k, lambda s: s.execute(update(User).where(User.id == k).values(n=7)))
     assert shard_rows(root, src)[k][2] == 7

@@ -150,18 +150,24 @@ def test_stale_router_new_rows_are_rerouted_and_loaded_rows_refused(root: Path, 
     mover.close()
 
 
-def test_frozen_keys_wait_for_the_cutover(root: Path, backend: str) -> None:
-    path, cl, m, _old, _new, k, src = frozen_key(root, backend, 0.3)
-    orm = ShardedORM(cl, "users")
+def commit_waits_out(session: Session, k: int, root: Path, src: str, wait_timeout: float) -> None:
+    """A change of user ``k`` committed through ``session`` while k's unit is
+    frozen on ``src``: FenceTimeout after ``wait_timeout``, nothing written."""
     t0 = time.perf_counter()
-    with orm.session() as s:
+    with session as s:
         u = s.get(User, k)
         assert u is not None
         u.n = 5
         with pytest.raises(FenceTimeout):
             s.commit()
-    assert time.perf_counter() - t0 >= 0.3
+    assert time.perf_counter() - t0 >= wait_timeout
     assert shard_rows(root, src)[k][2] == 0
+
+
+def test_frozen_keys_wait_for_the_cutover(root: Path, backend: str) -> None:
+    path, cl, m, _old, _new, k, src = frozen_key(root, backend, 0.3)
+    orm = ShardedORM(cl, "users")
+    commit_waits_out(orm.session(), k, root, src, 0.3)
     done: list[str] = []
 
     def late_writer() -> None:
