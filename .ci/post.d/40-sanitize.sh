@@ -61,9 +61,22 @@ echo "-- copying the sources"
 mkdir -p "$work/src"
 # (generated C left in src/ is ignored: the checked build regenerates it
 # under build/sanitize; see setup.py)
-tar --exclude=./.git --exclude=./.venv --exclude=./.venv-sdist --exclude=./build \
-    --exclude=./dist --exclude='*.so' --exclude=__pycache__ --exclude=.hypothesis \
-    -cf - . | tar -C "$work/src" -xf -
+# The copy runs beside the static gates and the crash-injection runs, which
+# write caches into the checkout (.mypy_cache, .ruff_cache, .pytest_cache,
+# __pycache__): a tar of the whole tree could read a file while it is being
+# replaced and stop with "file changed as we read it".  So in a git checkout
+# the files to copy are git's: the tracked ones and the untracked ones not
+# ignored (caches, build output and compiled modules are ignored).
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git ls-files -z --cached --others --exclude-standard \
+    | (while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done) \
+    | tar --null -T - -cf - | tar -C "$work/src" -xf -
+else
+  tar --exclude=./.git --exclude=./.venv --exclude=./.venv-sdist --exclude=./build \
+      --exclude=./dist --exclude='*.so' --exclude=__pycache__ --exclude=.hypothesis \
+      --exclude=.mypy_cache --exclude=.ruff_cache --exclude=.pytest_cache \
+      -cf - . | tar -C "$work/src" -xf -
+fi
 if [ ! -f "$work/src/src/shardhash/_core/place/sh_jump.c" ]; then
   echo "FAIL: the copy of the sources lacks the C core" >&2
   exit 1
@@ -97,7 +110,9 @@ export SHARDHASH_SANITIZED=1  # tests that cannot run under ASan (address-space 
 
 # Tests from a copy of the tree that cannot see the checkout's sources, as
 # the sdist run does.
-cp -r tests pyproject.toml "$work/"
+# (from the copy made at the start: the main suite, running beside this step,
+# writes into the checkout's tests/, e.g. tests/c/build)
+cp -r "$work/src/tests" "$work/src/pyproject.toml" "$work/"
 if [ -n "${SANITIZE_PYTEST_ARGS:-}" ]; then
   read -r -a args <<<"$SANITIZE_PYTEST_ARGS"
 else
