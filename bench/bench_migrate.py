@@ -308,7 +308,7 @@ def test_capture_write_overhead(benchmark: Any, backend_name: str) -> None:
 def _guard_run(n_writes: int, rounds: int, backend: str) -> dict[str, Any]:
     """Single-key write transactions (one UPSERT each) with the client's
     shard-key guard and with it switched off (its begin/end calls made
-    no-ops; the triggers stay and find no marker), in alternating rounds:
+    no-ops; the triggers stay and find the guard off), in alternating rounds:
     the median time per transaction of each."""
     import statistics
 
@@ -351,7 +351,8 @@ def _guard_run(n_writes: int, rounds: int, backend: str) -> dict[str, Any]:
 @pytest.mark.parametrize("backend_name", _backends())
 def test_guard_cost_per_transaction(benchmark: Any, backend_name: str) -> None:
     """What the shard-key guard of client transactions costs a write
-    transaction (SQLite: a marker row and a DELETE … RETURNING; PostgreSQL:
+    transaction (SQLite: a function call in a statement after the BEGIN, the
+    TEMP triggers' call of a function per row written; PostgreSQL:
     two set_config calls on the transaction's first statement and the
     triggers' check of each statement's rows)."""
     backend = _resolve(backend_name)

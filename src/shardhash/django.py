@@ -28,7 +28,6 @@ needs: the write lock from the start of the transaction).
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import sys
 import threading
 import time
@@ -265,10 +264,7 @@ class _Retry(Exception):
     pass
 
 
-#: SQLite: the guard's marker row and the shard's ownership-record epoch in
-#: one statement (SQLiteShard.begin_guard's INSERT, SQLiteShard.epoch's read).
-_SQLITE_GUARD_EPOCH = ("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?) "
-                       "RETURNING (SELECT n FROM _shardhash_epoch WHERE id = 0)")
+#: SQLite: the shard's ownership-record epoch (SQLiteShard.epoch's read).
 _SQLITE_EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
 
 
@@ -279,30 +275,26 @@ def _check(cl: Cluster, shard: str, b: Any, c: Any, group: str, key: Any, versio
     and, when it passes and ``guard``, the shard-key guard; (verdict, current
     version, owner, whether the capture's skip marker was set).  On SQLite
     (whose transaction holds the write lock from its BEGIN IMMEDIATE) the
-    guard's marker and the epoch read are one statement, and the cluster's
-    records cached at that epoch decide without another read."""
+    guard is turned on by the statement that reads the epoch, and the
+    cluster's records cached at that epoch decide without another read."""
     guarded = False
     if b.kind == "sqlite":
-        row = None
         if guard:
-            try:
-                row = c.execute(_SQLITE_GUARD_EPOCH, (group, key)).fetchone()
-                guarded = True
-            except sqlite3.OperationalError as e:
-                if "_shardhash_guard" not in str(e):
-                    raise
-                b.begin_guard(c, group, key)  # (a shard set up by an older version: warns, unguarded)
-                guarded = True
-        if row is None:
+            ep = b.guard_epoch(c, group, key)
+            guarded = True
+        else:
             row = c.execute(_SQLITE_EPOCH).fetchone()
+            ep = None if row is None else row[0]
         su = cl._units.get(shard)
-        if su is None or row is None or row[0] is None or su.epoch != row[0] or row[0] < 0:
+        if su is None or ep is None or su.epoch != ep or ep < 0:
             su = cl._shard_units(shard, b, c)
     else:
         _fence.lock(b.kind, c)
         su = cl._shard_units(shard, b, c)
     v = cl._verdict_of(su, shard, group, key, version, True)
     if v is not None and v[0] != "ok":
+        if guarded:
+            b.end_guard(c)
         return v[0], v[1], v[2], False
     skip = v is None and group in su.captures
     if skip:
@@ -319,9 +311,9 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
     ownership check of ``cluster.transaction`` inside it (see the module
     docstring); yields the alias.  Inside the block, queries of the group's
     models go to that shard.  ``guard=False`` leaves out the shard-key guard
-    (on SQLite its marker row, written with the epoch read and removed before
-    the commit: one statement and one page write fewer; a row of another key
-    written in the block is then not refused)."""
+    (a row of another key written in the block is then not refused; on
+    SQLite the guard costs a function call per row written, on PostgreSQL
+    two transaction-local settings)."""
     r = router or _active_router(group)
     cl = r.cluster
     g = cl.group(group or r._only_group()).name
@@ -383,6 +375,8 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
         if guard:
             cl._check_guard(b.end_guard(c), g, key)
     except BaseException as e:
+        if guard:
+            b.end_guard(c)  # (off, if the block left it on)
         v = b.guard_violation(e.__cause__ if e.__cause__ is not None else e)
         if v is not None:  # (PostgreSQL's guard refused a statement of another key)
             err2 = ShardKeyError(v[1], v[2], key, g, v[0])

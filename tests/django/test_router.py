@@ -268,18 +268,28 @@ def test_capture_skips_only_keys_that_do_not_move_and_the_skip_marker_never_comm
     assert shop.rows("s4")[moving][2] == 6 and shop.rows(src)[staying][2] == 5
 
 
-def test_a_shard_without_the_guard_table_is_written_unguarded(shop: Shop, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_shard_set_up_by_an_older_version_is_guarded(shop: Shop) -> None:
+    """No guard table, no guarded-table list, no guard triggers in the file
+    (as an older version left it): the block still guards the cluster
+    file's tables, on the connection, before any init."""
     _add_users(range(1, 3))
-    shard = shop.cluster.router("users").route(1)
+    rt = shop.cluster.router("users")
+    shard = rt.route(1)
+    same = next(k for k in range(3, 200) if rt.route(k) == shard)
     c = sqlite3.connect(DIR / f"{shard}.db")
-    # (as on a shard set up by an older version: no guard table, no guard triggers)
     q = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '_shardhash_g%'"
     for (name,) in c.execute(q).fetchall():
         c.execute(f'DROP TRIGGER "{name}"')  # (a name read from the schema)
     c.execute("DROP TABLE _shardhash_guard")
+    c.execute("DROP TABLE _shardhash_guarded")
     c.commit()
     c.close()
+    connections.close_all()  # (new connections: no guard of an earlier block on them)
     with sharded_atomic(1):
         User.objects.filter(id=1).update(n=9)
-    assert shop.rows(shard)[1][2] == 9
-    assert "no shard-key guard" in caplog.text
+    with pytest.raises(ShardKeyError, match="rolled back"):
+        with sharded_atomic(1):
+            User.objects.filter(id=1).update(n=10)
+            User.objects.create(id=same, name="another key")
+    rows = shop.rows(shard)
+    assert rows[1][2] == 9 and same not in rows

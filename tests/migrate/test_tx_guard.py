@@ -17,7 +17,7 @@ from shardhash import plan
 from shardhash.migrate import Cluster, Migration
 from shardhash.migrate.cluster import ShardKeyError
 
-from ._harness import drop_cluster, make_cluster, shard_rows
+from ._harness import SCHEMA, drop_cluster, make_cluster, shard_rows
 
 
 @pytest.fixture
@@ -153,40 +153,114 @@ def test_migration_with_guarded_writers_moves_every_row(root: Path, backend: str
 
 def test_sqlite_guard_is_invisible_to_other_writers(tmp_path: Path) -> None:
     """Writers that bypass the client (the executor, a maintenance script)
-    are not guarded, and leave nothing behind in the guard table."""
+    are not guarded: the guard is TEMP triggers of the client's connection,
+    none is in the file, and a guarded connection's guard is off between its
+    transactions."""
+    import sqlite3
+
     path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
     cl = Cluster.load(path)
     b = cl.backend("a")
-    with b.writing() as c:
+    k = next(k for k in range(1, 11) if cl.router().route(k) == "a")
+    with cl.transaction(k) as tx:  # (the client's connection gets its guard)
+        tx.execute("UPDATE users SET n = n + 1 WHERE id = ?", (k,))
+    with b.writing() as c:  # (the same connection, outside a client transaction)
         c.execute("INSERT INTO users VALUES (?, 'raw', 0)", (10_001,))
         c.execute("UPDATE users SET id = ? WHERE id = ?", (10_002, 10_001))
+    assert b.end_guard(b.conn()) == []
+    raw = sqlite3.connect(tmp_path / "c" / "a.db")
+    assert raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                       "AND name LIKE '_shardhash_g%'").fetchall() == []
+    raw.execute("UPDATE users SET id = ? WHERE id = ?", (10_003, 10_002))
+    raw.commit()
+    raw.close()
     assert b.conn().execute("SELECT count(*) FROM _shardhash_guard").fetchone()[0] == 0
     cl.close()
     shutil.rmtree(tmp_path / "c")
 
 
-def test_a_shard_set_up_before_the_guard_keeps_taking_writes_until_init(tmp_path: Path,
-                                                                        caplog: pytest.LogCaptureFixture) -> None:
-    import logging
+#: The persistent guard triggers of the previous version (marker rows in
+#: _shardhash_guard), as it installed them on the users table.
+_OLD_GUARD = ("CREATE TRIGGER _shardhash_gu1_users AFTER UPDATE ON users "
+              "WHEN EXISTS (SELECT 1 FROM _shardhash_guard WHERE id = 0) BEGIN "
+              "INSERT INTO _shardhash_guard(grp, tbl, k) SELECT 'users', 'users', NEW.id "
+              "WHERE (SELECT grp = 'users' AND k IS NEW.id FROM _shardhash_guard WHERE id = 0) = 0; END")
+
+
+@pytest.mark.parametrize("layout", ["no guard", "marker triggers"])
+def test_a_shard_set_up_by_an_older_version_is_guarded_before_init(tmp_path: Path, layout: str) -> None:
+    """A file set up before the guard (no guard table, no triggers) or by the
+    version whose guard was persistent triggers and a marker table: the
+    client guards the cluster file's tables at once, the old triggers stay
+    inert, and init drops them and records the guarded tables."""
     import sqlite3
 
     path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
-    for s in ("a", "b"):  # as an older version left it: no guard table, no guard triggers
+    for s in ("a", "b"):
         c = sqlite3.connect(tmp_path / "c" / f"{s}.db")
-        for (name,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
-                                 "AND name LIKE '_shardhash_g%'").fetchall():
-            c.execute(f'DROP TRIGGER "{name}"')
-        c.execute("DROP TABLE _shardhash_guard")
+        c.execute("DROP TABLE _shardhash_guarded")
+        if layout == "no guard":
+            c.execute("DROP TABLE _shardhash_guard")
+        else:
+            c.execute(_OLD_GUARD)
+        c.commit()
         c.close()
     cl = Cluster.load(path)
-    with caplog.at_level(logging.WARNING, logger="shardhash.migrate"):
-        with cl.transaction(3) as tx:
-            tx.execute("UPDATE users SET name = 'w' WHERE id = ?", (3,))
-    assert any("run init" in r.getMessage() for r in caplog.records)
-    cl.init()  # installs the guard
+    k = 3
+    other = _other_key_on_same_shard(cl, k)
+    with cl.transaction(k) as tx:
+        tx.execute("UPDATE users SET name = 'w' WHERE id = ?", (k,))
     with pytest.raises(ShardKeyError):
-        with cl.transaction(3) as tx:
-            tx.execute("UPDATE users SET id = ? WHERE id = ?", (9_000_003, 3))
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET name = 'x' WHERE id = ?", (other,))
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET id = ? WHERE id = ?", (9_000_003, k))
+    rows = _all_rows(tmp_path / "c", ["a", "b"])
+    assert rows[k][1] == "w" and rows[other][1] != "x" and 9_000_003 not in rows
+    cl.init()
+    for s in ("a", "b"):
+        c = sqlite3.connect(tmp_path / "c" / f"{s}.db")
+        assert c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                         "AND name LIKE '_shardhash_g%'").fetchall() == []
+        assert c.execute("SELECT tbl, grp, col FROM _shardhash_guarded").fetchall() == [("users", "users", "id")]
+        c.close()
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET id = ? WHERE id = ?", (9_000_003, k))
+    cl.close()
+
+
+def test_the_sqlite_guard_follows_schema_changes_and_rollbacks(tmp_path: Path) -> None:
+    """The guard's TEMP triggers are made inside the client's first guarded
+    transaction on a connection: when that transaction rolls back they are
+    gone, and when a guarded table is dropped and made again they go with
+    it; either way the next transaction makes them again."""
+    path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
+    cl = Cluster.load(path)
+    k = 3
+    shard = cl.router().route(k)
+    other = _other_key_on_same_shard(cl, k)
+    b = cl.backend(shard)
+    with pytest.raises(RuntimeError):  # the first guarded transaction on the connection, rolled back
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET name = 'w' WHERE id = ?", (k,))
+            raise RuntimeError("the application gives up")
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET name = 'x' WHERE id = ?", (other,))
+    with b.writing() as c:  # the table made again (same connection)
+        rows = c.execute("SELECT * FROM users").fetchall()
+        c.execute("DROP TABLE users")
+        c.execute(SCHEMA)
+        c.executemany("INSERT INTO users VALUES (?, ?, ?)", rows)
+    with pytest.raises(ShardKeyError):
+        with cl.transaction(k) as tx:
+            tx.execute("DELETE FROM users WHERE id = ?", (other,))
+    with cl.transaction(k) as tx:
+        tx.execute("UPDATE users SET name = 'y' WHERE id = ?", (k,))
+    assert _all_rows(tmp_path / "c", [shard])[k][1] == "y"
+    assert other in _all_rows(tmp_path / "c", [shard])
     cl.close()
 
 

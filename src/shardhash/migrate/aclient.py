@@ -26,11 +26,11 @@ loop (pools belong to the loop that made them); ``await cluster.aclose()``
 closes the current loop's.
 
 The transaction begins with its first statement, which goes to the shard
-with the lock and the ownership check: on SQLite, the begin, the guard's
-marker, the epoch read, the check against the cached records and the
-statement are one job on the connection's thread, and the end (the
-guard's marker removed, in one statement when the guard recorded nothing
-else, and the commit) another, so a point write waits for two hops
+with the lock and the ownership check: on SQLite, the begin, the epoch
+read (which turns the guard on), the check against the cached records and
+the statement are one job on the connection's thread, and the end (the
+guard's records read, in Python, and the commit) another, so a point
+write waits for two hops
 between the event loop and that thread (the bare driver's
 ``BEGIN IMMEDIATE``/statement/``COMMIT`` for three) and a point read for
 one (a read's commit is queued on the thread without a future: the event
@@ -63,15 +63,12 @@ from functools import partial
 from typing import Any
 
 from .. import _events, _fence
+from .sqlite import guard_off
 
 __all__ = ["AsyncClient", "AsyncShardTransaction", "client_of", "DEFAULT_POOL_SIZE"]
 
 DEFAULT_POOL_SIZE = 8
 _EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
-_GUARD_ON = "INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)"
-_GUARD_OFF = "DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k"
-_GUARD_OFF_ALONE = ("DELETE FROM _shardhash_guard WHERE id = 0 "
-                    "AND NOT EXISTS (SELECT 1 FROM _shardhash_guard WHERE id <> 0)")
 
 
 class AsyncShardTransaction:
@@ -156,6 +153,7 @@ async def _one(kind: str, conn: Any, sql: str, params: Any = ()) -> Any:
 
 
 def _sqlite_rollback(c: Any) -> None:
+    guard_off(c)
     if c.in_transaction:
         c.execute("ROLLBACK")
 
@@ -656,22 +654,18 @@ def _sqlite_first(cl: Any, shard: str, group: str, key: Any, version: int, write
     None): the records must be read first."""
     if c.in_transaction:  # (a read whose queued commit failed)
         c.execute("ROLLBACK")
-    if write:
-        c.execute("BEGIN IMMEDIATE")
-        try:
-            c.execute(_GUARD_ON, (group, key))
-        except sqlite3.OperationalError as e:
-            if "_shardhash_guard" not in str(e):
-                raise  # (a shard set up by an older version has no guard table: unguarded)
-    else:
-        c.execute("BEGIN")
+    n: Any = None
+    c.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
-        row = c.execute(_EPOCH).fetchone()
+        if write:  # (the guard on and the epoch read: one statement)
+            n = cl.backend(shard).guard_epoch(c, group, key)
+        else:
+            row = c.execute(_EPOCH).fetchone()
+            n = None if row is None else row[0]
     except sqlite3.OperationalError as e:
         if "_shardhash_epoch" not in str(e):
             raise
-        row = None
-    ep = int(row[0]) if row else -1
+    ep = -1 if n is None else int(n)
     su = cl._units.get(shard)
     if su is None or su.epoch != ep or ep < 0:
         return "units", ep, None
@@ -693,25 +687,13 @@ def _sqlite_run(group: str, skip: bool, sql: str, params: Any, fetch: int, c: An
 
 def _sqlite_end(group: str, key: Any, skip: bool, c: Any) -> list[tuple[str, str, Any]]:
     """On the connection's thread, the end of a write transaction whose
-    block succeeded: the skip marker off and the guard's records read and
-    cleared (SQLiteShard.end_skip / end_guard), then the commit when the
-    guard recorded no row of another key; returns those rows (the caller
-    raises ShardKeyError and rolls back).  When the guard's marker is its
-    only row (the usual case) one statement removes it; else the rows are
-    read as end_guard reads them."""
+    block succeeded: the skip marker off and the guard off (SQLiteShard's
+    end_skip / end_guard), then the commit when the guard recorded no row of
+    another key; returns those rows (the caller raises ShardKeyError and
+    rolls back)."""
     if skip:  # (only this transaction's own marker: none when it set none)
         c.execute("DELETE FROM _shardhash_skip WHERE grp = ?", (group,))
-    try:
-        if c.execute(_GUARD_OFF_ALONE).rowcount == 1:
-            rows = []
-        else:
-            rows = c.execute(_GUARD_OFF).fetchall()
-    except sqlite3.OperationalError as e:
-        if "_shardhash_guard" not in str(e):
-            raise
-        rows = []
-    bad = [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
-    bad = [t for t in bad if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
+    bad = [t for t in guard_off(c) if t[0] != group or type(t[2]) is not type(key) or t[2] != key]
     if not bad:
         c.execute("COMMIT")
     return bad

@@ -630,6 +630,9 @@ class Cluster(ClusterExtras):
             b = self._backends.get(url)
             if b is None:
                 b = open_backend(url, self.base_dir, synchronous=self.synchronous)
+                if b.kind == "sqlite":  # (the tables its client guard watches: see SQLiteShard)
+                    b.guard_tables = tuple((g.name, t.name, t.key) for g in self.groups.values()
+                                           for t in g.tables)
                 self._backends[url] = b
             return b
 

@@ -28,12 +28,20 @@ tables:
     ``(mig, attempt, deadline)``: a writer that finds a frozen unit past its
     deadline asks the metadata store whether the cutover committed (see
     :meth:`shardhash.migrate.Cluster.transaction` and docs/migrate.md).
-``_shardhash_guard``
-    empty but inside a client's write transaction: its marker row holds the
-    transaction's group and key, and guard triggers on every group table
-    record each row written whose shard key is another (or whose table is of
-    another group); the client reads and removes them before its COMMIT and
-    rolls back when there is any (:class:`shardhash.migrate.ShardKeyError`).
+``_shardhash_guarded``
+    the group tables and their shard-key columns (written by ``init``): the
+    tables the shard-key guard of client transactions watches.  The guard
+    itself lives on the client's connection, not in the file: TEMP triggers
+    on those tables (and on those of the cluster file, see
+    :attr:`SQLiteShard.guard_tables`) call a function of the connection that
+    records each row written, inside a client write transaction, whose shard
+    key is another or whose table is of another group; the client reads the
+    records before its COMMIT and rolls back when there is any
+    (:class:`shardhash.migrate.ShardKeyError`).  Other connections (the
+    executor's, applications that bypass the client) run no guard at all.
+    (``_shardhash_guard``, the marker table of versions before this one, is
+    kept, empty: their persistent guard triggers, which ``init`` drops, read
+    it.)
 
 SQLite serialises writers (``BEGIN IMMEDIATE`` takes the write lock), so
 change ids are assigned in commit order; catch-up nevertheless consumes the
@@ -42,11 +50,11 @@ queue by row, not by position, so the same code is safe where that is false.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
@@ -73,6 +81,7 @@ CREATE TABLE IF NOT EXISTS _shardhash_changes(
 CREATE INDEX IF NOT EXISTS _shardhash_changes_q ON _shardhash_changes(capture, state, id);
 CREATE TABLE IF NOT EXISTS _shardhash_skip(grp TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS _shardhash_guard(id INTEGER PRIMARY KEY, grp TEXT NOT NULL, tbl TEXT, k);
+CREATE TABLE IF NOT EXISTS _shardhash_guarded(tbl TEXT PRIMARY KEY, grp TEXT NOT NULL, col TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS _shardhash_fence(mig TEXT PRIMARY KEY, attempt INTEGER NOT NULL, deadline REAL NOT NULL);
 """
 
@@ -115,6 +124,102 @@ def check_identifier(name: Any, what: str) -> str:
     return name
 
 
+# ------------------------------------------------------- shard-key guard
+#
+# The guard of a client write transaction runs on the client's connection:
+# TEMP triggers on the group tables (created on the connection the first
+# time it is guarded, and again after the file's schema changed or a
+# rollback took them away) call ``_shardhash_guard_row``, a function of the
+# connection, for every row written; inside a guarded transaction it records
+# each row whose shard key is not the transaction's (compared as SQLite's
+# ``IS`` compares: 5 and 5.0 are one key, 5 and '5' two) or whose table is
+# of another group.  Turning the guard on is a function call inside the
+# statement that also reads the shard's epoch; turning it off and reading
+# the records is Python: no statement, no row and no page written.
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether SQLite's ``a IS b`` holds for two values as sqlite3 gives
+    them to a function (int, float, str, bytes or None)."""
+    if type(a) is type(b):
+        return bool(a == b)
+    return type(a) in _NUMBERS and type(b) in _NUMBERS and bool(a == b)
+
+
+_NUMBERS = (int, float)
+#: Rows of another key recorded per transaction (the first one is reported).
+_GUARD_RECORDS = 16
+
+
+class _Guard:
+    """The guard of one connection (held by the connection's functions)."""
+
+    __slots__ = ("on", "group", "key", "records", "installed", "__weakref__")
+
+    def __init__(self) -> None:
+        self.on = False
+        self.group: Any = None
+        self.key: Any = None
+        self.records: list[tuple[str, str, Any]] = []
+        #: (schema version, TEMP trigger count) when the triggers were made
+        self.installed: tuple[int, int] | None = None
+
+    def begin(self, group: Any, key: Any, schema: int, temps: int) -> int:
+        """SQL ``_shardhash_guard(group, key, schema_version, temp triggers)``:
+        the guard on for this transaction; this guard's token, negative when
+        its triggers must be made (again)."""
+        self.on, self.group, self.key = True, group, key
+        if self.records:
+            self.records = []
+        return id(self) if self.installed == (schema, temps) else -id(self)
+
+    def row(self, group: Any, table: Any, *keys: Any) -> int:
+        """SQL ``_shardhash_guard_row(group, table, key[, old key])``, the
+        TEMP triggers' ``WHEN``: records a row of another key or group."""
+        if self.on:
+            for k in keys:
+                if (group != self.group or not _same(k, self.key)) and len(self.records) < _GUARD_RECORDS:
+                    self.records.append((str(group), str(table), k))
+        return 0
+
+
+#: guards by token (their ``id``) and by their connection's ``id``; an entry
+#: lives as long as its guard, which lives as long as its connection (whose
+#: functions hold it; closing the connection frees them), so a later
+#: connection with the same ``id`` never finds a stale one: its first guarded
+#: statement fails for want of the function, and registers its own.
+_tokens: weakref.WeakValueDictionary[int, _Guard] = weakref.WeakValueDictionary()
+_by_conn: weakref.WeakValueDictionary[int, _Guard] = weakref.WeakValueDictionary()
+_tokens_lock = threading.Lock()
+
+#: The guard's versions of the file's schema and of the connection's TEMP
+#: triggers (a rollback of the transaction that made them drops them).
+_GUARD_ARGS = ("(SELECT schema_version FROM pragma_schema_version), "
+               "(SELECT count(*) FROM temp.sqlite_master WHERE type = 'trigger')")
+#: The guard on (a client write transaction, after its BEGIN IMMEDIATE).
+GUARD_ON = "SELECT _shardhash_guard(?, ?, " + _GUARD_ARGS + ")"
+#: The guard on, and the shard's ownership-record epoch, in one statement.
+GUARD_EPOCH = "SELECT (SELECT n FROM _shardhash_epoch WHERE id = 0), _shardhash_guard(?, ?, " + _GUARD_ARGS + ")"
+
+
+def guard_off(c: Any) -> list[tuple[str, str, Any]]:
+    """The guard of connection ``c`` off; (group, table, key) of the rows of
+    another key or group it recorded since it was turned on."""
+    g = _by_conn.get(id(c))
+    if g is None or not g.on:
+        return []
+    g.on = False
+    return g.records
+
+
+def _register_guard(c: Any) -> None:
+    g = _Guard()
+    c.create_function("_shardhash_guard", 4, g.begin)
+    c.create_function("_shardhash_guard_row", -1, g.row)
+    with _tokens_lock:
+        _tokens[id(g)] = g
+
+
 class SQLiteShard(SystemTables):
     """One shard (or the metadata store) in one SQLite file.
 
@@ -130,6 +235,11 @@ class SQLiteShard(SystemTables):
     #: (a 1M-row unit, load 7-10: 62k rows/s with the thread, its reads 15.6 s
     #: of 16.1; 86k rows/s without it, reads 8.6 s of 11.6).
     prefetch = False
+    #: (group, table, shard-key column) of tables the guard watches beside
+    #: those ``init`` recorded in the file (``_shardhash_guarded``): a cluster
+    #: gives its backends its groups' tables, so that a shard set up by an
+    #: older version is guarded too.
+    guard_tables: tuple[tuple[str, str, str], ...] = ()
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         if not isinstance(synchronous, str) or synchronous.upper() not in SYNCHRONOUS:
@@ -272,53 +382,82 @@ class SQLiteShard(SystemTables):
             self._install_guard(c, group, table, key)
 
     def _install_guard(self, c: sqlite3.Connection, group: str, table: str, key: str) -> None:
-        # Inside a client transaction (its marker row, id 0, holds the
-        # transaction's group and key) every row written whose key differs,
-        # or that belongs to another group's table, is recorded; other writers
-        # (the executor, applications that bypass the client) find no marker.
-        t, lt, lg, kc = qi(table), ql(table), ql(group), qi(key)
+        # The table joins the guarded ones (see _guard_triggers); persistent
+        # guard triggers of earlier versions go (their marker table stays).
+        qi(key), ql(group)  # (refused here, as any name a trigger cannot hold, not at a client's write)
+        c.execute("INSERT INTO _shardhash_guarded(tbl, grp, col) VALUES (?, ?, ?) "
+                  "ON CONFLICT (tbl) DO UPDATE SET grp = excluded.grp, col = excluded.col", (table, group, key))
+        for k in "iud":
+            c.execute("DROP TRIGGER IF EXISTS " + qi("_shardhash_g" + k + "1_" + table))
 
-        def rec(ref: str) -> str:
-            return ("INSERT INTO _shardhash_guard(grp, tbl, k) SELECT " + lg + ", " + lt + ", " + ref + "." + kc
-                    + " WHERE (SELECT grp = " + lg + " AND k IS " + ref + "." + kc
-                    + " FROM _shardhash_guard WHERE id = 0) = 0;")
+    def _guard_triggers(self, c: Any, g: _Guard) -> None:
+        """The TEMP guard triggers of connection ``c`` on every guarded table
+        the file holds (made inside the caller's transaction)."""
+        tables = dict((t, (grp, col)) for grp, t, col in self.guard_tables)
+        try:
+            tables.update((str(t), (str(grp), str(col))) for t, grp, col in
+                          c.execute("SELECT tbl, grp, col FROM _shardhash_guarded").fetchall())
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guarded" not in str(e):
+                raise  # (a file set up by an older version: the cluster's tables only)
+        present = {str(r[0]) for r in c.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+        for table, (group, key) in sorted(tables.items()):
+            if table not in present:
+                continue
+            t, lt, lg, kc = "main." + qi(table), ql(table), ql(group), qi(key)
+            head = "_shardhash_guard_row(" + lg + ", " + lt + ", "
+            stmts = {
+                "i": "AFTER INSERT ON " + t + " WHEN " + head + "NEW." + kc + ")",
+                "u": "AFTER UPDATE ON " + t + " WHEN " + head + "NEW." + kc + ", OLD." + kc + ")",
+                "d": "AFTER DELETE ON " + t + " WHEN " + head + "OLD." + kc + ")",
+            }
+            for k, body in stmts.items():
+                c.execute("CREATE TEMP TRIGGER IF NOT EXISTS " + qi("_shardhash_tg" + k + "_" + table) + " "
+                          + body + " BEGIN SELECT 1; END")
+        row = c.execute("SELECT " + _GUARD_ARGS).fetchone()
+        g.installed = (int(row[0]), int(row[1]))
 
-        when = " WHEN EXISTS (SELECT 1 FROM _shardhash_guard WHERE id = 0) BEGIN "
-        stmts = {
-            "i": "AFTER INSERT ON " + t + when + rec("NEW") + " END",
-            "u": "AFTER UPDATE ON " + t + when + rec("NEW") + " " + rec("OLD") + " END",
-            "d": "AFTER DELETE ON " + t + when + rec("OLD") + " END",
-        }
-        for k, body in stmts.items():
-            c.execute("CREATE TRIGGER IF NOT EXISTS " + qi("_shardhash_g" + k + "1_" + table) + " " + body)
+    def _guard_statement(self, c: Any, sql: str, group: str, key: Any) -> Any:
+        try:
+            row = c.execute(sql, (group, key)).fetchone()
+        except sqlite3.OperationalError as e:
+            if "_shardhash_guard" not in str(e):
+                raise
+            _register_guard(c)  # (this connection's first guarded transaction)
+            row = c.execute(sql, (group, key)).fetchone()
+        token = row[-1]
+        g = _by_conn.get(id(c))
+        if g is None or id(g) != token:  # (another guard, or its triggers to make)
+            with _tokens_lock:
+                g = _tokens[abs(token)]
+                _by_conn[id(c)] = g
+            if token < 0:
+                self._guard_triggers(c, g)
+        return row
 
     def begin_guard(self, c: Any, group: str, key: Any) -> None:
         """Inside a client's write transaction (after :meth:`begin_client_write`):
         record every row of a group table written by it whose shard key is
         not ``key`` or whose table is not of ``group`` (:meth:`end_guard`
         reads them)."""
-        try:
-            c.execute("INSERT INTO _shardhash_guard(id, grp, k) VALUES (0, ?, ?)", (group, key))
-        except sqlite3.OperationalError as e:
-            if "_shardhash_guard" not in str(e):
-                raise
-            # a shard set up by an older version (no guard table, no guard
-            # triggers): writes go on unguarded until init runs again
-            if not getattr(self, "_warned_guard", False):
-                self._warned_guard = True
-                logging.getLogger("shardhash.migrate").warning(
-                    "shard %s has no shard-key guard (set up by an older version): run init", self.path)
+        self._guard_statement(c, GUARD_ON, group, key)
 
-    def end_guard(self, c: Any) -> list[tuple[str, str, Any]]:
+    def guard_epoch(self, c: Any, group: str, key: Any) -> int | None:
+        """:meth:`begin_guard` and the shard's ownership-record epoch (None:
+        no epoch row) in one statement."""
+        n = self._guard_statement(c, GUARD_EPOCH, group, key)[0]
+        return None if n is None else int(n)
+
+    @staticmethod
+    def end_guard(c: Any) -> list[tuple[str, str, Any]]:
         """(group, table, shard key) of every row the guard recorded since
         :meth:`begin_guard`; the guard is off again (before the commit)."""
-        try:
-            rows = c.execute("DELETE FROM _shardhash_guard RETURNING id, grp, tbl, k").fetchall()
-        except sqlite3.OperationalError as e:
-            if "_shardhash_guard" not in str(e):
-                raise
-            return []  # (no guard table: see begin_guard)
-        return [(str(r[1]), str(r[2]), r[3]) for r in rows if r[0] != 0]
+        return guard_off(c)
+
+    def rollback(self, c: Any) -> None:
+        guard_off(c)
+        if c.in_transaction:
+            c.execute("ROLLBACK")
 
     def guard_violation(self, exc: BaseException) -> tuple[str, str, Any] | None:
         """(group, table, shard key) when ``exc`` is the guard's refusal of a
