@@ -317,3 +317,40 @@ def test_string_keys_of_any_text_pass_their_own_guard(tmp_path: Path, backend: s
     finally:
         cl.close()
         drop_cluster(root, backend)
+
+
+def test_the_sqlite_guard_compares_keys_as_sqlite_is_does() -> None:
+    """The guard's function compares a row's key with the transaction's as
+    SQLite's ``IS`` compares them (5 and 5.0 one key; 5, '5' and b'5' three;
+    NULL only itself): differential against SQLite itself, on values as
+    sqlite3 hands them to a function."""
+    import sqlite3
+
+    from hypothesis import example, given
+    from hypothesis import strategies as st
+
+    from shardhash.migrate.sqlite import _same
+
+    c = sqlite3.connect(":memory:")
+    c.create_function("same", 2, lambda a, b: int(_same(a, b)))
+    ints = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    values = st.one_of(st.none(), ints, st.floats(allow_nan=False), st.text(max_size=8),
+                       st.binary(max_size=8), st.sampled_from([0, 1, 5, 5.0, "5", b"5", 2**53, 2.0**53, 2**53 + 1]))
+
+    # pairs of one value in two kinds, and near misses (an int and a float that
+    # differ past float precision)
+    near = st.integers(min_value=-(2**62), max_value=2**62).flatmap(
+        lambda i: st.sampled_from([(i, float(i)), (float(i), i), (i + 1, float(i)), (str(i), i), (str(i).encode(), i)]))
+
+    @given(st.one_of(st.tuples(values, values), near))
+    @example((5, 5.0))
+    @example((2**53 + 1, 2.0**53))
+    @example(("5", b"5"))
+    @example((None, 0))
+    def check(pair: tuple[Any, Any]) -> None:
+        a, b = pair
+        got, want = c.execute("SELECT same(?, ?), ? IS ?", (a, b, a, b)).fetchone()
+        assert got == want, (a, b)
+
+    check()
+    c.close()
