@@ -394,13 +394,15 @@ class SQLiteShard(SystemTables):
         """The TEMP guard triggers of connection ``c`` on every guarded table
         the file holds (made inside the caller's transaction)."""
         tables = dict((t, (grp, col)) for grp, t, col in self.guard_tables)
+        q = "SELECT name, NULL, NULL FROM main.sqlite_master WHERE type = 'table'"
         try:
-            tables.update((str(t), (str(grp), str(col))) for t, grp, col in
-                          c.execute("SELECT tbl, grp, col FROM _shardhash_guarded").fetchall())
+            rows = c.execute(q + " UNION ALL SELECT tbl, grp, col FROM _shardhash_guarded").fetchall()
         except sqlite3.OperationalError as e:
             if "_shardhash_guarded" not in str(e):
-                raise  # (a file set up by an older version: the cluster's tables only)
-        present = {str(r[0]) for r in c.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+                raise
+            rows = c.execute(q).fetchall()  # (a file set up by an older version: the cluster's tables only)
+        tables.update((str(t), (str(grp), str(col))) for t, grp, col in rows if grp is not None)
+        present = {str(t) for t, grp, _col in rows if grp is None}
         for table, (group, key) in sorted(tables.items()):
             if table not in present:
                 continue
@@ -418,6 +420,12 @@ class SQLiteShard(SystemTables):
         g.installed = (int(row[0]), int(row[1]))
 
     def _guard_statement(self, c: Any, sql: str, group: str, key: Any) -> Any:
+        g = _by_conn.get(id(c))
+        if g is None:  # (a connection not guarded yet: its functions first, sparing a failed statement)
+            try:
+                _register_guard(c)
+            except sqlite3.Error:
+                pass  # (the statement below decides)
         try:
             row = c.execute(sql, (group, key)).fetchone()
         except sqlite3.OperationalError as e:
@@ -426,7 +434,6 @@ class SQLiteShard(SystemTables):
             _register_guard(c)  # (this connection's first guarded transaction)
             row = c.execute(sql, (group, key)).fetchone()
         token = row[-1]
-        g = _by_conn.get(id(c))
         if g is None or id(g) != token:  # (another guard, or its triggers to make)
             with _tokens_lock:
                 g = _tokens[abs(token)]
