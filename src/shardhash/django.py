@@ -269,18 +269,19 @@ _SQLITE_EPOCH = "SELECT n FROM _shardhash_epoch WHERE id = 0"
 
 
 def _check(cl: Cluster, shard: str, b: Any, c: Any, group: str, key: Any, version: int,
-           guard: bool) -> tuple[str, int, str, bool]:
+           guard: bool, fresh: bool) -> tuple[str, int, str, bool]:
     """In the shard's write transaction just begun on ``c``: the lock a
     cutover waits for, the ownership check of ``key`` (``Cluster._verdict``'s)
     and, when it passes and ``guard``, the shard-key guard; (verdict, current
-    version, owner, whether the capture's skip marker was set).  On SQLite
+    version, owner, whether the capture's skip marker was set); ``fresh``:
+    the transaction was begun by this block.  On SQLite
     (whose transaction holds the write lock from its BEGIN IMMEDIATE) the
     guard is turned on by the statement that reads the epoch, and the
     cluster's records cached at that epoch decide without another read."""
     guarded = False
     if b.kind == "sqlite":
         if guard:
-            ep = b.guard_epoch(c, group, key)
+            ep = b.guard_epoch(c, group, key, fresh)
             guarded = True
         else:
             row = c.execute(_SQLITE_EPOCH).fetchone()
@@ -333,6 +334,7 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
         alias = r.alias(shard)
         conn = connections[alias]
         nested = conn.in_atomic_block
+        fresh = not nested and conn.get_autocommit()  # (the atomic block begins the transaction)
         atomic = transaction.atomic(using=alias)
         atomic.__enter__()
         try:
@@ -341,7 +343,7 @@ def sharded_atomic(key: Any, *, group: str | None = None, router: ShardRouter | 
                 raise ValueError(f"database {alias!r} (SQLite) needs OPTIONS['transaction_mode'] = 'IMMEDIATE' "
                                  "for sharded_atomic (the write lock from the start of the transaction)")
             c = _fence.adapt(b.kind, conn.connection)
-            verdict, cur, owner, skip = _check(cl, shard, b, c, g, key, rt.version, guard)
+            verdict, cur, owner, skip = _check(cl, shard, b, c, g, key, rt.version, guard, fresh)
         except BaseException:
             atomic.__exit__(*sys.exc_info())
             raise

@@ -293,3 +293,31 @@ def test_a_shard_set_up_by_an_older_version_is_guarded(shop: Shop) -> None:
             User.objects.create(id=same, name="another key")
     rows = shop.rows(shard)
     assert rows[1][2] == 9 and same not in rows
+
+
+def test_the_guard_survives_an_outer_transaction_rolled_back(shop: Shop) -> None:
+    """A connection's first guarded block inside an application's outer
+    transaction makes the guard's TEMP triggers there; the outer transaction
+    rolls back and takes them: the next block makes them again, and still
+    refuses a row of another key."""
+    from django.db import transaction
+
+    _add_users(range(1, 3))
+    rt = shop.cluster.router("users")
+    shard = rt.route(1)
+    same = next(k for k in range(3, 200) if rt.route(k) == shard)
+    connections.close_all()  # (new connections: their first guarded block is the one below)
+    with pytest.raises(RuntimeError):
+        with transaction.atomic(using=shard):
+            with sharded_atomic(1):
+                User.objects.filter(id=1).update(n=3)
+            raise RuntimeError("the application gives up")
+    for _ in range(2):
+        with pytest.raises(ShardKeyError, match="rolled back"):
+            with sharded_atomic(1):
+                User.objects.filter(id=1).update(n=4)
+                User.objects.create(id=same, name="another key")
+        with sharded_atomic(1):
+            User.objects.filter(id=1).update(n=5)
+    rows = shop.rows(shard)
+    assert rows[1][2] == 5 and same not in rows

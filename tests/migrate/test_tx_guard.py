@@ -234,33 +234,67 @@ def test_a_shard_set_up_by_an_older_version_is_guarded_before_init(tmp_path: Pat
 def test_the_sqlite_guard_follows_schema_changes_and_rollbacks(tmp_path: Path) -> None:
     """The guard's TEMP triggers are made inside the client's first guarded
     transaction on a connection: when that transaction rolls back they are
-    gone, and when a guarded table is dropped and made again they go with
-    it; either way the next transaction makes them again."""
+    gone; once a later transaction has found them (committed), only a
+    change of the file's schema can take them: a guarded table dropped and
+    made again, or renamed away and replaced by a new table of its name (a
+    trigger follows its table's rename).  Each time the next transaction
+    makes them again."""
+    import sqlite3
+
     path = make_cluster(tmp_path / "c", ["a", "b"], users=10)
     cl = Cluster.load(path)
     k = 3
     shard = cl.router().route(k)
     other = _other_key_on_same_shard(cl, k)
     b = cl.backend(shard)
+
+    def refused(sql: str, params: tuple[Any, ...]) -> None:
+        with pytest.raises(ShardKeyError):
+            with cl.transaction(k) as tx:
+                tx.execute(sql, params)
+
+    def mine(name: str) -> None:
+        with cl.transaction(k) as tx:
+            tx.execute("UPDATE users SET name = ? WHERE id = ?", (name, k))
+
     with pytest.raises(RuntimeError):  # the first guarded transaction on the connection, rolled back
         with cl.transaction(k) as tx:
             tx.execute("UPDATE users SET name = 'w' WHERE id = ?", (k,))
             raise RuntimeError("the application gives up")
-    with pytest.raises(ShardKeyError):
-        with cl.transaction(k) as tx:
-            tx.execute("UPDATE users SET name = 'x' WHERE id = ?", (other,))
+    refused("UPDATE users SET name = 'x' WHERE id = ?", (other,))
+    mine("v1")  # (makes them; committed)
+    mine("v2")  # (finds them: verified)
+    mine("v3")
+    refused("UPDATE users SET name = 'x' WHERE id = ?", (other,))
     with b.writing() as c:  # the table made again (same connection)
         rows = c.execute("SELECT * FROM users").fetchall()
         c.execute("DROP TABLE users")
         c.execute(SCHEMA)
         c.executemany("INSERT INTO users VALUES (?, ?, ?)", rows)
-    with pytest.raises(ShardKeyError):
-        with cl.transaction(k) as tx:
-            tx.execute("DELETE FROM users WHERE id = ?", (other,))
-    with cl.transaction(k) as tx:
-        tx.execute("UPDATE users SET name = 'y' WHERE id = ?", (k,))
-    assert _all_rows(tmp_path / "c", [shard])[k][1] == "y"
-    assert other in _all_rows(tmp_path / "c", [shard])
+    refused("DELETE FROM users WHERE id = ?", (other,))
+    mine("v4")
+    mine("v5")
+    with b.writing() as c:  # renamed away and replaced, on the same connection (its triggers follow)
+        c.execute("ALTER TABLE users RENAME TO users_old")
+        c.execute(SCHEMA)
+        c.execute("INSERT INTO users SELECT * FROM users_old")
+    refused("UPDATE users SET name = 'x' WHERE id = ?", (other,))
+    refused("INSERT INTO users VALUES (?, 'x', 0)", (other + 1_000_000,))
+    mine("v6")
+    mine("v7")
+    raw = sqlite3.connect(tmp_path / "c" / f"{shard}.db")  # and again, by another connection
+    raw.execute("ALTER TABLE users RENAME TO users_older")
+    raw.execute(SCHEMA)
+    raw.execute("INSERT INTO users SELECT * FROM users_older")
+    raw.commit()
+    raw.close()
+    refused("UPDATE users SET name = 'x' WHERE id = ?", (other,))
+    mine("y")
+    with cl.transaction(k) as tx:  # (the old tables are no group tables: not guarded)
+        tx.execute("UPDATE users_old SET name = 'z' WHERE id = ?", (other,))
+        tx.execute("UPDATE users_older SET name = 'z' WHERE id = ?", (other,))
+    rows_now = _all_rows(tmp_path / "c", [shard])
+    assert rows_now[k][1] == "y" and rows_now[other][1] != "x" and other + 1_000_000 not in rows_now
     cl.close()
 
 

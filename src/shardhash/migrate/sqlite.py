@@ -50,6 +50,7 @@ queue by row, not by position, so the same code is safe where that is false.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sqlite3
@@ -154,24 +155,35 @@ _GUARD_RECORDS = 16
 class _Guard:
     """The guard of one connection (held by the connection's functions)."""
 
-    __slots__ = ("on", "group", "key", "records", "installed", "__weakref__")
+    __slots__ = ("on", "group", "key", "records", "installed", "verified", "__weakref__")
 
     def __init__(self) -> None:
         self.on = False
         self.group: Any = None
         self.key: Any = None
         self.records: list[tuple[str, str, Any]] = []
-        #: (schema version, TEMP trigger count) when the triggers were made
+        #: (schema version, generation) when the triggers were made
         self.installed: tuple[int, int] | None = None
+        #: whether a transaction begun after they were made found them all:
+        #: then they were committed, and only a change of the file's schema
+        #: (a guarded table dropped, renamed or made) can take them away
+        self.verified = False
 
-    def begin(self, group: Any, key: Any, schema: int, temps: int) -> int:
-        """SQL ``_shardhash_guard(group, key, schema_version, temp triggers)``:
-        the guard on for this transaction; this guard's token, negative when
-        its triggers must be made (again)."""
+    def begin(self, group: Any, key: Any, schema: int, gen: Any) -> int:
+        """SQL ``_shardhash_guard(group, key, schema_version, generation)``
+        (the generation of the connection's triggers, from its TEMP table;
+        -1: not read, the triggers being verified): the guard on for this
+        transaction; this guard's token, negative when its triggers must be
+        made (again)."""
         self.on, self.group, self.key = True, group, key
         if self.records:
             self.records = []
-        return id(self) if self.installed == (schema, temps) else -id(self)
+        inst = self.installed
+        if gen == -1:
+            ok = self.verified and inst is not None and inst[0] == schema
+        else:
+            ok = inst == (schema, gen)
+        return id(self) if ok else -id(self)
 
     def row(self, group: Any, table: Any, *keys: Any) -> int:
         """SQL ``_shardhash_guard_row(group, table, key[, old key])``, the
@@ -193,13 +205,21 @@ _by_conn: weakref.WeakValueDictionary[int, _Guard] = weakref.WeakValueDictionary
 _tokens_lock = threading.Lock()
 
 #: The guard's versions of the file's schema and of the connection's TEMP
-#: triggers (a rollback of the transaction that made them drops them).
+#: triggers: a generation number written with them in a TEMP table, which a
+#: rollback of the transaction that made them takes back with them.
 _GUARD_ARGS = ("(SELECT schema_version FROM pragma_schema_version), "
-               "(SELECT count(*) FROM temp.sqlite_master WHERE type = 'trigger')")
+               "(SELECT n FROM temp._shardhash_guard_gen)")
+_GUARD_GEN_TABLE = "CREATE TEMP TABLE IF NOT EXISTS _shardhash_guard_gen(n INTEGER NOT NULL)"
+_generations = itertools.count(1)
+_GUARD_ARGS_VERIFIED = "(SELECT schema_version FROM pragma_schema_version), -1"
 #: The guard on (a client write transaction, after its BEGIN IMMEDIATE).
 GUARD_ON = "SELECT _shardhash_guard(?, ?, " + _GUARD_ARGS + ")"
 #: The guard on, and the shard's ownership-record epoch, in one statement.
 GUARD_EPOCH = "SELECT (SELECT n FROM _shardhash_epoch WHERE id = 0), _shardhash_guard(?, ?, " + _GUARD_ARGS + ")"
+#: The same two for a connection whose triggers were verified.
+_GUARD_ON_VERIFIED = "SELECT _shardhash_guard(?, ?, " + _GUARD_ARGS_VERIFIED + ")"
+_GUARD_EPOCH_VERIFIED = ("SELECT (SELECT n FROM _shardhash_epoch WHERE id = 0), _shardhash_guard(?, ?, "
+                         + _GUARD_ARGS_VERIFIED + ")")
 
 
 def guard_off(c: Any) -> list[tuple[str, str, Any]]:
@@ -213,6 +233,7 @@ def guard_off(c: Any) -> list[tuple[str, str, Any]]:
 
 
 def _register_guard(c: Any) -> None:
+    c.execute(_GUARD_GEN_TABLE)
     g = _Guard()
     c.create_function("_shardhash_guard", 4, g.begin)
     c.create_function("_shardhash_guard_row", -1, g.row)
@@ -394,15 +415,26 @@ class SQLiteShard(SystemTables):
         """The TEMP guard triggers of connection ``c`` on every guarded table
         the file holds (made inside the caller's transaction)."""
         tables = dict((t, (grp, col)) for grp, t, col in self.guard_tables)
-        q = "SELECT name, NULL, NULL FROM main.sqlite_master WHERE type = 'table'"
+        # the file's tables (grp NULL), this connection's guard triggers (grp
+        # ''), the guarded tables
+        q = ("SELECT name, NULL, NULL FROM main.sqlite_master WHERE type = 'table' "
+             "UNION ALL SELECT name, '', NULL FROM temp.sqlite_master WHERE type = 'trigger' "
+             "AND substr(name, 1, 13) = '_shardhash_tg'")
         try:
             rows = c.execute(q + " UNION ALL SELECT tbl, grp, col FROM _shardhash_guarded").fetchall()
         except sqlite3.OperationalError as e:
             if "_shardhash_guarded" not in str(e):
                 raise
             rows = c.execute(q).fetchall()  # (a file set up by an older version: the cluster's tables only)
-        tables.update((str(t), (str(grp), str(col))) for t, grp, col in rows if grp is not None)
+        tables.update((str(t), (str(grp), str(col))) for t, grp, col in rows if grp)
         present = {str(t) for t, grp, _col in rows if grp is None}
+        # The connection's guard triggers made before go first: a trigger
+        # follows its table when the table is renamed, and would otherwise
+        # keep its name from a new table of the old name.
+        for name, grp, _col in rows:
+            if grp == "":
+                c.execute("DROP TRIGGER IF EXISTS temp." + qi(str(name)))
+        g.verified = False
         for table, (group, key) in sorted(tables.items()):
             if table not in present:
                 continue
@@ -414,24 +446,38 @@ class SQLiteShard(SystemTables):
                 "d": "AFTER DELETE ON " + t + " WHEN " + head + "OLD." + kc + ")",
             }
             for k, body in stmts.items():
-                c.execute("CREATE TEMP TRIGGER IF NOT EXISTS " + qi("_shardhash_tg" + k + "_" + table) + " "
+                c.execute("CREATE TEMP TRIGGER " + qi("_shardhash_tg" + k + "_" + table) + " "
                           + body + " BEGIN SELECT 1; END")
-        row = c.execute("SELECT " + _GUARD_ARGS).fetchone()
-        g.installed = (int(row[0]), int(row[1]))
+        gen = next(_generations)
+        c.execute(_GUARD_GEN_TABLE)
+        c.execute("DELETE FROM temp._shardhash_guard_gen")
+        c.execute("INSERT INTO temp._shardhash_guard_gen VALUES (?)", (gen,))
+        row = c.execute("SELECT schema_version FROM pragma_schema_version").fetchone()
+        g.installed = (int(row[0]), gen)
 
-    def _guard_statement(self, c: Any, sql: str, group: str, key: Any) -> Any:
+    def _guard_statement(self, c: Any, full: str, verified: str, group: str, key: Any, fresh: bool) -> Any:
+        """Run ``full`` (the guard on, with both checks of its triggers) or,
+        on a connection whose triggers were verified, ``verified`` (the
+        schema check only); make the triggers when the check fails.  ``fresh``:
+        the caller's transaction was begun just before (not inside another
+        one), so triggers it finds were committed."""
         g = _by_conn.get(id(c))
         if g is None:  # (a connection not guarded yet: its functions first, sparing a failed statement)
             try:
                 _register_guard(c)
             except sqlite3.Error:
                 pass  # (the statement below decides)
+        sql = verified if g is not None and g.verified else full
         try:
             row = c.execute(sql, (group, key)).fetchone()
         except sqlite3.OperationalError as e:
             if "_shardhash_guard" not in str(e):
                 raise
-            _register_guard(c)  # (this connection's first guarded transaction)
+            if "no such function" in str(e):
+                _register_guard(c)  # (this connection's first guarded transaction)
+            else:
+                c.execute(_GUARD_GEN_TABLE)  # (a rollback took it: the triggers are made again)
+            sql = full
             row = c.execute(sql, (group, key)).fetchone()
         token = row[-1]
         if g is None or id(g) != token:  # (another guard, or its triggers to make)
@@ -440,19 +486,22 @@ class SQLiteShard(SystemTables):
                 _by_conn[id(c)] = g
             if token < 0:
                 self._guard_triggers(c, g)
+                return row
+        if fresh and sql is full:
+            g.verified = True
         return row
 
-    def begin_guard(self, c: Any, group: str, key: Any) -> None:
+    def begin_guard(self, c: Any, group: str, key: Any, fresh: bool = True) -> None:
         """Inside a client's write transaction (after :meth:`begin_client_write`):
         record every row of a group table written by it whose shard key is
         not ``key`` or whose table is not of ``group`` (:meth:`end_guard`
-        reads them)."""
-        self._guard_statement(c, GUARD_ON, group, key)
+        reads them).  ``fresh``: that transaction was begun just before."""
+        self._guard_statement(c, GUARD_ON, _GUARD_ON_VERIFIED, group, key, fresh)
 
-    def guard_epoch(self, c: Any, group: str, key: Any) -> int | None:
+    def guard_epoch(self, c: Any, group: str, key: Any, fresh: bool = True) -> int | None:
         """:meth:`begin_guard` and the shard's ownership-record epoch (None:
         no epoch row) in one statement."""
-        n = self._guard_statement(c, GUARD_EPOCH, group, key)[0]
+        n = self._guard_statement(c, GUARD_EPOCH, _GUARD_EPOCH_VERIFIED, group, key, fresh)[0]
         return None if n is None else int(n)
 
     @staticmethod
