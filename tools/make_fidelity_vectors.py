@@ -47,6 +47,7 @@ whose oracle is not installed is named and left out.
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import difflib
 import hashlib
 import importlib.util
@@ -618,6 +619,185 @@ def postgres_multiranges(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+BOUNDS = ("[)", "[]", "(]", "()")
+UTC = _dt.timezone.utc
+# fixed offsets a timestamptz bound may be written in (the server reads them as instants)
+TZ_ZONES = (_dt.timezone(_dt.timedelta(hours=5, minutes=30)), _dt.timezone(_dt.timedelta(hours=-8)))
+
+
+def _mr_points(t: str) -> tuple[list[Any], Any, Callable[[Any, int], Any]]:
+    """Bases, the type's smallest step and ``at(base, i)``, the i-th point
+    from a base (10 steps apart for integers and dates, an hour for
+    timestamps), of a multirange type's element type."""
+    if t in ("int4multirange", "int8multirange"):
+        bases: list[Any] = [0, -1000, 2**31 - 10**6] if t == "int4multirange" else [0, 2**40 + 7, -2**62]
+        return bases, 1, lambda b, i: b + 10 * i
+    if t == "datemultirange":
+        day = _dt.timedelta(days=1)
+        return [_dt.date(2000, 1, 1), _dt.date(1970, 1, 1), _dt.date(1899, 12, 20)], day, lambda b, i: b + 10 * i * day
+    tz = UTC if t == "tstzmultirange" else None
+    bases = [_dt.datetime(2000, 1, 1, tzinfo=tz), _dt.datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=tz),
+             _dt.datetime(1969, 7, 20, 20, 17, 40, 250000, tzinfo=tz)]
+    return bases, _dt.timedelta(microseconds=1), lambda b, i: b + _dt.timedelta(hours=i)
+
+
+def _mr_edges(t: str) -> list[Any]:
+    """Multiranges at the element type's edges (as far as Python's date and
+    datetime reach), touching and not."""
+    from shardhash.compat.postgres import Multirange as M
+    from shardhash.compat.postgres import Range as R
+
+    if t in ("int4multirange", "int8multirange"):
+        lo, hi = (-2**31, 2**31 - 1) if t == "int4multirange" else (-2**63, 2**63 - 1)
+        return [M([R(0, hi), R(lo, 0)]), M([R(lo, lo, "[]"), R(lo + 1, 5)]), M([R(None, lo, "()"), R(lo, 0)]),
+                M([R(lo, hi, "()"), R(None, lo, "(]")]), M([R(hi - 1, hi), R(hi, None)]),
+                M([R(hi - 1, hi, "()"), R(hi - 3, hi - 1, "[)")]), M([R(lo, hi), R(None, None, "()"), R(3, 4)]),
+                M([R(hi - 2, hi, "[)"), R(lo, lo + 2, "(]"), R(lo, hi, "[)")]),
+                M([R(hi - 1, hi, "[)"), R(hi, None, "[)"), R(lo, lo + 1, "()")]),
+                M([R(hi - 1, hi - 1, "[]"), R(lo, lo, "[]"), R(hi - 2, hi - 1, "(]")])]
+    if t == "datemultirange":
+        day = _dt.timedelta(days=1)
+        lo_d, hi_d = _dt.date.min, _dt.date.max
+        return [M([R(lo_d, lo_d, "[]"), R(lo_d + day, lo_d + 5 * day)]), M([R(None, lo_d, "[]"), R(lo_d, hi_d, "()")]),
+                M([R(hi_d - day, hi_d, "[]"), R(hi_d, None, "()")]),
+                M([R(hi_d - day, hi_d, "[)"), R(hi_d, None, "()")]),
+                M([R(hi_d, hi_d, "[]"), R(lo_d, lo_d, "[]")]), M([R(lo_d, hi_d, "[]"), R(None, lo_d, "()")]),
+                M([R(hi_d - 3 * day, hi_d, "(]"), R(hi_d - 4 * day, hi_d - 3 * day, "(]")]),
+                M([R(lo_d, hi_d), R(hi_d, hi_d, "[]"), "empty"]),
+                M([R(hi_d, None, "[)"), R(lo_d + day, hi_d, "[)"), R(None, lo_d, "(]")]),
+                M([R(lo_d, lo_d + day, "()"), R(hi_d - day, hi_d, "()")])]
+    tz = UTC if t == "tstzmultirange" else None
+    us = _dt.timedelta(microseconds=1)
+    lo_t, hi_t = _dt.datetime.min.replace(tzinfo=tz), _dt.datetime.max.replace(tzinfo=tz)
+    return [M([R(lo_t, lo_t, "[]"), R(lo_t, lo_t + us, "()")]), M([R(lo_t, lo_t, "[]"), R(lo_t + us, lo_t + 9 * us)]),
+            M([R(None, lo_t, "()"), R(lo_t, hi_t, "[]")]), M([R(None, lo_t, "[)"), R(lo_t, hi_t, "()")]),
+            M([R(hi_t - us, hi_t, "[]"), R(hi_t, None, "()")]), M([R(hi_t - us, hi_t, "[)"), R(hi_t, None, "()")]),
+            M([R(hi_t, None, "[]"), R(lo_t, hi_t, "[)")]), M([R(hi_t, hi_t, "[]"), R(lo_t, lo_t, "[]")]),
+            M([R(lo_t, hi_t, "()"), R(hi_t, hi_t, "[]"), R(lo_t, lo_t, "[]")]),
+            M([R(lo_t, hi_t), R(None, None, "()"), "empty"])]
+
+
+def multirange_adjacent_values(t: str, n: int = 120) -> list[Any]:
+    """Multiranges of type ``t`` built to exercise multirange_canonicalize's
+    merge: every bound-kind pair at a shared value (in and out of order),
+    gaps of one step, overlaps and containment, unbounded ends next to
+    others, duplicates, empty ranges in the list, single points, the type's
+    edges, long shuffled chains (over 16 ranges) and random mixes from few
+    points; ``n`` values."""
+    from shardhash.compat.postgres import Multirange as M
+    from shardhash.compat.postgres import Range as R
+
+    rng = random.Random(f"adjacent-{t}")
+    bases, step, at = _mr_points(t)
+    tstz = t == "tstzmultirange"
+
+    def p(i: int, k: int = 0) -> Any:
+        return at(bases[k % len(bases)], i)
+
+    def zoned(x: Any) -> Any:  # a timestamptz bound, sometimes written in another zone
+        return x.astimezone(rng.choice(TZ_ZONES)) if tstz and x is not None and rng.random() < 0.3 else x
+
+    out: list[Any] = []
+    pairs = [(a, b) for a in BOUNDS for b in BOUNDS]
+    for k, (a, b) in enumerate(pairs):  # touching at one value: every pair of bound kinds
+        rs = [R(p(0, k), p(1, k), a), R(zoned(p(1, k)), p(2, k), b)]
+        out.append(M(rs if k % 2 else rs[::-1]))
+    for k, (a, b) in enumerate(pairs):  # one step apart: discrete types may merge, continuous ones never
+        rs = [R(p(0, k), p(1, k), a), R(p(1, k) + step, p(2, k), b)]
+        out.append(M(rs[::-1] if k % 3 == 0 else rs))
+    for k, (a, b) in enumerate(pairs[::5]):  # one step of overlap
+        out.append(M([R(p(1, k), p(2, k), b), R(p(0, k), p(1, k) + step, a)]))
+    for k, (a, b) in enumerate(pairs):  # unbounded on both sides, meeting at one value
+        rs = [R(None, p(1, k), a), R(zoned(p(1, k)), None, b)]
+        out.append(M(rs if k % 2 else rs[::-1]))
+    for k in range(8):  # unbounded ends next to a finite range
+        a, b, c = (rng.choice(BOUNDS) for _ in range(3))
+        rs = [R(None, p(0, k), a), R(p(0, k), p(1, k), b), R(zoned(p(1, k)), None, c)]
+        rng.shuffle(rs)
+        out.append(M(rs[: 2 + k % 2] if k % 4 else rs))
+    # empty ranges in the list (a single point may bridge two ranges; an empty one never does)
+    out += [M(["empty", R(p(0), p(1)), "empty"]), M([R(p(0), p(1), "[)"), R(p(1), p(1), "[)"), R(p(1), p(2), "()")]),
+            M([R(p(1), p(2), "(]"), R(p(1), p(1), "[]"), R(p(0), p(1), "[)")]),
+            M([R(p(0), p(1), "()"), "empty", R(p(1), p(1) + step, "()"), R(p(1) + step, p(2), "[]")]),
+            M([R(p(2), p(2), "()"), R(p(2), p(2), "(]"), "empty"]), M(["empty", R(None, None, "[]"), "empty"])]
+    # single points: chains of them (discrete types merge them), next to ranges
+    out += [M([R(p(0) + step * i, p(0) + step * i, "[]") for i in (2, 0, 1, 1, 3)]),
+            M([R(p(1), p(1), "[]"), R(p(0), p(1), "[)")]), M([R(p(1), p(2), "()"), R(p(1), p(1), "[]")]),
+            M([R(p(1), p(1), "[]"), R(p(1), p(1), "[]"), R(p(1) + step, p(1) + step, "[]")]),
+            M([R(p(1), p(1), "[]"), R(p(0), p(1), "()"), R(p(1), p(2), "(]"), R(p(3), p(3), "[]")]),
+            M([R(None, p(1), "()"), R(p(1), p(1), "[]"), R(p(1), None, "()")])]
+    # overlapping and contained ranges, equal bounds of different kinds
+    for k in range(10):
+        a, b = rng.choice(BOUNDS), rng.choice(BOUNDS)
+        shape = [(0, 5, 1, 3), (0, 3, 2, 5), (0, 3, 0, 3), (0, 3, 0, 5), (1, 3, 0, 3)][k % 5]
+        rs = [R(p(shape[0], k), p(shape[1], k), a), R(p(shape[2], k), p(shape[3], k), b)]
+        out.append(M(rs if k < 5 else rs[::-1] + [rs[0]]))
+    # duplicates
+    r1, r2 = R(p(0), p(1), "[]"), R(p(1), p(2), "()")
+    out += [M([r1, r1, r1]), M([r1, r2, r1, r2]), M([r2, r2, "empty", r2]), M([R(None, p(1)), R(None, p(1)), r2])]
+    out += _mr_edges(t)
+    # long chains: consecutive segments with random bound kinds, some one step apart, shuffled, some repeated
+    for k in range(10):
+        segs: list[Any] = []
+        x = p(0, k)
+        for _ in range(rng.randrange(17, 31) if k < 6 else rng.randrange(5, 13)):
+            y = at(x, 1) if rng.random() < 0.7 else x
+            segs.append(R(zoned(x), y, rng.choice(BOUNDS)))
+            x = y + step if rng.random() < 0.3 else y
+        segs += [rng.choice(segs) for _ in range(k % 3)] + ["empty"] * (k % 2)
+        if k % 4 == 1:
+            segs += [R(None, segs[0].lower, rng.choice(BOUNDS)), R(x, None, rng.choice(BOUNDS))]
+        rng.shuffle(segs)
+        out.append(M(segs))
+    # random mixes of few points (and one step past them), every bound kind, unbounded sides
+    while len(out) < n:
+        pool = [p(i, len(out)) for i in range(5)] + [p(i, len(out)) + step for i in range(3)]
+        rs = []
+        for _ in range(rng.randrange(2, 9)):
+            a, b = sorted(rng.sample(pool, 2))
+            if rng.random() < 0.15:
+                b = a
+            rs.append(R(None if rng.random() < 0.1 else zoned(a), None if rng.random() < 0.1 else zoned(b),
+                        rng.choice(BOUNDS)))
+        out.append(M(rs))
+    return out
+
+
+def postgres_multiranges_adjacent(out: Path) -> None:
+    """hash_multirange / hash_multirange_extended and the canonical text of
+    multiranges built to exercise the merge of touching, near-touching and
+    overlapping ranges (multirange_adjacent_values)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_multirange import multirange_sql
+    from tests.compat.test_postgres_types import SEEDS
+
+    dsn = os.environ["SHARDHASH_PG_DSN"]
+    rows: list[list[object]] = []
+    seeds = ", ".join(f"hash_multirange_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
+    for t in ("int4multirange", "int8multirange", "datemultirange", "tsmultirange", "tstzmultirange"):
+        vals = multirange_adjacent_values(t)
+        script = ("SET TimeZone = 'UTC';\nSET DateStyle = 'ISO, MDY';\n" +
+                  f"SELECT hash_multirange(v), {seeds}, v::text FROM (VALUES " +
+                  ", ".join(f"({i}, {multirange_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+        if len(got) != len(vals):
+            raise RuntimeError(f"{t}: the server returned {len(got)} rows for {len(vals)} values")
+        for v, line in zip(vals, got):
+            rows.append([t, "[" + ", ".join(_range_json(r) for r in v.ranges) + "]", *line.split("\t")])
+    _write(out, "postgres_multiranges_adjacent.tsv",
+           ["postgres_multiranges_adjacent.tsv: PostgreSQL hash_multirange (32-bit) and hash_multirange_extended",
+            "under seeds 0, 1 and HASH_PARTITION_SEED (signed), and the canonical text (v::text, TimeZone UTC,",
+            "DateStyle ISO), of multiranges built to exercise multirange_canonicalize's merge: touching ranges",
+            "under every pair of bound kinds, ranges one step apart, overlapping, contained and repeated ranges,",
+            "unbounded ends, empty ranges and single points in the list, the types' edges (as far as Python's",
+            "date and datetime reach), long shuffled chains. value: a JSON list of its ranges as given (each",
+            "\"empty\" or [lower, upper, bounds]; null: unbounded; dates and timestamps in ISO form; timestamptz",
+            "bounds with their UTC offset, some not UTC).",
+            GENERATED_BY + " from the server (SHARDHASH_PG_DSN); frozen."],
+           ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed", "canonical"], rows)
+
+
 def postgres_composites(out: Path) -> None:
     """hash_record / hash_record_extended of a composite type with integer,
     text, date, numeric, array, range and nested composite fields (NULLs too)."""
@@ -793,6 +973,7 @@ MAKERS: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "postgres_composites.tsv": (postgres_composites, ()),
     "postgres_numranges.tsv": (postgres_numranges, ()),
     "postgres_composite_arrays.tsv": (postgres_composite_arrays, ()),
+    "postgres_multiranges_adjacent.tsv": (postgres_multiranges_adjacent, ()),
 }
 
 
@@ -809,7 +990,7 @@ def check(names: list[str]) -> int:
                 continue
             if make in (postgres_more_types, postgres_arrays, postgres_ranges, postgres_numeric,
                         postgres_multiranges, postgres_composites, postgres_numranges,
-                        postgres_composite_arrays) and not (
+                        postgres_composite_arrays, postgres_multiranges_adjacent) and not (
                     os.environ.get("SHARDHASH_PG_DSN") and shutil.which("psql")):
                 gone.append("a PostgreSQL server (SHARDHASH_PG_DSN) and psql")
             if make is ketama_libmemcached_modes and subprocess.run(
