@@ -1012,7 +1012,7 @@ typedef struct {
 
 /* ---- ranges: sh_pg_range_canonical, sh_pg_range_extended, sh_pg_range_32 ---- */
 
-#define PG_MAXR 2048
+#define PG_MAXR 8192
 static uint8_t pgr_flags[PG_MAXR];
 static int64_t pgr_lo[PG_MAXR], pgr_hi[PG_MAXR], pgr_off[PG_MAXR + 1];
 static uint64_t pgr_out[PG_MAXR];
@@ -1125,7 +1125,7 @@ static void test_pg_range_edges(const pg_range_edge *c, size_t n)
 
 /* ---- multiranges: sh_pg_multirange_canonical, _extended, _32 ---- */
 
-#define PG_MAXGIVEN 16
+#define PG_MAXGIVEN 48
 
 /* The ranges of multirange JSON value v, each canonical, the empty ones
  * left out (as multirange_columns gives them to sh_pg_multirange_canonical). */
@@ -2200,14 +2200,25 @@ static char *pg_read_rows(const char *dir, const char *name, const char **rows, 
     return buf;
 }
 
-/* Every row of the five files, not only the cases above (the arrays'
+/* The server's canonical text of a row of postgres_multiranges_adjacent.tsv:
+ * its seventh column (NULL when it has none). */
+static const char *pg_seventh(const char *row)
+{
+    int tabs = 0;
+    for (; *row; row++)
+        if (*row == '\t' && ++tabs == 6) return row + 1;
+    return NULL;
+}
+
+/* Every row of the six files, not only the cases above (the arrays'
  * bool[] and interval[] rows left out): read from the vectors directory the
- * program is given, with no server text to compare the canonical forms with. */
+ * program is given; only postgres_multiranges_adjacent.tsv holds the
+ * server's canonical text to compare the canonical forms with. */
 static void test_pg_files(const char *dir)
 {
-    static const char *const names[] = {"postgres_ranges.tsv", "postgres_multiranges.tsv",
-                                        "postgres_numeric.tsv", "postgres_arrays.tsv",
-                                        "postgres_composites.tsv"};
+    static const char *const names[] = {"postgres_ranges.tsv",     "postgres_multiranges.tsv",
+                                        "postgres_numeric.tsv",    "postgres_arrays.tsv",
+                                        "postgres_composites.tsv", "postgres_multiranges_adjacent.tsv"};
     static const char *rows[PG_MAXR];
     static pg_case cases[PG_MAXR];
     size_t f, i, n;
@@ -2218,13 +2229,15 @@ static void test_pg_files(const char *dir)
         if (buf == NULL) continue;
         for (i = 0; i < n; i++) {
             cases[i].row = rows[i];
-            cases[i].server = NULL;
+            cases[i].server = f == 5 ? pg_seventh(rows[i]) : NULL;
+            if (f == 5) CHECK(cases[i].server != NULL, "%s: row %zu has no canonical text", names[f], i);
         }
         if (f == 0) test_pg_ranges(cases, n);
         if (f == 1) test_pg_multiranges(cases, n);
         if (f == 2) test_pg_numeric(rows, n);
         if (f == 3) test_pg_arrays(rows, n);
         if (f == 4) test_pg_composites(rows, n);
+        if (f == 5) test_pg_multiranges(cases, n);
         free(buf);
     }
 }
