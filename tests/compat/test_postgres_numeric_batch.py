@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from shardhash.compat import postgres as pg
 from tests._support import VECTORS
 from tests.compat.test_postgres_numrange import CRAFTED_RANGES, _server, decode
-from tests.compat.test_postgres_types import SEEDS, _psql, check_hashes, range_sql, range_values
+from tests.compat.test_postgres_types import SEEDS, check_hashes, check_live_numerics, range_sql, range_values
 
 _M64 = (1 << 64) - 1
 
@@ -95,6 +95,14 @@ def test_values_the_reader_does_not_take_hash_as_one_value() -> None:
     _check_batch(vals, 0)
 
 
+def _refused_by_both(vals: list[Any], pg_type: str, exc: type[Exception], msg: str) -> None:
+    """Both batch hashes refuse ``vals`` with ``exc``, its message starting with ``msg``."""
+    for f in (pg.hash_extended_array, pg.hash32_array):
+        with pytest.raises(exc) as got:
+            f(vals, pg_type)
+        assert str(got.value).startswith(msg), f.__name__
+
+
 @pytest.mark.parametrize(("bad", "exc", "msg"), [
     (Decimal("sNaN"), ValueError, "value at position 2: a signalling NaN is not a PostgreSQL numeric"),
     (True, TypeError, "value at position 2: a numeric value must be an int or a decimal.Decimal, not True"),
@@ -102,13 +110,7 @@ def test_values_the_reader_does_not_take_hash_as_one_value() -> None:
     ("1", TypeError, "value at position 2: a numeric value must be an int or a decimal.Decimal, not '1'"),
 ])
 def test_bad_values_keep_their_error_and_position(bad: Any, exc: type[Exception], msg: str) -> None:
-    vals = [Decimal("1"), 2, bad, "later", Decimal("sNaN")]
-    with pytest.raises(exc) as got:
-        pg.hash_extended_array(vals, "numeric")
-    assert str(got.value).startswith(msg)
-    with pytest.raises(exc) as got:
-        pg.hash32_array(vals, "numeric")
-    assert str(got.value).startswith(msg)
+    _refused_by_both([Decimal("1"), 2, bad, "later", Decimal("sNaN")], "numeric", exc, msg)
 
 
 def test_null_is_refused_at_its_position() -> None:
@@ -138,11 +140,7 @@ def _live_values(rng: random.Random, n: int) -> list[Any]:
 
 @pytest.mark.oracle
 def test_live_random_numerics() -> None:
-    vals = _live_values(random.Random("numeric-batch"), 800)
-    cols = ["hash_numeric(v)"] + [f"hash_numeric_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS]
-    rows = _psql("SELECT " + ", ".join(cols) + " FROM (VALUES " +
-                 ", ".join(f"({i}, '{v}'::numeric)" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
-    check_hashes(vals, "numeric", rows)
+    check_live_numerics(_live_values(random.Random("numeric-batch"), 800))
 
 
 # ------------------------------------------------------------------- numrange
@@ -186,13 +184,7 @@ def test_numrange_frozen_vectors_through_the_batch() -> None:
     (5, TypeError, "value at position 2: a numrange value must be a Range(lower, upper, bounds) or 'empty'"),
 ])
 def test_numrange_bad_values_keep_their_error_and_position(bad: Any, exc: type[Exception], msg: str) -> None:
-    vals = [pg.Range(1, 2), "empty", bad, pg.Range(3, 1)]
-    with pytest.raises(exc) as got:
-        pg.hash_extended_array(vals, "numrange")
-    assert str(got.value).startswith(msg)
-    with pytest.raises(exc) as got:
-        pg.hash32_array(vals, "numrange")
-    assert str(got.value).startswith(msg)
+    _refused_by_both([pg.Range(1, 2), "empty", bad, pg.Range(3, 1)], "numrange", exc, msg)
 
 
 def test_numrange_bounds_the_reader_does_not_take() -> None:

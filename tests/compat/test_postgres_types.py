@@ -449,13 +449,18 @@ def numeric_values(rng: random.Random, n: int) -> list[Any]:
     return out
 
 
-@pytest.mark.oracle
-def test_live_numeric_hashes() -> None:
-    vals = numeric_values(random.Random("numeric"), 1500)
+def check_live_numerics(vals: list[Any]) -> None:
+    """The server's hash_numeric and hash_numeric_extended (every seed) of
+    ``vals`` against ours (scalar and batch)."""
     cols = ["hash_numeric(v)"] + [f"hash_numeric_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS]
     rows = _psql("SELECT " + ", ".join(cols) + " FROM (VALUES " +
                  ", ".join(f"({i}, '{v}'::numeric)" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
     check_hashes(vals, "numeric", rows)
+
+
+@pytest.mark.oracle
+def test_live_numeric_hashes() -> None:
+    check_live_numerics(numeric_values(random.Random("numeric"), 1500))
 
 
 def test_numeric_rules() -> None:
