@@ -593,24 +593,40 @@ def postgres_ranges(out: Path) -> None:
            ["type", "value", "hash32", "ext_seed0", "ext_seed1", "ext_partition_seed"], rows)
 
 
+MULTIRANGE_TYPES = ("int4multirange", "int8multirange", "datemultirange", "tsmultirange", "tstzmultirange")
+
+
+def _multirange_rows(dsn: str, t: str, vals: list[Any], *, text: bool) -> list[list[object]]:
+    """The server's rows for multiranges ``vals`` of type ``t``: type, the
+    value as given (JSON), hash_multirange, hash_multirange_extended under
+    every seed and, with ``text``, the canonical text (TimeZone UTC,
+    DateStyle ISO)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.compat.test_postgres_multirange import multirange_sql
+    from tests.compat.test_postgres_types import SEEDS
+
+    seeds = ", ".join(f"hash_multirange_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
+    script = ("SET TimeZone = 'UTC';\n" + ("SET DateStyle = 'ISO, MDY';\n" if text else "") +
+              f"SELECT hash_multirange(v), {seeds}" + (", v::text" if text else "") + " FROM (VALUES " +
+              ", ".join(f"({i}, {multirange_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
+    got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+                         input=script, capture_output=True, text=True, check=True).stdout.splitlines()
+    if len(got) != len(vals):
+        raise RuntimeError(f"{t}: the server returned {len(got)} rows for {len(vals)} values")
+    return [[t, "[" + ", ".join(_range_json(r) for r in v.ranges) + "]", *line.split("\t")]
+            for v, line in zip(vals, got)]
+
+
 def postgres_multiranges(out: Path) -> None:
     """hash_multirange / hash_multirange_extended of the five multirange types
     (empty, unbounded, overlapping, touching and repeated ranges)."""
     sys.path.insert(0, str(ROOT))
-    from tests.compat.test_postgres_multirange import multirange_sql, multirange_values
-    from tests.compat.test_postgres_types import SEEDS
+    from tests.compat.test_postgres_multirange import multirange_values
 
     dsn = os.environ["SHARDHASH_PG_DSN"]
     rows: list[list[object]] = []
-    seeds = ", ".join(f"hash_multirange_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
-    for t in ("int4multirange", "int8multirange", "datemultirange", "tsmultirange", "tstzmultirange"):
-        vals = multirange_values(t, random.Random(f"vectors-{t}"), 40)
-        script = ("SET TimeZone = 'UTC';\n" + f"SELECT hash_multirange(v), {seeds} FROM (VALUES " +
-                  ", ".join(f"({i}, {multirange_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
-        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
-                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
-        for v, line in zip(vals, got):
-            rows.append([t, "[" + ", ".join(_range_json(r) for r in v.ranges) + "]", *line.split("\t")])
+    for t in MULTIRANGE_TYPES:
+        rows += _multirange_rows(dsn, t, multirange_values(t, random.Random(f"vectors-{t}"), 40), text=False)
     _write(out, "postgres_multiranges.tsv",
            ["postgres_multiranges.tsv: PostgreSQL hash_multirange (32-bit) and hash_multirange_extended under seeds",
             "0, 1 and HASH_PARTITION_SEED (signed) of multirange values; value: a JSON list of its ranges as given",
@@ -767,24 +783,10 @@ def postgres_multiranges_adjacent(out: Path) -> None:
     """hash_multirange / hash_multirange_extended and the canonical text of
     multiranges built to exercise the merge of touching, near-touching and
     overlapping ranges (multirange_adjacent_values)."""
-    sys.path.insert(0, str(ROOT))
-    from tests.compat.test_postgres_multirange import multirange_sql
-    from tests.compat.test_postgres_types import SEEDS
-
     dsn = os.environ["SHARDHASH_PG_DSN"]
     rows: list[list[object]] = []
-    seeds = ", ".join(f"hash_multirange_extended(v, {s - (1 << 64) if s >> 63 else s})" for s in SEEDS)
-    for t in ("int4multirange", "int8multirange", "datemultirange", "tsmultirange", "tstzmultirange"):
-        vals = multirange_adjacent_values(t)
-        script = ("SET TimeZone = 'UTC';\nSET DateStyle = 'ISO, MDY';\n" +
-                  f"SELECT hash_multirange(v), {seeds}, v::text FROM (VALUES " +
-                  ", ".join(f"({i}, {multirange_sql(t, v)})" for i, v in enumerate(vals)) + ") AS x(i, v) ORDER BY i;")
-        got = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-d", dsn],
-                             input=script, capture_output=True, text=True, check=True).stdout.splitlines()
-        if len(got) != len(vals):
-            raise RuntimeError(f"{t}: the server returned {len(got)} rows for {len(vals)} values")
-        for v, line in zip(vals, got):
-            rows.append([t, "[" + ", ".join(_range_json(r) for r in v.ranges) + "]", *line.split("\t")])
+    for t in MULTIRANGE_TYPES:
+        rows += _multirange_rows(dsn, t, multirange_adjacent_values(t), text=True)
     _write(out, "postgres_multiranges_adjacent.tsv",
            ["postgres_multiranges_adjacent.tsv: PostgreSQL hash_multirange (32-bit) and hash_multirange_extended",
             "under seeds 0, 1 and HASH_PARTITION_SEED (signed), and the canonical text (v::text, TimeZone UTC,",
